@@ -1,0 +1,52 @@
+// Command gosbx runs untrusted commands in a Linux sandbox: new namespaces, a fresh
+// read-only root of positive bind mounts, one writable workspace, no capabilities.
+//
+// Exit status: the command's own; 128+S when a signal S killed it; 124 on timeout;
+// 125 when the sandbox could not be built or the usage is wrong (the command did not
+// run); 126 when the command is not executable; 127 when it is not found.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/gosbx/gosbx/nsinit"
+)
+
+func main() {
+	nsinit.Init() // the re-executed init stage never returns from here
+	os.Exit(run(os.Args[1:]))
+}
+
+// usageError is bad command-line input: exit 125, nothing ran.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+// exitCoder is an error that carries its own exit status.
+type exitCoder interface{ ExitCode() int }
+
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var st statusError
+	if errors.As(err, &st) {
+		return int(st)
+	}
+	fmt.Fprintln(os.Stderr, "gosbx: "+err.Error())
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return nsinit.ExitSetup
+}
+
+// statusError carries the command's exit status out of cobra without a message.
+type statusError int
+
+func (s statusError) Error() string { return fmt.Sprintf("exit status %d", int(s)) }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; otherwise the module
+// build info gives it.
+var version = ""
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gosbx",
+		Short: "Run untrusted commands behind one fail-closed Linux sandbox boundary",
+		Long: `gosbx runs a command in new user, mount, pid, network, ipc, uts and cgroup
+namespaces, on a fresh read-only root built from bind mounts, with one writable
+workspace, no capabilities and no network unless asked. If the sandbox cannot be
+built, the command does not run and gosbx exits 125.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newExecCmd(), newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the gosbx version",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			v := version
+			if v == "" {
+				v = "(devel)"
+				if bi, ok := debug.ReadBuildInfo(); ok {
+					if bi.Main.Version != "" {
+						v = bi.Main.Version
+					}
+					for _, s := range bi.Settings {
+						if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+							v += " " + s.Value[:12]
+						}
+					}
+				}
+			}
+			fmt.Fprintln(c.OutOrStdout(), "gosbx "+v)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,319 @@
+package mounts
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// MakePrivate sets every mount of the current mount namespace to private propagation
+// (mount --make-rprivate /), so nothing done here reaches the host and nothing the host
+// mounts later reaches the sandbox. See mount_namespaces(7).
+func MakePrivate() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return &Error{Op: "make-rprivate", Target: "/", Err: err}
+	}
+	return nil
+}
+
+// Source is a detached copy of a host mount tree, cloned with open_tree(2)
+// (OPEN_TREE_CLONE) while the host's file system is still in view. Attaching it later
+// with move_mount(2) cannot be redirected by changes to the host path.
+type Source struct {
+	fd   int
+	path string
+	dir  bool
+}
+
+// OpenSource clones the mount tree at the host path p (a canonical absolute path; its last
+// component is not followed if it is a symlink). recursive clones submounts too (rbind);
+// a tree with submounts locked by a less privileged user namespace can only be cloned
+// recursively. Errors are *Error wrapping the errno.
+func OpenSource(p string, recursive bool) (*Source, error) {
+	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_SYMLINK_NOFOLLOW)
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, p, flags)
+	if err != nil {
+		return nil, &Error{Op: "open_tree", Source: p, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &Error{Op: "stat", Source: p, Err: err}
+	}
+	return &Source{fd: fd, path: p, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
+}
+
+// Close releases the detached tree if it was never attached.
+func (s *Source) Close() error { return unix.Close(s.fd) }
+
+// Root is a new root file system under construction: a fresh tmpfs attached at a
+// staging directory; every target is resolved beneath it.
+type Root struct {
+	fd      int      // the root of the tmpfs mount (from fsmount)
+	roLater []sealed // mounts made read-only by PivotRoot, once populated
+}
+
+// New creates the root tmpfs (mode 0755, nosuid, nodev) and attaches it at staging, a
+// directory of the current mount namespace that no source of a later bind needs.
+func New(staging string) (*Root, error) {
+	fd, err := newFS("tmpfs", map[string]string{"mode": "0755"}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return nil, errorf("tmpfs", "tmpfs", "/", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, err)
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, staging, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		unix.Close(fd)
+		return nil, &Error{Op: "move_mount", Source: "tmpfs", Target: staging, Err: err}
+	}
+	return &Root{fd: fd}, nil
+}
+
+// newFS creates a detached mount of a new file system instance (fsopen(2), fsconfig(2),
+// fsmount(2)) and returns its mount fd.
+func newFS(fstype string, opts map[string]string, attr uint64) (int, error) {
+	fsfd, err := unix.Fsopen(fstype, unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("fsopen: %w", err)
+	}
+	defer unix.Close(fsfd)
+	for k, v := range opts {
+		if v == "" {
+			err = unix.FsconfigSetFlag(fsfd, k)
+		} else {
+			err = unix.FsconfigSetString(fsfd, k, v)
+		}
+		if err != nil {
+			return -1, fmt.Errorf("fsconfig %s=%s: %w", k, v, err)
+		}
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return -1, fmt.Errorf("fsconfig create: %w", err)
+	}
+	fd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, int(attr))
+	if err != nil {
+		return -1, fmt.Errorf("fsmount: %w", err)
+	}
+	return fd, nil
+}
+
+// attach moves the detached mount mfd onto dest inside the root.
+func (r *Root) attach(mfd int, dest string, dir bool) error {
+	tfd, err := r.target(dest, dir)
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	defer unix.Close(tfd)
+	return unix.MoveMount(mfd, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+}
+
+// setattr sets attr on the mount tree of fd (recursively when recursive), leaving every
+// other attribute as it is. That keeps flags the kernel locked in a user namespace
+// (nosuid, nodev, noexec, atime of the source) instead of failing with EPERM as a
+// MS_REMOUNT|MS_BIND would.
+func setattr(fd int, attr uint64, recursive bool) error {
+	flags := uint(unix.AT_EMPTY_PATH)
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+	}
+	return unix.MountSetattr(fd, "", flags, &unix.MountAttr{Attr_set: attr})
+}
+
+// Bind attaches the cloned tree src at dest with the MOUNT_ATTR_* bits attr added
+// (recursively). The mount point is created (a directory or an empty file, as the
+// source) if missing; no component of dest may be a symlink. src is consumed.
+func (r *Root) Bind(src *Source, dest string, attr uint64) error {
+	defer src.Close()
+	if err := setattr(src.fd, attr, true); err != nil {
+		return errorf("bind", src.path, dest, attr, fmt.Errorf("mount_setattr: %w", err))
+	}
+	if err := r.attach(src.fd, dest, src.dir); err != nil {
+		return errorf("bind", src.path, dest, attr, err)
+	}
+	return nil
+}
+
+// FS mounts a new instance of fstype ("tmpfs", "proc", "devpts", "mqueue") at dest with
+// fsconfig(2) options opts (a value "" sets a flag) and attributes attr. With
+// sealLater, PivotRoot makes the mount read-only, after whatever is mounted or created
+// inside it.
+func (r *Root) FS(fstype, dest string, opts map[string]string, attr uint64, sealLater bool) error {
+	fd, err := newFS(fstype, opts, attr)
+	if err != nil {
+		return errorf(fstype, fstype, dest, attr, err)
+	}
+	if err := r.attach(fd, dest, true); err != nil {
+		unix.Close(fd)
+		return errorf(fstype, fstype, dest, attr, err)
+	}
+	if sealLater {
+		r.roLater = append(r.roLater, sealed{fd, dest})
+	} else {
+		unix.Close(fd)
+	}
+	return nil
+}
+
+// Symlink creates dest -> target inside the root (parents created as needed). An
+// existing symlink with the same target is accepted.
+func (r *Root) Symlink(target, dest string) error {
+	parent, err := r.mkdirAll(dirOf(dest))
+	if err != nil {
+		return &Error{Op: "symlink", Source: target, Target: dest, Err: err}
+	}
+	defer unix.Close(parent)
+	base := baseOf(dest)
+	if err := unix.Symlinkat(target, parent, base); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			if cur, rerr := readlinkat(parent, base); rerr == nil && cur == target {
+				return nil
+			}
+		}
+		return &Error{Op: "symlink", Source: target, Target: dest, Err: err}
+	}
+	return nil
+}
+
+func readlinkat(dirfd int, name string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(dirfd, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// ReadOnly re-binds the existing path p (inside the root; symlinks followed within the
+// root) onto itself read-only, nosuid and nodev, submounts included. A missing path is
+// not an error: there is nothing to protect. Used for protected paths such as .git.
+func (r *Root) ReadOnly(p string) error {
+	const attr = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	fd, err := r.lookup(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return errorf("bind", p, p, attr, err)
+	}
+	defer unix.Close(fd)
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return errorf("bind", p, p, attr, fmt.Errorf("open_tree: %w", err))
+	}
+	defer unix.Close(tree)
+	if err := setattr(tree, attr, true); err != nil {
+		return errorf("bind", p, p, attr, fmt.Errorf("mount_setattr: %w", err))
+	}
+	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return errorf("bind", p, p, attr, fmt.Errorf("move_mount: %w", err))
+	}
+	return nil
+}
+
+// Mask hides the existing path p inside the root: a directory under an empty read-only
+// tmpfs, anything else under a bind of null (which must be the character device 1:3).
+// A missing path is not an error.
+func (r *Root) Mask(p string, null *Null) error {
+	fd, err := r.lookup(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &Error{Op: "mask", Target: p, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &Error{Op: "mask", Target: p, Err: err}
+	}
+	var mfd int
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		mfd, err = newFS("tmpfs", map[string]string{"mode": "0000"}, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	} else {
+		mfd, err = unix.OpenTree(null.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	}
+	if err != nil {
+		return &Error{Op: "mask", Target: p, Err: err}
+	}
+	defer unix.Close(mfd)
+	if err := unix.MoveMount(mfd, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return &Error{Op: "mask", Target: p, Err: fmt.Errorf("move_mount: %w", err)}
+	}
+	return nil
+}
+
+// Null is an O_PATH handle on the host's /dev/null, verified to be the character device
+// 1:3, used as the source of file masks.
+type Null struct{ fd int }
+
+// OpenNull opens and verifies path (normally "/dev/null") as the character device 1:3.
+func OpenNull(path string) (*Null, error) {
+	fd, err := openat2(unix.AT_FDCWD, path, unix.O_PATH|unix.O_NOFOLLOW, unix.RESOLVE_NO_SYMLINKS)
+	if err != nil {
+		return nil, &Error{Op: "open", Source: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != 1 || unix.Minor(st.Rdev) != 3 {
+		unix.Close(fd)
+		return nil, &Error{Op: "open", Source: path, Err: fmt.Errorf("not the null device 1:3")}
+	}
+	return &Null{fd: fd}, nil
+}
+
+// Close releases the handle.
+func (n *Null) Close() error { return unix.Close(n.fd) }
+
+// PivotRoot makes the new root the process's root with pivot_root(2) (new_root and
+// put_old both "."), detaches the old root (umount2(2) MNT_DETACH), makes the mounts
+// marked sealLater read-only, then the root tmpfs itself. Submounts keep their flags.
+func (r *Root) PivotRoot() error {
+	if err := unix.Fchdir(r.fd); err != nil {
+		return &Error{Op: "chdir", Target: "/", Err: err}
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return &Error{Op: "pivot_root", Target: "/", Err: err}
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return &Error{Op: "umount", Source: "old root", Err: err}
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return &Error{Op: "chdir", Target: "/", Err: err}
+	}
+	for _, m := range r.roLater {
+		if err := setattr(m.fd, unix.MOUNT_ATTR_RDONLY, false); err != nil {
+			return &Error{Op: "remount-ro", Target: m.dest, Err: err}
+		}
+		unix.Close(m.fd)
+	}
+	r.roLater = nil
+	if err := setattr(r.fd, unix.MOUNT_ATTR_RDONLY, false); err != nil {
+		return &Error{Op: "remount-ro", Target: "/", Err: err}
+	}
+	return nil
+}
+
+type sealed struct {
+	fd   int
+	dest string
+}
+
+func dirOf(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "/"
+}
+
+func baseOf(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

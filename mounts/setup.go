@@ -1,0 +1,191 @@
+package mounts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// SymlinksAnnotation is the runtime-spec annotation that lists the symlinks to create in
+// the new root, as a JSON array of {"path": "/bin", "target": "usr/bin"} objects. The
+// runtime-spec has no symlink entry; gosbx needs them for merged-usr roots and /dev.
+const SymlinksAnnotation = "org.gosbx.symlinks"
+
+// Symlink is one entry of SymlinksAnnotation.
+type Symlink struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
+}
+
+// stagingDirs are candidate attach points for the new root before pivot_root. Every bind
+// source is cloned before the root is attached, so hiding one of them is harmless.
+var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
+
+// Setup builds the new root described by spec in the current mount namespace, in order:
+// every mount of spec.Mounts (binds from host paths, then new file systems), the symlinks
+// of SymlinksAnnotation, the protected paths of spec.Linux.ReadonlyPaths (re-bound
+// read-only), and the spec.Linux.MaskedPaths. It returns the root, ready for PivotRoot.
+//
+// Mount types: "bind" (options: rbind or bind, ro, nosuid, nodev, noexec), and any file
+// system fsopen(2) knows ("tmpfs", "proc", "devpts", …; options: ro, nosuid, nodev,
+// noexec, the rest passed to fsconfig(2) as key=value or flags). A read-only new file
+// system is populated first and made read-only in PivotRoot.
+// Errors are *Error, naming the operation and paths.
+func Setup(spec *specs.Spec) (*Root, error) {
+	if err := MakePrivate(); err != nil {
+		return nil, err
+	}
+	type planned struct {
+		m    specs.Mount
+		src  *Source
+		attr uint64
+		ro   bool
+		data map[string]string
+	}
+	plan := make([]planned, 0, len(spec.Mounts))
+	closeAll := func() {
+		for _, p := range plan {
+			if p.src != nil {
+				p.src.Close()
+			}
+		}
+	}
+	for _, m := range spec.Mounts {
+		o, err := parseOptions(m)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		p := planned{m: m, attr: o.attr, ro: o.ro, data: o.data}
+		if m.Type == "bind" {
+			if p.src, err = OpenSource(m.Source, o.recursive); err != nil {
+				closeAll()
+				return nil, err
+			}
+		}
+		plan = append(plan, p)
+	}
+	var null *Null
+	if spec.Linux != nil && len(spec.Linux.MaskedPaths) > 0 {
+		var err error
+		if null, err = OpenNull("/dev/null"); err != nil {
+			closeAll()
+			return nil, err
+		}
+		defer null.Close()
+	}
+	staging := ""
+	for _, d := range stagingDirs {
+		if st, err := os.Lstat(d); err == nil && st.IsDir() {
+			staging = d
+			break
+		}
+	}
+	if staging == "" {
+		closeAll()
+		return nil, &Error{Op: "tmpfs", Target: "/", Err: errors.New("no directory to attach the new root to")}
+	}
+	r, err := New(staging)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	for i, p := range plan {
+		if p.src != nil {
+			plan[i].src = nil
+			if err = r.Bind(p.src, p.m.Destination, p.attr); err != nil {
+				break
+			}
+			continue
+		}
+		if err = r.FS(p.m.Type, p.m.Destination, p.data, p.attr, p.ro); err != nil {
+			if p.m.Type == "proc" && errors.Is(err, unix.EPERM) {
+				err = fmt.Errorf("%w (the kernel refuses a new procfs when the host's /proc has "+
+					"entries hidden by mounts, as inside Docker or Kubernetes; gosbx never falls back to the host's /proc)", err)
+			}
+			break
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	links, err := symlinks(spec)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if err := r.Symlink(l.Target, l.Path); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Linux != nil {
+		for _, p := range spec.Linux.ReadonlyPaths {
+			if err := r.ReadOnly(p); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range spec.Linux.MaskedPaths {
+			if err := r.Mask(p, null); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+func symlinks(spec *specs.Spec) ([]Symlink, error) {
+	raw, ok := spec.Annotations[SymlinksAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var links []Symlink
+	if err := json.Unmarshal([]byte(raw), &links); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", SymlinksAnnotation, err)
+	}
+	return links, nil
+}
+
+type options struct {
+	attr      uint64
+	recursive bool
+	ro        bool
+	data      map[string]string
+}
+
+// parseOptions reads runtime-spec mount options into MOUNT_ATTR_* bits, the recursive
+// flag of binds and the fsconfig(2) data of new file systems.
+func parseOptions(m specs.Mount) (options, error) {
+	o := options{data: map[string]string{}}
+	for _, opt := range m.Options {
+		switch opt {
+		case "ro":
+			o.ro = true
+		case "rw":
+		case "nosuid":
+			o.attr |= unix.MOUNT_ATTR_NOSUID
+		case "nodev":
+			o.attr |= unix.MOUNT_ATTR_NODEV
+		case "noexec":
+			o.attr |= unix.MOUNT_ATTR_NOEXEC
+		case "rbind":
+			o.recursive = true
+		case "bind", "private", "rprivate":
+		default:
+			if m.Type == "bind" {
+				return o, &Error{Op: "bind", Source: m.Source, Target: m.Destination, Err: fmt.Errorf("unknown option %q", opt)}
+			}
+			k, v, _ := strings.Cut(opt, "=")
+			o.data[k] = v
+		}
+	}
+	if o.ro && m.Type == "bind" {
+		o.attr |= unix.MOUNT_ATTR_RDONLY
+	}
+	return o, nil
+}

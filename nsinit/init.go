@@ -1,0 +1,239 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/mounts"
+)
+
+// Init runs the init stage when the binary was re-executed as one (argv[0] == InitArg),
+// and never returns in that case; otherwise it returns at once. A program that links
+// nsinit must call it first in main, before any other work:
+//
+//	func main() {
+//		nsinit.Init()
+//		…
+//	}
+func Init() {
+	if len(os.Args) == 0 || os.Args[0] != InitArg {
+		return
+	}
+	// Capabilities, no_new_privs and the seccomp filter are per thread; the command is
+	// forked from this thread, so it must stay the one doing the work.
+	runtime.LockOSThread()
+	w := syncWriter{os.NewFile(syncFd, "sync")}
+	go watchLauncher()
+	path, pid, err := setup()
+	if err != nil {
+		var se *stepError
+		if errors.As(err, &se) {
+			w.send(message{Type: msgError, Step: se.step, Error: se.err.Error()})
+			os.Exit(ExitSetup)
+		}
+		var ee *execError
+		if errors.As(err, &ee) {
+			w.send(message{Type: msgExecError, Path: ee.path, Errno: int(ee.errno), Error: ee.Error()})
+			os.Exit(ee.code())
+		}
+		w.send(message{Type: msgError, Step: "init", Error: err.Error()})
+		os.Exit(ExitSetup)
+	}
+	w.send(message{Type: msgExec, Path: path, Pid: pid})
+	reap(w, pid)
+}
+
+// watchLauncher exits the init (and so the whole pid namespace) when the launching
+// process is gone: its end of the life pipe closes.
+func watchLauncher() {
+	var b [1]byte
+	for {
+		n, err := unix.Read(lifeFd, b[:])
+		if n == 0 || (err != nil && err != unix.EINTR) {
+			unix.Exit(ExitKilled)
+		}
+	}
+}
+
+type stepError struct {
+	step string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+func step(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &stepError{name, err}
+}
+
+// signals forwarded by the reaper to the command.
+var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
+
+// sigc receives forwarded signals and SIGCHLD; registered before the command starts.
+var sigc = make(chan os.Signal, 64)
+
+// setup is the init stage, one step after another (DESIGN.md, flow steps 5-9). On
+// success the command is running and setup returns its path and pid.
+func setup() (string, int, error) {
+	spec, err := readSpec()
+	if err != nil {
+		return "", 0, step("read config", err)
+	}
+	if spec.Hostname != "" {
+		if err := step("hostname", unix.Sethostname([]byte(spec.Hostname))); err != nil {
+			return "", 0, err
+		}
+	}
+	if hasNamespace(spec, specs.NetworkNamespace) {
+		if err := step("loopback", loopbackUp()); err != nil {
+			return "", 0, err
+		}
+	}
+	root, err := mounts.Setup(spec)
+	if err != nil {
+		return "", 0, step("mount", err)
+	}
+	if err := step("pivot_root", root.PivotRoot()); err != nil {
+		return "", 0, err
+	}
+	if err := step("rlimits", setRlimits(spec.Process.Rlimits)); err != nil {
+		return "", 0, err
+	}
+	// Everything but stdio is close-on-exec: the command inherits 0-2 and nothing else.
+	if err := step("close fds", unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)); err != nil {
+		return "", 0, err
+	}
+	if err := step("chdir", chdirInRoot(root, spec.Process.Cwd)); err != nil {
+		return "", 0, err
+	}
+	unix.Umask(0o022)
+	// Not dumpable: nothing inside can open /proc/1/{exe,mem,fd/*} or ptrace the reaper.
+	if err := step("set not dumpable", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)); err != nil {
+		return "", 0, err
+	}
+	signal.Notify(sigc, append([]os.Signal{unix.SIGCHLD}, forwarded...)...)
+	if err := step("drop capabilities", caps.DropAll()); err != nil {
+		return "", 0, err
+	}
+	path, err := lookPath(spec.Process.Args[0], spec.Process.Env)
+	if err != nil {
+		return "", 0, err
+	}
+	pid, err := syscall.ForkExec(path, spec.Process.Args, &syscall.ProcAttr{
+		Env:   spec.Process.Env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return "", 0, &execError{path: path, errno: errno}
+		}
+		return "", 0, step("exec", err)
+	}
+	return path, pid, nil
+}
+
+func readSpec() (*specs.Spec, error) {
+	f := os.NewFile(specFd, "spec")
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("decode config.json: %w", err)
+	}
+	if spec.Process == nil || len(spec.Process.Args) == 0 {
+		return nil, errors.New("config.json has no process args")
+	}
+	return &spec, nil
+}
+
+func hasNamespace(spec *specs.Spec, t specs.LinuxNamespaceType) bool {
+	if spec.Linux == nil {
+		return false
+	}
+	for _, ns := range spec.Linux.Namespaces {
+		if ns.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// loopbackUp sets IFF_UP on "lo" of the new network namespace (netdevice(7)).
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCSIFFLAGS lo up: %w", err)
+	}
+	return nil
+}
+
+var rlimitNames = map[string]int{
+	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_CPU": unix.RLIMIT_CPU,
+	"RLIMIT_DATA": unix.RLIMIT_DATA, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE,
+	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_STACK": unix.RLIMIT_STACK, "RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK,
+	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
+	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS,
+}
+
+func setRlimits(rl []specs.POSIXRlimit) error {
+	for _, r := range rl {
+		res, ok := rlimitNames[r.Type]
+		if !ok {
+			return fmt.Errorf("unknown rlimit %q", r.Type)
+		}
+		if err := unix.Prlimit(0, res, &unix.Rlimit{Cur: r.Soft, Max: r.Hard}, nil); err != nil {
+			return fmt.Errorf("setrlimit %s=%d:%d: %w", r.Type, r.Soft, r.Hard, err)
+		}
+	}
+	return nil
+}
+
+// chdirInRoot changes to dir, resolved inside the new root without following a procfs
+// magic link, then checks that the kernel sees the working directory inside the root
+// (getcwd(2) fails with ENOENT, "(unreachable)", otherwise: CVE-2024-21626).
+func chdirInRoot(root *mounts.Root, dir string) error {
+	f, err := root.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fchdir(int(f.Fd())); err != nil {
+		return fmt.Errorf("fchdir %s: %w", dir, err)
+	}
+	cwd, err := unix.Getwd()
+	if err != nil || len(cwd) == 0 || cwd[0] != '/' {
+		return fmt.Errorf("working directory %s is outside the new root: %v", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package nsinit
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// Exit statuses of `gosbx exec`, as DESIGN.md's table (and timeout(1), env(1)).
+const (
+	ExitTimeout       = 124 // wall-clock timeout: the whole sandbox was killed
+	ExitSetup         = 125 // the sandbox could not be built: the command did NOT run
+	ExitNotExecutable = 126 // the command was found but could not be executed
+	ExitNotFound      = 127 // the command was not found
+	ExitKilled        = 137 // 128+SIGKILL
+)
+
+// Result is what happened to a command that ran.
+type Result struct {
+	ExitCode int            // exit status, or 128+Signal when killed by a signal, or ExitTimeout
+	Signal   syscall.Signal // the signal that killed the command, 0 if it exited
+	TimedOut bool           // the wall-clock timeout expired and the sandbox was killed
+	Wall     time.Duration  // from the clone of the init to the end of the sandbox
+}
+
+// Success reports whether the command exited with status 0.
+func (r *Result) Success() bool { return r.ExitCode == 0 && !r.TimedOut }
+
+// SetupError means the sandbox could not be built and the command never ran. Step
+// names the setup step ("clone", "mount", "pivot_root", "drop capabilities", …).
+type SetupError struct {
+	Step string
+	Err  error
+}
+
+func (e *SetupError) Error() string {
+	return fmt.Sprintf("sandbox setup failed at %s: %v", e.Step, e.Err)
+}
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// ExitCode is ExitSetup.
+func (e *SetupError) ExitCode() int { return ExitSetup }
+
+// ExecError means the sandbox was built but execve(2) of the command failed, so the
+// command never ran: not found (ExitCode 127) or not executable (126).
+type ExecError struct {
+	Path  string
+	Errno syscall.Errno
+}
+
+func (e *ExecError) Error() string { return fmt.Sprintf("execute %s: %v", e.Path, e.Errno) }
+func (e *ExecError) Unwrap() error { return e.Errno }
+
+// ExitCode is 127 for a command not found, 126 otherwise.
+func (e *ExecError) ExitCode() int {
+	if e.Errno == syscall.ENOENT || e.Errno == syscall.ENOTDIR {
+		return ExitNotFound
+	}
+	return ExitNotExecutable
+}
+
+// ExitError means the command ran and did not succeed: it exited non-zero, was killed
+// by a signal, or timed out.
+type ExitError struct{ *Result }
+
+func (e *ExitError) Error() string {
+	switch {
+	case e.TimedOut:
+		return fmt.Sprintf("timed out after %v", e.Wall.Round(time.Millisecond))
+	case e.Signal != 0:
+		return "killed by signal " + e.Signal.String()
+	}
+	return fmt.Sprintf("exit status %d", e.Result.ExitCode)
+}

@@ -1,0 +1,49 @@
+package policy
+
+import (
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+)
+
+// Host is what Compile needs to know about the caller. CurrentHost reads it; tests
+// build their own.
+type Host struct {
+	UID, GID int
+	Home     string   // the caller's HOME (or passwd home); the sandbox's private HOME lives here
+	Homes    []string // every name of the caller's home ($HOME and the passwd entry), canonical
+	Cwd      string   // the caller's working directory
+	Environ  []string // the caller's environment, KEY=VALUE
+}
+
+// CurrentHost describes the calling process.
+func CurrentHost() (Host, error) {
+	h := Host{UID: os.Getuid(), GID: os.Getgid(), Environ: os.Environ()}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return h, errorf("workspace", "", err, "cannot read the current directory")
+	}
+	h.Cwd = cwd
+	var names []string
+	if v := os.Getenv("HOME"); v != "" {
+		names = append(names, v)
+	}
+	if u, err := user.LookupId(strconv.Itoa(h.UID)); err == nil && u.HomeDir != "" {
+		names = append(names, u.HomeDir)
+	}
+	for _, n := range names {
+		if !filepath.IsAbs(n) {
+			continue
+		}
+		if h.Home == "" {
+			h.Home = filepath.Clean(n)
+		}
+		if c, err := filepath.EvalSymlinks(n); err == nil {
+			h.Homes = append(h.Homes, c)
+		} else {
+			h.Homes = append(h.Homes, filepath.Clean(n))
+		}
+	}
+	return h, nil
+}

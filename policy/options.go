@@ -1,0 +1,62 @@
+// Package policy turns what the caller asks for into the one runtime-spec config
+// (specs.Spec) that the sandbox's init stage reads. Every host path is canonicalized
+// once here, on the host (symlinks followed, ".." removed); a missing source is an error.
+//
+// Compile applies the built-in "agent" boundary (DESIGN.md): new user, mount, pid, net,
+// ipc, uts and cgroup namespaces; the caller's uid/gid mapped to the same numbers
+// inside; read-only binds of the system roots; one read-write workspace with its .git
+// read-only; private tmpfs scratch directories and HOME; a fresh /proc and a minimal
+// /dev; a cleared environment with an allowlist; every capability dropped.
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// Network modes.
+const (
+	NetNone = "none" // a new network namespace with only lo, up
+	NetHost = "host" // the host's network namespace
+)
+
+// Options are the caller's choices, as `gosbx exec` flags give them.
+type Options struct {
+	Args      []string // the command and its arguments; Args[0] is looked up on PATH inside
+	Workspace string   // the read-write directory; "" means the current directory
+	Chdir     string   // working directory inside; relative to the workspace; "" = default
+	ReadOnly  []string // extra read-only binds, at the same path as on the host
+	ReadWrite []string // extra read-write binds, at the same path as on the host
+	Env       []string // KEY=VALUE set inside, on top of the allowlist
+	PassEnv   []string // names of caller variables passed through
+	Net       string   // NetNone (default) or NetHost
+	Hostname  string   // "" means "gosbx"
+	Timeout   time.Duration
+}
+
+// Error is a request the policy refuses: it names the field (or flag), the path when
+// there is one, and the reason.
+type Error struct {
+	Field  string // "workspace", "ro", "rw", "env", "chdir", "net", "command"
+	Path   string
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	s := e.Field
+	if e.Path != "" {
+		s += " " + e.Path
+	}
+	s += ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func errorf(field, path string, err error, format string, a ...any) *Error {
+	return &Error{Field: field, Path: path, Reason: fmt.Sprintf(format, a...), Err: err}
+}

@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// canonical resolves p (relative to cwd) to an absolute path without symlinks or "..".
+func canonical(field, p, cwd string) (abs, canon string, err error) {
+	if p == "" {
+		return "", "", errorf(field, p, nil, "empty path")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	abs = filepath.Clean(p)
+	canon, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", "", errorf(field, abs, nil, "does not exist")
+		}
+		return "", "", errorf(field, abs, err, "cannot resolve")
+	}
+	return abs, canon, nil
+}
+
+// workspace validates the read-write workspace and returns its canonical path and the
+// absolute path as given (they differ when it was named through a symlink).
+func workspace(p string, h Host) (canon, given string, err error) {
+	if p == "" {
+		p = h.Cwd
+	}
+	given, canon, err = canonical("workspace", p, h.Cwd)
+	if err != nil {
+		return "", "", err
+	}
+	st, err := os.Stat(canon)
+	if err != nil {
+		return "", "", errorf("workspace", given, err, "cannot stat")
+	}
+	if !st.IsDir() {
+		return "", "", errorf("workspace", given, nil, "not a directory")
+	}
+	for _, r := range refusedWorkspaces {
+		if canon == r {
+			return "", "", errorf("workspace", given, nil, "refusing %s as the read-write workspace: it is a system directory; name a project directory", canon)
+		}
+	}
+	for _, home := range h.Homes {
+		if canon == home || strings.HasPrefix(home, canon+"/") {
+			return "", "", errorf("workspace", given, nil, "refusing %s as the read-write workspace: it is (or contains) the home directory %s; name a project directory inside it", canon, home)
+		}
+	}
+	if under(canon, noBindUnder...) || under(canon, "/sys") {
+		return "", "", errorf("workspace", given, nil, "refusing a workspace under /proc, /dev or /sys")
+	}
+	return canon, given, nil
+}
+
+// bindSource validates an extra --ro/--rw source and returns its canonical path, which
+// is also its destination inside.
+func bindSource(field, p string, h Host) (string, error) {
+	_, canon, err := canonical(field, p, h.Cwd)
+	if err != nil {
+		return "", err
+	}
+	if canon == "/" {
+		return "", errorf(field, p, nil, "cannot bind the whole root file system")
+	}
+	if under(canon, noBindUnder...) {
+		return "", errorf(field, p, nil, "refusing to bind %s: the sandbox has its own /proc and /dev", canon)
+	}
+	return canon, nil
+}
+
+// sandboxHome is where the private HOME is mounted: the caller's home path, so paths
+// in configuration look the same, unless that path cannot hold a mount.
+func sandboxHome(home string) string {
+	if home == "" || home == "/" || !filepath.IsAbs(home) || under(home, "/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib64") {
+		return "/home/sandbox"
+	}
+	if c, err := filepath.EvalSymlinks(home); err == nil {
+		return c
+	}
+	return filepath.Clean(home)
+}
+
+// workdir is the command's working directory inside: --chdir (relative to the
+// workspace), else the caller's cwd when it lies inside the workspace, else the
+// workspace root.
+func workdir(chdir, ws, cwd string) (string, error) {
+	if chdir != "" {
+		if !filepath.IsAbs(chdir) {
+			chdir = filepath.Join(ws, chdir)
+		}
+		chdir = filepath.Clean(chdir)
+		if under(chdir, "/proc", "/dev/fd") {
+			return "", errorf("chdir", chdir, nil, "refusing a working directory under /proc or /dev/fd")
+		}
+		return chdir, nil
+	}
+	if c, err := filepath.EvalSymlinks(cwd); err == nil && under(c, ws) {
+		return c, nil
+	}
+	return ws, nil
+}
