@@ -1,0 +1,34 @@
+# gosbx: build, demo, test. CGO_ENABLED=0 gives one static binary.
+GO      ?= go
+BIN     ?= bin/gosbx
+export CGO_ENABLED = 0
+
+.PHONY: build demo test unit integration cases vet clean
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/gosbx
+
+demo: build
+	examples/demo.sh $(BIN)
+
+# The test command (README, .ci/run): unit tests of every package, then the end-to-end
+# tests of the built binary, as root and as uid 65534.
+test: vet
+	$(GO) test -count=1 -timeout 15m ./...
+
+unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+
+integration:
+	$(GO) test -count=1 -v -timeout 15m ./integration/
+
+# The handed acceptance cases (../shared/cases), against a fresh build.
+cases: build
+	GOSBX=$(abspath $(BIN)) ../shared/cases/run
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above are not formatted"; exit 1; }
+
+clean:
+	rm -rf bin
