@@ -40,7 +40,9 @@ const strictResolve = unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | un
 const inRootResolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 
 // mkdirAll opens dest (an absolute path inside the root) as an O_PATH directory,
-// creating missing components with mode 0755. No component may be a symlink.
+// creating missing components with mode 0555: a directory made only to hold a mount
+// point (the parents of a workspace in /var/tmp) is not a place the command can write.
+// No component may be a symlink.
 func (r *Root) mkdirAll(dest string) (int, error) {
 	fd, err := openat2(r.fd, rel(dest), unix.O_PATH|unix.O_DIRECTORY, strictResolve)
 	if err == nil || !errors.Is(err, unix.ENOENT) {
@@ -53,7 +55,7 @@ func (r *Root) mkdirAll(dest string) (int, error) {
 	for _, comp := range strings.Split(rel(dest), "/") {
 		next, err := openat2(dir, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
 		if errors.Is(err, unix.ENOENT) {
-			if err = unix.Mkdirat(dir, comp, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			if err = unix.Mkdirat(dir, comp, 0o555); err != nil && !errors.Is(err, unix.EEXIST) {
 				unix.Close(dir)
 				return -1, err
 			}
@@ -68,7 +70,7 @@ func (r *Root) mkdirAll(dest string) (int, error) {
 	return dir, nil
 }
 
-// mkfile opens dest as an O_PATH regular file, creating it (empty, mode 0644) and its
+// mkfile opens dest as an O_PATH regular file, creating it (empty, mode 0444) and its
 // parent directories when missing. No component may be a symlink.
 func (r *Root) mkfile(dest string) (int, error) {
 	fd, err := openat2(r.fd, rel(dest), unix.O_PATH, strictResolve)
@@ -81,7 +83,7 @@ func (r *Root) mkfile(dest string) (int, error) {
 	}
 	defer unix.Close(parent)
 	base := filepath.Base(dest)
-	f, err := unix.Openat(parent, base, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
+	f, err := unix.Openat(parent, base, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o444)
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, err
 	}

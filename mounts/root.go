@@ -234,6 +234,9 @@ func (r *Root) Mask(p string, null *Null) error {
 		mfd, err = newFS("tmpfs", map[string]string{"mode": "0000"}, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 	} else {
 		mfd, err = unix.OpenTree(null.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+		if err == nil {
+			err = setattr(mfd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, false)
+		}
 	}
 	if err != nil {
 		return &Error{Op: "mask", Target: p, Err: err}

@@ -351,8 +351,8 @@ func cloneConfig(spec *specs.Spec) (uintptr, []syscall.SysProcIDMap, []syscall.S
 func cloneHint(err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("%w (creating a user namespace failed: check kernel.unprivileged_userns_clone, "+
-			"user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns, or a container's seccomp profile; "+
-			"`gosbx doctor` tells which)", err)
+			"user.max_user_namespaces (ENOSPC when exhausted), kernel.apparmor_restrict_unprivileged_userns, "+
+			"or a container's seccomp profile)", err)
 	}
 	return err
 }

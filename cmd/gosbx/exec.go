@@ -66,7 +66,7 @@ CMD is not executable; 127 if CMD is not found.`,
 	f.StringArrayVar(&o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
 	f.StringArrayVar(&o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
 	f.StringVar(&o.Net, "net", policy.NetNone, "network: none (only lo) or host")
-	f.StringVar(&timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds); exit 124")
+	f.StringVar(&timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N`")
 	f.StringVar(&o.Hostname, "hostname", "", "hostname inside (default \"gosbx\")")
 	return c
@@ -76,8 +76,8 @@ func parseTimeout(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil && n > 0 {
-		return time.Duration(n * float64(time.Second)), nil
+	if n, err := strconv.ParseFloat(s, 64); err == nil && n >= 0 {
+		return time.Duration(n * float64(time.Second)), nil // 0: no timeout, as timeout(1)
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
