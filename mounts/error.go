@@ -23,8 +23,8 @@ import (
 //
 // and unwraps to the errno.
 type Error struct {
-	Op     string // "bind", "tmpfs", "proc", "devpts", "mkdir", "pivot_root", …
-	Source string // host path or file system type; may be empty
+	Op     string // "bind", "mount", "mask", "symlink", "pivot_root", "remount-ro", …
+	Source string // host path, or the file system type of a new mount; may be empty
 	Target string // path inside the new root
 	Flags  string // human-readable attributes; may be empty
 	Err    error

@@ -63,7 +63,7 @@ type Root struct {
 func New(staging string) (*Root, error) {
 	fd, err := newFS("tmpfs", map[string]string{"mode": "0755"}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 	if err != nil {
-		return nil, errorf("tmpfs", "tmpfs", "/", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, err)
+		return nil, errorf("mount", "tmpfs", "/", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, err)
 	}
 	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, staging, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		unix.Close(fd)
@@ -143,11 +143,11 @@ func (r *Root) Bind(src *Source, dest string, attr uint64) error {
 func (r *Root) FS(fstype, dest string, opts map[string]string, attr uint64, sealLater bool) error {
 	fd, err := newFS(fstype, opts, attr)
 	if err != nil {
-		return errorf(fstype, fstype, dest, attr, err)
+		return errorf("mount", fstype, dest, attr, err)
 	}
 	if err := r.attach(fd, dest, true); err != nil {
 		unix.Close(fd)
-		return errorf(fstype, fstype, dest, attr, err)
+		return errorf("mount", fstype, dest, attr, err)
 	}
 	if sealLater {
 		r.roLater = append(r.roLater, sealed{fd, dest})
