@@ -1,12 +1,13 @@
 # gosbx: build, demo, test. CGO_ENABLED=0 gives one static binary.
 GO      ?= go
 BIN     ?= bin/gosbx
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 export CGO_ENABLED = 0
 
 .PHONY: build demo test unit integration cases vet clean
 
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/gosbx
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gosbx
 
 demo: build
 	examples/demo.sh $(BIN)

@@ -40,9 +40,9 @@ try "rewrite the repository metadata .git/config" sh -c 'echo x >> .git/config'
 try "read the host file $1/secret.txt"         cat "$1/secret.txt"
 try "reach the host's loopback port $2"        python3 -c "import socket; socket.create_connection(('127.0.0.1', $2), timeout=2)"
 try "resolve and reach example.com:443"        python3 -c "import socket; socket.create_connection(('example.com', 443), timeout=2)"
-try "create a user namespace with a mount"     unshare -Urm sh -c 'mount -t tmpfs x /usr'
 try "see host processes"                       sh -c '[ "$(ls -d /proc/[0-9]* | wc -l)" -gt 10 ]'
-echo "x" > "$1/escaped.txt" 2>/dev/null && echo "wrote $1/escaped.txt: inside, /var/tmp is a private tmpfs (see the host check below)"
+try "write beside the workspace ($1/escaped.txt)" sh -c "echo x > '$1/escaped.txt'"
+(echo x > /var/tmp/gosbx-demo-escaped.txt) 2>/dev/null && echo "wrote /var/tmp/gosbx-demo-escaped.txt: /var/tmp inside is a private tmpfs (see the host check below)"
 echo "capabilities: $(grep CapEff /proc/self/status | tr -s '\t' ' ')"
 SH
 
@@ -59,5 +59,6 @@ echo "on the host afterwards:"
 echo "  commit in the workspace repo: $(git -C "$ws" log --oneline 2>/dev/null | head -1)"
 [ -e "$base/escaped.txt" ] && echo "  ESCAPED: $base/escaped.txt exists" || echo "  $base/escaped.txt does not exist"
 [ -e /escaped.txt ] && echo "  ESCAPED: /escaped.txt exists" || echo "  /escaped.txt does not exist"
+[ -e /var/tmp/gosbx-demo-escaped.txt ] && echo "  ESCAPED: /var/tmp/gosbx-demo-escaped.txt exists" || echo "  /var/tmp/gosbx-demo-escaped.txt does not exist"
 grep -q '^x$' "$ws/.git/config" && echo "  ESCAPED: .git/config was changed" || echo "  .git/config is unchanged"
 [ $rc -eq 0 ] && [ $rc2 -eq 0 ]

@@ -73,7 +73,8 @@ type Event struct {
 	TimedOut *bool  `json:"timed-out,omitempty"`
 	WallMs   *int64 `json:"wall-ms,omitempty"`
 	Error    string `json:"error,omitempty"`
-	Step     string `json:"step,omitempty"` // with Error: the setup step that failed
+	Step     string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
+	Status   int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
 }
 
 // Command returns a Cmd that runs spec.Process in a sandbox built from spec.
@@ -199,7 +200,7 @@ func (c *Cmd) Start() error {
 	// The init died before reporting: killed (timeout, or by someone) or crashed.
 	c.reapFailed()
 	if c.isTimedOut() {
-		return c.fail(&SetupError{Step: "setup", Err: fmt.Errorf("timed out after %v before the command started", c.Timeout)})
+		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
 	}
 	return c.fail(&SetupError{Step: "init", Err: fmt.Errorf("the init stage died during setup: %v", c.init.ProcessState)})
 }
@@ -208,11 +209,15 @@ func (c *Cmd) Start() error {
 func (c *Cmd) fail(err error) error {
 	if c.Events != nil {
 		var se *SetupError
-		step := "exec"
-		if errors.As(err, &se) {
-			step = se.Step
+		var ee *ExecError
+		switch {
+		case errors.As(err, &se):
+			c.Events(Event{Error: se.Err.Error(), Step: se.Step, Status: ExitSetup})
+		case errors.As(err, &ee):
+			c.Events(Event{Error: ee.Error(), Step: "exec", Status: ee.ExitCode()})
+		default:
+			c.Events(Event{Error: err.Error(), Step: "launch", Status: ExitSetup})
 		}
-		c.Events(Event{Error: err.Error(), Step: step})
 	}
 	return err
 }

@@ -16,11 +16,15 @@ import (
 // (/bin -> usr/bin) is recreated as the same symlink.
 var systemRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
-// refusedWorkspaces cannot be the read-write workspace: the root, the system roots, the
-// kernel's and the shared scratch directories.
-var refusedWorkspaces = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32",
-	"/lib64", "/libx32", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr",
-	"/var", "/var/tmp", "/var/lib", "/var/log", "/var/run", "/usr/local"}
+// refusedWorkspaces cannot be the read-write workspace or a --rw bind: the root, and
+// directories shared by the whole system or by every user.
+var refusedWorkspaces = []string{"/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp",
+	"/var", "/var/cache", "/var/lib", "/var/log", "/var/mail", "/var/spool", "/var/tmp"}
+
+// systemTrees are never writable inside, nor anything beneath them: the system roots,
+// the kernel's interfaces and the host's runtime state.
+var systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+	"/proc", "/run", "/sbin", "/sys", "/usr", "/var/run"}
 
 // noBindUnder are host trees that are never bound: the sandbox gets its own.
 var noBindUnder = []string{"/proc", "/dev"}
@@ -39,8 +43,10 @@ var procMasked = []string{"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/late
 var rootSecrets = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
 	"/etc/security/opasswd", "/etc/ssl/private"}
 
-// envAllow are the caller's variables kept; LC_* too.
-var envAllow = []string{"PATH", "LANG", "TZ", "TERM"}
+// envAllow are the caller's variables kept; LC_* too. DESIGN.md's list plus the
+// caller's identity and shell (USER, LOGNAME, SHELL): tmux, ssh-agent-less git and
+// shells read them, and they reveal nothing the uid does not.
+var envAllow = []string{"PATH", "LANG", "TZ", "TERM", "USER", "LOGNAME", "SHELL"}
 
 // DefaultHostname is the sandbox's hostname unless the caller names one.
 const DefaultHostname = "gosbx"
@@ -69,22 +75,29 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 			}
 			b.links = append(b.links, mounts.Symlink{Path: r, Target: t})
 		case st.IsDir():
+			b.origin = "the read-only system directory " + r
 			b.bind(r, r, true)
 			roDests = append(roDests, r)
 		}
 	}
 	home := sandboxHome(h.Home)
+	b.origin = "the sandbox's private tmpfs"
 	b.tmpfs("/tmp", "1777")
 	b.tmpfs("/var/tmp", "1777")
 	b.tmpfs("/run", "0755")
-	if !under(home, "/tmp", "/var/tmp", "/run") || home == "/run" {
+	if home != "/tmp" && home != "/var/tmp" && home != "/run" {
+		b.origin = "the sandbox's private HOME (bind the parts of your home you need, e.g. --ro ~/.gitconfig)"
 		b.tmpfs(home, "0700")
 	}
+	b.origin = "the sandbox's own /dev"
 	b.dev()
+	b.origin = "the sandbox's own /proc"
 	b.add(specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "nodev", "noexec"}})
 
+	b.origin = "the workspace"
 	b.bind(ws, ws, false)
-	protected := []string{filepath.Join(ws, ".git")}
+	protected := repositories(ws, h.Cwd)
+	b.origin = "an --ro bind"
 	for _, p := range o.ReadOnly {
 		c, err := bindSource("ro", p, h)
 		if err != nil {
@@ -93,14 +106,19 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 		b.bind(c, c, true)
 		roDests = append(roDests, c)
 	}
+	b.origin = "an --rw bind"
 	for _, p := range o.ReadWrite {
 		c, err := bindSource("rw", p, h)
 		if err != nil {
 			return nil, err
 		}
+		if err := writable("rw", c, h); err != nil {
+			return nil, err
+		}
 		b.bind(c, c, false)
-		protected = append(protected, filepath.Join(c, ".git"))
+		protected = append(protected, repositories(c, "")...)
 	}
+	b.origin = "a resolver file's target"
 	for _, f := range resolverFiles {
 		t, err := filepath.EvalSymlinks(f)
 		if err != nil || t == f || under(t, roDests...) || under(t, noBindUnder...) {
@@ -144,6 +162,9 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 	if hostname == "" {
 		hostname = DefaultHostname
 	}
+	if !validHostname(hostname) {
+		return nil, errorf("hostname", "", nil, "%q is not a valid hostname (letters, digits, '-' and '.', at most 64 bytes)", hostname)
+	}
 	empty := []string{}
 	return &specs.Spec{
 		Version: specs.Version,
@@ -172,11 +193,16 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 }
 
 type builder struct {
-	mounts []specs.Mount
-	links  []mounts.Symlink
+	mounts  []specs.Mount
+	origins []string // why each mount is there, for error messages
+	origin  string   // the origin of mounts added next
+	links   []mounts.Symlink
 }
 
-func (b *builder) add(m specs.Mount) { b.mounts = append(b.mounts, m) }
+func (b *builder) add(m specs.Mount) {
+	b.mounts = append(b.mounts, m)
+	b.origins = append(b.origins, b.origin)
+}
 
 func (b *builder) bind(src, dst string, ro bool) {
 	opts := []string{"rbind", "nosuid", "nodev"}
@@ -211,12 +237,12 @@ func (b *builder) dev() {
 
 // check refuses two mounts on one destination: which one wins would be an accident.
 func (b *builder) check() error {
-	seen := map[string]specs.Mount{}
-	for _, m := range b.mounts {
+	seen := map[string]int{}
+	for i, m := range b.mounts {
 		if prev, ok := seen[m.Destination]; ok {
-			return errorf("mount", m.Destination, nil, "named twice (%s %s and %s %s)", prev.Type, prev.Source, m.Type, m.Source)
+			return errorf("mount", m.Destination, nil, "wanted as %s, but it is already %s", b.origins[i], b.origins[prev])
 		}
-		seen[m.Destination] = m
+		seen[m.Destination] = i
 	}
 	return nil
 }
@@ -236,4 +262,23 @@ func under(p string, dirs ...string) bool {
 		}
 	}
 	return false
+}
+
+// validHostname accepts RFC 1123 host names (letters, digits, hyphens, dot-separated
+// labels), at most 64 bytes as sethostname(2) allows.
+func validHostname(h string) bool {
+	if len(h) > 64 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

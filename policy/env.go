@@ -5,8 +5,9 @@ import "strings"
 // DefaultPath is PATH inside when the caller has none.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// environment builds the command's environment: the caller's PATH, LANG, LC_*, TZ and
-// TERM; HOME and TMPDIR pointing at the private ones; the variables named by PassEnv;
+// environment builds the command's environment: the caller's PATH, LANG, LC_*, TZ,
+// TERM, USER, LOGNAME and SHELL (default /bin/sh); HOME and TMPDIR pointing at the
+// private ones; the variables named by PassEnv;
 // then Env. Everything else of the caller (secrets, LD_PRELOAD, SSH_AUTH_SOCK) is dropped.
 func environment(o Options, h Host, home string) ([]string, error) {
 	caller := map[string]string{}
@@ -31,6 +32,9 @@ func environment(o Options, h Host, home string) ([]string, error) {
 	}
 	if _, ok := set["PATH"]; !ok {
 		put("PATH", DefaultPath)
+	}
+	if _, ok := set["SHELL"]; !ok {
+		put("SHELL", "/bin/sh") // else tmux and others fall back to the passwd shell, often nologin
 	}
 	put("HOME", home)
 	put("TMPDIR", "/tmp")

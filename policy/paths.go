@@ -44,20 +44,37 @@ func workspace(p string, h Host) (canon, given string, err error) {
 	if !st.IsDir() {
 		return "", "", errorf("workspace", given, nil, "not a directory")
 	}
+	if err := writable("workspace", canon, h); err != nil {
+		return "", "", err
+	}
+	return canon, given, nil
+}
+
+// writable refuses a read-write bind (the workspace or --rw) of the root, a shared
+// system directory, anything beneath a system tree, a home directory or one of its
+// ancestors, or repository metadata (a path with a .git component).
+func writable(field, canon string, h Host) error {
 	for _, r := range refusedWorkspaces {
 		if canon == r {
-			return "", "", errorf("workspace", given, nil, "refusing %s as the read-write workspace: it is a system directory; name a project directory", canon)
+			return errorf(field, canon, nil, "refusing %s read-write: it is a system directory; name a project directory", canon)
+		}
+	}
+	for _, t := range systemTrees {
+		if under(canon, t) {
+			return errorf(field, canon, nil, "refusing %s read-write: it lies in the system directory %s, which stays read-only", canon, t)
 		}
 	}
 	for _, home := range h.Homes {
 		if canon == home || strings.HasPrefix(home, canon+"/") {
-			return "", "", errorf("workspace", given, nil, "refusing %s as the read-write workspace: it is (or contains) the home directory %s; name a project directory inside it", canon, home)
+			return errorf(field, canon, nil, "refusing %s read-write: it is (or contains) the home directory %s; name a project directory inside it", canon, home)
 		}
 	}
-	if under(canon, noBindUnder...) || under(canon, "/sys") {
-		return "", "", errorf("workspace", given, nil, "refusing a workspace under /proc, /dev or /sys")
+	for _, c := range strings.Split(canon, "/") {
+		if c == ".git" {
+			return errorf(field, canon, nil, "refusing %s read-write: repository metadata (.git) stays read-only", canon)
+		}
 	}
-	return canon, given, nil
+	return nil
 }
 
 // bindSource validates an extra --ro/--rw source and returns its canonical path, which

@@ -19,8 +19,12 @@ import (
 const execExamples = `  # run a shell command with the current directory as the workspace
   gosbx exec -- sh -c 'make test'
 
-  # a project workspace, a read-only toolchain, a variable, a 10 minute limit
-  gosbx exec --workspace ~/src/app --ro /opt/go --env GOFLAGS=-mod=mod --timeout 10m -- go test ./...
+  # a Go project offline: the toolchain and the module cache read-only, a 10 minute limit
+  gosbx exec --workspace ~/src/app --ro /usr/local/go --ro "$(go env GOMODCACHE)" \
+    --env GOMODCACHE="$(go env GOMODCACHE)" --env GOFLAGS=-mod=mod --timeout 10m -- /usr/local/go/bin/go test ./...
+
+  # git identity from the real home, read-only (HOME inside is a private, empty tmpfs)
+  gosbx exec --ro ~/.gitconfig -- git log -1
 
   # allow the network, and report progress as JSON lines on fd 3
   gosbx exec --net host --status-fd 3 -- curl -sI https://example.com 3>status.json`
@@ -60,15 +64,15 @@ CMD is not executable; 127 if CMD is not found.`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	f.StringVar(&o.Workspace, "workspace", "", "the read-write `DIR`, bound at its own path (default: the current directory)")
-	f.StringVar(&o.Chdir, "chdir", "", "working `DIR` inside (relative to the workspace); default: the current directory if inside the workspace, else the workspace")
-	f.StringArrayVar(&o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path (repeatable)")
-	f.StringArrayVar(&o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path (repeatable)")
+	f.StringVar(&o.Chdir, "chdir", "", "working `DIR` inside (a relative DIR is taken from the workspace); default: the current directory if inside the workspace, else the workspace")
+	f.StringArrayVar(&o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path (repeatable; relative to the current directory)")
+	f.StringArrayVar(&o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path (repeatable; relative to the current directory)")
 	f.StringArrayVar(&o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
 	f.StringArrayVar(&o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
-	f.StringVar(&o.Net, "net", policy.NetNone, "network: none (only lo) or host")
+	f.StringVar(&o.Net, "net", policy.NetNone, "network `MODE`: none (a new namespace with only lo) or host")
 	f.StringVar(&timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N`")
-	f.StringVar(&o.Hostname, "hostname", "", "hostname inside (default \"gosbx\")")
+	f.StringVar(&o.Hostname, "hostname", "", "hostname `NAME` inside (default \"gosbx\")")
 	return c
 }
 
@@ -114,7 +118,7 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	spec, err := policy.Compile(o, host)
 	if err != nil {
-		emit(nsinit.Event{Error: err.Error(), Step: "policy"})
+		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
 	}
 	cmd := nsinit.Command(spec)

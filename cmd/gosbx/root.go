@@ -23,6 +23,8 @@ built, the command does not run and gosbx exits 125.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.Version = versionString()
+	root.SetVersionTemplate("gosbx {{.Version}}\n")
 	root.AddCommand(newExecCmd(), newVersionCmd())
 	return root
 }
@@ -33,22 +35,32 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the gosbx version",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			v := version
-			if v == "" {
-				v = "(devel)"
-				if bi, ok := debug.ReadBuildInfo(); ok {
-					if bi.Main.Version != "" {
-						v = bi.Main.Version
-					}
-					for _, s := range bi.Settings {
-						if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-							v += " " + s.Value[:12]
-						}
-					}
-				}
-			}
-			fmt.Fprintln(c.OutOrStdout(), "gosbx "+v)
+			fmt.Fprintln(c.OutOrStdout(), "gosbx "+versionString())
 			return nil
 		},
 	}
+}
+
+// versionString is the -ldflags version, else the module version and VCS revision.
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	v := "(devel)"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			v += " " + s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			v += "+dirty"
+		}
+	}
+	return v
 }
