@@ -1,0 +1,389 @@
+package nsinit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	d1 := filepath.Join(dir, "d1")
+	d2 := filepath.Join(dir, "d2")
+	for _, d := range []string{d1, d2, filepath.Join(d1, "adir")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(d1, "both"), 0o644)      // found first, not executable
+	write(filepath.Join(d2, "both"), 0o755)      // found second, executable: wins
+	write(filepath.Join(d1, "onlyplain"), 0o644) // only a non-executable
+	write(filepath.Join(d2, "onlyplain"), 0o644) //
+	write(filepath.Join(d2, "adir"), 0o755)      // d1/adir is a directory: skipped
+	write(filepath.Join(d2, "exe"), 0o755)       //
+	write(filepath.Join(dir, "dotexe"), 0o755)   // in the working directory
+	write(filepath.Join(dir, "dotplain"), 0o644) //
+	write(filepath.Join(d1, "groupx"), 0o610)    // executable by the group only
+	path := "PATH=" + d1 + ":" + d2
+	t.Chdir(dir)
+
+	tests := []struct {
+		name, cmd string
+		env       []string
+		want      string
+		errno     unix.Errno // 0: success
+		code      int
+	}{
+		{name: "slash is used as is", cmd: "./missing/x", env: []string{path}, want: "./missing/x"},
+		{name: "absolute is used as is", cmd: "/no/such/file", env: []string{path}, want: "/no/such/file"},
+		{name: "found", cmd: "exe", env: []string{path}, want: filepath.Join(d2, "exe")},
+		{name: "executable beats an earlier plain file", cmd: "both", env: []string{path}, want: filepath.Join(d2, "both")},
+		{name: "directory skipped", cmd: "adir", env: []string{path}, want: filepath.Join(d2, "adir")},
+		{name: "not executable", cmd: "onlyplain", env: []string{path}, errno: unix.EACCES, code: ExitNotExecutable, want: filepath.Join(d1, "onlyplain")},
+		{name: "not found", cmd: "nope", env: []string{path}, errno: unix.ENOENT, code: ExitNotFound, want: "nope"},
+		{name: "empty entry is the working directory", cmd: "dotexe", env: []string{"PATH=" + d1 + "::" + d2}, want: "./dotexe"},
+		{name: "leading empty entry", cmd: "dotexe", env: []string{"PATH=:" + d2}, want: "./dotexe"},
+		{name: "trailing empty entry", cmd: "dotexe", env: []string{"PATH=" + d2 + ":"}, want: "./dotexe"},
+		{name: "empty PATH is the working directory", cmd: "dotexe", env: []string{"PATH="}, want: "./dotexe"},
+		{name: "empty entry, not executable", cmd: "dotplain", env: []string{"PATH=:"}, errno: unix.EACCES, code: ExitNotExecutable, want: "./dotplain"},
+		{name: "no empty entry, no working directory", cmd: "dotexe", env: []string{path}, errno: unix.ENOENT, code: ExitNotFound, want: "dotexe"},
+		{name: "last PATH wins", cmd: "exe", env: []string{"PATH=/nonexistent", path}, want: filepath.Join(d2, "exe")},
+		{name: "default PATH", cmd: "sh", env: []string{"HOME=/x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := lookPath(tt.cmd, tt.env)
+			if tt.errno == 0 {
+				if err != nil {
+					t.Fatalf("lookPath(%q) = %v", tt.cmd, err)
+				}
+				if tt.want == "" {
+					if !strings.HasSuffix(got, "/"+tt.cmd) || !strings.Contains(defaultPath, filepath.Dir(got)) {
+						t.Errorf("lookPath(%q) = %q; want a directory of %s", tt.cmd, got, defaultPath)
+					}
+					return
+				}
+				if got != tt.want {
+					t.Errorf("lookPath(%q) = %q; want %q", tt.cmd, got, tt.want)
+				}
+				return
+			}
+			var ee *execError
+			if !errors.As(err, &ee) {
+				t.Fatalf("lookPath(%q) = %q, %v; want an *execError", tt.cmd, got, err)
+			}
+			if ee.errno != tt.errno || ee.code() != tt.code || ee.path != tt.want {
+				t.Errorf("lookPath(%q): errno %v code %d path %q; want %v %d %q", tt.cmd, ee.errno, ee.code(), ee.path, tt.errno, tt.code, tt.want)
+			}
+			if !strings.Contains(ee.Error(), tt.want) {
+				t.Errorf("message %q does not name %q", ee.Error(), tt.want)
+			}
+		})
+	}
+	t.Run("group-only execute bit", func(t *testing.T) {
+		// Root may execute a file with any execute bit; others need their own.
+		_, err := lookPath("groupx", []string{path})
+		if os.Getuid() == 0 && err != nil {
+			t.Errorf("root: lookPath(groupx) = %v", err)
+		}
+	})
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		ws   unix.WaitStatus
+		want int
+	}{
+		{"exit 0", 0, 0},
+		{"exit 3", 3 << 8, 3},
+		{"exit 255", 255 << 8, 255},
+		{"SIGKILL", unix.WaitStatus(unix.SIGKILL), 137},
+		{"SIGTERM", unix.WaitStatus(unix.SIGTERM), 143},
+		{"SIGINT", unix.WaitStatus(unix.SIGINT), 130},
+		{"SIGSEGV with core", unix.WaitStatus(unix.SIGSEGV) | 0x80, 139},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := exitCode(tt.ws); got != tt.want {
+				t.Errorf("exitCode(%#x) = %d; want %d", uint32(tt.ws), got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExecError(t *testing.T) {
+	tests := []struct {
+		errno syscall.Errno
+		want  int
+	}{
+		{syscall.ENOENT, ExitNotFound},
+		{syscall.ENOTDIR, ExitNotFound},
+		{syscall.EACCES, ExitNotExecutable},
+		{syscall.ENOEXEC, ExitNotExecutable},
+		{syscall.EPERM, ExitNotExecutable},
+		{syscall.ETXTBSY, ExitNotExecutable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.errno.Error(), func(t *testing.T) {
+			e := &ExecError{Path: "/usr/bin/x", Errno: tt.errno}
+			if got := e.ExitCode(); got != tt.want {
+				t.Errorf("ExitCode() = %d; want %d", got, tt.want)
+			}
+			if got := (&execError{path: "/usr/bin/x", errno: tt.errno}).code(); got != tt.want {
+				t.Errorf("execError.code() = %d; want %d", got, tt.want)
+			}
+			if want := "execute /usr/bin/x: " + tt.errno.Error(); e.Error() != want {
+				t.Errorf("Error() = %q; want %q", e.Error(), want)
+			}
+			wrapped := fmt.Errorf("run: %w", e)
+			if !errors.Is(wrapped, tt.errno) {
+				t.Error("errors.Is does not reach the errno")
+			}
+			var got *ExecError
+			if !errors.As(wrapped, &got) || got != e {
+				t.Error("errors.As does not find the *ExecError")
+			}
+		})
+	}
+	if !errors.Is(&ExecError{Errno: syscall.ENOENT}, fs.ErrNotExist) {
+		t.Error("an ENOENT ExecError is not fs.ErrNotExist")
+	}
+}
+
+func TestSetupErrorAndExitError(t *testing.T) {
+	cause := fmt.Errorf("bind /x on /x: %w", unix.EPERM)
+	se := &SetupError{Step: "mount", Err: cause}
+	if want := "sandbox setup failed at mount: bind /x on /x: operation not permitted"; se.Error() != want {
+		t.Errorf("SetupError = %q; want %q", se.Error(), want)
+	}
+	if se.ExitCode() != ExitSetup || ExitSetup != 125 {
+		t.Errorf("SetupError.ExitCode() = %d; want 125", se.ExitCode())
+	}
+	wrapped := fmt.Errorf("launch: %w", se)
+	var gotSE *SetupError
+	if !errors.As(wrapped, &gotSE) || gotSE.Step != "mount" {
+		t.Error("errors.As does not find the *SetupError")
+	}
+	if !errors.Is(wrapped, unix.EPERM) {
+		t.Error("errors.Is does not reach the cause of a SetupError")
+	}
+	var ee *ExitError
+	if errors.As(wrapped, &ee) {
+		t.Error("a SetupError is also an ExitError")
+	}
+
+	tests := []struct {
+		r    Result
+		want string
+		ok   bool
+	}{
+		{Result{ExitCode: 3}, "exit status 3", false},
+		{Result{ExitCode: 143, Signal: syscall.SIGTERM}, "killed by signal terminated", false},
+		{Result{ExitCode: 124, TimedOut: true, Wall: 1500*time.Millisecond + 300*time.Microsecond}, "timed out after 1.5s", false},
+		{Result{ExitCode: 0}, "exit status 0", true},
+		{Result{ExitCode: 0, TimedOut: true}, "timed out after 0s", false},
+	}
+	for _, tt := range tests {
+		r := tt.r
+		e := &ExitError{&r}
+		if e.Error() != tt.want {
+			t.Errorf("ExitError(%+v) = %q; want %q", tt.r, e.Error(), tt.want)
+		}
+		if r.Success() != tt.ok {
+			t.Errorf("Result(%+v).Success() = %v", tt.r, r.Success())
+		}
+		var got *ExitError
+		if !errors.As(fmt.Errorf("x: %w", e), &got) || got.ExitCode != tt.r.ExitCode {
+			t.Errorf("errors.As of a wrapped ExitError: %v", got)
+		}
+		var se *SetupError
+		if errors.As(e, &se) {
+			t.Error("an ExitError is also a SetupError")
+		}
+	}
+}
+
+func TestSyncProtocol(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	msgs := []message{
+		{Type: msgError, Step: "mount", Error: "bind /usr on /usr: operation not permitted"},
+		{Type: msgExecError, Path: "/usr/bin/x", Errno: int(unix.EACCES), Error: "execute /usr/bin/x: permission denied"},
+		{Type: msgExec, Path: "/bin/sh", Pid: 2},
+		{Type: msgExit, Status: 3 << 8},
+		{Type: msgExit, Status: 0},
+		{Type: msgExec, Path: "/long/" + strings.Repeat("p", 200000) + "\nwith newline\"quote"},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sw := syncWriter{w}
+		for i, m := range msgs {
+			sw.send(m)
+			if i == 2 {
+				w.Write([]byte("not json\n\n")) // garbage lines are skipped
+			}
+		}
+		w.Close()
+	}()
+	sr := newSyncReader(r)
+	for i, want := range msgs {
+		got, ok := sr.next()
+		if !ok {
+			t.Fatalf("message %d: EOF", i)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("message %d = %+v; want %+v", i, got, want)
+		}
+	}
+	if m, ok := sr.next(); ok {
+		t.Errorf("after the writer closed: %+v; want EOF", m)
+	}
+	if _, ok := sr.next(); ok {
+		t.Error("a second next after EOF returned a message")
+	}
+	<-done
+}
+
+func validSpec() *specs.Spec {
+	return &specs.Spec{
+		Process: &specs.Process{Args: []string{"true"}},
+		Linux: &specs.Linux{
+			Namespaces: []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
+				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
+				{Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}},
+			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 1000, HostID: 1000, Size: 1}},
+			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 100, HostID: 100, Size: 1}},
+		},
+	}
+}
+
+func TestCloneConfig(t *testing.T) {
+	flags, uids, gids, err := cloneConfig(validSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+	if flags != want {
+		t.Errorf("flags = %#x; want %#x", flags, want)
+	}
+	if !reflect.DeepEqual(uids, []syscall.SysProcIDMap{{ContainerID: 1000, HostID: 1000, Size: 1}}) ||
+		!reflect.DeepEqual(gids, []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}}) {
+		t.Errorf("maps = %+v %+v", uids, gids)
+	}
+
+	without := func(typ specs.LinuxNamespaceType) func(*specs.Spec) {
+		return func(s *specs.Spec) {
+			var ns []specs.LinuxNamespace
+			for _, n := range s.Linux.Namespaces {
+				if n.Type != typ {
+					ns = append(ns, n)
+				}
+			}
+			s.Linux.Namespaces = ns
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*specs.Spec)
+		want   string
+	}{
+		{"nil process", func(s *specs.Spec) { s.Process = nil }, "process args"},
+		{"no args", func(s *specs.Spec) { s.Process.Args = nil }, "process args"},
+		{"no linux", func(s *specs.Spec) { s.Linux = nil }, "linux"},
+		{"no user ns", without(specs.UserNamespace), "required"},
+		{"no mount ns", without(specs.MountNamespace), "required"},
+		{"no pid ns", without(specs.PIDNamespace), "required"},
+		{"no namespaces", func(s *specs.Spec) { s.Linux.Namespaces = nil }, "required"},
+		{"namespace path", func(s *specs.Spec) { s.Linux.Namespaces[3].Path = "/proc/1/ns/net" }, "/proc/1/ns/net"},
+		{"unknown namespace", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
+		}, "unsupported"},
+		{"no uid mappings", func(s *specs.Spec) { s.Linux.UIDMappings = nil }, "mappings"},
+		{"no gid mappings", func(s *specs.Spec) { s.Linux.GIDMappings = nil }, "mappings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := validSpec()
+			tt.mutate(s)
+			if _, _, _, err := cloneConfig(s); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("cloneConfig = %v; want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("nil spec", func(t *testing.T) {
+		if _, _, _, err := cloneConfig(nil); err == nil {
+			t.Error("nil spec accepted")
+		}
+	})
+	t.Run("Start refuses before cloning", func(t *testing.T) {
+		s := validSpec()
+		s.Linux.UIDMappings = nil
+		var events []Event
+		c := Command(s)
+		c.Events = func(e Event) { events = append(events, e) }
+		err := c.Start()
+		var se *SetupError
+		if !errors.As(err, &se) || se.Step != "config" {
+			t.Fatalf("Start = %v; want a config *SetupError", err)
+		}
+		if len(events) != 1 || events[0].Step != "config" || events[0].Error == "" {
+			t.Errorf("events = %+v; want one config error event", events)
+		}
+	})
+}
+
+func TestNotStarted(t *testing.T) {
+	c := Command(validSpec())
+	if err := c.Wait(); err == nil {
+		t.Error("Wait before Start succeeded")
+	}
+	if err := c.Signal(syscall.SIGTERM); err == nil {
+		t.Error("Signal before Start succeeded")
+	}
+}
+
+func TestCloneHint(t *testing.T) {
+	for _, e := range []error{unix.EPERM, unix.EACCES, unix.ENOSPC, unix.EINVAL} {
+		h := cloneHint(fmt.Errorf("fork/exec: %w", e))
+		if !errors.Is(h, e) || !strings.Contains(h.Error(), "user namespace") {
+			t.Errorf("cloneHint(%v) = %v", e, h)
+		}
+	}
+	if h := cloneHint(unix.ENOMEM); h != unix.ENOMEM {
+		t.Errorf("cloneHint(ENOMEM) = %v; want it unchanged", h)
+	}
+}
+
+func TestSetRlimits(t *testing.T) {
+	if err := setRlimits([]specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}); err == nil || !strings.Contains(err.Error(), "RLIMIT_BOGUS") {
+		t.Errorf("unknown rlimit: %v", err)
+	}
+	if err := setRlimits(nil); err != nil {
+		t.Error(err)
+	}
+}
