@@ -27,25 +27,74 @@ type Source struct {
 	dir  bool
 }
 
-// OpenSource clones the mount tree at the host path p (a canonical absolute path; its last
-// component is not followed if it is a symlink). recursive clones submounts too (rbind);
-// a tree with submounts locked by a less privileged user namespace can only be cloned
-// recursively. Errors are *Error wrapping the errno.
+// OpenSource clones the mount tree at the host path p, which must be canonical: no
+// component may be a symlink (openat2(2) RESOLVE_NO_SYMLINKS), so a path swapped for a
+// symlink after it was checked fails with ELOOP instead of mounting something else.
+// recursive clones submounts too (rbind); a tree with submounts locked by a less
+// privileged user namespace can only be cloned recursively. Errors are *Error.
 func OpenSource(p string, recursive bool) (*Source, error) {
-	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_SYMLINK_NOFOLLOW)
+	fd, err := OpenSourcePath(p)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return openTree(fd, p, recursive)
+}
+
+// OpenSourcePath opens the canonical host path p as an O_PATH descriptor without
+// following any symlink, for OpenSourceChecked, possibly in another process.
+func OpenSourcePath(p string) (int, error) {
+	fd, err := openat2(unix.AT_FDCWD, p, unix.O_PATH|unix.O_NOFOLLOW, unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			err = fmt.Errorf("%w (a component of the path is now a symlink; it was resolved and checked without one)", err)
+		}
+		return -1, &Error{Op: "open", Source: p, Err: err}
+	}
+	return fd, nil
+}
+
+// OpenSourceChecked opens the canonical host path p in this mount namespace as
+// OpenSource does, and verifies that it is the same file as checked, an O_PATH
+// descriptor opened (by OpenSourcePath) in the launcher, which may be in another mount
+// namespace (open_tree(2) only clones mounts of the caller's own namespace). A path that
+// now leads to another file fails with ESTALE: it changed after it was checked.
+func OpenSourceChecked(checked int, p string, recursive bool) (*Source, error) {
+	fd, err := OpenSourcePath(p)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var a, b unix.Stat_t
+	if err := unix.Fstat(checked, &a); err != nil {
+		return nil, &Error{Op: "stat", Source: p, Err: err}
+	}
+	if err := unix.Fstat(fd, &b); err != nil {
+		return nil, &Error{Op: "stat", Source: p, Err: err}
+	}
+	if a.Dev != b.Dev || a.Ino != b.Ino {
+		return nil, &Error{Op: "open", Source: p, Err: fmt.Errorf("%w (the path leads to another file than the one checked at launch)", unix.ESTALE)}
+	}
+	return openTree(fd, p, recursive)
+}
+
+// openTree clones the mount tree at the O_PATH descriptor fd (named name in errors)
+// with open_tree(2) OPEN_TREE_CLONE. The descriptor is not consumed.
+func openTree(fd int, name string, recursive bool) (*Source, error) {
+	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
 	if recursive {
 		flags |= unix.AT_RECURSIVE
 	}
-	fd, err := unix.OpenTree(unix.AT_FDCWD, p, flags)
+	tree, err := unix.OpenTree(fd, "", flags)
 	if err != nil {
-		return nil, &Error{Op: "open_tree", Source: p, Err: err}
+		return nil, &Error{Op: "open_tree", Source: name, Err: err}
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, &Error{Op: "stat", Source: p, Err: err}
+	if err := unix.Fstat(tree, &st); err != nil {
+		unix.Close(tree)
+		return nil, &Error{Op: "stat", Source: name, Err: err}
 	}
-	return &Source{fd: fd, path: p, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
+	return &Source{fd: tree, path: name, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
 }
 
 // Close releases the detached tree if it was never attached.

@@ -181,7 +181,7 @@ func scenarioPivot(c *checker, base string) {
 			Symlink{Path: "/deep/dir/abs", Target: "/data/a.txt"},
 		),
 	}
-	r, err := Setup(spec)
+	r, err := Setup(spec, nil)
 	must(err)
 	c.ok("the same symlink again", r.Symlink("data/a.txt", "/link"))
 	err = r.Symlink("elsewhere", "/link")
@@ -293,7 +293,7 @@ func scenarioEscapeSetup(c *checker, base string) {
 		{Destination: "/ws", Type: "bind", Source: filepath.Join(base, "ws"), Options: []string{"rbind", "nosuid", "nodev"}},
 		{Destination: dest, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev"}},
 	}}
-	_, err := Setup(spec)
+	_, err := Setup(spec, nil)
 	c.errno("Setup with a tmpfs at "+dest, err, unix.ELOOP)
 	var me *Error
 	if err != nil && (!errors.As(err, &me) || me.Target != dest || me.Source != "tmpfs") {
@@ -316,7 +316,7 @@ func scenarioEscapeAPI(c *checker, base string) {
 	must(err)
 	r, err := Setup(&specs.Spec{Mounts: []specs.Mount{
 		{Destination: "/ws", Type: "bind", Source: filepath.Join(base, "ws"), Options: []string{"rbind"}},
-	}})
+	}}, nil)
 	must(err)
 	c.errno("Bind of a file through evil", r.Bind(file, "/ws/evil/file", 0), unix.ELOOP)
 	c.errno("Bind of a dir through evildots", r.Bind(dir, "/ws/evildots/dir", 0), unix.ELOOP)
@@ -368,7 +368,7 @@ func scenarioReadOnly(c *checker, base string) {
 		Mounts: []specs.Mount{{Destination: "/rw", Type: "bind", Source: filepath.Join(base, "rw"), Options: []string{"rbind", "nosuid", "nodev"}}},
 		Linux:  &specs.Linux{ReadonlyPaths: []string{"/rw/prot", "/rw/.git", "/rw/file.txt", "/rw/missing", "/rw/alias"}},
 	}
-	r, err := Setup(spec)
+	r, err := Setup(spec, nil)
 	must(err)
 	must(r.PivotRoot())
 	c.ok("write in keep", os.WriteFile("/rw/keep/x", []byte("x"), 0o644))
@@ -408,7 +408,7 @@ func scenarioMask(c *checker, base string) {
 		},
 		Linux: &specs.Linux{MaskedPaths: []string{"/data/secret.txt", "/data/secretdir", "/data/missing", "/rw/secret2"}},
 	}
-	r, err := Setup(spec)
+	r, err := Setup(spec, nil)
 	must(err)
 	must(r.PivotRoot())
 	if s, err := readString("/data/secret.txt"); err != nil || s != "" {

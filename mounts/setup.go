@@ -35,8 +35,12 @@ var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
 // system fsopen(2) knows ("tmpfs", "proc", "devpts", …; options: ro, nosuid, nodev,
 // noexec, the rest passed to fsconfig(2) as key=value or flags). A read-only new file
 // system is populated first and made read-only in PivotRoot.
+// sourceFds, when not nil, holds one O_PATH descriptor per bind mount of spec.Mounts, in
+// order, from OpenSourcePath in the launcher: each source is opened again here, without
+// following symlinks, and must be the very file the launcher checked
+// (OpenSourceChecked). With nil, bind sources are opened here by path only.
 // Errors are *Error, naming the operation and paths.
-func Setup(spec *specs.Spec) (*Root, error) {
+func Setup(spec *specs.Spec, sourceFds []int) (*Root, error) {
 	if err := MakePrivate(); err != nil {
 		return nil, err
 	}
@@ -63,12 +67,24 @@ func Setup(spec *specs.Spec) (*Root, error) {
 		}
 		p := planned{m: m, attr: o.attr, ro: o.ro, data: o.data}
 		if m.Type == "bind" {
-			if p.src, err = OpenSource(m.Source, o.recursive); err != nil {
+			if sourceFds == nil {
+				p.src, err = OpenSource(m.Source, o.recursive)
+			} else if len(sourceFds) == 0 {
+				err = &Error{Op: "bind", Source: m.Source, Target: m.Destination, Err: errors.New("no descriptor for the source")}
+			} else {
+				p.src, err = OpenSourceChecked(sourceFds[0], m.Source, o.recursive)
+				sourceFds = sourceFds[1:]
+			}
+			if err != nil {
 				closeAll()
 				return nil, err
 			}
 		}
 		plan = append(plan, p)
+	}
+	if len(sourceFds) > 0 {
+		closeAll()
+		return nil, &Error{Op: "bind", Err: fmt.Errorf("%d source descriptors left over", len(sourceFds))}
 	}
 	var null *Null
 	if spec.Linux != nil && len(spec.Linux.MaskedPaths) > 0 {
@@ -188,4 +204,16 @@ func parseOptions(m specs.Mount) (options, error) {
 		o.attr |= unix.MOUNT_ATTR_RDONLY
 	}
 	return o, nil
+}
+
+// BindSources returns the host paths of the bind mounts of spec, in order: the paths
+// whose descriptors Setup expects in sourceFds.
+func BindSources(spec *specs.Spec) []string {
+	var out []string
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" {
+			out = append(out, m.Source)
+		}
+	}
+	return out
 }

@@ -15,6 +15,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/mounts"
 )
 
 // Cmd is a command to run in a new sandbox, shaped like os/exec.Cmd: configure it,
@@ -126,6 +128,19 @@ func (c *Cmd) Start() error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return c.fail(&SetupError{Step: "close fds", Err: err})
 	}
+	var sources []*os.File
+	defer func() {
+		for _, f := range sources {
+			f.Close()
+		}
+	}()
+	for _, p := range mounts.BindSources(c.Spec) {
+		fd, err := mounts.OpenSourcePath(p)
+		if err != nil {
+			return c.fail(&SetupError{Step: "open bind source", Err: err})
+		}
+		sources = append(sources, os.NewFile(uintptr(fd), p))
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return c.fail(&SetupError{Step: "pipe", Err: err})
@@ -151,8 +166,9 @@ func (c *Cmd) Start() error {
 		Stdin:      c.Stdin,
 		Stdout:     c.Stdout,
 		Stderr:     c.Stderr,
-		ExtraFiles: []*os.File{specR, syncW, lifeR},
+		ExtraFiles: append([]*os.File{specR, syncW, lifeR}, sources...),
 		SysProcAttr: &syscall.SysProcAttr{
+			Setsid:                     true, // keyboard signals reach the launcher only, which forwards them
 			Cloneflags:                 flags,
 			UidMappings:                uids,
 			GidMappings:                gids,
@@ -189,6 +205,7 @@ func (c *Cmd) Start() error {
 		if c.Events != nil {
 			c.Events(Event{Exec: true, Pid: childPid(pid), Path: m.Path})
 		}
+		c.life.Write([]byte{1}) // the reaper may reap the command now
 		return nil
 	case ok && m.Type == msgExecError:
 		c.reapFailed()
@@ -375,16 +392,20 @@ func namespaceEvent(pid int) Event {
 	return e
 }
 
-// childPid returns the host pid of the init's (only) child, the command.
+// childPid returns the host pid of the init's (only) child, the command, from the
+// children files of all the init's threads (proc(5)). The reaper does not reap before
+// the launcher's acknowledgement, so the command is there, running or a zombie.
 func childPid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
-	if err != nil {
-		return 0
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			n, _ := strconv.Atoi(f[0])
+			return n
+		}
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[0])
-	return n
+	return 0
 }

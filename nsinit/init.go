@@ -32,6 +32,7 @@ func Init() {
 	// Capabilities, no_new_privs and the seccomp filter are per thread; the command is
 	// forked from this thread, so it must stay the one doing the work.
 	runtime.LockOSThread()
+	signal.Notify(sigc, catchable()...)
 	w := syncWriter{os.NewFile(syncFd, "sync")}
 	go watchLauncher()
 	path, pid, err := setup()
@@ -53,16 +54,38 @@ func Init() {
 	reap(w, pid)
 }
 
+// acked is closed when the launcher acknowledged the exec message.
+var acked = make(chan struct{})
+
 // watchLauncher exits the init (and so the whole pid namespace) when the launching
-// process is gone: its end of the life pipe closes.
+// process is gone: its end of the life pipe closes. A byte on the pipe is the
+// launcher's acknowledgement of the exec message.
 func watchLauncher() {
 	var b [1]byte
+	once := false
 	for {
 		n, err := unix.Read(lifeFd, b[:])
-		if n == 0 || (err != nil && err != unix.EINTR) {
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
 			unix.Exit(ExitKilled)
 		}
+		if !once {
+			once = true
+			close(acked)
+		}
 	}
+}
+
+// sourceFds are the descriptors of the bind sources the launcher opened, fd 6 onwards.
+func sourceFds(spec *specs.Spec) []int {
+	n := len(mounts.BindSources(spec))
+	fds := make([]int, n)
+	for i := range fds {
+		fds[i] = firstSourceFd + i
+	}
+	return fds
 }
 
 type stepError struct {
@@ -83,7 +106,8 @@ func step(name string, err error) error {
 // signals forwarded by the reaper to the command.
 var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
 
-// sigc receives forwarded signals and SIGCHLD; registered before the command starts.
+// sigc receives every catchable signal from the start of the init; the reaper forwards
+// those in forwarded to the command and ignores the rest.
 var sigc = make(chan os.Signal, 64)
 
 // setup is the init stage, one step after another (DESIGN.md, flow steps 5-9). On
@@ -103,7 +127,7 @@ func setup() (string, int, error) {
 			return "", 0, err
 		}
 	}
-	root, err := mounts.Setup(spec)
+	root, err := mounts.Setup(spec, sourceFds(spec))
 	if err != nil {
 		return "", 0, step("mount", err)
 	}
@@ -125,7 +149,10 @@ func setup() (string, int, error) {
 	if err := step("set not dumpable", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)); err != nil {
 		return "", 0, err
 	}
-	signal.Notify(sigc, append([]os.Signal{unix.SIGCHLD}, forwarded...)...)
+	if err := step("session keyring", newSessionKeyring()); err != nil {
+		return "", 0, err
+	}
+	claimTerminal()
 	if err := step("drop capabilities", caps.DropAll()); err != nil {
 		return "", 0, err
 	}
@@ -236,4 +263,31 @@ func chdirInRoot(root *mounts.Root, dir string) error {
 		return fmt.Errorf("working directory %s is outside the new root: %v", dir, err)
 	}
 	return nil
+}
+
+// newSessionKeyring joins a new anonymous session keyring (keyctl(2)
+// KEYCTL_JOIN_SESSION_KEYRING with a NULL name), so the command cannot read or add keys
+// in the caller's session keyring. ENOSYS (no keyrings) and EPERM (keyctl denied by an
+// outer seccomp filter, which the command inherits too) leave nothing to reach.
+func newSessionKeyring() error {
+	_, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if errno == 0 || errno == unix.ENOSYS || errno == unix.EPERM {
+		return nil
+	}
+	return fmt.Errorf("keyctl join session keyring: %w", errno)
+}
+
+// claimTerminal makes the first terminal among stdin, stdout and stderr the controlling
+// terminal of the init's session (the launcher started it with setsid), when it is no
+// session's controlling terminal yet. The command runs in a session of its own: without
+// this it could take such a terminal with TIOCSCTTY and push input into it with
+// TIOCSTI. A terminal that already controls a session (the caller's) cannot be taken by
+// the command either. See tty_ioctl(4).
+func claimTerminal() {
+	for fd := 0; fd <= 2; fd++ {
+		if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
+			unix.IoctlSetInt(fd, unix.TIOCSCTTY, 0)
+			return
+		}
+	}
 }

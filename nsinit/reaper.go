@@ -10,25 +10,31 @@ import (
 // command, reaps every zombie, and when the command ends reports its wait status and
 // exits, which makes the kernel kill whatever else is left in the pid namespace
 // (background jobs, daemons). It never returns.
+//
+// Reaping is a blocking wait4(2) loop rather than a SIGCHLD handler: a signal can be
+// coalesced or dropped from a full channel, a child's exit cannot.
 func reap(w syncWriter, pid int) {
-	for sig := range sigc {
-		if sig != unix.SIGCHLD {
-			unix.Kill(pid, sig.(unix.Signal))
+	go func() {
+		for sig := range sigc {
+			if isForwarded(sig) {
+				unix.Kill(pid, sig.(unix.Signal))
+			}
+		}
+	}()
+	<-acked
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
 			continue
 		}
-		for {
-			var ws unix.WaitStatus
-			got, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if err == unix.EINTR {
-				continue
-			}
-			if got <= 0 || err != nil {
-				break
-			}
-			if got == pid {
-				w.send(message{Type: msgExit, Status: int(ws)})
-				os.Exit(exitCode(ws))
-			}
+		if err != nil {
+			// ECHILD cannot happen while the command is unreaped; leave as killed.
+			os.Exit(ExitKilled)
+		}
+		if got == pid {
+			w.send(message{Type: msgExit, Status: int(ws)})
+			os.Exit(exitCode(ws))
 		}
 	}
 }
@@ -39,4 +45,26 @@ func exitCode(ws unix.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
+}
+
+func isForwarded(sig os.Signal) bool {
+	for _, f := range forwarded {
+		if f == sig {
+			return true
+		}
+	}
+	return false
+}
+
+// catchable is every signal the init can catch but SIGURG (the Go runtime's preemption
+// signal). The init handles them all, so nothing sent by the command (kill -ABRT 1,
+// kill -SEGV 1, a real-time signal) can kill or crash it with a default action.
+func catchable() []os.Signal {
+	var out []os.Signal
+	for s := unix.Signal(1); s <= 64; s++ {
+		if s != unix.SIGKILL && s != unix.SIGSTOP && s != unix.SIGURG {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -305,8 +305,10 @@ func TestSetupFailure(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("Run = %v (%T); want a *SetupError", err, err)
 	}
-	if se.Step != "mount" || !strings.Contains(se.Error(), extra) || se.ExitCode() != ExitSetup {
-		t.Errorf("SetupError %q (step %q); want the mount step naming %s", se, se.Step, extra)
+	// The launcher opens every bind source before the clone, so a missing one stops the
+	// launch there, before any sandbox process exists.
+	if se.Step != "open bind source" || !strings.Contains(se.Error(), extra) || se.ExitCode() != ExitSetup {
+		t.Errorf("SetupError %q (step %q); want the open bind source step naming %s", se, se.Step, extra)
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
@@ -316,8 +318,8 @@ func TestSetupFailure(t *testing.T) {
 		t.Error("the command ran although the sandbox could not be built")
 	}
 	ev := log.events()
-	if len(ev) < 2 || ev[len(ev)-1].Step != "mount" || ev[len(ev)-1].Error == "" || ev[len(ev)-1].Status != ExitSetup {
-		t.Errorf("events = %+v; want a final mount error event", ev)
+	if len(ev) < 1 || ev[len(ev)-1].Step != "open bind source" || ev[len(ev)-1].Error == "" || ev[len(ev)-1].Status != ExitSetup {
+		t.Errorf("events = %+v; want a final open bind source error event", ev)
 	}
 	if len(ev) > 0 && ev[0].ChildPid != 0 && !gone(ev[0].ChildPid) {
 		t.Error("the init outlived a setup failure")

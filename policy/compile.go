@@ -94,9 +94,13 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 	b.origin = "the sandbox's own /proc"
 	b.add(specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "nodev", "noexec"}})
 
+	cwd, err := workdir(o.Chdir, ws, h.Cwd)
+	if err != nil {
+		return nil, err
+	}
 	b.origin = "the workspace"
 	b.bind(ws, ws, false)
-	protected := repositories(ws, h.Cwd)
+	protected := repositories(ws, cwd)
 	b.origin = "an --ro bind"
 	for _, p := range o.ReadOnly {
 		c, err := bindSource("ro", p, h)
@@ -134,10 +138,6 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 	}
 	sort.SliceStable(b.mounts, func(i, j int) bool { return depth(b.mounts[i].Destination) < depth(b.mounts[j].Destination) })
 
-	cwd, err := workdir(o.Chdir, ws, h.Cwd)
-	if err != nil {
-		return nil, err
-	}
 	env, err := environment(o, h, home)
 	if err != nil {
 		return nil, err
@@ -222,7 +222,8 @@ func (b *builder) tmpfs(dst, mode string) {
 func (b *builder) dev() {
 	b.add(specs.Mount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "mode=0755", "ro"}})
 	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-		b.add(specs.Mount{Destination: "/dev/" + d, Type: "bind", Source: "/dev/" + d, Options: []string{"bind", "nosuid", "noexec"}})
+		// read-only: the device still reads and writes, but its inode (mode, times) cannot change
+		b.add(specs.Mount{Destination: "/dev/" + d, Type: "bind", Source: "/dev/" + d, Options: []string{"bind", "nosuid", "noexec", "ro"}})
 	}
 	b.add(specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
 		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})

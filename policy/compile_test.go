@@ -768,10 +768,18 @@ func TestSystemRoots(t *testing.T) {
 		}
 	}
 	for _, m := range s.Mounts {
-		if m.Type == "bind" && slices.Contains(m.Options, "ro") {
-			if !slices.Contains(m.Options, "nosuid") || !slices.Contains(m.Options, "nodev") {
-				t.Errorf("bind %s options %q lack nosuid,nodev", m.Destination, m.Options)
+		if m.Type != "bind" {
+			continue
+		}
+		if strings.HasPrefix(m.Destination, "/dev/") {
+			// device nodes need dev; read-only keeps their inodes (mode, times) unchanged
+			if !slices.Contains(m.Options, "ro") || !slices.Contains(m.Options, "nosuid") || !slices.Contains(m.Options, "noexec") {
+				t.Errorf("device bind %s options %q lack ro,nosuid,noexec", m.Destination, m.Options)
 			}
+			continue
+		}
+		if slices.Contains(m.Options, "ro") && (!slices.Contains(m.Options, "nosuid") || !slices.Contains(m.Options, "nodev")) {
+			t.Errorf("bind %s options %q lack nosuid,nodev", m.Destination, m.Options)
 		}
 	}
 }

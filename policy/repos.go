@@ -22,11 +22,12 @@ const (
 
 // scanSkip are directories never descended into: dependency trees, caches, build output.
 var scanSkip = map[string]bool{".git": true, "node_modules": true, ".venv": true, "venv": true,
-	"vendor": true, "target": true, "__pycache__": true, ".cache": true, "dist": true, "build": true,
+	"target": true, "__pycache__": true, ".cache": true, "dist": true, "build": true,
 	".tox": true, ".mypy_cache": true, ".gradle": true}
 
 // repositories returns the .git paths to protect under root (canonical), given the
-// caller's canonical working directory cwd ("" if none).
+// command's working directory cwd ("" if none): every .git from cwd up to root is
+// protected whatever its depth, since git would find it from there.
 func repositories(root, cwd string) []string {
 	seen := map[string]bool{}
 	var out []string

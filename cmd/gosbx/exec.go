@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -76,16 +77,27 @@ CMD is not executable; 127 if CMD is not found.`,
 	return c
 }
 
+// parseTimeout reads --timeout: a Go duration ("30s", "5m") or a number of seconds;
+// 0 means no timeout (as timeout(1)). Anything that does not fit a time.Duration, or a
+// positive value that rounds to nothing, is refused rather than silently unlimited.
 func parseTimeout(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil && n >= 0 {
-		return time.Duration(n * float64(time.Second)), nil // 0: no timeout, as timeout(1)
+	bad := fmt.Errorf("--timeout %q: want 0 or a positive duration such as 30s or 5m (at most %v)", s, time.Duration(math.MaxInt64))
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(n) || n < 0 || n*float64(time.Second) >= math.MaxInt64 {
+			return 0, bad
+		}
+		d := time.Duration(n * float64(time.Second))
+		if n > 0 && d <= 0 {
+			return 0, bad
+		}
+		return d, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--timeout %q: want a positive duration such as 30s or 5m", s)
+	if err != nil || d < 0 {
+		return 0, bad
 	}
 	return d, nil
 }
