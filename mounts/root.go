@@ -44,7 +44,7 @@ func OpenSource(p string, recursive bool) (*Source, error) {
 // OpenSourcePath opens the canonical host path p as an O_PATH descriptor without
 // following any symlink, for OpenSourceChecked, possibly in another process.
 func OpenSourcePath(p string) (int, error) {
-	fd, err := openat2(unix.AT_FDCWD, p, unix.O_PATH|unix.O_NOFOLLOW, unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
+	fd, err := openat2(unix.AT_FDCWD, p, unix.O_PATH, unix.RESOLVE_NO_SYMLINKS|unix.RESOLVE_NO_MAGICLINKS)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			err = fmt.Errorf("%w (a component of the path is now a symlink; it was resolved and checked without one)", err)
