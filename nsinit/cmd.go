@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,28 +55,6 @@ type Cmd struct {
 	waited   bool
 }
 
-// Event is one status event, with bwrap's --json-status-fd keys.
-type Event struct {
-	ChildPid int    `json:"child-pid,omitempty"` // host pid of the sandbox init (pid 1 inside)
-	CgroupNS uint64 `json:"cgroup-namespace,omitempty"`
-	IpcNS    uint64 `json:"ipc-namespace,omitempty"`
-	MntNS    uint64 `json:"mnt-namespace,omitempty"`
-	NetNS    uint64 `json:"net-namespace,omitempty"`
-	PidNS    uint64 `json:"pid-namespace,omitempty"`
-	UserNS   uint64 `json:"user-namespace,omitempty"`
-	UtsNS    uint64 `json:"uts-namespace,omitempty"`
-	Exec     bool   `json:"exec,omitempty"` // execve(2) of the command succeeded
-	Pid      int    `json:"pid,omitempty"`  // with Exec: the command's host pid
-	Path     string `json:"path,omitempty"` // with Exec: the executable inside the sandbox
-	ExitCode *int   `json:"exit-code,omitempty"`
-	Signal   int    `json:"signal,omitempty"`
-	TimedOut *bool  `json:"timed-out,omitempty"`
-	WallMs   *int64 `json:"wall-ms,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Step     string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
-	Status   int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
-}
-
 // Command returns a Cmd that runs spec.Process in a sandbox built from spec.
 func Command(spec *specs.Spec) *Cmd { return &Cmd{Spec: spec} }
 
@@ -88,22 +64,6 @@ func (c *Cmd) Run() error {
 		return err
 	}
 	return c.Wait()
-}
-
-// initCaps are the capabilities the init stage keeps across its re-execution (as
-// ambient capabilities, see capabilities(7)), for a caller whose uid inside is not 0.
-// They hold only in the new user namespace and are all dropped before the command.
-var initCaps = []uintptr{
-	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER,
-	unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN,
-	unix.CAP_SYS_CHROOT, unix.CAP_SYS_ADMIN, unix.CAP_SYS_RESOURCE, unix.CAP_MKNOD,
-}
-
-var nsFlags = map[specs.LinuxNamespaceType]uintptr{
-	specs.UserNamespace: unix.CLONE_NEWUSER, specs.MountNamespace: unix.CLONE_NEWNS,
-	specs.PIDNamespace: unix.CLONE_NEWPID, specs.NetworkNamespace: unix.CLONE_NEWNET,
-	specs.IPCNamespace: unix.CLONE_NEWIPC, specs.UTSNamespace: unix.CLONE_NEWUTS,
-	specs.CgroupNamespace: unix.CLONE_NEWCGROUP,
 }
 
 // Start clones the init stage into new namespaces, sends it the spec, and returns once
@@ -334,78 +294,3 @@ func (c *Cmd) Wait() error {
 	return &ExitError{r}
 }
 
-// cloneConfig derives the clone flags and id maps from spec.Linux.
-func cloneConfig(spec *specs.Spec) (uintptr, []syscall.SysProcIDMap, []syscall.SysProcIDMap, error) {
-	if spec == nil || spec.Process == nil || len(spec.Process.Args) == 0 {
-		return 0, nil, nil, errors.New("spec has no process args")
-	}
-	if spec.Linux == nil {
-		return 0, nil, nil, errors.New("spec has no linux section")
-	}
-	var flags uintptr
-	for _, ns := range spec.Linux.Namespaces {
-		f, ok := nsFlags[ns.Type]
-		if !ok {
-			return 0, nil, nil, fmt.Errorf("unsupported namespace %q", ns.Type)
-		}
-		if ns.Path != "" {
-			return 0, nil, nil, fmt.Errorf("joining namespace %s (%s) is not supported", ns.Type, ns.Path)
-		}
-		flags |= f
-	}
-	if flags&unix.CLONE_NEWUSER == 0 || flags&unix.CLONE_NEWNS == 0 || flags&unix.CLONE_NEWPID == 0 {
-		return 0, nil, nil, errors.New("the user, mount and pid namespaces are required")
-	}
-	conv := func(ms []specs.LinuxIDMapping) []syscall.SysProcIDMap {
-		out := make([]syscall.SysProcIDMap, len(ms))
-		for i, m := range ms {
-			out[i] = syscall.SysProcIDMap{ContainerID: int(m.ContainerID), HostID: int(m.HostID), Size: int(m.Size)}
-		}
-		return out
-	}
-	if len(spec.Linux.UIDMappings) == 0 || len(spec.Linux.GIDMappings) == 0 {
-		return 0, nil, nil, errors.New("spec has no uid/gid mappings")
-	}
-	return flags, conv(spec.Linux.UIDMappings), conv(spec.Linux.GIDMappings), nil
-}
-
-// cloneHint explains the usual reasons a user namespace cannot be created.
-func cloneHint(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%w (creating a user namespace failed: check kernel.unprivileged_userns_clone, "+
-			"user.max_user_namespaces (ENOSPC when exhausted), kernel.apparmor_restrict_unprivileged_userns, "+
-			"or a container's seccomp profile)", err)
-	}
-	return err
-}
-
-// namespaceEvent reads the namespace inode numbers of the init from /proc/PID/ns.
-func namespaceEvent(pid int) Event {
-	e := Event{ChildPid: pid}
-	for name, dst := range map[string]*uint64{"cgroup": &e.CgroupNS, "ipc": &e.IpcNS, "mnt": &e.MntNS,
-		"net": &e.NetNS, "pid": &e.PidNS, "user": &e.UserNS, "uts": &e.UtsNS} {
-		var st unix.Stat_t
-		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/"+name, &st) == nil {
-			*dst = st.Ino
-		}
-	}
-	return e
-}
-
-// childPid returns the host pid of the init's (only) child, the command, from the
-// children files of all the init's threads (proc(5)). The reaper does not reap before
-// the launcher's acknowledgement, so the command is there, running or a zombie.
-func childPid(pid int) int {
-	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			n, _ := strconv.Atoi(f[0])
-			return n
-		}
-	}
-	return 0
-}

@@ -15,12 +15,7 @@ type execError struct {
 
 func (e *execError) Error() string { return "execute " + e.path + ": " + e.errno.Error() }
 
-func (e *execError) code() int {
-	if e.errno == unix.ENOENT || e.errno == unix.ENOTDIR {
-		return ExitNotFound
-	}
-	return ExitNotExecutable
-}
+func (e *execError) code() int { return (&ExecError{Path: e.path, Errno: e.errno}).ExitCode() }
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -1,0 +1,62 @@
+package nsinit
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event is one status event, with bwrap's --json-status-fd keys.
+type Event struct {
+	ChildPid int    `json:"child-pid,omitempty"` // host pid of the sandbox init (pid 1 inside)
+	CgroupNS uint64 `json:"cgroup-namespace,omitempty"`
+	IpcNS    uint64 `json:"ipc-namespace,omitempty"`
+	MntNS    uint64 `json:"mnt-namespace,omitempty"`
+	NetNS    uint64 `json:"net-namespace,omitempty"`
+	PidNS    uint64 `json:"pid-namespace,omitempty"`
+	UserNS   uint64 `json:"user-namespace,omitempty"`
+	UtsNS    uint64 `json:"uts-namespace,omitempty"`
+	Exec     bool   `json:"exec,omitempty"` // execve(2) of the command succeeded
+	Pid      int    `json:"pid,omitempty"`  // with Exec: the command's host pid
+	Path     string `json:"path,omitempty"` // with Exec: the executable inside the sandbox
+	ExitCode *int   `json:"exit-code,omitempty"`
+	Signal   int    `json:"signal,omitempty"`
+	TimedOut *bool  `json:"timed-out,omitempty"`
+	WallMs   *int64 `json:"wall-ms,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Step     string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
+	Status   int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
+}
+
+// namespaceEvent reads the namespace inode numbers of the init from /proc/PID/ns.
+func namespaceEvent(pid int) Event {
+	e := Event{ChildPid: pid}
+	for name, dst := range map[string]*uint64{"cgroup": &e.CgroupNS, "ipc": &e.IpcNS, "mnt": &e.MntNS,
+		"net": &e.NetNS, "pid": &e.PidNS, "user": &e.UserNS, "uts": &e.UtsNS} {
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/"+name, &st) == nil {
+			*dst = st.Ino
+		}
+	}
+	return e
+}
+
+// childPid returns the host pid of the init's (only) child, the command, from the
+// children files of all the init's threads (proc(5)). The reaper does not reap before
+// the launcher's acknowledgement, so the command is there, running or a zombie.
+func childPid(pid int) int {
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			n, _ := strconv.Atoi(f[0])
+			return n
+		}
+	}
+	return 0
+}
