@@ -69,4 +69,3 @@ func cloneHint(err error) error {
 	}
 	return err
 }
-

@@ -293,4 +293,3 @@ func (c *Cmd) Wait() error {
 	}
 	return &ExitError{r}
 }
-
