@@ -52,6 +52,7 @@ type Cmd struct {
 	timer    *time.Timer
 	mu       sync.Mutex
 	timedOut bool
+	started  bool // the init was cloned
 	waited   bool
 }
 
@@ -127,6 +128,10 @@ func (c *Cmd) Start() error {
 		Stdout:     c.Stdout,
 		Stderr:     c.Stderr,
 		ExtraFiles: append([]*os.File{specR, syncW, lifeR}, sources...),
+		// Once the init is gone, every process of the sandbox is too and the pipes of
+		// Stdout and Stderr close; only a Stdin reader that never returns could hold
+		// Wait, and this bounds it.
+		WaitDelay: 2 * time.Second,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid:                     true, // keyboard signals reach the launcher only, which forwards them
 			Cloneflags:                 flags,
@@ -148,6 +153,7 @@ func (c *Cmd) Start() error {
 		return c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
 	}
 	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
+	c.started = true
 	if c.Timeout > 0 {
 		c.timer = time.AfterFunc(c.Timeout, c.expire)
 	}
@@ -241,11 +247,11 @@ func (c *Cmd) Signal(sig os.Signal) error {
 // It returns nil for exit status 0, an *ExitError when the command exited non-zero, was
 // killed by a signal or timed out.
 func (c *Cmd) Wait() error {
-	if c.init == nil {
+	if !c.started {
 		return errors.New("nsinit: not started")
 	}
 	if c.waited {
-		return errors.New("nsinit: Wait was already called")
+		return errors.New("nsinit: Wait was already called, or Start failed")
 	}
 	var status *int
 	for {

@@ -144,7 +144,11 @@ func setup() (string, int, error) {
 	if err := step("chdir", chdirInRoot(root, spec.Process.Cwd)); err != nil {
 		return "", 0, err
 	}
-	unix.Umask(0o022)
+	// The command keeps the caller's umask (inherited through the launcher) unless the
+	// spec names one.
+	if u := spec.Process.User.Umask; u != nil {
+		unix.Umask(int(*u))
+	}
 	// Not dumpable: nothing inside can open /proc/1/{exe,mem,fd/*} or ptrace the reaper.
 	if err := step("set not dumpable", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)); err != nil {
 		return "", 0, err
