@@ -3,12 +3,19 @@ module github.com/gosbx/gosbx
 go 1.26.8
 
 require (
+	github.com/invopop/jsonschema v0.14.0
 	github.com/opencontainers/runtime-spec v1.3.0
+	github.com/pb33f/ordered-map/v2 v2.3.1
 	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
 	golang.org/x/sys v0.50.0
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
+	github.com/bahlo/generic-list-go v0.2.0 // indirect
+	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 )

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,10 +13,6 @@ import (
 
 	"github.com/gosbx/gosbx/mounts"
 )
-
-// systemRoots are bound read-only when present; a merged-usr symlink among them
-// (/bin -> usr/bin) is recreated as the same symlink.
-var systemRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
 // refusedWorkspaces cannot be the read-write workspace or a --rw bind: the root, and
 // directories shared by the whole system or by every user.
@@ -30,7 +28,8 @@ var systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/
 var noBindUnder = []string{"/proc", "/dev"}
 
 // resolverFiles are /etc files that are often symlinks out of /etc (systemd-resolved's
-// resolv.conf into /run); a target outside the read-only binds is bound at its own path.
+// resolv.conf into /run); when /etc is bound whole, a target outside the read-only binds
+// is bound at its own path so the link resolves inside.
 var resolverFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/localtime"}
 
 // procReadOnly and procMasked follow runc's defaults: kernel tunables read-only,
@@ -39,138 +38,202 @@ var procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "
 var procMasked = []string{"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 	"/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats"}
 
-// rootSecrets are hidden when the caller is root: its uid 0 inside could read them.
-var rootSecrets = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-	"/etc/security/opasswd", "/etc/ssl/private"}
-
-// envAllow are the caller's variables kept; LC_* too. DESIGN.md's list plus the
-// caller's identity and shell (USER, LOGNAME, SHELL): tmux, ssh-agent-less git and
-// shells read them, and they reveal nothing the uid does not.
-var envAllow = []string{"PATH", "LANG", "TZ", "TERM", "USER", "LOGNAME", "SHELL"}
-
-// DefaultHostname is the sandbox's hostname unless the caller names one.
+// DefaultHostname is the sandbox's hostname unless the policy or the caller names one.
 const DefaultHostname = "gosbx"
 
-// Compile validates o against the host h and returns the runtime-spec config of the
-// sandbox. Errors are *Error naming the field, the path and the reason.
+// Compile is Effective then Build: the runtime-spec config of a sandbox running o.Args
+// under o.Policy (the agent profile when nil) with the caller's flags. Errors are *Error
+// naming the field, the path and the reason.
 func Compile(o Options, h Host) (*specs.Spec, error) {
-	if len(o.Args) == 0 || o.Args[0] == "" {
-		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
-	}
-	ws, wsGiven, err := workspace(o.Workspace, h)
+	p, err := Effective(o, h)
 	if err != nil {
 		return nil, err
 	}
+	return Build(p, o.Args, h)
+}
+
+// Build compiles an effective policy (from Effective) into the runtime-spec config that
+// the init stage reads, canonicalizing every host path once. It creates the guarded
+// directories of repositories in "commit" mode (hooks/, info/, objects/info/) when they
+// are missing, so that the command cannot. Errors are *Error.
+func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
+	if len(args) == 0 || args[0] == "" {
+		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
+	}
+	ws := p.Workspace.Path
+	if ws == "" || p.workspaceGiven == "" {
+		return nil, errorf("workspace", ws, nil, "the policy was not made by Effective")
+	}
 	b := &builder{links: []mounts.Symlink{}}
-	roDests := []string{}
-	for _, r := range systemRoots {
-		st, err := os.Lstat(r)
-		switch {
-		case err != nil:
-			continue
-		case st.Mode()&os.ModeSymlink != 0:
-			t, err := os.Readlink(r)
-			if err != nil {
-				return nil, errorf("system root", r, err, "cannot read the symlink")
+	f := p.Filesystem
+	creds := f.Credentials
+
+	// Read-only binds; a bind named through a symlink (merged-usr /bin) is bound at its
+	// target and the symlink recreated.
+	var roDests []string
+	type alias struct{ path, target string }
+	var aliases []alias
+	b.origin = "a read-only bind"
+	for _, r := range f.ReadOnly {
+		given, canon, err := canonical("ro", r.Path, h.Cwd)
+		if err != nil {
+			if r.Optional && isNotExist(err) {
+				continue
 			}
-			b.links = append(b.links, mounts.Symlink{Path: r, Target: t})
-		case st.IsDir():
-			b.origin = "the read-only system directory " + r
-			b.bind(r, r, true)
-			roDests = append(roDests, r)
+			return nil, err
+		}
+		if canon == "/" || under(canon, noBindUnder...) {
+			return nil, errorf("ro", given, nil, "refusing to bind %s: the sandbox has its own root, /proc and /dev", canon)
+		}
+		if given != canon {
+			aliases = append(aliases, alias{given, linkText(given, canon)})
+		}
+		if !contains(roDests, canon) {
+			b.origin = "the read-only bind " + r.Path
+			roDests = append(roDests, canon)
 		}
 	}
-	home := sandboxHome(h.Home)
-	b.origin = "the sandbox's private tmpfs"
-	b.tmpfs("/tmp", "1777")
-	b.tmpfs("/var/tmp", "1777")
-	b.tmpfs("/run", "0755")
-	if home != "/tmp" && home != "/var/tmp" && home != "/run" {
-		b.origin = "the sandbox's private HOME (bind the parts of your home you need, e.g. --ro ~/.gitconfig)"
-		b.tmpfs(home, "0700")
+	// Drop binds already inside another read-only bind (/usr/bin when /usr is bound).
+	sort.Strings(roDests)
+	for _, d := range roDests {
+		if !underAny(d, roDests) {
+			b.origin = "the read-only bind " + d
+			b.bind(d, d, true)
+		}
+	}
+
+	home := sandboxHome(p.home)
+	var tmpfsDests []string
+	for _, t := range f.Tmpfs {
+		dst := t.Path
+		if dst == p.home {
+			dst = home
+			b.origin = "the sandbox's private HOME (bind what you need of your home, e.g. --ro ~/.gitconfig)"
+		} else {
+			b.origin = "the private tmpfs " + dst
+		}
+		if contains(tmpfsDests, dst) {
+			continue // HOME=/tmp: one tmpfs serves both
+		}
+		tmpfsDests = append(tmpfsDests, dst)
+		if dst == "/" || under(dst, noBindUnder...) {
+			return nil, errorf("tmpfs", dst, nil, "refusing a tmpfs over the root, /proc or /dev")
+		}
+		mode := t.Mode
+		if mode == "" {
+			mode = "0755"
+		}
+		b.tmpfs(dst, mode)
 	}
 	b.origin = "the sandbox's own /dev"
 	b.dev()
 	b.origin = "the sandbox's own /proc"
 	b.add(specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "nodev", "noexec"}})
 
-	cwd, err := workdir(o.Chdir, ws, h.Cwd)
+	cwd, err := workdir(p.Process.Cwd, ws, h.Cwd)
 	if err != nil {
 		return nil, err
 	}
+	// Writable trees: the workspace, then each read-write bind.
 	b.origin = "the workspace"
 	b.bind(ws, ws, false)
-	protected := repositories(ws, cwd)
-	b.origin = "an --ro bind"
-	for _, p := range o.ReadOnly {
-		c, err := bindSource("ro", p, h)
+	trees := []string{ws}
+	for _, r := range f.ReadWrite {
+		_, canon, err := canonical("rw", r.Path, h.Cwd)
 		if err != nil {
+			if r.Optional && isNotExist(err) {
+				continue
+			}
 			return nil, err
 		}
-		b.bind(c, c, true)
-		roDests = append(roDests, c)
+		if err := writable("rw", canon, h, creds); err != nil {
+			return nil, err
+		}
+		b.origin = "the read-write bind " + r.Path
+		b.bind(canon, canon, false)
+		trees = append(trees, canon)
 	}
-	b.origin = "an --rw bind"
-	for _, p := range o.ReadWrite {
-		c, err := bindSource("rw", p, h)
-		if err != nil {
-			return nil, err
+	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
+	var protected []string
+	for _, t := range trees {
+		c := ""
+		if t == ws {
+			c = cwd
 		}
-		if err := writable("rw", c, h); err != nil {
-			return nil, err
+		for _, m := range protectedIn(t, c, f.Protected) {
+			if filepath.Base(m) != ".git" {
+				protected = append(protected, m)
+				continue
+			}
+			plan := guardGit(m, f.Git, inWritable)
+			for _, d := range plan.mkdirDirs {
+				if err := mkdirLike(d); err != nil {
+					return nil, errorf("protected", d, err, "cannot create the guarded directory")
+				}
+			}
+			protected = append(protected, plan.readOnly...)
+			for _, d := range plan.bindRO {
+				if !inWritable(d) && !underAny(d, roDests) {
+					b.origin = "the git dir of a linked worktree"
+					b.bind(d, d, true)
+				}
+			}
+			for _, d := range plan.bindRW {
+				b.origin = "the git dir of a linked worktree"
+				b.bind(d, d, false)
+				trees = append(trees, d)
+			}
 		}
-		b.bind(c, c, false)
-		protected = append(protected, repositories(c, "")...)
 	}
+
+	// Symlinks whose targets are bound elsewhere: resolver files in /etc, names given
+	// through a symlink, the workspace as the caller named it.
 	b.origin = "a resolver file's target"
-	for _, f := range resolverFiles {
-		t, err := filepath.EvalSymlinks(f)
-		if err != nil || t == f || under(t, roDests...) || under(t, noBindUnder...) {
+	for _, rf := range resolverFiles {
+		if !underAny(rf, roDests) && !contains(roDests, filepath.Dir(rf)) {
+			continue
+		}
+		t, err := filepath.EvalSymlinks(rf)
+		if err != nil || t == rf || under(t, roDests...) || under(t, noBindUnder...) {
 			continue
 		}
 		b.bind(t, t, true)
+		roDests = append(roDests, t)
 	}
-	if wsGiven != ws && !under(wsGiven, roDests...) {
-		b.links = append(b.links, mounts.Symlink{Path: wsGiven, Target: ws})
+	for _, a := range aliases {
+		if !under(a.path, roDests...) {
+			b.links = append(b.links, mounts.Symlink{Path: a.path, Target: a.target})
+		}
+	}
+	if p.workspaceGiven != ws && !under(p.workspaceGiven, roDests...) {
+		b.links = append(b.links, mounts.Symlink{Path: p.workspaceGiven, Target: ws})
 	}
 	if err := b.check(); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(b.mounts, func(i, j int) bool { return depth(b.mounts[i].Destination) < depth(b.mounts[j].Destination) })
 
-	env, err := environment(o, h, home)
+	env, err := environment(p, h, home)
 	if err != nil {
 		return nil, err
 	}
 	masked := append([]string{}, procMasked...)
-	if h.UID == 0 {
-		masked = append(masked, rootSecrets...)
-		keys, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
-		masked = append(masked, keys...)
+	for _, m := range f.Masked {
+		matches, _ := filepath.Glob(m)
+		masked = append(masked, matches...)
 	}
 	links, _ := json.Marshal(b.links)
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
-	switch o.Net {
-	case "", NetNone:
+	if p.Network.Mode != NetHost {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
-	case NetHost:
-	default:
-		return nil, errorf("net", "", nil, "unknown network mode %q (want none or host)", o.Net)
-	}
-	hostname := o.Hostname
-	if hostname == "" {
-		hostname = DefaultHostname
-	}
-	if !validHostname(hostname) {
-		return nil, errorf("hostname", "", nil, "%q is not a valid hostname (letters, digits, '-' and '.', at most 64 bytes)", hostname)
 	}
 	empty := []string{}
 	return &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{
 			User: specs.User{UID: uint32(h.UID), GID: uint32(h.GID)},
-			Args: o.Args,
+			Args: args,
 			Env:  env,
 			Cwd:  cwd,
 			Capabilities: &specs.LinuxCapabilities{Bounding: empty, Effective: empty,
@@ -179,7 +242,7 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 			NoNewPrivileges: true,
 		},
 		Root:        &specs.Root{Path: "/", Readonly: true},
-		Hostname:    hostname,
+		Hostname:    p.Process.Hostname,
 		Mounts:      b.mounts,
 		Annotations: map[string]string{mounts.SymlinksAnnotation: string(links)},
 		Linux: &specs.Linux{
@@ -190,6 +253,39 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 			MaskedPaths:   masked,
 		},
 	}, nil
+}
+
+// linkText is what a symlink at given should say: the host's own text when given itself
+// is the symlink (merged-usr's relative "usr/bin"), else the canonical target.
+func linkText(given, canon string) string {
+	if st, err := os.Lstat(given); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		if parent, err := filepath.EvalSymlinks(filepath.Dir(given)); err == nil && parent == filepath.Dir(given) {
+			if t, err := os.Readlink(given); err == nil {
+				return t
+			}
+		}
+	}
+	return canon
+}
+
+// mkdirLike creates directory d (mode 0755) owned like its parent.
+func mkdirLike(d string) error {
+	st, err := os.Stat(filepath.Dir(d))
+	if err != nil {
+		return err
+	}
+	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if s, ok := statOwner(st); ok {
+		os.Lchown(d, s[0], s[1])
+	}
+	return nil
+}
+
+func isNotExist(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Reason == "does not exist"
 }
 
 type builder struct {
@@ -265,6 +361,16 @@ func under(p string, dirs ...string) bool {
 	return false
 }
 
+// underAny reports whether p lies strictly beneath one of dirs.
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p != d && (d == "/" || strings.HasPrefix(p, d+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
 // validHostname accepts RFC 1123 host names (letters, digits, hyphens, dot-separated
 // labels), at most 64 bytes as sethostname(2) allows.
 func validHostname(h string) bool {
@@ -283,3 +389,4 @@ func validHostname(h string) bool {
 	}
 	return true
 }
+

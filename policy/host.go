@@ -5,6 +5,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // Host is what Compile needs to know about the caller. CurrentHost reads it; tests
@@ -46,4 +47,12 @@ func CurrentHost() (Host, error) {
 		}
 	}
 	return h, nil
+}
+
+// statOwner returns the uid and gid of a file.
+func statOwner(st os.FileInfo) ([2]int, bool) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return [2]int{int(s.Uid), int(s.Gid)}, true
+	}
+	return [2]int{}, false
 }

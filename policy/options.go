@@ -20,8 +20,9 @@ const (
 	NetHost = "host" // the host's network namespace
 )
 
-// Options are the caller's choices, as `gosbx exec` flags give them.
+// Options are the caller's choices, as `gosbx exec` flags give them, on top of a policy.
 type Options struct {
+	Policy    *Policy  // the boundary; nil means the built-in "agent" profile
 	Args      []string // the command and its arguments; Args[0] is looked up on PATH inside
 	Workspace string   // the read-write directory; "" means the current directory
 	Chdir     string   // working directory inside; relative to the workspace; "" = default
@@ -31,7 +32,7 @@ type Options struct {
 	PassEnv   []string // names of caller variables passed through
 	Net       string   // NetNone (default) or NetHost
 	Hostname  string   // "" means "gosbx"
-	Timeout   time.Duration
+	Timeout   time.Duration // may only shorten the policy's
 }
 
 // Error is a request the policy refuses: it names the field (or flag), the path when

@@ -29,7 +29,7 @@ func canonical(field, p, cwd string) (abs, canon string, err error) {
 
 // workspace validates the read-write workspace and returns its canonical path and the
 // absolute path as given (they differ when it was named through a symlink).
-func workspace(p string, h Host) (canon, given string, err error) {
+func workspace(p string, h Host, creds []string) (canon, given string, err error) {
 	if p == "" {
 		p = h.Cwd
 	}
@@ -44,7 +44,7 @@ func workspace(p string, h Host) (canon, given string, err error) {
 	if !st.IsDir() {
 		return "", "", errorf("workspace", given, nil, "not a directory")
 	}
-	if err := writable("workspace", canon, h); err != nil {
+	if err := writable("workspace", canon, h, creds); err != nil {
 		return "", "", err
 	}
 	return canon, given, nil
@@ -52,8 +52,12 @@ func workspace(p string, h Host) (canon, given string, err error) {
 
 // writable refuses a read-write bind (the workspace or --rw) of the root, a shared
 // system directory, anything beneath a system tree, a home directory or one of its
-// ancestors, or repository metadata (a path with a .git component).
-func writable(field, canon string, h Host) error {
+// ancestors, repository metadata (a path with a .git component), or a path that is,
+// holds or lies inside one of the credential paths creds.
+func writable(field, canon string, h Host, creds []string) error {
+	if canon == "/" {
+		return errorf(field, canon, nil, "refusing / read-write: it is the root file system; name a project directory")
+	}
 	for _, r := range refusedWorkspaces {
 		if canon == r {
 			return errorf(field, canon, nil, "refusing %s read-write: it is a system directory; name a project directory", canon)
@@ -74,30 +78,19 @@ func writable(field, canon string, h Host) error {
 			return errorf(field, canon, nil, "refusing %s read-write: repository metadata (.git) stays read-only", canon)
 		}
 	}
+	for _, c := range creds {
+		if under(canon, c) || under(c, canon) {
+			return errorf(field, canon, nil, "refusing %s read-write: it is, holds or lies in the credential path %s (filesystem.credentials)", canon, c)
+		}
+	}
 	return nil
-}
-
-// bindSource validates an extra --ro/--rw source and returns its canonical path, which
-// is also its destination inside.
-func bindSource(field, p string, h Host) (string, error) {
-	_, canon, err := canonical(field, p, h.Cwd)
-	if err != nil {
-		return "", err
-	}
-	if canon == "/" {
-		return "", errorf(field, p, nil, "cannot bind the whole root file system")
-	}
-	if under(canon, noBindUnder...) {
-		return "", errorf(field, p, nil, "refusing to bind %s: the sandbox has its own /proc and /dev", canon)
-	}
-	return canon, nil
 }
 
 // sandboxHome is where the private HOME is mounted: the caller's home path, so paths
 // in configuration look the same, unless that path cannot hold a mount.
 func sandboxHome(home string) string {
 	if home == "" || home == "/" || !filepath.IsAbs(home) || under(home, "/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib64") {
-		return "/home/sandbox"
+		return fallbackHome
 	}
 	if c, err := filepath.EvalSymlinks(home); err == nil {
 		return c
@@ -124,3 +117,6 @@ func workdir(chdir, ws, cwd string) (string, error) {
 	}
 	return ws, nil
 }
+
+// fallbackHome is the private HOME when the caller's cannot hold a mount.
+const fallbackHome = "/home/sandbox"

@@ -2,19 +2,24 @@ package policy
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
 
-// Repository metadata in a writable tree is re-bound read-only: a hook or a config entry
-// (core.fsmonitor, core.pager) planted there by the command would run later, outside
-// the sandbox, the next time the user runs git. The .git at the top of the tree, in every
-// directory between it and the working directory, and in nested repositories found by a
-// bounded scan, are protected. A .git created by the command itself is not (it did not
-// exist when the sandbox was built).
+// Protected paths are found in each writable tree (the workspace, each read-write bind)
+// when the sandbox is built, and re-bound read-only. Repository metadata is the reason:
+// a hook or a config entry (core.fsmonitor, core.pager) planted in a .git by the command
+// would run later, outside the sandbox, the next time the user runs git there.
+//
+// A pattern without a slash (".git") matches that name at any depth the bounded scan
+// reaches, and in every directory from the tree's root to the working directory; a
+// pattern with a slash ("config/*.key", "**/.git/hooks") is anchored at the tree's root,
+// "*" matching within one component and "**" any number of them. A path created by the
+// command after the sandbox was built is not protected.
 
-// scanDepth and scanBudget bound the nested-repository scan: directories at most this
-// deep below the tree's root, at most this many directories read, on the start path.
+// scanDepth and scanBudget bound the scan: directories at most this deep below the
+// tree's root, at most this many directories read, on the start path.
 const (
 	scanDepth  = 3
 	scanBudget = 512
@@ -25,10 +30,17 @@ var scanSkip = map[string]bool{".git": true, "node_modules": true, ".venv": true
 	"target": true, "__pycache__": true, ".cache": true, "dist": true, "build": true,
 	".tox": true, ".mypy_cache": true, ".gradle": true}
 
-// repositories returns the .git paths to protect under root (canonical), given the
-// command's working directory cwd ("" if none): every .git from cwd up to root is
-// protected whatever its depth, since git would find it from there.
-func repositories(root, cwd string) []string {
+// protectedIn returns the existing paths under root (canonical) that match patterns,
+// given the command's working directory cwd ("" if none), in a stable order.
+func protectedIn(root, cwd string, patterns []string) []string {
+	var names, anchored []string
+	for _, p := range patterns {
+		if strings.Contains(p, "/") {
+			anchored = append(anchored, p)
+		} else {
+			names = append(names, p)
+		}
+	}
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -37,17 +49,29 @@ func repositories(root, cwd string) []string {
 			out = append(out, p)
 		}
 	}
-	add(filepath.Join(root, ".git")) // always listed: a missing path is skipped by the init
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	// The tree's root and the chain down to the working directory, whatever the depth.
+	dirs := []string{root}
 	if c, err := filepath.EvalSymlinks(cwd); err == nil && strings.HasPrefix(c, root+"/") {
-		for d := c; d != root && len(d) > len(root); d = filepath.Dir(d) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-				add(filepath.Join(d, ".git"))
+		for d := c; len(d) > len(root); d = filepath.Dir(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		for _, n := range names {
+			if !hasGlob(n) && exists(filepath.Join(d, n)) {
+				add(filepath.Join(d, n))
 			}
 		}
 	}
+	for _, a := range anchored {
+		if !hasGlob(a) && exists(filepath.Join(root, a)) {
+			add(filepath.Join(root, a))
+		}
+	}
 	budget := scanBudget
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
+	var walk func(dir, rel string, depth int)
+	walk = func(dir, rel string, depth int) {
 		if depth > scanDepth || budget <= 0 {
 			return
 		}
@@ -58,14 +82,56 @@ func repositories(root, cwd string) []string {
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if name == ".git" && depth > 0 {
+			r := path.Join(rel, name)
+			matched := false
+			for _, n := range names {
+				if ok, _ := path.Match(n, name); ok {
+					matched = true
+				}
+			}
+			for _, a := range anchored {
+				if matchGlob(a, r) {
+					matched = true
+				}
+			}
+			if matched {
 				add(filepath.Join(dir, name))
+				continue // its contents are protected with it
 			}
 			if e.IsDir() && !scanSkip[name] && e.Type()&os.ModeSymlink == 0 {
-				walk(filepath.Join(dir, name), depth+1)
+				walk(filepath.Join(dir, name), r, depth+1)
 			}
 		}
 	}
-	walk(root, 0)
+	walk(root, "", 0)
 	return out
+}
+
+func hasGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// matchGlob matches a slash-separated relative path against pattern, where "**" is any
+// number of components (zero included) and other components follow path.Match.
+func matchGlob(pattern, rel string) bool {
+	return matchParts(strings.Split(pattern, "/"), strings.Split(rel, "/"))
+}
+
+func matchParts(pat, parts []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(parts); i++ {
+				if matchParts(pat[1:], parts[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(parts) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], parts[0]); !ok {
+			return false
+		}
+		pat, parts = pat[1:], parts[1:]
+	}
+	return len(parts) == 0
 }

@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"strconv"
-	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
@@ -31,75 +30,45 @@ const execExamples = `  # run a shell command with the current directory as the 
   gosbx exec --net host --status-fd 3 -- curl -sI https://example.com 3>status.json`
 
 func newExecCmd() *cobra.Command {
-	var o policy.Options
-	var timeout, statusFd string
+	var b boundaryFlags
+	var statusFd string
 	c := &cobra.Command{
 		Use:   "exec [flags] -- CMD [ARGS...]",
 		Short: "Run a command in a new sandbox",
-		Long: `Run CMD in a new sandbox. Inside: the system directories (/usr, /etc, and the
-/bin /lib /sbin links) read-only; the workspace read-write at its own path (its .git
-read-only); private tmpfs /tmp, /var/tmp, /run, /dev/shm and HOME; a fresh /proc and a
-minimal /dev; no network but lo (unless --net host); a cleared environment (PATH, LANG,
-LC_*, TZ, TERM kept; HOME and TMPDIR private); every capability dropped; no_new_privs.
+		Long: `Run CMD in a new sandbox built from a policy (--policy; default "agent"). Under the
+agent policy, inside: the system directories (/usr, /etc, and the /bin /lib /sbin links)
+read-only; the workspace read-write at its own path (its .git read-only); private tmpfs
+/tmp, /var/tmp, /run, /dev/shm and HOME; a fresh /proc and a minimal /dev; no network but
+lo (unless --net host); a cleared environment (PATH, LANG, LC_*, TZ, TERM, USER,
+LOGNAME, SHELL kept; HOME and TMPDIR private); every capability dropped; no_new_privs.
+Flags add to the policy, or narrow it, where the policy allows.
 
 Exit status: the command's own; 128+N if signal N killed it; 124 on --timeout; 125 if
-the sandbox could not be built or the flags are wrong (the command did not run); 126 if
-CMD is not executable; 127 if CMD is not found.`,
+the sandbox could not be built or the flags or policy are wrong (the command did not
+run); 126 if CMD is not executable; 127 if CMD is not found.`,
 		Example:               execExamples,
 		DisableFlagsInUseLine: true,
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Args = args
-			var err error
-			if o.Timeout, err = parseTimeout(timeout); err != nil {
-				return usageError{err}
-			}
 			var status *os.File
 			if statusFd != "" {
+				var err error
 				if status, err = openStatusFd(statusFd); err != nil {
 					return usageError{err}
 				}
+			}
+			o, err := b.options(args)
+			if err != nil {
+				emitError(status, err)
+				return err
 			}
 			return execute(o, status)
 		},
 	}
 	f := c.Flags()
 	f.SetInterspersed(false)
-	f.StringVar(&o.Workspace, "workspace", "", "the read-write `DIR`, bound at its own path (default: the current directory)")
-	f.StringVar(&o.Chdir, "chdir", "", "working `DIR` inside (a relative DIR is taken from the workspace); default: the current directory if inside the workspace, else the workspace")
-	f.StringArrayVar(&o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path (repeatable; relative to the current directory)")
-	f.StringArrayVar(&o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path (repeatable; relative to the current directory)")
-	f.StringArrayVar(&o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
-	f.StringArrayVar(&o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
-	f.StringVar(&o.Net, "net", policy.NetNone, "network `MODE`: none (a new namespace with only lo) or host")
-	f.StringVar(&timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124")
+	b.register(f)
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N`")
-	f.StringVar(&o.Hostname, "hostname", "", "hostname `NAME` inside (default \"gosbx\")")
 	return c
-}
-
-// parseTimeout reads --timeout: a Go duration ("30s", "5m") or a number of seconds;
-// 0 means no timeout (as timeout(1)). Anything that does not fit a time.Duration, or a
-// positive value that rounds to nothing, is refused rather than silently unlimited.
-func parseTimeout(s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
-	}
-	bad := fmt.Errorf("--timeout %q: want 0 or a positive duration such as 30s or 5m (at most %v)", s, time.Duration(math.MaxInt64))
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(n) || n < 0 || n*float64(time.Second) >= math.MaxInt64 {
-			return 0, bad
-		}
-		d := time.Duration(n * float64(time.Second))
-		if n > 0 && d <= 0 {
-			return 0, bad
-		}
-		return d, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, bad
-	}
-	return d, nil
 }
 
 func openStatusFd(s string) (*os.File, error) {
@@ -128,14 +97,18 @@ func execute(o policy.Options, status *os.File) error {
 			status.Write(append(b, '\n'))
 		}
 	}
-	spec, err := policy.Compile(o, host)
+	eff, err := policy.Effective(o, host)
+	var spec *specs.Spec
+	if err == nil {
+		spec, err = policy.Build(eff, o.Args, host)
+	}
 	if err != nil {
 		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
 	}
 	cmd := nsinit.Command(spec)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Timeout = o.Timeout
+	cmd.Timeout = eff.Timeout()
 	if status != nil {
 		cmd.Events = emit
 	}
@@ -157,10 +130,34 @@ func execute(o policy.Options, status *os.File) error {
 		return err
 	}
 	if cmd.Result.TimedOut {
-		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", o.Timeout)
+		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", cmd.Timeout)
 	}
 	if cmd.Result.ExitCode != 0 {
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil
+}
+
+// setupFailure is a launch stopped before the sandbox existed (a bad policy): exit 125.
+type setupFailure struct {
+	step string
+	err  error
+}
+
+func (e *setupFailure) Error() string { return "sandbox setup failed at " + e.step + ": " + e.err.Error() }
+func (e *setupFailure) Unwrap() error { return e.err }
+func (e *setupFailure) ExitCode() int { return nsinit.ExitSetup }
+
+// emitError writes the status line of a launch that failed before it started.
+func emitError(status *os.File, err error) {
+	if status == nil {
+		return
+	}
+	step := "usage"
+	var sf *setupFailure
+	if errors.As(err, &sf) {
+		step, err = sf.step, sf.err
+	}
+	b, _ := json.Marshal(nsinit.Event{Error: err.Error(), Step: step, Status: nsinit.ExitSetup})
+	status.Write(append(b, '\n'))
 }

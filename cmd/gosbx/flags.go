@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gosbx/gosbx/policy"
+)
+
+// boundaryFlags are the flags that shape the sandbox, shared by `exec`, `policy show`
+// and `policy export`. They may only add to the policy, or narrow it, where it allows.
+type boundaryFlags struct {
+	o       policy.Options
+	policy  string
+	timeout string
+}
+
+func (b *boundaryFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&b.policy, "policy", "", "the policy: a built-in profile (agent, strict, build) or a YAML/JSON `FILE` (default agent)")
+	f.StringVar(&b.o.Workspace, "workspace", "", "the read-write `DIR`, bound at its own path (default: the policy's, else the current directory)")
+	f.StringVar(&b.o.Chdir, "chdir", "", "working `DIR` inside (a relative DIR is taken from the workspace); default: the current directory if inside the workspace, else the workspace")
+	f.StringArrayVar(&b.o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path (repeatable; relative to the current directory)")
+	f.StringArrayVar(&b.o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path (repeatable; relative to the current directory)")
+	f.StringArrayVar(&b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
+	f.StringArrayVar(&b.o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
+	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo) or host (default: the policy's, none)")
+	f.StringVar(&b.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124; may only shorten the policy's")
+	f.StringVar(&b.o.Hostname, "hostname", "", "hostname `NAME` inside (default: the policy's, \"gosbx\")")
+}
+
+// options loads the policy and returns the caller's options for a command args.
+func (b *boundaryFlags) options(args []string) (policy.Options, error) {
+	o := b.o
+	o.Args = args
+	d, err := parseTimeout(b.timeout)
+	if err != nil {
+		return o, usageError{err}
+	}
+	o.Timeout = d
+	p, err := policy.Load(b.policy)
+	if err != nil {
+		return o, &setupFailure{step: "policy", err: err}
+	}
+	o.Policy = p
+	return o, nil
+}
+
+// parseTimeout reads --timeout (policy.ParseTimeout: a duration or seconds, 0 = none).
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := policy.ParseTimeout(s)
+	if err != nil {
+		return 0, fmt.Errorf("--timeout %w", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gosbx/gosbx/policy"
+)
+
+func newPolicyCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "policy",
+		Short: "Show, check and export sandbox policies",
+		Long: `A policy is the declarative boundary of a sandbox, in YAML or JSON: what of the host is
+visible and how, the workspace, protected and masked paths, the environment, the network
+and the process. Built-in profiles: agent (the default), strict, build. A file can
+"extends:" one of them. 'gosbx policy schema' prints the JSON Schema for editors.`,
+	}
+	c.AddCommand(newPolicyShowCmd(), newPolicyCheckCmd(), newPolicyExportCmd(), newPolicySchemaCmd())
+	return c
+}
+
+func newPolicyShowCmd() *cobra.Command {
+	var b boundaryFlags
+	c := &cobra.Command{
+		Use:   "show [--policy P] [exec flags]",
+		Short: "Print the effective policy after flags and variable expansion, as YAML",
+		Example: `  gosbx policy show                    # the agent profile for the current directory
+  gosbx policy show --policy strict --workspace ~/src/app
+  gosbx policy show --policy ./sandbox.yaml --rw /var/tmp/cache`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			o, err := b.options(nil)
+			if err != nil {
+				return err
+			}
+			host, err := policy.CurrentHost()
+			if err != nil {
+				return err
+			}
+			eff, err := policy.Effective(o, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
+			out, err := yaml.Marshal(eff)
+			if err != nil {
+				return err
+			}
+			name := b.policy
+			if name == "" {
+				name = policy.DefaultProfile
+			}
+			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n%s", name, out)
+			return nil
+		},
+	}
+	b.register(c.Flags())
+	return c
+}
+
+func newPolicyCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Validate policy files; exit 125 if any is invalid",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, files []string) error {
+			bad := 0
+			for _, f := range files {
+				p, err := policy.LoadFile(f)
+				if err != nil {
+					fmt.Fprintln(c.ErrOrStderr(), "gosbx: "+err.Error())
+					bad++
+					continue
+				}
+				ext := ""
+				if p.Extends != "" {
+					ext = " (extends " + p.Extends + ")"
+				}
+				fmt.Fprintf(c.OutOrStdout(), "%s: ok%s\n", f, ext)
+			}
+			if bad > 0 {
+				return statusError(125)
+			}
+			return nil
+		},
+	}
+}
+
+func newPolicyExportCmd() *cobra.Command {
+	var b boundaryFlags
+	var oci bool
+	c := &cobra.Command{
+		Use:   "export --oci [--policy P] [exec flags] [-- CMD [ARGS...]]",
+		Short: "Print the compiled runtime-spec config.json: the exact spec the sandbox's init receives",
+		Long: `Print the runtime-spec config.json that 'gosbx exec' with the same flags would hand to
+the sandbox's init (CMD defaults to sh). Building it is the same code path as exec: host
+paths are canonicalized, protected and masked paths found.`,
+		DisableFlagsInUseLine: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			if !oci {
+				return usageError{errors.New("export: say --oci (the only format)")}
+			}
+			if len(args) == 0 {
+				args = []string{"sh"}
+			}
+			o, err := b.options(args)
+			if err != nil {
+				return err
+			}
+			host, err := policy.CurrentHost()
+			if err != nil {
+				return err
+			}
+			eff, err := policy.Effective(o, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
+			spec, err := policy.Build(eff, args, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
+			enc := json.NewEncoder(c.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(spec)
+		},
+	}
+	f := c.Flags()
+	f.SetInterspersed(false)
+	f.BoolVar(&oci, "oci", false, "runtime-spec config.json format")
+	b.register(f)
+	return c
+}
+
+func newPolicySchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of policy files",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, err := os.Stdout.Write(policy.Schema())
+			return err
+		},
+	}
+}

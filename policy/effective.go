@@ -1,0 +1,220 @@
+package policy
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Effective returns the policy that a launch with o on host h builds: o.Policy (the
+// agent profile when nil) with the caller's flags applied where the policy allows them,
+// and ${workspace}, ${home}, ${uid} and ~/ expanded. Its Workspace.Path is canonical.
+// A flag the policy does not allow, or that would widen a limit, is an *Error.
+func Effective(o Options, h Host) (*Policy, error) {
+	base := o.Policy
+	if base == nil {
+		base, _ = Builtin(DefaultProfile)
+	}
+	p := merge(base, &Policy{Extends: base.Extends})
+	vars := map[string]string{"home": h.Home, "uid": strconv.Itoa(h.UID)}
+	if !filepath.IsAbs(h.Home) || filepath.Clean(h.Home) == "/" {
+		vars["home"] = fallbackHome
+	}
+	vars["home"] = filepath.Clean(vars["home"])
+	p.home = vars["home"]
+	ex := func(field, s string) (string, error) {
+		v, err := expand(s, vars)
+		if err != nil {
+			return "", errorf(field, s, nil, "%v", err)
+		}
+		return v, nil
+	}
+	exPath := func(field, s string) (string, error) {
+		v, err := ex(field, s)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(h.Cwd, v)
+		}
+		return filepath.Clean(v), nil
+	}
+
+	// The workspace first: the other paths may refer to it.
+	ws := o.Workspace
+	if ws == "" && p.Workspace.Path != "" {
+		var err error
+		if ws, err = exPath("workspace", p.Workspace.Path); err != nil {
+			return nil, err
+		}
+	}
+	creds, err := credentials(p.Filesystem.Credentials, vars)
+	if err != nil {
+		return nil, err
+	}
+	canon, given, err := workspace(ws, h, creds)
+	if err != nil {
+		return nil, err
+	}
+	p.Workspace.Path, p.workspaceGiven = canon, given
+	vars["workspace"] = canon
+
+	// The caller's flags, where the policy allows them.
+	f := &p.Filesystem
+	if len(o.ReadOnly) > 0 && !allowed(f.AllowExtraReadOnly) {
+		return nil, errorf("ro", o.ReadOnly[0], nil, "the policy does not allow extra read-only binds (filesystem.allow_extra_read_only)")
+	}
+	if len(o.ReadWrite) > 0 && !allowed(f.AllowExtraReadWrite) {
+		return nil, errorf("rw", o.ReadWrite[0], nil, "the policy does not allow extra read-write binds (filesystem.allow_extra_read_write)")
+	}
+	for _, r := range o.ReadOnly {
+		if r == "" {
+			return nil, errorf("ro", r, nil, "empty path")
+		}
+		f.ReadOnly = append(f.ReadOnly, Bind{Path: absFrom(r, h.Cwd), flag: true})
+	}
+	for _, r := range o.ReadWrite {
+		if r == "" {
+			return nil, errorf("rw", r, nil, "empty path")
+		}
+		f.ReadWrite = append(f.ReadWrite, Bind{Path: absFrom(r, h.Cwd), flag: true})
+	}
+	e := &p.Environment
+	if (len(o.Env) > 0 || len(o.PassEnv) > 0) && !allowed(e.AllowExtra) {
+		return nil, errorf("env", "", nil, "the policy does not allow extra variables (environment.allow_extra)")
+	}
+	for _, kv := range o.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !validEnvName(k) {
+			return nil, errorf("env", "", nil, "want KEY=VALUE, got %q", kv)
+		}
+		if e.Set == nil {
+			e.Set = map[string]string{}
+		}
+		e.Set[k] = v
+		e.literal = append(e.literal, k)
+	}
+	for _, k := range o.PassEnv {
+		if !validEnvName(k) {
+			return nil, errorf("pass-env", "", nil, "bad variable name %q", k)
+		}
+		e.Pass = append(e.Pass, k)
+	}
+	switch o.Net {
+	case "":
+	case NetNone:
+		p.Network.Mode = NetNone
+	case NetHost:
+		if !allowed(p.Network.AllowHost) {
+			return nil, errorf("net", "", nil, "the policy does not allow the host network (network.allow_host)")
+		}
+		p.Network.Mode = NetHost
+	default:
+		return nil, errorf("net", "", nil, "unknown network mode %q (want none or host)", o.Net)
+	}
+	if p.Network.Mode == "" {
+		p.Network.Mode = NetNone
+	}
+	limit, _ := ParseTimeout(p.Process.Timeout)
+	if o.Timeout > 0 {
+		if limit > 0 && o.Timeout > limit {
+			return nil, errorf("timeout", "", nil, "%v is longer than the policy's %v: a flag may only shorten it", o.Timeout, limit)
+		}
+		p.Process.Timeout = o.Timeout.String()
+	}
+	if o.Hostname != "" {
+		p.Process.Hostname = o.Hostname
+	}
+	if p.Process.Hostname == "" {
+		p.Process.Hostname = DefaultHostname
+	}
+	if !validHostname(p.Process.Hostname) {
+		return nil, errorf("hostname", "", nil, "%q is not a valid hostname (letters, digits, '-' and '.', at most 64 bytes)", p.Process.Hostname)
+	}
+	if o.Chdir != "" {
+		p.Process.Cwd = o.Chdir
+	}
+
+	// Expand every path and value.
+	for _, list := range []*[]Bind{&f.ReadOnly, &f.ReadWrite} {
+		for i := range *list {
+			if (*list)[i].Path, err = exPath("bind", (*list)[i].Path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := range f.Tmpfs {
+		if f.Tmpfs[i].Path, err = exPath("tmpfs", f.Tmpfs[i].Path); err != nil {
+			return nil, err
+		}
+	}
+	for i := range f.Masked {
+		if f.Masked[i], err = exPath("masked", f.Masked[i]); err != nil {
+			return nil, err
+		}
+	}
+	f.Credentials = creds
+	for i := range e.PathPrepend {
+		if e.PathPrepend[i], err = exPath("path_prepend", e.PathPrepend[i]); err != nil {
+			return nil, err
+		}
+	}
+	set := map[string]string{}
+	for k, v := range e.Set {
+		if contains(e.literal, k) {
+			set[k] = v // the caller's --env values are taken as they are
+		} else if set[k], err = ex("environment.set."+k, v); err != nil {
+			return nil, err
+		}
+	}
+	if len(set) > 0 {
+		e.Set = set
+	}
+	if e.Path != "" {
+		if e.Path, err = ex("environment.path", e.Path); err != nil {
+			return nil, err
+		}
+	}
+	if p.Process.Cwd != "" {
+		cwd, err := ex("cwd", p.Process.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		if !filepath.IsAbs(cwd) {
+			cwd = filepath.Join(canon, cwd)
+		}
+		p.Process.Cwd = filepath.Clean(cwd)
+	}
+	return p, nil
+}
+
+func absFrom(p, cwd string) string {
+	if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "${") {
+		return p
+	}
+	return filepath.Join(cwd, p)
+}
+
+// credentials expands and canonicalizes the credential paths (missing ones kept as
+// written: they cannot be inside anything yet).
+func credentials(list []string, vars map[string]string) ([]string, error) {
+	out := make([]string, 0, len(list))
+	for _, c := range list {
+		v, err := expand(c, vars)
+		if err != nil {
+			return nil, errorf("credentials", c, nil, "%v", err)
+		}
+		if r, err := filepath.EvalSymlinks(v); err == nil {
+			v = r
+		}
+		out = append(out, filepath.Clean(v))
+	}
+	return out, nil
+}
+
+// Timeout is the policy's wall-clock limit (0: none).
+func (p *Policy) Timeout() time.Duration {
+	d, _ := ParseTimeout(p.Process.Timeout)
+	return d
+}

@@ -1,0 +1,285 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// FileError is a policy file the parser refuses: it names the file, the line when it is
+// known, the field and the reason.
+type FileError struct {
+	File   string // the file name, or "built-in NAME"
+	Line   int    // 1-based; 0 when unknown
+	Field  string // dotted path ("filesystem.read_only"); may be empty
+	Reason string
+}
+
+func (e *FileError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// LoadFile reads and validates the policy file at path (YAML or JSON). Errors are
+// *FileError.
+func LoadFile(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &FileError{File: path, Reason: err.Error()}
+	}
+	return Parse(data, path)
+}
+
+// Load returns the policy named by ref: a built-in profile name, else a file path.
+// "" is the default profile, "agent".
+func Load(ref string) (*Policy, error) {
+	if ref == "" {
+		ref = DefaultProfile
+	}
+	if p, ok := Builtin(ref); ok {
+		return p, nil
+	}
+	if !strings.ContainsAny(ref, "/.") {
+		return nil, &FileError{File: ref, Reason: fmt.Sprintf("no built-in profile %q (have %s) and no such file", ref, strings.Join(Profiles(), ", "))}
+	}
+	return LoadFile(ref)
+}
+
+// Parse reads a policy from YAML or JSON data (name is used in errors), checks every
+// field and value, and resolves `extends`. Errors are *FileError.
+func Parse(data []byte, name string) (*Policy, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, &FileError{File: name, Line: yamlLine(err.Error()), Reason: cleanYAMLError(err.Error())}
+	}
+	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		js = []byte("{}")
+	}
+	var raw any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil, &FileError{File: name, Reason: err.Error()}
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, &FileError{File: name, Line: 1, Reason: "a policy is a mapping of sections (workspace, filesystem, environment, network, process)"}
+	}
+	if field, reason := checkFields(raw, reflect.TypeOf(Policy{}), ""); field != "" {
+		return nil, &FileError{File: name, Line: keyLine(data, field), Field: field, Reason: reason}
+	}
+	var p Policy
+	if err := strictUnmarshal(js, &p); err != nil {
+		return nil, &FileError{File: name, Reason: err.Error()}
+	}
+	if err := p.validate(); err != nil {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			fe.File = name
+			fe.Line = keyLine(data, fe.Field)
+		}
+		return nil, err
+	}
+	if p.Extends != "" {
+		base, ok := Builtin(p.Extends)
+		if !ok {
+			return nil, &FileError{File: name, Line: keyLine(data, "extends"), Field: "extends",
+				Reason: fmt.Sprintf("no built-in profile %q (have %s)", p.Extends, strings.Join(Profiles(), ", "))}
+		}
+		merged := merge(base, &p)
+		return merged, nil
+	}
+	return &p, nil
+}
+
+func strictUnmarshal(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+// checkFields walks decoded JSON against the struct type t and returns the dotted path of
+// the first unknown field or wrongly typed value, with the reason.
+func checkFields(v any, t reflect.Type, path string) (field, reason string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeOf(json.RawMessage{}) || v == nil {
+		return "", ""
+	}
+	want := kindName(t)
+	switch t.Kind() {
+	case reflect.Struct:
+		if s, ok := v.(string); ok && (t == reflect.TypeOf(Bind{}) || t == reflect.TypeOf(Tmpfs{})) {
+			_ = s
+			return "", ""
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return path, fmt.Sprintf("want %s, got %s", want, jsonKind(v))
+		}
+		fields := map[string]reflect.StructField{}
+		var names []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("json"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			fields[tag] = f
+			names = append(names, tag)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			f, ok := fields[k]
+			if !ok {
+				return join(path, k), fmt.Sprintf("unknown field%s (known: %s)", suggest(k, names), strings.Join(names, ", "))
+			}
+			if fld, why := checkFields(m[k], f.Type, join(path, k)); fld != "" {
+				return fld, why
+			}
+		}
+	case reflect.Slice:
+		a, ok := v.([]any)
+		if !ok {
+			return path, fmt.Sprintf("want %s, got %s", want, jsonKind(v))
+		}
+		for i, e := range a {
+			if fld, why := checkFields(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); fld != "" {
+				return fld, why
+			}
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return path, fmt.Sprintf("want %s, got %s", want, jsonKind(v))
+		}
+		for k, e := range m {
+			if fld, why := checkFields(e, t.Elem(), join(path, k)); fld != "" {
+				return fld, why
+			}
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			return path, fmt.Sprintf("want a string, got %s (quote it)", jsonKind(v))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return path, fmt.Sprintf("want true or false, got %s", jsonKind(v))
+		}
+	}
+	return "", ""
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct:
+		return "a mapping"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map:
+		return "a mapping of names to strings"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a string"
+}
+
+func jsonKind(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case float64:
+		return "the number " + strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return "null"
+}
+
+// suggest offers the known name closest to a misspelt one.
+func suggest(k string, names []string) string {
+	norm := func(s string) string { return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s)) }
+	for _, n := range names {
+		if norm(n) == norm(k) {
+			return fmt.Sprintf(" (did you mean %s?)", n)
+		}
+	}
+	return ""
+}
+
+// keyLine finds the line of the last key of a dotted field path in the source, the
+// first line that names it as a key: good enough to point an editor at it.
+func keyLine(src []byte, field string) int {
+	if field == "" {
+		return 0
+	}
+	parts := strings.Split(field, ".")
+	key := parts[len(parts)-1]
+	if i := strings.IndexByte(key, '['); i >= 0 {
+		key = key[:i]
+	}
+	for n, line := range strings.Split(string(src), "\n") {
+		t := strings.TrimLeft(line, " \t-{,")
+		if strings.HasPrefix(t, key+":") || strings.HasPrefix(t, `"`+key+`":`) || strings.HasPrefix(t, `"`+key+`" :`) {
+			return n + 1
+		}
+	}
+	return 0
+}
+
+// yamlLine extracts "line N" from a YAML parser error.
+func yamlLine(msg string) int {
+	i := strings.Index(msg, "line ")
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range msg[i+5:] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func cleanYAMLError(msg string) string {
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if i := strings.Index(msg, "line "); i == 0 {
+		if j := strings.Index(msg, ": "); j > 0 {
+			msg = msg[j+2:]
+		}
+	}
+	return msg
+}

@@ -1,0 +1,186 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Policy is the declarative boundary of a sandbox: what `gosbx exec` builds, before the
+// caller's flags (which may only add to it, or narrow it, where it allows) and before
+// the variables ${workspace}, ${home} and ${uid} (and a leading ~/) are expanded in
+// paths. A policy file is YAML or JSON with these fields (`gosbx policy schema` prints
+// the JSON Schema); unknown fields are errors.
+type Policy struct {
+	// Extends names a built-in profile ("agent", "strict", "build") whose fields this
+	// policy starts from: lists are appended to, other fields replaced when set.
+	Extends     string `json:"extends,omitempty"`
+	Description string `json:"description,omitempty"`
+
+	Workspace   Workspace   `json:"workspace,omitempty"`
+	Filesystem  Filesystem  `json:"filesystem,omitempty"`
+	Environment Environment `json:"environment,omitempty"`
+	Network     Network     `json:"network,omitempty"`
+	Process     Process     `json:"process,omitempty"`
+
+	// Seccomp and Resources are filled by their own layers; a policy may carry them.
+	Seccomp   json.RawMessage `json:"seccomp,omitempty"`
+	Resources json.RawMessage `json:"resources,omitempty"`
+
+	workspaceGiven string // the workspace as the caller named it (Effective)
+	home           string // what ${home} expanded to (Effective)
+}
+
+// Workspace is the one read-write directory, bound at its own path.
+type Workspace struct {
+	// Path is the default workspace; "" means the caller's current directory. The
+	// --workspace flag chooses another.
+	Path string `json:"path,omitempty"`
+}
+
+// Filesystem is what of the host is visible inside, and how.
+type Filesystem struct {
+	// ReadOnly are host paths bound read-only at the same path. A path that is a
+	// symlink on the host (merged-usr /bin -> usr/bin) is recreated as that symlink
+	// when its target is bound too.
+	ReadOnly []Bind `json:"read_only,omitempty"`
+	// ReadWrite are host paths bound read-write at the same path, besides the workspace.
+	ReadWrite []Bind `json:"read_write,omitempty"`
+	// Tmpfs are private, empty, writable file systems (scratch space, HOME).
+	Tmpfs []Tmpfs `json:"tmpfs,omitempty"`
+	// Protected are paths inside each writable tree (the workspace, each read-write
+	// bind) re-bound read-only: a name (".git") or a relative path matches at any
+	// depth the scan reaches; "*" and "**" glob. ".git" is repository metadata and is
+	// guarded as Git says.
+	Protected []string `json:"protected,omitempty"`
+	// Git is how repository metadata is guarded: "readonly" (the whole git dir) or
+	// "commit" (objects, refs, index and logs writable, so git add and git commit work;
+	// hooks, config, info/, commondir and objects/info stay read-only).
+	Git string `json:"git,omitempty"`
+	// Masked are absolute paths hidden inside, even within read-only binds: a file
+	// under an empty file, a directory under an empty directory. Globs allowed.
+	Masked []string `json:"masked,omitempty"`
+	// Credentials are directories and files that hold secrets (~/.ssh, ~/.aws): a
+	// workspace or read-write bind that is, holds or lies inside one is refused.
+	Credentials []string `json:"credentials,omitempty"`
+	// AllowExtraReadOnly and AllowExtraReadWrite say whether the --ro and --rw flags may
+	// add binds (default true).
+	AllowExtraReadOnly  *bool `json:"allow_extra_read_only,omitempty"`
+	AllowExtraReadWrite *bool `json:"allow_extra_read_write,omitempty"`
+}
+
+// Bind is a host path to bind. In a file it is a string, or an object to mark it
+// optional (a missing optional source is skipped; a missing required one is an error).
+type Bind struct {
+	Path     string `json:"path"`
+	Optional bool   `json:"optional,omitempty"`
+
+	flag bool // added by a --ro/--rw flag
+}
+
+// UnmarshalJSON accepts "path" or {"path": ..., "optional": ...}.
+func (b *Bind) UnmarshalJSON(data []byte) error {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		*b = Bind{Path: s}
+		return nil
+	}
+	var p struct {
+		Path     string `json:"path"`
+		Optional bool   `json:"optional,omitempty"`
+	}
+	if err := strictUnmarshal(data, &p); err != nil {
+		return fmt.Errorf("a bind is a path or {path, optional}: %w", err)
+	}
+	*b = Bind{Path: p.Path, Optional: p.Optional}
+	return nil
+}
+
+// MarshalJSON writes the short form when the bind is required.
+func (b Bind) MarshalJSON() ([]byte, error) {
+	if !b.Optional {
+		return json.Marshal(b.Path)
+	}
+	return json.Marshal(struct {
+		Path     string `json:"path"`
+		Optional bool   `json:"optional"`
+	}{b.Path, true})
+}
+
+// Tmpfs is a private tmpfs mount. In a file it is a path, or an object with a mode.
+type Tmpfs struct {
+	Path string `json:"path"`
+	// Mode is the octal permission of its root ("1777", "0700"); default "0755".
+	Mode string `json:"mode,omitempty"`
+}
+
+// UnmarshalJSON accepts "path" or {"path": ..., "mode": ...}.
+func (t *Tmpfs) UnmarshalJSON(data []byte) error {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		*t = Tmpfs{Path: s}
+		return nil
+	}
+	type plain Tmpfs
+	var p plain
+	if err := strictUnmarshal(data, &p); err != nil {
+		return fmt.Errorf("a tmpfs is a path or {path, mode}: %w", err)
+	}
+	*t = Tmpfs(p)
+	return nil
+}
+
+// MarshalJSON writes the short form when there is no mode.
+func (t Tmpfs) MarshalJSON() ([]byte, error) {
+	if t.Mode == "" {
+		return json.Marshal(t.Path)
+	}
+	type plain Tmpfs
+	return json.Marshal(plain(t))
+}
+
+// Environment is the command's environment: cleared, then the allowlist (PATH, LANG,
+// LC_*, TZ, TERM, USER, LOGNAME, SHELL from the caller; HOME and TMPDIR private), then
+// these.
+type Environment struct {
+	// Set are variables set inside (values may use ${workspace}, ${home}, ${uid}).
+	Set map[string]string `json:"set,omitempty"`
+	// Pass are names of the caller's variables passed through when set.
+	Pass []string `json:"pass,omitempty"`
+	// Path replaces the caller's PATH.
+	Path string `json:"path,omitempty"`
+	// PathPrepend are directories put in front of PATH (a project's .venv/bin); they
+	// must be visible inside to be of use.
+	PathPrepend []string `json:"path_prepend,omitempty"`
+	// AllowExtra says whether the --env and --pass-env flags may add variables
+	// (default true).
+	AllowExtra *bool `json:"allow_extra,omitempty"`
+
+	literal []string // names set by --env: their values are not expanded
+}
+
+// Network is the network of the sandbox.
+type Network struct {
+	// Mode is "none" (a new network namespace with only lo, the default) or "host".
+	Mode string `json:"mode,omitempty"`
+	// AllowHost says whether --net host may share the host's network (default true).
+	AllowHost *bool `json:"allow_host,omitempty"`
+}
+
+// Process is how the command runs.
+type Process struct {
+	// Timeout is the wall-clock limit ("10m", "90s"); --timeout may only shorten it.
+	Timeout string `json:"timeout,omitempty"`
+	// Hostname is the hostname inside (default "gosbx").
+	Hostname string `json:"hostname,omitempty"`
+	// Cwd is the working directory inside; "" means the caller's current directory when
+	// it lies in the workspace, else the workspace.
+	Cwd string `json:"cwd,omitempty"`
+}
+
+// Git modes.
+const (
+	GitReadOnly = "readonly"
+	GitCommit   = "commit"
+)
+
+func allowed(b *bool) bool { return b == nil || *b }

@@ -1,0 +1,186 @@
+package policy
+
+import "sort"
+
+// DefaultProfile is the built-in profile used when none is named.
+const DefaultProfile = "agent"
+
+// Built-in profiles are Go values, not embedded files: nothing is parsed on the start
+// path. `gosbx policy show --policy NAME` prints each as YAML.
+var builtins = map[string]func() *Policy{
+	"agent":  agentProfile,
+	"strict": strictProfile,
+	"build":  buildProfile,
+}
+
+// Builtin returns a fresh copy of the built-in profile name.
+func Builtin(name string) (*Policy, bool) {
+	f, ok := builtins[name]
+	if !ok {
+		return nil, false
+	}
+	return f(), true
+}
+
+// Profiles lists the built-in profile names.
+func Profiles() []string {
+	names := make([]string, 0, len(builtins))
+	for n := range builtins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func optional(paths ...string) []Bind {
+	out := make([]Bind, len(paths))
+	for i, p := range paths {
+		out[i] = Bind{Path: p, Optional: true}
+	}
+	return out
+}
+
+// systemReadOnly are the system roots: /usr, and the merged-usr links (or directories)
+// next to it.
+var systemReadOnly = append([]Bind{{Path: "/usr"}}, optional("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")...)
+
+// scratch is the private writable space every profile has.
+var scratch = []Tmpfs{{Path: "/tmp", Mode: "1777"}, {Path: "/var/tmp", Mode: "1777"}, {Path: "/run", Mode: "0755"}, {Path: "${home}", Mode: "0700"}}
+
+// secretFiles are hidden even inside read-only binds, so that a root caller's sandbox
+// cannot read them either.
+var secretFiles = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/ssh/*_key", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private", "/etc/security/opasswd"}
+
+// credentialDirs hold the caller's secrets: never a workspace, nor inside one.
+var credentialDirs = []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.azure",
+	"~/.kube", "~/.docker", "~/.config/gh", "~/.netrc", "~/.git-credentials", "~/.pypirc",
+	"~/.npmrc", "~/.password-store", "~/.local/share/keyrings"}
+
+func clone[T any](s []T) []T { return append([]T(nil), s...) }
+
+// agentProfile is the default boundary of DESIGN.md: the system read-only, one
+// writable workspace with its repository metadata read-only, private scratch space and
+// HOME, no network.
+func agentProfile() *Policy {
+	return &Policy{
+		Description: "The default for agents: /usr and /etc read-only, one writable workspace (its .git read-only), private /tmp, /var/tmp, /run and HOME, no network.",
+		Filesystem: Filesystem{
+			ReadOnly:    append(clone(systemReadOnly), Bind{Path: "/etc"}),
+			Tmpfs:       clone(scratch),
+			Protected:   []string{".git"},
+			Git:         GitReadOnly,
+			Masked:      clone(secretFiles),
+			Credentials: clone(credentialDirs),
+		},
+		Network: Network{Mode: NetNone},
+		Process: Process{Hostname: DefaultHostname},
+	}
+}
+
+// strictEtc is what of /etc the dynamic loader, TLS, name lookup and the user database
+// need, and Debian's alternatives links (/usr/bin/awk -> /etc/alternatives/awk).
+var strictEtc = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/ca-certificates.conf",
+	"/etc/pki", "/etc/crypto-policies", "/etc/passwd", "/etc/group", "/etc/localtime",
+	"/etc/alternatives", "/etc/protocols", "/etc/services", "/etc/mime.types"}
+
+// strictProfile narrows agent: only the parts of /etc programs need to start, resolve
+// names and verify TLS; no host network, no extra read-write binds, no extra variables.
+func strictProfile() *Policy {
+	no := false
+	p := agentProfile()
+	p.Description = "agent, narrowed: only the parts of /etc that the dynamic loader, TLS and name lookup need; --net host, --rw, --env and --pass-env refused."
+	p.Filesystem.ReadOnly = append(clone(systemReadOnly), optional(strictEtc...)...)
+	p.Filesystem.AllowExtraReadWrite = &no
+	p.Environment.AllowExtra = &no
+	p.Network.AllowHost = &no
+	return p
+}
+
+// buildProfile is agent plus the toolchains and their download caches, read-only, for
+// offline builds: Go, Rust, Node, Python, Java.
+func buildProfile() *Policy {
+	p := agentProfile()
+	p.Description = "agent, plus toolchains and their download caches read-only for offline builds (Go, Rust, Node, Python, Java); build caches in the private HOME."
+	p.Filesystem.ReadOnly = append(p.Filesystem.ReadOnly, optional("/opt",
+		"${home}/go/pkg/mod", "${home}/sdk", "${home}/.cargo/registry", "${home}/.cargo/git",
+		"${home}/.cargo/bin", "${home}/.rustup", "${home}/.npm", "${home}/.cache/pip",
+		"${home}/.m2/repository", "${home}/.gradle/caches", "${home}/.gitconfig")...)
+	p.Environment = Environment{
+		Set: map[string]string{"GOMODCACHE": "${home}/go/pkg/mod", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
+			"CARGO_NET_OFFLINE": "true", "PIP_NO_INDEX": "1", "npm_config_offline": "true"},
+		PathPrepend: []string{"${home}/.cargo/bin", "${home}/go/bin", "/usr/local/go/bin"},
+	}
+	return p
+}
+
+// merge lays child over base: lists appended, maps merged, scalars replaced when set.
+func merge(base, child *Policy) *Policy {
+	p := *base
+	p.Extends = child.Extends
+	if child.Description != "" {
+		p.Description = child.Description
+	}
+	if child.Workspace.Path != "" {
+		p.Workspace.Path = child.Workspace.Path
+	}
+	f, c := &p.Filesystem, child.Filesystem
+	f.ReadOnly = append(clone(f.ReadOnly), c.ReadOnly...)
+	f.ReadWrite = append(clone(f.ReadWrite), c.ReadWrite...)
+	f.Tmpfs = append(clone(f.Tmpfs), c.Tmpfs...)
+	f.Protected = append(clone(f.Protected), c.Protected...)
+	f.Masked = append(clone(f.Masked), c.Masked...)
+	f.Credentials = append(clone(f.Credentials), c.Credentials...)
+	if c.Git != "" {
+		f.Git = c.Git
+	}
+	if c.AllowExtraReadOnly != nil {
+		f.AllowExtraReadOnly = c.AllowExtraReadOnly
+	}
+	if c.AllowExtraReadWrite != nil {
+		f.AllowExtraReadWrite = c.AllowExtraReadWrite
+	}
+	e, ce := &p.Environment, child.Environment
+	if len(ce.Set) > 0 {
+		set := map[string]string{}
+		for k, v := range e.Set {
+			set[k] = v
+		}
+		for k, v := range ce.Set {
+			set[k] = v
+		}
+		e.Set = set
+	}
+	e.Pass = append(clone(e.Pass), ce.Pass...)
+	e.PathPrepend = append(clone(ce.PathPrepend), e.PathPrepend...)
+	if ce.Path != "" {
+		e.Path = ce.Path
+	}
+	if ce.AllowExtra != nil {
+		e.AllowExtra = ce.AllowExtra
+	}
+	if child.Network.Mode != "" {
+		p.Network.Mode = child.Network.Mode
+	}
+	if child.Network.AllowHost != nil {
+		p.Network.AllowHost = child.Network.AllowHost
+	}
+	if child.Process.Timeout != "" {
+		p.Process.Timeout = child.Process.Timeout
+	}
+	if child.Process.Hostname != "" {
+		p.Process.Hostname = child.Process.Hostname
+	}
+	if child.Process.Cwd != "" {
+		p.Process.Cwd = child.Process.Cwd
+	}
+	if len(child.Seccomp) > 0 {
+		p.Seccomp = child.Seccomp
+	}
+	if len(child.Resources) > 0 {
+		p.Resources = child.Resources
+	}
+	return &p
+}

@@ -1,0 +1,189 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// variables that may appear in paths and values.
+var variables = []string{"workspace", "home", "uid"}
+
+// validate checks every value that does not depend on the host; errors are *FileError
+// naming the field.
+func (p *Policy) validate() error {
+	bad := func(field, format string, a ...any) error {
+		return &FileError{Field: field, Reason: fmt.Sprintf(format, a...)}
+	}
+	switch p.Network.Mode {
+	case "", NetNone, NetHost:
+	default:
+		return bad("network.mode", "%q: want none or host", p.Network.Mode)
+	}
+	switch p.Filesystem.Git {
+	case "", GitReadOnly, GitCommit:
+	default:
+		return bad("filesystem.git", "%q: want readonly or commit", p.Filesystem.Git)
+	}
+	if p.Process.Timeout != "" {
+		if _, err := ParseTimeout(p.Process.Timeout); err != nil {
+			return bad("process.timeout", "%v", err)
+		}
+	}
+	if p.Process.Hostname != "" && !validHostname(p.Process.Hostname) {
+		return bad("process.hostname", "%q: letters, digits, '-' and '.', at most 64 bytes", p.Process.Hostname)
+	}
+	checkPath := func(field, path string) error {
+		if path == "" {
+			return bad(field, "empty path")
+		}
+		if err := checkVars(path); err != nil {
+			return bad(field, "%v", err)
+		}
+		if !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "${") && path != "~" && !strings.HasPrefix(path, "~/") {
+			return bad(field, "%q: want an absolute path (or one starting with ${workspace}, ${home} or ~/)", path)
+		}
+		return nil
+	}
+	lists := []struct {
+		field string
+		paths []string
+	}{
+		{"filesystem.masked", p.Filesystem.Masked},
+		{"filesystem.credentials", p.Filesystem.Credentials},
+		{"environment.path_prepend", p.Environment.PathPrepend},
+	}
+	for _, b := range p.Filesystem.ReadOnly {
+		lists = append(lists, struct {
+			field string
+			paths []string
+		}{"filesystem.read_only", []string{b.Path}})
+	}
+	for _, b := range p.Filesystem.ReadWrite {
+		lists = append(lists, struct {
+			field string
+			paths []string
+		}{"filesystem.read_write", []string{b.Path}})
+	}
+	for _, l := range lists {
+		for _, path := range l.paths {
+			if err := checkPath(l.field, path); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range p.Filesystem.Tmpfs {
+		if err := checkPath("filesystem.tmpfs", t.Path); err != nil {
+			return err
+		}
+		if t.Mode != "" {
+			if m, err := strconv.ParseUint(t.Mode, 8, 32); err != nil || m > 0o7777 {
+				return bad("filesystem.tmpfs", "mode %q of %s: want octal permissions such as 1777 or 0700", t.Mode, t.Path)
+			}
+		}
+	}
+	for _, pr := range p.Filesystem.Protected {
+		if pr == "" || strings.HasPrefix(pr, "/") {
+			return bad("filesystem.protected", "%q: want a name or a path relative to each writable tree (.git, **/.git/hooks)", pr)
+		}
+		for _, c := range strings.Split(pr, "/") {
+			if c == ".." || c == "." || c == "" {
+				return bad("filesystem.protected", "%q: no empty, . or .. components", pr)
+			}
+		}
+	}
+	if p.Workspace.Path != "" {
+		if err := checkPath("workspace.path", p.Workspace.Path); err != nil {
+			return err
+		}
+		if strings.Contains(p.Workspace.Path, "${workspace}") {
+			return bad("workspace.path", "cannot refer to ${workspace}")
+		}
+	}
+	if p.Process.Cwd != "" {
+		if err := checkVars(p.Process.Cwd); err != nil {
+			return bad("process.cwd", "%v", err)
+		}
+	}
+	for k, v := range p.Environment.Set {
+		if !validEnvName(k) {
+			return bad("environment.set", "%q is not a variable name", k)
+		}
+		if err := checkVars(v); err != nil {
+			return bad("environment.set."+k, "%v", err)
+		}
+	}
+	for _, k := range p.Environment.Pass {
+		if !validEnvName(k) {
+			return bad("environment.pass", "%q is not a variable name", k)
+		}
+	}
+	if p.Environment.Path != "" {
+		if err := checkVars(p.Environment.Path); err != nil {
+			return bad("environment.path", "%v", err)
+		}
+	}
+	return nil
+}
+
+func validEnvName(k string) bool {
+	return k != "" && !strings.ContainsAny(k, "=\x00")
+}
+
+// checkVars refuses a ${name} that is not one of the variables, or an unclosed one.
+func checkVars(s string) error {
+	_, err := expand(s, map[string]string{"workspace": "/", "home": "/", "uid": "0"})
+	return err
+}
+
+// expand replaces ${workspace}, ${home}, ${uid} in s, and a leading ~ or ~/ by the home.
+func expand(s string, vars map[string]string) (string, error) {
+	if s == "~" || strings.HasPrefix(s, "~/") {
+		s = "${home}" + s[1:]
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return "", fmt.Errorf("unclosed ${ in %q", s)
+		}
+		name := s[i+2 : i+j]
+		v, ok := vars[name]
+		if !ok {
+			return "", fmt.Errorf("unknown variable ${%s} (have ${%s})", name, strings.Join(variables, "}, ${"))
+		}
+		b.WriteString(s[:i] + v)
+		s = s[i+j+1:]
+	}
+}
+
+// ParseTimeout reads a timeout: a Go duration ("30s", "5m") or a number of seconds;
+// 0 means none (as timeout(1)). Values that do not fit a time.Duration, or a positive
+// value that rounds to nothing, are errors rather than silently unlimited.
+func ParseTimeout(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	bad := fmt.Errorf("%q: want 0 or a positive duration such as 30s or 5m", s)
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n != n || n < 0 || n*float64(time.Second) >= 1<<63-1 {
+			return 0, bad
+		}
+		d := time.Duration(n * float64(time.Second))
+		if n > 0 && d <= 0 {
+			return 0, bad
+		}
+		return d, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, bad
+	}
+	return d, nil
+}
