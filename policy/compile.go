@@ -200,12 +200,14 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		b.bind(t, t, true)
 		roDests = append(roDests, t)
 	}
+	// Never in a bound tree: there the name exists already, and creating it would
+	// write the host.
 	for _, a := range aliases {
-		if !under(a.path, roDests...) {
+		if !under(a.path, roDests...) && !under(a.path, trees...) {
 			b.links = append(b.links, mounts.Symlink{Path: a.path, Target: a.target})
 		}
 	}
-	if p.workspaceGiven != ws && !under(p.workspaceGiven, roDests...) {
+	if p.workspaceGiven != ws && !under(p.workspaceGiven, roDests...) && !under(p.workspaceGiven, trees...) {
 		b.links = append(b.links, mounts.Symlink{Path: p.workspaceGiven, Target: ws})
 	}
 	if err := b.check(); err != nil {
