@@ -139,7 +139,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	b.bind(ws, ws, false)
 	trees := []string{ws}
 	for _, r := range f.ReadWrite {
-		_, canon, err := canonical("rw", r.Path, h.Cwd)
+		given, canon, err := canonical("rw", r.Path, h.Cwd)
 		if err != nil {
 			if r.Optional && isNotExist(err) {
 				continue
@@ -152,6 +152,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		b.origin = "the read-write bind " + r.Path
 		b.bind(canon, canon, false)
 		trees = append(trees, canon)
+		if given != canon {
+			aliases = append(aliases, alias{given, linkText(given, canon)})
+		}
 	}
 	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
 	var protected []string

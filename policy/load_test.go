@@ -211,7 +211,8 @@ func TestParseRefused(t *testing.T) {
 		{"number in a list", "filesystem:\n  masked: [/a, 7]\n", "filesystem.masked[1]", 2, "want a string"},
 		{"number for a tmpfs mode", "filesystem:\n  tmpfs:\n    - path: /x\n      mode: 0700\n", "filesystem.tmpfs[0].mode", 4, "quote it"},
 		{"list for a bind", "filesystem:\n  read_only:\n    - [/usr]\n", "filesystem.read_only[0]", 0, "want a mapping"},
-		{"number for a set value", "environment:\n  set:\n    N: 3\n", "environment.set.N", 3, "want a string"},
+		{"number for a set value", "environment:\n  set:\n    NUM: 3\n", "environment.set.NUM", 3, "want a string"},
+		{"YAML 1.1 bool for a string", "environment:\n  set:\n    GOPROXY: off\n", "environment.set.GOPROXY", 3, "want a string"},
 		{"list for set", "environment:\n  set: [A=1]\n", "environment.set", 2, "want a mapping"},
 		{"number for description", "description: 1\n", "description", 1, "want a string"},
 
@@ -306,6 +307,8 @@ func TestParseLineOfNestedField(t *testing.T) {
 		{"second bind's unknown field",
 			"filesystem:\n  read_only:\n    - path: /a\n      optional: true\n    - path: /b\n      optional: true\n      optionl: true\n",
 			"filesystem.read_only[1].optionl", 7},
+		{"JSON on one line", `{"network": {"mode": "wifi"}}`, "network.mode", 1},
+		{"JSON flow mapping on a later line", "{\n  \"process\": {},\n  \"network\": {\"mode\": \"wifi\"}\n}\n", "network.mode", 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,6 +321,22 @@ func TestParseLineOfNestedField(t *testing.T) {
 				t.Errorf("%s: line %d; want %d", fe.Error(), fe.Line, tt.line)
 			}
 		})
+	}
+}
+
+// TestParseEnvNamesAreNotBooleans: YAML 1.1 reads a bare y, n, yes, no, on, off as a
+// bool; as a key of environment.set it must stay the variable name written, not become
+// "true" or "false".
+func TestParseEnvNamesAreNotBooleans(t *testing.T) {
+	for _, name := range []string{"N", "Y", "ON", "OFF", "NO", "YES"} {
+		p, err := Parse([]byte("environment:\n  set:\n    "+name+": \"1\"\n"), "env.yaml")
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if _, ok := p.Environment.Set[name]; !ok {
+			t.Errorf("environment.set {%s: \"1\"} read as %v: the variable was renamed", name, p.Environment.Set)
+		}
 	}
 }
 
@@ -369,7 +388,7 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(good, []byte("extends: strict\nprocess:\n  timeout: 1m\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bad, []byte("{\n  \"network\": {\"mode\": \"wifi\"}\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("{\n  \"network\": {\n    \"mode\": \"wifi\"\n  }\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -394,8 +413,8 @@ func TestLoad(t *testing.T) {
 	}
 
 	_, err = Load(bad)
-	if fe := fileError(t, err, bad); fe.Field != "network.mode" || fe.Line != 2 {
-		t.Errorf("Load(%s): %v; want network.mode on line 2", bad, err)
+	if fe := fileError(t, err, bad); fe.Field != "network.mode" || fe.Line != 3 {
+		t.Errorf("Load(%s): %v; want network.mode on line 3", bad, err)
 	}
 	missing := filepath.Join(dir, "missing.yaml")
 	_, err = LoadFile(missing)

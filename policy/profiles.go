@@ -50,7 +50,7 @@ var scratch = []Tmpfs{{Path: "/tmp", Mode: "1777"}, {Path: "/var/tmp", Mode: "17
 // secretFiles are hidden even inside read-only binds, so that a root caller's sandbox
 // cannot read them either.
 var secretFiles = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-	"/etc/ssh/*_key", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private", "/etc/security/opasswd"}
+	"/etc/ssh/*_key", "/etc/sudoers*", "/etc/ssl/private", "/etc/security/opasswd"}
 
 // credentialDirs hold the caller's secrets: never a workspace, nor inside one.
 var credentialDirs = []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.azure",
