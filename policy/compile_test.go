@@ -141,12 +141,12 @@ func TestWorkspaceRefused(t *testing.T) {
 		path     string // want Error.Path; not checked if empty
 		reason   string // substring of the message
 	}{
-		{name: "root", ws: "/", reason: "system directory"},
+		{name: "root", ws: "/", reason: "root file system"},
 		{name: "usr", ws: "/usr", reason: "system directory"},
 		{name: "etc", ws: "/etc", reason: "system directory"},
 		{name: "tmp", ws: "/tmp", reason: "system directory"},
 		{name: "var tmp", ws: "/var/tmp", reason: "system directory"},
-		{name: "dot-dot to root", ws: "/usr/../", reason: "system directory"},
+		{name: "dot-dot to root", ws: "/usr/../", reason: "root file system"},
 		{name: "home", ws: home, path: home, reason: "home directory"},
 		{name: "home parent", ws: filepath.Join(base, "users"), reason: "home directory"},
 		{name: "home grandparent", ws: base, reason: "home directory"},
@@ -229,7 +229,7 @@ func TestWorkspaceAccepted(t *testing.T) {
 func TestSymlinkedWorkspace(t *testing.T) {
 	base := canonTempDir(t)
 	real := filepath.Join(base, "real", "proj")
-	mkdirs(t, real)
+	mkdirs(t, filepath.Join(real, ".git"))
 	link := filepath.Join(base, "link")
 	if err := os.Symlink("real/proj", link); err != nil {
 		t.Fatal(err)
@@ -359,12 +359,16 @@ func TestProtectedPaths(t *testing.T) {
 	rw1 := filepath.Join(base, "rw1")
 	rw2 := filepath.Join(base, "rw2")
 	ro := filepath.Join(base, "ro")
-	mkdirs(t, ws, rw1, rw2, ro)
+	// rw2 has no .git: a protected path is listed only when it exists.
+	mkdirs(t, filepath.Join(ws, ".git"), filepath.Join(rw1, ".git"), rw2, filepath.Join(ro, ".git"))
 	s := mustCompile(t, Options{Workspace: ws, ReadWrite: []string{rw1, "rw2"}, ReadOnly: []string{ro}}, fakeHost(base))
-	for _, p := range []string{ws, rw1, rw2} {
+	for _, p := range []string{ws, rw1} {
 		if !slices.Contains(s.Linux.ReadonlyPaths, filepath.Join(p, ".git")) {
 			t.Errorf("ReadonlyPaths %q lack %s/.git", s.Linux.ReadonlyPaths, p)
 		}
+	}
+	if slices.Contains(s.Linux.ReadonlyPaths, filepath.Join(rw2, ".git")) {
+		t.Errorf("ReadonlyPaths %q list the missing %s/.git", s.Linux.ReadonlyPaths, rw2)
 	}
 	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger"} {
 		if !slices.Contains(s.Linux.ReadonlyPaths, p) {
@@ -411,7 +415,6 @@ func TestExtraBindsRefused(t *testing.T) {
 		{"ro and rw same dir", Options{ReadOnly: []string{dir}, ReadWrite: []string{dir}}, "mount", "already"},
 		{"rw twice", Options{ReadWrite: []string{dir, dir + "/"}}, "mount", "already"},
 		{"ro of the workspace", Options{ReadOnly: []string{ws}}, "mount", "already"},
-		{"ro of a system root", Options{ReadOnly: []string{"/usr"}}, "mount", "already"},
 		{"rw over /tmp", Options{ReadWrite: []string{"/tmp"}}, "rw", "system directory"},
 		{"rw in /etc", Options{ReadWrite: []string{"/etc"}}, "rw", "system directory"},
 		{"rw in /usr/share", Options{ReadWrite: []string{"/usr/share"}}, "rw", "system directory"},
@@ -667,16 +670,25 @@ func TestNetwork(t *testing.T) {
 	}
 }
 
-func TestRootCallerMasks(t *testing.T) {
+func TestSecretMasks(t *testing.T) {
 	ws := canonTempDir(t)
 	for _, uid := range []int{0, 1000} {
 		t.Run(fmt.Sprint("uid ", uid), func(t *testing.T) {
 			h := fakeHost(ws)
 			h.UID, h.GID = uid, uid
 			s := mustCompile(t, Options{Workspace: ws}, h)
-			for _, p := range []string{"/etc/shadow", "/etc/gshadow", "/etc/ssl/private"} {
-				if got := slices.Contains(s.Linux.MaskedPaths, p); got != (uid == 0) {
-					t.Errorf("uid %d: %s masked = %v; want %v", uid, p, got, uid == 0)
+			// The secrets are masked for every caller (a root caller's sandbox most of
+			// all), wherever they exist on this host.
+			for _, p := range []string{"/etc/shadow", "/etc/gshadow", "/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d"} {
+				_, err := os.Lstat(p)
+				if got := slices.Contains(s.Linux.MaskedPaths, p); got != (err == nil) {
+					t.Errorf("uid %d: %s masked = %v; want %v (exists: %v)", uid, p, got, err == nil, err == nil)
+				}
+			}
+			keys, _ := filepath.Glob("/etc/ssh/*_key")
+			for _, k := range keys {
+				if !slices.Contains(s.Linux.MaskedPaths, k) {
+					t.Errorf("uid %d: host key %s not masked", uid, k)
 				}
 			}
 			if !slices.Contains(s.Linux.MaskedPaths, "/proc/kcore") {
@@ -737,7 +749,7 @@ func TestSystemRoots(t *testing.T) {
 	ws := canonTempDir(t)
 	s := mustCompile(t, Options{Workspace: ws}, fakeHost(ws))
 	links := annotationLinks(t, s)
-	for _, r := range systemRoots {
+	for _, r := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"} {
 		st, err := os.Lstat(r)
 		if err != nil {
 			continue
@@ -892,6 +904,7 @@ func TestNestedRepositories(t *testing.T) {
 	base := canonTempDir(t)
 	ws := filepath.Join(base, "ws")
 	mkdirs(t,
+		filepath.Join(ws, ".git"),
 		filepath.Join(ws, "a", ".git"),
 		filepath.Join(ws, "a", "b", ".git"),
 		filepath.Join(ws, "node_modules", "pkg", ".git"),

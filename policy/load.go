@@ -56,7 +56,7 @@ func Load(ref string) (*Policy, error) {
 	if p, ok := Builtin(ref); ok {
 		return p, nil
 	}
-	if !strings.ContainsAny(ref, "/.") {
+	if _, err := os.Stat(ref); err != nil && !strings.ContainsAny(ref, "/.") {
 		return nil, &FileError{File: ref, Reason: fmt.Sprintf("no built-in profile %q (have %s) and no such file", ref, strings.Join(Profiles(), ", "))}
 	}
 	return LoadFile(ref)
