@@ -289,13 +289,38 @@ func (c *Cmd) Wait() error {
 		r.ExitCode = 128 + int(r.Signal)
 		_ = werr
 	}
+	r.Removed = removeAbsentAfter(c.Spec)
 	c.Result = r
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
-		c.Events(Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms})
+		c.Events(Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed})
 	}
 	if r.Success() {
 		return nil
 	}
 	return &ExitError{r}
+}
+
+// AbsentAfterAnnotation lists, as a JSON array, host paths that must not exist once the
+// sandbox has ended; Wait removes any that appeared (without following a final
+// symlink) and reports them in Result.Removed. For files the command can create but a
+// mount cannot keep it from creating.
+const AbsentAfterAnnotation = "org.gosbx.absent-after"
+
+func removeAbsentAfter(spec *specs.Spec) []string {
+	raw, ok := spec.Annotations[AbsentAfterAnnotation]
+	if !ok {
+		return nil
+	}
+	var paths, removed []string
+	if json.Unmarshal([]byte(raw), &paths) != nil {
+		return nil
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			os.RemoveAll(p)
+			removed = append(removed, p)
+		}
+	}
+	return removed
 }

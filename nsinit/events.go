@@ -25,9 +25,12 @@ type Event struct {
 	Signal   int    `json:"signal,omitempty"`
 	TimedOut *bool  `json:"timed-out,omitempty"`
 	WallMs   *int64 `json:"wall-ms,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Step     string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
-	Status   int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
+	// Removed, with the exit: paths the command created that must not outlive it
+	// (AbsentAfterAnnotation), removed.
+	Removed []string `json:"removed,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Step    string   `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
+	Status  int      `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
 }
 
 // namespaceEvent reads the namespace inode numbers of the init from /proc/PID/ns.

@@ -21,6 +21,9 @@ type Result struct {
 	Signal   syscall.Signal // the signal that killed the command, 0 if it exited
 	TimedOut bool           // the wall-clock timeout expired and the sandbox was killed
 	Wall     time.Duration  // from the clone of the init to the end of the sandbox
+	// Removed are paths of AbsentAfterAnnotation that the command created and that
+	// Wait removed.
+	Removed []string
 }
 
 // Success reports whether the command exited with status 0.

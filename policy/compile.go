@@ -157,13 +157,16 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		}
 	}
 	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
-	var protected []string
+	var protected, absentAfter []string
 	for _, t := range trees {
 		c := ""
 		if t == ws {
 			c = cwd
 		}
 		for _, m := range protectedIn(t, c, f.Protected) {
+			if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
+				return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
+			}
 			if filepath.Base(m) != ".git" {
 				protected = append(protected, m)
 				continue
@@ -174,7 +177,13 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 					return nil, errorf("protected", d, err, "cannot create the guarded directory")
 				}
 			}
+			for _, g := range plan.readOnly {
+				if st, err := os.Lstat(g); err == nil && st.Mode()&os.ModeSymlink != 0 {
+					return nil, errorf("protected", g, nil, "is a symlink: it cannot be guarded in git commit mode (the command could replace it); use git: readonly")
+				}
+			}
 			protected = append(protected, plan.readOnly...)
+			absentAfter = append(absentAfter, plan.absentAfter...)
 			for _, d := range plan.bindRO {
 				if !inWritable(d) && !underAny(d, roDests) {
 					b.origin = "the git dir of a linked worktree"
@@ -187,6 +196,29 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 				trees = append(trees, d)
 			}
 		}
+	}
+
+	// Pin every directory between a writable tree's root and a protected path: a bind
+	// onto itself makes it a mount point, which cannot be renamed or removed, so the
+	// command cannot move a protected path aside and put one of its own making in its
+	// place (mv .git .old; mkdir .git).
+	dests := map[string]bool{}
+	for _, m := range b.mounts {
+		dests[m.Destination] = true
+	}
+	var pins []string
+	for _, pp := range protected {
+		t := deepest(pp, trees)
+		for d := filepath.Dir(pp); t != "" && d != t && underAny(d, []string{t}); d = filepath.Dir(d) {
+			if !dests[d] && !contains(protected, d) {
+				dests[d] = true
+				pins = append(pins, d)
+			}
+		}
+	}
+	b.origin = "a directory holding a protected path"
+	for _, d := range pins {
+		b.bind(d, d, false)
 	}
 
 	// Symlinks whose targets are bound elsewhere: resolver files in /etc, names given
@@ -228,6 +260,11 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		masked = append(masked, matches...)
 	}
 	links, _ := json.Marshal(b.links)
+	annotations := map[string]string{mounts.SymlinksAnnotation: string(links)}
+	if len(absentAfter) > 0 {
+		a, _ := json.Marshal(absentAfter)
+		annotations[AbsentAfterAnnotation] = string(a)
+	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
 	if p.Network.Mode != NetHost {
@@ -249,7 +286,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		Root:        &specs.Root{Path: "/", Readonly: true},
 		Hostname:    p.Process.Hostname,
 		Mounts:      b.mounts,
-		Annotations: map[string]string{mounts.SymlinksAnnotation: string(links)},
+		Annotations: annotations,
 		Linux: &specs.Linux{
 			UIDMappings:   []specs.LinuxIDMapping{{ContainerID: uint32(h.UID), HostID: uint32(h.UID), Size: 1}},
 			GIDMappings:   []specs.LinuxIDMapping{{ContainerID: uint32(h.GID), HostID: uint32(h.GID), Size: 1}},
@@ -258,6 +295,24 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			MaskedPaths:   masked,
 		},
 	}, nil
+}
+
+// AbsentAfterAnnotation (nsinit.AbsentAfterAnnotation; nsinit's tests import this
+// package, so it cannot be imported here) lists the host paths that must not exist when
+// the sandbox has ended. In git "commit" mode a git dir is writable, so a new file in it
+// cannot be prevented by a mount; a "commondir" there would send the user's next git
+// command to config and hooks of the command's making.
+const AbsentAfterAnnotation = "org.gosbx.absent-after"
+
+// deepest returns the deepest of trees that holds p, or "".
+func deepest(p string, trees []string) string {
+	best := ""
+	for _, t := range trees {
+		if under(p, t) && len(t) > len(best) {
+			best = t
+		}
+	}
+	return best
 }
 
 // linkText is what a symlink at given should say: the host's own text when given itself
@@ -394,4 +449,3 @@ func validHostname(h string) bool {
 	}
 	return true
 }
-

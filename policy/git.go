@@ -21,6 +21,9 @@ type gitPlan struct {
 	bindRO    []string // git dirs outside the writable trees, to bind read-only
 	bindRW    []string // git dirs outside the writable trees, to bind read-write (commit)
 	mkdirDirs []string // guarded directories to create before binding
+	// absentAfter are files that must not exist after the run (AbsentAfterAnnotation):
+	// a writable git dir's commondir, which no mount can keep the command from creating.
+	absentAfter []string
 }
 
 // guardGit plans the protection of the repository metadata entry (a .git directory or
@@ -93,6 +96,9 @@ func (plan *gitPlan) guard(gd string) {
 			}
 		}
 		return
+	}
+	if _, err := os.Lstat(filepath.Join(gd, "commondir")); os.IsNotExist(err) {
+		plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, "commondir"))
 	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {

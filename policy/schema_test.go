@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gosbx/gosbx/internal/schema"
+	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -17,5 +18,12 @@ func TestSchemaCurrent(t *testing.T) {
 	}
 	if !bytes.Equal(policy.Schema(), want) {
 		t.Fatal("policy/schema.json is stale: run `go generate ./policy`")
+	}
+}
+
+// The annotation the policy writes is the one the launcher reads.
+func TestAbsentAfterAnnotation(t *testing.T) {
+	if policy.AbsentAfterAnnotation != nsinit.AbsentAfterAnnotation {
+		t.Fatalf("policy writes %q, nsinit reads %q", policy.AbsentAfterAnnotation, nsinit.AbsentAfterAnnotation)
 	}
 }

@@ -129,6 +129,9 @@ func execute(o policy.Options, status *os.File) error {
 	if err != nil && !errors.As(err, &ee) {
 		return err
 	}
+	for _, p := range cmd.Result.Removed {
+		fmt.Fprintf(os.Stderr, "gosbx: the command created %s, which would redirect git outside the sandbox; removed\n", p)
+	}
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", cmd.Timeout)
 	}
@@ -144,7 +147,9 @@ type setupFailure struct {
 	err  error
 }
 
-func (e *setupFailure) Error() string { return "sandbox setup failed at " + e.step + ": " + e.err.Error() }
+func (e *setupFailure) Error() string {
+	return "sandbox setup failed at " + e.step + ": " + e.err.Error()
+}
 func (e *setupFailure) Unwrap() error { return e.err }
 func (e *setupFailure) ExitCode() int { return nsinit.ExitSetup }
 

@@ -1,0 +1,452 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Repository metadata under the git modes of a policy (filesystem.git: readonly,
+// the default, or commit), linked worktrees, submodules and planted .git files.
+// Host git makes the repositories, as the caller; every check reads the host.
+
+const gitID = "-c user.name=it -c user.email=it@example.com"
+
+// commitPolicy is a policy file that lets the command commit.
+func (s *sandbox) commitPolicy() string {
+	return s.writePolicy("git-commit.yaml", "extends: agent\nfilesystem: {git: commit}\n")
+}
+
+// newRepo makes a repository with one commit (tracked.txt) at dir, as the caller.
+func (s *sandbox) newRepo(dir, msg string) {
+	s.t.Helper()
+	if _, err := os.Stat(dir); err != nil {
+		must(s.t, os.MkdirAll(dir, 0o755))
+		s.chown(dir)
+	}
+	s.hostGit(dir, "init", "-q", "-b", "main")
+	must(s.t, os.WriteFile(filepath.Join(dir, "tracked.txt"), []byte("v1\n"), 0o644))
+	s.chown(filepath.Join(dir, "tracked.txt"))
+	s.hostGit(dir, "add", "tracked.txt")
+	s.hostGit(dir, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "-m", msg)
+}
+
+// treeDigest maps every path under root (relative) to its type, mode and
+// content hash or link target: two equal digests mean an unchanged tree.
+func treeDigest(t *testing.T, root string) map[string]string {
+	t.Helper()
+	d := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			d[rel] = "link " + l
+		case info.IsDir():
+			d[rel] = "dir " + info.Mode().String()
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.Sum256(b)
+			d[rel] = info.Mode().String() + " " + hex.EncodeToString(h[:])
+		}
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatalf("digest of %s: %v", root, err)
+	}
+	return d
+}
+
+// digestDiff lists the paths that differ between two digests.
+func digestDiff(before, after map[string]string) []string {
+	var out []string
+	for k, v := range before {
+		if w, ok := after[k]; !ok {
+			out = append(out, "removed "+k)
+		} else if w != v {
+			out = append(out, "changed "+k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			out = append(out, "added "+k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// guardedDigest is the digest of what commit mode must keep: config, hooks,
+// info, objects/info and commondir of a git dir.
+func guardedDigest(t *testing.T, gitDir string) map[string]string {
+	t.Helper()
+	all := map[string]string{}
+	for _, sub := range []string{"config", "hooks", "info", "objects/info", "commondir"} {
+		for k, v := range treeDigest(t, filepath.Join(gitDir, sub)) {
+			all[filepath.Join(sub, k)] = v
+		}
+	}
+	return all
+}
+
+// Readonly mode (the default): status, log and diff work on an existing
+// repository; commit, and writes to config and hooks, fail; the host's .git is
+// byte-for-byte unchanged.
+func TestGitModeReadonly(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit-"+s.id)
+		s.writeWS("tracked.txt", "v2\n", 0o644)
+		before := treeDigest(t, filepath.Join(s.ws, ".git"))
+		r := s.sh(nil, `git status --porcelain && echo STATUS-OK
+git log --oneline && echo LOG-OK
+git diff && echo DIFF-OK
+git `+gitID+` commit -q -am inside 2>&1 && echo COMMITTED
+(echo '[core] fsmonitor = true' >> .git/config) 2>/dev/null && echo WROTE-config
+(echo '#!/bin/sh' > .git/hooks/pre-commit) 2>/dev/null && echo WROTE-hook
+exit 0`)
+		mustSucceed(t, r, "readonly git probes")
+		for _, want := range []string{"STATUS-OK", "M tracked.txt", "LOG-OK", "host-commit-" + s.id, "DIFF-OK", "+v2"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("git status/log/diff inside: %q missing\n%v", want, r)
+			}
+		}
+		for _, bad := range []string{"COMMITTED", "WROTE-config", "WROTE-hook"} {
+			if strings.Contains(r.stdout, bad) {
+				t.Errorf("readonly mode allowed it (%s):\n%s", bad, r.stdout)
+			}
+		}
+		if d := digestDiff(before, treeDigest(t, filepath.Join(s.ws, ".git"))); len(d) > 0 {
+			t.Errorf("the host's .git changed in readonly mode: %v", d)
+		}
+	})
+}
+
+// Commit mode: git add and git commit inside succeed and the commit is on the
+// host; config, hooks, info/exclude and objects/info/alternates cannot be written
+// and are unchanged on the host.
+func TestGitModeCommit(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		gitDir := filepath.Join(s.ws, ".git")
+		guarded := guardedDigest(t, gitDir)
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `echo new > added.txt
+git add added.txt && git `+gitID+` commit -q -m "inside-`+s.id+`" && echo COMMITTED
+(echo '[core] fsmonitor = true' >> .git/config) 2>/dev/null && echo WROTE-config
+(echo '#!/bin/sh' > .git/hooks/post-commit) 2>/dev/null && echo WROTE-hook
+(echo '*' > .git/info/exclude) 2>/dev/null && echo WROTE-exclude
+(echo /tmp > .git/objects/info/alternates) 2>/dev/null && echo WROTE-alternates
+(rm -f .git/hooks/pre-commit.sample) 2>/dev/null && ! test -e .git/hooks/pre-commit.sample && echo REMOVED-sample
+git status --porcelain
+exit 0`)
+		mustSucceed(t, r, "commit-mode probes")
+		if !strings.Contains(r.stdout, "COMMITTED") {
+			t.Errorf("git add + commit failed in commit mode:\n%v", r)
+		}
+		for _, bad := range []string{"WROTE-config", "WROTE-hook", "WROTE-exclude", "WROTE-alternates", "REMOVED-sample"} {
+			if strings.Contains(r.stdout, bad) {
+				t.Errorf("commit mode allowed it (%s):\n%s", bad, r.stdout)
+			}
+		}
+		out, err := s.hostGitOut(s.ws, "log", "--format=%s")
+		if err != nil || !strings.Contains(out, "inside-"+s.id) {
+			t.Errorf("the commit made inside is not in the host's git log: %q %v", out, err)
+		}
+		if out, err := s.hostGitOut(s.ws, "status", "--porcelain"); err != nil || strings.Contains(out, "added.txt") {
+			t.Errorf("host git status after the inside commit: %q %v", out, err)
+		}
+		if d := digestDiff(guarded, guardedDigest(t, gitDir)); len(d) > 0 {
+			t.Errorf("config/hooks/info/objects/info changed on the host in commit mode: %v", d)
+		}
+	})
+}
+
+// Commit mode on a repository whose .git/hooks (and info) were removed before
+// launch: the command still cannot create them.
+func TestGitModeCommitNoHooksDir(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		gitDir := filepath.Join(s.ws, ".git")
+		must(t, os.RemoveAll(filepath.Join(gitDir, "hooks")))
+		must(t, os.RemoveAll(filepath.Join(gitDir, "info")))
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `mkdir -p .git/hooks 2>/dev/null
+(echo '#!/bin/sh' > .git/hooks/post-commit) 2>/dev/null && echo WROTE-hook
+mkdir -p .git/info 2>/dev/null
+(echo '*' > .git/info/exclude) 2>/dev/null && echo WROTE-exclude
+echo x > f && git add f && git `+gitID+` commit -q -m inside && echo COMMITTED
+exit 0`)
+		mustSucceed(t, r, "no-hooks probes")
+		if strings.Contains(r.stdout, "WROTE") {
+			t.Errorf("a missing protected directory could be created and written:\n%s", r.stdout)
+		}
+		if !strings.Contains(r.stdout, "COMMITTED") {
+			t.Errorf("commit failed in commit mode:\n%v", r)
+		}
+		for _, d := range []string{"hooks", "info"} {
+			ents, _ := os.ReadDir(filepath.Join(gitDir, d))
+			if len(ents) > 0 {
+				t.Errorf(".git/%s on the host has entries after the run: %v", d, ents)
+			}
+		}
+	})
+}
+
+// Commit mode: a commondir file, which would redirect git's config and hooks to
+// a directory the command controls, cannot be created in a git dir: a plain
+// repository's, the main repository's of a linked worktree, a submodule's.
+func TestGitModeCommitCommondir(t *testing.T) {
+	layouts := []struct {
+		name  string
+		setup func(s *sandbox) (gitDir string)
+	}{
+		{"repository", func(s *sandbox) string {
+			s.newRepo(s.ws, "host-commit")
+			return filepath.Join(s.ws, ".git")
+		}},
+		{"worktree", func(s *sandbox) string {
+			mainRepo := filepath.Join(s.base, "mainrepo")
+			s.newRepo(mainRepo, "main-commit")
+			s.hostGit(mainRepo, "worktree", "add", "-q", "-b", "wtbranch", s.ws)
+			return filepath.Join(mainRepo, ".git")
+		}},
+		{"submodule", func(s *sandbox) string {
+			src := filepath.Join(s.base, "subsrc")
+			s.newRepo(src, "sub-commit")
+			s.newRepo(s.ws, "super-commit")
+			s.hostGit(s.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+			return filepath.Join(s.ws, ".git/modules/sub")
+		}},
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, l := range layouts {
+			s := newSandbox(t, c)
+			gitDir := l.setup(s)
+			r := s.sh([]string{"--policy", s.commitPolicy()}, `(echo "$2" > "$1/commondir") 2>/dev/null && echo WROTE-commondir
+exit 0`, gitDir, filepath.Join(s.ws, "evil"))
+			mustSucceed(t, r, l.name+": commondir probe")
+			// A writable git dir cannot be kept from a new file by a mount: gosbx removes
+			// a planted commondir when the sandbox ends, and says so.
+			if strings.Contains(r.stdout, "WROTE") && !strings.Contains(r.stderr, filepath.Join(gitDir, "commondir")) {
+				t.Errorf("%s: the command created %s/commondir and gosbx did not report its removal:\n%v", l.name, gitDir, r)
+			}
+			if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
+				t.Errorf("%s: %s/commondir exists on the host after the run: the host's next git command there reads config and hooks from where the command chose", l.name, gitDir)
+			}
+		}
+	})
+}
+
+// Commit mode: renaming an unprotected parent of a protected path (the git dir
+// itself, or objects/) and putting a new one in its place must not let the
+// command plant config, hooks or alternates that host git then uses.
+func TestGitModeCommitRename(t *testing.T) {
+	probes := []struct{ name, script string }{
+		{"git-dir", `mv .git .git-moved 2>/dev/null && echo MOVED
+cp -a .git-moved .git 2>/dev/null
+(echo "[gosbx] planted = $1" >> .git/config) 2>/dev/null && echo WROTE-config
+(echo '#!/bin/sh' > .git/hooks/post-commit) 2>/dev/null && echo WROTE-hook
+exit 0`},
+		{"objects", `mv .git/objects .git/objects-moved 2>/dev/null && echo MOVED
+mkdir -p .git/objects/info 2>/dev/null
+(echo /tmp > .git/objects/info/alternates) 2>/dev/null && echo WROTE-alternates
+exit 0`},
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, p := range probes {
+			s := newSandbox(t, c)
+			s.newRepo(s.ws, "host-commit")
+			gitDir := filepath.Join(s.ws, ".git")
+			guarded := guardedDigest(t, gitDir)
+			r := s.sh([]string{"--policy", s.commitPolicy()}, p.script, s.id)
+			mustSucceed(t, r, p.name+" rename probe")
+			if strings.Contains(r.stdout, "WROTE") {
+				t.Errorf("%s: after a rename the command wrote protected metadata:\n%s", p.name, r.stdout)
+			}
+			// Read the host's files directly: running host git on a tampered
+			// repository is what the protection is for.
+			if d := digestDiff(guarded, guardedDigest(t, gitDir)); len(d) > 0 {
+				t.Errorf("%s: the host's config/hooks/info/objects/info changed: %v (inside: %q)", p.name, d, r.stdout)
+			}
+		}
+	})
+}
+
+// A linked worktree as the workspace: readonly mode reads it (the main
+// repository's git dir bound read-only), commit mode commits to it; the main
+// repository's config and hooks never change, and its working tree stays hidden.
+func TestGitWorktree(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		mainRepo := filepath.Join(s.base, "mainrepo")
+		s.newRepo(mainRepo, "main-commit-"+s.id)
+		must(t, os.WriteFile(filepath.Join(mainRepo, "main-only.txt"), []byte("main-"+s.id), 0o644))
+		s.hostGit(mainRepo, "worktree", "add", "-q", "-b", "wtbranch", s.ws)
+		mainGit := filepath.Join(mainRepo, ".git")
+		all := treeDigest(t, mainGit)
+		guarded := guardedDigest(t, mainGit)
+
+		r := s.sh(nil, `git status --porcelain && echo STATUS-OK
+git log --oneline && echo LOG-OK
+cat "$1/main-only.txt" 2>/dev/null && echo READ-MAIN-TREE
+echo x > f; git add f 2>/dev/null && echo ADDED
+exit 0`, mainRepo)
+		mustSucceed(t, r, "worktree, readonly")
+		if !strings.Contains(r.stdout, "STATUS-OK") || !strings.Contains(r.stdout, "LOG-OK") || !strings.Contains(r.stdout, "main-commit-"+s.id) {
+			t.Errorf("git status/log in a linked worktree, readonly mode:\n%v", r)
+		}
+		if strings.Contains(r.stdout, "ADDED") {
+			t.Errorf("git add worked in readonly mode:\n%s", r.stdout)
+		}
+		if strings.Contains(r.stdout, "READ-MAIN-TREE") || strings.Contains(r.stdout, "main-"+s.id) {
+			t.Errorf("the main repository's working tree is visible inside:\n%s", r.stdout)
+		}
+		if d := digestDiff(all, treeDigest(t, mainGit)); len(d) > 0 {
+			t.Errorf("the main repository's .git changed in readonly mode: %v", d)
+		}
+
+		r = s.sh([]string{"--policy", s.commitPolicy()}, `git add f && git `+gitID+` commit -q -m "wt-inside-$2" && echo COMMITTED
+(echo '[core] fsmonitor = true' >> "$1/.git/config") 2>/dev/null && echo WROTE-main-config
+(echo '#!/bin/sh' > "$1/.git/hooks/post-commit") 2>/dev/null && echo WROTE-main-hook
+exit 0`, mainRepo, s.id)
+		mustSucceed(t, r, "worktree, commit mode")
+		if !strings.Contains(r.stdout, "COMMITTED") {
+			t.Errorf("commit in a linked worktree failed in commit mode:\n%v", r)
+		}
+		if strings.Contains(r.stdout, "WROTE") {
+			t.Errorf("the main repository's metadata was writable:\n%s", r.stdout)
+		}
+		if out, err := s.hostGitOut(mainRepo, "log", "--format=%s", "wtbranch"); err != nil || !strings.Contains(out, "wt-inside-"+s.id) {
+			t.Errorf("the worktree commit is not on the host: %q %v", out, err)
+		}
+		if d := digestDiff(guarded, guardedDigest(t, mainGit)); len(d) > 0 {
+			t.Errorf("the main repository's config/hooks/info changed: %v", d)
+		}
+	})
+}
+
+// A submodule (git dir in the superproject's .git/modules): in commit mode it
+// can commit, but its hooks and config are protected like the superproject's.
+func TestGitSubmoduleCommitMode(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		src := filepath.Join(s.base, "subsrc")
+		s.newRepo(src, "sub-commit")
+		s.newRepo(s.ws, "super-commit")
+		s.hostGit(s.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "-m", "add sub")
+		subGit := filepath.Join(s.ws, ".git/modules/sub")
+		if _, err := os.Stat(filepath.Join(subGit, "config")); err != nil {
+			t.Fatalf("submodule git dir not where expected: %v", err)
+		}
+		guarded := guardedDigest(t, subGit)
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `cd sub
+echo t > t && git add t && git `+gitID+` commit -q -m "sub-inside-$1" && echo COMMITTED
+(echo '[core] fsmonitor = true' >> ../.git/modules/sub/config) 2>/dev/null && echo WROTE-config
+(echo '#!/bin/sh' > ../.git/modules/sub/hooks/post-commit) 2>/dev/null && echo WROTE-hook
+(echo 'gitdir: /tmp' > .git) 2>/dev/null && echo WROTE-dotgit-file
+exit 0`, s.id)
+		mustSucceed(t, r, "submodule probes")
+		if !strings.Contains(r.stdout, "COMMITTED") {
+			t.Errorf("commit in the submodule failed in commit mode:\n%v", r)
+		}
+		if strings.Contains(r.stdout, "WROTE") {
+			t.Errorf("the submodule's metadata was writable:\n%s", r.stdout)
+		}
+		if d := digestDiff(guarded, guardedDigest(t, subGit)); len(d) > 0 {
+			t.Errorf("the submodule's config/hooks/info changed on the host: %v", d)
+		}
+		if b, _ := os.ReadFile(filepath.Join(s.ws, "sub/.git")); !strings.Contains(string(b), "modules/sub") {
+			t.Errorf("the submodule's .git file changed on the host: %q", b)
+		}
+	})
+}
+
+// A .git FILE planted in the workspace naming another repository on the host
+// (with no back-pointer) does not expose that repository, in either mode.
+func TestGitPlantedGitFile(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		other := filepath.Join(s.base, "other")
+		s.newRepo(other, "other-commit-"+s.id)
+		canary := filepath.Join(other, ".git/canary")
+		must(t, os.WriteFile(canary, []byte("canary-"+s.id), 0o644))
+		s.writeWS(".git", "gitdir: "+filepath.Join(other, ".git")+"\n", 0o644)
+		before := treeDigest(t, filepath.Join(other, ".git"))
+		for _, flags := range [][]string{nil, {"--policy", s.commitPolicy()}} {
+			r := s.sh(flags, `cat "$1/.git/HEAD" 2>/dev/null && echo READ-HEAD
+cat "$1/.git/canary" 2>/dev/null && echo READ-CANARY
+ls -A "$1" 2>/dev/null | sed 's/^/LS /'
+git status >/dev/null 2>&1 && echo STATUS-OK
+git log 2>/dev/null | grep -q other-commit && echo LOG-OK
+exit 0`, other)
+			mustSucceed(t, r, "planted .git file probes")
+			for _, bad := range []string{"READ-HEAD", "READ-CANARY", "canary-", "LS ", "STATUS-OK", "LOG-OK", "refs/heads"} {
+				if strings.Contains(r.stdout, bad) {
+					t.Errorf("%v: the repository named by a planted .git file is exposed (%s):\n%s", flags, bad, r.stdout)
+				}
+			}
+		}
+		if d := digestDiff(before, treeDigest(t, filepath.Join(other, ".git"))); len(d) > 0 {
+			t.Errorf("the other repository changed on the host: %v", d)
+		}
+	})
+}
+
+// A repository whose .git/hooks is a symlink to a shared hooks directory outside
+// the workspace: in either mode the command can neither write through it nor
+// replace it with a hooks directory of its own.
+func TestGitHooksSymlink(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, mode := range []string{"readonly", "commit"} {
+			s := newSandbox(t, c)
+			s.newRepo(s.ws, "host-commit")
+			shared := filepath.Join(s.base, "shared-hooks")
+			must(t, os.Mkdir(shared, 0o755))
+			s.chown(shared)
+			hooks := filepath.Join(s.ws, ".git/hooks")
+			must(t, os.RemoveAll(hooks))
+			must(t, os.Symlink(shared, hooks))
+			must(t, os.Lchown(hooks, c.uid, c.gid))
+			pol := s.writePolicy("git-"+mode+".yaml", "extends: agent\nfilesystem: {git: "+mode+"}\n")
+			r := s.sh([]string{"--policy", pol}, `(echo '#!/bin/sh' > .git/hooks/post-commit) 2>/dev/null && echo WROTE-through-link
+rm -f .git/hooks 2>/dev/null && mkdir .git/hooks 2>/dev/null && echo REPLACED-link
+(echo '#!/bin/sh' > .git/hooks/post-commit) 2>/dev/null && echo WROTE-hook
+exit 0`)
+			// A symlinked hooks dir cannot be pinned: commit mode refuses to start
+			// (125, nothing ran); readonly mode protects the whole git dir.
+			if mode == "commit" {
+				if r.code != 125 || !strings.Contains(r.stderr, "symlink") || r.stdout != "" {
+					t.Errorf("commit mode with a symlinked .git/hooks: want 125 naming the symlink and nothing run\n%v", r)
+				}
+			} else {
+				mustSucceed(t, r, mode+": hooks symlink probes")
+			}
+			if strings.Contains(r.stdout, "WROTE") || strings.Contains(r.stdout, "REPLACED") {
+				t.Errorf("%s mode: .git/hooks (a symlink to %s) could be written or replaced:\n%s", mode, shared, r.stdout)
+			}
+			if l, err := os.Readlink(hooks); err != nil || l != shared {
+				t.Errorf("%s mode: the host's .git/hooks is no longer the symlink to %s: %q %v", mode, shared, l, err)
+			}
+			if ents, _ := os.ReadDir(shared); len(ents) > 0 {
+				t.Errorf("%s mode: a file appeared in the shared hooks directory: %v", mode, ents)
+			}
+		}
+	})
+}
