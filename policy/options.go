@@ -22,16 +22,16 @@ const (
 
 // Options are the caller's choices, as `gosbx exec` flags give them, on top of a policy.
 type Options struct {
-	Policy    *Policy  // the boundary; nil means the built-in "agent" profile
-	Args      []string // the command and its arguments; Args[0] is looked up on PATH inside
-	Workspace string   // the read-write directory; "" means the current directory
-	Chdir     string   // working directory inside; relative to the workspace; "" = default
-	ReadOnly  []string // extra read-only binds, at the same path as on the host
-	ReadWrite []string // extra read-write binds, at the same path as on the host
-	Env       []string // KEY=VALUE set inside, on top of the allowlist
-	PassEnv   []string // names of caller variables passed through
-	Net       string   // NetNone (default) or NetHost
-	Hostname  string   // "" means "gosbx"
+	Policy    *Policy       // the boundary; nil means the built-in "agent" profile
+	Args      []string      // the command and its arguments; Args[0] is looked up on PATH inside
+	Workspace string        // the read-write directory; "" means the current directory
+	Chdir     string        // working directory inside; relative to the workspace; "" = default
+	ReadOnly  []string      // extra read-only binds, at the same path as on the host
+	ReadWrite []string      // extra read-write binds, at the same path as on the host
+	Env       []string      // KEY=VALUE set inside, on top of the allowlist
+	PassEnv   []string      // names of caller variables passed through
+	Net       string        // NetNone or NetHost; "" means the policy's (none by default)
+	Hostname  string        // "" means "gosbx"
 	Timeout   time.Duration // may only shorten the policy's
 }
 
