@@ -4,7 +4,7 @@ BIN     ?= bin/gosbx
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 export CGO_ENABLED = 0
 
-.PHONY: build demo test unit integration cases vet clean
+.PHONY: build demo test unit integration cases vet fuzz clean
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gosbx
@@ -16,6 +16,11 @@ demo: build
 # tests of the built binary, as root and as uid 65534.
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s -fuzzminimizetime=500x ./policy/
+
+# Longer fuzzing of the policy parser.
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=5m -fuzzminimizetime=500x ./policy/
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)

@@ -8,6 +8,7 @@ require (
 	github.com/pb33f/ordered-map/v2 v2.3.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.50.0
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -209,6 +209,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	var pins []string
 	for _, pp := range protected {
 		t := deepest(pp, trees)
+		if ro := deepest(pp, roDests); ro != "" && len(ro) > len(t) {
+			continue // inside a read-only bind: nothing there can be renamed
+		}
 		for d := filepath.Dir(pp); t != "" && d != t && underAny(d, []string{t}); d = filepath.Dir(d) {
 			if !dests[d] && !contains(protected, d) {
 				dests[d] = true

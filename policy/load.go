@@ -65,22 +65,44 @@ func Load(ref string) (*Policy, error) {
 // Parse reads a policy from YAML or JSON data (name is used in errors), checks every
 // field and value, and resolves `extends`. Errors are *FileError.
 func Parse(data []byte, name string) (*Policy, error) {
-	js, err := yaml.YAMLToJSONStrict(data)
+	raw, lines, err := decodeYAML(data)
 	if err != nil {
+		var le *lineError
+		if errors.As(err, &le) {
+			return nil, &FileError{File: name, Line: le.line, Reason: le.msg}
+		}
+		// yaml.v3 often puts a syntax error at the start of the enclosing block;
+		// sigs.k8s.io/yaml's parser (yaml.v2) names the line where it went wrong.
+		if _, err2 := yaml.YAMLToJSON(data); err2 != nil {
+			err = err2
+		}
 		return nil, &FileError{File: name, Line: yamlLine(err.Error()), Reason: cleanYAMLError(err.Error())}
 	}
-	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		js = []byte("{}")
-	}
-	var raw any
-	if err := json.Unmarshal(js, &raw); err != nil {
-		return nil, &FileError{File: name, Reason: err.Error()}
+	if raw == nil {
+		raw = map[string]any{}
 	}
 	if _, ok := raw.(map[string]any); !ok {
 		return nil, &FileError{File: name, Line: 1, Reason: "a policy is a mapping of sections (workspace, filesystem, environment, network, process)"}
 	}
+	lineOf := func(field string) int {
+		for f := field; f != ""; {
+			if l, ok := lines[f]; ok {
+				return l
+			}
+			i := strings.LastIndexAny(f, ".[")
+			if i < 0 {
+				break
+			}
+			f = f[:i]
+		}
+		return 0
+	}
 	if field, reason := checkFields(raw, reflect.TypeOf(Policy{}), ""); field != "" {
-		return nil, &FileError{File: name, Line: keyLine(data, field), Field: field, Reason: reason}
+		return nil, &FileError{File: name, Line: lineOf(field), Field: field, Reason: reason}
+	}
+	js, err := json.Marshal(raw)
+	if err != nil {
+		return nil, &FileError{File: name, Reason: err.Error()}
 	}
 	var p Policy
 	if err := strictUnmarshal(js, &p); err != nil {
@@ -90,18 +112,17 @@ func Parse(data []byte, name string) (*Policy, error) {
 		var fe *FileError
 		if errors.As(err, &fe) {
 			fe.File = name
-			fe.Line = keyLine(data, fe.Field)
+			fe.Line = lineOf(fe.Field)
 		}
 		return nil, err
 	}
 	if p.Extends != "" {
 		base, ok := Builtin(p.Extends)
 		if !ok {
-			return nil, &FileError{File: name, Line: keyLine(data, "extends"), Field: "extends",
+			return nil, &FileError{File: name, Line: lineOf("extends"), Field: "extends",
 				Reason: fmt.Sprintf("no built-in profile %q (have %s)", p.Extends, strings.Join(Profiles(), ", "))}
 		}
-		merged := merge(base, &p)
-		return merged, nil
+		return merge(base, &p), nil
 	}
 	return &p, nil
 }
@@ -235,26 +256,6 @@ func suggest(k string, names []string) string {
 		}
 	}
 	return ""
-}
-
-// keyLine finds the line of the last key of a dotted field path in the source, the
-// first line that names it as a key: good enough to point an editor at it.
-func keyLine(src []byte, field string) int {
-	if field == "" {
-		return 0
-	}
-	parts := strings.Split(field, ".")
-	key := parts[len(parts)-1]
-	if i := strings.IndexByte(key, '['); i >= 0 {
-		key = key[:i]
-	}
-	for n, line := range strings.Split(string(src), "\n") {
-		t := strings.TrimLeft(line, " \t-{,")
-		if strings.HasPrefix(t, key+":") || strings.HasPrefix(t, `"`+key+`":`) || strings.HasPrefix(t, `"`+key+`" :`) {
-			return n + 1
-		}
-	}
-	return 0
 }
 
 // yamlLine extracts "line N" from a YAML parser error.

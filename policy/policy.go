@@ -28,6 +28,7 @@ type Policy struct {
 
 	workspaceGiven string // the workspace as the caller named it (Effective)
 	home           string // what ${home} expanded to (Effective)
+	base           string // the profile it extended, once merged
 }
 
 // Workspace is the one read-write directory, bound at its own path.

@@ -117,9 +117,14 @@ func buildProfile() *Policy {
 }
 
 // merge lays child over base: lists appended, maps merged, scalars replaced when set.
+// The result no longer extends anything (it holds the base already: printed and read
+// back, it must not merge twice); Base names the profile it came from.
 func merge(base, child *Policy) *Policy {
 	p := *base
-	p.Extends = child.Extends
+	p.Extends = ""
+	if child.Extends != "" {
+		p.base = child.Extends
+	}
 	if child.Description != "" {
 		p.Description = child.Description
 	}
@@ -143,8 +148,8 @@ func merge(base, child *Policy) *Policy {
 		f.AllowExtraReadWrite = c.AllowExtraReadWrite
 	}
 	e, ce := &p.Environment, child.Environment
-	if len(ce.Set) > 0 {
-		set := map[string]string{}
+	if len(e.Set) > 0 || len(ce.Set) > 0 {
+		set := map[string]string{} // never shared with base: Effective adds to it
 		for k, v := range e.Set {
 			set[k] = v
 		}
@@ -154,6 +159,7 @@ func merge(base, child *Policy) *Policy {
 		e.Set = set
 	}
 	e.Pass = append(clone(e.Pass), ce.Pass...)
+	e.literal = nil
 	e.PathPrepend = append(clone(ce.PathPrepend), e.PathPrepend...)
 	if ce.Path != "" {
 		e.Path = ce.Path
@@ -184,3 +190,6 @@ func merge(base, child *Policy) *Policy {
 	}
 	return &p
 }
+
+// Base is the built-in profile this policy extends ("" if none).
+func (p *Policy) Base() string { return p.base }

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,9 @@ var variables = []string{"workspace", "home", "uid"}
 func (p *Policy) validate() error {
 	bad := func(field, format string, a ...any) error {
 		return &FileError{Field: field, Reason: fmt.Sprintf(format, a...)}
+	}
+	if field := controlChars(reflect.ValueOf(p).Elem(), ""); field != "" {
+		return bad(field, "control characters are not allowed")
 	}
 	switch p.Network.Mode {
 	case "", NetNone, NetHost:
@@ -125,6 +130,52 @@ func (p *Policy) validate() error {
 		}
 	}
 	return nil
+}
+
+// controlChars returns the dotted path of the first string in v holding a C0 or C1
+// control character other than tab and newline (a name, a path or a value has no use for
+// them, and they cannot be printed back as YAML).
+func controlChars(v reflect.Value, path string) string {
+	switch v.Kind() {
+	case reflect.String:
+		for _, r := range v.String() {
+			if (r < 0x20 && r != '\t' && r != '\n') || (r >= 0x7f && r <= 0x9f) || r == 0xfffd {
+				return path
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return controlChars(v.Elem(), path)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+			if tag == "" || tag == "-" || t.Field(i).Type == reflect.TypeOf(json.RawMessage{}) {
+				continue
+			}
+			if f := controlChars(v.Field(i), join(path, tag)); f != "" {
+				return f
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if f := controlChars(v.Index(i), path); f != "" {
+				return f
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if f := controlChars(iter.Key(), path); f != "" {
+				return f
+			}
+			if f := controlChars(iter.Value(), join(path, iter.Key().String())); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
 }
 
 func validEnvName(k string) bool {

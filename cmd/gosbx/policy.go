@@ -78,8 +78,8 @@ func newPolicyCheckCmd() *cobra.Command {
 					continue
 				}
 				ext := ""
-				if p.Extends != "" {
-					ext = " (extends " + p.Extends + ")"
+				if p.Base() != "" {
+					ext = " (extends " + p.Base() + ")"
 				}
 				fmt.Fprintf(c.OutOrStdout(), "%s: ok%s\n", f, ext)
 			}

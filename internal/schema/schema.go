@@ -22,9 +22,9 @@ const ID = "https://github.com/gosbx/gosbx/policy/schema.json"
 // Generate returns the schema, indented, with a final newline.
 func Generate() ([]byte, error) {
 	r := &jsonschema.Reflector{
-		DoNotReference:            true,
+		DoNotReference:             true,
 		RequiredFromJSONSchemaTags: true,
-		Mapper:                    mapper,
+		Mapper:                     mapper,
 	}
 	// The comments are keyed by the walked directory: walk "policy" from the module root.
 	_, self, _, _ := runtime.Caller(0)

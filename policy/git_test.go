@@ -1,0 +1,327 @@
+package policy
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// gitCmd runs git in dir with a private configuration.
+func gitCmd(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on this host")
+	}
+	home := t.TempDir()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com",
+		"-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %q in %s: %v\n%s", args, dir, err, out)
+	}
+}
+
+// newRepo makes a repository with one commit at dir.
+func newRepo(t *testing.T, dir string) {
+	t.Helper()
+	mkdirs(t, dir)
+	gitCmd(t, dir, "init", "-q")
+	touch(t, filepath.Join(dir, "README"))
+	gitCmd(t, dir, "add", "README")
+	gitCmd(t, dir, "commit", "-q", "-m", "init")
+}
+
+// fakeGitDir makes a minimal git dir (HEAD, objects, config, hooks) at d.
+func fakeGitDir(t *testing.T, d string) {
+	t.Helper()
+	mkdirs(t, filepath.Join(d, "objects"), filepath.Join(d, "refs"), filepath.Join(d, "hooks"))
+	touch(t, filepath.Join(d, "HEAD"), filepath.Join(d, "config"))
+}
+
+func gitPolicy(t *testing.T, mode string) *Policy {
+	t.Helper()
+	return mustParse(t, "extends: agent\nfilesystem:\n  git: "+mode+"\n")
+}
+
+func compileGit(t *testing.T, mode, ws string) *specs.Spec {
+	t.Helper()
+	return mustCompile(t, Options{Policy: gitPolicy(t, mode), Workspace: ws}, fakeHost(ws))
+}
+
+func checkPaths(t *testing.T, what string, got []string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s lack %s\n(have %q)", what, w, got)
+		}
+	}
+	for _, n := range notWant {
+		if slices.Contains(got, n) {
+			t.Errorf("%s list %s", what, n)
+		}
+	}
+}
+
+func TestGitReadOnly(t *testing.T) {
+	ws := canonTempDir(t)
+	newRepo(t, ws)
+	g := filepath.Join(ws, ".git")
+	for _, mode := range []string{"", GitReadOnly} {
+		s := mustCompile(t, Options{Policy: mustParse(t, "extends: agent\nfilesystem:\n  git: "+mode+"\n"), Workspace: ws}, fakeHost(ws))
+		checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{g}, []string{filepath.Join(g, "hooks"), filepath.Join(g, "objects")})
+	}
+}
+
+func TestGitCommit(t *testing.T) {
+	ws := canonTempDir(t)
+	newRepo(t, ws)
+	g := filepath.Join(ws, ".git")
+	s := compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths,
+		[]string{filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(g, "info"), filepath.Join(g, "objects", "info")},
+		[]string{g, filepath.Join(g, "objects"), filepath.Join(g, "refs"), filepath.Join(g, "index"), filepath.Join(g, "logs"), filepath.Join(g, "HEAD")})
+
+	// The guarded directories are created when missing, so the command cannot make them.
+	for _, d := range []string{"hooks", "info", filepath.Join("objects", "info")} {
+		if err := os.RemoveAll(filepath.Join(g, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = compileGit(t, GitCommit, ws)
+	for _, d := range []string{"hooks", "info", filepath.Join("objects", "info")} {
+		p := filepath.Join(g, d)
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			t.Errorf("%s not created: %v", p, err)
+		}
+		if !slices.Contains(s.Linux.ReadonlyPaths, p) {
+			t.Errorf("ReadonlyPaths lack the created %s", p)
+		}
+	}
+	// A missing commondir or alternates is not invented.
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, nil, []string{filepath.Join(g, "commondir")})
+}
+
+func TestGitCommitSubmodules(t *testing.T) {
+	base := canonTempDir(t)
+	ws := filepath.Join(base, "ws")
+	lib := filepath.Join(base, "lib")
+	newRepo(t, lib)
+	newRepo(t, ws)
+	gitCmd(t, ws, "submodule", "add", "-q", lib, "vendor/lib")
+	g := filepath.Join(ws, ".git")
+	mod := filepath.Join(g, "modules", "vendor", "lib") // a name with a slash
+	if !isGitDir(mod) {
+		t.Fatalf("git did not put the submodule's git dir at %s", mod)
+	}
+	// A second, hand-made module with a plain name.
+	plain := filepath.Join(g, "modules", "plain")
+	fakeGitDir(t, plain)
+
+	s := compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths,
+		[]string{
+			filepath.Join(g, "hooks"), filepath.Join(g, "config"),
+			filepath.Join(mod, "hooks"), filepath.Join(mod, "config"), filepath.Join(mod, "info"),
+			filepath.Join(plain, "hooks"), filepath.Join(plain, "config"),
+			filepath.Join(ws, "vendor", "lib", ".git"), // the submodule's .git file
+		},
+		[]string{g, mod, filepath.Join(mod, "objects"), filepath.Join(mod, "refs"), filepath.Join(plain, "objects")})
+	// Inside the workspace, the git dirs get no bind of their own: only the directories
+	// that hold a guarded path are pinned (bound onto themselves, read-write).
+	for _, m := range s.Mounts {
+		if !strings.HasPrefix(m.Destination, g) {
+			continue
+		}
+		holds := slices.ContainsFunc(s.Linux.ReadonlyPaths, func(p string) bool { return strings.HasPrefix(p, m.Destination+"/") })
+		if m.Source != m.Destination || slices.Contains(m.Options, "ro") || !holds {
+			t.Errorf("unexpected mount in the workspace's git dir: %+v", m)
+		}
+	}
+
+	s = compileGit(t, GitReadOnly, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{g, filepath.Join(ws, "vendor", "lib", ".git")}, nil)
+}
+
+func TestGitLinkedWorktree(t *testing.T) {
+	base := canonTempDir(t)
+	repo := filepath.Join(base, "repo")
+	wt := filepath.Join(base, "wt")
+	newRepo(t, repo)
+	gitCmd(t, repo, "worktree", "add", "-q", wt)
+	common := filepath.Join(repo, ".git")
+	gd := filepath.Join(common, "worktrees", "wt")
+	dotgit := filepath.Join(wt, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || st.IsDir() {
+		t.Fatalf("%s is not a .git file: %v", dotgit, err)
+	}
+
+	t.Run("readonly", func(t *testing.T) {
+		s := compileGit(t, GitReadOnly, wt)
+		checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{dotgit}, nil)
+		_, m := findMount(s, common)
+		if m == nil || m.Source != common || !slices.Contains(m.Options, "ro") {
+			t.Errorf("the common git dir %s is not bound read-only: %+v", common, m)
+		}
+		for _, m := range s.Mounts {
+			if strings.HasPrefix(m.Destination, common) && !slices.Contains(m.Options, "ro") {
+				t.Errorf("writable mount in the git dir: %+v", m)
+			}
+			if m.Destination == repo {
+				t.Errorf("the main worktree is bound: %+v", m)
+			}
+		}
+	})
+	t.Run("commit", func(t *testing.T) {
+		s := compileGit(t, GitCommit, wt)
+		_, m := findMount(s, common)
+		if m == nil || m.Source != common || slices.Contains(m.Options, "ro") {
+			t.Errorf("the common git dir %s is not bound read-write: %+v", common, m)
+		}
+		checkParentsFirst(t, s)
+		checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths,
+			[]string{
+				dotgit,
+				filepath.Join(common, "hooks"), filepath.Join(common, "config"), filepath.Join(common, "info"),
+				filepath.Join(common, "objects", "info"),
+				filepath.Join(gd, "commondir"), filepath.Join(gd, "gitdir"),
+			},
+			[]string{common, gd, filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(gd, "index"), filepath.Join(gd, "HEAD")})
+		if slices.Contains(s.Linux.ReadonlyPaths, filepath.Join(repo)) {
+			t.Error("the main worktree is listed")
+		}
+	})
+	t.Run("workspace through a symlink", func(t *testing.T) {
+		link := filepath.Join(base, "wtlink")
+		if err := os.Symlink(wt, link); err != nil {
+			t.Fatal(err)
+		}
+		s := mustCompile(t, Options{Policy: gitPolicy(t, GitReadOnly), Workspace: link}, fakeHost(base))
+		if _, m := findMount(s, common); m == nil {
+			t.Errorf("the common git dir is not bound when the worktree is named through a symlink")
+		}
+	})
+}
+
+// TestGitPlantedDotGitFile: a .git file the command (or anyone) planted, pointing at a
+// repository that does not point back, does not bring that repository in.
+func TestGitPlantedDotGitFile(t *testing.T) {
+	base := canonTempDir(t)
+	other := filepath.Join(base, "other")
+	newRepo(t, other)
+	repo := filepath.Join(base, "repo")
+	realWt := filepath.Join(base, "realwt")
+	newRepo(t, repo)
+	gitCmd(t, repo, "worktree", "add", "-q", realWt)
+
+	tests := []struct {
+		name, gitdir string
+		outside      string // must not be bound or listed
+	}{
+		{"another repository", filepath.Join(other, ".git"), other},
+		{"another repository, relative", "../other/.git", other},
+		{"another worktree's git dir", filepath.Join(repo, ".git", "worktrees", "realwt"), repo},
+		{"not a git dir", "/etc", "/etc/"},
+		{"missing", filepath.Join(base, "nope"), filepath.Join(base, "nope")},
+	}
+	for _, tt := range tests {
+		for _, mode := range []string{GitReadOnly, GitCommit} {
+			t.Run(tt.name+"/"+mode, func(t *testing.T) {
+				ws := filepath.Join(base, "ws-"+strings.ReplaceAll(tt.name, " ", "-")+"-"+mode)
+				touch(t, filepath.Join(ws, "f"))
+				if err := os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: "+tt.gitdir+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				s := compileGit(t, mode, ws)
+				if !slices.Contains(s.Linux.ReadonlyPaths, filepath.Join(ws, ".git")) {
+					t.Errorf("the planted .git file itself is not read-only")
+				}
+				for _, m := range s.Mounts {
+					if m.Source == tt.outside || strings.HasPrefix(m.Source, tt.outside+"/") || strings.HasPrefix(m.Source, tt.outside) && strings.HasSuffix(tt.outside, "/") {
+						t.Errorf("the planted .git brought in %+v", m)
+					}
+				}
+				for _, p := range s.Linux.ReadonlyPaths {
+					if strings.HasPrefix(p, strings.TrimSuffix(tt.outside, "/")+"/") {
+						t.Errorf("ReadonlyPaths list %s", p)
+					}
+				}
+			})
+		}
+	}
+	// No guarded directory was created in the other repositories.
+	for _, d := range []string{filepath.Join(other, ".git", "hooks"), filepath.Join(repo, ".git", "hooks")} {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := filepath.Join(base, "ws-last")
+	touch(t, filepath.Join(ws, "f"))
+	if err := os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: "+filepath.Join(other, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compileGit(t, GitCommit, ws)
+	if _, err := os.Stat(filepath.Join(other, ".git", "hooks")); err == nil {
+		t.Error("compiling created hooks/ in a repository outside the sandbox")
+	}
+}
+
+func TestGuardGitPlan(t *testing.T) {
+	base := canonTempDir(t)
+	gd := filepath.Join(base, ".git")
+	fakeGitDir(t, gd)
+	touch(t, filepath.Join(gd, "objects", "info", "alternates"))
+	inside := func(p string) bool { return strings.HasPrefix(p, base+"/") }
+
+	plan := guardGit(gd, GitCommit, inside)
+	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
+	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
+	if !slices.Equal(plan.mkdirDirs, []string{filepath.Join(gd, "info")}) {
+		t.Errorf("mkdirDirs = %q; want only info/", plan.mkdirDirs)
+	}
+	if len(plan.bindRO)+len(plan.bindRW) != 0 {
+		t.Errorf("binds for a git dir inside the tree: %+v", plan)
+	}
+	plan = guardGit(gd, GitReadOnly, inside)
+	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.mkdirDirs) != 0 {
+		t.Errorf("readonly plan = %+v", plan)
+	}
+	if plan := guardGit(filepath.Join(base, "missing"), GitCommit, inside); len(plan.readOnly) != 0 {
+		t.Errorf("plan for a missing entry: %+v", plan)
+	}
+	// A .git file with garbage: only the file itself.
+	f := filepath.Join(base, "w", ".git")
+	touch(t, f)
+	if err := os.WriteFile(f, []byte("not a gitdir line"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if plan := guardGit(f, GitCommit, inside); !slices.Equal(plan.readOnly, []string{f}) || len(plan.bindRW) != 0 {
+		t.Errorf("plan for a garbage .git file: %+v", plan)
+	}
+}
+
+func TestGitCommitAbsentAfter(t *testing.T) {
+	ws := canonTempDir(t)
+	newRepo(t, ws)
+	s := compileGit(t, GitCommit, ws)
+	raw, ok := s.Annotations[AbsentAfterAnnotation]
+	if !ok {
+		t.Fatalf("no %s annotation in commit mode", AbsentAfterAnnotation)
+	}
+	var paths []string
+	if err := json.Unmarshal([]byte(raw), &paths); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(paths, filepath.Join(ws, ".git", "commondir")) {
+		t.Errorf("%s = %q; want the git dir's commondir", AbsentAfterAnnotation, paths)
+	}
+	if s := compileGit(t, GitReadOnly, ws); s.Annotations[AbsentAfterAnnotation] != "" {
+		t.Errorf("readonly mode: %s = %q", AbsentAfterAnnotation, s.Annotations[AbsentAfterAnnotation])
+	}
+}
