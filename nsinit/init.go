@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // Init runs the init stage when the binary was re-executed as one (argv[0] == InitArg),
@@ -157,11 +158,22 @@ func setup() (string, int, error) {
 		return "", 0, err
 	}
 	claimTerminal()
+	var filter seccomp.Program
+	if spec.Linux != nil {
+		if filter, err = seccomp.Compile(spec.Linux.Seccomp); err != nil {
+			return "", 0, step("seccomp", err)
+		}
+	}
 	if err := step("drop capabilities", caps.DropAll()); err != nil {
 		return "", 0, err
 	}
 	path, err := lookPath(spec.Process.Args[0], spec.Process.Env)
 	if err != nil {
+		return "", 0, err
+	}
+	// Last, right before the command is forked and executed: the filter applies to the
+	// init's threads (a denied call there would hang the Go runtime) only from now on.
+	if err := step("seccomp", seccomp.Load(filter)); err != nil {
 		return "", 0, err
 	}
 	pid, err := syscall.ForkExec(path, spec.Process.Args, &syscall.ProcAttr{

@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // refusedWorkspaces cannot be the read-write workspace or a --rw bind: the root, and
@@ -273,6 +274,14 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.Network.Mode != NetHost {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
+	sc := p.Seccomp
+	if sc == nil {
+		sc = &seccomp.Config{}
+	}
+	filter, err := sc.Spec()
+	if err != nil {
+		return nil, errorf("seccomp", "", err, "bad filter")
+	}
 	empty := []string{}
 	return &specs.Spec{
 		Version: specs.Version,
@@ -296,6 +305,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			Namespaces:    ns,
 			ReadonlyPaths: append(protected, procReadOnly...),
 			MaskedPaths:   masked,
+			Seccomp:       filter,
 		},
 	}, nil
 }

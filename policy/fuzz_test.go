@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 		"process:\n  timeout: soon\n",
 		"network:\n  mode: none\n  mode: host\n",
 		"- a\n",
-		"{\"seccomp\": {\"x\": [1, 2.5, null]}, \"resources\": null}",
+		"{\"seccomp\": {\"rules\": [{\"syscalls\": [\"bpf\"], \"action\": \"allow\"}]}, \"resources\": null}",
 		"a: &a [*a]\n",
 		"environment:\n  set:\n    \"\\u00e9\": \"\\t\"\n",
 		"workspace: {path: \"${uid}\"}\n",

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // fileError asserts err is a *FileError for file name and returns it.
@@ -79,7 +81,10 @@ process:
   timeout: 10m
   hostname: box
   cwd: sub
-seccomp: {default: errno}
+seccomp:
+  profile: agent
+  rules:
+    - {syscalls: [ptrace], action: errno, errno: EACCES}
 resources: {memory: 1G}
 `
 	want := &Policy{
@@ -105,7 +110,7 @@ resources: {memory: 1G}
 		},
 		Network:   Network{Mode: NetHost, AllowHost: boolp(true)},
 		Process:   Process{Timeout: "10m", Hostname: "box", Cwd: "sub"},
-		Seccomp:   json.RawMessage(`{"default":"errno"}`),
+		Seccomp:   &seccomp.Config{Profile: "agent", Rules: []seccomp.Rule{{Syscalls: []string{"ptrace"}, Action: "errno", Errno: "EACCES"}}},
 		Resources: json.RawMessage(`{"memory":"1G"}`),
 	}
 	got := mustParse(t, yamlSrc)

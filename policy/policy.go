@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // Policy is the declarative boundary of a sandbox: what `gosbx exec` builds, before the
@@ -22,8 +24,10 @@ type Policy struct {
 	Network     Network     `json:"network,omitempty"`
 	Process     Process     `json:"process,omitempty"`
 
-	// Seccomp and Resources are filled by their own layers; a policy may carry them.
-	Seccomp   json.RawMessage `json:"seccomp,omitempty"`
+	// Seccomp is the system call filter: a base profile ("agent", the default, or
+	// "none") and rules that come before it.
+	Seccomp *seccomp.Config `json:"seccomp,omitempty"`
+	// Resources is filled by its own layer; a policy may carry it.
 	Resources json.RawMessage `json:"resources,omitempty"`
 
 	workspaceGiven string // the workspace as the caller named it (Effective)

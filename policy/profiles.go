@@ -1,6 +1,10 @@
 package policy
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/gosbx/gosbx/seccomp"
+)
 
 // DefaultProfile is the built-in profile used when none is named.
 const DefaultProfile = "agent"
@@ -182,8 +186,17 @@ func merge(base, child *Policy) *Policy {
 	if child.Process.Cwd != "" {
 		p.Process.Cwd = child.Process.Cwd
 	}
-	if len(child.Seccomp) > 0 {
-		p.Seccomp = child.Seccomp
+	if child.Seccomp != nil {
+		sc := seccomp.Config{}
+		if p.Seccomp != nil {
+			sc = *p.Seccomp
+		}
+		if child.Seccomp.Profile != "" {
+			sc.Profile = child.Seccomp.Profile
+		}
+		// the child's rules come first: the first rule that matches decides
+		sc.Rules = append(clone(child.Seccomp.Rules), sc.Rules...)
+		p.Seccomp = &sc
 	}
 	if len(child.Resources) > 0 {
 		p.Resources = child.Resources

@@ -36,6 +36,11 @@ func (p *Policy) validate() error {
 			return bad("process.timeout", "%v", err)
 		}
 	}
+	if p.Seccomp != nil {
+		if err := p.Seccomp.Validate(); err != nil {
+			return bad("seccomp", "%v", err)
+		}
+	}
 	if p.Process.Hostname != "" && !validHostname(p.Process.Hostname) {
 		return bad("process.hostname", "%q: letters, digits, '-' and '.', at most 64 bytes", p.Process.Hostname)
 	}

@@ -1,0 +1,174 @@
+// Package seccomp turns a policy's syscall rules into a seccomp filter (seccomp(2),
+// SECCOMP_SET_MODE_FILTER): a base profile ("agent" by default) plus the policy's own
+// rules, expressed in the runtime-spec (specs.LinuxSeccomp) and compiled to classic BPF
+// with github.com/elastic/go-seccomp-bpf behind a native-architecture check. The same
+// rules always give the same program, byte for byte.
+package seccomp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// Config is the seccomp section of a policy.
+type Config struct {
+	// Profile is the base rule set: "agent" (the default) or "none" (only Rules, on a
+	// default-allow filter that still kills foreign-ABI calls).
+	Profile string `json:"profile,omitempty"`
+	// Rules come before the profile's: the first rule that matches a call decides.
+	Rules []Rule `json:"rules,omitempty"`
+}
+
+// Rule is one decision for a set of system calls.
+type Rule struct {
+	// Syscalls are names as in the x86_64 table (unknown names are errors).
+	Syscalls []string `json:"syscalls"`
+	// Action is "errno" (fail with Errno), "kill_process", "log" (allow and log) or
+	// "allow".
+	Action string `json:"action"`
+	// Errno names the error of an "errno" rule ("EPERM", the default; "ENOSYS", …).
+	Errno string `json:"errno,omitempty"`
+	// Args must all hold for the rule to match.
+	Args []Arg `json:"args,omitempty"`
+	// Comment says why, for readers of the policy.
+	Comment string `json:"comment,omitempty"`
+}
+
+// Arg is a condition on a system call argument, compared as 64 bits unless Mask
+// narrows it: "eq", "ne", "lt", "le", "gt", "ge" compare Value; "masked_eq" holds when
+// (arg & Mask) == Value (use Mask 0xffffffff to compare an int argument, such as
+// ioctl's request, on its 32 bits only, as the kernel does).
+type Arg struct {
+	Index uint   `json:"index"`
+	Op    string `json:"op"`
+	Value uint64 `json:"value"`
+	Mask  uint64 `json:"mask,omitempty"`
+}
+
+// Profiles are the base rule sets by name.
+var Profiles = []string{"agent", "none"}
+
+var actions = map[string]specs.LinuxSeccompAction{
+	"errno": specs.ActErrno, "kill_process": specs.ActKillProcess, "log": specs.ActLog, "allow": specs.ActAllow,
+}
+
+var ops = map[string]specs.LinuxSeccompOperator{
+	"eq": specs.OpEqualTo, "ne": specs.OpNotEqual, "lt": specs.OpLessThan, "le": specs.OpLessEqual,
+	"gt": specs.OpGreaterThan, "ge": specs.OpGreaterEqual, "masked_eq": specs.OpMaskedEqual,
+}
+
+// native is the only architecture the filter lets through.
+var native = arch.X86_64
+
+// Validate checks names, actions, errnos and conditions; the error names the rule.
+func (c *Config) Validate() error {
+	switch c.Profile {
+	case "", "agent", "none":
+	default:
+		return fmt.Errorf("profile %q: want one of %s", c.Profile, strings.Join(Profiles, ", "))
+	}
+	for i, r := range c.Rules {
+		if _, err := r.spec(); err != nil {
+			return fmt.Errorf("rules[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Spec returns the runtime-spec form of the filter: the rules, then the profile's,
+// on a default-allow filter for the native architecture only. nil when the profile is
+// "none" and there are no rules.
+func (c *Config) Spec() (*specs.LinuxSeccomp, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	var rules []Rule
+	rules = append(rules, c.Rules...)
+	if c.Profile == "" || c.Profile == "agent" {
+		rules = append(rules, AgentRules()...)
+	}
+	s := &specs.LinuxSeccomp{
+		DefaultAction: specs.ActAllow,
+		Architectures: []specs.Arch{specs.ArchX86_64},
+	}
+	for _, r := range rules {
+		sc, err := r.spec()
+		if err != nil {
+			return nil, err
+		}
+		s.Syscalls = append(s.Syscalls, sc)
+	}
+	return s, nil
+}
+
+func (r Rule) spec() (specs.LinuxSyscall, error) {
+	var sc specs.LinuxSyscall
+	if len(r.Syscalls) == 0 {
+		return sc, fmt.Errorf("no syscalls")
+	}
+	for _, n := range r.Syscalls {
+		if _, ok := native.SyscallNames[n]; !ok {
+			return sc, fmt.Errorf("unknown system call %q (x86_64)", n)
+		}
+	}
+	act, ok := actions[r.Action]
+	if !ok {
+		return sc, fmt.Errorf("action %q: want errno, kill_process, log or allow", r.Action)
+	}
+	sc = specs.LinuxSyscall{Names: append([]string(nil), r.Syscalls...), Action: act}
+	if act == specs.ActErrno {
+		name := r.Errno
+		if name == "" {
+			name = "EPERM"
+		}
+		e, ok := errnoValue(name)
+		if !ok {
+			return sc, fmt.Errorf("errno %q is not an errno name (EPERM, ENOSYS, EACCES, …)", name)
+		}
+		v := uint(e)
+		sc.ErrnoRet = &v
+	} else if r.Errno != "" {
+		return sc, fmt.Errorf("errno %q given for action %q", r.Errno, r.Action)
+	}
+	for _, a := range r.Args {
+		op, ok := ops[a.Op]
+		if !ok {
+			return sc, fmt.Errorf("op %q: want eq, ne, lt, le, gt, ge or masked_eq", a.Op)
+		}
+		if a.Index > 5 {
+			return sc, fmt.Errorf("argument index %d: want 0 to 5", a.Index)
+		}
+		arg := specs.LinuxSeccompArg{Index: a.Index, Value: a.Value, Op: op}
+		if op == specs.OpMaskedEqual {
+			if a.Mask == 0 {
+				return sc, fmt.Errorf("masked_eq needs a mask")
+			}
+			// runtime-spec: (arg & Value) == ValueTwo
+			arg.Value, arg.ValueTwo = a.Mask, a.Value
+		} else if a.Mask != 0 {
+			return sc, fmt.Errorf("mask given for op %q", a.Op)
+		}
+		sc.Args = append(sc.Args, arg)
+	}
+	return sc, nil
+}
+
+var errnos map[string]unix.Errno
+
+// errnoValue maps an errno name to its number.
+func errnoValue(name string) (unix.Errno, bool) {
+	if errnos == nil {
+		errnos = map[string]unix.Errno{}
+		for e := unix.Errno(1); e < 4096; e++ {
+			if n := unix.ErrnoName(e); n != "" {
+				errnos[n] = e
+			}
+		}
+	}
+	e, ok := errnos[name]
+	return e, ok
+}
