@@ -3,12 +3,10 @@ package seccomp
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"runtime"
 	"strings"
 	"unsafe"
 
-	libseccomp "github.com/elastic/go-seccomp-bpf"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -20,63 +18,129 @@ type Program []unix.SockFilter
 // x32SyscallBit marks x32 ABI system call numbers on x86_64.
 const x32SyscallBit = 0x40000000
 
-// archCheck comes first: a call through any other ABI (i386 int 0x80, x32) is killed.
-// go-seccomp-bpf's own check sends a foreign-ABI call to the default action, which for a
-// default-allow filter would skip every rule.
-var archCheck = []bpf.Instruction{
-	bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-	bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AUDIT_ARCH_X86_64, SkipTrue: 1},
-	bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
-	bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
-	bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1},
-	bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+// Offsets in struct seccomp_data (linux/seccomp.h): nr, arch, instruction_pointer, args[6].
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// The program is generated here rather than by go-seccomp-bpf: its assembler leaves an
+// argument in the accumulator when a condition fails, so every later rule compared that
+// argument against system call numbers and fell through to the default action (a
+// namespace-creating clone was allowed). This generator is a straight chain, one block a
+// rule, each starting by loading the system call number again:
+//
+//	ld  [nr]
+//	jeq #n1, match ; … one per name
+//	ja  next
+//	match: for each condition, load the argument's words and jump to next when it fails
+//	ret ACTION
+//	next: …
+//
+// Every conditional jump stays within its block (BPF jumps are forward and at most 255
+// apart); the only long jump is the ja.
+
+// asm is a tiny assembler with forward labels.
+type asm struct {
+	ins    []bpf.Instruction
+	fix    []fixup
+	labels map[int]int
+	next   int
 }
 
-// Compile turns the runtime-spec filter into a program: the architecture check, then one
-// go-seccomp-bpf group per entry of s.Syscalls in order (the first match decides), then
-// s.DefaultAction. The output depends on s alone, byte for byte.
+type fixup struct {
+	at     int
+	tl, fl int // labels for jt and jf; -1: fall through
+	ja     bool
+}
+
+const fall = -1
+
+func (a *asm) label() int             { a.next++; return a.next }
+func (a *asm) mark(l int)             { a.labels[l] = len(a.ins) }
+func (a *asm) emit(i bpf.Instruction) { a.ins = append(a.ins, i) }
+func (a *asm) jump(cond bpf.JumpTest, val uint32, tl, fl int) {
+	a.fix = append(a.fix, fixup{at: len(a.ins), tl: tl, fl: fl})
+	a.ins = append(a.ins, bpf.JumpIf{Cond: cond, Val: val})
+}
+func (a *asm) ja(l int) {
+	a.fix = append(a.fix, fixup{at: len(a.ins), tl: l, ja: true})
+	a.ins = append(a.ins, bpf.Jump{})
+}
+
+func (a *asm) resolve() error {
+	for _, f := range a.fix {
+		skip := func(l int) (uint32, error) {
+			if l == fall {
+				return 0, nil
+			}
+			pos, ok := a.labels[l]
+			if !ok || pos <= f.at {
+				return 0, fmt.Errorf("internal: bad label")
+			}
+			return uint32(pos - f.at - 1), nil
+		}
+		if f.ja {
+			s, err := skip(f.tl)
+			if err != nil {
+				return err
+			}
+			a.ins[f.at] = bpf.Jump{Skip: s}
+			continue
+		}
+		t, err := skip(f.tl)
+		if err != nil {
+			return err
+		}
+		e, err := skip(f.fl)
+		if err != nil {
+			return err
+		}
+		if t > 255 || e > 255 {
+			return fmt.Errorf("a rule is too long for a BPF jump (more than 255 instructions)")
+		}
+		j := a.ins[f.at].(bpf.JumpIf)
+		j.SkipTrue, j.SkipFalse = uint8(t), uint8(e)
+		a.ins[f.at] = j
+	}
+	return nil
+}
+
+// Compile turns the runtime-spec filter into a program: a check that kills any call
+// through another ABI than x86_64 (i386 int 0x80, x32), then one block per entry of
+// s.Syscalls in order (the first match decides), then s.DefaultAction. The output
+// depends on s alone, byte for byte.
 func Compile(s *specs.LinuxSeccomp) (Program, error) {
 	if s == nil {
 		return nil, nil
 	}
-	for _, a := range s.Architectures {
-		if a != specs.ArchX86_64 {
-			return nil, fmt.Errorf("architecture %s: only the native SCMP_ARCH_X86_64 is allowed", a)
+	for _, ar := range s.Architectures {
+		if ar != specs.ArchX86_64 {
+			return nil, fmt.Errorf("architecture %s: only the native SCMP_ARCH_X86_64 is allowed", ar)
 		}
 	}
 	def, err := action(s.DefaultAction, s.DefaultErrnoRet)
 	if err != nil {
 		return nil, fmt.Errorf("default action: %w", err)
 	}
-	p := libseccomp.Policy{DefaultAction: def}
+	a := &asm{labels: map[int]int{}}
+	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
+	a.emit(bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AUDIT_ARCH_X86_64, SkipTrue: 1})
+	a.emit(bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS})
+	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+	a.emit(bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1})
+	a.emit(bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS})
 	for i, sc := range s.Syscalls {
-		act, err := action(sc.Action, sc.ErrnoRet)
-		if err != nil {
+		if err := rule(a, sc); err != nil {
 			return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
 		}
-		g := libseccomp.SyscallGroup{Action: act}
-		if len(sc.Args) == 0 {
-			g.Names = sc.Names
-		} else {
-			conds, err := conditions(sc.Args)
-			if err != nil {
-				return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
-			}
-			for _, n := range sc.Names {
-				g.NamesWithCondtions = append(g.NamesWithCondtions, libseccomp.NameWithConditions{Name: n, Conditions: conds})
-			}
-		}
-		p.Syscalls = append(p.Syscalls, g)
 	}
-	if len(p.Syscalls) == 0 {
-		// go-seccomp-bpf wants a group; an empty one matches nothing.
-		p.Syscalls = []libseccomp.SyscallGroup{{Action: libseccomp.ActionAllow}}
-	}
-	body, err := p.Assemble()
-	if err != nil {
+	a.emit(bpf.RetConstant{Val: def})
+	if err := a.resolve(); err != nil {
 		return nil, err
 	}
-	raw, err := bpf.Assemble(append(append([]bpf.Instruction{}, archCheck...), body...))
+	raw, err := bpf.Assemble(a.ins)
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +154,104 @@ func Compile(s *specs.LinuxSeccomp) (Program, error) {
 	return prog, nil
 }
 
-func action(a specs.LinuxSeccompAction, errno *uint) (libseccomp.Action, error) {
+// rule emits one block.
+func rule(a *asm, sc specs.LinuxSyscall) error {
+	act, err := action(sc.Action, sc.ErrnoRet)
+	if err != nil {
+		return err
+	}
+	if len(sc.Names) == 0 {
+		return fmt.Errorf("no names")
+	}
+	next, match := a.label(), a.label()
+	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+	for _, n := range sc.Names {
+		nr, ok := native.SyscallNames[n]
+		if !ok {
+			return fmt.Errorf("unknown system call %q (x86_64)", n)
+		}
+		a.jump(bpf.JumpEqual, uint32(nr), match, fall)
+	}
+	a.ja(next)
+	a.mark(match)
+	for _, c := range sc.Args {
+		if err := condition(a, c, next); err != nil {
+			return err
+		}
+	}
+	a.emit(bpf.RetConstant{Val: act})
+	a.mark(next)
+	return nil
+}
+
+// condition emits the test of one argument comparison (64 bits, as two 32-bit words;
+// masked equality masks both), jumping to fail when it does not hold.
+func condition(a *asm, c specs.LinuxSeccompArg, fail int) error {
+	if c.Index > 5 {
+		return fmt.Errorf("argument index %d: want 0 to 5", c.Index)
+	}
+	lo := uint32(offArgs + 8*c.Index) // little endian: the low word first
+	hi := lo + 4
+	vh, vl := uint32(c.Value>>32), uint32(c.Value)
+	pass := a.label()
+	switch c.Op {
+	case specs.OpEqualTo:
+		a.emit(bpf.LoadAbsolute{Off: hi, Size: 4})
+		a.jump(bpf.JumpEqual, vh, fall, fail)
+		a.emit(bpf.LoadAbsolute{Off: lo, Size: 4})
+		a.jump(bpf.JumpEqual, vl, fall, fail)
+	case specs.OpNotEqual:
+		a.emit(bpf.LoadAbsolute{Off: hi, Size: 4})
+		a.jump(bpf.JumpEqual, vh, fall, pass)
+		a.emit(bpf.LoadAbsolute{Off: lo, Size: 4})
+		a.jump(bpf.JumpEqual, vl, fail, fall)
+	case specs.OpGreaterThan, specs.OpGreaterEqual:
+		a.emit(bpf.LoadAbsolute{Off: hi, Size: 4})
+		a.jump(bpf.JumpGreaterThan, vh, pass, fall)
+		a.jump(bpf.JumpEqual, vh, fall, fail)
+		a.emit(bpf.LoadAbsolute{Off: lo, Size: 4})
+		if c.Op == specs.OpGreaterThan {
+			a.jump(bpf.JumpGreaterThan, vl, fall, fail)
+		} else {
+			a.jump(bpf.JumpGreaterOrEqual, vl, fall, fail)
+		}
+	case specs.OpLessThan, specs.OpLessEqual:
+		a.emit(bpf.LoadAbsolute{Off: hi, Size: 4})
+		a.jump(bpf.JumpGreaterOrEqual, vh, fall, pass)
+		a.jump(bpf.JumpEqual, vh, fall, fail)
+		a.emit(bpf.LoadAbsolute{Off: lo, Size: 4})
+		if c.Op == specs.OpLessThan {
+			a.jump(bpf.JumpGreaterOrEqual, vl, fail, fall)
+		} else {
+			a.jump(bpf.JumpGreaterThan, vl, fail, fall)
+		}
+	case specs.OpMaskedEqual:
+		// runtime-spec: (arg & Value) == ValueTwo
+		mask, want := c.Value, c.ValueTwo
+		if want&^mask != 0 {
+			return fmt.Errorf("masked equality %#x & %#x == %#x can never hold", mask, mask, want)
+		}
+		a.emit(bpf.LoadAbsolute{Off: hi, Size: 4})
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: uint32(mask >> 32)})
+		a.jump(bpf.JumpEqual, uint32(want>>32), fall, fail)
+		a.emit(bpf.LoadAbsolute{Off: lo, Size: 4})
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: uint32(mask)})
+		a.jump(bpf.JumpEqual, uint32(want), fall, fail)
+	default:
+		return fmt.Errorf("operator %s is not supported", c.Op)
+	}
+	a.mark(pass)
+	return nil
+}
+
+func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
 	switch a {
 	case specs.ActAllow:
-		return libseccomp.ActionAllow, nil
+		return unix.SECCOMP_RET_ALLOW, nil
 	case specs.ActKillProcess:
-		return libseccomp.ActionKillProcess, nil
+		return unix.SECCOMP_RET_KILL_PROCESS, nil
 	case specs.ActLog:
-		return libseccomp.ActionLog, nil
+		return unix.SECCOMP_RET_LOG, nil
 	case specs.ActErrno:
 		e := uint(unix.EPERM)
 		if errno != nil {
@@ -106,49 +260,9 @@ func action(a specs.LinuxSeccompAction, errno *uint) (libseccomp.Action, error) 
 		if e == 0 || e > 4095 {
 			return 0, fmt.Errorf("errno %d out of range", e)
 		}
-		return libseccomp.Action(unix.SECCOMP_RET_ERRNO | uint32(e)), nil
+		return unix.SECCOMP_RET_ERRNO | uint32(e), nil
 	}
 	return 0, fmt.Errorf("action %s is not supported (SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL_PROCESS, SCMP_ACT_LOG)", a)
-}
-
-// conditions converts runtime-spec argument comparisons, all of which must hold. A
-// masked equality (arg & mask == v) becomes "no bit of mask outside v set" plus "this
-// bit set" for each bit of v, go-seccomp-bpf's BitsNotSet and BitsSet.
-func conditions(args []specs.LinuxSeccompArg) ([]libseccomp.Condition, error) {
-	var out []libseccomp.Condition
-	for _, a := range args {
-		c := libseccomp.Condition{Argument: uint32(a.Index), Value: a.Value}
-		switch a.Op {
-		case specs.OpEqualTo:
-			c.Operation = libseccomp.Equal
-		case specs.OpNotEqual:
-			c.Operation = libseccomp.NotEqual
-		case specs.OpLessThan:
-			c.Operation = libseccomp.LessThan
-		case specs.OpLessEqual:
-			c.Operation = libseccomp.LessOrEqual
-		case specs.OpGreaterThan:
-			c.Operation = libseccomp.GreaterThan
-		case specs.OpGreaterEqual:
-			c.Operation = libseccomp.GreaterOrEqual
-		case specs.OpMaskedEqual:
-			mask, want := a.Value, a.ValueTwo
-			if want&^mask != 0 {
-				return nil, fmt.Errorf("masked equality %#x & %#x == %#x can never hold", mask, mask, want)
-			}
-			if clear := mask &^ want; clear != 0 {
-				out = append(out, libseccomp.Condition{Argument: uint32(a.Index), Operation: libseccomp.BitsNotSet, Value: clear})
-			}
-			for w := want; w != 0; w &= w - 1 {
-				out = append(out, libseccomp.Condition{Argument: uint32(a.Index), Operation: libseccomp.BitsSet, Value: 1 << bits.TrailingZeros64(w)})
-			}
-			continue
-		default:
-			return nil, fmt.Errorf("operator %s is not supported", a.Op)
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }
 
 // Bytes is the program as the kernel's struct sock_filter array, native endian: what

@@ -8,6 +8,7 @@ package seccomp
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -80,8 +81,8 @@ func (c *Config) Validate() error {
 }
 
 // Spec returns the runtime-spec form of the filter: the rules, then the profile's,
-// on a default-allow filter for the native architecture only. nil when the profile is
-// "none" and there are no rules.
+// on a default-allow filter for the native architecture only (with profile "none" and
+// no rules, a filter that only kills calls through a foreign ABI).
 func (c *Config) Spec() (*specs.LinuxSeccomp, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -157,18 +158,19 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 	return sc, nil
 }
 
-var errnos map[string]unix.Errno
+// errnos maps errno names to numbers, built once, on first use (not on the start path).
+var errnos = sync.OnceValue(func() map[string]unix.Errno {
+	m := map[string]unix.Errno{}
+	for e := unix.Errno(1); e < 4096; e++ {
+		if n := unix.ErrnoName(e); n != "" {
+			m[n] = e
+		}
+	}
+	return m
+})
 
 // errnoValue maps an errno name to its number.
 func errnoValue(name string) (unix.Errno, bool) {
-	if errnos == nil {
-		errnos = map[string]unix.Errno{}
-		for e := unix.Errno(1); e < 4096; e++ {
-			if n := unix.ErrnoName(e); n != "" {
-				errnos[n] = e
-			}
-		}
-	}
-	e, ok := errnos[name]
+	e, ok := errnos()[name]
 	return e, ok
 }
