@@ -158,13 +158,21 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		}
 	}
 	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
+	// A policy file the command could rewrite would decide the next sandbox.
+	if p.source != "" && inWritable(p.source) {
+		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
+	}
 	var protected, absentAfter []string
 	for _, t := range trees {
 		c := ""
 		if t == ws {
 			c = cwd
 		}
-		for _, m := range protectedIn(t, c, f.Protected) {
+		found, err := protectedIn(t, c, f.Protected, f.ScanLimit)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range found {
 			if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
 				return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
 			}
@@ -172,7 +180,10 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 				protected = append(protected, m)
 				continue
 			}
-			plan := guardGit(m, f.Git, inWritable)
+			plan, err := guardGit(m, f.Git, inWritable)
+			if err != nil {
+				return nil, err
+			}
 			for _, d := range plan.mkdirDirs {
 				if err := mkdirLike(d); err != nil {
 					return nil, errorf("protected", d, err, "cannot create the guarded directory")
@@ -186,12 +197,18 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			protected = append(protected, plan.readOnly...)
 			absentAfter = append(absentAfter, plan.absentAfter...)
 			for _, d := range plan.bindRO {
+				if err := hostGitDir(d, h, creds); err != nil {
+					return nil, err
+				}
 				if !inWritable(d) && !underAny(d, roDests) {
 					b.origin = "the git dir of a linked worktree"
 					b.bind(d, d, true)
 				}
 			}
 			for _, d := range plan.bindRW {
+				if err := hostGitDir(d, h, creds); err != nil {
+					return nil, err
+				}
 				b.origin = "the git dir of a linked worktree"
 				b.bind(d, d, false)
 				trees = append(trees, d)
@@ -316,6 +333,28 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 // cannot be prevented by a mount; a "commondir" there would send the user's next git
 // command to config and hooks of the command's making.
 const AbsentAfterAnnotation = "org.gosbx.absent-after"
+
+// hostGitDir checks a linked worktree's git dir that is bound from outside the writable
+// trees, as a read-write bind would be: not in a system tree, not a home or its
+// parent, not in a credential path.
+func hostGitDir(d string, h Host, creds []string) error {
+	for _, t := range systemTrees {
+		if under(d, t) {
+			return errorf("protected", d, nil, "refusing to bind the git dir %s of a linked worktree: it lies in the system directory %s", d, t)
+		}
+	}
+	for _, c := range creds {
+		if under(d, c) || under(c, d) {
+			return errorf("protected", d, nil, "refusing to bind the git dir %s of a linked worktree: it is, holds or lies in the credential path %s", d, c)
+		}
+	}
+	for _, home := range h.Homes {
+		if under(home, d) {
+			return errorf("protected", d, nil, "refusing to bind the git dir %s of a linked worktree: it is or holds the home directory %s", d, home)
+		}
+	}
+	return nil
+}
 
 // deepest returns the deepest of trees that holds p, or "".
 func deepest(p string, trees []string) string {

@@ -27,48 +27,55 @@ type gitPlan struct {
 }
 
 // guardGit plans the protection of the repository metadata entry (a .git directory or
-// a .git file that points at a git dir) found in a writable tree, in mode.
-func guardGit(entry, mode string, inWritable func(string) bool) gitPlan {
+// a .git file that points at a git dir) found in a writable tree, in mode. It refuses a
+// repository whose own git dir holds a commondir (git would read config and hooks from
+// where it points: only a linked worktree's git dir, <repo>/worktrees/<name>, has one).
+func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error) {
 	var plan gitPlan
 	st, err := os.Lstat(entry)
 	if err != nil {
-		return plan
+		return plan, nil
 	}
 	if st.IsDir() {
+		if err := noCommondir(entry); err != nil {
+			return plan, err
+		}
 		if mode != GitCommit {
 			plan.readOnly = append(plan.readOnly, entry)
-			return plan
+			return plan, nil
 		}
-		plan.guard(entry)
-		return plan
+		return plan, plan.guard(entry, "")
 	}
 	// A .git file: a linked worktree or a submodule. The file itself is always
 	// read-only (rewritten, it would send the user's git to a git dir of the command's
-	// making). Its git dir is followed only when it is a git dir inside a writable tree
-	// (a submodule), or a linked worktree whose own gitdir file points back at entry
-	// (as git writes it), so a planted .git file cannot bring another repository in.
+	// making). Its git dir is followed only as git itself lays it out, so that a planted
+	// .git file (and a planted git dir with a commondir and a gitdir back-pointer) cannot
+	// bring another repository in: a submodule's git dir inside a writable tree, without
+	// a commondir; or a linked worktree's git dir <common>/worktrees/<name> whose commondir
+	// names <common> and whose gitdir file points back at entry.
 	plan.readOnly = append(plan.readOnly, entry)
 	gd := gitdirOf(entry)
 	if gd == "" || !isGitDir(gd) {
-		return plan
+		return plan, nil
 	}
-	common := gd
-	if b, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
-		c := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(gd, c)
+	dirs := []string{gd}
+	if c := commondirOf(gd); c == "" {
+		if !inWritable(gd) {
+			return plan, nil
 		}
-		if r, err := filepath.EvalSymlinks(c); err == nil && isGitDir(r) {
-			common = r
+		if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
+			return plan, nil // a commondir that does not resolve to a git dir
 		}
+	} else {
+		if filepath.Dir(gd) != filepath.Join(c, "worktrees") || backPointer(gd) != entry || !hasObjects(c) {
+			return plan, nil
+		}
+		if err := noCommondir(c); err != nil {
+			return plan, err
+		}
+		dirs = []string{c} // the worktree's git dir lies inside it
 	}
-	switch {
-	case inWritable(gd) && inWritable(common):
-	case backPointer(gd) == entry:
-	default:
-		return plan
-	}
-	for _, d := range uniq(gd, common) {
+	for _, d := range dirs {
 		if mode != GitCommit {
 			if inWritable(d) {
 				plan.readOnly = append(plan.readOnly, d)
@@ -80,23 +87,30 @@ func guardGit(entry, mode string, inWritable func(string) bool) gitPlan {
 		if !inWritable(d) {
 			plan.bindRW = append(plan.bindRW, d)
 		}
-		plan.guard(d)
+		own := ""
+		if d != gd {
+			own = gd
+		}
+		if err := plan.guard(d, own); err != nil {
+			return plan, err
+		}
 	}
-	return plan
+	return plan, nil
 }
 
-// guard adds the guarded parts of the git dir gd, and of its submodules' git dirs
-// (gd/modules/…), to the plan. A linked worktree's own git dir (it has a commondir)
-// holds only its HEAD, index and logs, and the files that tie it to the repository.
-func (plan *gitPlan) guard(gd string) {
+// noCommondir refuses a repository's own git dir that holds a commondir.
+func noCommondir(gd string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
-		for _, f := range []string{"commondir", "gitdir", "config.worktree"} {
-			if _, err := os.Lstat(filepath.Join(gd, f)); err == nil {
-				plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
-			}
-		}
-		return
+		return errorf("protected", filepath.Join(gd, "commondir"), nil,
+			"a repository's own git dir holds a commondir, which sends git to another git dir for its config and hooks (only <repo>/.git/worktrees/<name> has one); remove it if you did not put it there")
 	}
+	return nil
+}
+
+// guard adds the guarded parts of the git dir gd, of its linked worktrees' git dirs
+// (all read-only but own, the one this sandbox's workspace checks out) and of its
+// submodules' git dirs (gd/modules/…), to the plan.
+func (plan *gitPlan) guard(gd, own string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "commondir")); os.IsNotExist(err) {
 		plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, "commondir"))
 	}
@@ -111,35 +125,89 @@ func (plan *gitPlan) guard(gd string) {
 			plan.readOnly = append(plan.readOnly, p)
 		}
 	}
+	wts, _ := os.ReadDir(filepath.Join(gd, "worktrees"))
+	for _, w := range wts {
+		p := filepath.Join(gd, "worktrees", w.Name())
+		if p != own {
+			plan.readOnly = append(plan.readOnly, p) // another checkout's HEAD, commondir, gitdir
+			continue
+		}
+		for _, f := range []string{"commondir", "gitdir", "config.worktree"} {
+			if _, err := os.Lstat(filepath.Join(p, f)); err == nil {
+				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
+			}
+		}
+	}
 	mods, _ := os.ReadDir(filepath.Join(gd, "modules"))
 	for _, m := range mods {
 		sub := filepath.Join(gd, "modules", m.Name())
 		if m.IsDir() && m.Type()&os.ModeSymlink == 0 {
 			if isGitDir(sub) {
-				plan.guard(sub)
-			} else {
-				plan.guardNested(sub, 3)
+				if err := noCommondir(sub); err != nil {
+					return err
+				}
+				if err := plan.guard(sub, ""); err != nil {
+					return err
+				}
+			} else if err := plan.guardNested(sub, 3); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
 }
 
 // guardNested looks for submodule git dirs under modules/ with slashes in their names.
-func (plan *gitPlan) guardNested(dir string, depth int) {
+func (plan *gitPlan) guardNested(dir string, depth int) error {
 	if depth == 0 {
-		return
+		return nil
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+			var err error
 			if isGitDir(p) {
-				plan.guard(p)
+				if err = noCommondir(p); err == nil {
+					err = plan.guard(p, "")
+				}
 			} else {
-				plan.guardNested(p, depth-1)
+				err = plan.guardNested(p, depth-1)
+			}
+			if err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// commondirOf returns the canonical git dir a worktree's git dir names in its
+// commondir file, when that is a git dir with objects; "" otherwise.
+func commondirOf(gd string) string {
+	b, err := os.ReadFile(filepath.Join(gd, "commondir"))
+	if err != nil || len(b) > 4096 {
+		return ""
+	}
+	c := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gd, c)
+	}
+	r, err := filepath.EvalSymlinks(c)
+	if err != nil || !hasObjects(r) {
+		return ""
+	}
+	return r
+}
+
+// hasObjects reports whether d is a repository's own git dir: HEAD and objects/.
+func hasObjects(d string) bool {
+	for _, f := range []string{"HEAD", "objects"} {
+		if _, err := os.Stat(filepath.Join(d, f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // gitdirOf reads "gitdir: PATH" from a .git file and returns PATH, canonical.
@@ -193,11 +261,4 @@ func isGitDir(d string) bool {
 		}
 	}
 	return false
-}
-
-func uniq(a, b string) []string {
-	if a == b {
-		return []string{a}
-	}
-	return []string{a, b}
 }

@@ -279,7 +279,7 @@ func TestGuardGitPlan(t *testing.T) {
 	touch(t, filepath.Join(gd, "objects", "info", "alternates"))
 	inside := func(p string) bool { return strings.HasPrefix(p, base+"/") }
 
-	plan := guardGit(gd, GitCommit, inside)
+	plan, _ := guardGit(gd, GitCommit, inside)
 	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
 	if !slices.Equal(plan.mkdirDirs, []string{filepath.Join(gd, "info")}) {
@@ -288,11 +288,11 @@ func TestGuardGitPlan(t *testing.T) {
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)
 	}
-	plan = guardGit(gd, GitReadOnly, inside)
+	plan, _ = guardGit(gd, GitReadOnly, inside)
 	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.mkdirDirs) != 0 {
 		t.Errorf("readonly plan = %+v", plan)
 	}
-	if plan := guardGit(filepath.Join(base, "missing"), GitCommit, inside); len(plan.readOnly) != 0 {
+	if plan, _ := guardGit(filepath.Join(base, "missing"), GitCommit, inside); len(plan.readOnly) != 0 {
 		t.Errorf("plan for a missing entry: %+v", plan)
 	}
 	// A .git file with garbage: only the file itself.
@@ -301,7 +301,7 @@ func TestGuardGitPlan(t *testing.T) {
 	if err := os.WriteFile(f, []byte("not a gitdir line"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if plan := guardGit(f, GitCommit, inside); !slices.Equal(plan.readOnly, []string{f}) || len(plan.bindRW) != 0 {
+	if plan, _ := guardGit(f, GitCommit, inside); !slices.Equal(plan.readOnly, []string{f}) || len(plan.bindRW) != 0 {
 		t.Errorf("plan for a garbage .git file: %+v", plan)
 	}
 }

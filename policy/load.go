@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -44,7 +45,16 @@ func LoadFile(path string) (*Policy, error) {
 	if err != nil {
 		return nil, &FileError{File: path, Reason: err.Error()}
 	}
-	return Parse(data, path)
+	p, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if c, err := filepath.EvalSymlinks(path); err == nil {
+		if abs, err := filepath.Abs(c); err == nil {
+			p.source = abs
+		}
+	}
+	return p, nil
 }
 
 // Load returns the policy named by ref: a built-in profile name, else a file path.

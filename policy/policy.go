@@ -33,6 +33,7 @@ type Policy struct {
 	workspaceGiven string // the workspace as the caller named it (Effective)
 	home           string // what ${home} expanded to (Effective)
 	base           string // the profile it extended, once merged
+	source         string // the canonical path of the file it was read from
 }
 
 // Workspace is the one read-write directory, bound at its own path.
@@ -67,6 +68,9 @@ type Filesystem struct {
 	// Credentials are directories and files that hold secrets (~/.ssh, ~/.aws): a
 	// workspace or read-write bind that is, holds or lies inside one is refused.
 	Credentials []string `json:"credentials,omitempty"`
+	// ScanLimit is how many directories the search for protected paths may read in each
+	// writable tree (default 4096); a tree that needs more is refused.
+	ScanLimit int `json:"scan_limit,omitempty"`
 	// AllowExtraReadOnly and AllowExtraReadWrite say whether the --ro and --rw flags may
 	// add binds (default true).
 	AllowExtraReadOnly  *bool `json:"allow_extra_read_only,omitempty"`

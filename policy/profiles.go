@@ -145,6 +145,9 @@ func merge(base, child *Policy) *Policy {
 	if c.Git != "" {
 		f.Git = c.Git
 	}
+	if c.ScanLimit != 0 {
+		f.ScanLimit = c.ScanLimit
+	}
 	if c.AllowExtraReadOnly != nil {
 		f.AllowExtraReadOnly = c.AllowExtraReadOnly
 	}

@@ -18,11 +18,12 @@ import (
 // "*" matching within one component and "**" any number of them. A path created by the
 // command after the sandbox was built is not protected.
 
-// scanDepth and scanBudget bound the scan: directories at most this deep below the
-// tree's root, at most this many directories read, on the start path.
+// scanDepth and DefaultScanLimit bound the scan: directories at most this deep below
+// the tree's root, at most this many directories read (filesystem.scan_limit), on the
+// start path. A tree that needs more is refused rather than left half protected.
 const (
-	scanDepth  = 3
-	scanBudget = 512
+	scanDepth        = 3
+	DefaultScanLimit = 4096
 )
 
 // scanSkip are directories never descended into: dependency trees, caches, build output.
@@ -31,8 +32,12 @@ var scanSkip = map[string]bool{".git": true, "node_modules": true, ".venv": true
 	".tox": true, ".mypy_cache": true, ".gradle": true}
 
 // protectedIn returns the existing paths under root (canonical) that match patterns,
-// given the command's working directory cwd ("" if none), in a stable order.
-func protectedIn(root, cwd string, patterns []string) []string {
+// given the command's working directory cwd ("" if none), in a stable order. It fails
+// when the scan would read more than limit directories (0: DefaultScanLimit).
+func protectedIn(root, cwd string, patterns []string, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = DefaultScanLimit
+	}
 	var names, anchored []string
 	for _, p := range patterns {
 		if strings.Contains(p, "/") {
@@ -69,10 +74,14 @@ func protectedIn(root, cwd string, patterns []string) []string {
 			add(filepath.Join(root, a))
 		}
 	}
-	budget := scanBudget
+	budget, exhausted := limit, false
 	var walk func(dir, rel string, depth int)
 	walk = func(dir, rel string, depth int) {
-		if depth > scanDepth || budget <= 0 {
+		if depth > scanDepth || exhausted {
+			return
+		}
+		if budget == 0 {
+			exhausted = true
 			return
 		}
 		budget--
@@ -104,7 +113,11 @@ func protectedIn(root, cwd string, patterns []string) []string {
 		}
 	}
 	walk(root, "", 0)
-	return out
+	if exhausted {
+		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
+			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
+	}
+	return out, nil
 }
 
 func hasGlob(p string) bool { return strings.ContainsAny(p, "*?[") }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,7 +92,7 @@ func TestProtectedIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	patterns := []string{".env", "config/*.key", "**/secrets"}
-	got := protectedIn(ws, filepath.Join(ws, "1", "2", "3", "4", "5"), patterns)
+	got := scan(t, ws, filepath.Join(ws, "1", "2", "3", "4", "5"), patterns)
 	want := []string{
 		".env", "a/.env", "a/b/.env", "a/b/c/.env",
 		"config/tls.key",
@@ -110,7 +111,7 @@ func TestProtectedIn(t *testing.T) {
 		}
 	}
 	// Stable, without duplicates.
-	again := protectedIn(ws, filepath.Join(ws, "1", "2", "3", "4", "5"), patterns)
+	again := scan(t, ws, filepath.Join(ws, "1", "2", "3", "4", "5"), patterns)
 	if !slices.Equal(got, again) {
 		t.Errorf("order differs between runs:\n%q\n%q", got, again)
 	}
@@ -122,16 +123,16 @@ func TestProtectedIn(t *testing.T) {
 		seen[p] = true
 	}
 	// Without the deep cwd, the deep one is out of reach.
-	if slices.Contains(protectedIn(ws, "", patterns), filepath.Join(ws, "1", "2", "3", "4", ".env")) {
+	if slices.Contains(scan(t, ws, "", patterns), filepath.Join(ws, "1", "2", "3", "4", ".env")) {
 		t.Error("a path below the scan depth was found without a cwd leading there")
 	}
 	// A cwd outside the tree adds nothing.
-	if slices.Contains(protectedIn(ws, "/usr/bin", patterns), "/usr/bin/.env") {
+	if slices.Contains(scan(t, ws, "/usr/bin", patterns), "/usr/bin/.env") {
 		t.Error("a cwd outside the tree was scanned")
 	}
 	// Nothing matches: nothing listed (a missing .git is not invented).
-	if got := protectedIn(ws, "", []string{".git"}); len(got) != 0 {
-		t.Errorf("protectedIn(.git) = %q in a tree without one", got)
+	if got := scan(t, ws, "", []string{".git"}); len(got) != 0 {
+		t.Errorf("scan(t, .git) = %q in a tree without one", got)
 	}
 }
 
@@ -232,4 +233,34 @@ func TestProtectedSymlinkRefused(t *testing.T) {
 	}
 	_, err := Compile(Options{Args: []string{"true"}, Workspace: ws}, fakeHost(ws))
 	effError(t, err, "protected", "symlink")
+}
+
+// scan is protectedIn with the default limit, failing the test on an error.
+func scan(t *testing.T, root, cwd string, patterns []string) []string {
+	t.Helper()
+	got, err := protectedIn(root, cwd, patterns, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A tree that needs more directories than the limit is refused, never half protected.
+func TestProtectedScanLimit(t *testing.T) {
+	ws := t.TempDir()
+	for i := 0; i < 20; i++ {
+		if err := os.Mkdir(filepath.Join(ws, fmt.Sprintf("a%02d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "zz", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := protectedIn(ws, "", []string{".git"}, 10); err == nil || !strings.Contains(err.Error(), "scan_limit") {
+		t.Fatalf("protectedIn with limit 10 over 22 directories = %v; want a scan_limit error", err)
+	}
+	got, err := protectedIn(ws, "", []string{".git"}, 100)
+	if err != nil || !slices.Contains(got, filepath.Join(ws, "zz", ".git")) {
+		t.Fatalf("protectedIn with limit 100 = %v, %v; want zz/.git", got, err)
+	}
 }

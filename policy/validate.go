@@ -36,6 +36,9 @@ func (p *Policy) validate() error {
 			return bad("process.timeout", "%v", err)
 		}
 	}
+	if p.Filesystem.ScanLimit < 0 {
+		return bad("filesystem.scan_limit", "%d: want a positive number of directories", p.Filesystem.ScanLimit)
+	}
 	if p.Seccomp != nil {
 		if err := p.Seccomp.Validate(); err != nil {
 			return bad("seccomp", "%v", err)
