@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
 )
 
@@ -52,7 +54,9 @@ type Cmd struct {
 	timer    *time.Timer
 	mu       sync.Mutex
 	timedOut bool
-	started  bool // the init was cloned
+	group    cgroup.Group // the sandbox's cgroup, nil without one
+	limits   string       // why there is no cgroup, when limits were only defaults
+	started  bool         // the init was cloned
 	waited   bool
 }
 
@@ -102,14 +106,19 @@ func (c *Cmd) Start() error {
 		}
 		sources = append(sources, os.NewFile(uintptr(fd), p))
 	}
+	if err := c.makeGroup(); err != nil {
+		return c.fail(err)
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
+		c.dropGroup()
 		return c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		specR.Close()
 		specW.Close()
+		c.dropGroup()
 		return c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	lifeR, lifeW, err := os.Pipe()
@@ -118,6 +127,7 @@ func (c *Cmd) Start() error {
 		specW.Close()
 		syncR.Close()
 		syncW.Close()
+		c.dropGroup()
 		return c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	c.init = &exec.Cmd{
@@ -141,6 +151,11 @@ func (c *Cmd) Start() error {
 			AmbientCaps:                initCaps,
 		},
 	}
+	if c.group != nil && c.group.CloneFd() >= 0 {
+		// cgroup v2: cloned straight into the group, no process ever runs outside it
+		c.init.SysProcAttr.UseCgroupFD = true
+		c.init.SysProcAttr.CgroupFD = c.group.CloneFd()
+	}
 	c.start = time.Now()
 	err = c.init.Start()
 	specR.Close()
@@ -150,10 +165,19 @@ func (c *Cmd) Start() error {
 		specW.Close()
 		syncR.Close()
 		lifeW.Close()
+		c.dropGroup()
 		return c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
 	}
 	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.started = true
+	// cgroup v1: place the init before it gets its config, so before the command exists.
+	if c.group != nil {
+		if err := c.group.Add(c.init.Process.Pid); err != nil {
+			specW.Close()
+			c.reapFailed()
+			return c.fail(&SetupError{Step: "cgroup", Err: err})
+		}
+	}
 	if c.Timeout > 0 {
 		c.timer = time.AfterFunc(c.Timeout, c.expire)
 	}
@@ -205,11 +229,13 @@ func (c *Cmd) fail(err error) error {
 	return err
 }
 
-// reapFailed waits for an init that reported failure or died, and releases the pipes.
+// reapFailed waits for an init that reported failure or died, and releases the pipes
+// and the cgroup.
 func (c *Cmd) reapFailed() {
 	c.init.Process.Kill()
 	c.init.Wait()
 	c.release()
+	c.dropGroup()
 }
 
 func (c *Cmd) release() {
@@ -290,10 +316,27 @@ func (c *Cmd) Wait() error {
 		_ = werr
 	}
 	r.Removed = removeAbsentAfter(c.Spec)
+	r.Limits = string(cgroup.None)
+	if c.group != nil {
+		st := c.group.Stats()
+		r.Limits = string(c.group.Kind())
+		r.OOMKilled, r.MemoryPeak, r.PidsPeak = st.OOMKilled, st.MemoryPeak, st.PidsPeak
+		r.CPUUser, r.CPUSystem = time.Duration(st.CPUUser)*time.Microsecond, time.Duration(st.CPUSystem)*time.Microsecond
+		switch {
+		case st.OOMKilled:
+			r.LimitHit = "memory"
+		case st.PidsMaxHit:
+			r.LimitHit = "pids"
+		}
+		c.dropGroup()
+	}
 	c.Result = r
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
-		c.Events(Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed})
+		oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
+		c.Events(Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed,
+			Limits: r.Limits, LimitsNote: c.limits, OOMKilled: &oom, MemoryPeak: r.MemoryPeak, CPUUsec: &cpu,
+			CPUUserUsec: r.CPUUser.Microseconds(), CPUSystemUsec: r.CPUSystem.Microseconds(), PidsPeak: r.PidsPeak, LimitHit: r.LimitHit})
 	}
 	if r.Success() {
 		return nil
@@ -324,3 +367,42 @@ func removeAbsentAfter(spec *specs.Spec) []string {
 	}
 	return removed
 }
+
+// makeGroup creates the sandbox's cgroup when the spec has resources. A host or caller
+// without a usable cgroup stops the launch when a limit is required (policy.Resources,
+// a flag), and is noted otherwise (the profile's defaults, or best effort).
+func (c *Cmd) makeGroup() error {
+	if c.Spec.Linux == nil || c.Spec.Linux.Resources == nil {
+		return nil
+	}
+	var info cgroup.LimitsInfo
+	if raw, ok := c.Spec.Annotations[cgroup.LimitsAnnotation]; ok {
+		if err := json.Unmarshal([]byte(raw), &info); err != nil {
+			return &SetupError{Step: "cgroup", Err: fmt.Errorf("annotation %s: %w", cgroup.LimitsAnnotation, err)}
+		}
+	}
+	g, err := cgroup.New(c.Spec.Linux.Resources, cgroup.Options{Parent: info.CgroupParent})
+	if err == nil {
+		c.group = g
+		return nil
+	}
+	if len(info.Required) > 0 && !info.BestEffort {
+		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; "+
+			"run as root, name a delegated cgroup v2 group with --cgroup-parent, or accept running without them with --limits best-effort",
+			strings.Join(info.Required, ", "), err)}
+	}
+	c.limits = err.Error()
+	return nil
+}
+
+// dropGroup removes the cgroup, once the sandbox is gone.
+func (c *Cmd) dropGroup() {
+	if c.group != nil {
+		c.group.Destroy()
+		c.group = nil
+	}
+}
+
+// LimitsNote says why the sandbox runs without cgroup limits, after Start ("" when it
+// has them, or none were asked for).
+func (c *Cmd) LimitsNote() string { return c.limits }

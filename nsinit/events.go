@@ -28,9 +28,19 @@ type Event struct {
 	// Removed, with the exit: paths the command created that must not outlive it
 	// (AbsentAfterAnnotation), removed.
 	Removed []string `json:"removed,omitempty"`
-	Error   string   `json:"error,omitempty"`
-	Step    string   `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
-	Status  int      `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
+	// With the exit: how limits were applied ("cgroup-v1", "cgroup-v2", "none"), and use.
+	Limits        string `json:"limits,omitempty"`
+	LimitsNote    string `json:"limits-note,omitempty"` // why "none", when limits were defaults or best effort
+	OOMKilled     *bool  `json:"oom-killed,omitempty"`
+	LimitHit      string `json:"limit-hit,omitempty"`
+	MemoryPeak    int64  `json:"memory-peak-bytes,omitempty"`
+	CPUUsec       *int64 `json:"cpu-usec,omitempty"`
+	CPUUserUsec   int64  `json:"cpu-user-usec,omitempty"`
+	CPUSystemUsec int64  `json:"cpu-system-usec,omitempty"`
+	PidsPeak      int64  `json:"pids-peak,omitempty"`
+	Error         string `json:"error,omitempty"`
+	Step          string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
+	Status        int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
 }
 
 // namespaceEvent reads the namespace inode numbers of the init from /proc/PID/ns.

@@ -24,6 +24,19 @@ type Result struct {
 	// Removed are paths of AbsentAfterAnnotation that the command created and that
 	// Wait removed.
 	Removed []string
+
+	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", or "none".
+	Limits string
+	// OOMKilled: the memory limit's OOM killer killed a process of the sandbox.
+	OOMKilled bool
+	// LimitHit names the limit that was hit: "memory" or "pids"; "" if none.
+	LimitHit string
+	// MemoryPeak is the highest memory use, bytes (0 when unknown).
+	MemoryPeak int64
+	// CPUUser and CPUSystem are the CPU time the sandbox used.
+	CPUUser, CPUSystem time.Duration
+	// PidsPeak is the most processes at once, where the kernel reports it (cgroup v2).
+	PidsPeak int64
 }
 
 // Success reports whether the command exited with status 0.

@@ -291,6 +291,13 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.Network.Mode != NetHost {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
+	resources, rlimits, limitsInfo, err := limits(p.Resources, p.defaults)
+	if err != nil {
+		return nil, err
+	}
+	if limitsInfo != "" {
+		annotations[LimitsAnnotation] = limitsInfo
+	}
 	sc := p.Seccomp
 	if sc == nil {
 		sc = &seccomp.Config{}
@@ -309,7 +316,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			Cwd:  cwd,
 			Capabilities: &specs.LinuxCapabilities{Bounding: empty, Effective: empty,
 				Inheritable: empty, Permitted: empty, Ambient: empty},
-			Rlimits:         []specs.POSIXRlimit{{Type: "RLIMIT_CORE", Hard: 0, Soft: 0}},
+			Rlimits:         rlimits,
 			NoNewPrivileges: true,
 		},
 		Root:        &specs.Root{Path: "/", Readonly: true},
@@ -323,6 +330,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			ReadonlyPaths: append(protected, procReadOnly...),
 			MaskedPaths:   masked,
 			Seccomp:       filter,
+			Resources:     resources,
 		},
 	}, nil
 }

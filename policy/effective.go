@@ -123,6 +123,12 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		p.Process.Timeout = o.Timeout.String()
 	}
+	if o.Resources != (Resources{}) {
+		if err := o.Resources.validate("resources"); err != nil {
+			return nil, errorf("limits", "", err, "bad limit")
+		}
+		p.Resources = mergeResources(p.Resources, &o.Resources)
+	}
 	if o.Hostname != "" {
 		p.Process.Hostname = o.Hostname
 	}

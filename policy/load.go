@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -216,6 +217,14 @@ func checkFields(v any, t reflect.Type, path string) (field, reason string) {
 		if _, ok := v.(bool); !ok {
 			return path, fmt.Sprintf("want true or false, got %s", jsonKind(v))
 		}
+	case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+		f, ok := v.(float64)
+		if !ok {
+			return path, fmt.Sprintf("want a number, got %s", jsonKind(v))
+		}
+		if t.Kind() != reflect.Float64 && (f != math.Trunc(f) || f < 0 && t.Kind() == reflect.Uint64) {
+			return path, fmt.Sprintf("want a whole number, got %v", f)
+		}
 	}
 	return "", ""
 }
@@ -237,6 +246,8 @@ func kindName(t reflect.Type) string {
 		return "a mapping of names to strings"
 	case reflect.Bool:
 		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+		return "a number"
 	}
 	return "a string"
 }

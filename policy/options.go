@@ -33,6 +33,8 @@ type Options struct {
 	Net       string        // NetNone or NetHost; "" means the policy's (none by default)
 	Hostname  string        // "" means "gosbx"
 	Timeout   time.Duration // may only shorten the policy's
+	// Resources are limits asked for by flags: required, over the policy's.
+	Resources Resources
 }
 
 // Error is a request the policy refuses: it names the field (or flag), the path when

@@ -27,13 +27,15 @@ type Policy struct {
 	// Seccomp is the system call filter: a base profile ("agent", the default, or
 	// "none") and rules that come before it.
 	Seccomp *seccomp.Config `json:"seccomp,omitempty"`
-	// Resources is filled by its own layer; a policy may carry it.
-	Resources json.RawMessage `json:"resources,omitempty"`
+	// Resources are limits: memory, swap, processes, CPU (cgroup), open files and file
+	// size (rlimits). Named here or by a flag, they are required.
+	Resources *Resources `json:"resources,omitempty"`
 
-	workspaceGiven string // the workspace as the caller named it (Effective)
-	home           string // what ${home} expanded to (Effective)
-	base           string // the profile it extended, once merged
-	source         string // the canonical path of the file it was read from
+	workspaceGiven string     // the workspace as the caller named it (Effective)
+	home           string     // what ${home} expanded to (Effective)
+	base           string     // the profile it extended, once merged
+	source         string     // the canonical path of the file it was read from
+	defaults       *Resources // a built-in profile's limits, applied where the host allows
 }
 
 // Workspace is the one read-write directory, bound at its own path.

@@ -77,10 +77,15 @@ func agentProfile() *Policy {
 			Masked:      clone(secretFiles),
 			Credentials: clone(credentialDirs),
 		},
-		Network: Network{Mode: NetNone},
-		Process: Process{Hostname: DefaultHostname},
+		Network:  Network{Mode: NetNone},
+		Process:  Process{Hostname: DefaultHostname},
+		defaults: &Resources{Pids: defaultPids},
 	}
 }
+
+// defaultPids is the agent profile's process limit (best effort): a fork bomb stops
+// there, a parallel build does not.
+const defaultPids = 8192
 
 // strictEtc is what of /etc the dynamic loader, TLS, name lookup and the user database
 // need, and Debian's alternatives links (/usr/bin/awk -> /etc/alternatives/awk).
@@ -201,8 +206,9 @@ func merge(base, child *Policy) *Policy {
 		sc.Rules = append(clone(child.Seccomp.Rules), sc.Rules...)
 		p.Seccomp = &sc
 	}
-	if len(child.Resources) > 0 {
-		p.Resources = child.Resources
+	p.Resources = mergeResources(p.Resources, child.Resources)
+	if p.Resources != nil && *p.Resources == (Resources{}) {
+		p.Resources = nil
 	}
 	return &p
 }

@@ -39,6 +39,9 @@ func (p *Policy) validate() error {
 	if p.Filesystem.ScanLimit < 0 {
 		return bad("filesystem.scan_limit", "%d: want a positive number of directories", p.Filesystem.ScanLimit)
 	}
+	if err := p.Resources.validate("resources"); err != nil {
+		return err
+	}
 	if p.Seccomp != nil {
 		if err := p.Seccomp.Validate(); err != nil {
 			return bad("seccomp", "%v", err)

@@ -17,6 +17,18 @@ type boundaryFlags struct {
 	timeout string
 }
 
+func (b *boundaryFlags) registerLimits(f *pflag.FlagSet) {
+	r := &b.o.Resources
+	f.StringVar(&r.Memory, "memory", "", "cap memory (tmpfs included) at `SIZE` (512M, 2G); required: exit 125 if it cannot be applied")
+	f.StringVar(&r.MemorySwap, "memory-swap", "", "allow `SIZE` of swap beyond --memory (default 0; -1: any)")
+	f.Int64Var(&r.Pids, "pids", 0, "cap processes and threads at `N`")
+	f.Float64Var(&r.CPUs, "cpus", 0, "cap CPU time at `N` cores (0.5: half a core)")
+	f.Uint64Var(&r.NoFile, "nofile", 0, "cap open files at `N` (RLIMIT_NOFILE)")
+	f.StringVar(&r.FSize, "fsize", "", "cap the size of a written file at `SIZE` (RLIMIT_FSIZE)")
+	f.StringVar(&r.Limits, "limits", "", "required (default): exit 125 if a limit asked for cannot be applied; best-effort: run without it and say so")
+	f.StringVar(&r.CgroupParent, "cgroup-parent", "", "make the sandbox's cgroup v2 group under `GROUP` (a subtree delegated to you, relative to /sys/fs/cgroup)")
+}
+
 func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.policy, "policy", "", "the policy: a built-in profile (agent, strict, build) or a YAML/JSON `FILE` (default agent)")
 	f.StringVar(&b.o.Workspace, "workspace", "", "the read-write `DIR`, bound at its own path (default: the policy's, else the current directory)")
@@ -28,6 +40,7 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo) or host (default: the policy's, none)")
 	f.StringVar(&b.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124; may only shorten the policy's")
 	f.StringVar(&b.o.Hostname, "hostname", "", "hostname `NAME` inside (default: the policy's, \"gosbx\")")
+	b.registerLimits(f)
 }
 
 // options loads the policy and returns the caller's options for a command args.

@@ -1,0 +1,156 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// v1Subsystems are the hierarchies a sandbox's group is made in.
+var v1Subsystems = map[cgroup1.Name]bool{cgroup1.Memory: true, cgroup1.Pids: true, cgroup1.Cpu: true, cgroup1.Cpuacct: true}
+
+func v1Hierarchy() ([]cgroup1.Subsystem, error) {
+	all, err := cgroup1.Default()
+	if err != nil {
+		return nil, err
+	}
+	var out []cgroup1.Subsystem
+	for _, s := range all {
+		if v1Subsystems[s.Name()] {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("none of the memory, pids, cpu, cpuacct hierarchies is mounted")
+	}
+	return out, nil
+}
+
+type v1Group struct {
+	name string
+	cg   cgroup1.Cgroup
+	gone bool
+}
+
+// newV1 makes the group in each v1 hierarchy, nested under the caller's own group.
+func newV1(r *specs.LinuxResources) (Group, error) {
+	gcV1()
+	n := name()
+	cg, err := cgroup1.New(cgroup1.NestedPath(n), r, cgroup1.WithHierarchy(v1Hierarchy))
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
+		}
+		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
+	}
+	return &v1Group{name: n, cg: cg}, nil
+}
+
+func (g *v1Group) Kind() Kind   { return V1 }
+func (g *v1Group) CloneFd() int { return -1 }
+
+func (g *v1Group) Add(pid int) error {
+	if err := g.cg.Add(cgroup1.Process{Pid: pid}); err != nil {
+		return fmt.Errorf("place pid %d in cgroup %s: %w", pid, g.name, err)
+	}
+	return nil
+}
+
+func (g *v1Group) Stats() Stats {
+	var s Stats
+	m, err := g.cg.Stat(cgroup1.IgnoreNotExist)
+	if err != nil || m == nil {
+		return s
+	}
+	if m.Memory != nil && m.Memory.Usage != nil {
+		s.MemoryPeak = int64(m.Memory.Usage.Max)
+	}
+	if m.MemoryOomControl != nil {
+		s.OOMKilled = m.MemoryOomControl.OomKill > 0
+	}
+	if m.CPU != nil && m.CPU.Usage != nil {
+		s.CPUUser = int64(m.CPU.Usage.User / 1000)
+		s.CPUSystem = int64(m.CPU.Usage.Kernel / 1000)
+	}
+	s.PidsMaxHit = eventCount(g.path(cgroup1.Pids, "pids.events"), "max") > 0
+	return s
+}
+
+// path is a file of the group in one hierarchy.
+func (g *v1Group) path(sub cgroup1.Name, file string) string {
+	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	return filepath.Join("/sys/fs/cgroup", string(sub), paths[string(sub)], g.name, file)
+}
+
+// Destroy kills what is left (v1 has no cgroup.kill: freeze, kill, thaw) and removes
+// the group from every hierarchy.
+func (g *v1Group) Destroy() error {
+	if g.gone {
+		return nil
+	}
+	g.gone = true
+	killAll(g.cg)
+	if err := g.cg.Delete(); err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", g.name, err)
+	}
+	return nil
+}
+
+func killAll(cg cgroup1.Cgroup) {
+	procs, err := cg.Processes(cgroup1.Memory, true)
+	if err != nil || len(procs) == 0 {
+		return
+	}
+	cg.Freeze()
+	for _, p := range procs {
+		syscall.Kill(p.Pid, syscall.SIGKILL)
+	}
+	cg.Thaw()
+}
+
+// gcV1 removes groups left by launchers that are gone (a SIGKILLed gosbx exec).
+func gcV1() {
+	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+	if err != nil {
+		return
+	}
+	dir := filepath.Join("/sys/fs/cgroup", "memory", paths["memory"])
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || launcherAlive(e.Name()) {
+			continue
+		}
+		if cg, err := cgroup1.Load(cgroup1.NestedPath(e.Name()), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
+			killAll(cg)
+			cg.Delete()
+		}
+	}
+}
+
+// eventCount reads the count of key in a cgroup events file ("max 3").
+func eventCount(file, key string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}

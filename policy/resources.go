@@ -1,0 +1,192 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	units "github.com/docker/go-units"
+
+	"github.com/gosbx/gosbx/cgroup"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Resources are limits on what the sandbox may use. Limits named in a policy file or by
+// a flag are required: if one cannot be applied the sandbox is not built (exit 125),
+// unless Limits is "best-effort". A built-in profile's own defaults apply wherever the
+// host allows, and the result says which did.
+type Resources struct {
+	// Memory caps RAM, tmpfs pages included ("512M", "2G", bytes; binary units).
+	Memory string `json:"memory,omitempty"`
+	// MemorySwap is swap allowed beyond Memory ("0", the default: none; "-1": any).
+	MemorySwap string `json:"memory_swap,omitempty"`
+	// Pids caps the number of processes and threads.
+	Pids int64 `json:"pids,omitempty"`
+	// CPUs caps CPU time, in cores (0.5 is half of one core).
+	CPUs float64 `json:"cpus,omitempty"`
+	// NoFile caps open file descriptors (RLIMIT_NOFILE).
+	NoFile uint64 `json:"nofile,omitempty"`
+	// FSize caps the size of a file the command writes (RLIMIT_FSIZE; "1G").
+	FSize string `json:"fsize,omitempty"`
+	// Limits is "required" (the default) or "best-effort": run without the cgroup limits
+	// that cannot be applied, and say so.
+	Limits string `json:"limits,omitempty"`
+	// CgroupParent is a cgroup v2 group (relative to /sys/fs/cgroup) the sandbox's group
+	// is made in, such as a subtree delegated to the caller.
+	CgroupParent string `json:"cgroup_parent,omitempty"`
+}
+
+// LimitsAnnotation is cgroup.LimitsAnnotation.
+const LimitsAnnotation = cgroup.LimitsAnnotation
+
+func (r *Resources) validate(field string) error {
+	if r == nil {
+		return nil
+	}
+	bad := func(f, format string, a ...any) error {
+		return &FileError{Field: field + "." + f, Reason: fmt.Sprintf(format, a...)}
+	}
+	if _, err := sizeOf(r.Memory, false); err != nil {
+		return bad("memory", "%v", err)
+	}
+	if _, err := sizeOf(r.MemorySwap, true); err != nil {
+		return bad("memory_swap", "%v", err)
+	}
+	if _, err := sizeOf(r.FSize, false); err != nil {
+		return bad("fsize", "%v", err)
+	}
+	if r.Pids < 0 {
+		return bad("pids", "%d: want a positive number", r.Pids)
+	}
+	if r.CPUs < 0 || math.IsNaN(r.CPUs) || math.IsInf(r.CPUs, 0) || (r.CPUs > 0 && r.CPUs < 0.01) {
+		return bad("cpus", "%v: want a number of cores, at least 0.01", r.CPUs)
+	}
+	switch r.Limits {
+	case "", "required", "best-effort":
+	default:
+		return bad("limits", "%q: want required or best-effort", r.Limits)
+	}
+	if strings.Contains(r.CgroupParent, "..") {
+		return bad("cgroup_parent", "%q: no .. components", r.CgroupParent)
+	}
+	return nil
+}
+
+// sizeOf reads a size with binary units ("512M", "2G", "1048576"); "" is 0; with
+// allowAny, "-1" means unlimited (-1).
+func sizeOf(s string, allowAny bool) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if allowAny && s == "-1" {
+		return -1, nil
+	}
+	n, err := units.RAMInBytes(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a size such as 512M or 2G", s)
+	}
+	return n, nil
+}
+
+// mergeResources lays the set fields of over on base.
+func mergeResources(base, over *Resources) *Resources {
+	if base == nil && over == nil {
+		return nil
+	}
+	r := Resources{}
+	if base != nil {
+		r = *base
+	}
+	if over == nil {
+		return &r
+	}
+	o := *over
+	if o.Memory != "" {
+		r.Memory = o.Memory
+	}
+	if o.MemorySwap != "" {
+		r.MemorySwap = o.MemorySwap
+	}
+	if o.Pids != 0 {
+		r.Pids = o.Pids
+	}
+	if o.CPUs != 0 {
+		r.CPUs = o.CPUs
+	}
+	if o.NoFile != 0 {
+		r.NoFile = o.NoFile
+	}
+	if o.FSize != "" {
+		r.FSize = o.FSize
+	}
+	if o.Limits != "" {
+		r.Limits = o.Limits
+	}
+	if o.CgroupParent != "" {
+		r.CgroupParent = o.CgroupParent
+	}
+	return &r
+}
+
+// cpuPeriod is the CFS period the --cpus quota is given in (100 ms, microseconds).
+const cpuPeriod = 100000
+
+// limits compiles required (from the policy file and flags) over defaults (the
+// profile's) into runtime-spec resources, rlimits and the annotation.
+func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIXRlimit, string, error) {
+	all := mergeResources(defaults, required)
+	rl := []specs.POSIXRlimit{{Type: "RLIMIT_CORE", Hard: 0, Soft: 0}}
+	if all == nil {
+		return nil, rl, "", nil
+	}
+	info := cgroup.LimitsInfo{BestEffort: all.Limits == "best-effort", CgroupParent: all.CgroupParent}
+	req := required
+	if req == nil {
+		req = &Resources{}
+	}
+	var res specs.LinuxResources
+	any := false
+	mem, _ := sizeOf(all.Memory, false)
+	swap, _ := sizeOf(all.MemorySwap, true)
+	if mem > 0 {
+		total := mem + swap // runtime-spec: memory+swap
+		if swap < 0 {
+			total = -1
+		}
+		res.Memory = &specs.LinuxMemory{Limit: &mem, Swap: &total}
+		any = true
+		if req.Memory != "" || req.MemorySwap != "" {
+			info.Required = append(info.Required, "memory")
+		}
+	} else if req.MemorySwap != "" {
+		return nil, nil, "", errorf("memory-swap", "", nil, "a swap limit needs a memory limit")
+	}
+	if all.Pids > 0 {
+		p := all.Pids
+		res.Pids = &specs.LinuxPids{Limit: &p}
+		any = true
+		if req.Pids > 0 {
+			info.Required = append(info.Required, "pids")
+		}
+	}
+	if all.CPUs > 0 {
+		quota, period := int64(all.CPUs*cpuPeriod), uint64(cpuPeriod)
+		res.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+		any = true
+		if req.CPUs > 0 {
+			info.Required = append(info.Required, "cpu")
+		}
+	}
+	if all.NoFile > 0 {
+		rl = append(rl, specs.POSIXRlimit{Type: "RLIMIT_NOFILE", Hard: all.NoFile, Soft: all.NoFile})
+	}
+	if fs, _ := sizeOf(all.FSize, false); fs > 0 {
+		rl = append(rl, specs.POSIXRlimit{Type: "RLIMIT_FSIZE", Hard: uint64(fs), Soft: uint64(fs)})
+	}
+	if !any {
+		return nil, rl, "", nil
+	}
+	b, _ := json.Marshal(info)
+	return &res, rl, string(b), nil
+}
