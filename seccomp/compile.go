@@ -166,7 +166,7 @@ func rule(a *asm, sc specs.LinuxSyscall) error {
 	next, match := a.label(), a.label()
 	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
 	for _, n := range sc.Names {
-		nr, ok := native.SyscallNames[n]
+		nr, ok := syscallNumbers[n]
 		if !ok {
 			return fmt.Errorf("unknown system call %q (x86_64)", n)
 		}

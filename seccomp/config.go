@@ -1,8 +1,9 @@
 // Package seccomp turns a policy's syscall rules into a seccomp filter (seccomp(2),
 // SECCOMP_SET_MODE_FILTER): a base profile ("agent" by default) plus the policy's own
 // rules, expressed in the runtime-spec (specs.LinuxSeccomp) and compiled to classic BPF
-// with github.com/elastic/go-seccomp-bpf behind a native-architecture check. The same
-// rules always give the same program, byte for byte.
+// behind a native-architecture check. The x86_64 system call table is generated from
+// github.com/elastic/go-seccomp-bpf/arch (internal/syscallgen). The same rules always
+// give the same program, byte for byte.
 package seccomp
 
 import (
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -62,8 +62,7 @@ var ops = map[string]specs.LinuxSeccompOperator{
 	"gt": specs.OpGreaterThan, "ge": specs.OpGreaterEqual, "masked_eq": specs.OpMaskedEqual,
 }
 
-// native is the only architecture the filter lets through.
-var native = arch.X86_64
+//go:generate go run ../internal/syscallgen zsyscalls_amd64.go
 
 // Validate checks names, actions, errnos and conditions; the error names the rule.
 func (c *Config) Validate() error {
@@ -112,7 +111,7 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 		return sc, fmt.Errorf("no syscalls")
 	}
 	for _, n := range r.Syscalls {
-		if _, ok := native.SyscallNames[n]; !ok {
+		if _, ok := syscallNumbers[n]; !ok {
 			return sc, fmt.Errorf("unknown system call %q (x86_64)", n)
 		}
 	}
