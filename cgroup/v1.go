@@ -42,6 +42,7 @@ type v1Group struct {
 // newV1 makes the group in each v1 hierarchy, nested under the caller's own group.
 func newV1(r *specs.LinuxResources) (Group, error) {
 	gcV1()
+	r = withoutUnaccountedSwap(r)
 	n := name()
 	cg, err := cgroup1.New(cgroup1.NestedPath(n), r, cgroup1.WithHierarchy(v1Hierarchy))
 	if err != nil {
@@ -153,4 +154,22 @@ func eventCount(file, key string) int64 {
 		}
 	}
 	return 0
+}
+
+// withoutUnaccountedSwap drops the memory+swap limit when the kernel does not account
+// swap (no memory.memsw.* files, swapaccount=0) and the limit only says "no swap beyond
+// memory", the default: the memory limit still holds. A swap limit asked for stays, and
+// fails as it should.
+func withoutUnaccountedSwap(r *specs.LinuxResources) *specs.LinuxResources {
+	if r == nil || r.Memory == nil || r.Memory.Swap == nil || r.Memory.Limit == nil || *r.Memory.Swap != *r.Memory.Limit {
+		return r
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"); err == nil {
+		return r
+	}
+	c := *r
+	m := *r.Memory
+	m.Swap = nil
+	c.Memory = &m
+	return &c
 }
