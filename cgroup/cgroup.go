@@ -93,6 +93,9 @@ func New(r *specs.LinuxResources, o Options) (Group, error) {
 	case V2:
 		return newV2(r, o)
 	case V1:
+		if o.Parent != "" {
+			return nil, fmt.Errorf("%w: a cgroup parent (%s) names a cgroup v2 group, and this host keeps its controllers in cgroup v1", ErrUnavailable, o.Parent)
+		}
 		return newV1(r)
 	}
 	return nil, fmt.Errorf("%w: no cgroup file system is mounted at /sys/fs/cgroup", ErrUnavailable)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -81,6 +82,9 @@ func (g *v1Group) Stats() Stats {
 		s.CPUSystem = int64(m.CPU.Usage.Kernel / 1000)
 	}
 	s.PidsMaxHit = eventCount(g.path(cgroup1.Pids, "pids.events"), "max") > 0
+	if b, err := os.ReadFile(g.path(cgroup1.Pids, "pids.peak")); err == nil {
+		s.PidsPeak, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
 	return s
 }
 
@@ -107,36 +111,55 @@ func (g *v1Group) Destroy() error {
 	return nil
 }
 
+// killAll kills every process of the group (v1 has no cgroup.kill: freeze, SIGKILL,
+// thaw) and waits, at most 5 s, until no hierarchy lists one: v1 refuses to remove a
+// group that still has processes, and SIGKILL takes effect asynchronously.
 func killAll(cg cgroup1.Cgroup) {
-	procs, err := cg.Processes(cgroup1.Memory, true)
-	if err != nil || len(procs) == 0 {
-		return
+	deadline := time.Now().Add(5 * time.Second)
+	for first := true; ; first = false {
+		var procs []cgroup1.Process
+		for _, sub := range cg.Subsystems() {
+			if p, err := cg.Processes(sub.Name(), true); err == nil {
+				procs = append(procs, p...)
+			}
+		}
+		if len(procs) == 0 || time.Now().After(deadline) {
+			return
+		}
+		if first {
+			cg.Freeze()
+			for _, p := range procs {
+				syscall.Kill(p.Pid, syscall.SIGKILL)
+			}
+			cg.Thaw()
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	cg.Freeze()
-	for _, p := range procs {
-		syscall.Kill(p.Pid, syscall.SIGKILL)
-	}
-	cg.Thaw()
 }
 
-// gcV1 removes groups left by launchers that are gone (a SIGKILLed gosbx exec).
+// gcV1 removes groups left by launchers that are gone (a SIGKILLed gosbx exec), in
+// every hierarchy (one may be gone already from a partial removal).
 func gcV1() {
 	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return
 	}
-	dir := filepath.Join("/sys/fs/cgroup", "memory", paths["memory"])
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || launcherAlive(e.Name()) {
+	seen := map[string]bool{}
+	for sub := range v1Subsystems {
+		ents, err := os.ReadDir(filepath.Join("/sys/fs/cgroup", string(sub), paths[string(sub)]))
+		if err != nil {
 			continue
 		}
-		if cg, err := cgroup1.Load(cgroup1.NestedPath(e.Name()), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
-			killAll(cg)
-			cg.Delete()
+		for _, e := range ents {
+			n := e.Name()
+			if !e.IsDir() || !strings.HasPrefix(n, "gosbx-") || seen[n] || launcherAlive(n) {
+				continue
+			}
+			seen[n] = true
+			if cg, err := cgroup1.Load(cgroup1.NestedPath(n), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
+				killAll(cg)
+				cg.Delete()
+			}
 		}
 	}
 }

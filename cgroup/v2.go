@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,7 +38,12 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	parent = "/" + strings.Trim(filepath.Clean("/"+parent), "/")
 	gcV2(parent)
 	group := filepath.Join(parent, name())
-	m, err := cgroup2.NewManager(v2Mount, group, cgroup2.ToResources(r))
+	res := cgroup2.ToResources(r)
+	if r != nil && r.Memory != nil && r.Memory.Swap != nil && *r.Memory.Swap < 0 && res.Memory != nil {
+		max := int64(math.MaxInt64) // memory.swap.max "max": ToResources turns -1 into -1-limit
+		res.Memory.Swap = &max
+	}
+	m, err := cgroup2.NewManager(v2Mount, group, res)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, fmt.Errorf("%w: create cgroup v2 group %s: %v (no cgroup delegated to this user: name one with --cgroup-parent, e.g. inside `systemd-run --user --scope -p Delegate=yes`)", ErrUnavailable, group, err)
@@ -101,7 +107,7 @@ func gcV2(parent string) {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || launcherAlive(e.Name()) {
 			continue
 		}
-		if m, err := cgroup2.Load(filepath.Join(parent, e.Name())); err == nil {
+		if m, err := cgroup2.Load(filepath.Join(parent, e.Name()), cgroup2.WithMountpoint(v2Mount)); err == nil {
 			m.Kill()
 			m.Delete()
 		}

@@ -333,10 +333,14 @@ func (c *Cmd) Wait() error {
 	c.Result = r
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
-		oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
-		c.Events(Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed,
-			Limits: r.Limits, LimitsNote: c.limits, OOMKilled: &oom, MemoryPeak: r.MemoryPeak, CPUUsec: &cpu,
-			CPUUserUsec: r.CPUUser.Microseconds(), CPUSystemUsec: r.CPUSystem.Microseconds(), PidsPeak: r.PidsPeak, LimitHit: r.LimitHit})
+		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed,
+			Limits: r.Limits, LimitsNote: c.limits}
+		if r.Limits != string(cgroup.None) { // usage is known only through a cgroup
+			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
+			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak
+			e.CPUUserUsec, e.CPUSystemUsec = r.CPUUser.Microseconds(), r.CPUSystem.Microseconds()
+		}
+		c.Events(e)
 	}
 	if r.Success() {
 		return nil
@@ -388,7 +392,7 @@ func (c *Cmd) makeGroup() error {
 	}
 	if len(info.Required) > 0 && !info.BestEffort {
 		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; "+
-			"run as root, name a delegated cgroup v2 group with --cgroup-parent, or accept running without them with --limits best-effort",
+			"run as root, name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts), or accept running without them with --limits best-effort",
 			strings.Join(info.Required, ", "), err)}
 	}
 	c.limits = err.Error()

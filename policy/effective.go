@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,6 +126,10 @@ func Effective(o Options, h Host) (*Policy, error) {
 	}
 	if o.Resources != (Resources{}) {
 		if err := o.Resources.validate("resources"); err != nil {
+			var fe *FileError
+			if errors.As(err, &fe) {
+				return nil, errorf("--"+strings.ReplaceAll(strings.TrimPrefix(fe.Field, "resources."), "_", "-"), "", nil, "%s", fe.Reason)
+			}
 			return nil, errorf("limits", "", err, "bad limit")
 		}
 		p.Resources = mergeResources(p.Resources, &o.Resources)

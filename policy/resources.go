@@ -171,7 +171,7 @@ func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIX
 		}
 	}
 	if all.CPUs > 0 {
-		quota, period := int64(all.CPUs*cpuPeriod), uint64(cpuPeriod)
+		quota, period := int64(math.Round(all.CPUs*cpuPeriod)), uint64(cpuPeriod)
 		res.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 		any = true
 		if req.CPUs > 0 {

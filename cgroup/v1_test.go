@@ -1,0 +1,198 @@
+package cgroup
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+)
+
+// v1Own is this process's own group directory in each v1 hierarchy gosbx uses.
+// The live v1 tests run as root on v1/hybrid hosts only; they create groups through
+// New, or directly under these directories, and remove what they made.
+func v1Own(t *testing.T) map[string]string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("live cgroup v1 tests need root")
+	}
+	if Mode() != V1 {
+		t.Skipf("host cgroup mode is %s, not v1/hybrid", Mode())
+	}
+	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]string{}
+	for _, c := range []string{"memory", "pids", "cpu", "cpuacct"} {
+		p, ok := paths[c]
+		if !ok {
+			t.Skipf("no %s hierarchy in /proc/self/cgroup", c)
+		}
+		d := filepath.Join("/sys/fs/cgroup", c, p)
+		if _, err := os.Stat(d); err != nil {
+			t.Skipf("%s: %v", d, err)
+		}
+		own[c] = d
+	}
+	return own
+}
+
+// removeDirs removes the group n from each hierarchy, waiting for it to empty.
+func removeDirs(own map[string]string, n string) {
+	for _, d := range own {
+		p := filepath.Join(d, n)
+		for i := 0; i < 100 && exists(p); i++ {
+			if os.Remove(p) == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func TestV1Live(t *testing.T) {
+	own := v1Own(t)
+	g, err := New(res(64<<20, 64<<20, 16, 20000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := g.(*v1Group).name
+	t.Cleanup(func() { removeDirs(own, n) })
+	if g.Kind() != V1 || g.CloneFd() != -1 {
+		t.Errorf("kind %s fd %d; want cgroup-v1, -1", g.Kind(), g.CloneFd())
+	}
+	for c, d := range own {
+		if !exists(filepath.Join(d, n)) {
+			t.Errorf("no %s group %s", c, filepath.Join(d, n))
+		}
+	}
+	for file, want := range map[string]string{
+		"memory/memory.limit_in_bytes":       "67108864",
+		"memory/memory.memsw.limit_in_bytes": "67108864",
+		"pids/pids.max":                      "16",
+		"cpu/cpu.cfs_quota_us":               "20000",
+		"cpu/cpu.cfs_period_us":              "100000",
+	} {
+		c, f, _ := strings.Cut(file, "/")
+		if got := readTrim(t, filepath.Join(own[c], n, f)); got != want {
+			t.Errorf("%s = %q; want %q", file, got, want)
+		}
+	}
+
+	// a process placed in the group is in every hierarchy's group, is counted, and is
+	// killed by Destroy
+	// a process with 256 MiB to tear down (allocated before it is placed, so not charged
+	// to the group): its exit after SIGKILL takes a moment, as a real sandbox's does
+	sleep := exec.Command("/usr/bin/python3", "-c", "import sys, time\nb = b'x' * (256 << 20)\nprint('ready', flush=True)\ntime.sleep(60)")
+	out, err := sleep.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sleep.Start(); err != nil {
+		t.Skipf("python3: %v", err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { sleep.Wait(); close(done) }()
+	t.Cleanup(func() {
+		sleep.Process.Kill()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+	}) // runs before removeDirs
+	if err := g.Add(sleep.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(sleep.Process.Pid)
+	for c, d := range own {
+		tasks := strings.Fields(readTrim(t, filepath.Join(d, n, "tasks")))
+		if !slices.Contains(tasks, pid) {
+			t.Errorf("%s tasks %q; want the process %s", c, tasks, pid)
+		}
+	}
+	if got := readTrim(t, filepath.Join(own["pids"], n, "pids.current")); got != "1" {
+		t.Errorf("pids.current = %q; want 1", got)
+	}
+	// (a process moved in brings no memory charge along: MemoryPeak may be 0 here)
+	if st := g.Stats(); st.OOMKilled || st.PidsMaxHit {
+		t.Errorf("stats %+v; want no OOM, no pids limit hit", st)
+	}
+
+	// Destroy must not return before the group is gone: SIGKILL is asynchronous, so it
+	// has to wait until the group is empty before removing it (NOTES: freeze, kill,
+	// thaw, wait until empty, remove).
+	if err := g.Destroy(); err != nil {
+		t.Errorf("Destroy with a live process in the group: %v", err)
+	}
+	select {
+	case <-done:
+		if ws, ok := sleep.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Errorf("the process ended with %v; want SIGKILL from Destroy", sleep.ProcessState)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the process in the group survived Destroy")
+	}
+	for c, d := range own {
+		if exists(filepath.Join(d, n)) {
+			t.Errorf("%s group %s left after Destroy", c, filepath.Join(d, n))
+		}
+	}
+	if err := g.Destroy(); err != nil {
+		t.Errorf("second Destroy: %v", err)
+	}
+}
+
+// A leftover group of a launcher that is gone is removed from every hierarchy by the
+// next New; one of a live launcher is kept.
+func TestV1GC(t *testing.T) {
+	own := v1Own(t)
+	dead := "gosbx-" + strconv.Itoa(deadLauncher) + "-1-" + strconv.Itoa(os.Getpid())
+	live := "gosbx-" + strconv.Itoa(os.Getpid()) + "-0-0"
+	// a group a failed Destroy removed from some hierarchies only (memory first)
+	partial := "gosbx-" + strconv.Itoa(deadLauncher) + "-2-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { removeDirs(own, dead); removeDirs(own, live); removeDirs(own, partial) })
+	for c, d := range own {
+		for _, n := range []string{dead, live, partial} {
+			if n == partial && c == "memory" {
+				continue
+			}
+			if err := os.Mkdir(filepath.Join(d, n), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	g, err := New(res(64<<20, 64<<20, 16, 20000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Error(err)
+	}
+	for c, d := range own {
+		if exists(filepath.Join(d, dead)) {
+			t.Errorf("%s: the dead launcher's group %s was kept", c, dead)
+		}
+		if exists(filepath.Join(d, partial)) {
+			t.Errorf("%s: the dead launcher's group %s (gone from memory only) was kept", c, partial)
+		}
+		if !exists(filepath.Join(d, live)) {
+			t.Errorf("%s: the live launcher's group %s was removed", c, live)
+		}
+	}
+}

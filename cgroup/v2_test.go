@@ -1,0 +1,240 @@
+package cgroup
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// deadLauncher is a pid above any pid_max (2^22): never a live process.
+const deadLauncher = 999999999
+
+// fakeV2 points v2Mount at a plain directory with the files a real cgroup2 mount has
+// that containerd's manager opens without creating (cgroup.subtree_control) in the
+// mount point and in each given ancestor group.
+func fakeV2(t *testing.T, groups ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	old := v2Mount
+	v2Mount = root
+	t.Cleanup(func() { v2Mount = old })
+	for _, g := range append([]string{""}, groups...) {
+		d := filepath.Join(root, g)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func readTrim(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Errorf("%v", err)
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// ownGroups are the directories named gosbx-<this pid>-* in dir.
+func ownGroups(t *testing.T, dir string) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "gosbx-"+strconv.Itoa(os.Getpid())+"-*"))
+	return m
+}
+
+func res(mem, swapTotal, pids, quota int64) *specs.LinuxResources {
+	period := uint64(100000)
+	return &specs.LinuxResources{
+		Memory: &specs.LinuxMemory{Limit: &mem, Swap: &swapTotal},
+		Pids:   &specs.LinuxPids{Limit: &pids},
+		CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
+	}
+}
+
+func TestV2FileWrites(t *testing.T) {
+	root := fakeV2(t, "p", "p/q")
+	g, err := newV2(res(64<<20, 64<<20, 32, 20000), Options{Parent: "p/q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Kind() != V2 || g.CloneFd() < 0 {
+		t.Errorf("kind %v clone fd %d; want cgroup-v2 and an open fd", g.Kind(), g.CloneFd())
+	}
+	parent := filepath.Join(root, "p/q")
+	made := ownGroups(t, parent)
+	if len(made) != 1 {
+		t.Fatalf("groups made in %s: %q; want one gosbx-%d-…", parent, made, os.Getpid())
+	}
+	dir := made[0]
+	// the clone fd is that directory
+	if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(g.CloneFd())); err != nil || l != dir {
+		t.Errorf("clone fd is %q (%v); want %s", l, err, dir)
+	}
+	for file, want := range map[string]string{
+		"memory.max":      "67108864",
+		"memory.swap.max": "0", // runtime-spec memory+swap == memory: no swap
+		"pids.max":        "32",
+		"cpu.max":         "20000 100000",
+	} {
+		if got := readTrim(t, filepath.Join(dir, file)); got != want {
+			t.Errorf("%s = %q; want %q", file, got, want)
+		}
+	}
+	for _, anc := range []string{root, filepath.Join(root, "p"), parent} {
+		got := readTrim(t, filepath.Join(anc, "cgroup.subtree_control"))
+		for _, c := range []string{"+cpu", "+memory", "+pids"} {
+			if !strings.Contains(" "+got+" ", " "+c+" ") {
+				t.Errorf("%s/cgroup.subtree_control = %q; want %s enabled", anc, got, c)
+			}
+		}
+	}
+
+	// Stats reads pids.peak and pids.events itself
+	os.WriteFile(filepath.Join(dir, "pids.peak"), []byte("7\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "pids.events"), []byte("max 3\n"), 0o644)
+	st := g.Stats()
+	if st.PidsPeak != 7 || !st.PidsMaxHit {
+		t.Errorf("stats %+v; want PidsPeak 7 and PidsMaxHit", st)
+	}
+
+	if err := g.Destroy(); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s still exists after Destroy (%v)", dir, err)
+	}
+	// cgroup.kill was written on the way (a plain directory keeps what was written only
+	// until the removal, so this is seen through the group having been removed at all)
+	if err := g.Destroy(); err != nil {
+		t.Errorf("second Destroy: %v", err)
+	}
+	if _, err := os.Stat(parent); err != nil {
+		t.Errorf("the parent %s went with the group: %v", parent, err)
+	}
+}
+
+func TestV2DefaultParent(t *testing.T) {
+	root := fakeV2(t, DefaultParent)
+	g, err := newV2(res(1<<30, 1<<30, 100, 100000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	if made := ownGroups(t, filepath.Join(root, DefaultParent)); len(made) != 1 {
+		t.Errorf("groups in %s%s: %q; want one", root, DefaultParent, made)
+	}
+}
+
+// A parent named with .. stays inside the mount point.
+func TestV2ParentStaysInMount(t *testing.T) {
+	root := fakeV2(t, "x")
+	g, err := newV2(res(1<<30, 1<<30, 100, 100000), Options{Parent: "../../x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	if made := ownGroups(t, filepath.Join(root, "x")); len(made) != 1 {
+		t.Errorf("groups in %s/x: %q; want one (parent ../../x cleaned to /x)", root, made)
+	}
+}
+
+// --memory-swap -1 (any swap) is -1 in runtime-spec's memory+swap; cgroup v2 wants "max"
+// in memory.swap.max. The kernel refuses a negative number (EINVAL), so the group
+// could not be made and a required --memory would fail with 125.
+func TestV2SwapUnlimited(t *testing.T) {
+	root := fakeV2(t, DefaultParent)
+	g, err := newV2(res(64<<20, -1, 32, 20000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	made := ownGroups(t, filepath.Join(root, DefaultParent))
+	if len(made) != 1 {
+		t.Fatalf("groups: %q", made)
+	}
+	// "max", or a number the kernel clamps to its maximum (page_counter_memparse); never
+	// negative, which the kernel refuses.
+	if got := readTrim(t, filepath.Join(made[0], "memory.swap.max")); got != "max" && got != "9223372036854775807" {
+		t.Errorf("memory.swap.max = %q for swap -1; want max (the kernel refuses a negative value)", got)
+	}
+}
+
+// gc: a leftover group of a launcher that is gone is removed by the next New; one of a
+// live launcher, and anything not named gosbx-<pid>-…, is kept.
+func TestV2GC(t *testing.T) {
+	root := fakeV2(t, DefaultParent)
+	parent := filepath.Join(root, DefaultParent)
+	dead := filepath.Join(parent, "gosbx-"+strconv.Itoa(deadLauncher)+"-1-1")
+	live := filepath.Join(parent, "gosbx-"+strconv.Itoa(os.Getpid())+"-0-0")
+	other := filepath.Join(parent, "other-"+strconv.Itoa(deadLauncher))
+	odd := filepath.Join(parent, "gosbx-abc")
+	for _, d := range []string{dead, live, other, odd} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "cgroup.procs"), nil, 0o644)
+	}
+	g, err := newV2(res(64<<20, 64<<20, 32, 20000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead launcher's group %s was kept (%v); want it removed by gc", dead, err)
+	}
+	for _, d := range []string{live, other, odd} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}
+
+func TestLauncherAlive(t *testing.T) {
+	for name, want := range map[string]bool{
+		"gosbx-" + strconv.Itoa(os.Getpid()) + "-1-2":  true,
+		"gosbx-" + strconv.Itoa(deadLauncher) + "-1-2": false,
+		"gosbx-x-1":  true, // not ours to judge: kept
+		"gosbx-0-1":  true,
+		"gosbx":      true,
+		"other-1-12": true,
+	} {
+		if got := launcherAlive(name); got != want {
+			t.Errorf("launcherAlive(%q) = %v; want %v", name, got, want)
+		}
+	}
+}
+
+func TestNameUnique(t *testing.T) {
+	seen := map[string]bool{}
+	prefix := "gosbx-" + strconv.Itoa(os.Getpid()) + "-"
+	for i := 0; i < 100; i++ {
+		n := name()
+		if !strings.HasPrefix(n, prefix) || seen[n] {
+			t.Fatalf("name %q: want unique, starting %q", n, prefix)
+		}
+		seen[n] = true
+	}
+}
+
+func TestEventCount(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "pids.events")
+	os.WriteFile(f, []byte("max 12\nother 3\n"), 0o644)
+	if n := eventCount(f, "max"); n != 12 {
+		t.Errorf("max = %d; want 12", n)
+	}
+	if n := eventCount(f, "nope"); n != 0 {
+		t.Errorf("nope = %d", n)
+	}
+	if n := eventCount(f+"-missing", "max"); n != 0 {
+		t.Errorf("missing file = %d", n)
+	}
+}

@@ -1,0 +1,569 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// v1Controllers are the v1 hierarchies gosbx makes a sandbox's group in.
+var v1Controllers = []string{"memory", "pids", "cpu", "cpuacct"}
+
+// requireV1 skips unless the host has the v1 hierarchies gosbx uses here (hybrid or
+// legacy); these tests run the sandbox as root, where the groups can be made.
+func requireV1(t *testing.T) {
+	t.Helper()
+	requireBinary(t)
+	for _, c := range v1Controllers {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "tasks")); err != nil {
+			t.Skipf("no cgroup v1 %s hierarchy: %v", c, err)
+		}
+	}
+}
+
+// cgroupPaths parses /proc/PID/cgroup as the host sees it: controller → path.
+func cgroupPaths(pid string) map[string]string {
+	b, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			m[c] = parts[2]
+		}
+	}
+	return m
+}
+
+// ownV1 is the test process's group in each v1 hierarchy: gosbx exec, its child, makes
+// its groups there.
+func ownV1(t *testing.T) map[string]string {
+	t.Helper()
+	paths := cgroupPaths("self")
+	own := map[string]string{}
+	for _, c := range v1Controllers {
+		own[c] = filepath.Join("/sys/fs/cgroup", c, paths[c])
+	}
+	return own
+}
+
+// launcherGroups lists the groups (in every v1 hierarchy) named for launcher pid.
+func launcherGroups(t *testing.T, pid int) []string {
+	t.Helper()
+	var out []string
+	for _, d := range ownV1(t) {
+		m, _ := filepath.Glob(filepath.Join(d, "gosbx-"+strconv.Itoa(pid)+"-*"))
+		out = append(out, m...)
+	}
+	return out
+}
+
+// noGroupsLeft fails the test if any group of launcher pid is left; it waits a little,
+// since nothing removes them after gosbx exec has exited, the wait only avoids
+// reporting a group another run's gc is removing right now.
+func noGroupsLeft(t *testing.T, pid int, when string) {
+	t.Helper()
+	var left []string
+	for i := 0; i < 10; i++ {
+		if left = launcherGroups(t, pid); len(left) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("%s: cgroup directories left behind by gosbx exec (pid %d): %q", when, pid, left)
+}
+
+// sandboxGroup is the directory of the sandbox's group in controller c, from the host's
+// view of /proc/PID/cgroup of a process inside it.
+func sandboxGroup(t *testing.T, pid int64, c string) string {
+	t.Helper()
+	p, ok := cgroupPaths(strconv.FormatInt(pid, 10))[c]
+	if !ok {
+		t.Fatalf("pid %d has no %s cgroup", pid, c)
+	}
+	return filepath.Join("/sys/fs/cgroup", c, p)
+}
+
+func readTrim(p string) string {
+	b, _ := os.ReadFile(p)
+	return strings.TrimSpace(string(b))
+}
+
+// statusResult is a gosbx run with --status-fd 3, its events and the launcher's pid.
+type statusResult struct {
+	result
+	events []map[string]any
+	exit   map[string]any // the event with exit-code, or nil
+	pid    int            // gosbx exec's pid (setpriv execs it for nobody)
+	raw    string
+}
+
+func (r statusResult) String() string { return r.result.String() + "\nstatus: " + r.raw }
+
+// runStatus runs gosbx exec with --status-fd 3 and args, and collects the status lines.
+func (s *sandbox) runStatus(args ...string) statusResult {
+	s.t.Helper()
+	ctx := s.limitCtx(runLimit)
+	pr, pw, err := os.Pipe()
+	must(s.t, err)
+	cmd := s.command(ctx, append([]string{"--status-fd", "3"}, args...)...)
+	cmd.ExtraFiles = []*os.File{pw}
+	var raw bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&raw, pr); pr.Close(); close(done) }()
+	res := s.runCmd(ctx, cmd)
+	pw.Close()
+	<-done
+	sr := statusResult{result: res, pid: cmd.Process.Pid, raw: raw.String()}
+	sc := bufio.NewScanner(bytes.NewReader(raw.Bytes()))
+	for sc.Scan() {
+		d := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		d.UseNumber()
+		m := map[string]any{}
+		if d.Decode(&m) != nil {
+			s.t.Fatalf("unparsable status line %q", sc.Text())
+		}
+		sr.events = append(sr.events, m)
+		if _, ok := m["exit-code"]; ok {
+			sr.exit = m
+		}
+	}
+	return sr
+}
+
+// exitEvent returns the exit line of a status run, failing the test without one.
+func exitEvent(t *testing.T, events []map[string]any, raw string) map[string]any {
+	t.Helper()
+	for _, m := range events {
+		if _, ok := m["exit-code"]; ok {
+			return m
+		}
+	}
+	t.Fatalf("no exit line in the status output:\n%s", raw)
+	return nil
+}
+
+func wantKey(t *testing.T, ev map[string]any, k string, want any) {
+	t.Helper()
+	if got := ev[k]; got != want {
+		t.Errorf("status %q = %v (%T); want %v\nexit line: %v", k, got, got, want, ev)
+	}
+}
+
+// A memory hog under --memory 64M is killed by the OOM killer: 137, reported as such,
+// with the peak at the limit; its group is removed.
+func TestLimitsMemoryOOM(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	r := s.runStatus("--memory", "64M", "--", python, "-c", "b = bytearray(1<<30)")
+	if r.code != 137 {
+		t.Fatalf("want exit 137 (SIGKILL by the OOM killer)\n%v", r)
+	}
+	ev := exitEvent(t, r.events, r.raw)
+	wantKey(t, ev, "oom-killed", true)
+	wantKey(t, ev, "limit-hit", "memory")
+	wantKey(t, ev, "limits", "cgroup-v1")
+	peak, ok := num(ev, "memory-peak-bytes")
+	if !ok || peak < 48<<20 || peak > 65<<20 {
+		t.Errorf("memory-peak-bytes %d (present %v); want about the 64 MiB limit", peak, ok)
+	}
+	noGroupsLeft(t, r.pid, "after an OOM kill")
+}
+
+// 32 MiB (written, so charged) fits under --memory 128M, and the peak shows it.
+func TestLimitsMemoryFits(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	r := s.runStatus("--memory", "128M", "--", python, "-c", "b = b'x' * (32 << 20); print(len(b))")
+	mustSucceed(t, r.result, "32 MiB under --memory 128M")
+	ev := exitEvent(t, r.events, r.raw)
+	wantKey(t, ev, "oom-killed", false)
+	wantKey(t, ev, "limits", "cgroup-v1")
+	if _, hit := ev["limit-hit"]; hit {
+		t.Errorf("limit-hit %v; want none", ev["limit-hit"])
+	}
+	peak, ok := num(ev, "memory-peak-bytes")
+	if !ok || peak < 32<<20 || peak > 128<<20 {
+		t.Errorf("memory-peak-bytes %d (present %v); want between 32 and 128 MiB", peak, ok)
+	}
+	if cpu, ok := num(ev, "cpu-usec"); !ok || cpu <= 0 || cpu > 10_000_000 {
+		t.Errorf("cpu-usec %d (present %v); want a plausible positive time (python started)", cpu, ok)
+	}
+	noGroupsLeft(t, r.pid, "after a normal exit")
+}
+
+// The private /tmp is tmpfs: its pages count against --memory, so 1 GiB cannot be
+// written there under 128M.
+func TestLimitsMemoryTmpfs(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	r := s.runStatus("--memory", "128M", "--", shellPath, "-c",
+		"dd if=/dev/zero of=/tmp/fill bs=1M count=1024 2>/dev/null; stat -c %s /tmp/fill")
+	size, _ := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
+	if r.code == 0 && size >= 1<<30 {
+		t.Fatalf("wrote a 1 GiB file to /tmp under --memory 128M\n%v", r)
+	}
+	if r.code == 125 {
+		t.Fatalf("refused\n%v", r)
+	}
+	t.Logf("exit %d, size %q, status %v", r.code, strings.TrimSpace(r.stdout), r.exit)
+	noGroupsLeft(t, r.pid, "after a tmpfs fill")
+}
+
+// A fork bomb under --pids 32 never has more than 32 tasks, counted from the host in
+// the sandbox's own pids group and by argv, while the host can still fork.
+func TestLimitsPidsForkBomb(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	tok := "gosbx-it-bomb-" + s.id
+	// A real fork bomb (every child forks again) for 1.5 s, held back until the host has
+	// seen pids.max in place; then every process sleeps while the host counts.
+	script := `import os, time
+while not os.path.exists("go"):
+    time.sleep(0.01)
+end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    try:
+        os.fork()
+    except OSError:
+        time.sleep(0.01)
+time.sleep(1.5)
+`
+	t.Cleanup(func() {
+		for _, p := range bombPIDs(tok) {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	ctx := s.limitCtx(runLimit)
+	sr := s.startStatus(ctx, "--pids", "32", "--", python, "-c", script, tok)
+	sr.stdin.Close()
+	first := sr.next(10 * time.Second)
+	child, ok := num(first, "child-pid")
+	if !ok {
+		sr.cmd.Process.Kill()
+		t.Fatalf("first status line %v: no child-pid", first)
+	}
+	dir := sandboxGroup(t, child, "pids")
+	if !strings.HasPrefix(filepath.Base(dir), "gosbx-"+strconv.Itoa(sr.cmd.Process.Pid)+"-") {
+		t.Errorf("the sandbox's pids group %s is not named for gosbx exec (pid %d)", dir, sr.cmd.Process.Pid)
+	}
+	if got := readTrim(filepath.Join(dir, "pids.max")); got != "32" {
+		sr.cmd.Process.Kill()
+		t.Fatalf("pids.max of %s = %q; want 32 (not starting the bomb)", dir, got)
+	}
+	s.writeWS("go", "", 0o644)
+	maxCur, maxTasks, maxArgv, hostForks := 0, 0, 0, 0
+	end := time.Now().Add(2500 * time.Millisecond)
+	for time.Now().Before(end) {
+		if n, err := strconv.Atoi(readTrim(filepath.Join(dir, "pids.current"))); err == nil && n > maxCur {
+			maxCur = n
+		}
+		if n := len(strings.Fields(readTrim(filepath.Join(dir, "tasks")))); n > maxTasks {
+			maxTasks = n
+		}
+		if n := len(bombPIDs(tok)); n > maxArgv {
+			maxArgv = n
+		}
+		if exec.Command("/bin/true").Run() == nil {
+			hostForks++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	evs := sr.rest(30 * time.Second)
+	err := sr.cmd.Wait()
+	t.Logf("max pids.current %d, tasks %d, bomb processes by argv %d; host forks ok %d; gosbx: %v", maxCur, maxTasks, maxArgv, hostForks, err)
+	if maxCur > 32 || maxTasks > 32 || maxArgv > 32 {
+		t.Errorf("more than 32 tasks under --pids 32: pids.current %d, tasks %d, by argv %d", maxCur, maxTasks, maxArgv)
+	}
+	if maxArgv < 16 {
+		t.Errorf("the bomb reached only %d processes: it did not run into the limit", maxArgv)
+	}
+	if hostForks == 0 {
+		t.Error("the host could not fork during the bomb")
+	}
+	ev := exitEvent(t, evs, sr.raw.String())
+	wantKey(t, ev, "limit-hit", "pids")
+	wantKey(t, ev, "limits", "cgroup-v1")
+	if pk, ok := num(ev, "pids-peak"); ok && pk > 32 {
+		t.Errorf("pids-peak %d > 32", pk)
+	}
+	noGroupsLeft(t, sr.cmd.Process.Pid, "after a fork bomb")
+	if left := waitBomb(tok); left != 0 {
+		t.Errorf("%d bomb processes left on the host", left)
+	}
+}
+
+// bombPIDs are the host processes running python with tok in their argv.
+func bombPIDs(tok string) []int {
+	var out []int
+	for _, p := range hostPIDs(python) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+		if bytes.Contains(b, []byte(tok)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func waitBomb(tok string) int {
+	end := time.Now().Add(5 * time.Second)
+	for {
+		n := len(bombPIDs(tok))
+		if n == 0 || time.Now().After(end) {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A spinner under --cpus 0.2 uses about a fifth of a core (generous band), by
+// cpu-usec against wall-ms.
+func TestLimitsCPU(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	r := s.runStatus("--cpus", "0.2", "--", python, "-c", "import time\nend = time.time() + 2\nwhile time.time() < end: pass")
+	mustSucceed(t, r.result, "spinner")
+	ev := exitEvent(t, r.events, r.raw)
+	wantKey(t, ev, "limits", "cgroup-v1")
+	cpu, ok1 := num(ev, "cpu-usec")
+	wall, ok2 := num(ev, "wall-ms")
+	if !ok1 || !ok2 || wall < 1900 {
+		t.Fatalf("cpu-usec %d wall-ms %d: missing or too short\n%v", cpu, wall, r)
+	}
+	ratio := float64(cpu) / float64(wall*1000)
+	t.Logf("cpu-usec %d over wall-ms %d: %.3f of a core", cpu, wall, ratio)
+	if ratio < 0.05 || ratio > 0.45 {
+		t.Errorf("the spinner used %.3f of a core under --cpus 0.2; want 0.05..0.45", ratio)
+	}
+	user, _ := num(ev, "cpu-user-usec")
+	sys, _ := num(ev, "cpu-system-usec")
+	if user+sys != cpu {
+		t.Errorf("cpu-user-usec %d + cpu-system-usec %d != cpu-usec %d", user, sys, cpu)
+	}
+	noGroupsLeft(t, r.pid, "after the spinner")
+}
+
+// --fsize and --nofile are rlimits: they work for root and nobody alike, and are seen
+// from the host in /proc/PID/limits of the command, with the core size 0.
+func TestLimitsRlimits(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		// dd is stopped at 1 MiB: SIGXFSZ (153) or, with it ignored, EFBIG
+		r := s.run("--fsize", "1M", "--", "dd", "if=/dev/zero", "of=big", "bs=1M", "count=5")
+		if r.code == 0 || (r.code != 128+int(syscall.SIGXFSZ) && !strings.Contains(r.stderr, "File too large")) {
+			t.Errorf("dd of 5 MB under --fsize 1M: want SIGXFSZ or EFBIG\n%v", r)
+		}
+		if st, err := os.Stat(filepath.Join(s.ws, "big")); err != nil || st.Size() > 1<<20 {
+			t.Errorf("big: %v, size %v; want at most 1 MiB", err, st)
+		}
+		// python ignores SIGXFSZ: the write fails with EFBIG
+		r = s.run("--fsize", "1M", "--", python, "-c",
+			"import errno\ntry:\n open('big2','wb').write(b'x'*(5<<20))\nexcept OSError as e:\n print(errno.errorcode[e.errno])")
+		if strings.TrimSpace(r.stdout) != "EFBIG" {
+			t.Errorf("python write of 5 MB under --fsize 1M: want EFBIG\n%v", r)
+		}
+		// 100 open files under --nofile 32
+		r = s.run("--nofile", "32", "--", python, "-c", "fs = [open('/dev/null') for _ in range(100)]")
+		if r.code == 0 || !strings.Contains(r.stderr, "Too many open files") {
+			t.Errorf("100 open files under --nofile 32: want EMFILE\n%v", r)
+		}
+		mustSucceed(t, s.run("--nofile", "32", "--", python, "-c", "fs = [open('/dev/null') for _ in range(20)]"), "20 files under --nofile 32")
+
+		// from the host
+		ctx := s.limitCtx(runLimit)
+		sr := s.startStatus(ctx, "--nofile", "32", "--fsize", "1M", "--", shellPath, "-c", "read x")
+		var pid int64
+		for pid == 0 {
+			ev := sr.next(10 * time.Second)
+			if ev == nil {
+				sr.cmd.Process.Kill()
+				t.Fatalf("no exec event: %s", sr.raw)
+			}
+			pid, _ = num(ev, "pid")
+		}
+		limits, err := os.ReadFile("/proc/" + strconv.FormatInt(pid, 10) + "/limits")
+		sr.stdin.Close()
+		sr.rest(30 * time.Second)
+		sr.cmd.Wait()
+		must(t, err)
+		for _, want := range [][]string{
+			{"Max open files", "32", "32"},
+			{"Max file size", "1048576", "1048576"},
+			{"Max core file size", "0", "0"},
+		} {
+			found := false
+			for _, line := range strings.Split(string(limits), "\n") {
+				if rest, ok := strings.CutPrefix(line, want[0]); ok {
+					f := strings.Fields(rest)
+					found = len(f) >= 2 && f[0] == want[1] && f[1] == want[2]
+				}
+			}
+			if !found {
+				t.Errorf("/proc/%d/limits: want %q %s %s\n%s", pid, want[0], want[1], want[2], limits)
+			}
+		}
+	})
+}
+
+// No group is left after a normal exit (seen while it ran, with the agent's default
+// pids limit for root), a --timeout, and a kill -9 of gosbx exec followed by the next run.
+func TestLimitsCgroupCleanup(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+
+	t.Run("normal exit, default pids limit", func(t *testing.T) {
+		ctx := s.limitCtx(runLimit)
+		sr := s.startStatus(ctx, "--", shellPath, "-c", "read x; exit 0")
+		first := sr.next(10 * time.Second)
+		child, ok := num(first, "child-pid")
+		if !ok {
+			sr.cmd.Process.Kill()
+			t.Fatalf("first status line %v", first)
+		}
+		for _, c := range v1Controllers {
+			dir := sandboxGroup(t, child, c)
+			if !strings.HasPrefix(filepath.Base(dir), "gosbx-"+strconv.Itoa(sr.cmd.Process.Pid)+"-") {
+				t.Errorf("%s group %s: not a group of this gosbx exec", c, dir)
+			}
+		}
+		if got := readTrim(filepath.Join(sandboxGroup(t, child, "pids"), "pids.max")); got != "8192" {
+			t.Errorf("pids.max = %q with no flags; want the agent profile's default 8192", got)
+		}
+		if n := len(launcherGroups(t, sr.cmd.Process.Pid)); n != len(v1Controllers) {
+			t.Errorf("%d groups named for gosbx exec while it runs; want %d", n, len(v1Controllers))
+		}
+		sr.stdin.Close()
+		evs := sr.rest(30 * time.Second)
+		if err := sr.cmd.Wait(); err != nil {
+			t.Fatalf("gosbx: %v\n%s", err, sr.stderr)
+		}
+		ev := exitEvent(t, evs, sr.raw.String())
+		wantKey(t, ev, "limits", "cgroup-v1")
+		if note, ok := ev["limits-note"]; ok {
+			t.Errorf("limits-note %q with the limits applied", note)
+		}
+		noGroupsLeft(t, sr.cmd.Process.Pid, "after a normal exit")
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		r := s.runStatus("--timeout", "1", "--pids", "64", "--", "sleep", "30")
+		if r.code != 124 {
+			t.Fatalf("want 124\n%v", r)
+		}
+		noGroupsLeft(t, r.pid, "after --timeout")
+	})
+
+	t.Run("kill -9 of gosbx exec, then the next run", func(t *testing.T) {
+		sleep := s.sleepLink("kill9")
+		ctx := s.limitCtx(runLimit)
+		sr := s.startStatus(ctx, "--memory", "64M", "--", sleep, "30")
+		for {
+			ev := sr.next(10 * time.Second)
+			if ev == nil {
+				sr.cmd.Process.Kill()
+				t.Fatalf("no exec event: %s", sr.raw)
+			}
+			if ev["exec"] == true {
+				break
+			}
+		}
+		pid := sr.cmd.Process.Pid
+		if n := len(launcherGroups(t, pid)); n != len(v1Controllers) {
+			t.Errorf("%d groups while it runs; want %d", n, len(v1Controllers))
+		}
+		must(t, sr.cmd.Process.Signal(syscall.SIGKILL))
+		sr.cmd.Wait()
+		t.Logf("groups right after kill -9: %q", launcherGroups(t, pid))
+		// the next run, right away: its gc must remove the dead launcher's groups
+		mustSucceed(t, s.run("--", "true"), "the next run")
+		var left []string
+		if left = launcherGroups(t, pid); len(left) != 0 {
+			t.Errorf("after kill -9 of gosbx exec and the next run, groups are left: %q", left)
+		}
+		if n := len(waitHostPIDs(sleep, 5*time.Second, func(n int) bool { return n == 0 })); n != 0 {
+			t.Errorf("%d sandbox processes outlived gosbx exec", n)
+		}
+		if len(left) != 0 {
+			// a later run, once the sandbox is surely gone, so nothing stays behind
+			s.run("--", "true")
+			if left = launcherGroups(t, pid); len(left) != 0 {
+				t.Errorf("still left after a second run: %q", left)
+			}
+		}
+	})
+}
+
+// nobody cannot make v1 groups: limits asked for → 125 naming cgroup and the way out,
+// nothing ran; --limits best-effort → runs and says limits none; no flags at all → runs
+// (the profile's pids default is best effort) with no gosbx words on stderr.
+func TestLimitsUnprivileged(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, nobodyCaller)
+	marker := filepath.Join(s.ws, "marker")
+	for _, flags := range [][]string{{"--memory", "64M"}, {"--pids", "64"}, {"--cpus", "0.5"}, {"--memory", "64M", "--limits", "required"}} {
+		os.Remove(marker)
+		r := s.run(append(flags, "--", "touch", marker)...)
+		if r.code != 125 {
+			t.Errorf("%q as nobody: want 125 (no cgroup can be made)\n%v", flags, r)
+		}
+		if !strings.Contains(r.stderr, "cgroup") || !strings.Contains(r.stderr, "--limits best-effort") {
+			t.Errorf("%q: the message does not name cgroup and the --limits best-effort way out:\n%s", flags, r.stderr)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("%q: the command ran although its limits could not be applied", flags)
+		}
+	}
+
+	os.Remove(marker)
+	r := s.runStatus("--memory", "64M", "--limits", "best-effort", "--", "touch", marker)
+	mustSucceed(t, r.result, "--limits best-effort")
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the command did not run with --limits best-effort: %v", err)
+	}
+	ev := exitEvent(t, r.events, r.raw)
+	wantKey(t, ev, "limits", "none")
+	if note, _ := ev["limits-note"].(string); !strings.Contains(note, "cgroup") {
+		t.Errorf("limits-note %q; want why there is no cgroup", note)
+	}
+	// Without a cgroup nothing was measured: "cpu-usec": 0 and "oom-killed": false
+	// would be false data (a spinner reports 0 µs), not "unknown".
+	for _, k := range []string{"cpu-usec", "oom-killed", "memory-peak-bytes"} {
+		if v, ok := ev[k]; ok {
+			t.Errorf("exit line with limits none has %q: %v; want it absent (unknown without a cgroup)", k, v)
+		}
+	}
+
+	r2 := s.run("--", shellPath, "-c", "echo only-this >&2")
+	mustSucceed(t, r2, "no limit flags as nobody")
+	if r2.stderr != "only-this\n" {
+		t.Errorf("stderr %q; want exactly the command's (no gosbx note for a best-effort default)", r2.stderr)
+	}
+	r3 := s.runStatus("--", "true")
+	mustSucceed(t, r3.result, "no limit flags as nobody, with --status-fd")
+	ev = exitEvent(t, r3.events, r3.raw)
+	wantKey(t, ev, "limits", "none")
+	if note, _ := ev["limits-note"].(string); note == "" {
+		t.Errorf("no limits-note: the result must say the profile's default was not applied")
+	}
+	if r3.stderr != "" {
+		t.Errorf("stderr %q; want empty", r3.stderr)
+	}
+}
