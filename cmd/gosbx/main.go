@@ -11,11 +11,15 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gosbx/gosbx/doctor"
 	"github.com/gosbx/gosbx/nsinit"
 )
 
 func main() {
 	nsinit.Init() // the re-executed init stage never returns from here
+	if len(os.Args) > 1 && os.Args[1] == doctor.ProbeArg {
+		os.Exit(doctor.Probe(os.Args[2:])) // gosbx doctor's probes, in a new namespace or a sandbox
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

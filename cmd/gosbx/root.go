@@ -25,7 +25,7 @@ built, the command does not run and gosbx exits 125.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.Version = versionString()
 	root.SetVersionTemplate("gosbx {{.Version}}\n")
-	root.AddCommand(newExecCmd(), newPolicyCmd(), newSeccompCmd(), newVersionCmd())
+	root.AddCommand(newExecCmd(), newPolicyCmd(), newSeccompCmd(), newDoctorCmd(), newVersionCmd())
 	return root
 }
 

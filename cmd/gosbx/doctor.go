@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gosbx/gosbx/doctor"
+)
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	return func() *cobra.Command {
+		c := &cobra.Command{
+			Use:   "doctor [--json]",
+			Short: "Prove that this host can build the sandbox, or say exactly why not",
+			Long: `Exercise every kernel feature the sandbox needs, as this caller: user namespaces and id
+maps, each namespace type, the new mount API, overlayfs, pidfd_open/close_range/openat2,
+Landlock, the cgroup mode and whether limits can be applied, then one real sandbox under the
+default policy with an escape probe inside (write outside the workspace, read a host file,
+reach the host's loopback, TIOCSTI, create a user namespace). Failures come with the fix.
+
+Exit status: 0 when everything the default policy needs works (warnings do not fail), 1
+otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name", "status"
+(ok, warn, fail, skip), "detail", "fix"}]}.`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				r := doctor.Run(exe)
+				if asJSON {
+					r.WriteJSON(c.OutOrStdout())
+				} else {
+					r.WriteTable(c.OutOrStdout())
+				}
+				if !r.OK {
+					return statusError(1)
+				}
+				return nil
+			},
+		}
+		c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+		return c
+	}()
+}

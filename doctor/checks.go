@@ -1,0 +1,348 @@
+package doctor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/policy"
+)
+
+// Run runs every check; exe is the gosbx binary, re-executed for the probes (it must
+// call Probe when argv[1] is ProbeArg, as cmd/gosbx does). It leaves nothing behind.
+func Run(exe string) *Report {
+	r := &Report{Version: ReportVersion, OK: true, UID: os.Getuid()}
+	f := ReadFacts()
+	r.add(Check{Name: "kernel", Status: OK, Detail: "Linux " + f.Kernel})
+
+	userns := checkUserns(exe, f)
+	r.add(userns)
+	for _, ns := range []struct {
+		name string
+		flag uintptr
+	}{{"mnt", unix.CLONE_NEWNS}, {"pid", unix.CLONE_NEWPID}, {"net", unix.CLONE_NEWNET},
+		{"ipc", unix.CLONE_NEWIPC}, {"uts", unix.CLONE_NEWUTS}, {"cgroup", unix.CLONE_NEWCGROUP}} {
+		if userns.Status != OK {
+			r.add(Check{Name: ns.name + " namespace", Status: Skip, Detail: "needs a user namespace"})
+			continue
+		}
+		r.add(checkNamespace(exe, ns.name, ns.flag))
+	}
+	if userns.Status == OK {
+		r.add(childCheck(exe, "new mount API", "mountapi", Fail, "fsopen, fsmount, move_mount, mount_setattr need Linux 5.12 or later"))
+		r.add(childCheck(exe, "overlayfs in a user namespace", "overlay", Warn, "not needed by the default policy: the kernel refused an overlayfs mount in a user namespace for this caller (it needs Linux 5.11, and an upper file system that allows whiteouts there)"))
+	}
+	r.add(checkSyscalls())
+	r.add(checkLandlock())
+	for _, c := range checkCgroup(exe, f) {
+		r.add(c)
+	}
+	if userns.Status == OK {
+		for _, c := range checkSandbox(exe, f) {
+			r.add(c)
+		}
+	} else {
+		r.add(Check{Name: "sandbox launch", Status: Skip, Detail: "needs a user namespace"})
+	}
+	return r
+}
+
+// clone starts exe ProbeArg args in new namespaces with the id maps of nsinit (the
+// caller's own uid/gid, setgroups denied), with the capabilities it needs.
+func clone(exe string, flags uintptr, args ...string) (string, error) {
+	cmd := exec.Command(exe, append([]string{ProbeArg}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:                 unix.CLONE_NEWUSER | flags,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN},
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	err := cmd.Wait()
+	return strings.TrimSpace(out.String()), err
+}
+
+func checkUserns(exe string, f Facts) Check {
+	c := Check{Name: "user namespace + id maps"}
+	if _, err := clone(exe, 0, "ns", "user", strconv.FormatUint(nsInode("user"), 10)); err != nil {
+		c.Status = Fail
+		c.Detail, c.Fix = explainUserns(err, f)
+		return c
+	}
+	c.Status, c.Detail = OK, fmt.Sprintf("uid %d and gid %d mapped to themselves, setgroups denied", os.Getuid(), os.Getgid())
+	return c
+}
+
+func checkNamespace(exe, name string, flag uintptr) Check {
+	c := Check{Name: name + " namespace"}
+	out, err := clone(exe, flag, "ns", name, strconv.FormatUint(nsInode(name), 10))
+	if err != nil {
+		c.Status, c.Detail = Fail, strings.TrimSpace(out+" "+err.Error())
+		c.Fix = "the kernel or a security policy refuses this namespace type in a user namespace"
+		return c
+	}
+	c.Status, c.Detail = OK, "created"
+	if name == "net" {
+		c.Detail = "created, lo brought up"
+	}
+	return c
+}
+
+func childCheck(exe, name, probe string, failStatus Status, fix string) Check {
+	out, err := clone(exe, unix.CLONE_NEWNS, probe)
+	if err != nil {
+		return Check{Name: name, Status: failStatus, Detail: strings.TrimSpace(out + " " + err.Error()), Fix: fix}
+	}
+	return Check{Name: name, Status: OK, Detail: "mounted in a user namespace"}
+}
+
+func nsInode(name string) uint64 {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/"+name, &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// checkSyscalls exercises pidfd_open, close_range and openat2 (RESOLVE_IN_ROOT).
+func checkSyscalls() Check {
+	c := Check{Name: "pidfd_open, close_range, openat2", Status: OK}
+	var bad []string
+	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
+		bad = append(bad, "pidfd_open: "+err.Error())
+	} else {
+		unix.Close(fd)
+	}
+	if fd, err := unix.Dup(2); err == nil {
+		if err := unix.CloseRange(uint(fd), uint(fd), 0); err != nil {
+			bad = append(bad, "close_range: "+err.Error())
+			unix.Close(fd)
+		}
+	}
+	if fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT}); err != nil {
+		bad = append(bad, "openat2: "+err.Error())
+	} else {
+		unix.Close(fd)
+	}
+	if len(bad) > 0 {
+		c.Status, c.Detail = Fail, strings.Join(bad, "; ")
+		c.Fix = "gosbx needs Linux 5.12 or later (openat2 5.6, close_range 5.9, pidfd_open 5.3)"
+		return c
+	}
+	c.Detail = "all present"
+	return c
+}
+
+// checkLandlock reports the Landlock ABI version (not used by the default policy).
+func checkLandlock() Check {
+	const createRulesetVersion = 1
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, createRulesetVersion)
+	if e != 0 {
+		return Check{Name: "Landlock", Status: Skip, Detail: "not available: " + e.Error()}
+	}
+	return Check{Name: "Landlock", Status: OK, Detail: fmt.Sprintf("ABI version %d", v)}
+}
+
+// checkCgroup reports the mode and makes a group with a limit, places a process in it
+// and removes it, through the cgroup package gosbx exec uses.
+func checkCgroup(exe string, f Facts) []Check {
+	mode := cgroup.Mode()
+	modeCheck := Check{Name: "cgroup mode", Status: OK, Detail: string(mode)}
+	if mode == cgroup.V1 {
+		if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
+			modeCheck.Detail = "hybrid: controllers in cgroup v1, cgroup v2 at /sys/fs/cgroup/unified"
+		} else {
+			modeCheck.Detail = "cgroup v1"
+		}
+	}
+	if mode == cgroup.None {
+		modeCheck.Status, modeCheck.Detail = Warn, "no cgroup file system"
+		modeCheck.Fix = explainCgroup(string(mode), f)
+	}
+	limit := int64(64)
+	g, err := cgroup.New(&specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}, cgroup.Options{})
+	if err != nil {
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}}
+	}
+	defer g.Destroy()
+	sleeper := exec.Command(exe, ProbeArg, "wait")
+	stdin, err := sleeper.StdinPipe()
+	if err != nil {
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error()}}
+	}
+	limitCheck := Check{Name: "cgroup limits", Status: OK, Detail: fmt.Sprintf("%s group made with pids.max 64", g.Kind())}
+	if g.CloneFd() >= 0 {
+		sleeper.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.CloneFd()}
+	}
+	if err := sleeper.Start(); err != nil {
+		limitCheck.Status, limitCheck.Detail = Warn, "cannot start a process in the group: "+err.Error()
+		return []Check{modeCheck, limitCheck}
+	}
+	if err := g.Add(sleeper.Process.Pid); err != nil {
+		limitCheck.Status, limitCheck.Detail = Warn, err.Error()
+	} else if g.CloneFd() >= 0 {
+		limitCheck.Detail += ", a process cloned into it (CLONE_INTO_CGROUP), removed"
+	} else {
+		limitCheck.Detail += ", a process placed in it, removed"
+	}
+	stdin.Close()
+	sleeper.Wait()
+	clone3 := Check{Name: "CLONE_INTO_CGROUP", Status: OK, Detail: "a process cloned into the sandbox's cgroup v2 group"}
+	if g.CloneFd() < 0 {
+		clone3 = checkCloneIntoUnified(exe)
+	}
+	return []Check{modeCheck, limitCheck, clone3}
+}
+
+// checkCloneIntoUnified exercises CLONE_INTO_CGROUP on a hybrid host's cgroup v2 tree
+// (no controllers there; gosbx places v1 groups after the clone instead).
+func checkCloneIntoUnified(exe string) Check {
+	c := Check{Name: "CLONE_INTO_CGROUP", Status: Skip}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	own := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = p
+		}
+	}
+	dir := filepath.Join("/sys/fs/cgroup/unified", own, fmt.Sprintf("gosbx-doctor-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		c.Detail = "no writable cgroup v2 tree for this caller (" + err.Error() + "); v1 hosts place the init right after the clone"
+		return c
+	}
+	defer os.Remove(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	defer unix.Close(fd)
+	p := exec.Command(exe, ProbeArg, "wait")
+	p.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	if err := p.Run(); err != nil {
+		c.Status, c.Detail = Warn, "clone3 with CLONE_INTO_CGROUP: "+err.Error()
+		return c
+	}
+	c.Status, c.Detail = OK, "a process cloned into a cgroup v2 group (hybrid host: limits stay in v1)"
+	return c
+}
+
+// checkSandbox launches one real sandbox under the default policy, through nsinit, and
+// runs the escape probe in it.
+func checkSandbox(exe string, f Facts) []Check {
+	base, err := os.MkdirTemp("/var/tmp", "gosbx-doctor-")
+	if err != nil {
+		base, err = os.MkdirTemp("", "gosbx-doctor-")
+	}
+	if err != nil {
+		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "cannot make a scratch directory: " + err.Error()}}
+	}
+	defer os.RemoveAll(base)
+	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
+	canary := filepath.Join(outside, "canary")
+	for _, d := range []string{ws, outside} {
+		os.Mkdir(d, 0o755)
+	}
+	os.WriteFile(canary, []byte("host secret"), 0o644)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "cannot listen on the host's loopback: " + err.Error()}}
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	accepted := make(chan bool, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err == nil
+	}()
+	host, err := policy.CurrentHost()
+	if err != nil {
+		return []Check{{Name: "sandbox launch", Status: Fail, Detail: err.Error()}}
+	}
+	host.Cwd = ws
+	spec, err := policy.Compile(policy.Options{Workspace: ws, ReadOnly: []string{exe},
+		Args: []string{exe, ProbeArg, "escape", canary, outside, port}}, host)
+	if err != nil {
+		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "policy: " + err.Error()}}
+	}
+	var out bytes.Buffer
+	cmd := nsinit.Command(spec)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Timeout = 20 * time.Second
+	steps := []string{"tmpfs root, binds, pivot_root, read-only /", "procfs", "devpts", "capabilities dropped, no_new_privs", "seccomp filter"}
+	if err := cmd.Run(); err != nil {
+		var se *nsinit.SetupError
+		var ee *nsinit.ExitError
+		switch {
+		case errors.As(err, &se):
+			return []Check{{Name: "sandbox launch", Status: Fail, Detail: fmt.Sprintf("step %s: %v", se.Step, se.Err),
+				Fix: explainSetup(se.Step, se.Err.Error(), f)}}
+		case errors.As(err, &ee):
+			return []Check{{Name: "sandbox launch", Status: Fail, Detail: "the probe failed: " + ee.Error() + " " + strings.TrimSpace(out.String())}}
+		}
+		return []Check{{Name: "sandbox launch", Status: Fail, Detail: err.Error()}}
+	}
+	var res EscapeResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "the probe's report: " + err.Error() + ": " + out.String()}}
+	}
+	checks := []Check{{Name: "sandbox launch", Status: OK, Detail: "a real gosbx exec under the agent policy: " + strings.Join(steps, "; ")}}
+	verdict := func(name, got, hostSide string) {
+		switch {
+		case got != "":
+			checks = append(checks, Check{Name: "escape: " + name, Status: Fail, Detail: got, Fix: "report this: the boundary is broken"})
+		case hostSide != "":
+			checks = append(checks, Check{Name: "escape: " + name, Status: Fail, Detail: hostSide, Fix: "report this: the boundary is broken"})
+		default:
+			checks = append(checks, Check{Name: "escape: " + name, Status: OK, Detail: "denied"})
+		}
+	}
+	wrote := ""
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		wrote = "a file appeared outside the workspace on the host"
+	}
+	verdict("write outside the workspace", res.WriteOutside, wrote)
+	verdict("read a host file", res.ReadHost, "")
+	reached := ""
+	ln.Close()
+	if <-accepted {
+		reached = "the host's listener accepted a connection"
+	}
+	verdict("connect to the host's loopback", res.HostLoopback, reached)
+	verdict("TIOCSTI", res.TIOCSTI, "")
+	verdict("create a user namespace", res.NewUserns, "")
+	verdict("seccomp filter denies", res.SeccompProof, "")
+	caps := ""
+	if strings.Trim(res.CapEff, "0") != "" || strings.Trim(res.CapBnd, "0") != "" || res.NoNewPrivs != "1" {
+		caps = fmt.Sprintf("CapEff %s CapBnd %s NoNewPrivs %s", res.CapEff, res.CapBnd, res.NoNewPrivs)
+	}
+	verdict("capabilities and no_new_privs", caps, "")
+	return checks
+}

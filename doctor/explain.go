@@ -1,0 +1,75 @@
+package doctor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+const apparmorFix = "Ubuntu restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1): " +
+	"install the AppArmor profile shipped in contrib/apparmor/gosbx (edit the binary's path, copy it to /etc/apparmor.d/, " +
+	"then `apparmor_parser -r /etc/apparmor.d/gosbx`), or, less safely, `sysctl kernel.apparmor_restrict_unprivileged_userns=0`"
+
+// explainUserns says why a user namespace could not be created, from the error of the
+// clone or of the id map write and the host's facts.
+func explainUserns(err error, f Facts) (detail, fix string) {
+	detail = err.Error()
+	switch {
+	case errors.Is(err, unix.ENOSPC) || f.MaxUserNamespaces == "0":
+		fix = "user namespaces are disabled or exhausted (user.max_user_namespaces=" + f.MaxUserNamespaces +
+			"): `sysctl user.max_user_namespaces=15000` (and in /etc/sysctl.d/ to keep it)"
+	case f.UnprivUsernsClone == "0" && f.UID != 0:
+		fix = "Debian's kernel.unprivileged_userns_clone=0 forbids them to unprivileged users: `sysctl kernel.unprivileged_userns_clone=1`"
+	case f.AppArmorRestrictUserns == "1" && f.UID != 0:
+		fix = apparmorFix
+	case f.Container != "" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)):
+		fix = fmt.Sprintf("inside %s, the container's seccomp profile or missing capabilities forbid user namespaces: "+
+			"run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER (e.g. --security-opt seccomp=unconfined), "+
+			"or run gosbx on the host", f.Container)
+	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES):
+		fix = "creating a user namespace is forbidden here: a seccomp filter (are we inside another sandbox?), an LSM policy, or a sysctl; " +
+			"check `sysctl user.max_user_namespaces kernel.unprivileged_userns_clone kernel.apparmor_restrict_unprivileged_userns`"
+	case errors.Is(err, unix.EINVAL):
+		fix = "the kernel lacks user namespaces (CONFIG_USER_NS) or the nesting limit is reached: gosbx needs Linux 5.12 or later with CONFIG_USER_NS"
+	default:
+		fix = "see the error: gosbx needs unprivileged user namespaces (or root)"
+	}
+	return detail, fix
+}
+
+// explainSetup says why a sandbox launch failed at a setup step.
+func explainSetup(step, msg string, f Facts) string {
+	switch {
+	case strings.Contains(msg, "proc") && strings.Contains(msg, "permitted"):
+		where := "the host's /proc has entries hidden by mounts"
+		if len(f.MaskedProc) > 0 {
+			where += " (" + strings.Join(f.MaskedProc, ", ") + ")"
+		}
+		return where + ", so the kernel refuses a new procfs in a user namespace; inside Docker/Kubernetes run the container with an unmasked /proc " +
+			"(docker --security-opt systempaths=unconfined, Kubernetes procMount: Unmasked) or run gosbx on the host"
+	case step == "clone":
+		return "see the user namespace check"
+	case strings.Contains(msg, "not implemented") || strings.Contains(msg, "function not implemented"):
+		return "the kernel lacks a feature gosbx needs (the new mount API, openat2: Linux 5.12 or later)"
+	case step == "seccomp":
+		return "loading the seccomp filter failed: an outer seccomp filter may forbid seccomp(2); run gosbx where seccomp is allowed"
+	case step == "cgroup":
+		return "see the cgroup checks"
+	}
+	return "gosbx could not build the sandbox at step " + step + "; the message says why"
+}
+
+// explainCgroup says what to do when this caller has no usable cgroup.
+func explainCgroup(mode string, f Facts) string {
+	if f.UID == 0 {
+		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
+	}
+	if mode == "cgroup-v1" {
+		return "cgroup v1 only (or hybrid) and not root: unprivileged callers cannot create v1 groups. Limits you ask for will be refused (125); " +
+			"run as root, move the host to cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use --limits best-effort"
+	}
+	return "no cgroup v2 subtree is delegated to this user: run gosbx in a delegated scope " +
+		"(`systemd-run --user --scope -p Delegate=yes gosbx exec --cgroup-parent <that scope's group> ...`) or use --limits best-effort"
+}
