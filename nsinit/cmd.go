@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
 )
 
@@ -83,6 +84,9 @@ func (c *Cmd) Start() error {
 		return errors.New("nsinit: already started")
 	}
 	flags, uids, gids, err := cloneConfig(c.Spec)
+	if err == nil {
+		err = fault.Check("config")
+	}
 	if err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
@@ -101,6 +105,11 @@ func (c *Cmd) Start() error {
 	}()
 	for _, p := range mounts.BindSources(c.Spec) {
 		fd, err := mounts.OpenSourcePath(p)
+		if err == nil {
+			if err = fault.Check("open bind source"); err != nil {
+				unix.Close(fd)
+			}
+		}
 		if err != nil {
 			return c.fail(&SetupError{Step: "open bind source", Err: err})
 		}
@@ -110,6 +119,12 @@ func (c *Cmd) Start() error {
 		return c.fail(err)
 	}
 	specR, specW, err := os.Pipe()
+	if err == nil {
+		if err = fault.Check("pipe"); err != nil {
+			specR.Close()
+			specW.Close()
+		}
+	}
 	if err != nil {
 		c.dropGroup()
 		return c.fail(&SetupError{Step: "pipe", Err: err})
@@ -133,7 +148,7 @@ func (c *Cmd) Start() error {
 	c.init = &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{InitArg},
-		Env:        []string{},
+		Env:        append([]string{}, fault.Env()...),
 		Stdin:      c.Stdin,
 		Stdout:     c.Stdout,
 		Stderr:     c.Stderr,
@@ -157,7 +172,9 @@ func (c *Cmd) Start() error {
 		c.init.SysProcAttr.CgroupFD = c.group.CloneFd()
 	}
 	c.start = time.Now()
-	err = c.init.Start()
+	if err = fault.Check("clone"); err == nil {
+		err = c.init.Start()
+	}
 	specR.Close()
 	syncW.Close()
 	lifeR.Close()
@@ -172,7 +189,11 @@ func (c *Cmd) Start() error {
 	c.started = true
 	// cgroup v1: place the init before it gets its config, so before the command exists.
 	if c.group != nil {
-		if err := c.group.Add(c.init.Process.Pid); err != nil {
+		err := fault.Check("cgroup place")
+		if err == nil {
+			err = c.group.Add(c.init.Process.Pid)
+		}
+		if err != nil {
 			specW.Close()
 			c.reapFailed()
 			return c.fail(&SetupError{Step: "cgroup", Err: err})
@@ -384,6 +405,9 @@ func (c *Cmd) makeGroup() error {
 		if err := json.Unmarshal([]byte(raw), &info); err != nil {
 			return &SetupError{Step: "cgroup", Err: fmt.Errorf("annotation %s: %w", cgroup.LimitsAnnotation, err)}
 		}
+	}
+	if err := fault.Check("cgroup"); err != nil {
+		return &SetupError{Step: "cgroup", Err: err}
 	}
 	g, err := cgroup.New(c.Spec.Linux.Resources, cgroup.Options{Parent: info.CgroupParent})
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/seccomp"
 )
@@ -99,6 +100,9 @@ func (e *stepError) Unwrap() error { return e.err }
 
 func step(name string, err error) error {
 	if err == nil {
+		err = fault.Check(name) // only in fault-injection test builds
+	}
+	if err == nil {
 		return nil
 	}
 	return &stepError{name, err}
@@ -115,8 +119,8 @@ var sigc = make(chan os.Signal, 64)
 // success the command is running and setup returns its path and pid.
 func setup() (string, int, error) {
 	spec, err := readSpec()
-	if err != nil {
-		return "", 0, step("read config", err)
+	if err := step("read config", err); err != nil {
+		return "", 0, err
 	}
 	if spec.Hostname != "" {
 		if err := step("hostname", unix.Sethostname([]byte(spec.Hostname))); err != nil {
@@ -129,8 +133,8 @@ func setup() (string, int, error) {
 		}
 	}
 	root, err := mounts.Setup(spec, sourceFds(spec))
-	if err != nil {
-		return "", 0, step("mount", err)
+	if err := step("mount", err); err != nil {
+		return "", 0, err
 	}
 	if err := step("pivot_root", root.PivotRoot()); err != nil {
 		return "", 0, err
@@ -160,15 +164,19 @@ func setup() (string, int, error) {
 	claimTerminal()
 	var filter seccomp.Program
 	if spec.Linux != nil {
-		if filter, err = seccomp.Compile(spec.Linux.Seccomp); err != nil {
-			return "", 0, step("seccomp", err)
-		}
+		filter, err = seccomp.Compile(spec.Linux.Seccomp)
+	}
+	if err := step("seccomp filter", err); err != nil {
+		return "", 0, err
 	}
 	if err := step("drop capabilities", caps.DropAll()); err != nil {
 		return "", 0, err
 	}
 	path, err := lookPath(spec.Process.Args[0], spec.Process.Env)
 	if err != nil {
+		return "", 0, err
+	}
+	if err := step("exec", nil); err != nil {
 		return "", 0, err
 	}
 	// Last, right before the command is forked and executed: the filter applies to the

@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// faultSteps are every setup step that can be made to fail (internal/fault): the
+// launcher's, then the init's, in order.
+var faultSteps = []string{
+	"config", "open bind source", "cgroup", "pipe", "clone", "cgroup place",
+	"read config", "hostname", "loopback", "mount", "pivot_root", "rlimits", "close fds",
+	"chdir", "set not dumpable", "session keyring", "seccomp filter", "drop capabilities",
+	"exec", "seccomp",
+}
+
+// Every setup step, made to fail on request in a -tags gosbxfault build: gosbx exits
+// 125 naming the step, the command never runs, and nothing is left behind (no init
+// process, no cgroup). Not parallel: it counts leftovers.
+func TestFaultInjection(t *testing.T) {
+	requireBinary(t)
+	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-fault-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "gosbx")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "gosbxfault", "-o", bin, "./cmd/gosbx")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags gosbxfault: %v\n%s", err, out)
+	}
+	must(t, os.Chmod(bin, 0o755))
+	groupsBefore := gosbxGroups()
+	for _, c := range callers {
+		s := newSandbox(t, c)
+		for _, st := range faultSteps {
+			marker := s.marker("fault")
+			ctx := s.limitCtx(runLimit)
+			cmd := s.rawCommand(ctx, "exec", "--workspace", s.ws, "--", "touch", marker)
+			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+			cmd.Env = s.env("GOSBX_FAULT=" + st)
+			r := s.runCmd(ctx, cmd)
+			if c.uid != 0 && st == "cgroup place" {
+				// nobody gets no cgroup here (the profile's default limit is best effort): nothing to place
+				if r.code != 0 {
+					t.Errorf("%s, %s: a step nobody never reaches failed: %v", c.name, st, r)
+				}
+				os.Remove(marker)
+				continue
+			}
+			if r.code != 125 || !strings.Contains(r.stderr, st) {
+				t.Errorf("%s, fault at %q: want 125 naming the step\n%v", c.name, st, r)
+			}
+			if _, err := os.Lstat(marker); err == nil {
+				t.Errorf("%s, fault at %q: the command ran", c.name, st)
+				os.Remove(marker)
+			}
+			if pids := faultInits(st); len(pids) > 0 {
+				t.Errorf("%s, fault at %q: init processes left: %v", c.name, st, pids)
+			}
+		}
+	}
+	if after := gosbxGroups(); after > groupsBefore {
+		t.Errorf("cgroups left behind: %d gosbx groups before, %d after", groupsBefore, after)
+	}
+}
+
+// replaceBinary points a prepared command (gosbx, or setpriv … gosbx) at bin.
+func replaceBinary(cmd *exec.Cmd, bin string) (string, []string) {
+	args := append([]string{}, cmd.Args...)
+	for i, a := range args {
+		if a == gosbxBin {
+			args[i] = bin
+		}
+	}
+	path := cmd.Path
+	if path == gosbxBin {
+		path = bin
+	}
+	return path, args
+}
+
+// faultInits lists gosbx-init processes started for the fault step (their environment
+// carries GOSBX_FAULT), after a short settle.
+func faultInits(step string) []int {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		var pids []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err != nil || !strings.Contains(string(env), "GOSBX_FAULT="+step+"\x00") {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if strings.HasPrefix(string(cmdline), "gosbx-init") {
+				var pid int
+				for _, ch := range e.Name() {
+					pid = pid*10 + int(ch-'0')
+				}
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return pids
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// gosbxGroups counts gosbx-* cgroup directories under this process's own v1 groups.
+func gosbxGroups() int {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || f[1] == "" {
+			continue
+		}
+		for _, ctrl := range strings.Split(f[1], ",") {
+			ents, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", ctrl, f[2]))
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "gosbx-") {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
