@@ -84,9 +84,12 @@ func clone(exe string, flags uintptr, args ...string) (string, error) {
 
 func checkUserns(exe string, f Facts) Check {
 	c := Check{Name: "user namespace + id maps"}
-	if _, err := clone(exe, 0, "ns", "user", strconv.FormatUint(nsInode("user"), 10)); err != nil {
+	if out, err := clone(exe, 0, "ns", "user", strconv.FormatUint(nsInode("user"), 10)); err != nil {
 		c.Status = Fail
 		c.Detail, c.Fix = explainUserns(err, f)
+		if out != "" {
+			c.Detail = out + ": " + c.Detail
+		}
 		return c
 	}
 	c.Status, c.Detail = OK, fmt.Sprintf("uid %d and gid %d mapped to themselves, setgroups denied", os.Getuid(), os.Getgid())
@@ -181,14 +184,15 @@ func checkCgroup(exe string, f Facts) []Check {
 	}
 	limit := int64(64)
 	g, err := cgroup.New(&specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}, cgroup.Options{})
+	noClone := Check{Name: "CLONE_INTO_CGROUP", Status: Skip, Detail: "no cgroup for this caller"}
 	if err != nil {
-		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}}
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}, noClone}
 	}
 	defer g.Destroy()
 	sleeper := exec.Command(exe, ProbeArg, "wait")
 	stdin, err := sleeper.StdinPipe()
 	if err != nil {
-		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error()}}
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}, noClone}
 	}
 	limitCheck := Check{Name: "cgroup limits", Status: OK, Detail: fmt.Sprintf("%s group made with pids.max 64", g.Kind())}
 	if g.CloneFd() >= 0 {

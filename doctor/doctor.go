@@ -85,8 +85,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 110 {
-		s = s[:107] + "..."
+	if r := []rune(s); len(r) > 110 {
+		s = string(r[:107]) + "..."
 	}
 	return s
 }

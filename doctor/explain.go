@@ -42,15 +42,15 @@ func explainUserns(err error, f Facts) (detail, fix string) {
 // explainSetup says why a sandbox launch failed at a setup step.
 func explainSetup(step, msg string, f Facts) string {
 	switch {
-	case strings.Contains(msg, "proc") && strings.Contains(msg, "permitted"):
+	case step == "clone":
+		return "see the user namespace check"
+	case step == "mount" && (strings.HasPrefix(msg, "mount proc ") || strings.Contains(msg, "new procfs")):
 		where := "the host's /proc has entries hidden by mounts"
 		if len(f.MaskedProc) > 0 {
 			where += " (" + strings.Join(f.MaskedProc, ", ") + ")"
 		}
 		return where + ", so the kernel refuses a new procfs in a user namespace; inside Docker/Kubernetes run the container with an unmasked /proc " +
 			"(docker --security-opt systempaths=unconfined, Kubernetes procMount: Unmasked) or run gosbx on the host"
-	case step == "clone":
-		return "see the user namespace check"
 	case strings.Contains(msg, "not implemented") || strings.Contains(msg, "function not implemented"):
 		return "the kernel lacks a feature gosbx needs (the new mount API, openat2: Linux 5.12 or later)"
 	case step == "seccomp":
@@ -63,7 +63,7 @@ func explainSetup(step, msg string, f Facts) string {
 
 // explainCgroup says what to do when this caller has no usable cgroup.
 func explainCgroup(mode string, f Facts) string {
-	if f.UID == 0 {
+	if f.UID == 0 || mode == "none" {
 		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
 	}
 	if mode == "cgroup-v1" {

@@ -1,0 +1,246 @@
+package doctor
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// forkErr is how a failed clone or id map write reaches checkUserns: Go's
+// os.StartProcess wraps the errno of the clone, or of the parent's write to
+// /proc/PID/uid_map, in a *os.PathError ("fork/exec EXE: operation not permitted").
+func forkErr(errno syscall.Errno) error {
+	return &os.PathError{Op: "fork/exec", Path: "/usr/local/bin/gosbx", Err: errno}
+}
+
+// wantAll fails unless s contains every one of subs.
+func wantAll(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s: want %q in\n%s", what, sub, s)
+		}
+	}
+}
+
+// wantNone fails if s contains any of subs.
+func wantNone(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			t.Errorf("%s: do not want %q in\n%s", what, sub, s)
+		}
+	}
+}
+
+// An Ubuntu 24.04 host as seen by a user: the restriction sysctl is set, user
+// namespaces are otherwise enabled, no Debian sysctl.
+func ubuntuFacts(uid int) Facts {
+	return Facts{Kernel: "6.8.0-45-generic", UID: uid, AppArmorRestrictUserns: "1", MaxUserNamespaces: "63382"}
+}
+
+func TestExplainUsernsAppArmorUnprivileged(t *testing.T) {
+	// Recorded: unshare(CLONE_NEWUSER) succeeds, the write to uid_map fails with EPERM.
+	err := forkErr(unix.EPERM)
+	detail, fix := explainUserns(err, ubuntuFacts(1000))
+	if detail != err.Error() {
+		t.Errorf("detail = %q, want the error %q", detail, err.Error())
+	}
+	wantAll(t, "fix", fix,
+		"kernel.apparmor_restrict_unprivileged_userns=1",        // the cause
+		"contrib/apparmor/gosbx",                                // the profile shipped
+		"/etc/apparmor.d/",                                      // where it goes
+		"apparmor_parser -r",                                    // how it is loaded
+		"sysctl kernel.apparmor_restrict_unprivileged_userns=0") // the blunt alternative
+	wantNone(t, "fix", fix, "max_user_namespaces", "unprivileged_userns_clone", "seccomp profile")
+	// EACCES is what some kernels give for the same refusal: same explanation.
+	if _, fix2 := explainUserns(forkErr(unix.EACCES), ubuntuFacts(1000)); fix2 != fix {
+		t.Errorf("EACCES under AppArmor: fix %q, want the AppArmor fix", fix2)
+	}
+}
+
+func TestExplainUsernsAppArmorDoesNotBlameRoot(t *testing.T) {
+	// The restriction only applies to callers without CAP_SYS_ADMIN: root failing with
+	// EPERM on the same host is something else (a seccomp filter, another LSM).
+	_, fix := explainUserns(forkErr(unix.EPERM), ubuntuFacts(0))
+	wantNone(t, "root's fix", fix, "contrib/apparmor")
+	wantAll(t, "root's fix", fix, "seccomp")
+}
+
+func TestExplainUsernsAppArmorSysctlOff(t *testing.T) {
+	f := ubuntuFacts(1000)
+	f.AppArmorRestrictUserns = "0"
+	_, fix := explainUserns(forkErr(unix.EPERM), f)
+	wantNone(t, "fix with the restriction off", fix, "contrib/apparmor")
+}
+
+func TestExplainUsernsENOSPC(t *testing.T) {
+	// Exhausted (the count is per user namespace and per user): ENOSPC from clone.
+	f := Facts{UID: 1000, MaxUserNamespaces: "15"}
+	_, fix := explainUserns(forkErr(unix.ENOSPC), f)
+	wantAll(t, "ENOSPC fix", fix, "user.max_user_namespaces=15", "sysctl user.max_user_namespaces=", "/etc/sysctl.d/")
+}
+
+func TestExplainUsernsMaxZero(t *testing.T) {
+	// Disabled: user.max_user_namespaces=0 makes clone fail with ENOSPC, for root too;
+	// the sysctl must win over every other guess (AppArmor set, inside docker, EPERM).
+	for _, tc := range []struct {
+		name string
+		err  error
+		f    Facts
+	}{
+		{"ENOSPC", forkErr(unix.ENOSPC), Facts{UID: 1000, MaxUserNamespaces: "0"}},
+		{"root", forkErr(unix.ENOSPC), Facts{UID: 0, MaxUserNamespaces: "0"}},
+		{"apparmor too", forkErr(unix.EPERM), Facts{UID: 1000, MaxUserNamespaces: "0", AppArmorRestrictUserns: "1"}},
+		{"docker too", forkErr(unix.EPERM), Facts{UID: 0, MaxUserNamespaces: "0", Container: "docker"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, fix := explainUserns(tc.err, tc.f)
+			wantAll(t, "fix", fix, "user.max_user_namespaces=0", "sysctl user.max_user_namespaces=")
+			wantNone(t, "fix", fix, "contrib/apparmor", "seccomp profile")
+		})
+	}
+}
+
+func TestExplainUsernsDebianClone(t *testing.T) {
+	f := Facts{Kernel: "6.1.0-18-amd64", UID: 1000, MaxUserNamespaces: "63382", UnprivUsernsClone: "0"}
+	_, fix := explainUserns(forkErr(unix.EPERM), f)
+	wantAll(t, "Debian fix", fix, "kernel.unprivileged_userns_clone=0", "sysctl kernel.unprivileged_userns_clone=1")
+	wantNone(t, "Debian fix", fix, "contrib/apparmor")
+	// Root is exempt from the Debian switch.
+	f.UID = 0
+	_, fix = explainUserns(forkErr(unix.EPERM), f)
+	wantNone(t, "root on Debian", fix, "unprivileged_userns_clone=1")
+}
+
+func TestExplainUsernsContainer(t *testing.T) {
+	// Docker's and Kubernetes' default seccomp profiles refuse clone/unshare with
+	// CLONE_NEWUSER with EPERM, for root inside the container too.
+	for _, c := range []string{"docker", "kubernetes", "podman"} {
+		for _, uid := range []int{0, 1000} {
+			_, fix := explainUserns(forkErr(unix.EPERM), Facts{UID: uid, MaxUserNamespaces: "15000", Container: c})
+			wantAll(t, c+" fix", fix, "inside "+c, "seccomp profile", "CLONE_NEWUSER", "seccomp=unconfined", "on the host")
+			wantNone(t, c+" fix", fix, "contrib/apparmor", "max_user_namespaces=")
+		}
+	}
+}
+
+func TestExplainUsernsAnotherSandbox(t *testing.T) {
+	// Inside gosbx exec (or bwrap, or any seccomp sandbox) on a plain host: EPERM, no
+	// container marker, no sysctl set. This is what integration/doctor_test.go observes.
+	_, fix := explainUserns(forkErr(unix.EPERM), Facts{UID: 65534, MaxUserNamespaces: "96364"})
+	wantAll(t, "fix", fix, "seccomp", "another sandbox", "sysctl user.max_user_namespaces")
+}
+
+func TestExplainUsernsEINVAL(t *testing.T) {
+	_, fix := explainUserns(forkErr(unix.EINVAL), Facts{UID: 1000, MaxUserNamespaces: "15000"})
+	wantAll(t, "EINVAL fix", fix, "kernel", "CONFIG_USER_NS", "Linux 5.12")
+	wantNone(t, "EINVAL fix", fix, "contrib/apparmor", "seccomp profile")
+}
+
+func TestExplainUsernsOther(t *testing.T) {
+	detail, fix := explainUserns(errors.New("something odd"), Facts{UID: 1000})
+	if detail != "something odd" || fix == "" {
+		t.Errorf("detail %q fix %q: want the error and a generic fix", detail, fix)
+	}
+}
+
+// checkUserns must keep what the probe printed when the child started but failed (an
+// *exec.ExitError says only "exit status 1"), as checkNamespace does.
+func TestCheckUsernsKeepsProbeOutput(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "fakegosbx")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho probe-said-why >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Only meaningful where this process can make a user namespace at all.
+	probe := exec.Command("/bin/true")
+	probe.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER}
+	if err := probe.Run(); err != nil {
+		t.Skipf("no user namespaces for this caller: %v", err)
+	}
+	c := checkUserns(exe, Facts{UID: os.Getuid()})
+	if c.Status != Fail {
+		t.Fatalf("status %s, want fail (the probe exited 1)", c.Status)
+	}
+	if !strings.Contains(c.Detail, "probe-said-why") {
+		t.Errorf("detail %q: want the probe's own output (doctor/checks.go checkUserns drops clone's output)", c.Detail)
+	}
+}
+
+// The message of a procfs mount refused under a masked /proc, as nsinit reports it
+// (step "mount", text from mounts.Error plus the hint of mounts/setup.go).
+const maskedProcMsg = "mount proc on /proc (nosuid,nodev,noexec): operation not permitted (the kernel refuses a new procfs " +
+	"when the host's /proc has entries hidden by mounts, as inside Docker or Kubernetes; gosbx never falls back to the host's /proc)"
+
+func TestExplainSetupMaskedProc(t *testing.T) {
+	f := Facts{UID: 0, Container: "docker", MaskedProc: []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/acpi"}}
+	fix := explainSetup("mount", maskedProcMsg, f)
+	wantAll(t, "masked /proc fix", fix, "/proc/kcore, /proc/keys, /proc/timer_list, /proc/acpi",
+		"new procfs", "systempaths=unconfined", "procMount: Unmasked", "on the host")
+	// Without the list it still explains, without an empty "()".
+	fix = explainSetup("mount", maskedProcMsg, Facts{})
+	wantAll(t, "masked /proc fix without the list", fix, "hidden by mounts", "systempaths=unconfined")
+	wantNone(t, "masked /proc fix without the list", fix, "()")
+}
+
+// A clone failure at the sandbox launch names /proc/self/exe (nsinit re-executes
+// through it) and says "operation not permitted": that is the user namespace, not a
+// masked /proc.
+func TestExplainSetupCloneIsNotMaskedProc(t *testing.T) {
+	msg := "fork/exec /proc/self/exe: operation not permitted (creating a user namespace failed: check kernel.unprivileged_userns_clone, " +
+		"user.max_user_namespaces (ENOSPC when exhausted), kernel.apparmor_restrict_unprivileged_userns, or a container's seccomp profile)"
+	fix := explainSetup("clone", msg, Facts{})
+	wantAll(t, "clone fix", fix, "user namespace check")
+	wantNone(t, "clone fix", fix, "procfs", "systempaths")
+}
+
+// A bind mount refused for a path that merely contains "proc" is not a masked /proc.
+func TestExplainSetupBindOfProcNamedPathIsNotMaskedProc(t *testing.T) {
+	msg := "bind /home/u/procedures on /home/u/procedures (ro,nosuid,nodev): operation not permitted"
+	fix := explainSetup("mount", msg, Facts{})
+	wantNone(t, "bind fix", fix, "procfs", "systempaths")
+}
+
+func TestExplainSetupOtherSteps(t *testing.T) {
+	for _, tc := range []struct {
+		step, msg string
+		want      []string
+	}{
+		{"mount", "fsopen tmpfs: function not implemented", []string{"kernel", "Linux 5.12"}},
+		{"seccomp", "seccomp: operation not permitted", []string{"seccomp", "outer seccomp filter"}},
+		{"cgroup", "the limits asked for cannot be applied", []string{"cgroup checks"}},
+		{"pivot_root", "pivot_root: invalid argument", []string{"step pivot_root"}},
+	} {
+		wantAll(t, "step "+tc.step, explainSetup(tc.step, tc.msg, Facts{}), tc.want...)
+	}
+}
+
+func TestExplainCgroup(t *testing.T) {
+	// Root: the only reason root has no cgroup is a missing or read-only file system.
+	for _, mode := range []string{"cgroup-v1", "cgroup-v2", "none"} {
+		wantAll(t, "root "+mode, explainCgroup(mode, Facts{UID: 0}), "missing or read-only", "/sys/fs/cgroup")
+	}
+	// Non-root, v1 or hybrid: no delegation exists in v1.
+	fix := explainCgroup("cgroup-v1", Facts{UID: 1000})
+	wantAll(t, "non-root v1", fix, "cgroup v1", "not root", "systemd.unified_cgroup_hierarchy=1", "--limits best-effort")
+	wantNone(t, "non-root v1", fix, "Delegate=yes")
+	// Non-root, v2: delegation.
+	fix = explainCgroup("cgroup-v2", Facts{UID: 1000})
+	wantAll(t, "non-root v2", fix, "delegated", "systemd-run --user --scope -p Delegate=yes", "--cgroup-parent", "--limits best-effort")
+	wantNone(t, "non-root v2", fix, "unified_cgroup_hierarchy")
+}
+
+// With no cgroup file system at all (inside another sandbox, a container without
+// /sys/fs/cgroup), a non-root caller's problem is not delegation.
+func TestExplainCgroupNoneNonRoot(t *testing.T) {
+	fix := explainCgroup("none", Facts{UID: 65534})
+	wantNone(t, "non-root, no cgroup fs", fix, "delegated", "Delegate=yes")
+	wantAll(t, "non-root, no cgroup fs", fix, "/sys/fs/cgroup")
+}

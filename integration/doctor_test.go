@@ -1,0 +1,283 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// doctorMu serializes the doctor runs of this file, so the scratch directories a run
+// leaves (or not) under /var/tmp are its own.
+var doctorMu sync.Mutex
+
+// doctorLimit is "a few seconds", with room for a loaded test machine.
+const doctorLimit = 10 * time.Second
+
+// doctorCheck is one entry of the --json report.
+type doctorCheck struct {
+	Name, Status, Detail, Fix string
+}
+
+// parseDoctorJSON checks the --json output against schema version 1 and returns the
+// report: exactly the top-level keys version (1), ok (bool), uid (the caller's),
+// checks (a non-empty array of objects with a non-empty string name, a status in
+// ok|warn|fail|skip, and optional string detail and fix, and no other key); names are
+// unique; ok is true exactly when no check failed.
+func parseDoctorJSON(t *testing.T, out string, uid int) (ok bool, checks []doctorCheck) {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &top); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, clip(out))
+	}
+	var keys []string
+	for k := range top {
+		keys = append(keys, k)
+	}
+	for _, k := range []string{"version", "ok", "uid", "checks"} {
+		if _, found := top[k]; !found {
+			t.Errorf("missing top-level key %q (have %q)", k, keys)
+		}
+	}
+	if len(top) != 4 {
+		t.Errorf("top-level keys %q, want exactly version, ok, uid, checks", keys)
+	}
+	var version, gotUID float64
+	if err := json.Unmarshal(top["version"], &version); err != nil || version != 1 {
+		t.Errorf("version %s, want the number 1", top["version"])
+	}
+	if err := json.Unmarshal(top["ok"], &ok); err != nil {
+		t.Errorf("ok %s is not a boolean", top["ok"])
+	}
+	if err := json.Unmarshal(top["uid"], &gotUID); err != nil || int(gotUID) != uid {
+		t.Errorf("uid %s, want %d", top["uid"], uid)
+	}
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal(top["checks"], &raw); err != nil || len(raw) == 0 {
+		t.Fatalf("checks %s: want a non-empty array of objects (%v)", clip(string(top["checks"])), err)
+	}
+	seen := map[string]bool{}
+	failed := false
+	for i, m := range raw {
+		var c doctorCheck
+		for k, v := range m {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				t.Errorf("check %d: %s is %s, not a string", i, k, v)
+			}
+			switch k {
+			case "name":
+				c.Name = s
+			case "status":
+				c.Status = s
+			case "detail":
+				c.Detail = s
+			case "fix":
+				c.Fix = s
+			default:
+				t.Errorf("check %d: unknown key %q", i, k)
+			}
+		}
+		if c.Name == "" {
+			t.Errorf("check %d has no name: %v", i, m)
+		}
+		if seen[c.Name] {
+			t.Errorf("check name %q repeated", c.Name)
+		}
+		seen[c.Name] = true
+		switch c.Status {
+		case "ok", "warn", "skip":
+		case "fail":
+			failed = true
+		default:
+			t.Errorf("check %q: status %q not in ok|warn|fail|skip", c.Name, c.Status)
+		}
+		checks = append(checks, c)
+	}
+	if ok == failed {
+		t.Errorf("ok is %v but a check failed: %v", ok, failed)
+	}
+	return ok, checks
+}
+
+// doctorLeftovers lists what a doctor run of pid may have left: scratch directories
+// under /var/tmp, and its cgroups (gosbx-PID-… in each v1 hierarchy under the test
+// process's own groups, which the doctor inherits; gosbx-doctor-PID in the hybrid
+// cgroup v2 tree; gosbx-PID-… under /gosbx on cgroup v2).
+func doctorLeftovers(pid int) []string {
+	left, _ := filepath.Glob("/var/tmp/gosbx-doctor-*")
+	own := []string{"/", "/gosbx"}
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.SplitN(line, ":", 3); len(f) == 3 {
+				own = append(own, f[2])
+			}
+		}
+	}
+	for _, p := range own {
+		for _, pat := range []string{fmt.Sprintf("gosbx-%d-*", pid), fmt.Sprintf("gosbx-doctor-%d", pid)} {
+			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/*"} {
+				m, _ := filepath.Glob(filepath.Join(root, p, pat))
+				left = append(left, m...)
+			}
+		}
+	}
+	return left
+}
+
+// runDoctor runs `gosbx doctor ARGS` as the caller and checks what it left behind.
+func runDoctor(t *testing.T, s *sandbox, args ...string) result {
+	t.Helper()
+	doctorMu.Lock()
+	defer doctorMu.Unlock()
+	before, _ := filepath.Glob("/var/tmp/gosbx-doctor-*")
+	ctx := s.limitCtx(runLimit)
+	cmd := s.rawCommand(ctx, append([]string{"doctor"}, args...)...)
+	r := s.runCmd(ctx, cmd)
+	if r.elapsed > doctorLimit {
+		t.Errorf("gosbx doctor took %v, want a few seconds (< %v)", r.elapsed, doctorLimit)
+	}
+	left := doctorLeftovers(cmd.Process.Pid)
+	var mine []string
+	for _, p := range left {
+		if !contains(before, p) {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) > 0 {
+		t.Errorf("gosbx doctor left %q behind", mine)
+	}
+	return r
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDoctor(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+
+		r := runDoctor(t, s)
+		if r.code != 0 {
+			t.Fatalf("gosbx doctor: want exit 0\n%v", r)
+		}
+		for _, want := range []string{"CHECK", "STATUS", "user namespace + id maps", "sandbox launch", "escape: ", "can build its default sandbox here"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("table lacks %q:\n%s", want, r.stdout)
+			}
+		}
+
+		r = runDoctor(t, s, "--json")
+		if r.code != 0 {
+			t.Fatalf("gosbx doctor --json: want exit 0\n%v", r)
+		}
+		ok, checks := parseDoctorJSON(t, r.stdout, c.uid)
+		if !ok {
+			t.Errorf("ok false")
+		}
+		names := map[string]doctorCheck{}
+		for _, ch := range checks {
+			names[ch.Name] = ch
+			switch ch.Status {
+			case "fail":
+				t.Errorf("check %q failed: %s (fix: %s)", ch.Name, ch.Detail, ch.Fix)
+			case "skip":
+				if ch.Detail == "" {
+					t.Errorf("check %q skipped without saying why", ch.Name)
+				}
+			case "warn":
+				if ch.Fix == "" {
+					t.Errorf("warning %q without a fix: %s", ch.Name, ch.Detail)
+				}
+				t.Logf("warn %s: %s", ch.Name, ch.Detail)
+			}
+		}
+		// Everything the default policy needs was exercised, not skipped.
+		for _, n := range []string{"user namespace + id maps", "mnt namespace", "pid namespace", "net namespace",
+			"ipc namespace", "uts namespace", "cgroup namespace", "new mount API", "pidfd_open, close_range, openat2",
+			"sandbox launch", "escape: write outside the workspace", "escape: read a host file",
+			"escape: connect to the host's loopback", "escape: TIOCSTI", "escape: create a user namespace",
+			"escape: seccomp filter denies", "escape: capabilities and no_new_privs"} {
+			if ch, found := names[n]; !found || ch.Status != "ok" {
+				t.Errorf("check %q: %+v, want ok", n, ch)
+			}
+		}
+		for _, n := range []string{"kernel", "overlayfs in a user namespace", "Landlock", "cgroup mode", "cgroup limits"} {
+			if _, found := names[n]; !found {
+				t.Errorf("no %q check", n)
+			}
+		}
+	})
+}
+
+func TestDoctorUsage(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	r := runDoctor(t, s, "extra")
+	if r.code != 125 {
+		t.Errorf("gosbx doctor extra: want exit 125\n%v", r)
+	}
+}
+
+// Inside a gosbx sandbox the default seccomp filter forbids new user namespaces: the
+// doctor must say so, with the right explanation, and exit 1.
+func TestDoctorInsideSandbox(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		for _, asJSON := range []bool{false, true} {
+			args := []string{"--ro", gosbxBin, "--", gosbxBin, "doctor"}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			r := s.run(args...)
+			if r.elapsed > doctorLimit {
+				t.Errorf("took %v", r.elapsed)
+			}
+			if r.code != 1 {
+				t.Fatalf("gosbx doctor inside gosbx exec (json %v): want exit 1\n%v", asJSON, r)
+			}
+			if !asJSON {
+				for _, want := range []string{"user namespace + id maps", "fail", "seccomp", "cannot build its default sandbox"} {
+					if !strings.Contains(r.stdout, want) {
+						t.Errorf("table lacks %q:\n%s", want, r.stdout)
+					}
+				}
+				continue
+			}
+			ok, checks := parseDoctorJSON(t, r.stdout, c.uid)
+			if ok {
+				t.Error("ok true inside a sandbox")
+			}
+			for _, ch := range checks {
+				switch {
+				case ch.Name == "user namespace + id maps":
+					if ch.Status != "fail" {
+						t.Errorf("userns check %+v, want fail", ch)
+					}
+					if !strings.Contains(ch.Detail, "operation not permitted") {
+						t.Errorf("userns detail %q, want the EPERM", ch.Detail)
+					}
+					if !strings.Contains(ch.Fix, "seccomp") || !strings.Contains(ch.Fix, "another sandbox") {
+						t.Errorf("userns fix %q: want it to name a seccomp filter / another sandbox", ch.Fix)
+					}
+				case ch.Status == "fail":
+					t.Errorf("only the user namespace check should fail, not %+v", ch)
+				case strings.HasSuffix(ch.Name, " namespace") || ch.Name == "sandbox launch":
+					if ch.Status != "skip" || ch.Detail == "" {
+						t.Errorf("%+v: want skip, with the reason", ch)
+					}
+				}
+			}
+		}
+	})
+}
