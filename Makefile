@@ -4,7 +4,7 @@ BIN     ?= bin/gosbx
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 export CGO_ENABLED = 0
 
-.PHONY: build demo test unit integration cases vet fuzz clean
+.PHONY: build demo test unit integration cases vet fuzz soak clean
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gosbx
@@ -17,6 +17,11 @@ demo: build
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=15s -fuzzminimizetime=500x ./policy/
+
+# Full leak soak: 1,000 sequential launches and 8 callers x 100, CLI and library (make test
+# runs a reduced one).
+soak:
+	GOSBX_SOAK=full $(GO) test -count=1 -v -p 1 -timeout 20m -run '^TestSoak' ./nsinit/ ./integration/
 
 # Longer fuzzing of the policy parser.
 fuzz:

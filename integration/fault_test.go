@@ -38,7 +38,7 @@ func TestFaultInjection(t *testing.T) {
 		t.Fatalf("go build -tags gosbxfault: %v\n%s", err, out)
 	}
 	must(t, os.Chmod(bin, 0o755))
-	groupsBefore := gosbxGroups()
+	var launchers []int
 	for _, c := range callers {
 		s := newSandbox(t, c)
 		for _, st := range faultSteps {
@@ -48,6 +48,9 @@ func TestFaultInjection(t *testing.T) {
 			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
 			cmd.Env = s.env("GOSBX_FAULT=" + st)
 			r := s.runCmd(ctx, cmd)
+			if cmd.ProcessState != nil {
+				launchers = append(launchers, cmd.ProcessState.Pid())
+			}
 			if c.uid != 0 && st == "cgroup place" {
 				// nobody gets no cgroup here (the profile's default limit is best effort): nothing to place
 				if r.code != 0 {
@@ -68,8 +71,13 @@ func TestFaultInjection(t *testing.T) {
 			}
 		}
 	}
-	if after := gosbxGroups(); after > groupsBefore {
-		t.Errorf("cgroups left behind: %d gosbx groups before, %d after", groupsBefore, after)
+	time.Sleep(200 * time.Millisecond)
+	for _, g := range gosbxGroups() {
+		for _, pid := range launchers {
+			if strings.HasPrefix(g, "gosbx-"+itoa(pid)+"-") {
+				t.Errorf("cgroup left behind by a failed launch: %s", g)
+			}
+		}
 	}
 }
 
@@ -116,13 +124,13 @@ func faultInits(step string) []int {
 	}
 }
 
-// gosbxGroups counts gosbx-* cgroup directories under this process's own v1 groups.
-func gosbxGroups() int {
+// gosbxGroups lists the gosbx-* cgroup directories under this process's own v1 groups.
+func gosbxGroups() []string {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return 0
+		return nil
 	}
-	n := 0
+	var n []string
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 || f[1] == "" {
@@ -132,7 +140,7 @@ func gosbxGroups() int {
 			ents, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", ctrl, f[2]))
 			for _, e := range ents {
 				if strings.HasPrefix(e.Name(), "gosbx-") {
-					n++
+					n = append(n, e.Name())
 				}
 			}
 		}

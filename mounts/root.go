@@ -235,17 +235,19 @@ func readlinkat(dirfd int, name string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// ReadOnly re-binds the existing path p (inside the root; symlinks followed within the
-// root) onto itself read-only, nosuid and nodev, submounts included. A missing path is
-// not an error: there is nothing to protect. Used for protected paths such as .git.
-func (r *Root) ReadOnly(p string) error {
+// ReadOnly re-binds the path p inside the root onto itself read-only, nosuid and nodev,
+// submounts included. p is resolved without following any symlink: a protected path
+// (.git) was found without one when the sandbox was planned, and one reached through a
+// symlink now was swapped meanwhile, an error (ELOOP). A missing path is an error
+// (ENOENT) unless optional (the /proc entries some kernels lack).
+func (r *Root) ReadOnly(p string, optional bool) error {
 	const attr = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
-	fd, err := r.lookup(p)
-	if errors.Is(err, os.ErrNotExist) {
+	fd, err := openat2(r.fd, rel(p), unix.O_PATH, strictResolve)
+	if errors.Is(err, unix.ENOENT) && optional {
 		return nil
 	}
 	if err != nil {
-		return errorf("bind", p, p, attr, err)
+		return errorf("bind", p, p, attr, fmt.Errorf("%w (a protected path must exist as planned, without a symlink on the way)", err))
 	}
 	defer unix.Close(fd)
 	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)

@@ -16,6 +16,11 @@ import (
 // runtime-spec has no symlink entry; gosbx needs them for merged-usr roots and /dev.
 const SymlinksAnnotation = "org.gosbx.symlinks"
 
+// OptionalReadOnlyAnnotation lists, as a JSON array, the entries of
+// spec.Linux.ReadonlyPaths that may be absent (kernel interfaces such as
+// /proc/sysrq-trigger); every other one must exist, reached without a symlink.
+const OptionalReadOnlyAnnotation = "org.gosbx.readonly-optional"
+
 // Symlink is one entry of SymlinksAnnotation.
 type Symlink struct {
 	Path   string `json:"path"`
@@ -141,8 +146,18 @@ func Setup(spec *specs.Spec, sourceFds []int) (*Root, error) {
 		}
 	}
 	if spec.Linux != nil {
+		optional := map[string]bool{}
+		if raw, ok := spec.Annotations[OptionalReadOnlyAnnotation]; ok {
+			var list []string
+			if err := json.Unmarshal([]byte(raw), &list); err != nil {
+				return nil, fmt.Errorf("annotation %s: %w", OptionalReadOnlyAnnotation, err)
+			}
+			for _, p := range list {
+				optional[p] = true
+			}
+		}
 		for _, p := range spec.Linux.ReadonlyPaths {
-			if err := r.ReadOnly(p); err != nil {
+			if err := r.ReadOnly(p, optional[p]); err != nil {
 				return nil, err
 			}
 		}

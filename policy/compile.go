@@ -281,7 +281,8 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		masked = append(masked, matches...)
 	}
 	links, _ := json.Marshal(b.links)
-	annotations := map[string]string{mounts.SymlinksAnnotation: string(links)}
+	optionalRO, _ := json.Marshal(procReadOnly)
+	annotations := map[string]string{mounts.SymlinksAnnotation: string(links), mounts.OptionalReadOnlyAnnotation: string(optionalRO)}
 	if len(absentAfter) > 0 {
 		a, _ := json.Marshal(absentAfter)
 		annotations[AbsentAfterAnnotation] = string(a)

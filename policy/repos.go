@@ -1,10 +1,13 @@
 package policy
 
 import (
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Protected paths are found in each writable tree (the workspace, each read-write bind)
@@ -70,8 +73,20 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 		}
 	}
 	for _, a := range anchored {
-		if !hasGlob(a) && exists(filepath.Join(root, a)) {
-			add(filepath.Join(root, a))
+		if hasGlob(a) {
+			continue
+		}
+		// Resolved in one step without following any symlink: a protected path reached
+		// through one (a directory swapped for a link while gosbx starts) is refused, not
+		// silently left unprotected.
+		p := filepath.Join(root, a)
+		fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+		switch {
+		case err == nil:
+			unix.Close(fd)
+			add(p)
+		case errors.Is(err, unix.ELOOP):
+			return nil, errorf("protected", p, nil, "the protected path is reached through a symlink; refusing rather than leaving it unprotected")
 		}
 	}
 	budget, exhausted := limit, false
