@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/netns"
 )
 
 // ProbeArg is argv[1] of the gosbx binary re-executed as a doctor probe (inside a new
@@ -63,19 +65,7 @@ func probeNamespace(args []string) error {
 		return fmt.Errorf("still in the parent's %s namespace", args[0])
 	}
 	if args[0] == "net" {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		ifr, _ := unix.NewIfreq("lo")
-		if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-			return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
-		}
-		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-		if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-			return fmt.Errorf("bring lo up: %w", err)
-		}
+		return netns.LoopbackUp() // what the init does
 	}
 	return nil
 }

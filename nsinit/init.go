@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/netns"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/seccomp"
 )
@@ -136,7 +137,7 @@ func setup() (string, int, error) {
 		}
 	}
 	if hasNamespace(spec, specs.NetworkNamespace) {
-		if err := step("loopback", loopbackUp()); err != nil {
+		if err := step("loopback", netns.LoopbackUp()); err != nil {
 			return "", 0, err
 		}
 	}
@@ -235,27 +236,6 @@ func hasNamespace(spec *specs.Spec, t specs.LinuxNamespaceType) bool {
 		}
 	}
 	return false
-}
-
-// loopbackUp sets IFF_UP on "lo" of the new network namespace (netdevice(7)).
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCSIFFLAGS lo up: %w", err)
-	}
-	return nil
 }
 
 var rlimitNames = map[string]int{

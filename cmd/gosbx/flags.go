@@ -68,3 +68,20 @@ func parseTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// effective is the policy a launch with these flags and args builds, on this host.
+func (b *boundaryFlags) effective(args []string) (*policy.Policy, policy.Options, policy.Host, error) {
+	o, err := b.options(args)
+	if err != nil {
+		return nil, o, policy.Host{}, err
+	}
+	host, err := policy.CurrentHost()
+	if err != nil {
+		return nil, o, host, err
+	}
+	eff, err := policy.Effective(o, host)
+	if err != nil {
+		return nil, o, host, &setupFailure{step: "policy", err: err}
+	}
+	return eff, o, host, nil
+}

@@ -35,17 +35,9 @@ func newPolicyShowCmd() *cobra.Command {
   gosbx policy show --policy ./sandbox.yaml --rw /var/tmp/cache`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			o, err := b.options(nil)
+			eff, _, _, err := b.effective(nil)
 			if err != nil {
 				return err
-			}
-			host, err := policy.CurrentHost()
-			if err != nil {
-				return err
-			}
-			eff, err := policy.Effective(o, host)
-			if err != nil {
-				return &setupFailure{step: "policy", err: err}
 			}
 			out, err := yaml.Marshal(eff)
 			if err != nil {
@@ -108,17 +100,9 @@ paths are canonicalized, protected and masked paths found.`,
 			if len(args) == 0 {
 				args = []string{"sh"}
 			}
-			o, err := b.options(args)
+			eff, _, host, err := b.effective(args)
 			if err != nil {
 				return err
-			}
-			host, err := policy.CurrentHost()
-			if err != nil {
-				return err
-			}
-			eff, err := policy.Effective(o, host)
-			if err != nil {
-				return &setupFailure{step: "policy", err: err}
 			}
 			spec, err := policy.Build(eff, args, host)
 			if err != nil {
