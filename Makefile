@@ -4,7 +4,7 @@ BIN     ?= bin/gosbx
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 export CGO_ENABLED = 0
 
-.PHONY: build demo test unit integration cases vet fuzz soak clean
+.PHONY: build demo test unit integration cases vet fuzz soak bench clean
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gosbx
@@ -22,6 +22,12 @@ test: vet
 # runs a reduced one).
 soak:
 	GOSBX_SOAK=full $(GO) test -count=1 -v -p 1 -timeout 20m -run '^TestSoak' ./nsinit/ ./integration/
+
+# gosbx against bwrap, side by side (run as root: installs bubblewrap and hyperfine if
+# missing). Prints the table, writes bench/results/ (latest.json, latest.md, raw/); see
+# BENCHMARKS.md.
+bench:
+	GO=$(GO) bench/run.sh
 
 # Longer fuzzing of the policy parser.
 fuzz:

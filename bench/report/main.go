@@ -1,0 +1,365 @@
+// Command report reads the raw results of bench/run.sh (hyperfine exports, libbench
+// results, the memory samples, meta.txt), prints the table of medians with the ratio
+// gosbx/bwrap for each, checks the issue's targets, and writes latest.json (and the table
+// as Markdown, for BENCHMARKS.md).
+//
+//	report -raw bench/results/raw -out bench/results/latest.json -markdown bench/results/latest.md
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+type hfResult struct {
+	Command string    `json:"command"`
+	Mean    float64   `json:"mean"`
+	Stddev  float64   `json:"stddev"`
+	Median  float64   `json:"median"`
+	Min     float64   `json:"min"`
+	Max     float64   `json:"max"`
+	Times   []float64 `json:"times"`
+}
+
+type libResult struct {
+	Label       string  `json:"label"`
+	Launches    int     `json:"launches"`
+	Concurrency int     `json:"concurrency"`
+	WallSeconds float64 `json:"wall_seconds"`
+	PerSecond   float64 `json:"launches_per_second"`
+	MedianMs    float64 `json:"median_ms"`
+	P90Ms       float64 `json:"p90_ms"`
+	CompileMs   float64 `json:"compile_median_ms"`
+	RunMs       float64 `json:"run_median_ms"`
+}
+
+type rssSample struct {
+	Label       string `json:"label"`
+	LauncherRSS int    `json:"launcher_rss_kib"`
+	ReaperRSS   int    `json:"reaper_rss_kib"`
+	CommandRSS  int    `json:"command_rss_kib"`
+	LauncherPSS int    `json:"launcher_pss_kib"`
+	ReaperPSS   int    `json:"reaper_pss_kib"`
+	CommandPSS  int    `json:"command_pss_kib"`
+}
+
+// Variants, in table order. "direct" is the command without any sandbox.
+// bwrap-filter is bwrap with gosbx's agent filter (--seccomp), started through a /bin/sh
+// script (its cost is "sh-exec", measured once, in the cold start of /bin/true).
+var variants = []string{"direct", "bwrap", "bwrap-filter", "gosbx", "gosbx-none"}
+
+type target struct {
+	Name   string  `json:"name"`
+	Target string  `json:"target"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail"`
+}
+
+type rssMedians struct {
+	LauncherKiB float64 `json:"launcher_rss_kib"`
+	ReaperKiB   float64 `json:"reaper_rss_kib"`
+	CommandKiB  float64 `json:"command_rss_kib"`
+	LauncherPSS float64 `json:"launcher_pss_kib"`
+	ReaperPSS   float64 `json:"reaper_pss_kib"`
+	Samples     int     `json:"samples"`
+}
+
+type report struct {
+	Meta     map[string]string             `json:"meta"`
+	Notes    []string                      `json:"notes"`
+	ColdMs   map[string]map[string]float64 `json:"cold_start_median_ms"`
+	ColdRat  map[string]map[string]float64 `json:"cold_start_ratio_to_bwrap"`
+	Through  map[string]float64            `json:"throughput_launches_per_second"`
+	ThruRat  map[string]float64            `json:"throughput_ratio_to_bwrap"`
+	HeavyS   map[string]map[string]float64 `json:"syscall_heavy_median_s"`
+	Seccomp  map[string]map[string]float64 `json:"seccomp_overhead_pct"`
+	RSS      map[string]rssMedians         `json:"memory_median"`
+	Library  map[string]libResult          `json:"library"`
+	Targets  []target                      `json:"targets"`
+	RawFiles []string                      `json:"raw_files"`
+}
+
+func main() {
+	raw := flag.String("raw", "bench/results/raw", "directory of the raw results")
+	out := flag.String("out", "bench/results/latest.json", "the summary JSON")
+	md := flag.String("markdown", "", "also write the table as Markdown here")
+	flag.Parse()
+
+	r := report{
+		Meta:    readMeta(filepath.Join(*raw, "meta.txt")),
+		ColdMs:  map[string]map[string]float64{},
+		ColdRat: map[string]map[string]float64{},
+		Through: map[string]float64{},
+		ThruRat: map[string]float64{},
+		HeavyS:  map[string]map[string]float64{},
+		Seccomp: map[string]map[string]float64{},
+		RSS:     map[string]rssMedians{},
+		Library: map[string]libResult{},
+	}
+	r.Notes = []string{
+		"Medians throughout. gosbx = gosbx exec with the default agent policy (its seccomp filter on); " +
+			"gosbx-none = the same boundary with `seccomp: {profile: none}`, which still loads a " +
+			r.Meta["seccomp_none_instructions"] + "-instruction filter (native architecture only, everything else allowed); " +
+			"bwrap has no seccomp filter; bwrap-filter = the same bwrap argv with gosbx's agent filter (bwrap --seccomp, from gosbx seccomp export), " +
+			"started through a /bin/sh script whose own cost is in the notes. library = bench/libbench: policy.Compile + nsinit.Command(spec).Run() in one Go process.",
+		"Ratios are gosbx/bwrap: below 1 is better for times and memory, above 1 is better for throughput.",
+	}
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+
+	// Cold start.
+	libTrue := readLib(filepath.Join(*raw, "lib-true.json"))
+	libNone := readLib(filepath.Join(*raw, "lib-true-none.json"))
+	libTP := readLib(filepath.Join(*raw, "lib-throughput.json"))
+	r.Library["true"], r.Library["true-none"], r.Library["throughput"] = libTrue, libNone, libTP
+	p("Cold start, median ms (hyperfine -N, %s runs after %s warmup; library: %d launches after 10)\n\n",
+		r.Meta["runs"], r.Meta["warmup"], libTrue.Launches)
+	p("| command | direct | bwrap | bwrap-filter | gosbx | gosbx-none | library | library-none | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | library/bwrap |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range []struct{ key, file, label string }{
+		{"true", "cold-true.json", "`/bin/true`"},
+		{"sh", "cold-sh.json", "`sh -c 'echo hi'`"},
+		{"python", "cold-python.json", "`python3 -c pass`"},
+	} {
+		h := readHF(filepath.Join(*raw, c.file))
+		m := map[string]float64{}
+		for _, v := range variants {
+			m[v] = h[v].Median * 1e3
+		}
+		lib, libn := "—", "—"
+		libRatio := "—"
+		if c.key == "true" {
+			m["library"], m["library-none"] = libTrue.MedianMs, libNone.MedianMs
+			lib, libn = f2(libTrue.MedianMs), f2(libNone.MedianMs)
+			libRatio = f2(libTrue.MedianMs/m["bwrap"]) + "×"
+		}
+		r.ColdMs[c.key] = m
+		r.ColdRat[c.key] = map[string]float64{"gosbx": m["gosbx"] / m["bwrap"], "gosbx-none": m["gosbx-none"] / m["bwrap"],
+			"gosbx_vs_bwrap-filter": m["gosbx"] / m["bwrap-filter"]}
+		if sh, ok := h["sh-exec"]; ok {
+			m["sh-exec"] = sh.Median * 1e3
+			r.Notes = append(r.Notes, fmt.Sprintf("bwrap-filter includes its /bin/sh script: `sh-exec /bin/true` (the script exec'ing /bin/true without bwrap) %s ms against %s ms direct, so about %s ms of each bwrap-filter time is the script.",
+				f2(m["sh-exec"]), f2(m["direct"]), f2(m["sh-exec"]-m["direct"])))
+		}
+		if c.key == "true" {
+			r.ColdRat[c.key]["library"] = m["library"] / m["bwrap"]
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s× | %s× | %s× | %s |\n", c.label,
+			f2(m["direct"]), f2(m["bwrap"]), f2(m["bwrap-filter"]), f2(m["gosbx"]), f2(m["gosbx-none"]), lib, libn,
+			f2(m["gosbx"]/m["bwrap"]), f2(m["gosbx"]/m["bwrap-filter"]), f2(m["gosbx-none"]/m["bwrap"]), libRatio)
+	}
+
+	// Throughput.
+	n := atof(r.Meta["tp_launches"])
+	tp := readHF(filepath.Join(*raw, "throughput.json"))
+	for _, v := range variants {
+		r.Through[v] = n / tp[v].Median
+	}
+	r.Through["library"] = libTP.PerSecond
+	for _, v := range []string{"gosbx", "gosbx-none", "library"} {
+		r.ThruRat[v] = r.Through[v] / r.Through["bwrap"]
+	}
+	r.ThruRat["gosbx_vs_bwrap-filter"] = r.Through["gosbx"] / r.Through["bwrap-filter"]
+	p("\nThroughput, launches of `/bin/true` per second (%s launches from %s concurrent callers, xargs -P; median of %s runs; library: %d goroutines, one run)\n\n",
+		r.Meta["tp_launches"], r.Meta["tp_callers"], r.Meta["tp_runs"], libTP.Concurrency)
+	p("| direct | bwrap | bwrap-filter | gosbx | gosbx-none | library | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | library/bwrap |\n")
+	p("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s× | %s× | %s× | %s× |\n", r.Through["direct"], r.Through["bwrap"],
+		r.Through["bwrap-filter"], r.Through["gosbx"], r.Through["gosbx-none"], r.Through["library"],
+		f2(r.ThruRat["gosbx"]), f2(r.ThruRat["gosbx_vs_bwrap-filter"]), f2(r.ThruRat["gosbx-none"]), f2(r.ThruRat["library"]))
+
+	// Syscall-heavy.
+	p("\nSyscall-heavy workloads, median s (%s runs after 2 warmup); the filter's cost is gosbx against gosbx-none\n\n", r.Meta["heavy_runs"])
+	p("| workload | direct | bwrap | bwrap-filter | gosbx | gosbx-none | filter cost in gosbx (gosbx/gosbx-none) | filter cost in bwrap (bwrap-filter/bwrap) | gosbx/direct | gosbx/bwrap |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range []struct{ key, file, label string }{
+		{"find", "heavy-find.json", "`find /usr -type f \\| wc -l`"},
+		{"stat", "heavy-stat.json", "python3, 300k `os.stat`"},
+	} {
+		h := readHF(filepath.Join(*raw, c.file))
+		m := map[string]float64{}
+		for _, v := range variants {
+			m[v] = h[v].Median
+		}
+		r.HeavyS[c.key] = m
+		r.Seccomp[c.key] = map[string]float64{
+			"filter_vs_none":        pct(m["gosbx"], m["gosbx-none"]),
+			"gosbx_vs_direct":       pct(m["gosbx"], m["direct"]),
+			"gosbx_vs_bwrap":        pct(m["gosbx"], m["bwrap"]),
+			"bwrap-filter_vs_bwrap": pct(m["bwrap-filter"], m["bwrap"]),
+		}
+		p("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %+.1f%% | %+.1f%% | %+.1f%% | %s× |\n", c.label, m["direct"], m["bwrap"], m["bwrap-filter"], m["gosbx"], m["gosbx-none"],
+			r.Seccomp[c.key]["filter_vs_none"], r.Seccomp[c.key]["bwrap-filter_vs_bwrap"], r.Seccomp[c.key]["gosbx_vs_direct"], f2(m["gosbx"]/m["bwrap"]))
+	}
+
+	// Memory.
+	samples := readRSS(filepath.Join(*raw, "rss.jsonl"))
+	p("\nResident memory while `sleep 2` runs inside, MiB (VmRSS, Pss in parentheses; median of %s)\n\n", r.Meta["rss_reps"])
+	p("| | launcher | reaper (pid 1 inside) | command (`sleep`) |\n|---|--:|--:|--:|\n")
+	for _, v := range []string{"bwrap", "gosbx", "gosbx-none", "library"} {
+		var l, rp, c, lp, rpp []float64
+		for _, s := range samples {
+			if s.Label == v {
+				l, rp, c = append(l, float64(s.LauncherRSS)), append(rp, float64(s.ReaperRSS)), append(c, float64(s.CommandRSS))
+				lp, rpp = append(lp, float64(s.LauncherPSS)), append(rpp, float64(s.ReaperPSS))
+			}
+		}
+		m := rssMedians{median(l), median(rp), median(c), median(lp), median(rpp), len(l)}
+		r.RSS[v] = m
+		name := v
+		if v == "library" {
+			name = "library (launcher = bench/libbench itself)"
+		}
+		p("| %s | %s (%s) | %s (%s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.CommandKiB))
+	}
+	p("| gosbx/bwrap | %s× | %s× | |\n", f2(r.RSS["gosbx"].LauncherKiB/r.RSS["bwrap"].LauncherKiB), f2(r.RSS["gosbx"].ReaperKiB/r.RSS["bwrap"].ReaperKiB))
+
+	// Targets (issue 8).
+	cold := r.ColdRat["true"]["gosbx"]
+	r.Targets = []target{
+		{"cold start of /bin/true", "≤ 1.0× bwrap", cold, "× bwrap", cold <= 1.0,
+			fmt.Sprintf("gosbx %s ms, bwrap %s ms (library %s ms, %s×)", f2(r.ColdMs["true"]["gosbx"]), f2(r.ColdMs["true"]["bwrap"]), f2(r.ColdMs["true"]["library"]), f2(r.ColdRat["true"]["library"]))},
+		{"throughput", "≥ 1.0× bwrap", r.ThruRat["gosbx"], "× bwrap", r.ThruRat["gosbx"] >= 1.0,
+			fmt.Sprintf("gosbx %.0f/s, bwrap %.0f/s (library %.0f/s)", r.Through["gosbx"], r.Through["bwrap"], r.Through["library"])},
+	}
+	worst := math.Inf(-1)
+	var parts []string
+	for _, k := range []string{"find", "stat"} {
+		o := r.Seccomp[k]["filter_vs_none"]
+		worst = math.Max(worst, o)
+		parts = append(parts, fmt.Sprintf("%s %+.1f%% (in bwrap %+.1f%%; gosbx vs direct %+.1f%%, vs bwrap %+.1f%%)", k, o,
+			r.Seccomp[k]["bwrap-filter_vs_bwrap"], r.Seccomp[k]["gosbx_vs_direct"], r.Seccomp[k]["gosbx_vs_bwrap"]))
+	}
+	r.Targets = append(r.Targets,
+		target{"seccomp overhead, syscall-heavy", "< 5%", worst, "% (worst)", worst < 5, strings.Join(parts, ", ")},
+		target{"launcher RSS", "< 15 MiB", r.RSS["gosbx"].LauncherKiB / 1024, "MiB", r.RSS["gosbx"].LauncherKiB < 15*1024,
+			fmt.Sprintf("gosbx exec %s MiB, bwrap %s MiB; reaper %s MiB vs %s MiB", mib(r.RSS["gosbx"].LauncherKiB), mib(r.RSS["bwrap"].LauncherKiB), mib(r.RSS["gosbx"].ReaperKiB), mib(r.RSS["bwrap"].ReaperKiB))},
+	)
+	p("\nTargets (issue 8)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		met := "**no**"
+		if t.Met {
+			met = "yes"
+		}
+		p("| %s | %s | %s %s: %s | %s |\n", t.Name, t.Target, f2(t.Value), t.Unit, t.Detail, met)
+	}
+
+	p("\nNotes\n\n")
+	for _, n := range r.Notes {
+		p("- %s\n", n)
+	}
+
+	ents, _ := os.ReadDir(*raw)
+	for _, e := range ents {
+		r.RawFiles = append(r.RawFiles, filepath.Join("raw", e.Name()))
+	}
+	sort.Strings(r.RawFiles)
+
+	fmt.Print(b.String())
+	data, err := json.MarshalIndent(r, "", "  ")
+	check(err)
+	check(os.WriteFile(*out, append(data, '\n'), 0o644))
+	if *md != "" {
+		check(os.WriteFile(*md, []byte(b.String()), 0o644))
+	}
+}
+
+func readMeta(path string) map[string]string {
+	f, err := os.Open(path)
+	check(err)
+	defer f.Close()
+	m := map[string]string{}
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		if k, v, ok := strings.Cut(s.Text(), "="); ok {
+			m[k] = v
+		}
+	}
+	check(s.Err())
+	return m
+}
+
+func readHF(path string) map[string]hfResult {
+	var doc struct {
+		Results []hfResult `json:"results"`
+	}
+	data, err := os.ReadFile(path)
+	check(err)
+	check(json.Unmarshal(data, &doc))
+	m := map[string]hfResult{}
+	for _, r := range doc.Results {
+		m[r.Command] = r
+	}
+	for _, v := range variants {
+		if _, ok := m[v]; !ok {
+			check(fmt.Errorf("%s: no result named %q", path, v))
+		}
+	}
+	return m
+}
+
+func readLib(path string) libResult {
+	var r libResult
+	data, err := os.ReadFile(path)
+	check(err)
+	check(json.Unmarshal(data, &r))
+	return r
+}
+
+func readRSS(path string) []rssSample {
+	f, err := os.Open(path)
+	check(err)
+	defer f.Close()
+	var out []rssSample
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if strings.TrimSpace(s.Text()) == "" {
+			continue
+		}
+		var r rssSample
+		check(json.Unmarshal(s.Bytes(), &r))
+		out = append(out, r)
+	}
+	check(s.Err())
+	return out
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func pct(a, base float64) float64 { return (a/base - 1) * 100 }
+func f2(x float64) string         { return fmt.Sprintf("%.2f", x) }
+func mib(kib float64) string      { return fmt.Sprintf("%.1f", kib/1024) }
+
+func atof(s string) float64 {
+	var x float64
+	_, err := fmt.Sscan(s, &x)
+	check(err)
+	return x
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
