@@ -258,6 +258,11 @@ time.sleep(1.5)
 		sr.cmd.Process.Kill()
 		t.Fatalf("first status line %v: no child-pid", first)
 	}
+	// The init is placed while it builds the sandbox; by the exec line it is in.
+	if ex := sr.next(10 * time.Second); ex["exec"] != true {
+		sr.cmd.Process.Kill()
+		t.Fatalf("second status line %v; want the exec line", ex)
+	}
 	dir := sandboxGroup(t, child, "pids")
 	if !strings.HasPrefix(filepath.Base(dir), "gosbx-"+strconv.Itoa(sr.cmd.Process.Pid)+"-") {
 		t.Errorf("the sandbox's pids group %s is not named for gosbx exec (pid %d)", dir, sr.cmd.Process.Pid)
@@ -436,6 +441,11 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 		if !ok {
 			sr.cmd.Process.Kill()
 			t.Fatalf("first status line %v", first)
+		}
+		// The init is placed while it builds the sandbox; by the exec line it is in.
+		if ex := sr.next(10 * time.Second); ex["exec"] != true {
+			sr.cmd.Process.Kill()
+			t.Fatalf("second status line %v; want the exec line", ex)
 		}
 		for _, c := range v1Controllers {
 			dir := sandboxGroup(t, child, c)

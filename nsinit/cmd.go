@@ -187,18 +187,6 @@ func (c *Cmd) Start() error {
 	}
 	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.started = true
-	// cgroup v1: place the init before it gets its config, so before the command exists.
-	if c.group != nil {
-		err := fault.Check("cgroup place")
-		if err == nil {
-			err = c.group.Add(c.init.Process.Pid)
-		}
-		if err != nil {
-			specW.Close()
-			c.reapFailed()
-			return c.fail(&SetupError{Step: "cgroup", Err: err})
-		}
-	}
 	if c.Timeout > 0 {
 		c.timer = time.AfterFunc(c.Timeout, c.expire)
 	}
@@ -206,17 +194,40 @@ func (c *Cmd) Start() error {
 		specW.Write(config)
 		specW.Close()
 	}()
+	// cgroup v1: place the init while it builds the sandbox (a v1 migration waits for an
+	// RCU grace period, milliseconds); the init forks the command only after the "go"
+	// byte, so the command and all it starts are in the group from birth. On failure
+	// the init is killed before it gets the byte.
+	placed := make(chan error, 1)
+	go func() {
+		var err error
+		if c.group != nil {
+			if err = fault.Check("cgroup place"); err == nil {
+				err = c.group.Add(c.init.Process.Pid)
+			}
+		}
+		if err != nil {
+			c.init.Process.Kill()
+		} else {
+			c.life.Write([]byte{lifeGo})
+		}
+		placed <- err
+	}()
 	pid := c.init.Process.Pid
 	if c.Events != nil {
 		c.Events(namespaceEvent(pid))
 	}
 	m, ok := c.sync.next()
+	if err := <-placed; err != nil {
+		c.reapFailed()
+		return c.fail(&SetupError{Step: "cgroup", Err: err})
+	}
 	switch {
 	case ok && m.Type == msgExec:
 		if c.Events != nil {
 			c.Events(Event{Exec: true, Pid: childPid(pid), Path: m.Path})
 		}
-		c.life.Write([]byte{1}) // the reaper may reap the command now
+		c.life.Write([]byte{lifeAck}) // the reaper may reap the command now
 		return nil
 	case ok && m.Type == msgExecError:
 		c.reapFailed()

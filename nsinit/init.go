@@ -62,15 +62,18 @@ func Init() {
 	reap(w, pid)
 }
 
-// acked is closed when the launcher acknowledged the exec message.
-var acked = make(chan struct{})
+// goAhead is closed when the launcher has placed the init in the sandbox's cgroup;
+// acked when it has seen the exec message.
+var (
+	goAhead = make(chan struct{})
+	acked   = make(chan struct{})
+)
 
 // watchLauncher exits the init (and so the whole pid namespace) when the launching
-// process is gone: its end of the life pipe closes. A byte on the pipe is the
-// launcher's acknowledgement of the exec message.
+// process is gone: its end of the life pipe closes. The bytes on the pipe are the
+// launcher's go-ahead and acknowledgement (protocol.go).
 func watchLauncher() {
 	var b [1]byte
-	once := false
 	for {
 		n, err := unix.Read(lifeFd, b[:])
 		if err == unix.EINTR {
@@ -79,8 +82,10 @@ func watchLauncher() {
 		if n <= 0 || err != nil {
 			unix.Exit(ExitKilled)
 		}
-		if !once {
-			once = true
+		switch b[0] {
+		case lifeGo:
+			close(goAhead)
+		case lifeAck:
 			close(acked)
 		}
 	}
@@ -189,6 +194,7 @@ func setup() (string, int, error) {
 		return "", 0, err
 	}
 	<-notified
+	<-goAhead // in the sandbox's cgroup: what the command starts is too
 	// Last, right before the command is forked and executed: the filter applies to the
 	// init's threads (a denied call there would hang the Go runtime) only from now on.
 	if err := step("seccomp", seccomp.Load(filter)); err != nil {

@@ -11,15 +11,24 @@ import (
 //
 //	fd 3 (launcher → init): the runtime-spec config.json, then EOF.
 //	fd 4 (init → launcher): JSON lines, one message per setup outcome (below).
-//	fd 5 (launcher → init): one byte once the launcher has seen the exec message (the
-//	     reaper waits for it before reaping, so the command's host pid can still be read);
-//	     then nothing. EOF means the launching process is gone, and the init exits at
-//	     once, which makes the kernel kill every process of the sandbox's pid namespace.
+//	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
+//	     init forks the command only then), then an "ack" byte once the launcher has
+//	     seen the exec message (the reaper waits for it before reaping, so the command's
+//	     host pid can still be read); then nothing. EOF means the launching process is
+//	     gone, and the init exits at once, which makes the kernel kill every process of
+//	     the sandbox's pid namespace.
 //	     A pipe end is held by the process, not by one thread, unlike PR_SET_PDEATHSIG,
 //	     which fires when the cloning thread exits.
 //	fd 6…: one O_PATH descriptor per bind mount of the spec, in order, opened by the
 //	     launcher without following symlinks (mounts.OpenSourcePath): each source is
 //	     resolved once, by the process that checked it.
+//
+// Bytes on the life pipe, in this order.
+const (
+	lifeGo  byte = 'g'
+	lifeAck byte = 'a'
+)
+
 const (
 	specFd        = 3
 	syncFd        = 4

@@ -528,11 +528,19 @@ func TestSoakLibrary(t *testing.T) {
 // TestSoakDetectsLeaks: the comparison the soak relies on sees a leaked descriptor, a
 // child left unreaped, a goroutine left blocked, and many more threads.
 func TestSoakDetectsLeaks(t *testing.T) {
-	before, err := takeProcSnap()
-	if err != nil {
-		t.Fatal(err)
+	// Earlier tests' processes may still be winding down: wait for a quiet snapshot.
+	var before procSnap
+	var l []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if before, err = takeProcSnap(); err != nil {
+			t.Fatal(err)
+		}
+		if l = before.leaks(before); len(l) == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
-	if l := before.leaks(before); len(l) != 0 {
+	if len(l) != 0 {
 		t.Fatalf("a snapshot differs from itself: %v", l)
 	}
 	f, err := os.Open("/dev/null")
