@@ -40,8 +40,11 @@ agent policy, inside: the system directories (/usr, /etc, and the /bin /lib /sbi
 read-only; the workspace read-write at its own path (its .git read-only); private tmpfs
 /tmp, /var/tmp, /run, /dev/shm and HOME; a fresh /proc and a minimal /dev; no network but
 lo (unless --net host); a cleared environment (PATH, LANG, LC_*, TZ, TERM, USER,
-LOGNAME, SHELL kept; HOME and TMPDIR private); every capability dropped; no_new_privs.
-Flags add to the policy, or narrow it, where the policy allows.
+LOGNAME, SHELL kept; HOME and TMPDIR private); every capability dropped; no_new_privs;
+a seccomp filter (no mounts, namespaces, keyrings, bpf, io_uring, TIOCSTI; foreign ABIs
+killed); a cgroup with the limits asked for (--memory, --pids, --cpus; the profile's
+default of 8192 processes where the host allows). Flags add to the policy, or narrow it,
+where the policy allows. 'gosbx doctor' says whether this host can build it.
 
 Exit status: the command's own; 128+N if signal N killed it; 124 on --timeout; 125 if
 the sandbox could not be built or the flags or policy are wrong (the command did not
