@@ -52,6 +52,19 @@ func newV1(r *specs.LinuxResources) (Group, error) {
 		}
 		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 	}
+	// containerd skips hierarchies that are not mounted (cgroup_disable=memory, a kernel
+	// without the controller): a limit asked for must have its controller, or nothing
+	// would enforce it.
+	have := map[cgroup1.Name]bool{}
+	for _, s := range cg.Subsystems() {
+		have[s.Name()] = true
+	}
+	for _, need := range neededV1(r) {
+		if !have[need] {
+			cg.Delete()
+			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
+		}
+	}
 	return &v1Group{name: n, cg: cg}, nil
 }
 
@@ -195,4 +208,22 @@ func withoutUnaccountedSwap(r *specs.LinuxResources) *specs.LinuxResources {
 	m.Swap = nil
 	c.Memory = &m
 	return &c
+}
+
+// neededV1 lists the hierarchies the resources need.
+func neededV1(r *specs.LinuxResources) []cgroup1.Name {
+	var out []cgroup1.Name
+	if r == nil {
+		return out
+	}
+	if r.Memory != nil && r.Memory.Limit != nil {
+		out = append(out, cgroup1.Memory)
+	}
+	if r.Pids != nil {
+		out = append(out, cgroup1.Pids)
+	}
+	if r.CPU != nil && r.CPU.Quota != nil {
+		out = append(out, cgroup1.Cpu)
+	}
+	return out
 }

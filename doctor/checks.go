@@ -233,7 +233,8 @@ func checkCloneIntoUnified(exe string) Check {
 			own = p
 		}
 	}
-	dir := filepath.Join("/sys/fs/cgroup/unified", own, fmt.Sprintf("gosbx-doctor-%d", os.Getpid()))
+	removeStale(filepath.Join("/sys/fs/cgroup/unified", own))
+	dir := filepath.Join("/sys/fs/cgroup/unified", own, fmt.Sprintf("gosbx-doctor-%d-cg", os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		c.Detail = "no writable cgroup v2 tree for this caller (" + err.Error() + "); v1 hosts place the init right after the clone"
 		return c
@@ -258,9 +259,11 @@ func checkCloneIntoUnified(exe string) Check {
 // checkSandbox launches one real sandbox under the default policy, through nsinit, and
 // runs the escape probe in it.
 func checkSandbox(exe string, f Facts) []Check {
-	base, err := os.MkdirTemp("/var/tmp", "gosbx-doctor-")
+	removeStale("/var/tmp")
+	prefix := fmt.Sprintf("gosbx-doctor-%d-", os.Getpid())
+	base, err := os.MkdirTemp("/var/tmp", prefix)
 	if err != nil {
-		base, err = os.MkdirTemp("", "gosbx-doctor-")
+		base, err = os.MkdirTemp("", prefix)
 	}
 	if err != nil {
 		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "cannot make a scratch directory: " + err.Error()}}
@@ -329,8 +332,11 @@ func checkSandbox(exe string, f Facts) []Check {
 		}
 	}
 	wrote := ""
-	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
-		wrote = "a file appeared outside the workspace on the host"
+	for _, p := range []string{filepath.Join(outside, "escaped"), "/escaped-gosbx-doctor"} {
+		if _, err := os.Lstat(p); err == nil {
+			wrote = "a file appeared outside the workspace on the host: " + p
+			os.Remove(p)
+		}
 	}
 	verdict("write outside the workspace", res.WriteOutside, wrote)
 	verdict("read a host file", res.ReadHost, "")
@@ -349,4 +355,33 @@ func checkSandbox(exe string, f Facts) []Check {
 	}
 	verdict("capabilities and no_new_privs", caps, "")
 	return checks
+}
+
+// removeStale removes what an earlier doctor run killed before it could clean up left in
+// dir: entries gosbx-doctor-<pid>-… whose pid is gone (a scratch directory, or an empty
+// cgroup, which rmdir removes).
+func removeStale(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "gosbx-doctor-")
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(dir, "/sys/fs/cgroup") {
+			os.Remove(p)
+		} else {
+			os.RemoveAll(p)
+		}
+	}
 }

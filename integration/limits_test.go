@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -575,5 +576,31 @@ func TestLimitsUnprivileged(t *testing.T) {
 	}
 	if r3.stderr != "" {
 		t.Errorf("stderr %q; want empty", r3.stderr)
+	}
+}
+
+// A host without the hierarchy a limit needs (booted with cgroup_disable=memory, or a
+// kernel without the controller; shown in a private mount namespace where only that
+// v1 hierarchy is missing): the limit asked for is refused (125), never silently not
+// applied.
+func TestLimitsMissingController(t *testing.T) {
+	requireV1(t)
+	s := newSandbox(t, rootCaller)
+	for _, c := range []struct{ hide, flag, value string }{{"memory", "--memory", "16M"}, {"pids", "--pids", "16"}} {
+		var keep []string
+		for _, h := range []string{"memory", "pids", "cpu", "cpuacct", "freezer", "systemd", "unified", "devices", "blkio", "cpuset"} {
+			if _, err := os.Stat("/sys/fs/cgroup/" + h); err == nil && h != c.hide {
+				keep = append(keep, h)
+			}
+		}
+		m := s.marker("nocontroller-" + c.hide)
+		script := fmt.Sprintf(`B=$1; shift
+S=$B/cgsave-%[1]s; L="%[2]s"
+for h in $L; do mkdir -p $S/$h && mount --bind /sys/fs/cgroup/$h $S/$h || exit 77; done
+mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup || exit 77
+for h in $L; do mkdir /sys/fs/cgroup/$h && mount --bind $S/$h /sys/fs/cgroup/$h || exit 77; done
+exec "$@" exec --workspace %[3]s %[4]s %[5]s -- touch %[6]s`, c.hide, strings.Join(keep, " "), s.ws, c.flag, c.value, m)
+		r := s.inPrivateMountNS(script)
+		wantRefused(t, "without the "+c.hide+" hierarchy", r, m, c.hide)
 	}
 }
