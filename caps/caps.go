@@ -49,12 +49,28 @@ func LastCap() int {
 // It returns an error naming the step; the thread is then in an undefined state and
 // the caller must not execute anything.
 func DropAll() error {
+	if err := DropBounding(); err != nil {
+		return err
+	}
+	return DropSets()
+}
+
+// DropBounding empties the calling thread's bounding set (PR_CAPBSET_DROP, needs
+// CAP_SETPCAP). The thread keeps its effective capabilities until DropSets; what it
+// executes can never regain a dropped one.
+func DropBounding() error {
 	last := LastCap()
 	for c := 0; c <= last; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
 	}
+	return nil
+}
+
+// DropSets is DropAll after DropBounding: the locked no-root securebits, an empty
+// ambient set, empty inheritable, permitted and effective sets, and no_new_privs.
+func DropSets() error {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedNoRoot, 0, 0, 0); err != nil {
 		return fmt.Errorf("set securebits: %w", err)
 	}

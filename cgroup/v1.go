@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -117,11 +118,74 @@ func (g *v1Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
-	killAll(g.cg)
-	if err := g.cg.Delete(); err != nil {
-		return fmt.Errorf("remove cgroup %s: %w", g.name, err)
+	dirs := g.dirs()
+	if dirs == nil {
+		// the paths are unknown: containerd's walk and removal
+		killAll(g.cg)
+		if err := g.cg.Delete(); err != nil {
+			return fmt.Errorf("remove cgroup %s: %w", g.name, err)
+		}
+		return nil
 	}
-	return nil
+	if !emptyV1(dirs) {
+		killAll(g.cg)
+	}
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, rmdirRetry(d))
+	}
+	return errors.Join(errs...)
+}
+
+// dirs are the group's directories, one per hierarchy it was made in; nil when one
+// cannot be known.
+func (g *v1Group) dirs() []string {
+	var out []string
+	for _, s := range g.cg.Subsystems() {
+		p, ok := s.(interface{ Path(string) string })
+		if !ok {
+			return nil
+		}
+		rel, err := cgroup1.NestedPath(g.name)(s.Name())
+		if err != nil {
+			return nil
+		}
+		out = append(out, p.Path(rel))
+	}
+	return out
+}
+
+// emptyV1 reports whether no process is left in any of dirs (a sandbox's group has no
+// children: nothing inside can write a cgroup filesystem).
+func emptyV1(dirs []string) bool {
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil || len(bytes.TrimSpace(b)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// rmdirRetry removes a group's directory. Right after its last process has been reaped
+// a v1 group can still be busy for a moment: EBUSY is retried from 100 µs, doubling up
+// to 10 ms, for 5 s. (containerd's Delete first waits 10 ms, longer than a whole launch.)
+func rmdirRetry(dir string) error {
+	delay := 100 * time.Microsecond
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := syscall.Rmdir(dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		time.Sleep(delay)
+		if delay < 10*time.Millisecond {
+			delay *= 2
+		}
+	}
 }
 
 // killAll kills every process of the group (v1 has no cgroup.kill: freeze, SIGKILL,

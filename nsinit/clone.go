@@ -25,9 +25,13 @@ var nsFlags = map[specs.LinuxNamespaceType]uintptr{
 	specs.CgroupNamespace: unix.CLONE_NEWCGROUP,
 }
 
-// cloneConfig derives the clone flags and id maps from spec.Linux.
-func cloneConfig(spec *specs.Spec) (uintptr, []syscall.SysProcIDMap, []syscall.SysProcIDMap, error) {
-	if spec == nil || spec.Process == nil || len(spec.Process.Args) == 0 {
+// cloneConfig derives the clone flags and id maps from spec.Linux. A pool's template
+// (pooled) needs no process: each command brings its own.
+func cloneConfig(spec *specs.Spec, pooled bool) (uintptr, []syscall.SysProcIDMap, []syscall.SysProcIDMap, error) {
+	if spec == nil {
+		return 0, nil, nil, errors.New("no spec")
+	}
+	if !pooled && (spec.Process == nil || len(spec.Process.Args) == 0) {
 		return 0, nil, nil, errors.New("spec has no process args")
 	}
 	if spec.Linux == nil {

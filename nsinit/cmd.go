@@ -59,6 +59,10 @@ type Cmd struct {
 	limits   string       // why there is no cgroup, when limits were only defaults
 	started  bool         // the init was cloned
 	waited   bool
+
+	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
+	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
+	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
 }
 
 // Command returns a Cmd that runs spec.Process in a sandbox built from spec.
@@ -80,22 +84,41 @@ func (c *Cmd) Run() error {
 // Every descriptor of the calling process above 2 is marked close-on-exec first, so
 // nothing but the stdio reaches the sandbox.
 func (c *Cmd) Start() error {
+	if c.pool != nil {
+		return c.startPooled()
+	}
 	if c.init != nil {
 		return errors.New("nsinit: already started")
 	}
-	flags, uids, gids, err := cloneConfig(c.Spec)
+	placed, err := c.spawn(false)
+	if err != nil {
+		return err
+	}
+	c.startTimer()
+	if c.Events != nil {
+		c.Events(namespaceEvent(c.init.Process.Pid))
+	}
+	return c.awaitExec(placed)
+}
+
+// spawn clones the init stage with c.Spec and sends it the spec; the init's cgroup
+// placement runs beside its setup and reports on the returned channel. A pooled init
+// (Pool) gets its spec over a socket and waits there for the process once its sandbox
+// is built; its stdio is /dev/null until then.
+func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
+	flags, uids, gids, err := cloneConfig(c.Spec, pooled)
 	if err == nil {
 		err = fault.Check("config")
 	}
 	if err != nil {
-		return c.fail(&SetupError{Step: "config", Err: err})
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
 	config, err := json.Marshal(c.Spec)
 	if err != nil {
-		return c.fail(&SetupError{Step: "config", Err: err})
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		return c.fail(&SetupError{Step: "close fds", Err: err})
+		return nil, c.fail(&SetupError{Step: "close fds", Err: err})
 	}
 	var sources []*os.File
 	defer func() {
@@ -111,14 +134,27 @@ func (c *Cmd) Start() error {
 			}
 		}
 		if err != nil {
-			return c.fail(&SetupError{Step: "open bind source", Err: err})
+			return nil, c.fail(&SetupError{Step: "open bind source", Err: err})
 		}
 		sources = append(sources, os.NewFile(uintptr(fd), p))
 	}
 	if err := c.makeGroup(); err != nil {
-		return c.fail(err)
+		return nil, c.fail(err)
 	}
-	specR, specW, err := os.Pipe()
+	var files []*os.File // the parent's ends, closed on failure
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	// fd 3: a pipe carrying the spec, or for a pooled init a socket carrying the spec
+	// and, later, the process and its stdio.
+	var specR, specW *os.File
+	if pooled {
+		specR, specW, err = socketPair()
+	} else {
+		specR, specW, err = os.Pipe()
+	}
 	if err == nil {
 		if err = fault.Check("pipe"); err != nil {
 			specR.Close()
@@ -127,31 +163,47 @@ func (c *Cmd) Start() error {
 	}
 	if err != nil {
 		c.dropGroup()
-		return c.fail(&SetupError{Step: "pipe", Err: err})
+		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
+	files = append(files, specR, specW)
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
-		specR.Close()
-		specW.Close()
+		closeAll()
 		c.dropGroup()
-		return c.fail(&SetupError{Step: "pipe", Err: err})
+		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
+	files = append(files, syncR, syncW)
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
-		specR.Close()
-		specW.Close()
-		syncR.Close()
-		syncW.Close()
+		closeAll()
 		c.dropGroup()
-		return c.fail(&SetupError{Step: "pipe", Err: err})
+		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
+	}
+	files = append(files, lifeR, lifeW)
+	// The spec is written before the clone, so the init never waits for it: a pipe
+	// holds 64 KiB, a socket more; a larger spec is written once the init runs.
+	written := false
+	if pooled {
+		err = writeFrame(specW, config, nil)
+		written = err == nil
+	} else if len(config) <= 64<<10 {
+		_, err = specW.Write(config)
+		written = err == nil
+		specW.Close()
+	}
+	if err != nil {
+		closeAll()
+		c.dropGroup()
+		return nil, c.fail(&SetupError{Step: "config", Err: fmt.Errorf("send config.json: %w", err)})
+	}
+	args := []string{InitArg}
+	if pooled {
+		args = append(args, poolArg)
 	}
 	c.init = &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       []string{InitArg},
+		Args:       args,
 		Env:        append([]string{}, fault.Env()...),
-		Stdin:      c.Stdin,
-		Stdout:     c.Stdout,
-		Stderr:     c.Stderr,
 		ExtraFiles: append([]*os.File{specR, syncW, lifeR}, sources...),
 		// Once the init is gone, every process of the sandbox is too and the pipes of
 		// Stdout and Stderr close; only a Stdin reader that never returns could hold
@@ -165,6 +217,9 @@ func (c *Cmd) Start() error {
 			GidMappingsEnableSetgroups: false,
 			AmbientCaps:                initCaps,
 		},
+	}
+	if !pooled {
+		c.init.Stdin, c.init.Stdout, c.init.Stderr = c.Stdin, c.Stdout, c.Stderr
 	}
 	if c.group != nil && c.group.CloneFd() >= 0 {
 		// cgroup v2: cloned straight into the group, no process ever runs outside it
@@ -183,17 +238,18 @@ func (c *Cmd) Start() error {
 		syncR.Close()
 		lifeW.Close()
 		c.dropGroup()
-		return c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
+		return nil, c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
 	}
 	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.started = true
-	if c.Timeout > 0 {
-		c.timer = time.AfterFunc(c.Timeout, c.expire)
+	if pooled {
+		c.ctl = specW
+	} else if !written {
+		go func() {
+			specW.Write(config)
+			specW.Close()
+		}()
 	}
-	go func() {
-		specW.Write(config)
-		specW.Close()
-	}()
 	// cgroup v1: place the init while it builds the sandbox (a v1 migration waits for an
 	// RCU grace period, milliseconds); the init forks the command only after the "go"
 	// byte, so the command and all it starts are in the group from birth. On failure
@@ -213,14 +269,25 @@ func (c *Cmd) Start() error {
 		}
 		placed <- err
 	}()
-	pid := c.init.Process.Pid
-	if c.Events != nil {
-		c.Events(namespaceEvent(pid))
+	return placed, nil
+}
+
+func (c *Cmd) startTimer() {
+	if c.Timeout > 0 {
+		c.timer = time.AfterFunc(c.Timeout, c.expire)
 	}
+}
+
+// awaitExec waits for the init's report on the command's execve and, when placed is
+// not nil, for the init's cgroup placement.
+func (c *Cmd) awaitExec(placed <-chan error) error {
+	pid := c.init.Process.Pid
 	m, ok := c.sync.next()
-	if err := <-placed; err != nil {
-		c.reapFailed()
-		return c.fail(&SetupError{Step: "cgroup", Err: err})
+	if placed != nil {
+		if err := <-placed; err != nil {
+			c.reapFailed()
+			return c.fail(&SetupError{Step: "cgroup", Err: err})
+		}
 	}
 	switch {
 	case ok && m.Type == msgExec:
@@ -266,6 +333,9 @@ func (c *Cmd) fail(err error) error {
 func (c *Cmd) reapFailed() {
 	c.init.Process.Kill()
 	c.init.Wait()
+	if c.stdio != nil {
+		c.stdio.wait()
+	}
 	c.release()
 	c.dropGroup()
 }
@@ -276,6 +346,9 @@ func (c *Cmd) release() {
 	}
 	c.syncFile.Close()
 	c.life.Close()
+	if c.ctl != nil {
+		c.ctl.Close()
+	}
 	c.waited = true
 }
 
@@ -323,6 +396,9 @@ func (c *Cmd) Wait() error {
 		}
 	}
 	werr := c.init.Wait()
+	if c.stdio != nil {
+		c.stdio.wait()
+	}
 	wall := time.Since(c.start)
 	c.release()
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut()}
@@ -360,9 +436,19 @@ func (c *Cmd) Wait() error {
 		case st.PidsMaxHit:
 			r.LimitHit = "pids"
 		}
-		c.dropGroup()
+		if c.pool != nil {
+			// The group is empty; its removal can wait for a v1 migration another
+			// sandbox of the pool is doing (milliseconds): Pool.Close waits for it.
+			c.pool.removeLater(c.group)
+			c.group = nil
+		} else {
+			c.dropGroup()
+		}
 	}
 	c.Result = r
+	if c.pool != nil {
+		c.pool.refill()
+	}
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
 		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed,

@@ -43,7 +43,8 @@ func Init() {
 	}()
 	w := syncWriter{os.NewFile(syncFd, "sync")}
 	go watchLauncher()
-	path, pid, err := setup()
+	pooled := len(os.Args) > 1 && os.Args[1] == poolArg
+	path, pid, err := setup(w, pooled)
 	if err != nil {
 		var se *stepError
 		if errors.As(err, &se) {
@@ -130,9 +131,11 @@ var (
 )
 
 // setup is the init stage, one step after another (DESIGN.md, flow steps 5-9). On
-// success the command is running and setup returns its path and pid.
-func setup() (string, int, error) {
-	spec, err := readSpec()
+// success the command is running and setup returns its path and pid. A pooled init
+// builds the sandbox, reports "ready" on w, and waits for the process and its stdio
+// (protocol.go) before the steps that depend on them.
+func setup(w syncWriter, pooled bool) (string, int, error) {
+	spec, err := readSpec(pooled)
 	if err := step("read config", err); err != nil {
 		return "", 0, err
 	}
@@ -153,6 +156,33 @@ func setup() (string, int, error) {
 	if err := step("pivot_root", root.PivotRoot()); err != nil {
 		return "", 0, err
 	}
+	// Not dumpable: nothing inside can open /proc/1/{exe,mem,fd/*} or ptrace the reaper.
+	if err := step("set not dumpable", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)); err != nil {
+		return "", 0, err
+	}
+	if err := step("session keyring", newSessionKeyring()); err != nil {
+		return "", 0, err
+	}
+	var filter seccomp.Program
+	if spec.Linux != nil {
+		filter, err = seccomp.Compile(spec.Linux.Seccomp)
+	}
+	if err := step("seccomp filter", err); err != nil {
+		return "", 0, err
+	}
+	if pooled {
+		// The bounding set now, while idle; the effective set stays for rlimits and
+		// chdir, as in an unpooled launch, and goes below.
+		if err := step("drop capabilities", caps.DropBounding()); err != nil {
+			return "", 0, err
+		}
+		w.send(message{Type: msgReady})
+		proc, err := readProcess()
+		if err := step("read process", err); err != nil {
+			return "", 0, err
+		}
+		spec.Process = proc
+	}
 	if err := step("rlimits", setRlimits(spec.Process.Rlimits)); err != nil {
 		return "", 0, err
 	}
@@ -168,22 +198,12 @@ func setup() (string, int, error) {
 	if u := spec.Process.User.Umask; u != nil {
 		unix.Umask(int(*u))
 	}
-	// Not dumpable: nothing inside can open /proc/1/{exe,mem,fd/*} or ptrace the reaper.
-	if err := step("set not dumpable", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)); err != nil {
-		return "", 0, err
-	}
-	if err := step("session keyring", newSessionKeyring()); err != nil {
-		return "", 0, err
-	}
 	claimTerminal()
-	var filter seccomp.Program
-	if spec.Linux != nil {
-		filter, err = seccomp.Compile(spec.Linux.Seccomp)
+	drop := caps.DropAll
+	if pooled {
+		drop = caps.DropSets
 	}
-	if err := step("seccomp filter", err); err != nil {
-		return "", 0, err
-	}
-	if err := step("drop capabilities", caps.DropAll()); err != nil {
+	if err := step("drop capabilities", drop()); err != nil {
 		return "", 0, err
 	}
 	path, err := lookPath(spec.Process.Args[0], spec.Process.Env)
@@ -215,10 +235,43 @@ func setup() (string, int, error) {
 	return path, pid, nil
 }
 
-func readSpec() (*specs.Spec, error) {
-	f := os.NewFile(specFd, "spec")
-	defer f.Close()
-	b, err := io.ReadAll(f)
+// readProcess reads a pooled init's process frame and makes the three descriptors sent
+// with it the init's (and so the command's) stdin, stdout and stderr.
+func readProcess() (*specs.Process, error) {
+	body, fds, err := readFrame(specFd, 3)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFds(fds)
+	if len(fds) != 3 {
+		return nil, fmt.Errorf("the process came with %d descriptors, want 3 (stdin, stdout, stderr)", len(fds))
+	}
+	var p specs.Process
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, fmt.Errorf("decode process: %w", err)
+	}
+	if len(p.Args) == 0 {
+		return nil, errors.New("the process has no args")
+	}
+	for i, fd := range fds {
+		// received close-on-exec and above 2 (0-2 were open): dup3 never gets old == new
+		if err := unix.Dup3(fd, i, 0); err != nil {
+			return nil, fmt.Errorf("dup3 %d to %d: %w", fd, i, err)
+		}
+	}
+	return &p, nil
+}
+
+func readSpec(pooled bool) (*specs.Spec, error) {
+	var b []byte
+	var err error
+	if pooled {
+		b, _, err = readFrame(specFd, 0) // the socket stays open for the process
+	} else {
+		f := os.NewFile(specFd, "spec")
+		b, err = io.ReadAll(f)
+		f.Close()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +279,7 @@ func readSpec() (*specs.Spec, error) {
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return nil, fmt.Errorf("decode config.json: %w", err)
 	}
-	if spec.Process == nil || len(spec.Process.Args) == 0 {
+	if !pooled && (spec.Process == nil || len(spec.Process.Args) == 0) {
 		return nil, errors.New("config.json has no process args")
 	}
 	return &spec, nil

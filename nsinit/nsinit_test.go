@@ -282,7 +282,7 @@ func validSpec() *specs.Spec {
 }
 
 func TestCloneConfig(t *testing.T) {
-	flags, uids, gids, err := cloneConfig(validSpec())
+	flags, uids, gids, err := cloneConfig(validSpec(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,13 +330,13 @@ func TestCloneConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := validSpec()
 			tt.mutate(s)
-			if _, _, _, err := cloneConfig(s); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, _, _, err := cloneConfig(s, false); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("cloneConfig = %v; want an error mentioning %q", err, tt.want)
 			}
 		})
 	}
 	t.Run("nil spec", func(t *testing.T) {
-		if _, _, _, err := cloneConfig(nil); err == nil {
+		if _, _, _, err := cloneConfig(nil, false); err == nil {
 			t.Error("nil spec accepted")
 		}
 	})

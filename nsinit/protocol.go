@@ -2,14 +2,24 @@ package nsinit
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // The launcher and the init stage talk over three pipes, passed to the init as fds 3-5:
 //
-//	fd 3 (launcher → init): the runtime-spec config.json, then EOF.
+//	fd 3 (launcher → init): the runtime-spec config.json, then EOF. For an init built
+//	     ahead by a Pool (argv[1] == "pool"), fd 3 is a unix stream socket instead, and
+//	     carries frames (a 4-byte little-endian length, then JSON): the template's
+//	     config.json first; once the sandbox is built the init reports "ready" on fd 4
+//	     and waits for a second frame, the command's specs.Process, which comes with
+//	     its stdin, stdout and stderr as SCM_RIGHTS descriptors (unix(7)).
 //	fd 4 (init → launcher): JSON lines, one message per setup outcome (below).
 //	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
 //	     init forks the command only then), then an "ack" byte once the launcher has
@@ -39,6 +49,13 @@ const (
 // InitArg is the argv[0] under which the binary is re-executed as the init stage.
 const InitArg = "gosbx-init"
 
+// poolArg, as argv[1], makes the init a pooled one: built ahead, waiting for its process.
+const poolArg = "pool"
+
+// maxFrame bounds a frame on a pooled init's socket: the spec or the process (its
+// arguments and environment, which execve(2) bounds far lower).
+const maxFrame = 64 << 20
+
 // message is one line on the sync pipe.
 type message struct {
 	Type   string `json:"type"`             // msgError, msgExecError, msgExec, msgExit
@@ -55,6 +72,7 @@ const (
 	msgExecError = "exec-error"
 	msgExec      = "exec"
 	msgExit      = "exit"
+	msgReady     = "ready" // a pooled init: the sandbox is built, the process may come
 )
 
 type syncWriter struct{ f *os.File }
@@ -80,4 +98,115 @@ func (r *syncReader) next() (m message, ok bool) {
 		}
 	}
 	return message{}, false
+}
+
+// socketPair returns the two ends of a unix stream socket pair, close-on-exec: the
+// first for the init (fd 3), the second for the launcher.
+func socketPair() (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "spec-init"), os.NewFile(uintptr(fds[1]), "spec"), nil
+}
+
+// writeFrame sends payload as one frame on the socket f, with fds attached to its first
+// byte (SCM_RIGHTS).
+func writeFrame(f *os.File, payload []byte, fds []int) error {
+	if len(payload) > maxFrame {
+		return fmt.Errorf("frame of %d bytes exceeds %d", len(payload), maxFrame)
+	}
+	buf := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(payload)), uint32(len(payload)))
+	buf = append(buf, payload...)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var n int
+	var serr error
+	if err := rc.Write(func(fd uintptr) bool {
+		n, serr = unix.SendmsgN(int(fd), buf, oob, nil, 0)
+		return serr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("sendmsg: %w", serr)
+	}
+	if n < len(buf) {
+		_, err = f.Write(buf[n:])
+	}
+	return err
+}
+
+// readFrame reads one frame from the socket fd (blocking), and up to wantFds descriptors
+// sent with it, close-on-exec. Descriptors beyond wantFds are closed.
+func readFrame(fd int, wantFds int) ([]byte, []int, error) {
+	var hdr [4]byte
+	oob := make([]byte, unix.CmsgSpace(4*8))
+	var fds []int
+	got := 0
+	for got < len(hdr) {
+		n, oobn, _, _, err := unix.Recvmsg(fd, hdr[got:], oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("recvmsg: %w", err)
+		}
+		if oobn > 0 {
+			fds = append(fds, parseRights(oob[:oobn])...)
+		}
+		if n == 0 {
+			closeFds(fds)
+			return nil, nil, io.ErrUnexpectedEOF
+		}
+		got += n
+	}
+	size := binary.LittleEndian.Uint32(hdr[:])
+	if size > maxFrame {
+		closeFds(fds)
+		return nil, nil, fmt.Errorf("frame of %d bytes exceeds %d", size, maxFrame)
+	}
+	body := make([]byte, size)
+	for got = 0; got < int(size); {
+		n, err := unix.Read(fd, body[got:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			closeFds(fds)
+			return nil, nil, errors.Join(io.ErrUnexpectedEOF, err)
+		}
+		got += n
+	}
+	if len(fds) > wantFds {
+		closeFds(fds[wantFds:])
+		fds = fds[:wantFds]
+	}
+	return body, fds, nil
+}
+
+func parseRights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if r, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, r...)
+		}
+	}
+	return fds
+}
+
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }

@@ -50,6 +50,8 @@ func main() {
 	par := flag.Int("P", 1, "concurrent callers (goroutines)")
 	label := flag.String("label", "library", "name of this measurement")
 	out := flag.String("json", "", "write the results as JSON to this file")
+	poolSize := flag.Int("pool", 0, "take sandboxes from an nsinit.Pool of this size, built ahead from the policy compiled once")
+	gap := flag.Duration("gap", 0, "pause between one caller's launches, not measured (lets a pool refill, as an agent's think time does)")
 	flag.Parse()
 	args := flag.Args()
 	if *ws == "" || len(args) == 0 || *n < 1 || *par < 1 {
@@ -69,6 +71,31 @@ func main() {
 		fail(err)
 	}
 
+	var pool *nsinit.Pool
+	if *poolSize > 0 {
+		tmpl, err := policy.Compile(policy.Options{Policy: pol, Workspace: *ws, Args: args}, host)
+		if err != nil {
+			fail(err)
+		}
+		if pool, err = nsinit.NewPool(tmpl, *poolSize); err != nil {
+			fail(err)
+		}
+		defer pool.Close()
+		proc := tmpl.Process
+		launchPool := func() (compile, run time.Duration) {
+			t1 := time.Now()
+			cmd := pool.Command(proc)
+			if err := cmd.Run(); err != nil {
+				fail(err)
+			}
+			if cmd.Result == nil || cmd.Result.ExitCode != 0 {
+				fail(fmt.Errorf("command failed: %+v", cmd.Result))
+			}
+			return 0, time.Since(t1)
+		}
+		measure(*label, args, *polFile, *n, *warm, *par, *gap, *out, launchPool)
+		return
+	}
 	launch := func() (compile, run time.Duration) {
 		t0 := time.Now()
 		spec, err := policy.Compile(policy.Options{Policy: pol, Workspace: *ws, Args: args}, host)
@@ -85,36 +112,43 @@ func main() {
 		}
 		return t1.Sub(t0), time.Since(t1)
 	}
+	measure(*label, args, *polFile, *n, *warm, *par, *gap, *out, launch)
+}
 
-	for i := 0; i < *warm; i++ {
+// measure runs warm launches, then n launches from par callers, and prints and writes
+// the results.
+func measure(label string, args []string, polFile string, n, warm, par int, gap time.Duration, out string, launch func() (time.Duration, time.Duration)) {
+	for i := 0; i < warm; i++ {
 		launch()
+		time.Sleep(gap)
 	}
-	compiles := make([]float64, *n)
-	runs := make([]float64, *n)
-	totals := make([]float64, *n)
+	compiles := make([]float64, n)
+	runs := make([]float64, n)
+	totals := make([]float64, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for g := 0; g < *par; g++ {
+	for g := 0; g < par; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
 				c, r := launch()
 				compiles[i], runs[i], totals[i] = ms(c), ms(r), ms(c+r)
+				time.Sleep(gap)
 			}
 		}()
 	}
-	for i := 0; i < *n; i++ {
+	for i := 0; i < n; i++ {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	wall := time.Since(start)
+	wall := time.Since(start) - time.Duration(n/par)*gap
 
 	res := result{
-		Label: *label, Command: args, Policy: *polFile, Launches: *n, Concurrency: *par,
-		WallSeconds: wall.Seconds(), PerSecond: float64(*n) / wall.Seconds(),
+		Label: label, Command: args, Policy: polFile, Launches: n, Concurrency: par,
+		WallSeconds: wall.Seconds(), PerSecond: float64(n) / wall.Seconds(),
 		MedianMs: quantile(totals, 0.5), MeanMs: mean(totals), P90Ms: quantile(totals, 0.9),
 		MinMs: quantile(totals, 0), CompileMs: quantile(compiles, 0.5), RunMs: quantile(runs, 0.5),
 		TimesMs: totals,
@@ -124,12 +158,12 @@ func main() {
 	}
 	fmt.Printf("%-28s %4d launches, %d callers: median %.2f ms (compile %.2f + run %.2f), p90 %.2f ms, %.0f launches/s\n",
 		res.Label, res.Launches, res.Concurrency, res.MedianMs, res.CompileMs, res.RunMs, res.P90Ms, res.PerSecond)
-	if *out != "" {
+	if out != "" {
 		data, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			fail(err)
 		}
-		if err := os.WriteFile(*out, append(data, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
 			fail(err)
 		}
 	}

@@ -1,0 +1,127 @@
+package nsinit
+
+import (
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// stdioCopy holds a pooled command's stdio as os/exec would set it up: an *os.File is
+// passed as itself, nil is /dev/null, any other reader or writer is copied through a
+// pipe. A pooled init was cloned long before its command's stdio was known, so the
+// descriptors travel with the process (SCM_RIGHTS) and the copying is done here.
+type stdioCopy struct {
+	fds      [3]int     // what the command gets as 0, 1 and 2
+	child    []*os.File // ends sent to the init, closed by the launcher once sent
+	stdinW   *os.File   // the pipe the Stdin reader is copied into, if any
+	copiers  sync.WaitGroup
+	stdinEnd chan struct{}
+}
+
+// newStdioCopy opens /dev/null or pipes as needed for stdin, stdout and stderr.
+func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error) {
+	s := &stdioCopy{stdinEnd: make(chan struct{})}
+	fail := func(err error) (*stdioCopy, error) {
+		for _, f := range s.child {
+			f.Close()
+		}
+		if s.stdinW != nil {
+			s.stdinW.Close()
+		}
+		return nil, err
+	}
+	switch r := stdin.(type) {
+	case nil:
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return fail(err)
+		}
+		s.child = append(s.child, f)
+		s.fds[0] = int(f.Fd())
+		close(s.stdinEnd)
+	case *os.File:
+		s.fds[0] = int(r.Fd())
+		close(s.stdinEnd)
+	default:
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		s.child, s.stdinW = append(s.child, pr), pw
+		s.fds[0] = int(pr.Fd())
+		go func() {
+			defer close(s.stdinEnd)
+			io.Copy(pw, r)
+			pw.Close()
+		}()
+	}
+	outs := []io.Writer{stdout, stderr}
+	var pipes [2]*os.File
+	for i, w := range outs {
+		switch w := w.(type) {
+		case nil:
+			f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				return fail(err)
+			}
+			s.child = append(s.child, f)
+			s.fds[i+1] = int(f.Fd())
+		case *os.File:
+			s.fds[i+1] = int(w.Fd())
+		default:
+			if i == 1 && pipes[0] != nil && sameWriter(stdout, stderr) {
+				s.fds[2] = s.fds[1] // one pipe for both, as os/exec does
+				continue
+			}
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				return fail(err)
+			}
+			s.child = append(s.child, pw)
+			s.fds[i+1] = int(pw.Fd())
+			pipes[i] = pr
+		}
+	}
+	for i, pr := range pipes {
+		if pr == nil {
+			continue
+		}
+		s.copiers.Add(1)
+		go func(w io.Writer, pr *os.File) {
+			defer s.copiers.Done()
+			io.Copy(w, pr)
+			pr.Close()
+		}(outs[i], pr)
+	}
+	return s, nil
+}
+
+// sent closes the launcher's copies of the ends the init now holds.
+func (s *stdioCopy) sent() {
+	for _, f := range s.child {
+		f.Close()
+	}
+	s.child = nil
+}
+
+// wait returns once the output has been copied (the sandbox is gone, so every writer
+// is), and gives the stdin copy as long as os/exec's Cmd.WaitDelay would.
+func (s *stdioCopy) wait() {
+	s.sent()
+	s.copiers.Wait()
+	if s.stdinW != nil {
+		s.stdinW.Close() // a reader still copying now fails on its next write
+	}
+	select {
+	case <-s.stdinEnd:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+// sameWriter reports whether a and b are the same writer, without panicking on values
+// that cannot be compared.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() { recover() }()
+	return a == b
+}
