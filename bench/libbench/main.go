@@ -3,7 +3,11 @@
 // in a fresh sandbox (nsinit.Command(spec).Run()). There is no launcher process start:
 // only the re-executed init stage pays a Go runtime start.
 //
-//	libbench -workspace DIR [-policy FILE] [-n 200] [-warmup 10] [-P 1] [-label L] [-json OUT] -- /bin/true
+//	libbench -workspace DIR [-policy FILE] [-n 200] [-warmup 10] [-P 1] [-pool N] [-gap D] [-label L] [-json OUT] -- /bin/true
+//
+// With -pool N the policy is compiled once and every launch takes a sandbox built ahead
+// from an nsinit.Pool of N (Pool.Command(process).Start, then Wait); -gap pauses each
+// caller between launches, unmeasured, as an agent's think time lets the pool refill.
 //
 // With -P above 1, -n launches are shared by P goroutines (throughput); the per-launch
 // times are then wall times under contention. It prints one line of medians and, with
@@ -35,9 +39,10 @@ type result struct {
 	MeanMs      float64   `json:"mean_ms"`
 	P90Ms       float64   `json:"p90_ms"`
 	MinMs       float64   `json:"min_ms"`
-	CompileMs   float64   `json:"compile_median_ms"` // policy.Compile alone
-	RunMs       float64   `json:"run_median_ms"`     // nsinit.Command(spec).Run() alone
-	TimesMs     []float64 `json:"times_ms"`          // Compile + Run, each launch
+	CompileMs   float64   `json:"compile_median_ms"`         // policy.Compile alone
+	StartMs     float64   `json:"start_median_ms,omitempty"` // with -pool: Start alone (to the command's execve)
+	RunMs       float64   `json:"run_median_ms"`             // nsinit.Command(spec).Run() alone
+	TimesMs     []float64 `json:"times_ms"`                  // Compile + Run, each launch
 }
 
 func main() {
@@ -82,18 +87,24 @@ func main() {
 		}
 		defer pool.Close()
 		proc := tmpl.Process
-		launchPool := func() (compile, run time.Duration) {
+		// The template is compiled once; the first time is Start (to the command's
+		// execve), the second the rest of Run (Wait).
+		launchPool := func() (start, run time.Duration) {
 			t1 := time.Now()
 			cmd := pool.Command(proc)
-			if err := cmd.Run(); err != nil {
+			if err := cmd.Start(); err != nil {
+				fail(err)
+			}
+			started := time.Since(t1)
+			if err := cmd.Wait(); err != nil {
 				fail(err)
 			}
 			if cmd.Result == nil || cmd.Result.ExitCode != 0 {
 				fail(fmt.Errorf("command failed: %+v", cmd.Result))
 			}
-			return 0, time.Since(t1)
+			return started, time.Since(t1) - started
 		}
-		measure(*label, args, *polFile, *n, *warm, *par, *gap, *out, launchPool)
+		measure(*label, args, *polFile, *n, *warm, *par, *gap, *out, true, launchPool)
 		return
 	}
 	launch := func() (compile, run time.Duration) {
@@ -112,12 +123,13 @@ func main() {
 		}
 		return t1.Sub(t0), time.Since(t1)
 	}
-	measure(*label, args, *polFile, *n, *warm, *par, *gap, *out, launch)
+	measure(*label, args, *polFile, *n, *warm, *par, *gap, *out, false, launch)
 }
 
 // measure runs warm launches, then n launches from par callers, and prints and writes
-// the results.
-func measure(label string, args []string, polFile string, n, warm, par int, gap time.Duration, out string, launch func() (time.Duration, time.Duration)) {
+// the results. launch returns two parts of one launch: compile and run, or with a pool
+// (pooled) Start and Wait.
+func measure(label string, args []string, polFile string, n, warm, par int, gap time.Duration, out string, pooled bool, launch func() (time.Duration, time.Duration)) {
 	for i := 0; i < warm; i++ {
 		launch()
 		time.Sleep(gap)
@@ -156,8 +168,14 @@ func measure(label string, args []string, polFile string, n, warm, par int, gap 
 	if res.Policy == "" {
 		res.Policy = "agent"
 	}
-	fmt.Printf("%-28s %4d launches, %d callers: median %.2f ms (compile %.2f + run %.2f), p90 %.2f ms, %.0f launches/s\n",
-		res.Label, res.Launches, res.Concurrency, res.MedianMs, res.CompileMs, res.RunMs, res.P90Ms, res.PerSecond)
+	if pooled {
+		res.StartMs, res.CompileMs = res.CompileMs, 0
+		fmt.Printf("%-28s %4d launches, %d callers: median %.2f ms (Start %.2f + Wait %.2f), p90 %.2f ms, %.0f launches/s\n",
+			res.Label, res.Launches, res.Concurrency, res.MedianMs, res.StartMs, res.RunMs, res.P90Ms, res.PerSecond)
+	} else {
+		fmt.Printf("%-28s %4d launches, %d callers: median %.2f ms (compile %.2f + run %.2f), p90 %.2f ms, %.0f launches/s\n",
+			res.Label, res.Launches, res.Concurrency, res.MedianMs, res.CompileMs, res.RunMs, res.P90Ms, res.PerSecond)
+	}
 	if out != "" {
 		data, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
