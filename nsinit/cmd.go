@@ -22,7 +22,10 @@ import (
 
 // Cmd is a command to run in a new sandbox, shaped like os/exec.Cmd: configure it,
 // then Start and Wait, or Run. The sandbox is described entirely by Spec (compile one
-// with the policy package); the command is Spec.Process.Args.
+// with the policy package); the command is Spec.Process.Args. Of the runtime-spec,
+// gosbx implements process, root, hostname, mounts, annotations and linux's uidMappings,
+// gidMappings, namespaces, seccomp, maskedPaths, readonlyPaths and resources; a spec
+// that sets any other field is refused (*SetupError, step "config").
 //
 // The binary is re-executed through /proc/self/exe as the init stage, so a program
 // using Cmd must call Init first in main.
@@ -113,7 +116,11 @@ func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
-	config, err := json.Marshal(c.Spec)
+	wire, err := toWire(c.Spec)
+	if err != nil {
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	}
+	config, err := json.Marshal(wire)
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}

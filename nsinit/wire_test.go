@@ -1,0 +1,89 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/policy"
+)
+
+// What the init decodes is the spec it was given, field for field, but the cgroup
+// resources (applied by the launcher).
+func TestWireRoundTrip(t *testing.T) {
+	host, err := policy.CurrentHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, profile := range policy.Profiles() {
+		pol, err := policy.Load(profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := policy.Compile(policy.Options{Policy: pol, Workspace: t.TempDir(), Args: []string{"/bin/true"}}, host)
+		if err != nil {
+			t.Fatalf("%s: %v", profile, err)
+		}
+		spec.Linux.MaskedPaths = append(spec.Linux.MaskedPaths, "/proc/x") // every carried field set
+		spec.Linux.ReadonlyPaths = append(spec.Linux.ReadonlyPaths, "/proc/y")
+		w, err := toWire(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", profile, err)
+		}
+		b, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got specs.Spec
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := *spec
+		l := *spec.Linux
+		l.Resources = nil
+		want.Linux = &l
+		gotJSON, _ := json.Marshal(&got)
+		wantJSON, _ := json.Marshal(&want)
+		if string(gotJSON) != string(wantJSON) {
+			t.Errorf("%s: the init would decode\n%s\nfor\n%s", profile, gotJSON, wantJSON)
+		}
+	}
+}
+
+// A field gosbx does not implement is refused, not silently dropped on the way to the
+// init.
+func TestWireRefusesUnimplemented(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*specs.Spec)
+		want   string
+	}{
+		{"sysctl", func(s *specs.Spec) { s.Linux.Sysctl = map[string]string{"net.ipv4.ip_forward": "1"} }, "linux.sysctl"},
+		{"devices", func(s *specs.Spec) { s.Linux.Devices = []specs.LinuxDevice{{Path: "/dev/sda"}} }, "linux.devices"},
+		{"hooks", func(s *specs.Spec) { s.Hooks = &specs.Hooks{} }, "hooks"},
+		{"domainname", func(s *specs.Spec) { s.Domainname = "x" }, "domainname"},
+		{"rootfs propagation", func(s *specs.Spec) { s.Linux.RootfsPropagation = "shared" }, "linux.rootfsPropagation"},
+		{"windows", func(s *specs.Spec) { s.Windows = &specs.Windows{} }, "windows"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := validSpec()
+			tt.mutate(s)
+			if _, err := toWire(s); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("toWire = %v; want an error naming %q", err, tt.want)
+			}
+			c := Command(s)
+			err := c.Start()
+			var se *SetupError
+			if !errors.As(err, &se) || se.Step != "config" {
+				t.Errorf("Start = %v; want a config SetupError", err)
+			}
+		})
+	}
+	if _, err := toWire(validSpec()); err != nil {
+		t.Errorf("a plain spec: %v", err)
+	}
+}
