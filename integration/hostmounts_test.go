@@ -52,6 +52,34 @@ before=$(cat "$ws/.git/config")
 echo "RC $?"
 echo "CONTENT $(cat "$ws/f" 2>/dev/null)"
 [ "$(cat "$ws/.git/config")" = "$before" ] || echo "GIT-CHANGED"`, kind, c.uid, c.gid, shellPath)
+			if c.uid == 0 && kind == "overlay" {
+				// overlayfs cannot be idmapped: with root_identity_map: deny a root
+				// caller's launch is refused, naming the step and the path...
+				pol := filepath.Join(s.base, "deny.yaml")
+				if err := os.WriteFile(pol, []byte("extends: agent\nroot_identity_map: deny\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				denyScript := strings.Replace(script, `"$@" exec --workspace`, `"$@" exec --policy `+pol+` --workspace`, 1)
+				r := s.inPrivateMountNS(denyScript)
+				if !strings.Contains(r.stdout, "RC 125\n") || strings.Contains(r.stdout, "CONTENT ok\n") ||
+					!strings.Contains(r.stderr, "idmap") || !strings.Contains(r.stderr, "/mnt") {
+					t.Errorf("root, overlay workspace, root_identity_map: deny: want 125 naming idmap and the path, the command not run\n%v", r)
+				}
+				// ...by default (allow) the command runs as host uid 0 there, and the
+				// status says so.
+				allowScript := strings.Replace(script, `"$@" exec --workspace`, `"$@" exec --status-fd 3 --workspace`, 1)
+				allowScript = strings.Replace(allowScript, `_ "$ws" </dev/null`, `_ "$ws" </dev/null 3>"$B/status"
+cat "$B/status" >&2`, 1)
+				r = s.inPrivateMountNS(allowScript)
+				if !strings.Contains(r.stdout, "RC 0\n") || !strings.Contains(r.stdout, "CONTENT ok\n") ||
+					!strings.Contains(r.stderr, `"identity-map":`) {
+					t.Errorf("root, overlay workspace: want it run as host uid 0, the status saying so\n%v", r)
+				}
+				if strings.Contains(r.stdout, "GIT-WRITABLE") || strings.Contains(r.stdout, "GIT-CHANGED") {
+					t.Errorf("%s workspace: .git is writable inside\n%v", kind, r)
+				}
+				continue
+			}
 			r := s.inPrivateMountNS(script)
 			if !strings.Contains(r.stdout, "RC 0\n") || !strings.Contains(r.stdout, "CONTENT ok\n") {
 				t.Errorf("%s workspace: the command failed or its write did not land\n%v", kind, r)

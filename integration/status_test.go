@@ -161,7 +161,23 @@ func TestStatusFD(t *testing.T) {
 		if st["NoNewPrivs"] != "1" {
 			t.Errorf("host view: NoNewPrivs = %s", st["NoNewPrivs"])
 		}
-		if uid := strings.Fields(st["Uid"]); len(uid) == 0 || uid[0] != strconv.Itoa(c.uid) {
+		if c.uid == 0 {
+			// a root caller's command runs as a host id of gosbx's range, not uid 0
+			for _, k := range []string{"Uid", "Gid"} {
+				for _, f := range strings.Fields(st[k]) {
+					if n, err := strconv.Atoi(f); err != nil || n < 2100000000 || n > 2100065535 {
+						t.Errorf("host view: %s = %q, want ids of the range 2100000000:65536", k, st[k])
+						break
+					}
+				}
+			}
+			if g := strings.TrimSpace(st["Groups"]); g != "" {
+				t.Errorf("host view: supplementary groups %q kept from the root caller", g)
+			}
+			if h, ok := num(first, "host-uid"); !ok || strings.Fields(st["Uid"])[0] != strconv.FormatInt(h, 10) {
+				t.Errorf("status host-uid %v (%v) is not the command's host uid %q", h, ok, st["Uid"])
+			}
+		} else if uid := strings.Fields(st["Uid"]); len(uid) == 0 || uid[0] != strconv.Itoa(c.uid) {
 			t.Errorf("host view: Uid = %q, want %d", st["Uid"], c.uid)
 		}
 		// stdio are the caller's own descriptors, not a relay.

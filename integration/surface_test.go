@@ -181,7 +181,9 @@ print("HOSTNAME", open("/proc/sys/kernel/hostname").read().strip())
 				}
 			case "OPENW", "WRITE":
 				seen++
-				if res != "EROFS" && !(c.uid != 0 && res == "EACCES") {
+				// EACCES: no caller's command owns a file of /proc (a root caller's runs
+				// as a host id of gosbx's range); CHMOD above proves the read-only mount
+				if res != "EROFS" && res != "EACCES" {
 					t.Errorf("opening %s for writing inside gave %s, want EROFS", p, res)
 				}
 			}

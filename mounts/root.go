@@ -100,6 +100,39 @@ func openTree(fd int, name string, recursive bool) (*Source, error) {
 // Close releases the detached tree if it was never attached.
 func (s *Source) Close() error { return unix.Close(s.fd) }
 
+// Fd is the detached tree's mount descriptor, to pass to another process.
+func (s *Source) Fd() int { return s.fd }
+
+// Path is the host path the tree was cloned from.
+func (s *Source) Path() string { return s.path }
+
+// SetIDMap makes the detached tree, submounts included, an idmapped mount
+// (mount_setattr(2) MOUNT_ATTR_IDMAP, AT_RECURSIVE) with the id mappings of the user
+// namespace usernsFd: a file owned on disk by an id the namespace maps from is seen as
+// owned by the host id it maps to, and a file created there by that host id is written
+// as owned by the mapped-from id. It must be done before the tree is attached. A file
+// system that cannot be idmapped anywhere in the tree (proc, sysfs, overlayfs, most
+// FUSE and network file systems, kernels before 5.12) gives EINVAL and changes nothing.
+// See mount_setattr(2), Documentation/filesystems/idmappings.rst.
+func (s *Source) SetIDMap(usernsFd int) error {
+	err := unix.MountSetattr(s.fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(usernsFd)})
+	if err != nil {
+		return &Error{Op: "idmap", Source: s.path, Err: err}
+	}
+	return nil
+}
+
+// treeSource adopts fd, a detached tree cloned by the launcher (CloneSources), as the
+// source p; closing the Source closes fd.
+func treeSource(fd int, p string) (*Source, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &Error{Op: "stat", Source: p, Err: err}
+	}
+	return &Source{fd: fd, path: p, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
+}
+
 // Root is a new root file system under construction: a fresh tmpfs attached at a
 // staging directory; every target is resolved beneath it.
 type Root struct {

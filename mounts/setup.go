@@ -46,6 +46,19 @@ var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
 // (OpenSourceChecked). With nil, bind sources are opened here by path only.
 // Errors are *Error, naming the operation and paths.
 func Setup(spec *specs.Spec, sourceFds []int) (*Root, error) {
+	return setup(spec, sourceFds, false)
+}
+
+// SetupTrees is Setup with trees, one detached mount tree per bind mount of spec.Mounts,
+// in order, cloned by the launcher (CloneSources) and possibly idmapped there: they are
+// attached as they are, not opened again here. For a launcher that is root, whose init
+// runs as an unprivileged host uid that may not reach a source (under /root, mode 0700).
+// The trees are consumed.
+func SetupTrees(spec *specs.Spec, trees []int) (*Root, error) {
+	return setup(spec, trees, true)
+}
+
+func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 	if err := MakePrivate(); err != nil {
 		return nil, err
 	}
@@ -76,6 +89,9 @@ func Setup(spec *specs.Spec, sourceFds []int) (*Root, error) {
 				p.src, err = OpenSource(m.Source, o.recursive)
 			} else if len(sourceFds) == 0 {
 				err = &Error{Op: "bind", Source: m.Source, Target: m.Destination, Err: errors.New("no descriptor for the source")}
+			} else if detached {
+				p.src, err = treeSource(sourceFds[0], m.Source)
+				sourceFds = sourceFds[1:]
 			} else {
 				p.src, err = OpenSourceChecked(sourceFds[0], m.Source, o.recursive)
 				sourceFds = sourceFds[1:]
@@ -207,6 +223,8 @@ func parseOptions(m specs.Mount) (options, error) {
 		case "rbind":
 			o.recursive = true
 		case "bind", "private", "rprivate":
+		case "idmap":
+			// gosbx: the launcher idmaps this bind for a root caller (nsinit); nothing here
 		default:
 			if m.Type == "bind" {
 				return o, &Error{Op: "bind", Source: m.Source, Target: m.Destination, Err: fmt.Errorf("unknown option %q", opt)}
@@ -231,4 +249,41 @@ func BindSources(spec *specs.Spec) []string {
 		}
 	}
 	return out
+}
+
+// CloneSources clones the source of every bind mount of spec, in the order of
+// BindSources, in the calling process's mount namespace (OpenSource: open_tree(2)
+// OPEN_TREE_CLONE of the canonical path, recursive for rbind). Needs CAP_SYS_ADMIN over
+// that namespace. Read-only does not travel with the clone: SetupTrees sets it. Errors
+// are *Error; on error no tree is left open.
+func CloneSources(spec *specs.Spec) ([]*Source, error) {
+	var out []*Source
+	for _, m := range spec.Mounts {
+		if m.Type != "bind" {
+			continue
+		}
+		o, err := parseOptions(m)
+		if err == nil {
+			var src *Source
+			if src, err = OpenSource(m.Source, o.recursive); err == nil {
+				out = append(out, src)
+				continue
+			}
+		}
+		for _, s := range out {
+			s.Close()
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// Writable reports whether the bind mount m is read-write (no "ro" option).
+func Writable(m specs.Mount) bool {
+	for _, o := range m.Options {
+		if o == "ro" {
+			return false
+		}
+	}
+	return true
 }

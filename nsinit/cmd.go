@@ -63,6 +63,9 @@ type Cmd struct {
 	started  bool         // the init was cloned
 	waited   bool
 
+	hostID      *hostID // a root caller's host id, held until Wait
+	identityMap string  // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
+
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
@@ -99,7 +102,7 @@ func (c *Cmd) Start() error {
 	}
 	c.startTimer()
 	if c.Events != nil {
-		c.Events(namespaceEvent(c.init.Process.Pid))
+		c.Events(c.namespaceEvent())
 	}
 	return c.awaitExec(placed)
 }
@@ -108,15 +111,34 @@ func (c *Cmd) Start() error {
 // placement runs beside its setup and reports on the returned channel. A pooled init
 // (Pool) gets its spec over a socket and waits there for the process once its sandbox
 // is built; its stdio is /dev/null until then.
-func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
-	flags, uids, gids, err := cloneConfig(c.Spec, pooled)
+func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
+	spec := c.Spec
+	rng, mapped, err := rootMapping(spec)
+	if err != nil {
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	}
+	mapped = mapped && c.identityMap == ""
+	var hid *hostID
+	if mapped {
+		// A root caller: the command runs as a host id of the range, never uid 0.
+		if hid, err = takeHostID(rng); err != nil {
+			return nil, c.fail(&SetupError{Step: "host id", Err: err})
+		}
+		defer func() {
+			if err != nil {
+				hid.release()
+			}
+		}()
+		spec = withHostID(spec, hid.id)
+	}
+	flags, uids, gids, err := cloneConfig(spec, pooled)
 	if err == nil {
 		err = fault.Check("config")
 	}
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
-	wire, err := toWire(c.Spec)
+	wire, err := toWire(spec)
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
@@ -133,17 +155,38 @@ func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
 			f.Close()
 		}
 	}()
-	for _, p := range mounts.BindSources(c.Spec) {
-		fd, err := mounts.OpenSourcePath(p)
+	var trees []*mounts.Source
+	var plan []int
+	var owners []owner
+	if mapped {
+		// The init, an unprivileged host id, may not reach a source (under /root): the
+		// launcher clones every bind, and idmaps the read-write ones once the init's
+		// user namespace exists.
+		if plan, owners, err = idmapPlan(spec); err == nil {
+			err = fault.Check("open bind source")
+		}
 		if err == nil {
-			if err = fault.Check("open bind source"); err != nil {
-				unix.Close(fd)
-			}
+			trees, err = mounts.CloneSources(spec)
 		}
 		if err != nil {
 			return nil, c.fail(&SetupError{Step: "open bind source", Err: err})
 		}
-		sources = append(sources, os.NewFile(uintptr(fd), p))
+		for _, t := range trees {
+			sources = append(sources, os.NewFile(uintptr(t.Fd()), t.Path()))
+		}
+	} else {
+		for _, p := range mounts.BindSources(spec) {
+			fd, err := mounts.OpenSourcePath(p)
+			if err == nil {
+				if err = fault.Check("open bind source"); err != nil {
+					unix.Close(fd)
+				}
+			}
+			if err != nil {
+				return nil, c.fail(&SetupError{Step: "open bind source", Err: err})
+			}
+			sources = append(sources, os.NewFile(uintptr(fd), p))
+		}
 	}
 	if err := c.makeGroup(); err != nil {
 		return nil, c.fail(err)
@@ -190,10 +233,13 @@ func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
 	// The spec is written before the clone, so the init never waits for it: a pipe
 	// holds 64 KiB, a socket more; a larger spec is written once the init runs.
 	written := false
-	if pooled {
+	switch {
+	case mapped:
+		// sent once the binds are idmapped: the init must not attach them before
+	case pooled:
 		err = writeFrame(specW, config, nil)
 		written = err == nil
-	} else if len(config) <= 64<<10 {
+	case len(config) <= 64<<10:
 		_, err = specW.Write(config)
 		written = err == nil
 		specW.Close()
@@ -206,6 +252,9 @@ func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
 	args := []string{InitArg}
 	if pooled {
 		args = append(args, poolArg)
+	}
+	if mapped {
+		args = append(args, treesArg)
 	}
 	c.init = &exec.Cmd{
 		Path:       "/proc/self/exe",
@@ -228,6 +277,16 @@ func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
 	if !pooled {
 		c.init.Stdin, c.init.Stdout, c.init.Stderr = c.Stdin, c.Stdout, c.Stderr
 	}
+	if mapped {
+		// Root clones with the command's ids inside (0 by default), host id hid: the
+		// init must take them itself, or it would keep host uid 0's ownership of
+		// every root file. Supplementary groups go too (root's group 0), which needs
+		// setgroups(2) allowed in the new namespace; only the init, before it drops
+		// its capabilities, could call it.
+		c.init.SysProcAttr.Credential = &syscall.Credential{
+			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, Groups: []uint32{}}
+		c.init.SysProcAttr.GidMappingsEnableSetgroups = true
+	}
 	if c.group != nil && c.group.CloneFd() >= 0 {
 		// cgroup v2: cloned straight into the group, no process ever runs outside it
 		c.init.SysProcAttr.UseCgroupFD = true
@@ -249,6 +308,37 @@ func (c *Cmd) spawn(pooled bool) (<-chan error, error) {
 	}
 	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.started = true
+	if mapped {
+		self := owner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
+		err := fault.Check("idmap")
+		if err == nil {
+			err = idmapTrees(trees, plan, owners, c.init.Process.Pid, self, hid.id)
+		}
+		if err == nil {
+			if pooled {
+				err = writeFrame(specW, config, nil)
+			} else if len(config) <= 64<<10 {
+				_, err = specW.Write(config)
+				written = err == nil
+				specW.Close()
+			}
+		}
+		if err != nil {
+			specW.Close()
+			c.reapFailed()
+			allow := spec.Annotations[RootIdentityAnnotation] == "allow"
+			var me *mounts.Error
+			if allow && errors.As(err, &me) && me.Op == "idmap" {
+				// The policy accepts host uid 0 where a bind cannot be idmapped.
+				c.identityMap = err.Error()
+				hid.release()
+				c.init, c.started, c.waited = nil, false, false
+				return c.spawn(pooled)
+			}
+			return nil, c.fail(&SetupError{Step: "idmap", Err: err})
+		}
+		c.hostID = hid
+	}
 	if pooled {
 		c.ctl = specW
 	} else if !written {
@@ -356,6 +446,9 @@ func (c *Cmd) release() {
 	if c.ctl != nil {
 		c.ctl.Close()
 	}
+	// The sandbox is gone (the init was reaped, and with it every process of its pid
+	// namespace): its host id is free again.
+	c.hostID.release()
 	c.waited = true
 }
 
@@ -408,7 +501,10 @@ func (c *Cmd) Wait() error {
 	}
 	wall := time.Since(c.start)
 	c.release()
-	r := &Result{Wall: wall, TimedOut: c.isTimedOut()}
+	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: -1, IdentityMap: c.identityMap}
+	if c.hostID != nil {
+		r.HostUID = int64(c.hostID.id)
+	}
 	switch {
 	case r.TimedOut:
 		r.ExitCode = ExitTimeout
@@ -538,3 +634,15 @@ func (c *Cmd) dropGroup() {
 // LimitsNote says why the sandbox runs without cgroup limits, after Start ("" when it
 // has them, or none were asked for).
 func (c *Cmd) LimitsNote() string { return c.limits }
+
+// namespaceEvent is the first event: the init's pid and namespaces, and for a root
+// caller the host id the command runs as (or why it kept uid 0).
+func (c *Cmd) namespaceEvent() Event {
+	e := namespaceEvent(c.init.Process.Pid)
+	if c.hostID != nil {
+		id := int64(c.hostID.id)
+		e.HostUID = &id
+	}
+	e.IdentityMap = c.identityMap
+	return e
+}

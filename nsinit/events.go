@@ -18,13 +18,18 @@ type Event struct {
 	PidNS    uint64 `json:"pid-namespace,omitempty"`
 	UserNS   uint64 `json:"user-namespace,omitempty"`
 	UtsNS    uint64 `json:"uts-namespace,omitempty"`
-	Exec     bool   `json:"exec,omitempty"` // execve(2) of the command succeeded
-	Pid      int    `json:"pid,omitempty"`  // with Exec: the command's host pid
-	Path     string `json:"path,omitempty"` // with Exec: the executable inside the sandbox
-	ExitCode *int   `json:"exit-code,omitempty"`
-	Signal   int    `json:"signal,omitempty"`
-	TimedOut *bool  `json:"timed-out,omitempty"`
-	WallMs   *int64 `json:"wall-ms,omitempty"`
+	// HostUID, for a root caller, is the host uid and gid the command runs as, taken from
+	// the spec's id range for this sandbox alone; IdentityMap says why it is 0 instead
+	// (the policy allowed it and a read-write bind could not be idmapped).
+	HostUID     *int64 `json:"host-uid,omitempty"`
+	IdentityMap string `json:"identity-map,omitempty"`
+	Exec        bool   `json:"exec,omitempty"` // execve(2) of the command succeeded
+	Pid         int    `json:"pid,omitempty"`  // with Exec: the command's host pid
+	Path        string `json:"path,omitempty"` // with Exec: the executable inside the sandbox
+	ExitCode    *int   `json:"exit-code,omitempty"`
+	Signal      int    `json:"signal,omitempty"`
+	TimedOut    *bool  `json:"timed-out,omitempty"`
+	WallMs      *int64 `json:"wall-ms,omitempty"`
 	// Removed, with the exit: paths the command created that must not outlive it
 	// (AbsentAfterAnnotation), removed.
 	Removed []string `json:"removed,omitempty"`

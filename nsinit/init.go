@@ -29,6 +29,11 @@ import (
 //		…
 //	}
 func Init() {
+	if len(os.Args) > 0 && os.Args[0] == holdArg {
+		// only holds a user namespace (identity.go) until its stdin closes
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	if len(os.Args) == 0 || os.Args[0] != InitArg {
 		return
 	}
@@ -43,8 +48,12 @@ func Init() {
 	}()
 	w := syncWriter{os.NewFile(syncFd, "sync")}
 	go watchLauncher()
-	pooled := len(os.Args) > 1 && os.Args[1] == poolArg
-	path, pid, err := setup(w, pooled)
+	pooled, trees := false, false
+	for _, a := range os.Args[1:] {
+		pooled = pooled || a == poolArg
+		trees = trees || a == treesArg
+	}
+	path, pid, err := setup(w, pooled, trees)
 	if err != nil {
 		var se *stepError
 		if errors.As(err, &se) {
@@ -134,7 +143,7 @@ var (
 // success the command is running and setup returns its path and pid. A pooled init
 // builds the sandbox, reports "ready" on w, and waits for the process and its stdio
 // (protocol.go) before the steps that depend on them.
-func setup(w syncWriter, pooled bool) (string, int, error) {
+func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 	spec, err := readSpec(pooled)
 	if err := step("read config", err); err != nil {
 		return "", 0, err
@@ -149,7 +158,11 @@ func setup(w syncWriter, pooled bool) (string, int, error) {
 			return "", 0, err
 		}
 	}
-	root, err := mounts.Setup(spec, sourceFds(spec))
+	setupRoot := mounts.Setup
+	if trees {
+		setupRoot = mounts.SetupTrees
+	}
+	root, err := setupRoot(spec, sourceFds(spec))
 	if err := step("mount", err); err != nil {
 		return "", 0, err
 	}

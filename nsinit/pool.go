@@ -203,6 +203,9 @@ func (c *Cmd) startPooled() (err error) {
 		return c.fail(&SetupError{Step: "config", Err: errors.New("the process has no args")})
 	}
 	proc, err := json.Marshal(c.Spec.Process)
+	if err == nil && len(proc) > maxFrame {
+		err = fmt.Errorf("the process is %d bytes of JSON, more than %d", len(proc), maxFrame)
+	}
 	if err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
@@ -223,21 +226,23 @@ func (c *Cmd) startPooled() (err error) {
 		c.stdio = stdio
 		c.start = time.Now()
 		err = writeFrame(c.ctl, proc, stdio.fds[:])
-		stdio.sent()
 		if err != nil {
 			// The idle init died (killed from outside): one more try with a new one.
-			c.reapFailed()
+			// Nothing was read from Stdin yet.
+			c.reapFailed() // aborts the stdio
 			if attempt == 0 {
 				c.init, c.stdio = nil, nil
 				continue
 			}
 			return c.fail(&SetupError{Step: "send process", Err: err})
 		}
+		stdio.sent()
+		stdio.run()
 		break
 	}
 	c.startTimer()
 	if c.Events != nil {
-		c.Events(namespaceEvent(c.init.Process.Pid))
+		c.Events(c.namespaceEvent())
 	}
 	// The next sandbox is built once this command has ended (Wait), or has run for
 	// refillDelay: a build beside a short command's start and end slows both.
@@ -253,4 +258,5 @@ const refillDelay = 20 * time.Millisecond
 func (c *Cmd) adopt(b *Cmd) {
 	c.init, c.life, c.sync, c.syncFile, c.ctl = b.init, b.life, b.sync, b.syncFile, b.ctl
 	c.group, c.limits, c.started, c.waited = b.group, b.limits, b.started, false
+	c.hostID, c.identityMap = b.hostID, b.identityMap
 }

@@ -49,8 +49,14 @@ const (
 // InitArg is the argv[0] under which the binary is re-executed as the init stage.
 const InitArg = "gosbx-init"
 
-// poolArg, as argv[1], makes the init a pooled one: built ahead, waiting for its process.
-const poolArg = "pool"
+// Words after argv[0] of the init: poolArg makes it a pooled one (built ahead, waiting
+// for its process); treesArg says fds 6… are detached mount trees cloned (and maybe
+// idmapped) by the launcher, to attach as they are (mounts.SetupTrees), not O_PATH
+// descriptors of the sources to open again.
+const (
+	poolArg  = "pool"
+	treesArg = "trees"
+)
 
 // maxFrame bounds a frame on a pooled init's socket: the spec or the process (its
 // arguments and environment, which execve(2) bounds far lower).

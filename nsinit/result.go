@@ -37,6 +37,15 @@ type Result struct {
 	CPUUser, CPUSystem time.Duration
 	// PidsPeak is the most processes at once, where the kernel reports it (cgroup v2).
 	PidsPeak int64
+
+	// HostUID is the host uid (and gid) the command ran as when the caller was root:
+	// one of the spec's id range (IDRangeAnnotation), held by this sandbox alone; -1
+	// when the launch kept the spec's own mapping.
+	HostUID int64
+	// IdentityMap says why a root caller's command ran as host uid 0 after all: the
+	// policy allowed it (RootIdentityAnnotation) and a read-write bind could not be
+	// idmapped. "" otherwise.
+	IdentityMap string
 }
 
 // Success reports whether the command exited with status 0.

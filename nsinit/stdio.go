@@ -15,6 +15,9 @@ type stdioCopy struct {
 	fds      [3]int     // what the command gets as 0, 1 and 2
 	child    []*os.File // ends sent to the init, closed by the launcher once sent
 	stdinW   *os.File   // the pipe the Stdin reader is copied into, if any
+	readers  []*os.File // the launcher's ends of the Stdout and Stderr pipes
+	start    []func()   // the copies, started by run
+	started  bool
 	copiers  sync.WaitGroup
 	stdinEnd chan struct{}
 }
@@ -50,11 +53,13 @@ func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error)
 		}
 		s.child, s.stdinW = append(s.child, pr), pw
 		s.fds[0] = int(pr.Fd())
-		go func() {
-			defer close(s.stdinEnd)
-			io.Copy(pw, r)
-			pw.Close()
-		}()
+		s.start = append(s.start, func() {
+			go func() {
+				defer close(s.stdinEnd)
+				io.Copy(pw, r)
+				pw.Close()
+			}()
+		})
 	}
 	outs := []io.Writer{stdout, stderr}
 	var pipes [2]*os.File
@@ -87,14 +92,40 @@ func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error)
 		if pr == nil {
 			continue
 		}
-		s.copiers.Add(1)
-		go func(w io.Writer, pr *os.File) {
-			defer s.copiers.Done()
-			io.Copy(w, pr)
-			pr.Close()
-		}(outs[i], pr)
+		w := outs[i]
+		s.readers = append(s.readers, pr)
+		s.start = append(s.start, func() {
+			s.copiers.Add(1)
+			go func() {
+				defer s.copiers.Done()
+				io.Copy(w, pr)
+				pr.Close()
+			}()
+		})
 	}
 	return s, nil
+}
+
+// run starts copying, once the descriptors have reached the init: a Stdin reader is
+// read only then, so nothing it gives can go to a sandbox that never ran.
+func (s *stdioCopy) run() {
+	for _, f := range s.start {
+		f()
+	}
+	s.start = nil
+	s.started = true
+}
+
+// abort closes everything of a stdio that never reached a command; the caller's
+// readers and writers are left untouched.
+func (s *stdioCopy) abort() {
+	s.sent()
+	for _, f := range s.readers {
+		f.Close()
+	}
+	if s.stdinW != nil {
+		s.stdinW.Close()
+	}
 }
 
 // sent closes the launcher's copies of the ends the init now holds.
@@ -108,6 +139,10 @@ func (s *stdioCopy) sent() {
 // wait returns once the output has been copied (the sandbox is gone, so every writer
 // is), and gives the stdin copy as long as os/exec's Cmd.WaitDelay would.
 func (s *stdioCopy) wait() {
+	if !s.started {
+		s.abort()
+		return
+	}
 	s.sent()
 	s.copiers.Wait()
 	if s.stdinW != nil {

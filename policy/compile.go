@@ -203,6 +203,10 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 				if !inWritable(d) && !underAny(d, roDests) {
 					b.origin = "the git dir of a linked worktree"
 					b.bind(d, d, true)
+					// the workspace's repository: for a root caller its files are
+					// seen as the command's own, as the workspace's are (git checks)
+					last := &b.mounts[len(b.mounts)-1]
+					last.Options = append(last.Options, "idmap")
 				}
 			}
 			for _, d := range plan.bindRW {
@@ -303,6 +307,33 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if sc == nil {
 		sc = &seccomp.Config{}
 	}
+	// The command's ids inside: 0 for a root caller (mapped to a host id of the
+	// range by nsinit), the caller's own otherwise, or the ones asked for.
+	uid, gid := uint32(h.UID), uint32(h.GID)
+	if h.UID == 0 {
+		uid, gid = 0, 0
+	}
+	if p.uid != nil {
+		uid = *p.uid
+	}
+	if p.gid != nil {
+		gid = *p.gid
+	}
+	if h.UID == 0 {
+		r := DefaultIDRange
+		if p.idRange != nil {
+			r = *p.idRange
+		}
+		raw, _ := json.Marshal(r)
+		annotations[IDRangeAnnotation] = string(raw)
+		if p.RootIdentityMap != RootIdentityDeny {
+			annotations[RootIdentityAnnotation] = RootIdentityAllow
+		}
+		// Files the command makes in its workspace land owned by root: never set-ID.
+		withRules := *sc
+		withRules.Rules = append(seccomp.NoSetIDRules(), sc.Rules...)
+		sc = &withRules
+	}
 	filter, err := sc.Spec()
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
@@ -311,7 +342,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	return &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{
-			User: specs.User{UID: uint32(h.UID), GID: uint32(h.GID)},
+			User: specs.User{UID: uid, GID: gid},
 			Args: args,
 			Env:  env,
 			Cwd:  cwd,
@@ -325,8 +356,8 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		Mounts:      b.mounts,
 		Annotations: annotations,
 		Linux: &specs.Linux{
-			UIDMappings:   []specs.LinuxIDMapping{{ContainerID: uint32(h.UID), HostID: uint32(h.UID), Size: 1}},
-			GIDMappings:   []specs.LinuxIDMapping{{ContainerID: uint32(h.GID), HostID: uint32(h.GID), Size: 1}},
+			UIDMappings:   []specs.LinuxIDMapping{{ContainerID: uid, HostID: uint32(h.UID), Size: 1}},
+			GIDMappings:   []specs.LinuxIDMapping{{ContainerID: gid, HostID: uint32(h.GID), Size: 1}},
 			Namespaces:    ns,
 			ReadonlyPaths: append(protected, procReadOnly...),
 			MaskedPaths:   masked,

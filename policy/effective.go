@@ -60,6 +60,12 @@ func Effective(o Options, h Host) (*Policy, error) {
 	}
 	p.Workspace.Path, p.workspaceGiven = canon, given
 	vars["workspace"] = canon
+	p.uid, p.gid, p.idRange = o.UID, o.GID, o.IDRange
+	if o.IDRange != nil {
+		if err := o.IDRange.Check(); err != nil {
+			return nil, errorf("id-range", "", nil, "%v", err)
+		}
+	}
 
 	// The caller's flags, where the policy allows them.
 	f := &p.Filesystem

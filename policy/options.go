@@ -35,6 +35,12 @@ type Options struct {
 	Timeout   time.Duration // may only shorten the policy's
 	// Resources are limits asked for by flags: required, over the policy's.
 	Resources Resources
+	// UID and GID are the command's ids inside (nil: 0 for a root caller, else the
+	// caller's own).
+	UID, GID *uint32
+	// IDRange is where a root caller's sandboxes take their host id (nil:
+	// DefaultIDRange).
+	IDRange *IDRange
 }
 
 // Error is a request the policy refuses: it names the field (or flag), the path when

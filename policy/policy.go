@@ -30,12 +30,22 @@ type Policy struct {
 	// Resources are limits: memory, swap, processes, CPU (cgroup), open files and file
 	// size (rlimits). Named here or by a flag, they are required.
 	Resources *Resources `json:"resources,omitempty"`
+	// RootIdentityMap, for a caller that is root (whose command always runs as an
+	// unprivileged host uid of a reserved range, with the read-write binds idmapped so
+	// their files keep their owners), says what to do where a read-write bind's file
+	// system cannot be idmapped (overlayfs, most FUSE and network file systems): "allow"
+	// (the default) runs that command as host uid 0 instead, without capabilities, as
+	// before, and the status says so ("identity-map"); "deny" stops the launch (125).
+	// Ignored for other callers.
+	RootIdentityMap string `json:"root_identity_map,omitempty"`
 
 	workspaceGiven string     // the workspace as the caller named it (Effective)
 	home           string     // what ${home} expanded to (Effective)
 	base           string     // the profile it extended, once merged
 	source         string     // the canonical path of the file it was read from
 	defaults       *Resources // a built-in profile's limits, applied where the host allows
+	uid, gid       *uint32    // the command's ids inside (Options)
+	idRange        *IDRange   // where a root caller's host ids come from (Options)
 }
 
 // Workspace is the one read-write directory, bound at its own path.

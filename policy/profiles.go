@@ -206,6 +206,9 @@ func merge(base, child *Policy) *Policy {
 		sc.Rules = append(clone(child.Seccomp.Rules), sc.Rules...)
 		p.Seccomp = &sc
 	}
+	if child.RootIdentityMap != "" {
+		p.RootIdentityMap = child.RootIdentityMap
+	}
 	p.Resources = mergeResources(p.Resources, child.Resources)
 	if p.Resources != nil && *p.Resources == (Resources{}) {
 		p.Resources = nil

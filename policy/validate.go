@@ -47,6 +47,11 @@ func (p *Policy) validate() error {
 			return bad("seccomp", "%v", err)
 		}
 	}
+	switch p.RootIdentityMap {
+	case "", RootIdentityDeny, RootIdentityAllow:
+	default:
+		return bad("root_identity_map", "%q: want %s or %s", p.RootIdentityMap, RootIdentityDeny, RootIdentityAllow)
+	}
 	if p.Process.Hostname != "" && !validHostname(p.Process.Hostname) {
 		return bad("process.hostname", "%q: letters, digits, '-' and '.', at most 64 bytes", p.Process.Hostname)
 	}

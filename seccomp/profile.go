@@ -50,3 +50,37 @@ func AgentRules() []Rule {
 			Comment: "TIOCLINUX can paste into a console; compared on 32 bits"},
 	}
 }
+
+// NoSetIDRules refuse (EPERM) setting the set-user-ID or set-group-ID bit on a file:
+// chmod(2) and its variants, creat(2) and mknod(2) with either bit, open(2) and openat(2)
+// with either bit when they create a file (O_CREAT or O_TMPFILE: otherwise the mode
+// argument is not read, and may hold anything); openat2(2), whose mode a filter cannot
+// read, fails with ENOSYS (libc and Go fall back to openat). For a command whose files
+// land on the host owned by root (a root caller's idmapped workspace), a set-ID file
+// would be a set-ID-root program on the host. mkdir(2) keeps S_ISGID: on a directory it
+// only passes the group on. See inode(7), open(2).
+func NoSetIDRules() []Rule {
+	const why = "no set-user-ID or set-group-ID files: in a root caller's workspace they would be set-ID root on the host"
+	const oTmpfile = 0x400000 // __O_TMPFILE; O_TMPFILE adds O_DIRECTORY
+	var rules []Rule
+	for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
+		mode := func(i uint) Arg { return Arg{Index: i, Op: "masked_eq", Mask: bit, Value: bit} }
+		for _, c := range []struct {
+			name string
+			mode uint
+		}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
+			rules = append(rules, Rule{Syscalls: []string{c.name}, Action: "errno", Errno: "EPERM", Args: []Arg{mode(c.mode)}, Comment: why})
+		}
+		for _, c := range []struct {
+			name        string
+			flags, mode uint
+		}{{"open", 1, 2}, {"openat", 2, 3}} {
+			for _, create := range []uint64{unix.O_CREAT, oTmpfile} {
+				rules = append(rules, Rule{Syscalls: []string{c.name}, Action: "errno", Errno: "EPERM", Comment: why,
+					Args: []Arg{{Index: c.flags, Op: "masked_eq", Mask: create, Value: create}, mode(c.mode)}})
+			}
+		}
+	}
+	return append(rules, Rule{Syscalls: []string{"openat2"}, Action: "errno", Errno: "ENOSYS",
+		Comment: "openat2 passes its mode in memory a filter cannot read: ENOSYS makes callers fall back to openat"})
+}

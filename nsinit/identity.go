@@ -1,0 +1,266 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/mounts"
+)
+
+// The annotations of a root caller's spec (policy.IDRangeAnnotation and
+// policy.RootIdentityAnnotation; nsinit's tests import policy, so it cannot be imported
+// here, and a test checks the names agree).
+const (
+	// IDRangeAnnotation holds {"base": B, "count": N}: a launcher that is root takes one
+	// host id of [B, B+N) for the sandbox, held by no other sandbox while it runs, and
+	// maps the spec's single uid and gid mapping to it.
+	IDRangeAnnotation = "org.gosbx.id-range"
+	// RootIdentityAnnotation "allow" keeps the spec's own mapping (host uid 0) when a
+	// read-write bind cannot be idmapped, instead of refusing the launch.
+	RootIdentityAnnotation = "org.gosbx.root-identity-map"
+)
+
+// hostIDDir holds one lock file per host id in use; a launcher holds an exclusive
+// flock(2) on its id's file for the sandbox's life (the kernel drops it when the
+// launcher dies, and the sandbox dies with the launcher).
+var hostIDDir = "/run/gosbx/ids"
+
+// idRange is the decoded IDRangeAnnotation.
+type idRange struct {
+	Base  uint32 `json:"base"`
+	Count uint32 `json:"count"`
+}
+
+// hostID is a host id taken for one sandbox.
+type hostID struct {
+	id   uint32
+	lock *os.File
+}
+
+// release frees the id: its lock file is removed, then unlocked. A launcher that
+// opened the file before the removal finds, once it has the lock, that the path no
+// longer leads to it, and tries again (takeHostID).
+func (h *hostID) release() {
+	if h != nil && h.lock != nil {
+		os.Remove(filepath.Join(hostIDDir, h.lock.Name()))
+		h.lock.Close()
+		h.lock = nil
+	}
+}
+
+// rootMapping reports whether this launch maps a root caller's command to a host id of
+// a range: the launcher is root of the initial user namespace and the spec has an id
+// range.
+func rootMapping(spec *specs.Spec) (idRange, bool, error) {
+	raw, ok := spec.Annotations[IDRangeAnnotation]
+	if !ok || os.Geteuid() != 0 || !initialUserNS() {
+		return idRange{}, false, nil
+	}
+	var r idRange
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return r, false, fmt.Errorf("annotation %s: %w", IDRangeAnnotation, err)
+	}
+	if r.Count == 0 || r.Base < 65536 || uint64(r.Base)+uint64(r.Count)-1 > 4294967294 {
+		return r, false, fmt.Errorf("annotation %s: range %d:%d is empty, below 65536 or past 4294967294", IDRangeAnnotation, r.Base, r.Count)
+	}
+	if len(spec.Linux.UIDMappings) != 1 || len(spec.Linux.GIDMappings) != 1 ||
+		spec.Linux.UIDMappings[0].Size != 1 || spec.Linux.GIDMappings[0].Size != 1 {
+		return r, false, errors.New("an id range needs exactly one uid and one gid mapping, each of size 1")
+	}
+	return r, true, nil
+}
+
+// initialUserNS reports whether the calling process's user namespace maps every id to
+// itself, as the initial one does (a root container without a user namespace too). Root
+// of another user namespace is an unprivileged host user already, and its namespace
+// maps no id of the range.
+func initialUserNS() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
+}
+
+// takeHostID takes a free id of r: its lock file, created if needed in hostIDDir (a
+// root-owned directory nobody else may write), locked without waiting. Ids are tried
+// from a random one on, so concurrent launchers rarely try the same.
+func takeHostID(r idRange) (*hostID, error) {
+	if err := os.MkdirAll(hostIDDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", hostIDDir, err)
+	}
+	dir, err := unix.Open(hostIDDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", hostIDDir, err)
+	}
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	if err := unix.Fstat(dir, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", hostIDDir, err)
+	}
+	if st.Uid != 0 || st.Mode&0o022 != 0 {
+		return nil, fmt.Errorf("%s is not a directory only root may write (owner %d, mode %#o)", hostIDDir, st.Uid, st.Mode&0o7777)
+	}
+	start := rand.Uint32N(r.Count)
+	for i := uint32(0); i < r.Count; i++ {
+		id := r.Base + (start+i)%r.Count
+		name := strconv.FormatUint(uint64(id), 10)
+		fd, err := unix.Openat(dir, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", filepath.Join(hostIDDir, name), err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Close(fd)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				continue
+			}
+			return nil, fmt.Errorf("lock %s: %w", filepath.Join(hostIDDir, name), err)
+		}
+		var held, now unix.Stat_t
+		if unix.Fstat(fd, &held) != nil || unix.Fstatat(dir, name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			held.Ino != now.Ino || held.Dev != now.Dev {
+			unix.Close(fd) // released and removed meanwhile: the id may be taken again
+			continue
+		}
+		return &hostID{id: id, lock: os.NewFile(uintptr(fd), name)}, nil
+	}
+	return nil, fmt.Errorf("all %d host ids of the range %d:%d are in use by running sandboxes", r.Count, r.Base, r.Count)
+}
+
+// withHostID returns a copy of spec whose uid and gid mappings map the command's ids to
+// host id h.
+func withHostID(spec *specs.Spec, h uint32) *specs.Spec {
+	s := *spec
+	l := *spec.Linux
+	l.UIDMappings = []specs.LinuxIDMapping{{ContainerID: spec.Linux.UIDMappings[0].ContainerID, HostID: h, Size: 1}}
+	l.GIDMappings = []specs.LinuxIDMapping{{ContainerID: spec.Linux.GIDMappings[0].ContainerID, HostID: h, Size: 1}}
+	s.Linux = &l
+	return &s
+}
+
+// owner is a file's uid and gid.
+type owner struct{ uid, gid uint32 }
+
+// idmapPlan says, for each bind tree (in BindSources order), whose ids it is idmapped
+// to, as an index in owners: a read-write bind, or one with the "idmap" option (a
+// repository's git dir bound from outside the workspace), is idmapped to its source's
+// owner, so that the command, host id h, acts on those files as their owner; -1 for a
+// tree not idmapped (a read-only system bind: root's 0600 files there stay root's).
+func idmapPlan(spec *specs.Spec) ([]int, []owner, error) {
+	var plan []int
+	var owners []owner
+	index := map[owner]int{}
+	for _, m := range spec.Mounts {
+		if m.Type != "bind" {
+			continue
+		}
+		if !mounts.Writable(m) && !hasOption(m, "idmap") {
+			plan = append(plan, -1)
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(m.Source, &st); err != nil {
+			return nil, nil, fmt.Errorf("stat %s: %w", m.Source, err)
+		}
+		o := owner{st.Uid, st.Gid}
+		i, ok := index[o]
+		if !ok {
+			i = len(owners)
+			index[o] = i
+			owners = append(owners, o)
+		}
+		plan = append(plan, i)
+	}
+	return plan, owners, nil
+}
+
+func hasOption(m specs.Mount, opt string) bool {
+	for _, o := range m.Options {
+		if o == opt {
+			return true
+		}
+	}
+	return false
+}
+
+// usernsFor returns a user namespace descriptor that maps o's uid and gid to host id h:
+// the init's own (/proc/PID/ns/user) when o is the command's own ids inside, else a
+// namespace made for the purpose by a short-lived child (a multi-threaded program
+// cannot unshare(2) one itself). The mount keeps its own reference to the namespace.
+func usernsFor(initPid int, self owner, o owner, h uint32) (int, func(), error) {
+	if o == self {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, nil, fmt.Errorf("open the sandbox's user namespace: %w", err)
+		}
+		return fd, func() { unix.Close(fd) }, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return -1, nil, err
+	}
+	defer r.Close()
+	child := &exec.Cmd{Path: "/proc/self/exe", Args: []string{holdArg}, Stdin: r,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(o.uid), HostID: int(h), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(o.gid), HostID: int(h), Size: 1}},
+		}}
+	if err := child.Start(); err != nil {
+		w.Close()
+		return -1, nil, fmt.Errorf("make a user namespace mapping %d:%d to %d: %w", o.uid, o.gid, h, err)
+	}
+	done := func() {
+		w.Close()
+		child.Process.Kill()
+		go child.Wait()
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(child.Process.Pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		done()
+		return -1, nil, fmt.Errorf("open the user namespace mapping %d:%d to %d: %w", o.uid, o.gid, h, err)
+	}
+	return fd, func() { unix.Close(fd); done() }, nil
+}
+
+// holdArg is the argv[0] of the child that only holds a user namespace for usernsFor:
+// it waits for its stdin to close, then exits.
+const holdArg = "gosbx-userns"
+
+// idmapTrees idmaps the trees as plan says, for a sandbox whose init is initPid and
+// whose command runs as host id h with the ids self inside.
+func idmapTrees(trees []*mounts.Source, plan []int, owners []owner, initPid int, self owner, h uint32) error {
+	for oi, o := range owners {
+		var fd int
+		var done func()
+		for i, t := range trees {
+			if plan[i] != oi {
+				continue
+			}
+			if done == nil {
+				var err error
+				if fd, done, err = usernsFor(initPid, self, o, h); err != nil {
+					return err
+				}
+				defer done()
+			}
+			if err := t.SetIDMap(fd); err != nil {
+				if errors.Is(err, unix.EINVAL) {
+					return fmt.Errorf("%w (its file system, or one mounted below it, cannot be idmapped: "+
+						"proc, sysfs, overlayfs, most FUSE and network file systems; the policy setting "+
+						"root_identity_map: allow runs the command as host uid 0 instead)", err)
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}

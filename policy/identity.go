@@ -1,0 +1,61 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Values of Policy.RootIdentityMap.
+const (
+	RootIdentityDeny  = "deny"
+	RootIdentityAllow = "allow"
+)
+
+// IDRange is a range of host ids from which a root caller's launch takes one per
+// sandbox, as the command's host uid and gid: Count ids from Base.
+type IDRange struct {
+	Base  uint32 `json:"base"`
+	Count uint32 `json:"count"`
+}
+
+// DefaultIDRange is reserved for gosbx sandboxes: 2100000000-2100065535, inside the
+// range systemd leaves unused (0x70000000-0x7FFEFFFF, see systemd's UIDS-GIDS.md), so
+// no account, container range or dynamic user of a systemd host has these ids.
+var DefaultIDRange = IDRange{Base: 2_100_000_000, Count: 65536}
+
+// Annotations of a compiled spec for a root caller (nsinit reads them: it takes a host
+// id from the range for each sandbox and idmaps the read-write binds).
+const (
+	// IDRangeAnnotation holds the IDRange as JSON.
+	IDRangeAnnotation = "org.gosbx.id-range"
+	// RootIdentityAnnotation is "allow" when the policy accepts running the command as
+	// host uid 0 where the read-write binds cannot be idmapped.
+	RootIdentityAnnotation = "org.gosbx.root-identity-map"
+)
+
+// ParseIDRange reads "BASE:COUNT" (decimal), as given to --id-range or GOSBX_ID_RANGE.
+func ParseIDRange(s string) (IDRange, error) {
+	b, c, ok := strings.Cut(s, ":")
+	base, err1 := strconv.ParseUint(strings.TrimSpace(b), 10, 32)
+	count, err2 := strconv.ParseUint(strings.TrimSpace(c), 10, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return IDRange{}, fmt.Errorf("id range %q: want BASE:COUNT, two decimal numbers", s)
+	}
+	r := IDRange{Base: uint32(base), Count: uint32(count)}
+	return r, r.Check()
+}
+
+// Check refuses a range that is empty, starts below 65536 (the ids of accounts and
+// nobody) or runs past 4294967294.
+func (r IDRange) Check() error {
+	switch {
+	case r.Count == 0:
+		return fmt.Errorf("id range %d:%d is empty", r.Base, r.Count)
+	case r.Base < 65536:
+		return fmt.Errorf("id range %d:%d starts below 65536, among the ids of accounts", r.Base, r.Count)
+	case uint64(r.Base)+uint64(r.Count)-1 > 4294967294:
+		return fmt.Errorf("id range %d:%d runs past 4294967294", r.Base, r.Count)
+	}
+	return nil
+}
