@@ -24,7 +24,11 @@ import (
 
 // Run runs every check; exe is the gosbx binary, re-executed for the probes (it must
 // call Probe when argv[1] is ProbeArg, as cmd/gosbx does). It leaves nothing behind.
-func Run(exe string) *Report {
+func Run(exe string) *Report { return RunFor(exe, "") }
+
+// RunFor is Run that also checks, for a root caller, that the workspace dir ("" for
+// the current directory) can be idmapped.
+func RunFor(exe, workspace string) *Report {
 	r := &Report{Version: ReportVersion, OK: true, UID: os.Getuid()}
 	f := ReadFacts()
 	r.add(Check{Name: "kernel", Status: OK, Detail: "Linux " + f.Kernel})
@@ -47,6 +51,7 @@ func Run(exe string) *Report {
 		r.add(childCheck(exe, "overlayfs in a user namespace", "overlay", Warn, "not needed by the default policy: the kernel refused an overlayfs mount in a user namespace for this caller (it needs Linux 5.11, and an upper file system that allows whiteouts there)"))
 	}
 	r.add(checkSyscalls())
+	r.add(checkIDMap(workspace))
 	r.add(checkLandlock())
 	for _, c := range checkCgroup(exe, f) {
 		r.add(c)
@@ -384,4 +389,54 @@ func removeStale(dir string) {
 			os.RemoveAll(p)
 		}
 	}
+}
+
+// checkIDMap tells a root caller whether its workspace can be idmapped: its commands run
+// as an unprivileged host id, and its read-write binds are idmapped so their files keep
+// their owners (nsinit.ProbeIDMap).
+func checkIDMap(ws string) Check {
+	c := Check{Name: "idmapped mounts (root callers)"}
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	if os.Geteuid() != 0 {
+		c.Status, c.Detail = Skip, "not needed: your commands run as you; only a root caller's are mapped to another host id"
+		return c
+	}
+	fs := ""
+	var sfs unix.Statfs_t
+	if unix.Statfs(ws, &sfs) == nil {
+		fs = " (" + fsName(sfs.Type) + ")"
+	}
+	if err := nsinit.ProbeIDMap(ws); err != nil {
+		c.Status, c.Detail = Warn, ws+fs+": "+err.Error()
+		c.Fix = "a root caller's command in this workspace runs as host uid 0 (without capabilities), as the default root_identity_map: allow accepts " +
+			"(root_identity_map: deny refuses instead); idmapped mounts need Linux 5.12 and a file system that supports them (ext4, xfs, btrfs, tmpfs since 6.3; not overlayfs, most FUSE or network file systems)"
+		return c
+	}
+	c.Status, c.Detail = OK, ws+fs+": a root caller's commands run as an unprivileged host id, and their files land owned by the workspace's owners"
+	return c
+}
+
+// fsName names common file system magic numbers (statfs(2)).
+func fsName(t int64) string {
+	switch t {
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return "overlayfs"
+	case unix.FUSE_SUPER_MAGIC:
+		return "fuse"
+	case unix.NFS_SUPER_MAGIC:
+		return "nfs"
+	case 0xff534d42:
+		return "cifs"
+	}
+	return fmt.Sprintf("file system %#x", t)
 }

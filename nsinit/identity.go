@@ -196,7 +196,7 @@ func hasOption(m specs.Mount, opt string) bool {
 // namespace made for the purpose by a short-lived child (a multi-threaded program
 // cannot unshare(2) one itself). The mount keeps its own reference to the namespace.
 func usernsFor(initPid int, self owner, o owner, h uint32) (int, func(), error) {
-	if o == self {
+	if o == self && initPid > 0 {
 		fd, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return -1, nil, fmt.Errorf("open the sandbox's user namespace: %w", err)
@@ -263,4 +263,33 @@ func idmapTrees(trees []*mounts.Source, plan []int, owners []owner, initPid int,
 		}
 	}
 	return nil
+}
+
+// ProbeIDMap reports whether a root launcher can idmap the tree at dir for a sandbox,
+// as it does each read-write bind: it clones the tree (open_tree(2), recursive) and
+// idmaps the clone (mount_setattr(2) MOUNT_ATTR_IDMAP) with a user namespace that maps
+// dir's owner to a host id of policy.DefaultIDRange, then drops it; nothing is mounted.
+// It needs root of the initial user namespace. The error names the failing step;
+// EINVAL from the idmap means dir's file system, or one mounted below it, cannot be
+// idmapped.
+func ProbeIDMap(dir string) error {
+	if os.Geteuid() != 0 || !initialUserNS() {
+		return errors.New("needs root of the initial user namespace")
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", dir, err)
+	}
+	src, err := mounts.OpenSource(dir, true)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	// any id of the range: the namespace is dropped at once
+	fd, done, err := usernsFor(0, owner{}, owner{st.Uid, st.Gid}, 2_100_000_000)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return src.SetIDMap(fd)
 }

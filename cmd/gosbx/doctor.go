@@ -10,13 +10,15 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	var asJSON bool
+	var workspace string
 	return func() *cobra.Command {
 		c := &cobra.Command{
 			Use:   "doctor [--json]",
 			Short: "Prove that this host can build the sandbox, or say exactly why not",
 			Long: `Exercise every kernel feature the sandbox needs, as this caller: user namespaces and id
 maps, each namespace type, the new mount API, overlayfs, pidfd_open/close_range/openat2,
-Landlock, the cgroup mode and whether limits can be applied, then one real sandbox under the
+for a root caller whether the workspace (--workspace, default the current directory) can be
+idmapped, Landlock, the cgroup mode and whether limits can be applied, then one real sandbox under the
 default policy with an escape probe inside (write outside the workspace, read a host file,
 reach the host's loopback, TIOCSTI, create a user namespace). Failures come with the fix.
 
@@ -29,7 +31,7 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 				if err != nil {
 					return err
 				}
-				r := doctor.Run(exe)
+				r := doctor.RunFor(exe, workspace)
 				if asJSON {
 					r.WriteJSON(c.OutOrStdout())
 				} else {
@@ -42,6 +44,7 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 			},
 		}
 		c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+		c.Flags().StringVar(&workspace, "workspace", "", "for a root caller: check that `DIR` (default: the current directory) can be idmapped")
 		return c
 	}()
 }

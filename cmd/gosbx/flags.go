@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -12,9 +13,11 @@ import (
 // boundaryFlags are the flags that shape the sandbox, shared by `exec`, `policy show`
 // and `policy export`. They may only add to the policy, or narrow it, where it allows.
 type boundaryFlags struct {
-	o       policy.Options
-	policy  string
-	timeout string
+	o        policy.Options
+	policy   string
+	timeout  string
+	uid, gid int64
+	idRange  string
 }
 
 func (b *boundaryFlags) registerLimits(f *pflag.FlagSet) {
@@ -40,6 +43,9 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo) or host (default: the policy's, none)")
 	f.StringVar(&b.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124; may only shorten the policy's")
 	f.StringVar(&b.o.Hostname, "hostname", "", "hostname `NAME` inside (default: the policy's, \"gosbx\")")
+	f.Int64Var(&b.uid, "uid", -1, "the command's uid `N` inside (default: 0 for a root caller, else your own)")
+	f.Int64Var(&b.gid, "gid", -1, "the command's gid `N` inside (default: 0 for a root caller, else your own)")
+	f.StringVar(&b.idRange, "id-range", "", "for a root caller: the host ids `BASE:COUNT` its commands run as, one per sandbox (default: $GOSBX_ID_RANGE, else 2100000000:65536)")
 	b.registerLimits(f)
 }
 
@@ -52,6 +58,31 @@ func (b *boundaryFlags) options(args []string) (policy.Options, error) {
 		return o, usageError{err}
 	}
 	o.Timeout = d
+	for _, id := range []struct {
+		flag string
+		v    int64
+		dst  **uint32
+	}{{"--uid", b.uid, &o.UID}, {"--gid", b.gid, &o.GID}} {
+		if id.v == -1 {
+			continue
+		}
+		if id.v < 0 || id.v > 4294967294 {
+			return o, usageError{fmt.Errorf("%s %d: want 0 to 4294967294", id.flag, id.v)}
+		}
+		v := uint32(id.v)
+		*id.dst = &v
+	}
+	if r := b.idRange; r != "" || os.Getenv("GOSBX_ID_RANGE") != "" {
+		name := "--id-range"
+		if r == "" {
+			r, name = os.Getenv("GOSBX_ID_RANGE"), "GOSBX_ID_RANGE"
+		}
+		ir, err := policy.ParseIDRange(r)
+		if err != nil {
+			return o, usageError{fmt.Errorf("%s: %w", name, err)}
+		}
+		o.IDRange = &ir
+	}
 	p, err := policy.Load(b.policy)
 	if err != nil {
 		return o, &setupFailure{step: "policy", err: err}
