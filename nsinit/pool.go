@@ -181,6 +181,12 @@ func (p *Pool) Close() error {
 
 // removeLater removes the cgroup of an ended command in the background.
 func (p *Pool) removeLater(g cgroup.Group) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed { // Close is waiting, or has returned: no new Add
+		g.Destroy()
+		return
+	}
 	p.removals.Add(1)
 	go func() {
 		defer p.removals.Done()
