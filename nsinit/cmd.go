@@ -165,11 +165,16 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// The init, an unprivileged host id, may not reach a source (under /root): the
 		// launcher clones every bind, and idmaps the read-write ones once the init's
 		// user namespace exists.
-		if plan, owners, err = idmapPlan(spec); err == nil {
-			err = fault.Check("open bind source")
-		}
+		err = fault.Check("open bind source")
 		if err == nil {
 			trees, err = mounts.CloneSources(spec)
+		}
+		if err == nil {
+			if plan, owners, err = idmapPlan(spec, trees); err != nil {
+				for _, t := range trees {
+					t.Close()
+				}
+			}
 		}
 		if err != nil {
 			return nil, c.fail(&SetupError{Step: "open bind source", Err: err})
@@ -277,8 +282,19 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			AmbientCaps:                initCaps,
 		},
 	}
+	var stdin *stdioCopy
 	if !pooled {
 		c.init.Stdin, c.init.Stdout, c.init.Stderr = c.Stdin, c.Stdout, c.Stderr
+		if _, isFile := c.Stdin.(*os.File); mapped && c.Stdin != nil && !isFile {
+			// this launch may be tried again (below): Stdin is read only once it ran
+			var in *os.File
+			if stdin, in, err = newStdinCopy(c.Stdin); err != nil {
+				closeAll()
+				c.dropGroup()
+				return nil, c.fail(&SetupError{Step: "pipe", Err: err})
+			}
+			c.init.Stdin = in
+		}
 	}
 	if mapped {
 		// Root clones with the command's ids inside (0 by default), host id hid: the
@@ -306,6 +322,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		specW.Close()
 		syncR.Close()
 		lifeW.Close()
+		if stdin != nil {
+			stdin.abort()
+		}
 		c.dropGroup()
 		return nil, c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
 	}
@@ -328,7 +347,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		}
 		if err != nil {
 			specW.Close()
+			c.stdio = stdin // aborted by reapFailed: nothing was read
 			c.reapFailed()
+			c.stdio = nil
 			allow := spec.Annotations[RootIdentityAnnotation] == "allow"
 			var me *mounts.Error
 			if allow && errors.As(err, &me) && me.Op == "idmap" {
@@ -341,6 +362,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			return nil, c.fail(&SetupError{Step: "idmap", Err: err})
 		}
 		c.hostID = hid
+		if stdin != nil {
+			stdin.sent()
+			stdin.run()
+			c.stdio = stdin // Wait waits for it
+		}
 	}
 	if pooled {
 		c.ctl = specW

@@ -109,6 +109,7 @@ func takeHostID(r idRange) (*hostID, error) {
 	if st.Uid != 0 || st.Mode&0o022 != 0 {
 		return nil, fmt.Errorf("%s is not a directory only root may write (owner %d, mode %#o)", hostIDDir, st.Uid, st.Mode&0o7777)
 	}
+	sweepHostIDs(dir)
 	start := rand.Uint32N(r.Count)
 	for i := uint32(0); i < r.Count; i++ {
 		id := r.Base + (start+i)%r.Count
@@ -135,6 +136,31 @@ func takeHostID(r idRange) (*hostID, error) {
 	return nil, fmt.Errorf("all %d host ids of the range %d:%d are in use by running sandboxes", r.Count, r.Base, r.Count)
 }
 
+// sweepHostIDs removes the lock files no launcher holds (a launcher killed by SIGKILL
+// cannot remove its own): each is locked, removed, unlocked, as release does.
+func sweepHostIDs(dir int) {
+	f, err := os.Open(hostIDDir)
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, name := range names {
+		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			var held, now unix.Stat_t
+			if unix.Fstat(fd, &held) == nil && unix.Fstatat(dir, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+				held.Ino == now.Ino && held.Dev == now.Dev {
+				unix.Unlinkat(dir, name, 0)
+			}
+		}
+		unix.Close(fd)
+	}
+}
+
 // withHostID returns a copy of spec whose uid and gid mappings map the command's ids to
 // host id h.
 func withHostID(spec *specs.Spec, h uint32) *specs.Spec {
@@ -154,30 +180,37 @@ type owner struct{ uid, gid uint32 }
 // repository's git dir bound from outside the workspace), is idmapped to its source's
 // owner, so that the command, host id h, acts on those files as their owner; -1 for a
 // tree not idmapped (a read-only system bind: root's 0600 files there stay root's).
-func idmapPlan(spec *specs.Spec) ([]int, []owner, error) {
+func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error) {
 	var plan []int
 	var owners []owner
 	index := map[owner]int{}
+	i := 0
 	for _, m := range spec.Mounts {
 		if m.Type != "bind" {
 			continue
 		}
+		if i >= len(trees) {
+			return nil, nil, errors.New("fewer cloned trees than bind mounts")
+		}
+		t := trees[i]
+		i++
 		if !mounts.Writable(m) && !hasOption(m, "idmap") {
 			plan = append(plan, -1)
 			continue
 		}
+		// the owner of what was cloned, not of what the path leads to now
 		var st unix.Stat_t
-		if err := unix.Stat(m.Source, &st); err != nil {
+		if err := unix.Fstat(t.Fd(), &st); err != nil {
 			return nil, nil, fmt.Errorf("stat %s: %w", m.Source, err)
 		}
 		o := owner{st.Uid, st.Gid}
-		i, ok := index[o]
+		k, ok := index[o]
 		if !ok {
-			i = len(owners)
-			index[o] = i
+			k = len(owners)
+			index[o] = k
 			owners = append(owners, o)
 		}
-		plan = append(plan, i)
+		plan = append(plan, k)
 	}
 	return plan, owners, nil
 }

@@ -160,3 +160,24 @@ func sameWriter(a, b io.Writer) (same bool) {
 	defer func() { recover() }()
 	return a == b
 }
+
+// newStdinCopy is a stdioCopy of stdin alone, for a launch that may be tried twice (a
+// root caller's, when a bind cannot be idmapped and the policy allows uid 0 instead):
+// the reader is read only once run is called, so a first init that is killed takes
+// nothing of it. in is the end for the init's stdin.
+func newStdinCopy(stdin io.Reader) (s *stdioCopy, in *os.File, err error) {
+	s = &stdioCopy{stdinEnd: make(chan struct{})}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.child, s.stdinW = []*os.File{pr}, pw
+	s.start = append(s.start, func() {
+		go func() {
+			defer close(s.stdinEnd)
+			io.Copy(pw, stdin)
+			pw.Close()
+		}()
+	})
+	return s, pr, nil
+}
