@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -291,35 +290,4 @@ func neededV1(r *specs.LinuxResources) []cgroup1.Name {
 		out = append(out, cgroup1.Cpu)
 	}
 	return out
-}
-
-var lastPrime atomic.Int64
-
-// PrimeV1 starts, in the background, the wait that a v1 cgroup migration makes: writing
-// a pid to cgroup.procs takes the kernel's cgroup_threadgroup_rwsem for writing, whose
-// first writer after an idle spell waits for an RCU grace period (measured here: 6-12 ms
-// after 20 ms without a migration, microseconds right after another). The calling
-// process's own pid is written to the pids group it is already in, which moves nothing,
-// so the grace period runs while the launcher and the init do their work, and the
-// sandbox's own placement finds it over or under way. Root on a v1 host only; errors
-// are ignored (it is an optimisation).
-func PrimeV1() {
-	now := time.Now().UnixNano()
-	if last := lastPrime.Load(); now-last < int64(50*time.Millisecond) || !lastPrime.CompareAndSwap(last, now) {
-		return // primed just now (the CLI primes first, then Start)
-	}
-	if os.Geteuid() != 0 || Mode() != V1 {
-		return
-	}
-	go func() {
-		paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
-		if err != nil {
-			return
-		}
-		p, ok := paths[string(cgroup1.Pids)]
-		if !ok {
-			return
-		}
-		os.WriteFile(filepath.Join("/sys/fs/cgroup", string(cgroup1.Pids), p, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
-	}()
 }

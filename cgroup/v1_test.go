@@ -196,36 +196,3 @@ func TestV1GC(t *testing.T) {
 		}
 	}
 }
-
-// PrimeV1 moves nothing: the process stays in every group it was in, and a group made
-// right after works as before.
-func TestPrimeV1MovesNothing(t *testing.T) {
-	v1Own(t)
-	before, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lastPrime.Store(0)
-	PrimeV1()
-	if lastPrime.Load() == 0 {
-		t.Fatal("PrimeV1 did not run")
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		after, err := os.ReadFile("/proc/self/cgroup")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(after) != string(before) {
-			t.Fatalf("PrimeV1 moved the process:\n%s\nnow\n%s", before, after)
-		}
-	}
-	last := lastPrime.Load()
-	PrimeV1() // the window has passed: primes again
-	first := lastPrime.Load()
-	PrimeV1() // within 50 ms of the last: skipped
-	if first == last || lastPrime.Load() != first {
-		t.Errorf("prime times %d, %d, %d: want a new prime, then none within the window", last, first, lastPrime.Load())
-	}
-}

@@ -113,9 +113,6 @@ func (c *Cmd) Start() error {
 // is built; its stdio is /dev/null until then.
 func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	spec := c.Spec
-	if spec != nil && spec.Linux != nil && spec.Linux.Resources != nil {
-		cgroup.PrimeV1() // the placement's RCU grace period runs beside the setup
-	}
 	rng, mapped, err := rootMapping(spec)
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})

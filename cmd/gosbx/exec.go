@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/policy"
 )
@@ -53,7 +52,6 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 		Example:               execExamples,
 		DisableFlagsInUseLine: true,
 		RunE: func(c *cobra.Command, args []string) error {
-			cgroup.PrimeV1() // v1 hosts: the placement's RCU grace period starts now
 			var status *os.File
 			if statusFd != "" {
 				var err error
