@@ -7,8 +7,15 @@
 # apt-get update once, then apt-get install -y bubblewrap hyperfine), measures, prints the
 # table and writes bench/results/latest.json plus the raw files in bench/results/raw/.
 #
+# The warm path: library-pool is bench/libbench -pool (sandboxes built ahead from an
+# nsinit.Pool, the policy compiled once, each sandbox used once); for cold start it runs
+# with a POOL_SIZE pool and a GAP_MS idle pause between launches (as an agent's think time),
+# and bwrap-gap / gosbx-gap are bwrap and gosbx exec timed with the same idle pause
+# (hyperfine --prepare 'sleep …', not timed), so that the ratios compare like with like.
+#
 # Knobs (environment): RUNS (cold-start runs, default 40), WARMUP (5), HEAVY_RUNS (15),
-# TP_LAUNCHES (500), TP_CALLERS (8), TP_RUNS (3), LIB_N (200), RSS_REPS (3).
+# TP_LAUNCHES (500), TP_CALLERS (8), TP_RUNS (3), LIB_N (200), RSS_REPS (3), and for the
+# warm path POOL_SIZE (2) and GAP_MS (20).
 # No network is used: every sandbox has its own network namespace with only lo.
 set -euo pipefail
 
@@ -23,6 +30,9 @@ TP_CALLERS=${TP_CALLERS:-8}
 TP_RUNS=${TP_RUNS:-3}
 LIB_N=${LIB_N:-200}
 RSS_REPS=${RSS_REPS:-3}
+POOL_SIZE=${POOL_SIZE:-2}
+GAP_MS=${GAP_MS:-20}
+GAP_S=$(awk -v m="$GAP_MS" 'BEGIN { printf "%.3f", m / 1000 }')
 GO=${GO:-go}
 
 say() { printf '\n== %s\n' "$*" >&2; }
@@ -153,6 +163,9 @@ elif [ -d /sys/fs/cgroup/unified ]; then cgmode=hybrid; fi
 	echo "tp_runs=$TP_RUNS"
 	echo "lib_n=$LIB_N"
 	echo "rss_reps=$RSS_REPS"
+	echo "pool_size=$POOL_SIZE"
+	echo "gap_ms=$GAP_MS"
+	echo "gap_prepare=sleep $GAP_S"
 } >"$RAW/meta.txt"
 
 hf() { # hf NAME RUNS WARMUP CMD [hyperfine args]: direct, bwrap, bwrap-filter, gosbx, gosbx-none
@@ -171,6 +184,20 @@ hf cold-python "$RUNS" "$WARMUP" "/usr/bin/python3 -c pass"
 clean "$LIB" -workspace "$WS" -n "$LIB_N" -label library -json "$RAW/lib-true.json" -- /bin/true
 clean "$LIB" -workspace "$WS" -policy "$NOSEC" -n "$LIB_N" -label library-none -json "$RAW/lib-true-none.json" -- /bin/true
 
+# The warm path: a pool of POOL_SIZE sandboxes built ahead, GAP_MS idle between launches
+# (not timed); bwrap and gosbx timed with the same idle pause before each run.
+say "cold start after a $GAP_MS ms idle gap: bwrap-gap, gosbx-gap ($RUNS runs), library-pool (pool $POOL_SIZE, $LIB_N launches)"
+hfgap() { # hfgap NAME CMD: bwrap-gap and gosbx-gap, each run after sleep GAP_S (untimed)
+	clean hyperfine -N --style basic --runs "$RUNS" --warmup "$WARMUP" --prepare "sleep $GAP_S" \
+		--export-json "$RAW/$1.json" -n bwrap-gap "$B $2" -n gosbx-gap "$GS $2" >&2
+}
+hfgap cold-true-gap "/bin/true"
+hfgap cold-sh-gap "/bin/sh -c 'echo hi'"
+clean "$LIB" -workspace "$WS" -n "$LIB_N" -pool "$POOL_SIZE" -gap "${GAP_MS}ms" -label library-pool \
+	-json "$RAW/lib-true-pool.json" -- /bin/true
+clean "$LIB" -workspace "$WS" -n "$LIB_N" -pool "$POOL_SIZE" -gap "${GAP_MS}ms" -label library-pool \
+	-json "$RAW/lib-sh-pool.json" -- /bin/sh -c 'echo hi'
+
 # --- throughput --------------------------------------------------------------------------
 say "throughput: $TP_LAUNCHES launches of /bin/true from $TP_CALLERS callers (xargs -P), $TP_RUNS runs"
 seq "$TP_LAUNCHES" | sed "s|.*|/bin/true|" >"$WORK/launches.txt"
@@ -178,6 +205,8 @@ X="xargs -a $WORK/launches.txt -P $TP_CALLERS -n 1"
 clean hyperfine -N --style basic --runs "$TP_RUNS" --warmup 1 --export-json "$RAW/throughput.json" \
 	-n direct "$X" -n bwrap "$X $B" -n bwrap-filter "$X $BF" -n gosbx "$X $GS" -n gosbx-none "$X $GN" >&2
 clean "$LIB" -workspace "$WS" -n "$TP_LAUNCHES" -P "$TP_CALLERS" -label library-P$TP_CALLERS -json "$RAW/lib-throughput.json" -- /bin/true
+clean "$LIB" -workspace "$WS" -n "$TP_LAUNCHES" -P "$TP_CALLERS" -pool "$TP_CALLERS" -label library-pool-P$TP_CALLERS \
+	-json "$RAW/lib-throughput-pool.json" -- /bin/true
 
 # --- syscall-heavy: the seccomp filter's cost --------------------------------------------
 say "syscall-heavy ($HEAVY_RUNS runs each)"

@@ -37,7 +37,8 @@ type libResult struct {
 	MedianMs    float64 `json:"median_ms"`
 	P90Ms       float64 `json:"p90_ms"`
 	CompileMs   float64 `json:"compile_median_ms"`
-	RunMs       float64 `json:"run_median_ms"`
+	StartMs     float64 `json:"start_median_ms"` // -pool only: Start alone, to the command's execve
+	RunMs       float64 `json:"run_median_ms"`   // with -pool: Wait alone
 }
 
 type rssSample struct {
@@ -54,6 +55,10 @@ type rssSample struct {
 // bwrap-filter is bwrap with gosbx's agent filter (--seccomp), started through a /bin/sh
 // script (its cost is "sh-exec", measured once, in the cold start of /bin/true).
 var variants = []string{"direct", "bwrap", "bwrap-filter", "gosbx", "gosbx-none"}
+
+// gapVariants are bwrap and gosbx timed after the same idle pause as library-pool
+// (hyperfine --prepare 'sleep …', the pause not timed).
+var gapVariants = []string{"bwrap-gap", "gosbx-gap"}
 
 type target struct {
 	Name   string  `json:"name"`
@@ -112,6 +117,18 @@ func main() {
 			"bwrap has no seccomp filter; bwrap-filter = the same bwrap argv with gosbx's agent filter (bwrap --seccomp, from gosbx seccomp export), " +
 			"started through a /bin/sh script whose own cost is in the notes. library = bench/libbench: policy.Compile + nsinit.Command(spec).Run() in one Go process.",
 		"Ratios are gosbx/bwrap: below 1 is better for times and memory, above 1 is better for throughput.",
+		"library-pool = bench/libbench -pool: the policy is compiled once into a template, and an nsinit.Pool keeps " + r.Meta["pool_size"] +
+			" sandboxes built ahead from it (namespaces, mounts, pivot_root, cgroup, the seccomp filter compiled: all but the command); each launch takes one " +
+			"(Pool.Command(process).Start, then Wait) and the pool builds its replacement in the background, once the command has ended (or has run 20 ms). " +
+			"A sandbox runs one command and is never reused. " +
+			"library-pool Start = Start() alone, until the command's execve (what a caller waits before its command runs); " +
+			"library-pool = Start + Wait, the full run until the command and the sandbox's init have exited (the cgroup is removed in the background, untimed).",
+		"The idle gap: in the cold-start measurement each library-pool launch is followed by a " + r.Meta["gap_ms"] + " ms pause (libbench -gap, not timed), " +
+			"as an agent's think time between commands, so the pool refills between launches. bwrap-gap and gosbx-gap are bwrap and gosbx exec timed " +
+			"with the same pause before each run (hyperfine --prepare '" + r.Meta["gap_prepare"] + "', not timed): an idle machine can be slower to start a process " +
+			"than one in a tight loop, so library-pool is compared with bwrap-gap for like with like, and with bwrap as well. " +
+			"In the throughput table library-pool has no gap: the pool is drained as fast as it refills.",
+		"The warm-path target is met when the library-pool Start median is below half of bwrap-gap's median.",
 	}
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -120,15 +137,23 @@ func main() {
 	libTrue := readLib(filepath.Join(*raw, "lib-true.json"))
 	libNone := readLib(filepath.Join(*raw, "lib-true-none.json"))
 	libTP := readLib(filepath.Join(*raw, "lib-throughput.json"))
+	libTPPool := readLib(filepath.Join(*raw, "lib-throughput-pool.json"))
+	libPool := map[string]libResult{
+		"true": readLib(filepath.Join(*raw, "lib-true-pool.json")),
+		"sh":   readLib(filepath.Join(*raw, "lib-sh-pool.json")),
+	}
 	r.Library["true"], r.Library["true-none"], r.Library["throughput"] = libTrue, libNone, libTP
-	p("Cold start, median ms (hyperfine -N, %s runs after %s warmup; library: %d launches after 10)\n\n",
-		r.Meta["runs"], r.Meta["warmup"], libTrue.Launches)
-	p("| command | direct | bwrap | bwrap-filter | gosbx | gosbx-none | library | library-none | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | library/bwrap |\n")
-	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, c := range []struct{ key, file, label string }{
-		{"true", "cold-true.json", "`/bin/true`"},
-		{"sh", "cold-sh.json", "`sh -c 'echo hi'`"},
-		{"python", "cold-python.json", "`python3 -c pass`"},
+	r.Library["true-pool"], r.Library["sh-pool"], r.Library["throughput-pool"] = libPool["true"], libPool["sh"], libTPPool
+	p("Cold start, median ms (hyperfine -N, %s runs after %s warmup; library: %d launches after 10; "+
+		"library-pool: %d launches after 10 from a pool of %s with a %s ms idle gap between launches, Start = until the command's execve)\n\n",
+		r.Meta["runs"], r.Meta["warmup"], libTrue.Launches, libPool["true"].Launches, r.Meta["pool_size"], r.Meta["gap_ms"])
+	p("| command | direct | bwrap | bwrap-filter | gosbx | gosbx-none | library | library-none | library-pool | library-pool Start | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | library/bwrap | library-pool/bwrap | library-pool Start/bwrap |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	var gapRows []string
+	for _, c := range []struct{ key, file, gapFile, label string }{
+		{"true", "cold-true.json", "cold-true-gap.json", "`/bin/true`"},
+		{"sh", "cold-sh.json", "cold-sh-gap.json", "`sh -c 'echo hi'`"},
+		{"python", "cold-python.json", "", "`python3 -c pass`"},
 	} {
 		h := readHF(filepath.Join(*raw, c.file))
 		m := map[string]float64{}
@@ -145,6 +170,26 @@ func main() {
 		r.ColdMs[c.key] = m
 		r.ColdRat[c.key] = map[string]float64{"gosbx": m["gosbx"] / m["bwrap"], "gosbx-none": m["gosbx-none"] / m["bwrap"],
 			"gosbx_vs_bwrap-filter": m["gosbx"] / m["bwrap-filter"]}
+		pool, poolStart, poolRatio, poolStartRatio := "—", "—", "—", "—"
+		if c.gapFile != "" {
+			g := readHF(filepath.Join(*raw, c.gapFile), gapVariants...)
+			for _, v := range gapVariants {
+				m[v] = g[v].Median * 1e3
+			}
+			lp := libPool[c.key]
+			m["library-pool"], m["library-pool-start"] = lp.MedianMs, lp.StartMs
+			rat := r.ColdRat[c.key]
+			rat["library-pool"], rat["library-pool-start"] = lp.MedianMs/m["bwrap"], lp.StartMs/m["bwrap"]
+			rat["library-pool_vs_bwrap-gap"], rat["library-pool-start_vs_bwrap-gap"] = lp.MedianMs/m["bwrap-gap"], lp.StartMs/m["bwrap-gap"]
+			rat["gosbx-gap_vs_bwrap-gap"] = m["gosbx-gap"] / m["bwrap-gap"]
+			rat["bwrap-gap_vs_bwrap"], rat["gosbx-gap_vs_gosbx"] = m["bwrap-gap"]/m["bwrap"], m["gosbx-gap"]/m["gosbx"]
+			pool, poolStart = f2(lp.MedianMs), f2(lp.StartMs)
+			poolRatio, poolStartRatio = f2(rat["library-pool"])+"×", f2(rat["library-pool-start"])+"×"
+			gapRows = append(gapRows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s× | %s× | %s× | %s× | %s× |\n", c.label,
+				f2(m["bwrap"]), f2(m["bwrap-gap"]), f2(m["gosbx"]), f2(m["gosbx-gap"]), pool, poolStart,
+				f2(rat["bwrap-gap_vs_bwrap"]), f2(rat["gosbx-gap_vs_gosbx"]), f2(rat["gosbx-gap_vs_bwrap-gap"]),
+				f2(rat["library-pool_vs_bwrap-gap"]), f2(rat["library-pool-start_vs_bwrap-gap"])))
+		}
 		if sh, ok := h["sh-exec"]; ok {
 			m["sh-exec"] = sh.Median * 1e3
 			r.Notes = append(r.Notes, fmt.Sprintf("bwrap-filter includes its /bin/sh script: `sh-exec /bin/true` (the script exec'ing /bin/true without bwrap) %s ms against %s ms direct, so about %s ms of each bwrap-filter time is the script.",
@@ -153,9 +198,19 @@ func main() {
 		if c.key == "true" {
 			r.ColdRat[c.key]["library"] = m["library"] / m["bwrap"]
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s× | %s× | %s× | %s |\n", c.label,
-			f2(m["direct"]), f2(m["bwrap"]), f2(m["bwrap-filter"]), f2(m["gosbx"]), f2(m["gosbx-none"]), lib, libn,
-			f2(m["gosbx"]/m["bwrap"]), f2(m["gosbx"]/m["bwrap-filter"]), f2(m["gosbx-none"]/m["bwrap"]), libRatio)
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s× | %s× | %s× | %s | %s | %s |\n", c.label,
+			f2(m["direct"]), f2(m["bwrap"]), f2(m["bwrap-filter"]), f2(m["gosbx"]), f2(m["gosbx-none"]), lib, libn, pool, poolStart,
+			f2(m["gosbx"]/m["bwrap"]), f2(m["gosbx"]/m["bwrap-filter"]), f2(m["gosbx-none"]/m["bwrap"]), libRatio, poolRatio, poolStartRatio)
+	}
+
+	// Cold start after an idle gap: the like-for-like comparison for library-pool.
+	p("\nCold start after a %s ms idle gap before each launch, median ms (bwrap-gap, gosbx-gap: hyperfine -N --prepare '%s', %s runs after %s warmup, the gap not timed; "+
+		"library-pool: libbench -pool %s -gap %sms; bwrap and gosbx without the gap repeated from above)\n\n",
+		r.Meta["gap_ms"], r.Meta["gap_prepare"], r.Meta["runs"], r.Meta["warmup"], r.Meta["pool_size"], r.Meta["gap_ms"])
+	p("| command | bwrap | bwrap-gap | gosbx | gosbx-gap | library-pool | library-pool Start | bwrap-gap/bwrap | gosbx-gap/gosbx | gosbx-gap/bwrap-gap | library-pool/bwrap-gap | library-pool Start/bwrap-gap |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, row := range gapRows {
+		p("%s", row)
 	}
 
 	// Throughput.
@@ -165,17 +220,19 @@ func main() {
 		r.Through[v] = n / tp[v].Median
 	}
 	r.Through["library"] = libTP.PerSecond
-	for _, v := range []string{"gosbx", "gosbx-none", "library"} {
+	r.Through["library-pool"] = libTPPool.PerSecond
+	for _, v := range []string{"gosbx", "gosbx-none", "library", "library-pool"} {
 		r.ThruRat[v] = r.Through[v] / r.Through["bwrap"]
 	}
 	r.ThruRat["gosbx_vs_bwrap-filter"] = r.Through["gosbx"] / r.Through["bwrap-filter"]
-	p("\nThroughput, launches of `/bin/true` per second (%s launches from %s concurrent callers, xargs -P; median of %s runs; library: %d goroutines, one run)\n\n",
-		r.Meta["tp_launches"], r.Meta["tp_callers"], r.Meta["tp_runs"], libTP.Concurrency)
-	p("| direct | bwrap | bwrap-filter | gosbx | gosbx-none | library | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | library/bwrap |\n")
-	p("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	p("| %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s× | %s× | %s× | %s× |\n", r.Through["direct"], r.Through["bwrap"],
-		r.Through["bwrap-filter"], r.Through["gosbx"], r.Through["gosbx-none"], r.Through["library"],
-		f2(r.ThruRat["gosbx"]), f2(r.ThruRat["gosbx_vs_bwrap-filter"]), f2(r.ThruRat["gosbx-none"]), f2(r.ThruRat["library"]))
+	p("\nThroughput, launches of `/bin/true` per second (%s launches from %s concurrent callers, xargs -P; median of %s runs; library: %d goroutines, one run; "+
+		"library-pool: %d goroutines sharing a pool of %d, no gap, one run)\n\n",
+		r.Meta["tp_launches"], r.Meta["tp_callers"], r.Meta["tp_runs"], libTP.Concurrency, libTPPool.Concurrency, libTPPool.Concurrency)
+	p("| direct | bwrap | bwrap-filter | gosbx | gosbx-none | library | library-pool | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | library/bwrap | library-pool/bwrap |\n")
+	p("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s× | %s× | %s× | %s× | %s× |\n", r.Through["direct"], r.Through["bwrap"],
+		r.Through["bwrap-filter"], r.Through["gosbx"], r.Through["gosbx-none"], r.Through["library"], r.Through["library-pool"],
+		f2(r.ThruRat["gosbx"]), f2(r.ThruRat["gosbx_vs_bwrap-filter"]), f2(r.ThruRat["gosbx-none"]), f2(r.ThruRat["library"]), f2(r.ThruRat["library-pool"]))
 
 	// Syscall-heavy.
 	p("\nSyscall-heavy workloads, median s (%s runs after 2 warmup); the filter's cost is gosbx against gosbx-none\n\n", r.Meta["heavy_runs"])
@@ -244,6 +301,12 @@ func main() {
 		target{"launcher RSS", "< 15 MiB", r.RSS["gosbx"].LauncherKiB / 1024, "MiB", r.RSS["gosbx"].LauncherKiB < 15*1024,
 			fmt.Sprintf("gosbx exec %s MiB, bwrap %s MiB; reaper %s MiB vs %s MiB", mib(r.RSS["gosbx"].LauncherKiB), mib(r.RSS["bwrap"].LauncherKiB), mib(r.RSS["gosbx"].ReaperKiB), mib(r.RSS["bwrap"].ReaperKiB))},
 	)
+	ct, crt := r.ColdMs["true"], r.ColdRat["true"]
+	r.Targets = append(r.Targets, target{"warm path (library pool): start well under bwrap", "Start ≪ bwrap",
+		crt["library-pool-start_vs_bwrap-gap"], "× bwrap-gap", ct["library-pool-start"] < ct["bwrap-gap"]/2,
+		fmt.Sprintf("library-pool Start %s ms, bwrap-gap %s ms (bwrap %s ms, Start %s×); full run %s ms, %s× bwrap-gap",
+			f2(ct["library-pool-start"]), f2(ct["bwrap-gap"]), f2(ct["bwrap"]), f2(crt["library-pool-start"]),
+			f2(ct["library-pool"]), f2(crt["library-pool_vs_bwrap-gap"]))})
 	p("\nTargets (issue 8)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "**no**"
@@ -289,7 +352,9 @@ func readMeta(path string) map[string]string {
 	return m
 }
 
-func readHF(path string) map[string]hfResult {
+// readHF reads a hyperfine export and checks that it has a result for each of names
+// (default: variants).
+func readHF(path string, names ...string) map[string]hfResult {
 	var doc struct {
 		Results []hfResult `json:"results"`
 	}
@@ -300,7 +365,10 @@ func readHF(path string) map[string]hfResult {
 	for _, r := range doc.Results {
 		m[r.Command] = r
 	}
-	for _, v := range variants {
+	if len(names) == 0 {
+		names = variants
+	}
+	for _, v := range names {
 		if _, ok := m[v]; !ok {
 			check(fmt.Errorf("%s: no result named %q", path, v))
 		}
