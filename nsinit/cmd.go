@@ -323,6 +323,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			stdin.abort()
 		}
 		c.dropGroup()
+		if mapped && errors.Is(err, unix.EACCES) {
+			return nil, c.fail(&SetupError{Step: "clone", Err: fmt.Errorf("%w (a root caller's init runs as the unprivileged "+
+				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755)", err, hid.id)})
+		}
 		return nil, c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
 	}
 	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
