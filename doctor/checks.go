@@ -403,15 +403,29 @@ func checkIDMap(ws string) Check {
 		c.Status, c.Detail = Skip, "not needed: your commands run as you; only a root caller's are mapped to another host id"
 		return c
 	}
-	fs := ""
+	if host, err := policy.CurrentHost(); err == nil {
+		if _, err := policy.Effective(policy.Options{Workspace: ws, Args: []string{"true"}}, host); err != nil {
+			c.Status, c.Detail = Skip, "not a workspace gosbx accepts: "+err.Error()
+			return c
+		}
+	}
+	fs, idmappable := "", false
 	var sfs unix.Statfs_t
 	if unix.Statfs(ws, &sfs) == nil {
 		fs = " (" + fsName(sfs.Type) + ")"
+		switch sfs.Type {
+		case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
+			idmappable = true
+		}
 	}
 	if err := nsinit.ProbeIDMap(ws); err != nil {
 		c.Status, c.Detail = Warn, ws+fs+": "+err.Error()
+		cause := "idmapped mounts need Linux 5.12 and a file system that supports them (ext4, xfs, btrfs, tmpfs since 6.3; not overlayfs, most FUSE or network file systems)"
+		if idmappable && errors.Is(err, unix.EINVAL) {
+			cause = "its own file system can be idmapped, so one mounted below it cannot (overlayfs, FUSE, a network file system, proc, sysfs)"
+		}
 		c.Fix = "a root caller's command in this workspace runs as host uid 0 (without capabilities), as the default root_identity_map: allow accepts " +
-			"(root_identity_map: deny refuses instead); idmapped mounts need Linux 5.12 and a file system that supports them (ext4, xfs, btrfs, tmpfs since 6.3; not overlayfs, most FUSE or network file systems)"
+			"(root_identity_map: deny refuses instead): " + cause
 		return c
 	}
 	c.Status, c.Detail = OK, ws+fs+": a root caller's commands run as an unprivileged host id, and their files land owned by the workspace's owners"

@@ -38,9 +38,9 @@ func newRootSandbox(t *testing.T) *sandbox {
 }
 
 // privateIDRange is a range of count ids that no other test (and, almost surely, no
-// other run) uses: above the default range, below 4294967294.
+// other run) uses: above the default range, below 2^31.
 func privateIDRange(count uint32) (uint32, string) {
-	base := 3_000_000_000 + rand.Uint32N(1_000_000_000)
+	base := 2_110_000_000 + rand.Uint32N(30_000_000)
 	return base, fmt.Sprintf("%d:%d", base, count)
 }
 
@@ -672,7 +672,8 @@ func TestRootIDRange(t *testing.T) {
 		{"flag 5:3", "--id-range", nil, []string{"--id-range", "5:3"}},
 		{"env 5:3", "GOSBX_ID_RANGE", []string{"GOSBX_ID_RANGE=5:3"}, nil},
 		{"count 0", "empty", nil, []string{"--id-range", "3000000000:0"}},
-		{"past the end", "4294967294", nil, []string{"--id-range", "4294967290:10"}},
+		{"past the end", "2147483647", nil, []string{"--id-range", "2147483640:10"}},
+		{"above 2^31", "2147483647", nil, []string{"--id-range", "3000000000:10"}},
 		{"not numbers", "BASE:COUNT", nil, []string{"--id-range", "a:b"}},
 	} {
 		m := s.marker("bad-" + strings.ReplaceAll(how.name, " ", "-"))

@@ -71,8 +71,8 @@ func rootMapping(spec *specs.Spec) (idRange, bool, error) {
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return r, false, fmt.Errorf("annotation %s: %w", IDRangeAnnotation, err)
 	}
-	if r.Count == 0 || r.Base < 65536 || uint64(r.Base)+uint64(r.Count)-1 > 4294967294 {
-		return r, false, fmt.Errorf("annotation %s: range %d:%d is empty, below 65536 or past 4294967294", IDRangeAnnotation, r.Base, r.Count)
+	if r.Count == 0 || r.Base < 65536 || uint64(r.Base)+uint64(r.Count)-1 > 2147483647 {
+		return r, false, fmt.Errorf("annotation %s: range %d:%d is empty, below 65536 or past 2147483647", IDRangeAnnotation, r.Base, r.Count)
 	}
 	if len(spec.Linux.UIDMappings) != 1 || len(spec.Linux.GIDMappings) != 1 ||
 		spec.Linux.UIDMappings[0].Size != 1 || spec.Linux.GIDMappings[0].Size != 1 {

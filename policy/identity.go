@@ -46,16 +46,20 @@ func ParseIDRange(s string) (IDRange, error) {
 	return r, r.Check()
 }
 
+// MaxID is the highest id a range may hold: ids of 2^31 and above are read as negative
+// numbers by tools such as ps(1), and systemd reserves them (UIDS-GIDS.md).
+const MaxID = 2147483647
+
 // Check refuses a range that is empty, starts below 65536 (the ids of accounts and
-// nobody) or runs past 4294967294.
+// nobody) or runs past MaxID.
 func (r IDRange) Check() error {
 	switch {
 	case r.Count == 0:
 		return fmt.Errorf("id range %d:%d is empty", r.Base, r.Count)
 	case r.Base < 65536:
 		return fmt.Errorf("id range %d:%d starts below 65536, among the ids of accounts", r.Base, r.Count)
-	case uint64(r.Base)+uint64(r.Count)-1 > 4294967294:
-		return fmt.Errorf("id range %d:%d runs past 4294967294", r.Base, r.Count)
+	case uint64(r.Base)+uint64(r.Count)-1 > MaxID:
+		return fmt.Errorf("id range %d:%d runs past %d (ids of 2^31 and above read as negative in ps and others)", r.Base, r.Count, MaxID)
 	}
 	return nil
 }

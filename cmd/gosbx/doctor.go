@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -30,6 +31,11 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 				exe, err := os.Executable()
 				if err != nil {
 					return err
+				}
+				if workspace != "" {
+					if st, err := os.Stat(workspace); err != nil || !st.IsDir() {
+						return usageError{fmt.Errorf("--workspace %s: not a directory", workspace)}
+					}
 				}
 				r := doctor.RunFor(exe, workspace)
 				if asJSON {
