@@ -709,3 +709,70 @@ func TestRootIDPrivateParent(t *testing.T) {
 		t.Errorf("host: created is owned %d:%d, want 0:0", u, g)
 	}
 }
+
+// 10. A symlink planted in a workspace (by an earlier sandbox's command) cannot choose
+// whom a root caller's next command acts as: a read-write bind named through a symlink
+// to a directory another user owns is refused, and that user's files are untouched. The
+// same directory named by its own path is the caller's explicit choice and works; a
+// symlink to a root-owned directory works as before (handed case workspace-paths).
+func TestRootIDSymlinkToAnotherOwner(t *testing.T) {
+	s := newRootSandbox(t)
+	bob := filepath.Join(s.base, "bobhome")
+	must(t, os.Mkdir(bob, 0o700))
+	keys := filepath.Join(bob, "authorized_keys")
+	must(t, os.WriteFile(keys, []byte("bob's key\n"), 0o600))
+	must(t, os.Chown(bob, 1000, 1000))
+	must(t, os.Chown(keys, 1000, 1000))
+	link := filepath.Join(s.ws, "sub")
+	must(t, os.Symlink(bob, link))
+
+	m := s.marker("via-link")
+	r := s.rawRun("exec", "--workspace", link, "--", shellPath, "-c", `echo evil >> authorized_keys; touch "$1"`, "_", m)
+	wantRefused(t, "a workspace through a symlink to a 1000-owned directory", r, m, "symlink", bob)
+	wantContent(t, keys, "bob's key\n")
+
+	rw := s.rawRun("exec", "--workspace", s.ws, "--rw", link, "--", shellPath, "-c", `echo evil >> "$1/authorized_keys"`, "_", bob)
+	wantRefused(t, "an --rw through a symlink to a 1000-owned directory", rw, "", "symlink", bob)
+	wantContent(t, keys, "bob's key\n")
+
+	// named by its own path: the caller's choice; the command acts as its owner there
+	ok := s.rawRun("exec", "--workspace", bob, "--", shellPath, "-c", `echo added >> authorized_keys`)
+	mustSucceed(t, ok, "bob's directory named by its own path")
+	wantContent(t, keys, "bob's key\nadded\n")
+
+	// a symlink to a root-owned directory: as before
+	rootDir := filepath.Join(s.base, "rootdir")
+	must(t, os.Mkdir(rootDir, 0o755))
+	rootLink := filepath.Join(s.ws, "rootlink")
+	must(t, os.Symlink(rootDir, rootLink))
+	viaRoot := s.rawRun("exec", "--workspace", rootLink, "--", shellPath, "-c", `echo hi > f`)
+	mustSucceed(t, viaRoot, "a workspace through a symlink to a root-owned directory")
+	wantContent(t, filepath.Join(rootDir, "f"), "hi\n")
+}
+
+// 11. A directory gosbx pins inside a workspace (it holds a protected .git) keeps the
+// workspace's mapping: in a 1000-owned workspace, a root-owned vendor tree is not the
+// command's to write, pinned or not.
+func TestRootIDPinKeepsTreeMapping(t *testing.T) {
+	s := newRootSandbox(t)
+	lib := filepath.Join(s.ws, "vendor", "lib")
+	must(t, os.MkdirAll(filepath.Join(lib, ".git"), 0o755))
+	rootFile := filepath.Join(lib, "rootfile")
+	must(t, os.WriteFile(rootFile, []byte("root\n"), 0o644))
+	must(t, os.Chown(s.ws, 1000, 1000))
+	r := s.sh(nil, `cd vendor/lib && grep -q ' /[^ ]*/vendor/lib ' /proc/self/mountinfo && echo PINNED
+if (echo x >> rootfile) 2>/dev/null; then echo ROOTFILE-WRITABLE; fi
+if (echo x > newfile) 2>/dev/null; then echo CREATED; fi
+echo done`)
+	mustSucceed(t, r, "a command in a 1000-owned workspace with a root-owned pinned tree")
+	if !strings.Contains(r.stdout, "PINNED") {
+		t.Fatalf("vendor/lib is not a mount point inside: the test does not exercise a pin\n%v", r)
+	}
+	if strings.Contains(r.stdout, "ROOTFILE-WRITABLE") || strings.Contains(r.stdout, "CREATED") {
+		t.Errorf("the command wrote the root-owned pinned tree of a 1000-owned workspace\n%v", r)
+	}
+	wantContent(t, rootFile, "root\n")
+	if _, err := os.Stat(filepath.Join(lib, "newfile")); err == nil {
+		t.Error("a file was created in the root-owned pinned directory")
+	}
+}

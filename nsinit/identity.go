@@ -177,31 +177,40 @@ type owner struct{ uid, gid uint32 }
 
 // idmapPlan says, for each bind tree (in BindSources order), whose ids it is idmapped
 // to, as an index in owners: a read-write bind, or one with the "idmap" option (a
-// repository's git dir bound from outside the workspace), is idmapped to its source's
-// owner, so that the command, host id h, acts on those files as their owner; -1 for a
-// tree not idmapped (a read-only system bind: root's 0600 files there stay root's).
+// repository's git dir bound from outside the workspace), is idmapped to the owner of
+// the outermost read-write bind it lies in, or else of its own source,
+// so that the command, host id h, acts on those files as their owner; a directory gosbx
+// pins inside a workspace keeps the workspace's mapping. -1 for a tree not idmapped (a
+// read-only system bind: root's 0600 files there stay root's).
 func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error) {
+	var binds []specs.Mount
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" {
+			binds = append(binds, m)
+		}
+	}
+	if len(binds) != len(trees) {
+		return nil, nil, fmt.Errorf("%d cloned trees for %d bind mounts", len(trees), len(binds))
+	}
 	var plan []int
 	var owners []owner
 	index := map[owner]int{}
-	i := 0
-	for _, m := range spec.Mounts {
-		if m.Type != "bind" {
-			continue
-		}
-		if i >= len(trees) {
-			return nil, nil, errors.New("fewer cloned trees than bind mounts")
-		}
-		t := trees[i]
-		i++
+	for i, m := range binds {
 		if !mounts.Writable(m) && !hasOption(m, "idmap") {
 			plan = append(plan, -1)
 			continue
 		}
+		from := i // the outermost read-write bind it lies in: pins nest, one per level
+		for j, w := range binds {
+			if j != i && mounts.Writable(w) && pathWithin(m.Source, w.Source) && m.Source != w.Source &&
+				len(w.Source) < len(binds[from].Source) {
+				from = j
+			}
+		}
 		// the owner of what was cloned, not of what the path leads to now
 		var st unix.Stat_t
-		if err := unix.Fstat(t.Fd(), &st); err != nil {
-			return nil, nil, fmt.Errorf("stat %s: %w", m.Source, err)
+		if err := unix.Fstat(trees[from].Fd(), &st); err != nil {
+			return nil, nil, fmt.Errorf("stat %s: %w", binds[from].Source, err)
 		}
 		o := owner{st.Uid, st.Gid}
 		k, ok := index[o]
@@ -325,4 +334,9 @@ func ProbeIDMap(dir string) error {
 	}
 	defer done()
 	return src.SetIDMap(fd)
+}
+
+// pathWithin reports whether the canonical path p is dir or lies below it.
+func pathWithin(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }

@@ -270,7 +270,7 @@ func TestSyncProtocol(t *testing.T) {
 
 func validSpec() *specs.Spec {
 	return &specs.Spec{
-		Process: &specs.Process{Args: []string{"true"}},
+		Process: &specs.Process{Args: []string{"true"}, User: specs.User{UID: 1000, GID: 100}},
 		Linux: &specs.Linux{
 			Namespaces: []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},

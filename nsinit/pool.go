@@ -208,6 +208,9 @@ func (c *Cmd) startPooled() (err error) {
 	if c.Spec.Process == nil || len(c.Spec.Process.Args) == 0 {
 		return c.fail(&SetupError{Step: "config", Err: errors.New("the process has no args")})
 	}
+	if err := checkProcess(c.Spec.Process, c.pool.template.Linux); err != nil {
+		return c.fail(&SetupError{Step: "config", Err: err})
+	}
 	proc, err := json.Marshal(c.Spec.Process)
 	if err == nil && len(proc) > maxFrame {
 		err = fmt.Errorf("the process is %d bytes of JSON, more than %d", len(proc), maxFrame)

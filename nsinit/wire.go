@@ -40,11 +40,43 @@ var (
 		"MaskedPaths": true, "ReadonlyPaths": true, "Resources": true}
 )
 
+// processFields are the fields of specs.Process gosbx implements. The user is the one
+// the id mappings name; every capability is dropped, and no_new_privs always set.
+var processFields = map[string]bool{"Args": true, "Env": true, "Cwd": true, "Rlimits": true, "User": true,
+	"Capabilities": true, "NoNewPrivileges": true}
+
+// checkProcess refuses a process that asks for what gosbx does not do: a field it does
+// not implement, capabilities (all are dropped), supplementary groups, or a user other
+// than the one the id mappings of linux (if any) put the command in.
+func checkProcess(p *specs.Process, l *specs.Linux) error {
+	if p == nil {
+		return nil
+	}
+	if bad := setFieldsOutside(reflect.ValueOf(p).Elem(), processFields); len(bad) > 0 {
+		return fmt.Errorf("the spec sets process.%s, which gosbx does not implement", strings.Join(bad, ", process."))
+	}
+	if c := p.Capabilities; c != nil && len(c.Bounding)+len(c.Effective)+len(c.Inheritable)+len(c.Permitted)+len(c.Ambient) > 0 {
+		return fmt.Errorf("the spec asks for capabilities (process.capabilities); gosbx drops every one")
+	}
+	if len(p.User.AdditionalGids) > 0 || p.User.Username != "" {
+		return fmt.Errorf("the spec sets process.user.additionalGids or username, which gosbx does not implement")
+	}
+	if l != nil && len(l.UIDMappings) == 1 && len(l.GIDMappings) == 1 &&
+		(p.User.UID != l.UIDMappings[0].ContainerID || p.User.GID != l.GIDMappings[0].ContainerID) {
+		return fmt.Errorf("process.user %d:%d is not the uid:gid the id mappings put the command in (%d:%d)",
+			p.User.UID, p.User.GID, l.UIDMappings[0].ContainerID, l.GIDMappings[0].ContainerID)
+	}
+	return nil
+}
+
 // toWire checks that spec sets only fields gosbx implements and returns what the init
 // is sent.
 func toWire(spec *specs.Spec) (*wireSpec, error) {
 	if bad := setFieldsOutside(reflect.ValueOf(spec).Elem(), specFields); len(bad) > 0 {
 		return nil, fmt.Errorf("the spec sets %s, which gosbx does not implement", strings.Join(bad, ", "))
+	}
+	if err := checkProcess(spec.Process, spec.Linux); err != nil {
+		return nil, err
 	}
 	w := &wireSpec{Version: spec.Version, Process: spec.Process, Root: spec.Root, Hostname: spec.Hostname,
 		Mounts: spec.Mounts, Annotations: spec.Annotations}

@@ -67,6 +67,13 @@ func TestWireRefusesUnimplemented(t *testing.T) {
 		{"domainname", func(s *specs.Spec) { s.Domainname = "x" }, "domainname"},
 		{"rootfs propagation", func(s *specs.Spec) { s.Linux.RootfsPropagation = "shared" }, "linux.rootfsPropagation"},
 		{"windows", func(s *specs.Spec) { s.Windows = &specs.Windows{} }, "windows"},
+		{"apparmor", func(s *specs.Spec) { s.Process.ApparmorProfile = "x" }, "process.apparmorProfile"},
+		{"capabilities", func(s *specs.Spec) {
+			s.Process.Capabilities = &specs.LinuxCapabilities{Effective: []string{"CAP_SYS_ADMIN"}}
+		}, "capabilities"},
+		{"additional gids", func(s *specs.Spec) { s.Process.User.AdditionalGids = []uint32{0} }, "additionalGids"},
+		{"user not mapped", func(s *specs.Spec) { s.Process.User.UID = 0 }, "id mappings"},
+		{"terminal", func(s *specs.Spec) { s.Process.Terminal = true }, "process.terminal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

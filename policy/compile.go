@@ -150,6 +150,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if err := writable("rw", canon, h, creds); err != nil {
 			return nil, err
 		}
+		if err := viaSymlink("rw", given, canon, h); err != nil {
+			return nil, err
+		}
 		b.origin = "the read-write bind " + r.Path
 		b.bind(canon, canon, false)
 		trees = append(trees, canon)

@@ -47,7 +47,30 @@ func workspace(p string, h Host, creds []string) (canon, given string, err error
 	if err := writable("workspace", canon, h, creds); err != nil {
 		return "", "", err
 	}
+	if err := viaSymlink("workspace", given, canon, h); err != nil {
+		return "", "", err
+	}
 	return canon, given, nil
+}
+
+// viaSymlink refuses, for a root caller, a read-write bind named through a symlink that
+// leads to a directory another user owns. A root caller's read-write binds are
+// idmapped to their owner, so the command acts there as that user; a symlink planted by
+// an earlier sandbox's command (in a workspace) must not choose whom. Named by its own
+// path, such a directory is the caller's explicit choice.
+func viaSymlink(field, given, canon string, h Host) error {
+	if h.UID != 0 || given == canon {
+		return nil
+	}
+	st, err := os.Stat(canon)
+	if err != nil {
+		return errorf(field, given, err, "cannot stat")
+	}
+	if o, ok := statOwner(st); ok && o[0] != 0 {
+		return errorf(field, given, nil, "leads through a symlink to %s, owned by uid %d: a root caller's command would act there as that user; "+
+			"name %s itself if that is meant", canon, o[0], canon)
+	}
+	return nil
 }
 
 // writable refuses a read-write bind (the workspace or --rw) of the root, a shared
