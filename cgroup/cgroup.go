@@ -27,6 +27,9 @@ type Kind string
 
 const (
 	None Kind = "none"      // no cgroup: the sandbox runs without cgroup limits
+	// Rlimit is no cgroup either, but the process limit held as RLIMIT_NPROC on a host id
+	// the sandbox alone runs as (nsinit, a root caller's default limit).
+	Rlimit Kind = "rlimit"
 	V1   Kind = "cgroup-v1" // v1 hierarchies (legacy or hybrid hosts)
 	V2   Kind = "cgroup-v2" // the unified hierarchy
 )
@@ -99,6 +102,20 @@ func New(r *specs.LinuxResources, o Options) (Group, error) {
 		return newV1(r)
 	}
 	return nil, fmt.Errorf("%w: no cgroup file system is mounted at /sys/fs/cgroup", ErrUnavailable)
+}
+
+// CollectStale removes the groups of gosbx launchers that are gone (a SIGKILLed gosbx
+// exec), as New does before it makes one: for a launch that makes none. Errors are
+// ignored; v1 as root, and v2 under /gosbx.
+func CollectStale() {
+	switch Mode() {
+	case V1:
+		if os.Geteuid() == 0 {
+			gcV1()
+		}
+	case V2:
+		gcV2(DefaultParent)
+	}
 }
 
 // launcherAlive reports whether the pid in a gosbx group name is a live process.

@@ -44,7 +44,13 @@ func TestFaultInjection(t *testing.T) {
 		for _, st := range faultSteps {
 			marker := s.marker("fault")
 			ctx := s.limitCtx(runLimit)
-			cmd := s.rawCommand(ctx, "exec", "--workspace", s.ws, "--", "touch", marker)
+			args := []string{"exec", "--workspace", s.ws}
+			if c.uid == 0 {
+				// a limit asked for: a cgroup, so its steps are reached (root's default
+				// process limit is an rlimit, without one)
+				args = append(args, "--pids", "64")
+			}
+			cmd := s.rawCommand(ctx, append(args, "--", "touch", marker)...)
 			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
 			cmd.Env = s.env("GOSBX_FAULT=" + st)
 			r := s.runCmd(ctx, cmd)

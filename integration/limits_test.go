@@ -427,16 +427,17 @@ func TestLimitsRlimits(t *testing.T) {
 	})
 }
 
-// No group is left after a normal exit (seen while it ran, with the agent's default
-// pids limit for root), a --timeout, and a kill -9 of gosbx exec followed by the next run.
+// No group is left after a normal exit (seen while it ran), a --timeout, and a kill -9
+// of gosbx exec followed by the next run (a default one: it makes no group, and still
+// removes the dead launcher's).
 func TestLimitsCgroupCleanup(t *testing.T) {
 	requireV1(t)
 	t.Parallel()
 	s := newSandbox(t, rootCaller)
 
-	t.Run("normal exit, default pids limit", func(t *testing.T) {
+	t.Run("normal exit, pids limit", func(t *testing.T) {
 		ctx := s.limitCtx(runLimit)
-		sr := s.startStatus(ctx, "--", shellPath, "-c", "read x; exit 0")
+		sr := s.startStatus(ctx, "--pids", "8192", "--", shellPath, "-c", "read x; exit 0")
 		first := sr.next(10 * time.Second)
 		child, ok := num(first, "child-pid")
 		if !ok {
@@ -455,7 +456,7 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 			}
 		}
 		if got := readTrim(filepath.Join(sandboxGroup(t, child, "pids"), "pids.max")); got != "8192" {
-			t.Errorf("pids.max = %q with no flags; want the agent profile's default 8192", got)
+			t.Errorf("pids.max = %q with --pids 8192", got)
 		}
 		if n := len(launcherGroups(t, sr.cmd.Process.Pid)); n != len(v1Controllers) {
 			t.Errorf("%d groups named for gosbx exec while it runs; want %d", n, len(v1Controllers))
@@ -602,5 +603,56 @@ for h in $L; do mkdir /sys/fs/cgroup/$h && mount --bind $S/$h /sys/fs/cgroup/$h 
 exec "$@" exec --workspace %[3]s %[4]s %[5]s -- touch %[6]s`, c.hide, strings.Join(keep, " "), s.ws, c.flag, c.value, m)
 		r := s.inPrivateMountNS(script)
 		wantRefused(t, "without the "+c.hide+" hierarchy", r, m, c.hide)
+	}
+}
+
+// A root caller's default process limit (the agent profile's 8192, not asked for) is
+// RLIMIT_NPROC on the sandbox's own host id, not a cgroup: seen from the host on the
+// command; no group is made; the exit line says "limits": "rlimit" and has no usage.
+func TestLimitsRootDefaultNproc(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	ctx := s.limitCtx(runLimit)
+	sr := s.startStatus(ctx, "--", shellPath, "-c", "read x; exit 0")
+	first := sr.next(10 * time.Second)
+	if _, ok := num(first, "host-uid"); !ok {
+		sr.cmd.Process.Kill()
+		t.Fatalf("first status line %v: no host-uid, the launch was not mapped", first)
+	}
+	ex := sr.next(10 * time.Second)
+	if ex["exec"] != true {
+		sr.cmd.Process.Kill()
+		t.Fatalf("second status line %v; want the exec line", ex)
+	}
+	cmdPid, _ := num(ex, "pid")
+	limits, err := os.ReadFile("/proc/" + strconv.FormatInt(cmdPid, 10) + "/limits")
+	if err != nil {
+		sr.cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range strings.Split(string(limits), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(l, "Max processes")); strings.HasPrefix(l, "Max processes") && len(f) >= 2 {
+			found = f[0] == "8192" && f[1] == "8192"
+		}
+	}
+	if !found {
+		t.Errorf("the command's limits, from the host: want Max processes 8192 8192\n%s", limits)
+	}
+	if g := launcherGroups(t, sr.cmd.Process.Pid); len(g) != 0 {
+		t.Errorf("groups made for a default launch: %q", g)
+	}
+	sr.stdin.Close()
+	evs := sr.rest(30 * time.Second)
+	if err := sr.cmd.Wait(); err != nil {
+		t.Fatalf("gosbx: %v\n%s", err, sr.stderr)
+	}
+	ev := exitEvent(t, evs, sr.raw.String())
+	wantKey(t, ev, "limits", "rlimit")
+	for _, k := range []string{"cpu-usec", "oom-killed", "memory-peak-bytes"} {
+		if _, ok := ev[k]; ok {
+			t.Errorf("exit line has %s without a cgroup: %v", k, ev)
+		}
 	}
 }

@@ -64,6 +64,7 @@ type Cmd struct {
 	waited   bool
 
 	hostID      *hostID // a root caller's host id, held until Wait
+	nproc       bool    // the default process limit is RLIMIT_NPROC on hostID, no cgroup
 	identityMap string  // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
 
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
@@ -193,7 +194,21 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			sources = append(sources, os.NewFile(uintptr(fd), p))
 		}
 	}
-	if err := c.makeGroup(); err != nil {
+	if limit, ok := nprocDefault(spec); mapped && !pooled && ok {
+		// A root caller's default process limit (not one asked for): the command's host
+		// id is this sandbox's alone, so RLIMIT_NPROC on it counts exactly the
+		// sandbox's processes and threads, without a v1 group's migration (an RCU grace
+		// period, up to ~15 ms after an idle spell).
+		spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
+		if wire, err = toWire(spec); err == nil {
+			config, err = json.Marshal(wire)
+		}
+		if err != nil {
+			return nil, c.fail(&SetupError{Step: "config", Err: err})
+		}
+		c.nproc = true
+		cgroup.CollectStale()
+	} else if err := c.makeGroup(); err != nil {
 		return nil, c.fail(err)
 	}
 	var files []*os.File // the parent's ends, closed on failure
@@ -558,6 +573,9 @@ func (c *Cmd) Wait() error {
 	}
 	r.Removed = removeAbsentAfter(c.Spec)
 	r.Limits = string(cgroup.None)
+	if c.nproc {
+		r.Limits = string(cgroup.Rlimit)
+	}
 	if c.group != nil {
 		st := c.group.Stats()
 		r.Limits = string(c.group.Kind())
@@ -586,7 +604,7 @@ func (c *Cmd) Wait() error {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
 		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed,
 			Limits: r.Limits, LimitsNote: c.limits}
-		if r.Limits != string(cgroup.None) { // usage is known only through a cgroup
+		if r.Limits == string(cgroup.V1) || r.Limits == string(cgroup.V2) { // usage is known only through a cgroup
 			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
 			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak
 			e.CPUUserUsec, e.CPUSystemUsec = r.CPUUser.Microseconds(), r.CPUSystem.Microseconds()

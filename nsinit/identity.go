@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
 )
 
@@ -339,4 +341,43 @@ func ProbeIDMap(dir string) error {
 // pathWithin reports whether the canonical path p is dir or lies below it.
 func pathWithin(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// nprocDefault reports the process limit of spec when it is its only resource and a
+// default (the profile's, best effort: cgroup.LimitsInfo names no required limit and no
+// cgroup parent).
+func nprocDefault(spec *specs.Spec) (uint64, bool) {
+	if spec.Process == nil || spec.Linux == nil || spec.Linux.Resources == nil {
+		return 0, false
+	}
+	r := *spec.Linux.Resources
+	if r.Pids == nil || r.Pids.Limit == nil || *r.Pids.Limit <= 0 {
+		return 0, false
+	}
+	limit := uint64(*r.Pids.Limit)
+	r.Pids = nil
+	if !reflect.ValueOf(r).IsZero() {
+		return 0, false
+	}
+	var info cgroup.LimitsInfo
+	if raw, ok := spec.Annotations[cgroup.LimitsAnnotation]; ok {
+		if json.Unmarshal([]byte(raw), &info) != nil || len(info.Required) > 0 || info.CgroupParent != "" {
+			return 0, false
+		}
+	}
+	for _, rl := range spec.Process.Rlimits {
+		if rl.Type == "RLIMIT_NPROC" {
+			return 0, false // the spec has its own
+		}
+	}
+	return limit, true
+}
+
+// withRlimit returns a copy of spec whose process has rl as well.
+func withRlimit(spec *specs.Spec, rl specs.POSIXRlimit) *specs.Spec {
+	s := *spec
+	p := *spec.Process
+	p.Rlimits = append(append([]specs.POSIXRlimit{}, spec.Process.Rlimits...), rl)
+	s.Process = &p
+	return &s
 }

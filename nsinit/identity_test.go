@@ -1,0 +1,101 @@
+package nsinit
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/policy"
+)
+
+// The annotation names nsinit reads are the ones policy writes.
+func TestIdentityAnnotationsAgree(t *testing.T) {
+	if IDRangeAnnotation != policy.IDRangeAnnotation || RootIdentityAnnotation != policy.RootIdentityAnnotation {
+		t.Errorf("nsinit %q %q, policy %q %q", IDRangeAnnotation, RootIdentityAnnotation,
+			policy.IDRangeAnnotation, policy.RootIdentityAnnotation)
+	}
+}
+
+// Host ids: two running sandboxes never hold the same one; a freed id's lock file is
+// removed; a stale file (its launcher killed) is swept by the next take.
+func TestTakeHostID(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lock directory must be root's")
+	}
+	old := hostIDDir
+	hostIDDir = filepath.Join(t.TempDir(), "ids")
+	t.Cleanup(func() { hostIDDir = old })
+	r := idRange{Base: 2_100_000_000, Count: 2}
+	a, err := takeHostID(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := takeHostID(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.id == b.id || a.id < r.Base || b.id < r.Base || a.id >= r.Base+r.Count || b.id >= r.Base+r.Count {
+		t.Fatalf("ids %d and %d from %d:%d", a.id, b.id, r.Base, r.Count)
+	}
+	if _, err := takeHostID(r); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a third id from a range of two: %v", err)
+	}
+	a.release()
+	if _, err := os.Stat(filepath.Join(hostIDDir, strconv.FormatUint(uint64(a.id), 10))); !os.IsNotExist(err) {
+		t.Errorf("the freed id's lock file: %v", err)
+	}
+	c, err := takeHostID(r)
+	if err != nil || c.id != a.id {
+		t.Fatalf("after a release: %v, %v (want %d)", c, err, a.id)
+	}
+	c.release()
+	b.release()
+	stale := filepath.Join(hostIDDir, "2100000007")
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := takeHostID(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.release()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a lock file nobody holds was not swept: %v", err)
+	}
+}
+
+// Only a lone, not asked for process limit becomes RLIMIT_NPROC.
+func TestNprocDefault(t *testing.T) {
+	limit := int64(8192)
+	base := func() *specs.Spec {
+		return &specs.Spec{Process: &specs.Process{Args: []string{"true"}},
+			Linux: &specs.Linux{Resources: &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}}}
+	}
+	if n, ok := nprocDefault(base()); !ok || n != 8192 {
+		t.Errorf("the profile's default: %d %v", n, ok)
+	}
+	mem := int64(1 << 30)
+	for name, mutate := range map[string]func(*specs.Spec){
+		"asked for": func(s *specs.Spec) {
+			s.Annotations = map[string]string{cgroup.LimitsAnnotation: `{"required":["pids"]}`}
+		},
+		"cgroup parent": func(s *specs.Spec) {
+			s.Annotations = map[string]string{cgroup.LimitsAnnotation: `{"cgroup_parent":"/x"}`}
+		},
+		"memory too":   func(s *specs.Spec) { s.Linux.Resources.Memory = &specs.LinuxMemory{Limit: &mem} },
+		"own nproc":    func(s *specs.Spec) { s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NPROC", Hard: 5, Soft: 5}} },
+		"no process":   func(s *specs.Spec) { s.Process = nil },
+		"no resources": func(s *specs.Spec) { s.Linux.Resources = nil },
+	} {
+		s := base()
+		mutate(s)
+		if n, ok := nprocDefault(s); ok {
+			t.Errorf("%s: became RLIMIT_NPROC %d", name, n)
+		}
+	}
+}
