@@ -259,10 +259,11 @@ func readProcess() (*specs.Process, error) {
 	if len(fds) != 3 {
 		return nil, fmt.Errorf("the process came with %d descriptors, want 3 (stdin, stdout, stderr)", len(fds))
 	}
-	var p specs.Process
-	if err := json.Unmarshal(body, &p); err != nil {
+	var w wireProcess
+	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, fmt.Errorf("decode process: %w", err)
 	}
+	p := w.toProcess()
 	if len(p.Args) == 0 {
 		return nil, errors.New("the process has no args")
 	}
@@ -272,7 +273,7 @@ func readProcess() (*specs.Process, error) {
 			return nil, fmt.Errorf("dup3 %d to %d: %w", fd, i, err)
 		}
 	}
-	return &p, nil
+	return p, nil
 }
 
 func readSpec(pooled bool) (*specs.Spec, error) {
@@ -288,10 +289,11 @@ func readSpec(pooled bool) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	var spec specs.Spec
-	if err := json.Unmarshal(b, &spec); err != nil {
+	var w wireSpec
+	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("decode config.json: %w", err)
 	}
+	spec := *w.toSpec()
 	if !pooled && (spec.Process == nil || len(spec.Process.Args) == 0) {
 		return nil, errors.New("config.json has no process args")
 	}

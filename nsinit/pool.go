@@ -211,7 +211,7 @@ func (c *Cmd) startPooled() (err error) {
 	if err := checkProcess(c.Spec.Process, c.pool.template.Linux); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
-	proc, err := json.Marshal(c.Spec.Process)
+	proc, err := json.Marshal(toWireProcess(c.Spec.Process))
 	if err == nil && len(proc) > maxFrame {
 		err = fmt.Errorf("the process is %d bytes of JSON, more than %d", len(proc), maxFrame)
 	}

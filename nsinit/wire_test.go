@@ -37,14 +37,18 @@ func TestWireRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got specs.Spec
-		if err := json.Unmarshal(b, &got); err != nil {
+		var w2 wireSpec
+		if err := json.Unmarshal(b, &w2); err != nil {
 			t.Fatal(err)
 		}
+		got := *w2.toSpec()
 		want := *spec
 		l := *spec.Linux
-		l.Resources = nil
+		l.Resources = nil // the launcher's (the cgroup)
 		want.Linux = &l
+		p := *spec.Process
+		p.Capabilities = nil // checkProcess lets only empty ones through; every one is dropped
+		want.Process = &p
 		gotJSON, _ := json.Marshal(&got)
 		wantJSON, _ := json.Marshal(&want)
 		if string(gotJSON) != string(wantJSON) {
@@ -74,6 +78,13 @@ func TestWireRefusesUnimplemented(t *testing.T) {
 		{"additional gids", func(s *specs.Spec) { s.Process.User.AdditionalGids = []uint32{0} }, "additionalGids"},
 		{"user not mapped", func(s *specs.Spec) { s.Process.User.UID = 0 }, "id mappings"},
 		{"terminal", func(s *specs.Spec) { s.Process.Terminal = true }, "process.terminal"},
+		{"mount idmap", func(s *specs.Spec) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/x", Type: "bind", Source: "/x",
+				UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}}})
+		}, "uidMappings"},
+		{"seccomp listener", func(s *specs.Spec) {
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, ListenerPath: "/run/x.sock"}
+		}, "listenerPath"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
