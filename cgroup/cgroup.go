@@ -26,12 +26,12 @@ import (
 type Kind string
 
 const (
-	None Kind = "none"      // no cgroup: the sandbox runs without cgroup limits
+	None Kind = "none" // no cgroup: the sandbox runs without cgroup limits
 	// Rlimit is no cgroup either, but the process limit held as RLIMIT_NPROC on a host id
 	// the sandbox alone runs as (nsinit, a root caller's default limit).
 	Rlimit Kind = "rlimit"
-	V1   Kind = "cgroup-v1" // v1 hierarchies (legacy or hybrid hosts)
-	V2   Kind = "cgroup-v2" // the unified hierarchy
+	V1     Kind = "cgroup-v1" // v1 hierarchies (legacy or hybrid hosts)
+	V2     Kind = "cgroup-v2" // the unified hierarchy
 )
 
 // ErrUnavailable is wrapped by New when no cgroup can be made for this caller here.
