@@ -551,10 +551,12 @@ exit 0`)
 func TestRootIDOverlayFallback(t *testing.T) {
 	s := newRootSandbox(t)
 	deny := s.writePolicy("deny.yaml", "extends: agent\nroot_identity_map: deny\n")
+	// "link": the default policy, but the workspace named through a symlink (one an
+	// earlier command could have planted): never the uid-0 fallback, refused as deny.
 	for _, tc := range []struct {
 		name   string
 		policy []string
-	}{{"allow", nil}, {"deny", []string{"--policy", deny}}} {
+	}{{"allow", nil}, {"deny", []string{"--policy", deny}}, {"link", nil}} {
 		base, rng := privateIDRange(1)
 		status := filepath.Join(s.base, "status-"+tc.name)
 		flags := strings.Join(append(append([]string{}, tc.policy...), "--id-range", rng), " ")
@@ -563,7 +565,9 @@ ws=$B/mnt-%[1]s
 mkdir -p "$ws" "$B/lo-%[1]s" "$B/up-%[1]s" "$B/wk-%[1]s" || exit 77
 mount -t overlay -o "lowerdir=$B/lo-%[1]s,upperdir=$B/up-%[1]s,workdir=$B/wk-%[1]s,nosuid,nodev" gosbx-it "$ws" || exit 77
 chmod 755 "$ws"
-"$@" exec %[2]s --status-fd 3 --workspace "$ws" -- %[3]s -c 'echo ran > "$1/ran"; i=0; while [ ! -e "$1/go" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done' _ "$ws" </dev/null 3>%[4]s &
+named=$ws
+if [ %[1]s = link ]; then ln -s "$ws" "$B/link-%[1]s" && named=$B/link-%[1]s; fi
+"$@" exec %[2]s --status-fd 3 --workspace "$named" -- %[3]s -c 'echo ran > "$1/ran"; i=0; while [ ! -e "$1/go" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done' _ "$ws" </dev/null 3>%[4]s &
 g=$!
 i=0
 while [ $i -lt 400 ]; do
@@ -600,12 +604,12 @@ echo "RAN $(cat "$ws/ran" 2>/dev/null)"`, tc.name, flags, shellPath, status)
 			if e := findEvent(ev, "host-uid"); e != nil {
 				t.Errorf("allow: the status names a host-uid though the command ran as 0: %v", e)
 			}
-		case "deny":
+		case "deny", "link":
 			if !strings.Contains(r.stdout, "RC 125\n") || strings.Contains(r.stdout, "RAN ran") || len(hostUID) != 0 {
-				t.Errorf("deny: want 125, the command not run\n%v", r)
+				t.Errorf("%s: want 125, the command not run\n%v", tc.name, r)
 			}
 			last := ev[len(ev)-1:]
-			if len(last) == 0 || last[0]["step"] != "idmap" || !strings.Contains(fmt.Sprint(last[0]["error"]), "/mnt-deny") {
+			if len(last) == 0 || last[0]["step"] != "idmap" || !strings.Contains(fmt.Sprint(last[0]["error"]), "/mnt-"+tc.name) {
 				t.Errorf("deny: want a last status line at step idmap naming the workspace: %s", b)
 			}
 			if code, _ := num(last[0], "status"); code != 125 {
@@ -774,5 +778,32 @@ echo done`)
 	wantContent(t, rootFile, "root\n")
 	if _, err := os.Stat(filepath.Join(lib, "newfile")); err == nil {
 		t.Error("a file was created in the root-owned pinned directory")
+	}
+}
+
+// 12. For a root caller, a directory another user owns must be named by its absolute
+// path: as the current directory (the default workspace, or ".") it is refused, since a
+// program may have entered it through a symlink an earlier command planted (getcwd(3)
+// shows only the physical path).
+func TestRootIDOtherOwnerNeedsAbsolutePath(t *testing.T) {
+	s := newRootSandbox(t)
+	bob := filepath.Join(s.base, "bobdir")
+	must(t, os.Mkdir(bob, 0o755))
+	must(t, os.Chown(bob, 1000, 1000))
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"default workspace", nil}, {"--workspace .", []string{"--workspace", "."}}, {"--rw .", []string{"--workspace", s.ws, "--rw", "."}}} {
+		m := s.marker("cwd-" + strings.NewReplacer(" ", "-", ".", "dot").Replace(tc.name))
+		ctx := s.limitCtx(runLimit)
+		cmd := s.rawCommand(ctx, append(append([]string{"exec"}, tc.args...), "--", "touch", m)...)
+		cmd.Dir = bob
+		r := s.runCmd(ctx, cmd)
+		wantRefused(t, "a 1000-owned current directory as "+tc.name, r, m, "absolute path", bob)
+	}
+	ok := s.rawRun("exec", "--workspace", bob, "--", "touch", "f")
+	mustSucceed(t, ok, "the 1000-owned directory by its absolute path")
+	if u, _ := ownerOf(t, filepath.Join(bob, "f")); u != 1000 {
+		t.Errorf("a file made in bob's directory is owned by %d, want 1000", u)
 	}
 }

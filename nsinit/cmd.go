@@ -368,7 +368,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			c.stdio = nil
 			allow := spec.Annotations[RootIdentityAnnotation] == "allow"
 			var me *mounts.Error
-			if allow && errors.As(err, &me) && me.Op == "idmap" {
+			if allow && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {
 				// The policy accepts host uid 0 where a bind cannot be idmapped.
 				c.identityMap = err.Error()
 				hid.release()

@@ -135,7 +135,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Writable trees: the workspace, then each read-write bind.
+	// Writable trees: the workspace, then each read-write bind. linked: one was named
+	// through a symlink.
+	linked := p.workspaceGiven != ws
 	b.origin = "the workspace"
 	b.bind(ws, ws, false)
 	trees := []string{ws}
@@ -150,11 +152,16 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if err := writable("rw", canon, h, creds); err != nil {
 			return nil, err
 		}
-		if err := viaSymlink("rw", given, canon, h); err != nil {
+		raw := r.Path
+		if r.relative {
+			raw = "." // from the current directory
+		}
+		if err := viaSymlink("rw", raw, given, canon, h); err != nil {
 			return nil, err
 		}
 		b.origin = "the read-write bind " + r.Path
 		b.bind(canon, canon, false)
+		linked = linked || given != canon
 		trees = append(trees, canon)
 		if given != canon {
 			aliases = append(aliases, alias{given, linkText(given, canon)})
@@ -329,7 +336,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		}
 		raw, _ := json.Marshal(r)
 		annotations[IDRangeAnnotation] = string(raw)
-		if p.RootIdentityMap != RootIdentityDeny {
+		// Never host uid 0 for a tree reached through a symlink: one planted by an
+		// earlier command could lead to a file system that cannot be idmapped.
+		if p.RootIdentityMap != RootIdentityDeny && !linked {
 			annotations[RootIdentityAnnotation] = RootIdentityAllow
 		}
 		// Files the command makes in its workspace land owned by root: never set-ID.

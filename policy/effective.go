@@ -85,7 +85,7 @@ func Effective(o Options, h Host) (*Policy, error) {
 		if r == "" {
 			return nil, errorf("rw", r, nil, "empty path")
 		}
-		f.ReadWrite = append(f.ReadWrite, Bind{Path: absFrom(r, h.Cwd), flag: true})
+		f.ReadWrite = append(f.ReadWrite, Bind{Path: absFrom(r, h.Cwd), flag: true, relative: !filepath.IsAbs(r)})
 	}
 	e := &p.Environment
 	if (len(o.Env) > 0 || len(o.PassEnv) > 0) && !allowed(e.AllowExtra) {

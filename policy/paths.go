@@ -30,6 +30,7 @@ func canonical(field, p, cwd string) (abs, canon string, err error) {
 // workspace validates the read-write workspace and returns its canonical path and the
 // absolute path as given (they differ when it was named through a symlink).
 func workspace(p string, h Host, creds []string) (canon, given string, err error) {
+	p0 := p
 	if p == "" {
 		p = h.Cwd
 	}
@@ -47,28 +48,37 @@ func workspace(p string, h Host, creds []string) (canon, given string, err error
 	if err := writable("workspace", canon, h, creds); err != nil {
 		return "", "", err
 	}
-	if err := viaSymlink("workspace", given, canon, h); err != nil {
+	if err := viaSymlink("workspace", p0, given, canon, h); err != nil {
 		return "", "", err
 	}
 	return canon, given, nil
 }
 
-// viaSymlink refuses, for a root caller, a read-write bind named through a symlink that
-// leads to a directory another user owns. A root caller's read-write binds are
-// idmapped to their owner, so the command acts there as that user; a symlink planted by
-// an earlier sandbox's command (in a workspace) must not choose whom. Named by its own
-// path, such a directory is the caller's explicit choice.
-func viaSymlink(field, given, canon string, h Host) error {
-	if h.UID != 0 || given == canon {
+// viaSymlink refuses, for a root caller, a read-write tree owned by another user unless
+// the caller named it by its own absolute path (raw: as given, "" for the default, the
+// current directory). A root caller's read-write binds are idmapped to their owner, so
+// the command acts there as that user; a symlink planted by an earlier sandbox's command
+// must not choose whom, and neither may a current directory a program entered through
+// one (getcwd(3) gives the physical path, so a symlink on the way cannot be seen).
+func viaSymlink(field, raw, given, canon string, h Host) error {
+	if h.UID != 0 {
 		return nil
 	}
 	st, err := os.Stat(canon)
 	if err != nil {
 		return errorf(field, given, err, "cannot stat")
 	}
-	if o, ok := statOwner(st); ok && o[0] != 0 {
+	o, ok := statOwner(st)
+	if !ok || o[0] == 0 {
+		return nil
+	}
+	switch {
+	case given != canon:
 		return errorf(field, given, nil, "leads through a symlink to %s, owned by uid %d: a root caller's command would act there as that user; "+
 			"name %s itself if that is meant", canon, o[0], canon)
+	case raw == "" || !filepath.IsAbs(raw):
+		return errorf(field, given, nil, "is owned by uid %d: a root caller's command would act there as that user, "+
+			"so name it by its absolute path (--%s %s), not as the current directory", o[0], field, canon)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ type Policy struct {
 	// system cannot be idmapped (overlayfs, most FUSE and network file systems): "allow"
 	// (the default) runs that command as host uid 0 instead, without capabilities, as
 	// before, and the status says so ("identity-map"); "deny" stops the launch (125).
-	// Ignored for other callers.
+	// A tree named through a symlink never falls back. Ignored for other callers.
 	RootIdentityMap string `json:"root_identity_map,omitempty"`
 
 	workspaceGiven string     // the workspace as the caller named it (Effective)
@@ -95,7 +95,8 @@ type Bind struct {
 	Path     string `json:"path"`
 	Optional bool   `json:"optional,omitempty"`
 
-	flag bool // added by a --ro/--rw flag
+	flag     bool // added by a --ro/--rw flag
+	relative bool // the flag named a relative path (taken from the current directory)
 }
 
 // UnmarshalJSON accepts "path" or {"path": ..., "optional": ...}.
