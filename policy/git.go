@@ -10,7 +10,7 @@ import (
 // (hooks, config, info/ with its attributes and exclude, commondir) and what redirects
 // object lookup (objects/info/alternates). Objects, refs, the index and logs are
 // writable, so git add and git commit work.
-var gitGuarded = []string{"hooks", "config", "info", "commondir", "objects/info"}
+var gitGuarded = []string{"hooks", "config", "config.worktree", "info", "commondir", "objects/info"}
 
 // gitGuardedDirs are created (empty) when missing, so the command cannot create them.
 var gitGuardedDirs = []string{"hooks", "info", "objects/info"}
@@ -40,6 +40,7 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		if err := noCommondir(entry); err != nil {
 			return plan, err
 		}
+		plan.absentAfter = append(plan.absentAfter, unpopulatedSubmodules(filepath.Dir(entry), inWritable)...)
 		if mode != GitCommit {
 			plan.readOnly = append(plan.readOnly, entry)
 			return plan, nil
@@ -54,6 +55,7 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 	// a commondir; or a linked worktree's git dir <common>/worktrees/<name> whose commondir
 	// names <common> and whose gitdir file points back at entry.
 	plan.readOnly = append(plan.readOnly, entry)
+	plan.absentAfter = append(plan.absentAfter, unpopulatedSubmodules(filepath.Dir(entry), inWritable)...)
 	gd := gitdirOf(entry)
 	if gd == "" || !isGitDir(gd) {
 		return plan, nil
@@ -111,8 +113,13 @@ func noCommondir(gd string) error {
 // (all read-only but own, the one this sandbox's workspace checks out) and of its
 // submodules' git dirs (gd/modules/…), to the plan.
 func (plan *gitPlan) guard(gd, own string) error {
-	if _, err := os.Lstat(filepath.Join(gd, "commondir")); os.IsNotExist(err) {
-		plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, "commondir"))
+	// Files git reads for its config that a mount cannot keep from being created:
+	// removed after the run when the command made them (config.worktree is read when
+	// extensions.worktreeConfig is set, as git sparse-checkout does).
+	for _, f := range []string{"commondir", "config.worktree"} {
+		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
+			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+		}
 	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
@@ -261,4 +268,36 @@ func isGitDir(d string) bool {
 		}
 	}
 	return false
+}
+
+// unpopulatedSubmodules returns <path>/.git for each submodule path of the worktree's
+// .gitmodules that has no .git yet: the command could make a repository of its own
+// there, whose config (core.fsmonitor, …) the user's next git status in the protected
+// repository would run, as git recurses into populated submodules. Removed after the
+// run. A gitlink without a .gitmodules entry is not found (see README).
+func unpopulatedSubmodules(worktree string, inWritable func(string) bool) []string {
+	b, err := os.ReadFile(filepath.Join(worktree, ".gitmodules"))
+	if err != nil || len(b) > 1<<20 {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || strings.TrimSpace(k) != "path" {
+			continue
+		}
+		rel := strings.Trim(strings.TrimSpace(v), `"`)
+		if rel == "" || filepath.IsAbs(rel) {
+			continue
+		}
+		dir := filepath.Join(worktree, rel)
+		if !strings.HasPrefix(dir, worktree+"/") || !inWritable(dir) {
+			continue
+		}
+		p := filepath.Join(dir, ".git")
+		if _, err := os.Lstat(p); os.IsNotExist(err) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
