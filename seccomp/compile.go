@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -28,8 +29,10 @@ const (
 // The program is generated here rather than by go-seccomp-bpf: its assembler leaves an
 // argument in the accumulator when a condition fails, so every later rule compared that
 // argument against system call numbers and fell through to the default action (a
-// namespace-creating clone was allowed). This generator is a straight chain, one block a
-// rule, each starting by loading the system call number again:
+// namespace-creating clone was allowed). This generator dispatches by system call
+// number (dispatch: a binary search, then only that call's rules, in order); where the
+// search's jumps would not fit it falls back to a straight chain, one block a rule, each
+// starting by loading the system call number again:
 //
 //	ld  [nr]
 //	jeq #n1, match ; … one per name
@@ -47,7 +50,10 @@ type asm struct {
 	fix    []fixup
 	labels map[int]int
 	next   int
+	skips  []skip // labels placed by position (skipOne)
 }
+
+type skip struct{ label, at int }
 
 type fixup struct {
 	at     int
@@ -64,12 +70,22 @@ func (a *asm) jump(cond bpf.JumpTest, val uint32, tl, fl int) {
 	a.fix = append(a.fix, fixup{at: len(a.ins), tl: tl, fl: fl})
 	a.ins = append(a.ins, bpf.JumpIf{Cond: cond, Val: val})
 }
+
+// skipOne is a label for the instruction after the next one (jump over one).
+func (a *asm) skipOne() int {
+	l := a.label()
+	a.skips = append(a.skips, skip{label: l, at: len(a.ins) + 2})
+	return l
+}
 func (a *asm) ja(l int) {
 	a.fix = append(a.fix, fixup{at: len(a.ins), tl: l, ja: true})
 	a.ins = append(a.ins, bpf.Jump{})
 }
 
 func (a *asm) resolve() error {
+	for _, k := range a.skips {
+		a.labels[k.label] = k.at
+	}
 	for _, f := range a.fix {
 		skip := func(l int) (uint32, error) {
 			if l == fall {
@@ -108,9 +124,9 @@ func (a *asm) resolve() error {
 }
 
 // Compile turns the runtime-spec filter into a program: a check that kills any call
-// through another ABI than x86_64 (i386 int 0x80, x32), then one block per entry of
-// s.Syscalls in order (the first match decides), then s.DefaultAction. The output
-// depends on s alone, byte for byte.
+// through another ABI than x86_64 (i386 int 0x80, x32), then the entries of s.Syscalls
+// that name the call, in order (the first match decides), then s.DefaultAction. The
+// output depends on s alone, byte for byte.
 func Compile(s *specs.LinuxSeccomp) (Program, error) {
 	if s == nil {
 		return nil, nil
@@ -124,21 +140,18 @@ func Compile(s *specs.LinuxSeccomp) (Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("default action: %w", err)
 	}
-	a := &asm{labels: map[int]int{}}
-	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
-	a.emit(bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AUDIT_ARCH_X86_64, SkipTrue: 1})
-	a.emit(bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS})
-	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
-	a.emit(bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1})
-	a.emit(bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS})
 	for i, sc := range s.Syscalls {
-		if err := rule(a, sc); err != nil {
+		if _, err := action(sc.Action, sc.ErrnoRet); err != nil {
 			return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
 		}
 	}
-	a.emit(bpf.RetConstant{Val: def})
-	if err := a.resolve(); err != nil {
-		return nil, err
+	// By system call number first (a binary search, then only that call's rules); the
+	// straight chain when the search's jumps would not fit.
+	a, err := dispatch(s.Syscalls, def)
+	if err != nil {
+		if a, err = chain(s.Syscalls, def); err != nil {
+			return nil, err
+		}
 	}
 	raw, err := bpf.Assemble(a.ins)
 	if err != nil {
@@ -152,6 +165,114 @@ func Compile(s *specs.LinuxSeccomp) (Program, error) {
 		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	return prog, nil
+}
+
+// prologue kills any call through another ABI than x86_64 (the arch check first, then
+// the x32 bit), leaving nr in the accumulator.
+func prologue(a *asm) {
+	a.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
+	a.emit(bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AUDIT_ARCH_X86_64, SkipTrue: 1})
+	a.emit(bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS})
+	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+	a.emit(bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1})
+	a.emit(bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS})
+}
+
+// chain is the straight program: one block per rule, in order (see the top of the file).
+func chain(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
+	a := &asm{labels: map[int]int{}}
+	prologue(a)
+	for i, sc := range rules {
+		if err := rule(a, sc); err != nil {
+			return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
+		}
+	}
+	a.emit(bpf.RetConstant{Val: def})
+	return a, a.resolve()
+}
+
+// entry is one rule as it applies to one system call.
+type entry struct {
+	args []specs.LinuxSeccompArg
+	act  uint32
+}
+
+// dispatch is the program by system call number: after the prologue, a binary search
+// over the numbers the rules name (nr stays in the accumulator) sends each call to a
+// block holding only the rules that name it, in their order (the first that matches
+// decides, as in the chain, since rules for other calls never match it); a call no rule
+// names goes straight to the default action. A call with argument rules (openat, ioctl)
+// then costs a few comparisons instead of the whole chain, and the calls without any
+// keep the kernel's constant-action cache.
+func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
+	byNr := map[uint32][]entry{}
+	for i, sc := range rules {
+		act, err := action(sc.Action, sc.ErrnoRet)
+		if err != nil {
+			return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
+		}
+		if len(sc.Names) == 0 {
+			return nil, fmt.Errorf("syscalls[%d]: no names", i)
+		}
+		for _, n := range sc.Names {
+			nr, ok := syscallNumbers[n]
+			if !ok {
+				return nil, fmt.Errorf("syscalls[%d]: unknown system call %q (x86_64)", i, n)
+			}
+			byNr[uint32(nr)] = append(byNr[uint32(nr)], entry{args: sc.Args, act: act})
+		}
+	}
+	nrs := make([]uint32, 0, len(byNr))
+	for n := range byNr {
+		nrs = append(nrs, n)
+	}
+	slices.Sort(nrs)
+	a := &asm{labels: map[int]int{}}
+	prologue(a)
+	blocks := make([]int, len(nrs))
+	for i := range blocks {
+		blocks[i] = a.label()
+	}
+	dflt := a.label()
+	var search func(lo, hi int)
+	search = func(lo, hi int) {
+		if hi-lo <= 4 {
+			for i := lo; i < hi; i++ {
+				a.jump(bpf.JumpEqual, nrs[i], fall, a.skipOne())
+				a.ja(blocks[i])
+			}
+			a.ja(dflt)
+			return
+		}
+		mid := (lo + hi) / 2
+		right := a.label()
+		a.jump(bpf.JumpGreaterOrEqual, nrs[mid], right, fall)
+		search(lo, mid)
+		a.mark(right)
+		search(mid, hi)
+	}
+	search(0, len(nrs))
+	for i, n := range nrs {
+		a.mark(blocks[i])
+		for _, e := range byNr[n] {
+			if len(e.args) == 0 {
+				a.emit(bpf.RetConstant{Val: e.act})
+				break // nothing after it is reached
+			}
+			next := a.label()
+			for _, c := range e.args {
+				if err := condition(a, c, next); err != nil {
+					return nil, err
+				}
+			}
+			a.emit(bpf.RetConstant{Val: e.act})
+			a.mark(next)
+		}
+		a.emit(bpf.RetConstant{Val: def})
+	}
+	a.mark(dflt)
+	a.emit(bpf.RetConstant{Val: def})
+	return a, a.resolve()
 }
 
 // rule emits one block.

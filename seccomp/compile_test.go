@@ -542,3 +542,70 @@ func TestCommonSyscallsCacheable(t *testing.T) {
 		}
 	}
 }
+
+// The program by system call number decides every call exactly as the straight chain
+// of the same rules does: the agent profile with the root caller's set-ID rules and
+// rules of a policy's own, on random calls and on the argument values the rules name.
+func TestDispatchMatchesChain(t *testing.T) {
+	extra := []Rule{
+		{Syscalls: []string{"openat", "read"}, Action: "errno", Errno: "EACCES", Args: []Arg{{Index: 0, Op: "eq", Value: 7}}},
+		{Syscalls: []string{"kill"}, Action: "errno", Errno: "EPERM", Args: []Arg{{Index: 1, Op: "gt", Value: 9}, {Index: 0, Op: "ne", Value: 1}}},
+		{Syscalls: []string{"socket"}, Action: "kill_process", Args: []Arg{{Index: 0, Op: "le", Value: 2}}},
+		{Syscalls: []string{"uname"}, Action: "log"},
+	}
+	cfg := &Config{Rules: append(append([]Rule{}, extra...), NoSetIDRules()...)}
+	spec, err := cfg.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := action(spec.DefaultAction, spec.DefaultErrnoRet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := func(a *asm, err error) Program {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := bpf.Assemble(a.ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make(Program, len(raw))
+		for i, r := range raw {
+			p[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+		}
+		return p
+	}
+	d, c := newEmulator(t, prog(dispatch(spec.Syscalls, def))), newEmulator(t, prog(chain(spec.Syscalls, def)))
+	if got, _ := Compile(spec); len(got) != len(prog(dispatch(spec.Syscalls, def))) {
+		t.Fatal("Compile does not use the dispatch program for these rules")
+	}
+	// values the rules compare against, and their neighbours
+	var vals []uint64
+	for _, sc := range spec.Syscalls {
+		for _, a := range sc.Args {
+			for _, v := range []uint64{a.Value, a.ValueTwo, a.Value | a.ValueTwo} {
+				vals = append(vals, v, v-1, v+1, v|0o4000|unix.O_CREAT, v|0o2000|0x400000)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func() uint64 {
+		if rng.IntN(2) == 0 {
+			return vals[rng.IntN(len(vals))]
+		}
+		return rng.Uint64()
+	}
+	for i := 0; i < 200000; i++ {
+		nr := uint32(rng.IntN(470))
+		var args [6]uint64
+		for j := range args {
+			args[j] = pick()
+		}
+		data := seccompData(nr, unix.AUDIT_ARCH_X86_64, args[:]...)
+		if a, b := d.run(t, data), c.run(t, data); a != b {
+			t.Fatalf("nr %d args %#x: dispatch %s, chain %s", nr, args, actionName(a), actionName(b))
+		}
+	}
+}
