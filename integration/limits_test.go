@@ -1,11 +1,8 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,32 +112,7 @@ func (r statusResult) String() string { return r.result.String() + "\nstatus: " 
 // runStatus runs gosbx exec with --status-fd 3 and args, and collects the status lines.
 func (s *sandbox) runStatus(args ...string) statusResult {
 	s.t.Helper()
-	ctx := s.limitCtx(runLimit)
-	pr, pw, err := os.Pipe()
-	must(s.t, err)
-	cmd := s.command(ctx, append([]string{"--status-fd", "3"}, args...)...)
-	cmd.ExtraFiles = []*os.File{pw}
-	var raw bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&raw, pr); pr.Close(); close(done) }()
-	res := s.runCmd(ctx, cmd)
-	pw.Close()
-	<-done
-	sr := statusResult{result: res, pid: cmd.Process.Pid, raw: raw.String()}
-	sc := bufio.NewScanner(bytes.NewReader(raw.Bytes()))
-	for sc.Scan() {
-		d := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		d.UseNumber()
-		m := map[string]any{}
-		if d.Decode(&m) != nil {
-			s.t.Fatalf("unparsable status line %q", sc.Text())
-		}
-		sr.events = append(sr.events, m)
-		if _, ok := m["exit-code"]; ok {
-			sr.exit = m
-		}
-	}
-	return sr
+	return s.runStatusEnv(nil, args...)
 }
 
 // exitEvent returns the exit line of a status run, failing the test without one.
