@@ -7,11 +7,12 @@ import (
 	"testing"
 )
 
-// A repository the command makes at a submodule path of a protected repository (one
-// .gitmodules names, never checked out) would have its config run by the user's next
-// git status in the parent, which recurses into populated submodules: its .git is
-// removed when the sandbox ends, and the status says so. In commit mode the same holds
-// for .git/config.worktree (read with extensions.worktreeConfig).
+// A submodule path of a protected repository (a gitlink of its index, or a .gitmodules
+// entry) that was never checked out is bound read-only onto itself: the command cannot
+// make a repository there whose config the user's git status in the parent would run
+// (git recurses into populated submodules), neither during the run nor after, and
+// cannot swap the directory for a symlink. The user's git status runs nothing of the
+// command's, and no host file outside is touched.
 func TestGitPlantedSubmoduleRepo(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		for _, mode := range []string{"readonly", "commit"} {
@@ -19,47 +20,79 @@ func TestGitPlantedSubmoduleRepo(t *testing.T) {
 				s := newSandbox(t, c)
 				s.newRepo(s.ws, "base")
 				sha := strings.TrimSpace(mustGitOut(s, s.ws, "rev-parse", "HEAD"))
+				// a gitlink with no .gitmodules entry, and one that has an entry
 				s.hostGit(s.ws, "update-index", "--add", "--cacheinfo", "160000,"+sha+",vendor/lib")
-				must(t, os.WriteFile(filepath.Join(s.ws, ".gitmodules"), []byte("[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = https://example.invalid/lib\n"), 0o644))
+				s.hostGit(s.ws, "update-index", "--add", "--cacheinfo", "160000,"+sha+",vendor/other")
+				must(t, os.WriteFile(filepath.Join(s.ws, ".gitmodules"), []byte("[submodule \"o\"]\n\tPath = vendor/other ; commented\n"), 0o644))
 				s.chown(filepath.Join(s.ws, ".gitmodules"))
-				s.hostGit(s.ws, "add", ".gitmodules")
-				s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "-m", "submodule")
 				lib := filepath.Join(s.ws, "vendor", "lib")
 				must(t, os.MkdirAll(lib, 0o755))
 				s.chown(filepath.Join(s.ws, "vendor"))
 				s.chown(lib)
+				victim := filepath.Join(s.base, "victim")
+				must(t, os.MkdirAll(filepath.Join(victim, ".git"), 0o755))
+				must(t, os.WriteFile(filepath.Join(victim, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
 				pwned := filepath.Join(s.base, "PWNED-"+mode)
 				var flags []string
-				script := `cd vendor/lib && git init -q . && git config core.fsmonitor "touch $1; false" && echo PLANTED`
 				if mode == "commit" {
 					flags = []string{"--policy", s.commitPolicy()}
-					script += ` && cd ../.. && printf '[core]\n\tfsmonitor = "touch $1-wt; false"\n' > .git/config.worktree && echo WT`
 				}
-				r := s.run(append(flags, "--status-fd", "2", "--", shellPath, "-c", script, "_", pwned)...)
-				if !strings.Contains(r.stdout, "PLANTED") {
-					t.Fatalf("the command could not make its repository: the test exercises nothing\n%v", r)
-				}
-				if _, err := os.Lstat(filepath.Join(lib, ".git")); err == nil {
-					t.Errorf("the planted %s/.git outlived the sandbox", lib)
-				}
-				if mode == "commit" {
-					if !strings.Contains(r.stdout, "WT") {
-						t.Errorf("the command could not write .git/config.worktree: that part exercises nothing\n%v", r)
-					}
-					if _, err := os.Lstat(filepath.Join(s.ws, ".git", "config.worktree")); err == nil {
-						t.Errorf("the planted .git/config.worktree outlived the sandbox")
+				script := `for d in vendor/lib vendor/other; do
+  if (cd $d && git init -q . && git config core.fsmonitor "touch $1; false") 2>/dev/null; then echo PLANTED $d; fi
+  if mv $d $d.old 2>/dev/null; then echo MOVED $d; fi
+done
+if (rm -rf vendor/lib && ln -s "$2" vendor/lib) 2>/dev/null; then echo SWAPPED; fi
+echo done`
+				r := s.run(append(flags, "--", shellPath, "-c", script, "_", pwned, victim)...)
+				mustSucceed(t, r, "the command")
+				for _, bad := range []string{"PLANTED", "MOVED", "SWAPPED"} {
+					if strings.Contains(r.stdout, bad) {
+						t.Errorf("inside: %s\n%v", bad, r)
 					}
 				}
-				if !strings.Contains(r.stderr, `"removed"`) || !strings.Contains(r.stderr, "vendor/lib/.git") {
-					t.Errorf("the status does not say what was removed:\n%s", r.stderr)
-				}
-				out, _ := s.hostGitOut(s.ws, "-c", "extensions.worktreeConfig=true", "status", "--short")
-				for _, p := range []string{pwned, pwned + "-wt"} {
-					if _, err := os.Lstat(p); err == nil {
-						t.Errorf("the user's git status ran the command's fsmonitor (%s exists)\n%s", p, out)
+				for _, d := range []string{lib, filepath.Join(s.ws, "vendor", "other")} {
+					if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+						t.Errorf("a .git appeared in the submodule path %s", d)
 					}
+				}
+				if _, err := os.Stat(filepath.Join(victim, ".git", "HEAD")); err != nil {
+					t.Errorf("a repository outside the workspace was touched: %v", err)
+				}
+				out, _ := s.hostGitOut(s.ws, "status", "--short")
+				if _, err := os.Lstat(pwned); err == nil {
+					t.Errorf("the user's git status ran the command's fsmonitor\n%s", out)
 				}
 			})
+		}
+	})
+}
+
+// In commit mode a .git/config.worktree the command makes (read by git with
+// extensions.worktreeConfig) is removed when the sandbox ends; a symlink the command
+// puts in its place is removed, not followed.
+func TestGitConfigWorktreeRemoved(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "base")
+		target := filepath.Join(s.base, "keep")
+		must(t, os.WriteFile(target, []byte("keep\n"), 0o644))
+		r := s.run("--policy", s.commitPolicy(), "--status-fd", "2", "--", shellPath, "-c",
+			`printf '[core]\n\tfsmonitor = "touch x; false"\n' > .git/config.worktree && echo WT`)
+		mustSucceed(t, r, "the command")
+		if !strings.Contains(r.stdout, "WT") {
+			t.Fatalf("the command could not write .git/config.worktree: the test exercises nothing\n%v", r)
+		}
+		if _, err := os.Lstat(filepath.Join(s.ws, ".git", "config.worktree")); err == nil {
+			t.Error("the command's .git/config.worktree outlived the sandbox")
+		}
+		if !strings.Contains(r.stderr, `"removed"`) {
+			t.Errorf("the status does not say what was removed:\n%s", r.stderr)
+		}
+		r = s.run("--policy", s.commitPolicy(), "--", shellPath, "-c", `ln -s "$1" .git/config.worktree && echo LINK`, "_", target)
+		mustSucceed(t, r, "the command")
+		wantContent(t, target, "keep\n")
+		if _, err := os.Lstat(filepath.Join(s.ws, ".git", "config.worktree")); err == nil {
+			t.Error("the command's symlink at .git/config.worktree outlived the sandbox")
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -372,7 +373,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				// The policy accepts host uid 0 where a bind cannot be idmapped.
 				c.identityMap = err.Error()
 				hid.release()
-				c.init, c.started, c.waited = nil, false, false
+				c.init, c.started, c.waited, c.nproc = nil, false, false, false
 				return c.spawn(pooled)
 			}
 			return nil, c.fail(&SetupError{Step: "idmap", Err: err})
@@ -633,12 +634,55 @@ func removeAbsentAfter(spec *specs.Spec) []string {
 		return nil
 	}
 	for _, p := range paths {
-		if _, err := os.Lstat(p); err == nil {
-			os.RemoveAll(p)
+		if removeNoFollow(p) {
 			removed = append(removed, p)
 		}
 	}
 	return removed
+}
+
+// removeNoFollow removes the file or tree at the canonical path p without following a
+// symlink anywhere: its parent is opened with openat2(2) RESOLVE_NO_SYMLINKS (a
+// component the command replaced by a symlink leads nowhere, and nothing is removed),
+// and a tree is removed through descriptors, never by path. It reports whether p was
+// there and is gone.
+func removeNoFollow(p string) bool {
+	dir, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p), &unix.OpenHow{
+		Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	if unix.Fstatat(dir, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return removeAt(dir, filepath.Base(p), st.Mode&unix.S_IFMT == unix.S_IFDIR, 0) == nil
+}
+
+// removeAt removes name in the directory dir: a directory with everything in it, by
+// descriptor, at most 64 levels deep.
+func removeAt(dir int, name string, isDir bool, depth int) error {
+	if !isDir {
+		return unix.Unlinkat(dir, name, 0)
+	}
+	if depth > 64 {
+		return unix.ELOOP
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	names, _ := f.Readdirnames(-1)
+	for _, n := range names {
+		var st unix.Stat_t
+		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, depth+1)
+		}
+	}
+	f.Close()
+	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
 
 // makeGroup creates the sandbox's cgroup when the spec has resources. A host or caller

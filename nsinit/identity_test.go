@@ -99,3 +99,44 @@ func TestNprocDefault(t *testing.T) {
 		}
 	}
 }
+
+// removeNoFollow never follows a symlink: not in the parent (a directory the command
+// replaced by a link to another repository), not at the end; it removes a real tree.
+func TestRemoveNoFollow(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	if err := os.MkdirAll(filepath.Join(victim, ".git", "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(base, "ws")
+	os.MkdirAll(ws, 0o755)
+	if err := os.Symlink(victim, filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if removeNoFollow(filepath.Join(ws, "sub", ".git")) {
+		t.Error("removed through a symlinked parent")
+	}
+	if _, err := os.Stat(filepath.Join(victim, ".git", "objects")); err != nil {
+		t.Fatalf("the repository behind the symlink was touched: %v", err)
+	}
+	os.Symlink(victim, filepath.Join(ws, "link"))
+	if !removeNoFollow(filepath.Join(ws, "link")) {
+		t.Error("a final symlink was not removed")
+	}
+	if _, err := os.Stat(filepath.Join(victim, ".git")); err != nil {
+		t.Fatalf("removing a final symlink touched its target: %v", err)
+	}
+	tree := filepath.Join(ws, "tree")
+	os.MkdirAll(filepath.Join(tree, "a", "b"), 0o755)
+	os.WriteFile(filepath.Join(tree, "a", "b", "f"), nil, 0o644)
+	os.Symlink(victim, filepath.Join(tree, "a", "into-victim"))
+	if !removeNoFollow(tree) {
+		t.Error("a real tree was not removed")
+	}
+	if _, err := os.Lstat(tree); err == nil {
+		t.Error("the tree is still there")
+	}
+	if _, err := os.Stat(filepath.Join(victim, ".git", "objects")); err != nil {
+		t.Fatalf("removing a tree followed a symlink in it: %v", err)
+	}
+}

@@ -130,6 +130,9 @@ func toWire(spec *specs.Spec) (*wireSpec, error) {
 	if bad := setFieldsOutside(reflect.ValueOf(spec).Elem(), specFields); len(bad) > 0 {
 		return nil, fmt.Errorf("the spec sets %s, which gosbx does not implement", strings.Join(bad, ", "))
 	}
+	if r := spec.Root; r != nil && ((r.Path != "" && r.Path != "/") || !r.Readonly) {
+		return nil, fmt.Errorf("the spec's root is %q, readonly %v: gosbx builds the root itself, read-only (want path \"/\", readonly true)", r.Path, r.Readonly)
+	}
 	if err := checkProcess(spec.Process, spec.Linux); err != nil {
 		return nil, err
 	}
@@ -145,13 +148,44 @@ func toWire(spec *specs.Spec) (*wireSpec, error) {
 		if bad := setFieldsOutside(reflect.ValueOf(l).Elem(), linuxFields); len(bad) > 0 {
 			return nil, fmt.Errorf("the spec sets linux.%s, which gosbx does not implement", strings.Join(bad, ", linux."))
 		}
-		if sc := l.Seccomp; sc != nil && (sc.ListenerPath != "" || sc.ListenerMetadata != "") {
-			return nil, fmt.Errorf("the spec sets linux.seccomp.listenerPath, which gosbx does not implement")
+		if sc := l.Seccomp; sc != nil && (sc.ListenerPath != "" || sc.ListenerMetadata != "" || len(sc.Flags) > 0) {
+			return nil, fmt.Errorf("the spec sets linux.seccomp.listenerPath or flags, which gosbx does not implement (the filter is always loaded with SECCOMP_FILTER_FLAG_TSYNC)")
+		}
+		if err := checkResources(l.Resources); err != nil {
+			return nil, err
 		}
 		w.Linux = &wireLinux{UIDMappings: l.UIDMappings, GIDMappings: l.GIDMappings, Namespaces: l.Namespaces,
 			Seccomp: l.Seccomp, MaskedPaths: l.MaskedPaths, ReadonlyPaths: l.ReadonlyPaths}
 	}
 	return w, nil
+}
+
+// checkResources refuses cgroup resources gosbx does not apply: only the memory limit
+// and memory+swap, the pids limit, and the CPU quota and period are.
+func checkResources(r *specs.LinuxResources) error {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	if m := c.Memory; m != nil {
+		rest := *m
+		rest.Limit, rest.Swap = nil, nil
+		if !reflect.ValueOf(rest).IsZero() {
+			return fmt.Errorf("the spec sets linux.resources.memory fields other than limit and swap, which gosbx does not apply")
+		}
+	}
+	if cpu := c.CPU; cpu != nil {
+		rest := *cpu
+		rest.Quota, rest.Period = nil, nil
+		if !reflect.ValueOf(rest).IsZero() {
+			return fmt.Errorf("the spec sets linux.resources.cpu fields other than quota and period, which gosbx does not apply")
+		}
+	}
+	c.Memory, c.CPU, c.Pids = nil, nil, nil
+	if bad := setFieldsOutside(reflect.ValueOf(&c).Elem(), nil); len(bad) > 0 {
+		return fmt.Errorf("the spec sets linux.resources.%s, which gosbx does not apply", strings.Join(bad, ", linux.resources."))
+	}
+	return nil
 }
 
 // setFieldsOutside returns the JSON names of v's non-zero fields not in allowed.

@@ -82,6 +82,19 @@ func TestWireRefusesUnimplemented(t *testing.T) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/x", Type: "bind", Source: "/x",
 				UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}}})
 		}, "uidMappings"},
+		{"seccomp flags", func(s *specs.Spec) {
+			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Flags: []specs.LinuxSeccompFlag{"SECCOMP_FILTER_FLAG_LOG"}}
+		}, "flags"},
+		{"root path", func(s *specs.Spec) { s.Root = &specs.Root{Path: "/rootfs", Readonly: true} }, "root"},
+		{"root writable", func(s *specs.Spec) { s.Root = &specs.Root{Path: "/"} }, "root"},
+		{"cpuset", func(s *specs.Spec) { s.Linux.Resources = &specs.LinuxResources{CPU: &specs.LinuxCPU{Cpus: "0"}} }, "cpu fields"},
+		{"devices cgroup", func(s *specs.Spec) {
+			s.Linux.Resources = &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}}
+		}, "linux.resources.devices"},
+		{"memory reservation", func(s *specs.Spec) {
+			r := int64(1 << 20)
+			s.Linux.Resources = &specs.LinuxResources{Memory: &specs.LinuxMemory{Reservation: &r}}
+		}, "memory fields"},
 		{"seccomp listener", func(s *specs.Spec) {
 			s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, ListenerPath: "/run/x.sock"}
 		}, "listenerPath"},

@@ -325,3 +325,63 @@ func TestGitCommitAbsentAfter(t *testing.T) {
 		t.Errorf("readonly mode: %s = %q", AbsentAfterAnnotation, s.Annotations[AbsentAfterAnnotation])
 	}
 }
+
+// gitlinks reads git's own index, versions 2, 3 (an intent-to-add entry sets the
+// extended flags) and 4 (prefix-compressed names).
+func TestGitlinksFromIndex(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	for _, ver := range []string{"2", "3", "4"} {
+		t.Run("v"+ver, func(t *testing.T) {
+			dir := t.TempDir()
+			git := func(args ...string) {
+				t.Helper()
+				cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			git("init", "-q")
+			os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
+			git("add", "a.txt")
+			git("commit", "-q", "-m", "a")
+			sha := "0123456789abcdef0123456789abcdef01234567"
+			for _, p := range []string{"vendor/lib", "vendor/lib2", "z/deep/sub"} {
+				git("update-index", "--add", "--cacheinfo", "160000,"+sha+","+p)
+			}
+			os.WriteFile(filepath.Join(dir, "later.txt"), []byte("b"), 0o644)
+			if ver == "3" {
+				git("add", "-N", "later.txt") // intent-to-add: extended flags, version 3
+			} else {
+				git("add", "later.txt")
+			}
+			git("update-index", "--index-version", ver)
+			got := gitlinks(filepath.Join(dir, ".git"))
+			want := []string{"vendor/lib", "vendor/lib2", "z/deep/sub"}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("index v%s: gitlinks %q, want %q", ver, got, want)
+			}
+		})
+	}
+}
+
+// .gitmodules paths as git reads the key: any case, after a header, with comments.
+func TestGitmodulesPaths(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".gitmodules"), []byte(`[submodule "a"]
+	path = a
+[submodule "b"]
+	Path = b ; a comment
+[submodule "c"] path = c
+[submodule "d"]
+	path = "d d"
+[submodule "e"]
+	PATH=e#x
+`), 0o644)
+	got := gitmodulesPaths(dir)
+	if strings.Join(got, ",") != "a,b,c,d d,e" {
+		t.Errorf("paths %q", got)
+	}
+}

@@ -18,7 +18,7 @@ func newSeccompCmd() *cobra.Command {
 	var pol, format string
 	export := &cobra.Command{
 		Use:   "export [--policy P] [--format bpf|text]",
-		Short: "Write the policy's seccomp filter: raw sock_filter array (bwrap --seccomp reads it) or a listing",
+		Short: "Write the policy's seccomp filter (for root, with the set-ID rules a root caller's launch adds): raw sock_filter array (bwrap --seccomp reads it) or a listing",
 		Example: `  gosbx seccomp export --format text | less
   gosbx seccomp export --policy strict > filter.bpf && bwrap --seccomp 3 ... 3<filter.bpf`,
 		Args: cobra.NoArgs,
@@ -30,6 +30,12 @@ func newSeccompCmd() *cobra.Command {
 			sc := p.Seccomp
 			if sc == nil {
 				sc = &seccomp.Config{}
+			}
+			if os.Geteuid() == 0 {
+				// what a root caller's launch adds (policy.Build): no set-ID files
+				withRules := *sc
+				withRules.Rules = append(seccomp.NoSetIDRules(), sc.Rules...)
+				sc = &withRules
 			}
 			spec, err := sc.Spec()
 			if err != nil {
