@@ -341,11 +341,8 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if p.RootIdentityMap != RootIdentityDeny && !linked {
 			annotations[RootIdentityAnnotation] = RootIdentityAllow
 		}
-		// Files the command makes in its workspace land owned by root: never set-ID.
-		withRules := *sc
-		withRules.Rules = append(seccomp.NoSetIDRules(), sc.Rules...)
-		sc = &withRules
 	}
+	sc = CallerSeccomp(sc, h.UID)
 	filter, err := sc.Spec()
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")

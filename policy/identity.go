@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // Values of Policy.RootIdentityMap.
@@ -62,4 +64,19 @@ func (r IDRange) Check() error {
 		return fmt.Errorf("id range %d:%d runs past %d (ids of 2^31 and above read as negative in ps and others)", r.Base, r.Count, MaxID)
 	}
 	return nil
+}
+
+// CallerSeccomp is the seccomp configuration a launch by uid applies for sc (nil: the
+// default profile): for root, the set-ID rules first (seccomp.NoSetIDRules), since a
+// file the command makes in a root-owned workspace is root's on the host.
+func CallerSeccomp(sc *seccomp.Config, uid int) *seccomp.Config {
+	if sc == nil {
+		sc = &seccomp.Config{}
+	}
+	if uid != 0 {
+		return sc
+	}
+	withRules := *sc
+	withRules.Rules = append(seccomp.NoSetIDRules(), sc.Rules...)
+	return &withRules
 }

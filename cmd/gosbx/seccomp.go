@@ -27,16 +27,7 @@ func newSeccompCmd() *cobra.Command {
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
-			sc := p.Seccomp
-			if sc == nil {
-				sc = &seccomp.Config{}
-			}
-			if os.Geteuid() == 0 {
-				// what a root caller's launch adds (policy.Build): no set-ID files
-				withRules := *sc
-				withRules.Rules = append(seccomp.NoSetIDRules(), sc.Rules...)
-				sc = &withRules
-			}
+			sc := policy.CallerSeccomp(p.Seccomp, os.Geteuid()) // as a launch by this caller
 			spec, err := sc.Spec()
 			if err != nil {
 				return &setupFailure{step: "seccomp", err: err}
