@@ -43,7 +43,9 @@ lo (unless --net host); a cleared environment (PATH, LANG, LC_*, TZ, TERM, USER,
 LOGNAME, SHELL kept; HOME and TMPDIR private); every capability dropped; no_new_privs;
 a seccomp filter (no mounts, namespaces, keyrings, bpf, io_uring, TIOCSTI; foreign ABIs
 killed); a cgroup with the limits asked for (--memory, --pids, --cpus; the profile's
-default of 8192 processes where the host allows). Flags add to the policy, or narrow it,
+default of 8192 processes where the host allows). Run by root, CMD is uid 0 inside but
+an unprivileged host id of its own outside (--id-range), and its files in the workspace
+land owned by the workspace's owner. Flags add to the policy, or narrow it,
 where the policy allows. 'gosbx doctor' says whether this host can build it.
 
 Exit status: the command's own; 128+N if signal N killed it; 124 on --timeout; 125 if

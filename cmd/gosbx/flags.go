@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,7 +17,7 @@ type boundaryFlags struct {
 	o        policy.Options
 	policy   string
 	timeout  string
-	uid, gid int64
+	uid, gid string
 	idRange  string
 }
 
@@ -43,8 +44,8 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo) or host (default: the policy's, none)")
 	f.StringVar(&b.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124; may only shorten the policy's")
 	f.StringVar(&b.o.Hostname, "hostname", "", "hostname `NAME` inside (default: the policy's, \"gosbx\")")
-	f.Int64Var(&b.uid, "uid", -1, "the command's uid `N` inside (default: 0 for a root caller, else your own)")
-	f.Int64Var(&b.gid, "gid", -1, "the command's gid `N` inside (default: 0 for a root caller, else your own)")
+	f.StringVar(&b.uid, "uid", "", "the command's uid `N` inside (default: 0 for a root caller, else your own)")
+	f.StringVar(&b.gid, "gid", "", "the command's gid `N` inside (default: 0 for a root caller, else your own)")
 	f.StringVar(&b.idRange, "id-range", "", "for a root caller: the host ids `BASE:COUNT` its commands run as, one per sandbox (default: $GOSBX_ID_RANGE, else 2100000000:65536)")
 	b.registerLimits(f)
 }
@@ -59,17 +60,17 @@ func (b *boundaryFlags) options(args []string) (policy.Options, error) {
 	}
 	o.Timeout = d
 	for _, id := range []struct {
-		flag string
-		v    int64
-		dst  **uint32
+		flag, v string
+		dst     **uint32
 	}{{"--uid", b.uid, &o.UID}, {"--gid", b.gid, &o.GID}} {
-		if id.v == -1 {
+		if id.v == "" {
 			continue
 		}
-		if id.v < 0 || id.v > 4294967294 {
-			return o, usageError{fmt.Errorf("%s %d: want 0 to 4294967294", id.flag, id.v)}
+		n, err := strconv.ParseUint(id.v, 10, 32)
+		if err != nil || n > 4294967294 {
+			return o, usageError{fmt.Errorf("%s %s: want a number from 0 to 4294967294", id.flag, id.v)}
 		}
-		v := uint32(id.v)
+		v := uint32(n)
 		*id.dst = &v
 	}
 	if r := b.idRange; r != "" || os.Getenv("GOSBX_ID_RANGE") != "" {
