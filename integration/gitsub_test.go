@@ -105,3 +105,57 @@ func mustGitOut(s *sandbox, dir string, args ...string) string {
 	}
 	return out
 }
+
+// Nested submodules are guarded however deep they lie (deeper than the protected-path
+// scan reaches): a populated submodule's own unpopulated submodule path is read-only.
+func TestGitNestedSubmoduleGuarded(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	git := func(dir string, args ...string) {
+		t.Helper()
+		s.hostGit(dir, append([]string{"-c", "protocol.file.allow=always", "-c", "user.name=h", "-c", "user.email=h@h"}, args...)...)
+	}
+	inner, mid := filepath.Join(s.base, "inner"), filepath.Join(s.base, "mid")
+	s.newRepo(inner, "inner")
+	s.newRepo(mid, "mid")
+	git(mid, "submodule", "add", "-q", inner, "inner")
+	git(mid, "commit", "-q", "-m", "with inner")
+	s.newRepo(s.ws, "top")
+	git(s.ws, "submodule", "add", "-q", mid, "x/y/z/deep")
+	git(s.ws, "commit", "-q", "-m", "with deep")
+	deepInner := filepath.Join(s.ws, "x", "y", "z", "deep", "inner")
+	if _, err := os.Lstat(filepath.Join(deepInner, ".git")); err == nil {
+		t.Fatal("the nested submodule is populated: the test exercises nothing")
+	}
+	pwned := filepath.Join(s.base, "PWNED-nested")
+	r := s.run("--", shellPath, "-c", `if (cd x/y/z/deep/inner && git init -q . && git config core.fsmonitor "touch $1; false") 2>/dev/null; then echo PLANTED; fi; echo done`, "_", pwned)
+	mustSucceed(t, r, "the command")
+	if strings.Contains(r.stdout, "PLANTED") {
+		t.Errorf("a repository was made at a nested submodule path\n%v", r)
+	}
+	s.hostGitOut(s.ws, "status")
+	if _, err := os.Lstat(pwned); err == nil {
+		t.Error("the user's git status ran the command's fsmonitor")
+	}
+}
+
+// In commit mode a repository without submodule git dirs gets none of the command's
+// making (the user's later git submodule update --init would adopt it, hooks and all).
+func TestGitCommitModeNoNewModules(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "base")
+		r := s.run("--policy", s.commitPolicy(), "--", shellPath, "-c",
+			`if mkdir -p .git/modules/sub 2>/dev/null; then echo MADE; fi; echo x > new.txt && git add new.txt && git -c user.name=i -c user.email=i@i commit -q -m inside && echo COMMITTED`)
+		mustSucceed(t, r, "the command")
+		if strings.Contains(r.stdout, "MADE") {
+			t.Errorf("the command made a submodule git dir\n%v", r)
+		}
+		if !strings.Contains(r.stdout, "COMMITTED") {
+			t.Errorf("commit mode no longer commits\n%v", r)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(s.ws, ".git", "modules")); len(ents) != 0 {
+			t.Errorf(".git/modules holds %d entries after the run", len(ents))
+		}
+	})
+}

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +40,7 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		if err := noCommondir(entry); err != nil {
 			return plan, err
 		}
-		if err := plan.guardSubmodulePaths(filepath.Dir(entry), entry, inWritable); err != nil {
+		if err := plan.guardSubmodulePaths(filepath.Dir(entry), entry, inWritable, 0); err != nil {
 			return plan, err
 		}
 		if mode != GitCommit {
@@ -63,7 +61,7 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 	if gd == "" || !isGitDir(gd) {
 		return plan, nil
 	}
-	if err := plan.guardSubmodulePaths(filepath.Dir(entry), gd, inWritable); err != nil {
+	if err := plan.guardSubmodulePaths(filepath.Dir(entry), gd, inWritable, 0); err != nil {
 		return plan, err
 	}
 	dirs := []string{gd}
@@ -150,6 +148,12 @@ func (plan *gitPlan) guard(gd, own string) error {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			}
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(gd, "modules")); os.IsNotExist(err) {
+		// no submodule git dir yet: none may be made (the user's next git submodule
+		// update --init would use one of the command's making)
+		plan.mkdirDirs = append(plan.mkdirDirs, filepath.Join(gd, "modules"))
+		plan.readOnly = append(plan.readOnly, filepath.Join(gd, "modules"))
 	}
 	mods, _ := os.ReadDir(filepath.Join(gd, "modules"))
 	for _, m := range mods {
@@ -274,169 +278,4 @@ func isGitDir(d string) bool {
 		}
 	}
 	return false
-}
-
-// guardSubmodulePaths makes every submodule path of the worktree (a gitlink of the
-// index of the git dir gd, or a path of .gitmodules) unchangeable for the command: git
-// recurses into a populated submodule from the parent repository's git status, and would
-// run the config (core.fsmonitor, …) of a repository the command made there. A path
-// without a .git (not checked out) is bound read-only onto itself, empty as git left it
-// (created when missing), so nothing can be made in it and it cannot be replaced (a
-// mount point); a checked-out one has its .git re-bound read-only. A submodule path that
-// is a symlink, or leads outside the worktree, is refused.
-func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(string) bool) error {
-	seen := map[string]bool{}
-	for _, rel := range append(gitlinks(gd), gitmodulesPaths(worktree)...) {
-		rel = filepath.Clean(rel)
-		if seen[rel] || rel == "." || filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
-			continue
-		}
-		seen[rel] = true
-		dir := filepath.Join(worktree, rel)
-		if !inWritable(dir) {
-			continue
-		}
-		for d := worktree; d != dir; {
-			next := filepath.Join(d, strings.Split(strings.TrimPrefix(dir, d+"/"), "/")[0])
-			if st, err := os.Lstat(next); err == nil && st.Mode()&os.ModeSymlink != 0 {
-				return errorf("protected", next, nil, "a component of the submodule path %s is a symlink: git would follow it from the repository's git status; remove it", rel)
-			}
-			d = next
-		}
-		st, err := os.Lstat(dir)
-		switch {
-		case os.IsNotExist(err):
-			plan.mkdirDirs = append(plan.mkdirDirs, dir)
-			plan.readOnly = append(plan.readOnly, dir)
-		case err != nil:
-			return errorf("protected", dir, err, "cannot check the submodule path")
-		case !st.IsDir():
-			continue // a file: git does not recurse into it
-		default:
-			if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-				plan.readOnly = append(plan.readOnly, filepath.Join(dir, ".git"))
-			} else {
-				plan.readOnly = append(plan.readOnly, dir)
-			}
-		}
-	}
-	return nil
-}
-
-// gitmodulesPaths reads the submodule paths of the worktree's .gitmodules as git's
-// config parser would for this key: "path" in any case, on its own line or after a
-// section header, a value in quotes or bare, up to a ; or # comment.
-func gitmodulesPaths(worktree string) []string {
-	b, err := os.ReadFile(filepath.Join(worktree, ".gitmodules"))
-	if err != nil || len(b) > 1<<20 {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", ""), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			if i := strings.Index(line, "]"); i >= 0 {
-				line = strings.TrimSpace(line[i+1:])
-			}
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || !strings.EqualFold(strings.TrimSpace(k), "path") {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		if strings.HasPrefix(v, `"`) {
-			if end := strings.Index(v[1:], `"`); end >= 0 {
-				v = v[1 : 1+end]
-			}
-		} else if i := strings.IndexAny(v, ";#"); i >= 0 {
-			v = strings.TrimSpace(v[:i])
-		}
-		if v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// gitlinks lists the paths of the index of the git dir gd that are gitlinks (mode
-// 160000: submodules), index versions 2 to 4, SHA-1 or SHA-256 object names. See
-// gitformat-index(5). A damaged index gives what was read before the damage.
-func gitlinks(gd string) []string {
-	b, err := os.ReadFile(filepath.Join(gd, "index"))
-	if err != nil || len(b) < 12 || string(b[:4]) != "DIRC" {
-		return nil
-	}
-	hashLen := 20
-	if cfg, err := os.ReadFile(filepath.Join(gd, "config")); err == nil &&
-		strings.Contains(strings.ToLower(string(cfg)), "sha256") {
-		hashLen = 32
-	}
-	ver := binary.BigEndian.Uint32(b[4:8])
-	n := binary.BigEndian.Uint32(b[8:12])
-	if ver < 2 || ver > 4 {
-		return nil
-	}
-	var out []string
-	off, prev := 12, ""
-	for i := uint32(0); i < n; i++ {
-		start := off
-		if off+40+hashLen+2 > len(b) {
-			break
-		}
-		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
-		off += 40 + hashLen
-		flags := binary.BigEndian.Uint16(b[off : off+2])
-		off += 2
-		if ver >= 3 && flags&0x4000 != 0 {
-			off += 2
-		}
-		if off > len(b) {
-			break
-		}
-		var name string
-		if ver == 4 {
-			strip, k := indexVarint(b[off:])
-			if k == 0 || strip > uint64(len(prev)) {
-				break
-			}
-			off += k
-			end := bytes.IndexByte(b[off:], 0)
-			if end < 0 {
-				break
-			}
-			name = prev[:len(prev)-int(strip)] + string(b[off:off+end])
-			off += end + 1
-		} else {
-			end := bytes.IndexByte(b[off:], 0)
-			if end < 0 {
-				break
-			}
-			name = string(b[off : off+end])
-			off = start + (off-start+end+8)&^7
-		}
-		prev = name
-		if mode == 0o160000 {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// indexVarint decodes git's offset varint (index version 4).
-func indexVarint(b []byte) (uint64, int) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	c := b[0]
-	v := uint64(c & 127)
-	i := 1
-	for c&128 != 0 {
-		if i >= len(b) || i > 9 {
-			return 0, 0
-		}
-		c = b[i]
-		i++
-		v = ((v + 1) << 7) | uint64(c&127)
-	}
-	return v, i
 }

@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -282,8 +285,9 @@ func TestGuardGitPlan(t *testing.T) {
 	plan, _ := guardGit(gd, GitCommit, inside)
 	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
-	if !slices.Equal(plan.mkdirDirs, []string{filepath.Join(gd, "info")}) {
-		t.Errorf("mkdirDirs = %q; want only info/", plan.mkdirDirs)
+	// info/ is missing, and so is modules/ (no submodule git dir yet: none may be made)
+	if !slices.Equal(plan.mkdirDirs, []string{filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
+		t.Errorf("mkdirDirs = %q; want info/ and modules/", plan.mkdirDirs)
 	}
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)
@@ -332,7 +336,7 @@ func TestGitlinksFromIndex(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	for _, ver := range []string{"2", "3", "4"} {
+	for _, ver := range []string{"2", "3", "4", "split"} {
 		t.Run("v"+ver, func(t *testing.T) {
 			dir := t.TempDir()
 			git := func(args ...string) {
@@ -344,6 +348,8 @@ func TestGitlinksFromIndex(t *testing.T) {
 				}
 			}
 			git("init", "-q")
+			// "sha256" in the config, but not as the object format
+			git("remote", "add", "origin", "https://example.com/sha256-simd.git")
 			os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
 			git("add", "a.txt")
 			git("commit", "-q", "-m", "a")
@@ -357,8 +363,16 @@ func TestGitlinksFromIndex(t *testing.T) {
 			} else {
 				git("add", "later.txt")
 			}
-			git("update-index", "--index-version", ver)
-			got := gitlinks(filepath.Join(dir, ".git"))
+			if ver == "split" {
+				git("update-index", "--split-index") // the entries move to .git/sharedindex.*
+				git("update-index", "--add", "--cacheinfo", "100644,"+"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"+",x.txt")
+			} else {
+				git("update-index", "--index-version", ver)
+			}
+			got, err := gitlinks(filepath.Join(dir, ".git"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			want := []string{"vendor/lib", "vendor/lib2", "z/deep/sub"}
 			if strings.Join(got, ",") != strings.Join(want, ",") {
 				t.Errorf("index v%s: gitlinks %q, want %q", ver, got, want)
@@ -379,9 +393,72 @@ func TestGitmodulesPaths(t *testing.T) {
 	path = "d d"
 [submodule "e"]
 	PATH=e#x
+[submodule "a]b"] path = p1
+[submodule "q"]
+	path = p"2"
+	path = "p3"x
 `), 0o644)
-	got := gitmodulesPaths(dir)
-	if strings.Join(got, ",") != "a,b,c,d d,e" {
-		t.Errorf("paths %q", got)
+	got, err := gitmodulesPaths(dir)
+	if err != nil || strings.Join(got, ",") != "a,b,c,d d,e,p1,p2,p3x" {
+		t.Errorf("paths %q (%v)", got, err)
+	}
+}
+
+// A .gitmodules or index the command replaced by a FIFO, a symlink to /dev/zero or a
+// huge file is refused, not read without end.
+func TestReadRegularRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "zero")
+	os.Symlink("/dev/zero", link)
+	for _, p := range []string{fifo, link} {
+		if _, err := readRegular(p, 1<<20); err == nil {
+			t.Errorf("%s was read", p)
+		}
+	}
+	big := filepath.Join(dir, "big")
+	os.WriteFile(big, make([]byte, 2048), 0o644)
+	if _, err := readRegular(big, 1024); err == nil {
+		t.Error("a file over the limit was read")
+	}
+	if _, err := readRegular(filepath.Join(dir, "none"), 10); !os.IsNotExist(err) {
+		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// An index whose entry names are read by their flags' length, as git does: a name with
+// a NUL inside its length cannot hide the entries after it.
+func TestGitlinksNameLengthFromFlags(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	entry := func(mode uint32, name string) {
+		start := b.Len()
+		b.Write(make([]byte, 24))
+		binary.Write(&b, binary.BigEndian, mode)
+		b.Write(make([]byte, 12+20))
+		binary.Write(&b, binary.BigEndian, uint16(len(name)))
+		b.WriteString(name)
+		for pad := 8 - (b.Len()-start)%8; pad > 0; pad-- {
+			b.WriteByte(0)
+		}
+	}
+	b.WriteString("DIRC")
+	binary.Write(&b, binary.BigEndian, uint32(2))
+	binary.Write(&b, binary.BigEndian, uint32(2))
+	entry(0o100644, "a.txt\x00zz\x00\x00\x00\x00\x00\x00\x00\x00")
+	entry(0o160000, "hidden/sub")
+	b.Write(make([]byte, 20))
+	os.WriteFile(filepath.Join(dir, "index"), b.Bytes(), 0o644)
+	got, err := gitlinks(dir)
+	if err != nil || strings.Join(got, ",") != "hidden/sub" {
+		t.Errorf("gitlinks %q (%v), want hidden/sub", got, err)
+	}
+	// a truncated index is an error, not a shorter list
+	os.WriteFile(filepath.Join(dir, "index"), b.Bytes()[:b.Len()-40], 0o644)
+	if _, err := gitlinks(dir); err == nil {
+		t.Error("a truncated index was accepted")
 	}
 }

@@ -1,0 +1,361 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxSubmoduleDepth bounds the recursion into nested submodules.
+const maxSubmoduleDepth = 8
+
+// guardSubmodulePaths makes every submodule path of the worktree (a gitlink of the
+// index of the git dir gd, or a path of .gitmodules) unchangeable for the command: git
+// recurses into a populated submodule from the parent repository's git status, and would
+// run the config (core.fsmonitor, …) of a repository the command made there. A path
+// without a .git (not checked out) is bound read-only onto itself, empty as git left it
+// (created when missing), so nothing can be made in it and it cannot be replaced (a
+// mount point); a checked-out one has its .git re-bound read-only and its own submodule
+// paths guarded the same way (nested submodules, however deep). A submodule path that is
+// a symlink, or an index or .gitmodules that cannot be read as git would, is refused.
+func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(string) bool, depth int) error {
+	if depth > maxSubmoduleDepth {
+		return errorf("protected", worktree, nil, "submodules nested more than %d deep", maxSubmoduleDepth)
+	}
+	links, err := gitlinks(gd)
+	if err != nil {
+		return errorf("protected", filepath.Join(gd, "index"), err, "cannot read the repository's index to find its submodules (read the same way git does); fix it with git, or remove the repository from the workspace")
+	}
+	mods, err := gitmodulesPaths(worktree)
+	if err != nil {
+		return errorf("protected", filepath.Join(worktree, ".gitmodules"), err, "cannot read .gitmodules")
+	}
+	seen := map[string]bool{}
+	for _, rel := range append(links, mods...) {
+		rel = filepath.Clean(rel)
+		if seen[rel] || rel == "." || filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		seen[rel] = true
+		dir := filepath.Join(worktree, rel)
+		if !inWritable(dir) {
+			continue
+		}
+		for d := worktree; d != dir; {
+			next := filepath.Join(d, strings.Split(strings.TrimPrefix(dir, d+"/"), "/")[0])
+			if st, err := os.Lstat(next); err == nil && st.Mode()&os.ModeSymlink != 0 {
+				return errorf("protected", next, nil, "a component of the submodule path %s is a symlink: git would follow it from the repository's git status; remove it", rel)
+			}
+			d = next
+		}
+		st, err := os.Lstat(dir)
+		switch {
+		case os.IsNotExist(err):
+			plan.mkdirDirs = append(plan.mkdirDirs, dir)
+			plan.readOnly = append(plan.readOnly, dir)
+			continue
+		case err != nil:
+			return errorf("protected", dir, err, "cannot check the submodule path")
+		case !st.IsDir():
+			continue // a file: git does not recurse into it
+		}
+		dotgit := filepath.Join(dir, ".git")
+		gst, err := os.Lstat(dotgit)
+		if err != nil {
+			plan.readOnly = append(plan.readOnly, dir)
+			continue
+		}
+		plan.readOnly = append(plan.readOnly, dotgit)
+		sub := dotgit
+		if !gst.IsDir() {
+			if sub = gitdirOf(dotgit); sub == "" || !isGitDir(sub) {
+				continue // git would not take it as a repository either
+			}
+		}
+		if err := plan.guardSubmodulePaths(dir, sub, inWritable, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRegular reads a regular file of at most limit bytes without following a symlink
+// or blocking on a FIFO (the command may have put either where git keeps a file);
+// os.ErrNotExist when there is none.
+func readRegular(p string, limit int64) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, os.ErrNotExist
+		}
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d", p, st.Size(), limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// gitmodulesPaths reads the submodule paths of the worktree's .gitmodules as git's
+// config parser reads this key: "path" in any case, on its own line or after a section
+// header (whose quoted subsection may hold "]"), its value with quotes removed wherever
+// they are, backslash escapes, and a ; or # comment outside quotes.
+func gitmodulesPaths(worktree string) ([]string, error) {
+	b, err := readRegular(filepath.Join(worktree, ".gitmodules"), 1<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", ""), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			quoted, end := false, -1
+			for i := 1; i < len(line) && end < 0; i++ {
+				switch {
+				case line[i] == '\\' && quoted:
+					i++
+				case line[i] == '"':
+					quoted = !quoted
+				case line[i] == ']' && !quoted:
+					end = i
+				}
+			}
+			if end < 0 {
+				continue
+			}
+			line = strings.TrimSpace(line[end+1:])
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "path") {
+			continue
+		}
+		if p := configValue(v); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// configValue is a git config value as git reads it (config.c parse_value).
+func configValue(v string) string {
+	var b strings.Builder
+	quoted, space := false, 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case !quoted && (c == ';' || c == '#'):
+			i = len(v)
+			continue
+		case !quoted && (c == ' ' || c == '\t'):
+			if b.Len() > 0 {
+				space++
+			}
+			continue
+		}
+		for ; space > 0; space-- {
+			b.WriteByte(' ')
+		}
+		switch c {
+		case '"':
+			quoted = !quoted
+		case '\\':
+			if i+1 < len(v) {
+				i++
+				switch v[i] {
+				case 'n':
+					b.WriteByte('\n')
+				case 't':
+					b.WriteByte('\t')
+				case 'b':
+					b.WriteByte('\b')
+				default:
+					b.WriteByte(v[i])
+				}
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// gitlinks lists the paths of the index of the git dir gd that are gitlinks (mode
+// 160000: submodules), as git reads it (gitformat-index(5)): versions 2 to 4, SHA-1 or
+// SHA-256 object names (extensions.objectFormat of the repository's config), names of
+// the length the entry's flags give, and a split index's shared index (the "link"
+// extension) as well. An index git would refuse, or one this reader cannot follow to
+// its end, is an error: a gitlink must not hide in what is skipped.
+func gitlinks(gd string) ([]string, error) {
+	hashLen := 20
+	if objectFormat(gd) == "sha256" {
+		hashLen = 32
+	}
+	out, shared, err := readIndex(filepath.Join(gd, "index"), hashLen)
+	if err != nil || shared == "" {
+		return out, err
+	}
+	more, _, err := readIndex(filepath.Join(gd, "sharedindex."+shared), hashLen)
+	return append(out, more...), err
+}
+
+// objectFormat is extensions.objectFormat of the repository whose git dir is gd (its
+// common dir's config for a linked worktree).
+func objectFormat(gd string) string {
+	if c := commondirOf(gd); c != "" {
+		gd = c
+	}
+	b, err := readRegular(filepath.Join(gd, "config"), 1<<20)
+	if err != nil {
+		return ""
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			if end := strings.IndexByte(line, ']'); end > 0 {
+				section = strings.ToLower(strings.TrimSpace(line[1:end]))
+				line = strings.TrimSpace(line[end+1:])
+			}
+		}
+		if k, v, ok := strings.Cut(line, "="); ok && section == "extensions" && strings.EqualFold(strings.TrimSpace(k), "objectformat") {
+			return strings.ToLower(configValue(v))
+		}
+	}
+	return ""
+}
+
+// readIndex reads one index file: its gitlinks, and the name (hex) of the shared index
+// of a split index, if any. A missing file has none.
+func readIndex(p string, hashLen int) (links []string, shared string, err error) {
+	b, err := readRegular(p, 512<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	bad := func(what string) ([]string, string, error) {
+		return nil, "", fmt.Errorf("%s: %s", p, what)
+	}
+	if len(b) < 12+hashLen || string(b[:4]) != "DIRC" {
+		return bad("not an index")
+	}
+	ver := binary.BigEndian.Uint32(b[4:8])
+	n := binary.BigEndian.Uint32(b[8:12])
+	if ver < 2 || ver > 4 {
+		return bad(fmt.Sprintf("index version %d", ver))
+	}
+	end := len(b) - hashLen // the trailing checksum
+	off, prev := 12, ""
+	for i := uint32(0); i < n; i++ {
+		start := off
+		if off+40+hashLen+2 > end {
+			return bad("an entry runs past the end")
+		}
+		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
+		off += 40 + hashLen
+		flags := binary.BigEndian.Uint16(b[off : off+2])
+		off += 2
+		if flags&0x4000 != 0 {
+			if ver < 3 {
+				return bad("extended flags in a version 2 index")
+			}
+			off += 2
+		}
+		var name string
+		if ver == 4 {
+			strip, k := indexVarint(b[off:end])
+			if k == 0 || strip > uint64(len(prev)) {
+				return bad("a bad name prefix")
+			}
+			off += k
+			z := bytes.IndexByte(b[off:end], 0)
+			if z < 0 {
+				return bad("a name runs past the end")
+			}
+			name = prev[:len(prev)-int(strip)] + string(b[off:off+z])
+			off += z + 1
+		} else {
+			l := int(flags & 0xfff)
+			if l == 0xfff { // longer names: up to the NUL
+				if l = bytes.IndexByte(b[off:end], 0); l < 0 {
+					return bad("a name runs past the end")
+				}
+			}
+			if off+l > end {
+				return bad("a name runs past the end")
+			}
+			name = string(b[off : off+l])
+			off = start + (off-start+l+8)&^7
+			if off > end {
+				return bad("an entry runs past the end")
+			}
+		}
+		prev = name
+		if mode == 0o160000 {
+			links = append(links, name)
+		}
+	}
+	for off < end {
+		if off+8 > end {
+			return bad("an extension runs past the end")
+		}
+		sig := string(b[off : off+4])
+		size := int(binary.BigEndian.Uint32(b[off+4 : off+8]))
+		off += 8
+		if size < 0 || off+size > end {
+			return bad("extension " + sig + " runs past the end")
+		}
+		data := b[off : off+size]
+		off += size
+		switch {
+		case sig == "link":
+			if len(data) < hashLen {
+				return bad("a short link extension")
+			}
+			shared = hex.EncodeToString(data[:hashLen])
+		case sig[0] >= 'a' && sig[0] <= 'z' && sig != "sdir":
+			return bad("the mandatory extension " + sig + " is not known here")
+		}
+	}
+	return links, shared, nil
+}
+
+// indexVarint decodes git's offset varint (index version 4).
+func indexVarint(b []byte) (uint64, int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	c := b[0]
+	v := uint64(c & 127)
+	i := 1
+	for c&128 != 0 {
+		if i >= len(b) || i > 9 {
+			return 0, 0
+		}
+		c = b[i]
+		i++
+		v = ((v + 1) << 7) | uint64(c&127)
+	}
+	return v, i
+}
