@@ -257,9 +257,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	switch {
 	case mapped:
 		// sent once the binds are idmapped: the init must not attach them before
-	case pooled:
+	case pooled && len(config) <= 64<<10:
 		err = writeFrame(specW, config, nil)
 		written = err == nil
+	case pooled:
+		// larger than a socket buffer may hold: sent once the init reads
 	case len(config) <= 64<<10:
 		_, err = specW.Write(config)
 		written = err == nil
@@ -387,6 +389,12 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if pooled {
 		c.ctl = specW
+		if !written && !mapped {
+			if err := writeFrame(specW, config, nil); err != nil {
+				c.reapFailed()
+				return nil, c.fail(&SetupError{Step: "config", Err: fmt.Errorf("send config.json: %w", err)})
+			}
+		}
 	} else if !written {
 		go func() {
 			specW.Write(config)

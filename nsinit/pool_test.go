@@ -1099,3 +1099,20 @@ func TestPoolOversizedProcess(t *testing.T) {
 		}
 	}
 }
+
+// A template far larger than a socket's buffer (16 MiB of annotation) still reaches the
+// pooled init whole.
+func TestPoolLargeTemplate(t *testing.T) {
+	template, _ := poolTemplate(t, policy.Options{})
+	template.Annotations["org.gosbx.test.padding"] = strings.Repeat("x", 16<<20)
+	p := newTestPool(t, template, 1)
+	var out bytes.Buffer
+	c := p.Command(poolProc(template, "echo", "large"))
+	c.Stdout = &out
+	if err := runPooled(t, c); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if out.String() != "large\n" {
+		t.Errorf("output %q", out.String())
+	}
+}
