@@ -159,3 +159,71 @@ func TestGitCommitModeNoNewModules(t *testing.T) {
 		}
 	})
 }
+
+// What the repository's own config sends git to inside the workspace (husky's
+// core.hooksPath, an include.path) is read-only inside: hooks or config written there
+// would run with the user's next git command.
+func TestGitConfigTargetsReadOnly(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, mode := range []string{"readonly", "commit"} {
+			t.Run(mode, func(t *testing.T) {
+				s := newSandbox(t, c)
+				s.newRepo(s.ws, "base")
+				must(t, os.Mkdir(filepath.Join(s.ws, ".husky"), 0o755))
+				s.chown(filepath.Join(s.ws, ".husky"))
+				must(t, os.WriteFile(filepath.Join(s.ws, ".gitconfig"), []byte("[user]\n\tname = x\n"), 0o644))
+				s.chown(filepath.Join(s.ws, ".gitconfig"))
+				s.hostGit(s.ws, "config", "core.hooksPath", ".husky")
+				s.hostGit(s.ws, "config", "include.path", "../.gitconfig")
+				var flags []string
+				if mode == "commit" {
+					flags = []string{"--policy", s.commitPolicy()}
+				}
+				r := s.run(append(flags, "--", shellPath, "-c", `if (printf '#!/bin/sh\ntouch "$1"\n' > .husky/post-checkout) 2>/dev/null; then echo HOOK; fi
+if (printf '[core]\n\tfsmonitor = "touch x; false"\n' >> .gitconfig) 2>/dev/null; then echo CONFIG; fi
+echo done`)...)
+				mustSucceed(t, r, "the command")
+				if strings.Contains(r.stdout, "HOOK") || strings.Contains(r.stdout, "CONFIG") {
+					t.Errorf("the command wrote where the repository's config points\n%v", r)
+				}
+				wantContent(t, filepath.Join(s.ws, ".gitconfig"), "[user]\n\tname = x\n")
+				if _, err := os.Lstat(filepath.Join(s.ws, ".husky", "post-checkout")); err == nil {
+					t.Error("a hook appeared in core.hooksPath")
+				}
+			})
+		}
+	})
+}
+
+// In commit mode, with submodule git dirs already there, one the command adds to
+// .git/modules is removed when the sandbox ends (and said so); the existing ones stay.
+func TestGitCommitModeNewModuleRemoved(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "base")
+		existing := filepath.Join(s.ws, ".git", "modules", "old")
+		must(t, os.MkdirAll(existing, 0o755))
+		s.chown(filepath.Join(s.ws, ".git", "modules"))
+		s.chown(existing)
+		r := s.run("--policy", s.commitPolicy(), "--status-fd", "2", "--", shellPath, "-c",
+			`mkdir -p .git/modules/sm2/hooks && echo '#!/bin/sh' > .git/modules/sm2/hooks/post-checkout && ln -s / .git/modules/rootlink && echo MADE`)
+		mustSucceed(t, r, "the command")
+		if !strings.Contains(r.stdout, "MADE") {
+			t.Fatalf("the command could not write in .git/modules: the test exercises nothing\n%v", r)
+		}
+		for _, p := range []string{"sm2", "rootlink"} {
+			if _, err := os.Lstat(filepath.Join(s.ws, ".git", "modules", p)); err == nil {
+				t.Errorf(".git/modules/%s outlived the sandbox", p)
+			}
+		}
+		if _, err := os.Stat(existing); err != nil {
+			t.Errorf("the existing submodule git dir was removed: %v", err)
+		}
+		if !strings.Contains(r.stderr, "modules/sm2") {
+			t.Errorf("the status does not say what was removed:\n%s", r.stderr)
+		}
+		if _, err := os.Stat("/bin/sh"); err != nil {
+			t.Fatal("removing a symlink to / touched /")
+		}
+	})
+}

@@ -646,6 +646,53 @@ func removeAbsentAfter(spec *specs.Spec) []string {
 			removed = append(removed, p)
 		}
 	}
+	return append(removed, removeNewEntries(spec)...)
+}
+
+// NoNewEntriesAnnotation lists, as a JSON array of {"dir": D, "keep": [names]}, host
+// directories the command may write in but not add to: when the sandbox has ended, Wait
+// removes every entry of D not in keep (without following a symlink) and reports it in
+// Result.Removed. A commit-mode git dir's modules/: a submodule git dir the command
+// made there would be adopted by the user's next git submodule update --init.
+const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
+
+func removeNewEntries(spec *specs.Spec) []string {
+	raw, ok := spec.Annotations[NoNewEntriesAnnotation]
+	if !ok {
+		return nil
+	}
+	var dirs []struct {
+		Dir  string   `json:"dir"`
+		Keep []string `json:"keep"`
+	}
+	if json.Unmarshal([]byte(raw), &dirs) != nil {
+		return nil
+	}
+	var removed []string
+	for _, d := range dirs {
+		keep := map[string]bool{}
+		for _, k := range d.Keep {
+			keep[k] = true
+		}
+		fd, err := unix.Openat2(unix.AT_FDCWD, d.Dir, &unix.OpenHow{
+			Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if err != nil {
+			continue
+		}
+		f := os.NewFile(uintptr(fd), d.Dir)
+		names, _ := f.Readdirnames(-1)
+		for _, n := range names {
+			if keep[n] {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+				removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0) == nil {
+				removed = append(removed, filepath.Join(d.Dir, n))
+			}
+		}
+		f.Close()
+	}
 	return removed
 }
 

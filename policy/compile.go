@@ -173,6 +173,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
 	}
 	var protected, absentAfter []string
+	var noNew []NoNewEntries
 	for _, t := range trees {
 		c := ""
 		if t == ws {
@@ -206,6 +207,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			}
 			protected = append(protected, plan.readOnly...)
 			absentAfter = append(absentAfter, plan.absentAfter...)
+			noNew = append(noNew, plan.noNewEntries...)
 			for _, d := range plan.bindRO {
 				if err := hostGitDir(d, h, creds); err != nil {
 					return nil, err
@@ -300,6 +302,10 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if len(absentAfter) > 0 {
 		a, _ := json.Marshal(absentAfter)
 		annotations[AbsentAfterAnnotation] = string(a)
+	}
+	if len(noNew) > 0 {
+		a, _ := json.Marshal(noNew)
+		annotations[NoNewEntriesAnnotation] = string(a)
 	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}

@@ -24,7 +24,21 @@ type gitPlan struct {
 	// absentAfter are files that must not exist after the run (AbsentAfterAnnotation):
 	// a writable git dir's commondir, which no mount can keep the command from creating.
 	absentAfter []string
+	// noNewEntries are directories in which nothing may be added during the run
+	// (NoNewEntriesAnnotation): a commit-mode git dir's modules/.
+	noNewEntries []NoNewEntries
 }
+
+// NoNewEntries is one entry of NoNewEntriesAnnotation: Dir's entries other than Keep
+// are removed when the sandbox ends (nsinit, without following a symlink).
+type NoNewEntries struct {
+	Dir  string   `json:"dir"`
+	Keep []string `json:"keep"`
+}
+
+// NoNewEntriesAnnotation (nsinit.NoNewEntriesAnnotation) lists, as a JSON array of
+// NoNewEntries, directories the command may write in but not add to.
+const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
 
 // guardGit plans the protection of the repository metadata entry (a .git directory or
 // a .git file that points at a git dir) found in a writable tree, in mode. It refuses a
@@ -41,6 +55,9 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 			return plan, err
 		}
 		if err := plan.guardSubmodulePaths(filepath.Dir(entry), entry, inWritable, 0); err != nil {
+			return plan, err
+		}
+		if err := plan.guardConfigTargets(filepath.Dir(entry), entry, inWritable); err != nil {
 			return plan, err
 		}
 		if mode != GitCommit {
@@ -62,6 +79,9 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		return plan, nil
 	}
 	if err := plan.guardSubmodulePaths(filepath.Dir(entry), gd, inWritable, 0); err != nil {
+		return plan, err
+	}
+	if err := plan.guardConfigTargets(filepath.Dir(entry), gd, inWritable); err != nil {
 		return plan, err
 	}
 	dirs := []string{gd}
@@ -146,6 +166,8 @@ func (plan *gitPlan) guard(gd, own string) error {
 		for _, f := range []string{"commondir", "gitdir", "config.worktree"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); err == nil {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
+			} else if f == "config.worktree" {
+				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f))
 			}
 		}
 	}
@@ -156,6 +178,15 @@ func (plan *gitPlan) guard(gd, own string) error {
 		plan.readOnly = append(plan.readOnly, filepath.Join(gd, "modules"))
 	}
 	mods, _ := os.ReadDir(filepath.Join(gd, "modules"))
+	// A submodule git dir the command makes among the existing ones is removed after the
+	// run (a later git submodule update --init would adopt it, hooks and all).
+	keep := []string{}
+	for _, m := range mods {
+		keep = append(keep, m.Name())
+	}
+	if len(mods) > 0 {
+		plan.noNewEntries = append(plan.noNewEntries, NoNewEntries{Dir: filepath.Join(gd, "modules"), Keep: keep})
+	}
 	for _, m := range mods {
 		sub := filepath.Join(gd, "modules", m.Name())
 		if m.IsDir() && m.Type()&os.ModeSymlink == 0 {
