@@ -227,3 +227,29 @@ func TestGitCommitModeNewModuleRemoved(t *testing.T) {
 		}
 	})
 }
+
+// In commit mode an unfinished interactive rebase the command leaves (its exec lines
+// would run at the user's git rebase --continue) is removed when the sandbox ends.
+func TestGitCommitModeRebaseStateRemoved(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "base")
+		must(t, os.WriteFile(filepath.Join(s.ws, "tracked.txt"), []byte("v2\n"), 0o644))
+		s.chown(filepath.Join(s.ws, "tracked.txt"))
+		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "-am", "second")
+		pwned := filepath.Join(s.base, "PWNED-rebase")
+		r := s.run("--policy", s.commitPolicy(), "--", shellPath, "-c",
+			`GIT_SEQUENCE_EDITOR="sed -i '1i break'" git -c user.name=i -c user.email=i@i rebase -q -i --exec "touch $1" HEAD~1 >/dev/null 2>&1; test -d .git/rebase-merge && echo STOPPED`, "_", pwned)
+		mustSucceed(t, r, "the command")
+		if !strings.Contains(r.stdout, "STOPPED") {
+			t.Fatalf("the command could not leave a rebase stopped: the test exercises nothing\n%v", r)
+		}
+		if _, err := os.Lstat(filepath.Join(s.ws, ".git", "rebase-merge")); err == nil {
+			t.Error("the command's unfinished rebase outlived the sandbox")
+		}
+		s.hostGitOut(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "rebase", "--continue")
+		if _, err := os.Lstat(pwned); err == nil {
+			t.Error("the user's git rebase --continue ran the command's exec line")
+		}
+	})
+}

@@ -145,6 +145,23 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
 		}
 	}
+	// An unfinished rebase or cherry-pick the command leaves holds commands (exec lines)
+	// that the user's git rebase --continue would run: removed after the run when it was
+	// not there before.
+	for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
+		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
+			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+		}
+	}
+	if own != "" {
+		// gd is the common git dir of the linked worktree this sandbox checks out: its
+		// HEAD, index and HEAD's log are the main checkout's, not this one's.
+		for _, f := range []string{"HEAD", "index", "logs/HEAD"} {
+			if _, err := os.Lstat(filepath.Join(gd, f)); err == nil {
+				plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
+			}
+		}
+	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
 			plan.mkdirDirs = append(plan.mkdirDirs, filepath.Join(gd, d))
@@ -168,6 +185,11 @@ func (plan *gitPlan) guard(gd, own string) error {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			} else if f == "config.worktree" {
 				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f))
+			}
+		}
+		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
+			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {
+				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f)) // this checkout's own
 			}
 		}
 	}
