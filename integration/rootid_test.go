@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -806,4 +807,18 @@ func TestRootIDOtherOwnerNeedsAbsolutePath(t *testing.T) {
 	if u, _ := ownerOf(t, filepath.Join(bob, "f")); u != 1000 {
 		t.Errorf("a file made in bob's directory is owned by %d, want 1000", u)
 	}
+}
+
+// 13. For a root caller an --rw of a socket is refused: idmapped to its owner, the
+// command's connect() would pass the socket's mode as the owner's (a root daemon).
+func TestRootIDRwSocketRefused(t *testing.T) {
+	s := newRootSandbox(t)
+	sock := filepath.Join(s.base, "daemon.sock")
+	l, err := net.Listen("unix", sock)
+	must(t, err)
+	defer l.Close()
+	must(t, os.Chmod(sock, 0o600))
+	m := s.marker("sock")
+	r := s.rawRun("exec", "--workspace", s.ws, "--rw", sock, "--", "touch", m)
+	wantRefused(t, "an --rw of a root-owned socket", r, m, "socket")
 }

@@ -159,6 +159,11 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if err := viaSymlink("rw", raw, given, canon, h); err != nil {
 			return nil, err
 		}
+		if st, err := os.Stat(canon); h.UID == 0 && err == nil && st.Mode()&(os.ModeSocket|os.ModeDevice|os.ModeCharDevice) != 0 {
+			// idmapped to its owner, a socket would take the command's connect() as its
+			// owner's (a root daemon that trusts the file's mode)
+			return nil, errorf("rw", given, nil, "is a socket or device: a root caller's command would reach it as its owner (its read-write binds are idmapped to their owners)")
+		}
 		b.origin = "the read-write bind " + r.Path
 		b.bind(canon, canon, false)
 		linked = linked || given != canon
