@@ -345,6 +345,9 @@ func soakCases(s *sandbox) []soakCase {
 		{name: "background job", args: []string{"--", shellPath, "-c", "sleep 0.01 & " + sleep + " 60 &"}, want: 0},
 		{name: "failing command", args: []string{"--", shellPath, "-c", "exit 3"}, want: 3},
 		{name: "command not found", args: []string{"--", "gosbx-soak-no-such-command"}, want: 127},
+		// a limit asked for: a cgroup where one can be made (root's default process limit
+		// is an rlimit), best effort so that nobody runs without one
+		{name: "process limit", args: []string{"--pids", "64", "--limits", "best-effort", "--", shellPath, "-c", sleep + " 0.01 & wait"}, want: 0},
 		// Under load the limit may expire before the command starts: that is a kill
 		// too, reported as a setup failure at the step "timeout".
 		{name: "timeout", args: []string{"--timeout", "200ms", "--", shellPath, "-c", sleep + " 60 & " + sleep + " 60"},
@@ -548,7 +551,9 @@ func TestSoakDetectsLeaks(t *testing.T) {
 func soakSeesSandboxGroups(t *testing.T, s *sandbox) {
 	t.Helper()
 	ctx := s.limitCtx(runLimit)
-	cmd := s.command(ctx, "--status-fd", "3", "--", shellPath, "-c", "sleep 0.5")
+	// a limit asked for: a cgroup wherever one can be made (a root caller's default
+	// process limit is an rlimit, without one)
+	cmd := s.command(ctx, "--status-fd", "3", "--pids", "64", "--limits", "best-effort", "--", shellPath, "-c", "sleep 0.5")
 	r, w, err := os.Pipe()
 	must(t, err)
 	defer r.Close()
