@@ -335,8 +335,13 @@ func soakRuns(t *testing.T) []soakRun {
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
 	}
+	// A limit asked for: a cgroup where one can be made (a root caller's default process
+	// limit is an rlimit, without one).
+	limited := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws,
+		Resources: policy.Resources{Pids: 64, Limits: "best-effort"}}, nil)
 	return []soakRun{
 		{name: "true", spec: spec("true"), check: wantExit(0)},
+		{name: "true, process limit", spec: limited, check: wantExit(0)},
 		{name: "true, output through pipes", spec: spec("sh", "-c", "echo out; echo err >&2"),
 			setup: func(c *Cmd) { c.Stdout, c.Stderr = &bytes.Buffer{}, &bytes.Buffer{} },
 			check: func(c *Cmd, err error) error {
