@@ -13,10 +13,9 @@ import (
 // faultSteps are every setup step that can be made to fail (internal/fault): the
 // launcher's, then the init's, in order.
 var faultSteps = []string{
-	"config", "open bind source", "cgroup", "pipe", "clone", "cgroup place",
+	"config", "cgroup", "pipe", "clone", "seccomp filter", "open bind source", "cgroup place",
 	"read config", "hostname", "loopback", "mount", "pivot_root", "rlimits", "close fds",
-	"chdir", "set not dumpable", "session keyring", "seccomp filter", "drop capabilities",
-	"exec", "seccomp",
+	"chdir", "set not dumpable", "session keyring", "drop capabilities", "exec", "seccomp",
 }
 
 // Every setup step, made to fail on request in a -tags gosbxfault build: gosbx exits

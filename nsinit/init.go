@@ -40,10 +40,11 @@ func Init() {
 	// Capabilities, no_new_privs and the seccomp filter are per thread; the command is
 	// forked from this thread, so it must stay the one doing the work.
 	runtime.LockOSThread()
-	// Registering ~60 signals takes ~0.7 ms (a handshake with the runtime's signal
-	// thread each): done beside the setup, waited for before the command is forked.
+	// Done beside the setup (each signal.Notify is a handshake with the runtime's
+	// signal thread), waited for before the command is forked.
 	go func() {
-		signal.Notify(sigc, catchable()...)
+		signal.Notify(sigc, append(forwarded, unix.SIGABRT)...)
+		signal.Ignore(fatalFromUser...)
 		close(notified)
 	}()
 	w := syncWriter{os.NewFile(syncFd, "sync")}
@@ -101,16 +102,6 @@ func watchLauncher() {
 	}
 }
 
-// sourceFds are the descriptors of the bind sources the launcher opened, fd 6 onwards.
-func sourceFds(spec *specs.Spec) []int {
-	n := len(mounts.BindSources(spec))
-	fds := make([]int, n)
-	for i := range fds {
-		fds[i] = firstSourceFd + i
-	}
-	return fds
-}
-
 type stepError struct {
 	step string
 	err  error
@@ -132,8 +123,17 @@ func step(name string, err error) error {
 // signals forwarded by the reaper to the command.
 var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
 
-// sigc receives every catchable signal once notified is closed (before the command
-// starts); the reaper forwards those in forwarded to the command and ignores the rest.
+// The Go runtime exits or crashes on these when another process sends them (kill(2))
+// and nothing handles them; the others it ignores (runtime/sigtab_linux_generic.go).
+// The init handles SIGABRT (channel sigc) and ignores the rest of them; signal.Ignore
+// sets SIG_IGN, which the command would inherit, only for signals the runtime can
+// notify, which none of these is (a real fault still crashes). So nothing the command
+// sends to pid 1 can end the sandbox early or make the init print a traceback.
+var fatalFromUser = []os.Signal{unix.SIGILL, unix.SIGTRAP, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS}
+
+// sigc receives the forwarded signals and SIGABRT once notified is closed (before the
+// command starts); the reaper forwards those in forwarded to the command and ignores
+// SIGABRT.
 var (
 	sigc     = make(chan os.Signal, 64)
 	notified = make(chan struct{})
@@ -144,7 +144,7 @@ var (
 // builds the sandbox, reports "ready" on w, and waits for the process and its stdio
 // (protocol.go) before the steps that depend on them.
 func setup(w syncWriter, pooled, trees bool) (string, int, error) {
-	spec, err := readSpec(pooled)
+	spec, filter, sources, err := readSpec(pooled)
 	if err := step("read config", err); err != nil {
 		return "", 0, err
 	}
@@ -162,7 +162,7 @@ func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 	if trees {
 		setupRoot = mounts.SetupTrees
 	}
-	root, err := setupRoot(spec, sourceFds(spec))
+	root, err := setupRoot(spec, sources)
 	if err := step("mount", err); err != nil {
 		return "", 0, err
 	}
@@ -174,13 +174,6 @@ func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 		return "", 0, err
 	}
 	if err := step("session keyring", newSessionKeyring()); err != nil {
-		return "", 0, err
-	}
-	var filter seccomp.Program
-	if spec.Linux != nil {
-		filter, err = seccomp.Compile(spec.Linux.Seccomp)
-	}
-	if err := step("seccomp filter", err); err != nil {
 		return "", 0, err
 	}
 	if pooled {
@@ -276,28 +269,36 @@ func readProcess() (*specs.Process, error) {
 	return p, nil
 }
 
-func readSpec(pooled bool) (*specs.Spec, error) {
-	var b []byte
-	var err error
-	if pooled {
-		b, _, err = readFrame(specFd, 0) // the socket stays open for the process
-	} else {
-		f := os.NewFile(specFd, "spec")
-		b, err = io.ReadAll(f)
-		f.Close()
-	}
+// readSpec reads the spec frame from fd 3, then the descriptors of its bind sources
+// (one per mounts.BindSources entry, in order). The socket stays open for a pooled
+// init's process.
+func readSpec(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
+	b, _, err := readFrame(specFd, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	var w wireSpec
 	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, fmt.Errorf("decode config.json: %w", err)
+		return nil, nil, nil, fmt.Errorf("decode config.json: %w", err)
 	}
-	spec := *w.toSpec()
+	spec := w.toSpec()
 	if !pooled && (spec.Process == nil || len(spec.Process.Args) == 0) {
-		return nil, errors.New("config.json has no process args")
+		return nil, nil, nil, errors.New("config.json has no process args")
 	}
-	return &spec, nil
+	var filter seccomp.Program
+	if w.Linux != nil {
+		if filter, err = seccomp.ParseProgram(w.Linux.Filter); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	fds, err := recvFds(specFd, len(mounts.BindSources(spec)))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("receive the bind sources: %w", err)
+	}
+	if !pooled {
+		unix.Close(specFd)
+	}
+	return spec, filter, fds, nil
 }
 
 func hasNamespace(spec *specs.Spec, t specs.LinuxNamespaceType) bool {

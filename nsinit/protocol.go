@@ -12,14 +12,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The launcher and the init stage talk over three pipes, passed to the init as fds 3-5:
+// The launcher and the init stage talk over a socket and two pipes, passed to the init
+// as fds 3-5:
 //
-//	fd 3 (launcher → init): the runtime-spec config.json, then EOF. For an init built
-//	     ahead by a Pool (argv[1] == "pool"), fd 3 is a unix stream socket instead, and
-//	     carries frames (a 4-byte little-endian length, then JSON): the template's
-//	     config.json first; once the sandbox is built the init reports "ready" on fd 4
-//	     and waits for a second frame, the command's specs.Process, which comes with
-//	     its stdin, stdout and stderr as SCM_RIGHTS descriptors (unix(7)).
+//	fd 3 (launcher → init): a unix stream socket carrying frames (a 4-byte
+//	     little-endian length, then JSON). First the config.json (wireSpec, the seccomp
+//	     filter compiled), then the bind sources: one descriptor per bind mount of the
+//	     spec, in order, as SCM_RIGHTS (unix(7)) on one-byte messages of at most
+//	     fdsPerMessage each. For a caller other than root they are O_PATH descriptors
+//	     opened by the launcher without following symlinks (mounts.OpenSourcePath), so
+//	     each source is resolved once, by the process that checked it; for root (argv
+//	     word "trees") detached mount trees the launcher cloned and maybe idmapped.
+//	     Both are sent after the clone, while the init's runtime starts. An init built
+//	     ahead by a Pool (argv word "pool") then reports "ready" on fd 4 and waits for
+//	     one more frame, the command's specs.Process, which comes with its stdin,
+//	     stdout and stderr as SCM_RIGHTS descriptors.
 //	fd 4 (init → launcher): JSON lines, one message per setup outcome (below).
 //	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
 //	     init forks the command only then), then an "ack" byte once the launcher has
@@ -29,9 +36,6 @@ import (
 //	     the sandbox's pid namespace.
 //	     A pipe end is held by the process, not by one thread, unlike PR_SET_PDEATHSIG,
 //	     which fires when the cloning thread exits.
-//	fd 6…: one O_PATH descriptor per bind mount of the spec, in order, opened by the
-//	     launcher without following symlinks (mounts.OpenSourcePath): each source is
-//	     resolved once, by the process that checked it.
 //
 // Bytes on the life pipe, in this order.
 const (
@@ -40,10 +44,9 @@ const (
 )
 
 const (
-	specFd        = 3
-	syncFd        = 4
-	lifeFd        = 5
-	firstSourceFd = 6
+	specFd = 3
+	syncFd = 4
+	lifeFd = 5
 )
 
 // InitArg is the argv[0] under which the binary is re-executed as the init stage.
@@ -215,4 +218,51 @@ func closeFds(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
+}
+
+// fdsPerMessage is how many descriptors sendFds attaches to one message: SCM_MAX_FD
+// (253) is the kernel's limit.
+const fdsPerMessage = 250
+
+// sendFds sends fds on the socket f, fdsPerMessage at a time, each batch on a one-byte
+// message; recvFds(…, len(fds)) receives them.
+func sendFds(f *os.File, fds []int) error {
+	for len(fds) > 0 {
+		n := min(len(fds), fdsPerMessage)
+		if err := unix.Sendmsg(int(f.Fd()), []byte{'F'}, unix.UnixRights(fds[:n]...), nil, 0); err != nil {
+			return fmt.Errorf("sendmsg: %w", err)
+		}
+		fds = fds[n:]
+	}
+	return nil
+}
+
+// recvFds receives n descriptors sent by sendFds on the socket fd (blocking),
+// close-on-exec. A message without descriptors, or more than n, is an error.
+func recvFds(fd int, n int) ([]int, error) {
+	fds := make([]int, 0, n)
+	oob := make([]byte, unix.CmsgSpace(4*fdsPerMessage))
+	var b [1]byte
+	for len(fds) < n {
+		got, oobn, flags, _, err := unix.Recvmsg(fd, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && got == 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		var batch []int
+		if err == nil {
+			batch = parseRights(oob[:oobn])
+			if len(batch) == 0 || flags&unix.MSG_CTRUNC != 0 || len(fds)+len(batch) > n {
+				err = fmt.Errorf("%d descriptors received, want %d", len(fds)+len(batch), n)
+			}
+		}
+		fds = append(fds, batch...)
+		if err != nil {
+			closeFds(fds)
+			return nil, err
+		}
+	}
+	return fds, nil
 }

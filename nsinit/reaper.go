@@ -55,16 +55,3 @@ func isForwarded(sig os.Signal) bool {
 	}
 	return false
 }
-
-// catchable is every signal the init can catch but SIGURG (the Go runtime's preemption
-// signal). The init handles them all, so nothing sent by the command (kill -ABRT 1,
-// kill -SEGV 1, a real-time signal) can kill or crash it with a default action.
-func catchable() []os.Signal {
-	var out []os.Signal
-	for s := unix.Signal(1); s <= 64; s++ {
-		if s != unix.SIGKILL && s != unix.SIGSTOP && s != unix.SIGURG {
-			out = append(out, s)
-		}
-	}
-	return out
-}

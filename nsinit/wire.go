@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // wireSpec is the part of specs.Spec that gosbx implements, under the same JSON names:
@@ -49,12 +51,14 @@ type wireMount struct {
 }
 
 type wireLinux struct {
-	UIDMappings   []specs.LinuxIDMapping `json:"uidMappings,omitempty"`
-	GIDMappings   []specs.LinuxIDMapping `json:"gidMappings,omitempty"`
-	Namespaces    []specs.LinuxNamespace `json:"namespaces,omitempty"`
-	Seccomp       *specs.LinuxSeccomp    `json:"seccomp,omitempty"`
-	MaskedPaths   []string               `json:"maskedPaths,omitempty"`
-	ReadonlyPaths []string               `json:"readonlyPaths,omitempty"`
+	UIDMappings []specs.LinuxIDMapping `json:"uidMappings,omitempty"`
+	GIDMappings []specs.LinuxIDMapping `json:"gidMappings,omitempty"`
+	Namespaces  []specs.LinuxNamespace `json:"namespaces,omitempty"`
+	// Filter is the seccomp program compiled from linux.seccomp (seccomp.Program.Bytes):
+	// the init loads it as it is.
+	Filter        []byte   `json:"filter,omitempty"`
+	MaskedPaths   []string `json:"maskedPaths,omitempty"`
+	ReadonlyPaths []string `json:"readonlyPaths,omitempty"`
 }
 
 func toWireProcess(p *specs.Process) *wireProcess {
@@ -82,7 +86,7 @@ func (w *wireSpec) toSpec() *specs.Spec {
 	}
 	if l := w.Linux; l != nil {
 		s.Linux = &specs.Linux{UIDMappings: l.UIDMappings, GIDMappings: l.GIDMappings, Namespaces: l.Namespaces,
-			Seccomp: l.Seccomp, MaskedPaths: l.MaskedPaths, ReadonlyPaths: l.ReadonlyPaths}
+			MaskedPaths: l.MaskedPaths, ReadonlyPaths: l.ReadonlyPaths}
 	}
 	return s
 }
@@ -124,38 +128,56 @@ func checkProcess(p *specs.Process, l *specs.Linux) error {
 	return nil
 }
 
-// toWire checks that spec sets only fields gosbx implements and returns what the init
-// is sent.
-func toWire(spec *specs.Spec) (*wireSpec, error) {
+// checkSpec refuses a spec that sets a field gosbx does not implement, so that nothing
+// asked for is silently left out.
+func checkSpec(spec *specs.Spec) error {
 	if bad := setFieldsOutside(reflect.ValueOf(spec).Elem(), specFields); len(bad) > 0 {
-		return nil, fmt.Errorf("the spec sets %s, which gosbx does not implement", strings.Join(bad, ", "))
+		return fmt.Errorf("the spec sets %s, which gosbx does not implement", strings.Join(bad, ", "))
 	}
 	if r := spec.Root; r != nil && ((r.Path != "" && r.Path != "/") || !r.Readonly) {
-		return nil, fmt.Errorf("the spec's root is %q, readonly %v: gosbx builds the root itself, read-only (want path \"/\", readonly true)", r.Path, r.Readonly)
+		return fmt.Errorf("the spec's root is %q, readonly %v: gosbx builds the root itself, read-only (want path \"/\", readonly true)", r.Path, r.Readonly)
 	}
 	if err := checkProcess(spec.Process, spec.Linux); err != nil {
-		return nil, err
+		return err
 	}
-	w := &wireSpec{Version: spec.Version, Process: toWireProcess(spec.Process), Root: spec.Root, Hostname: spec.Hostname,
-		Annotations: spec.Annotations}
 	for _, m := range spec.Mounts {
 		if len(m.UIDMappings) > 0 || len(m.GIDMappings) > 0 {
-			return nil, fmt.Errorf("the spec sets uidMappings or gidMappings on the mount of %s, which gosbx does not implement", m.Destination)
+			return fmt.Errorf("the spec sets uidMappings or gidMappings on the mount of %s, which gosbx does not implement", m.Destination)
 		}
-		w.Mounts = append(w.Mounts, wireMount{Destination: m.Destination, Type: m.Type, Source: m.Source, Options: m.Options})
 	}
 	if l := spec.Linux; l != nil {
 		if bad := setFieldsOutside(reflect.ValueOf(l).Elem(), linuxFields); len(bad) > 0 {
-			return nil, fmt.Errorf("the spec sets linux.%s, which gosbx does not implement", strings.Join(bad, ", linux."))
+			return fmt.Errorf("the spec sets linux.%s, which gosbx does not implement", strings.Join(bad, ", linux."))
 		}
 		if sc := l.Seccomp; sc != nil && (sc.ListenerPath != "" || sc.ListenerMetadata != "" || len(sc.Flags) > 0) {
-			return nil, fmt.Errorf("the spec sets linux.seccomp.listenerPath or flags, which gosbx does not implement (the filter is always loaded with SECCOMP_FILTER_FLAG_TSYNC)")
+			return fmt.Errorf("the spec sets linux.seccomp.listenerPath or flags, which gosbx does not implement (the filter is always loaded with SECCOMP_FILTER_FLAG_TSYNC)")
 		}
 		if err := checkResources(l.Resources); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// toWire returns what the init is sent for a spec checkSpec accepted: the seccomp
+// filter compiled here (seccomp.Compile), so the init only loads it. An error is the
+// filter's.
+func toWire(spec *specs.Spec) (*wireSpec, error) {
+	w := &wireSpec{Version: spec.Version, Process: toWireProcess(spec.Process), Root: spec.Root, Hostname: spec.Hostname,
+		Annotations: spec.Annotations}
+	for _, m := range spec.Mounts {
+		w.Mounts = append(w.Mounts, wireMount{Destination: m.Destination, Type: m.Type, Source: m.Source, Options: m.Options})
+	}
+	if l := spec.Linux; l != nil {
 		w.Linux = &wireLinux{UIDMappings: l.UIDMappings, GIDMappings: l.GIDMappings, Namespaces: l.Namespaces,
-			Seccomp: l.Seccomp, MaskedPaths: l.MaskedPaths, ReadonlyPaths: l.ReadonlyPaths}
+			MaskedPaths: l.MaskedPaths, ReadonlyPaths: l.ReadonlyPaths}
+		if l.Seccomp != nil {
+			p, err := seccomp.Compile(l.Seccomp)
+			if err != nil {
+				return nil, err
+			}
+			w.Linux.Filter = p.Bytes()
+		}
 	}
 	return w, nil
 }

@@ -3,16 +3,18 @@ package nsinit
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/policy"
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // What the init decodes is the spec it was given, field for field, but the cgroup
-// resources (applied by the launcher).
+// resources (applied by the launcher) and the seccomp filter, which comes compiled.
 func TestWireRoundTrip(t *testing.T) {
 	host, err := policy.CurrentHost()
 	if err != nil {
@@ -45,7 +47,15 @@ func TestWireRoundTrip(t *testing.T) {
 		want := *spec
 		l := *spec.Linux
 		l.Resources = nil // the launcher's (the cgroup)
+		l.Seccomp = nil   // sent compiled, below
 		want.Linux = &l
+		prog, err := seccomp.Compile(spec.Linux.Seccomp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filter, err := seccomp.ParseProgram(w2.Linux.Filter); err != nil || !slices.Equal(filter, prog) || len(prog) == 0 {
+			t.Errorf("%s: the init would load %d instructions (%v), want the %d compiled from the spec", profile, len(filter), err, len(prog))
+		}
 		p := *spec.Process
 		p.Capabilities = nil // checkProcess lets only empty ones through; every one is dropped
 		want.Process = &p
@@ -103,8 +113,8 @@ func TestWireRefusesUnimplemented(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := validSpec()
 			tt.mutate(s)
-			if _, err := toWire(s); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("toWire = %v; want an error naming %q", err, tt.want)
+			if err := checkSpec(s); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("checkSpec = %v; want an error naming %q", err, tt.want)
 			}
 			c := Command(s)
 			err := c.Start()

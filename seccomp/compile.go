@@ -426,3 +426,20 @@ func Load(p Program) error {
 	}
 	return nil
 }
+
+// ParseProgram is the program whose Bytes are b. It fails on a length that is not a
+// whole number of 8-byte instructions, or beyond BPF_MAXINSNS (4096), which seccomp(2)
+// refuses.
+func ParseProgram(b []byte) (Program, error) {
+	if len(b)%8 != 0 || len(b)/8 > 4096 {
+		return nil, fmt.Errorf("a seccomp program of %d bytes is not 1-4096 instructions of 8 bytes", len(b))
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	p := make(Program, 0, len(b)/8)
+	for ; len(b) > 0; b = b[8:] {
+		p = append(p, unix.SockFilter{Code: binary.LittleEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.LittleEndian.Uint32(b[4:])})
+	}
+	return p, nil
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -250,6 +251,16 @@ func TestBytesLayout(t *testing.T) {
 	}
 	if len(Program(nil).Bytes()) != 0 || Program(nil).Text() != "" {
 		t.Error("an empty program is not empty")
+	}
+	// ParseProgram reverses Bytes (the launcher sends the init its filter this way).
+	back, err := ParseProgram(b)
+	if err != nil || !slices.Equal(back, p) {
+		t.Errorf("ParseProgram(Bytes) = %d instructions, %v; want the %d sent", len(back), err, len(p))
+	}
+	for _, n := range []int{7, 9, 8*4096 + 8} {
+		if _, err := ParseProgram(make([]byte, n)); err == nil {
+			t.Errorf("ParseProgram of %d bytes: no error", n)
+		}
 	}
 }
 
