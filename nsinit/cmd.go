@@ -344,12 +344,9 @@ func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID
 	if err != nil {
 		return &SetupError{Step: "seccomp filter", Err: err}
 	}
-	config, err := json.Marshal(wire)
-	if err == nil && len(config) > maxFrame {
-		err = fmt.Errorf("config.json is %d bytes, more than %d", len(config), maxFrame)
-	}
-	if err != nil {
-		return &SetupError{Step: "config", Err: err}
+	config := encodeSpec(wire)
+	if len(config) > maxFrame {
+		return &SetupError{Step: "config", Err: fmt.Errorf("the spec is %d bytes encoded, more than %d", len(config), maxFrame)}
 	}
 	var fds []int
 	defer func() { closeFds(fds) }()
@@ -398,7 +395,7 @@ func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID
 		}
 	}
 	if err := writeFrame(sock, config, nil); err != nil {
-		return &SetupError{Step: "config", Err: fmt.Errorf("send config.json: %w", err)}
+		return &SetupError{Step: "config", Err: fmt.Errorf("send the spec: %w", err)}
 	}
 	if err := sendFds(sock, fds); err != nil {
 		return &SetupError{Step: "open bind source", Err: fmt.Errorf("send the bind sources: %w", err)}

@@ -1,7 +1,6 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -252,9 +251,9 @@ func readProcess() (*specs.Process, error) {
 	if len(fds) != 3 {
 		return nil, fmt.Errorf("the process came with %d descriptors, want 3 (stdin, stdout, stderr)", len(fds))
 	}
-	var w wireProcess
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, fmt.Errorf("decode process: %w", err)
+	w, err := decodeProcess(body)
+	if err != nil {
+		return nil, err
 	}
 	p := w.toProcess()
 	if len(p.Args) == 0 {
@@ -277,13 +276,13 @@ func readSpec(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var w wireSpec
-	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, nil, nil, fmt.Errorf("decode config.json: %w", err)
+	w, err := decodeSpec(b)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	spec := w.toSpec()
 	if !pooled && (spec.Process == nil || len(spec.Process.Args) == 0) {
-		return nil, nil, nil, errors.New("config.json has no process args")
+		return nil, nil, nil, errors.New("the spec has no process args")
 	}
 	var filter seccomp.Program
 	if w.Linux != nil {

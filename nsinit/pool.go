@@ -211,12 +211,9 @@ func (c *Cmd) startPooled() (err error) {
 	if err := checkProcess(c.Spec.Process, c.pool.template.Linux); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
-	proc, err := json.Marshal(toWireProcess(c.Spec.Process))
-	if err == nil && len(proc) > maxFrame {
-		err = fmt.Errorf("the process is %d bytes of JSON, more than %d", len(proc), maxFrame)
-	}
-	if err != nil {
-		return c.fail(&SetupError{Step: "config", Err: err})
+	proc := encodeProcess(toWireProcess(c.Spec.Process))
+	if len(proc) > maxFrame {
+		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame)})
 	}
 	for attempt := 0; ; attempt++ {
 		b, err := c.pool.take()

@@ -16,8 +16,8 @@ import (
 // as fds 3-5:
 //
 //	fd 3 (launcher → init): a unix stream socket carrying frames (a 4-byte
-//	     little-endian length, then JSON). First the config.json (wireSpec, the seccomp
-//	     filter compiled), then the bind sources: one descriptor per bind mount of the
+//	     little-endian length, then wirecodec.go's encoding). First the spec (wireSpec,
+//	     the seccomp filter compiled), then the bind sources: one descriptor per bind mount of the
 //	     spec, in order, as SCM_RIGHTS (unix(7)) on one-byte messages of at most
 //	     fdsPerMessage each. For a caller other than root they are O_PATH descriptors
 //	     opened by the launcher without following symlinks (mounts.OpenSourcePath), so

@@ -10,12 +10,10 @@ import (
 	"github.com/gosbx/gosbx/seccomp"
 )
 
-// wireSpec is the part of specs.Spec that gosbx implements, under the same JSON names:
-// the launcher encodes it and the init decodes it (toSpec gives the specs.Spec). On
-// first use encoding/json builds an encoder, or the field table of a decoder, for every
-// type a type holds; for specs.Spec (Windows, Solaris, VM, every cgroup resource; a
-// Process of twenty fields) that took ~0.6 ms in the launcher and as much in the init,
-// for each launch. Linux.Resources is applied by the launcher (the cgroup) and not sent.
+// wireSpec is the part of specs.Spec that gosbx implements (the JSON names are the
+// runtime-spec's): the launcher encodes it (wirecodec.go) and the init decodes it
+// (toSpec gives the specs.Spec). Linux.Resources is applied by the launcher (the
+// cgroup) and not sent; linux.seccomp is sent compiled (Filter).
 type wireSpec struct {
 	Version     string            `json:"ociVersion"`
 	Process     *wireProcess      `json:"process,omitempty"`

@@ -3,6 +3,7 @@ package nsinit
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -35,12 +36,9 @@ func TestWireRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", profile, err)
 		}
-		b, err := json.Marshal(w)
+		b := encodeSpec(w)
+		w2, err := decodeSpec(b)
 		if err != nil {
-			t.Fatal(err)
-		}
-		var w2 wireSpec
-		if err := json.Unmarshal(b, &w2); err != nil {
 			t.Fatal(err)
 		}
 		got := *w2.toSpec()
@@ -126,5 +124,58 @@ func TestWireRefusesUnimplemented(t *testing.T) {
 	}
 	if _, err := toWire(validSpec()); err != nil {
 		t.Errorf("a plain spec: %v", err)
+	}
+}
+
+// The process of a pooled command decodes to what was encoded, umask and rlimits
+// included; an absent process stays absent.
+func TestWireProcessRoundTrip(t *testing.T) {
+	umask := uint32(0o027)
+	p := &specs.Process{User: specs.User{UID: 1000, GID: 1001, Umask: &umask}, Args: []string{"sh", "-c", "echo \x00 ü"},
+		Env: []string{"A=1", ""}, Cwd: "/w", NoNewPrivileges: true,
+		Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1 << 62, Soft: 1024}}}
+	w, err := decodeProcess(encodeProcess(toWireProcess(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(w.toProcess())
+	want, _ := json.Marshal(p)
+	if string(got) != string(want) {
+		t.Errorf("decoded\n%s\nwant\n%s", got, want)
+	}
+	if w, err := decodeProcess(encodeProcess(nil)); err != nil || w != nil {
+		t.Errorf("an absent process decodes to %+v, %v", w, err)
+	}
+}
+
+// A truncated, extended or corrupted encoding is an error (or, for a corruption that
+// still parses, some spec), never a panic or an allocation the input cannot back.
+func TestWireDecodeMalformed(t *testing.T) {
+	spec := validSpec()
+	spec.Annotations = map[string]string{"a": "1", "b": "2"}
+	w, err := toWire(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := encodeSpec(w)
+	for n := 0; n < len(b); n++ {
+		if _, err := decodeSpec(b[:n]); !errors.Is(err, errWire) {
+			t.Fatalf("a prefix of %d of %d bytes: %v, want errWire", n, len(b), err)
+		}
+	}
+	if _, err := decodeSpec(append(slices.Clone(b), 0)); !errors.Is(err, errWire) {
+		t.Errorf("a trailing byte: %v, want errWire", err)
+	}
+	huge := append([]byte(wireMagic), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f)
+	if _, err := decodeSpec(huge); !errors.Is(err, errWire) {
+		t.Errorf("a length of 2^63: %v, want errWire", err)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		c := slices.Clone(b)
+		for range 1 + rnd.IntN(4) {
+			c[len(wireMagic)+rnd.IntN(len(c)-len(wireMagic))] = byte(rnd.Uint32())
+		}
+		decodeSpec(c) // must not panic
 	}
 }
