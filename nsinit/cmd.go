@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,7 +50,7 @@ type Cmd struct {
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
 
-	init     *exec.Cmd
+	init     *initProc
 	life     *os.File // held for the launch: its closing kills the sandbox
 	sync     *syncReader
 	syncFile *os.File
@@ -202,37 +201,28 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	if mapped {
 		args = append(args, treesArg)
 	}
-	c.init = &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       args,
-		Env:        append([]string{}, fault.Env()...),
-		ExtraFiles: []*os.File{specR, syncW, lifeR},
-		// Once the init is gone, every process of the sandbox is too and the pipes of
-		// Stdout and Stderr close; only a Stdin reader that never returns could hold
-		// Wait, and this bounds it.
-		WaitDelay: 2 * time.Second,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:                     true, // keyboard signals reach the launcher only, which forwards them
-			Cloneflags:                 flags,
-			UidMappings:                uids,
-			GidMappings:                gids,
-			GidMappingsEnableSetgroups: false,
-			AmbientCaps:                initCaps,
-		},
+	// The command's stdio as os/exec would give it (files as they are, /dev/null,
+	// pipes copied by the launcher); a pooled init gets /dev/null until its process
+	// comes with the real ones. Readers are read only once the init has its spec, so
+	// nothing of Stdin goes to a launch that stops before (or is tried again, below).
+	var stdio *stdioCopy
+	if pooled {
+		stdio, err = newStdioCopy(nil, nil, nil)
+	} else {
+		stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
 	}
-	var stdin *stdioCopy
-	if !pooled {
-		c.init.Stdin, c.init.Stdout, c.init.Stderr = c.Stdin, c.Stdout, c.Stderr
-		if _, isFile := c.Stdin.(*os.File); mapped && c.Stdin != nil && !isFile {
-			// this launch may be tried again (below): Stdin is read only once it ran
-			var in *os.File
-			if stdin, in, err = newStdinCopy(c.Stdin); err != nil {
-				closeAll()
-				c.dropGroup()
-				return nil, c.fail(&SetupError{Step: "pipe", Err: err})
-			}
-			c.init.Stdin = in
-		}
+	if err != nil {
+		closeAll()
+		c.dropGroup()
+		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
+	}
+	sys := &syscall.SysProcAttr{
+		Setsid:                     true, // keyboard signals reach the launcher only, which forwards them
+		Cloneflags:                 flags,
+		UidMappings:                uids,
+		GidMappings:                gids,
+		GidMappingsEnableSetgroups: false,
+		AmbientCaps:                initCaps,
 	}
 	if mapped {
 		// Root clones with the command's ids inside (0 by default), host id hid: the
@@ -240,29 +230,34 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// every root file. Supplementary groups go too (root's group 0), which needs
 		// setgroups(2) allowed in the new namespace; only the init, before it drops
 		// its capabilities, could call it.
-		c.init.SysProcAttr.Credential = &syscall.Credential{
+		sys.Credential = &syscall.Credential{
 			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, Groups: []uint32{}}
-		c.init.SysProcAttr.GidMappingsEnableSetgroups = true
+		sys.GidMappingsEnableSetgroups = true
 	}
 	if c.group != nil && c.group.CloneFd() >= 0 {
 		// cgroup v2: cloned straight into the group, no process ever runs outside it
-		c.init.SysProcAttr.UseCgroupFD = true
-		c.init.SysProcAttr.CgroupFD = c.group.CloneFd()
+		sys.UseCgroupFD = true
+		sys.CgroupFD = c.group.CloneFd()
 	}
 	c.start = time.Now()
 	if err = fault.Check("clone"); err == nil {
-		err = c.init.Start()
+		c.init, err = startInit(args, &syscall.ProcAttr{
+			Env: fault.Env(),
+			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), uintptr(stdio.fds[2]),
+				specR.Fd(), syncW.Fd(), lifeR.Fd()},
+			Sys: sys,
+		})
 	}
+	stdio.sent() // the init holds its ends now
 	specR.Close()
 	syncW.Close()
 	lifeR.Close()
 	if err != nil {
+		c.init = nil
 		specW.Close()
 		syncR.Close()
 		lifeW.Close()
-		if stdin != nil {
-			stdin.abort()
-		}
+		stdio.abort()
 		c.dropGroup()
 		if mapped && errors.Is(err, unix.EACCES) {
 			return nil, c.fail(&SetupError{Step: "clone", Err: fmt.Errorf("%w (a root caller's init runs as the unprivileged "+
@@ -274,7 +269,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	c.started = true
 	if err := c.sendSpec(spec, specW, mapped, hid); err != nil {
 		specW.Close()
-		c.stdio = stdin // aborted by reapFailed: nothing was read
+		c.stdio = stdio // aborted by reapFailed: nothing was read
 		c.reapFailed()
 		c.stdio = nil
 		allow := spec.Annotations[RootIdentityAnnotation] == "allow"
@@ -294,16 +289,14 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if mapped {
 		c.hostID = hid
-		if stdin != nil {
-			stdin.sent()
-			stdin.run()
-			c.stdio = stdin // Wait waits for it
-		}
 	}
 	if pooled {
 		c.ctl = specW
+		stdio.abort() // nothing to copy: /dev/null until the process comes
 	} else {
 		specW.Close()
+		stdio.run()
+		c.stdio = stdio // Wait waits for the copies
 	}
 	if c.nproc {
 		cgroup.CollectStale() // groups of killed launchers; this launch makes none
@@ -317,11 +310,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		var err error
 		if c.group != nil {
 			if err = fault.Check("cgroup place"); err == nil {
-				err = c.group.Add(c.init.Process.Pid)
+				err = c.group.Add(c.init.pid)
 			}
 		}
 		if err != nil {
-			c.init.Process.Kill()
+			c.init.kill()
 		} else {
 			c.life.Write([]byte{lifeGo})
 		}
@@ -373,7 +366,7 @@ func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID
 		self := owner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
 		err = fault.Check("idmap")
 		if err == nil {
-			err = idmapTrees(trees, plan, owners, c.init.Process.Pid, self, hid.id)
+			err = idmapTrees(trees, plan, owners, c.init.pid, self, hid.id)
 		}
 		if err != nil {
 			var me *mounts.Error
@@ -412,7 +405,7 @@ func (c *Cmd) startTimer() {
 // awaitExec waits for the init's report on the command's execve and, when placed is
 // not nil, for the init's cgroup placement.
 func (c *Cmd) awaitExec(placed <-chan error) error {
-	pid := c.init.Process.Pid
+	pid := c.init.pid
 	m, ok := c.sync.next()
 	if placed != nil {
 		if err := <-placed; err != nil {
@@ -439,7 +432,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	if c.isTimedOut() {
 		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
 	}
-	return c.fail(&SetupError{Step: "init", Err: fmt.Errorf("the init stage died during setup: %v", c.init.ProcessState)})
+	return c.fail(&SetupError{Step: "init", Err: fmt.Errorf("the init stage died during setup: %s", describe(c.init.wait()))})
 }
 
 // fail reports err as an event and returns it.
@@ -462,8 +455,8 @@ func (c *Cmd) fail(err error) error {
 // reapFailed waits for an init that reported failure or died, and releases the pipes
 // and the cgroup.
 func (c *Cmd) reapFailed() {
-	c.init.Process.Kill()
-	c.init.Wait()
+	c.init.kill()
+	c.init.wait()
 	if c.stdio != nil {
 		c.stdio.wait()
 	}
@@ -490,7 +483,7 @@ func (c *Cmd) expire() {
 	c.mu.Lock()
 	c.timedOut = true
 	c.mu.Unlock()
-	c.init.Process.Signal(unix.SIGKILL)
+	c.init.kill()
 }
 
 func (c *Cmd) isTimedOut() bool {
@@ -502,10 +495,14 @@ func (c *Cmd) isTimedOut() bool {
 // Signal sends sig to the command; the sandbox's init forwards SIGINT, SIGTERM, SIGHUP,
 // SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH and SIGCONT to it. SIGKILL kills the whole sandbox.
 func (c *Cmd) Signal(sig os.Signal) error {
-	if c.init == nil || c.init.Process == nil {
+	if c.init == nil {
 		return errors.New("nsinit: not started")
 	}
-	return c.init.Process.Signal(sig)
+	ss, ok := sig.(syscall.Signal)
+	if !ok {
+		return errors.New("nsinit: unsupported signal type")
+	}
+	return c.init.signal(ss)
 }
 
 // Wait waits for the command to end and for the sandbox to be gone, then sets Result.
@@ -529,7 +526,7 @@ func (c *Cmd) Wait() error {
 			status = &s
 		}
 	}
-	werr := c.init.Wait()
+	initStatus := c.init.wait()
 	if c.stdio != nil {
 		c.stdio.wait()
 	}
@@ -552,13 +549,10 @@ func (c *Cmd) Wait() error {
 		// The init died without a report: killed from outside, which killed the
 		// command with it.
 		r.Signal = syscall.SIGKILL
-		if ps := c.init.ProcessState; ps != nil {
-			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				r.Signal = ws.Signal()
-			}
+		if initStatus.Signaled() {
+			r.Signal = initStatus.Signal()
 		}
 		r.ExitCode = 128 + int(r.Signal)
-		_ = werr
 	}
 	r.Removed = removeAbsentAfter(c.Spec)
 	r.Limits = string(cgroup.None)
@@ -765,7 +759,7 @@ func (c *Cmd) LimitsNote() string { return c.limits }
 // namespaceEvent is the first event: the init's pid and namespaces, and for a root
 // caller the host id the command runs as (or why it kept uid 0).
 func (c *Cmd) namespaceEvent() Event {
-	e := namespaceEvent(c.init.Process.Pid)
+	e := namespaceEvent(c.init.pid)
 	if c.hostID != nil {
 		id := int64(c.hostID.id)
 		e.HostUID = &id

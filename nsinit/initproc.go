@@ -1,0 +1,77 @@
+package nsinit
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// initProc is the cloned init stage, started with syscall.ForkExec rather than os/exec:
+// os.StartProcess first checks, once per process, that pidfds work by cloning and
+// reaping a throwaway child (~0.2 ms of every gosbx exec). The launcher is the init's
+// parent and the only one to reap it, so its pid cannot be reused before wait: signal
+// holds mu and wait reaps under mu, after waiting without reaping (waitid(2) WNOWAIT).
+type initProc struct {
+	pid int
+
+	mu       sync.Mutex
+	reaped   bool
+	status   unix.WaitStatus
+	waitOnce sync.Once
+}
+
+// startInit clones and executes the init (/proc/self/exe) with argv and attr; it
+// returns once execve(2) has succeeded in the child, or the error that stopped it.
+func startInit(argv []string, attr *syscall.ProcAttr) (*initProc, error) {
+	pid, err := syscall.ForkExec("/proc/self/exe", argv, attr)
+	if err != nil {
+		return nil, &os.PathError{Op: "fork/exec", Path: "/proc/self/exe", Err: err}
+	}
+	return &initProc{pid: pid}, nil
+}
+
+// signal sends sig to the init; os.ErrProcessDone once it has been reaped.
+func (p *initProc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return os.ErrProcessDone
+	}
+	return unix.Kill(p.pid, sig)
+}
+
+func (p *initProc) kill() { p.signal(unix.SIGKILL) }
+
+// wait waits for the init to end, reaps it and returns its wait status; later calls
+// return the same status.
+func (p *initProc) wait() unix.WaitStatus {
+	p.waitOnce.Do(func() {
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for {
+			_, err := unix.Wait4(p.pid, &p.status, 0, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		p.reaped = true
+	})
+	return p.status
+}
+
+// describe says how the init ended, as os.ProcessState does ("signal: killed").
+func describe(ws unix.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return fmt.Sprintf("exit status %d", ws.ExitStatus())
+	case ws.Signaled():
+		return "signal: " + ws.Signal().String()
+	}
+	return fmt.Sprintf("wait status %#x", int(ws))
+}
