@@ -36,9 +36,6 @@ func Init() {
 	if len(os.Args) == 0 || os.Args[0] != InitArg {
 		return
 	}
-	// Capabilities, no_new_privs and the seccomp filter are per thread; the command is
-	// forked from this thread, so it must stay the one doing the work.
-	runtime.LockOSThread()
 	// Done beside the setup (each signal.Notify is a handshake with the runtime's
 	// signal thread), waited for before the command is forked.
 	go func() {
@@ -46,8 +43,13 @@ func Init() {
 		signal.Ignore(fatalFromUser...)
 		close(notified)
 	}()
-	w := syncWriter{os.NewFile(syncFd, "sync")}
 	go watchLauncher()
+	// Capabilities, no_new_privs and the seccomp filter are per thread; the command is
+	// forked from this thread, so it must stay the one doing the work. Locked after the
+	// goroutines above start: a locked thread has the runtime's template thread create
+	// new threads for it, one thread more.
+	runtime.LockOSThread()
+	w := syncWriter{os.NewFile(syncFd, "sync")}
 	pooled, trees := false, false
 	for _, a := range os.Args[1:] {
 		pooled = pooled || a == poolArg
@@ -81,14 +83,14 @@ var (
 
 // watchLauncher exits the init (and so the whole pid namespace) when the launching
 // process is gone: its end of the life pipe closes. The bytes on the pipe are the
-// launcher's go-ahead and acknowledgement (protocol.go).
+// launcher's go-ahead and acknowledgement (protocol.go). The pipe is read through the
+// runtime's poller, so no thread waits in read(2) for the life of the sandbox.
 func watchLauncher() {
+	unix.SetNonblock(lifeFd, true) // pollable; should it fail, a read blocks a thread instead
+	f := os.NewFile(lifeFd, "life")
 	var b [1]byte
 	for {
-		n, err := unix.Read(lifeFd, b[:])
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := f.Read(b[:])
 		if n <= 0 || err != nil {
 			unix.Exit(ExitKilled)
 		}
