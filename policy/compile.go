@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -67,6 +66,8 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	}
 	b := &builder{links: []mounts.Symlink{}}
 	f := p.Filesystem
+	// r resolves paths up to the scan for protected paths, before anything is created.
+	r := newResolver()
 	creds := f.Credentials
 
 	// Read-only binds; a bind named through a symlink (merged-usr /bin) is bound at its
@@ -75,10 +76,10 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	type alias struct{ path, target string }
 	var aliases []alias
 	b.origin = "a read-only bind"
-	for _, r := range f.ReadOnly {
-		given, canon, err := canonical("ro", r.Path, h.Cwd)
+	for _, ro := range f.ReadOnly {
+		given, canon, err := canonical(r, "ro", ro.Path, h.Cwd)
 		if err != nil {
-			if r.Optional && isNotExist(err) {
+			if ro.Optional && isNotExist(err) {
 				continue
 			}
 			return nil, err
@@ -87,10 +88,10 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			return nil, errorf("ro", given, nil, "refusing to bind %s: the sandbox has its own root, /proc and /dev", canon)
 		}
 		if given != canon {
-			aliases = append(aliases, alias{given, linkText(given, canon)})
+			aliases = append(aliases, alias{given, linkText(r, given, canon)})
 		}
 		if !contains(roDests, canon) {
-			b.origin = "the read-only bind " + r.Path
+			b.origin = "the read-only bind " + ro.Path
 			roDests = append(roDests, canon)
 		}
 	}
@@ -103,7 +104,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		}
 	}
 
-	home := sandboxHome(p.home)
+	home := sandboxHome(r, p.home)
 	var tmpfsDests []string
 	for _, t := range f.Tmpfs {
 		dst := t.Path
@@ -131,7 +132,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	b.origin = "the sandbox's own /proc"
 	b.add(specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "nodev", "noexec"}})
 
-	cwd, err := workdir(p.Process.Cwd, ws, h.Cwd)
+	cwd, err := workdir(r, p.Process.Cwd, ws, h.Cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +142,10 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	b.origin = "the workspace"
 	b.bind(ws, ws, false)
 	trees := []string{ws}
-	for _, r := range f.ReadWrite {
-		given, canon, err := canonical("rw", r.Path, h.Cwd)
+	for _, rw := range f.ReadWrite {
+		given, canon, err := canonical(r, "rw", rw.Path, h.Cwd)
 		if err != nil {
-			if r.Optional && isNotExist(err) {
+			if rw.Optional && isNotExist(err) {
 				continue
 			}
 			return nil, err
@@ -152,24 +153,30 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if err := writable("rw", canon, h, creds); err != nil {
 			return nil, err
 		}
-		raw := r.Path
-		if r.relative {
-			raw = "." // from the current directory
+		if h.UID == 0 {
+			st, err := os.Stat(canon)
+			if err != nil {
+				return nil, errorf("rw", given, err, "cannot stat")
+			}
+			raw := rw.Path
+			if rw.relative {
+				raw = "." // from the current directory
+			}
+			if err := viaSymlink("rw", raw, given, canon, st, h); err != nil {
+				return nil, err
+			}
+			if st.Mode()&(os.ModeSocket|os.ModeDevice|os.ModeCharDevice) != 0 {
+				// idmapped to its owner, a socket would take the command's connect() as
+				// its owner's (a root daemon that trusts the file's mode)
+				return nil, errorf("rw", given, nil, "is a socket or device: a root caller's command would reach it as its owner (its read-write binds are idmapped to their owners)")
+			}
 		}
-		if err := viaSymlink("rw", raw, given, canon, h); err != nil {
-			return nil, err
-		}
-		if st, err := os.Stat(canon); h.UID == 0 && err == nil && st.Mode()&(os.ModeSocket|os.ModeDevice|os.ModeCharDevice) != 0 {
-			// idmapped to its owner, a socket would take the command's connect() as its
-			// owner's (a root daemon that trusts the file's mode)
-			return nil, errorf("rw", given, nil, "is a socket or device: a root caller's command would reach it as its owner (its read-write binds are idmapped to their owners)")
-		}
-		b.origin = "the read-write bind " + r.Path
+		b.origin = "the read-write bind " + rw.Path
 		b.bind(canon, canon, false)
 		linked = linked || given != canon
 		trees = append(trees, canon)
 		if given != canon {
-			aliases = append(aliases, alias{given, linkText(given, canon)})
+			aliases = append(aliases, alias{given, linkText(r, given, canon)})
 		}
 	}
 	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
@@ -184,7 +191,8 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if t == ws {
 			c = cwd
 		}
-		found, err := protectedIn(t, c, f.Protected, f.ScanLimit)
+		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
+		r = nil // the git dirs' guarded directories are created below
 		if err != nil {
 			return nil, err
 		}
@@ -266,11 +274,12 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	// Symlinks whose targets are bound elsewhere: resolver files in /etc, names given
 	// through a symlink, the workspace as the caller named it.
 	b.origin = "a resolver file's target"
+	rr := newResolver()
 	for _, rf := range resolverFiles {
 		if !underAny(rf, roDests) && !contains(roDests, filepath.Dir(rf)) {
 			continue
 		}
-		t, err := filepath.EvalSymlinks(rf)
+		t, err := rr.evalSymlinks(rf)
 		if err != nil || t == rf || under(t, roDests...) || under(t, noBindUnder...) {
 			continue
 		}
@@ -298,19 +307,16 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	}
 	masked := append([]string{}, procMasked...)
 	for _, m := range f.Masked {
-		matches, _ := filepath.Glob(m)
+		matches, _ := globPaths(m) // filepath.Glob's
 		masked = append(masked, matches...)
 	}
-	links, _ := json.Marshal(b.links)
-	optionalRO, _ := json.Marshal(procReadOnly)
-	annotations := map[string]string{mounts.SymlinksAnnotation: string(links), mounts.OptionalReadOnlyAnnotation: string(optionalRO)}
+	// JSON as json.Marshal writes it (annotations.go)
+	annotations := map[string]string{mounts.SymlinksAnnotation: jsonSymlinks(b.links), mounts.OptionalReadOnlyAnnotation: jsonStrings(procReadOnly)}
 	if len(absentAfter) > 0 {
-		a, _ := json.Marshal(absentAfter)
-		annotations[AbsentAfterAnnotation] = string(a)
+		annotations[AbsentAfterAnnotation] = jsonStrings(absentAfter)
 	}
 	if len(noNew) > 0 {
-		a, _ := json.Marshal(noNew)
-		annotations[NoNewEntriesAnnotation] = string(a)
+		annotations[NoNewEntriesAnnotation] = jsonNoNewEntries(noNew)
 	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
@@ -345,8 +351,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if p.idRange != nil {
 			r = *p.idRange
 		}
-		raw, _ := json.Marshal(r)
-		annotations[IDRangeAnnotation] = string(raw)
+		annotations[IDRangeAnnotation] = jsonIDRange(r)
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
 		// earlier command could lead to a file system that cannot be idmapped.
 		if p.RootIdentityMap != RootIdentityDeny && !linked {
@@ -429,10 +434,10 @@ func deepest(p string, trees []string) string {
 
 // linkText is what a symlink at given should say: the host's own text when given itself
 // is the symlink (merged-usr's relative "usr/bin"), else the canonical target.
-func linkText(given, canon string) string {
-	if st, err := os.Lstat(given); err == nil && st.Mode()&os.ModeSymlink != 0 {
-		if parent, err := filepath.EvalSymlinks(filepath.Dir(given)); err == nil && parent == filepath.Dir(given) {
-			if t, err := os.Readlink(given); err == nil {
+func linkText(r *resolver, given, canon string) string {
+	if st, err := r.lstat(given); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		if parent, err := r.evalSymlinks(filepath.Dir(given)); err == nil && parent == filepath.Dir(given) {
+			if t, err := r.readlink(given); err == nil {
 				return t
 			}
 		}

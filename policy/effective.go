@@ -50,11 +50,13 @@ func Effective(o Options, h Host) (*Policy, error) {
 			return nil, err
 		}
 	}
-	creds, err := credentials(p.Filesystem.Credentials, vars)
+	// Nothing is created from here to the end: one resolver serves every path.
+	r := newResolver()
+	creds, err := credentials(r, p.Filesystem.Credentials, vars)
 	if err != nil {
 		return nil, err
 	}
-	canon, given, err := workspace(ws, h, creds)
+	canon, given, err := workspace(r, ws, h, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -215,15 +217,15 @@ func absFrom(p, cwd string) string {
 
 // credentials expands and canonicalizes the credential paths (missing ones kept as
 // written: they cannot be inside anything yet).
-func credentials(list []string, vars map[string]string) ([]string, error) {
+func credentials(r *resolver, list []string, vars map[string]string) ([]string, error) {
 	out := make([]string, 0, len(list))
 	for _, c := range list {
 		v, err := expand(c, vars)
 		if err != nil {
 			return nil, errorf("credentials", c, nil, "%v", err)
 		}
-		if r, err := filepath.EvalSymlinks(v); err == nil {
-			v = r
+		if canon, err := r.evalSymlinks(v); err == nil {
+			v = canon
 		}
 		out = append(out, filepath.Clean(v))
 	}

@@ -27,6 +27,53 @@ type gitPlan struct {
 	// noNewEntries are directories in which nothing may be added during the run
 	// (NoNewEntriesAnnotation): a commit-mode git dir's modules/.
 	noNewEntries []NoNewEntries
+
+	reads gitReads
+}
+
+// gitReads keeps, while one repository is planned (nothing is created meanwhile), the
+// files read more than once: a git dir's commondir (commondirOf) and a config file
+// (readRegular, 1 MiB). A nil *gitReads keeps nothing.
+type gitReads struct {
+	commondirs map[string]string
+	configs    map[string]configRead
+}
+
+type configRead struct {
+	b   []byte
+	err error
+}
+
+// commondirOf is commondirOf(gd), read once.
+func (g *gitReads) commondirOf(gd string) string {
+	if g == nil {
+		return commondirOf(gd)
+	}
+	c, ok := g.commondirs[gd]
+	if !ok {
+		c = commondirOf(gd)
+		if g.commondirs == nil {
+			g.commondirs = map[string]string{}
+		}
+		g.commondirs[gd] = c
+	}
+	return c
+}
+
+// config is readRegular(p, 1<<20), read once.
+func (g *gitReads) config(p string) ([]byte, error) {
+	if g == nil {
+		return readRegular(p, 1<<20)
+	}
+	v, ok := g.configs[p]
+	if !ok {
+		v.b, v.err = readRegular(p, 1<<20)
+		if g.configs == nil {
+			g.configs = map[string]configRead{}
+		}
+		g.configs[p] = v
+	}
+	return v.b, v.err
 }
 
 // NoNewEntries is one entry of NoNewEntriesAnnotation: Dir's entries other than Keep
@@ -85,7 +132,7 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		return plan, err
 	}
 	dirs := []string{gd}
-	if c := commondirOf(gd); c == "" {
+	if c := plan.reads.commondirOf(gd); c == "" {
 		if !inWritable(gd) {
 			return plan, nil
 		}

@@ -33,6 +33,7 @@ func CurrentHost() (Host, error) {
 	if u, err := user.LookupId(strconv.Itoa(h.UID)); err == nil && u.HomeDir != "" {
 		names = append(names, u.HomeDir)
 	}
+	r := newResolver()
 	for _, n := range names {
 		if !filepath.IsAbs(n) {
 			continue
@@ -40,7 +41,7 @@ func CurrentHost() (Host, error) {
 		if h.Home == "" {
 			h.Home = filepath.Clean(n)
 		}
-		if c, err := filepath.EvalSymlinks(n); err == nil {
+		if c, err := r.evalSymlinks(n); err == nil {
 			h.Homes = append(h.Homes, c)
 		} else {
 			h.Homes = append(h.Homes, filepath.Clean(n))

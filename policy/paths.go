@@ -9,7 +9,7 @@ import (
 )
 
 // canonical resolves p (relative to cwd) to an absolute path without symlinks or "..".
-func canonical(field, p, cwd string) (abs, canon string, err error) {
+func canonical(r *resolver, field, p, cwd string) (abs, canon string, err error) {
 	if p == "" {
 		return "", "", errorf(field, p, nil, "empty path")
 	}
@@ -17,7 +17,7 @@ func canonical(field, p, cwd string) (abs, canon string, err error) {
 		p = filepath.Join(cwd, p)
 	}
 	abs = filepath.Clean(p)
-	canon, err = filepath.EvalSymlinks(abs)
+	canon, err = r.evalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", "", errorf(field, abs, nil, "does not exist")
@@ -29,12 +29,12 @@ func canonical(field, p, cwd string) (abs, canon string, err error) {
 
 // workspace validates the read-write workspace and returns its canonical path and the
 // absolute path as given (they differ when it was named through a symlink).
-func workspace(p string, h Host, creds []string) (canon, given string, err error) {
+func workspace(r *resolver, p string, h Host, creds []string) (canon, given string, err error) {
 	p0 := p
 	if p == "" {
 		p = h.Cwd
 	}
-	given, canon, err = canonical("workspace", p, h.Cwd)
+	given, canon, err = canonical(r, "workspace", p, h.Cwd)
 	if err != nil {
 		return "", "", err
 	}
@@ -48,7 +48,7 @@ func workspace(p string, h Host, creds []string) (canon, given string, err error
 	if err := writable("workspace", canon, h, creds); err != nil {
 		return "", "", err
 	}
-	if err := viaSymlink("workspace", p0, given, canon, h); err != nil {
+	if err := viaSymlink("workspace", p0, given, canon, st, h); err != nil {
 		return "", "", err
 	}
 	return canon, given, nil
@@ -60,13 +60,10 @@ func workspace(p string, h Host, creds []string) (canon, given string, err error
 // the command acts there as that user; a symlink planted by an earlier sandbox's command
 // must not choose whom, and neither may a current directory a program entered through
 // one (getcwd(3) gives the physical path, so a symlink on the way cannot be seen).
-func viaSymlink(field, raw, given, canon string, h Host) error {
+// st is canon's os.Stat.
+func viaSymlink(field, raw, given, canon string, st os.FileInfo, h Host) error {
 	if h.UID != 0 {
 		return nil
-	}
-	st, err := os.Stat(canon)
-	if err != nil {
-		return errorf(field, given, err, "cannot stat")
 	}
 	o, ok := statOwner(st)
 	if !ok || o[0] == 0 {
@@ -121,11 +118,11 @@ func writable(field, canon string, h Host, creds []string) error {
 
 // sandboxHome is where the private HOME is mounted: the caller's home path, so paths
 // in configuration look the same, unless that path cannot hold a mount.
-func sandboxHome(home string) string {
+func sandboxHome(r *resolver, home string) string {
 	if home == "" || home == "/" || !filepath.IsAbs(home) || under(home, "/usr", "/etc", "/proc", "/dev", "/sys", "/bin", "/sbin", "/lib", "/lib64") {
 		return fallbackHome
 	}
-	if c, err := filepath.EvalSymlinks(home); err == nil {
+	if c, err := r.evalSymlinks(home); err == nil {
 		return c
 	}
 	return filepath.Clean(home)
@@ -134,7 +131,7 @@ func sandboxHome(home string) string {
 // workdir is the command's working directory inside: --chdir (relative to the
 // workspace), else the caller's cwd when it lies inside the workspace, else the
 // workspace root.
-func workdir(chdir, ws, cwd string) (string, error) {
+func workdir(r *resolver, chdir, ws, cwd string) (string, error) {
 	if chdir != "" {
 		if !filepath.IsAbs(chdir) {
 			chdir = filepath.Join(ws, chdir)
@@ -145,7 +142,7 @@ func workdir(chdir, ws, cwd string) (string, error) {
 		}
 		return chdir, nil
 	}
-	if c, err := filepath.EvalSymlinks(cwd); err == nil && under(c, ws) {
+	if c, err := r.evalSymlinks(cwd); err == nil && under(c, ws) {
 		return c, nil
 	}
 	return ws, nil

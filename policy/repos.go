@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,11 @@ var scanSkip = map[string]bool{".git": true, "node_modules": true, ".venv": true
 // given the command's working directory cwd ("" if none), in a stable order. It fails
 // when the scan would read more than limit directories (0: DefaultScanLimit).
 func protectedIn(root, cwd string, patterns []string, limit int) ([]string, error) {
+	return scanProtected(newResolver(), root, cwd, patterns, limit)
+}
+
+// scanProtected is protectedIn, resolving cwd with r.
+func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = DefaultScanLimit
 	}
@@ -60,7 +66,7 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
 	// The tree's root and the chain down to the working directory, whatever the depth.
 	dirs := []string{root}
-	if c, err := filepath.EvalSymlinks(cwd); err == nil && strings.HasPrefix(c, root+"/") {
+	if c, err := r.evalSymlinks(cwd); err == nil && strings.HasPrefix(c, root+"/") {
 		for d := c; len(d) > len(root); d = filepath.Dir(d) {
 			dirs = append(dirs, d)
 		}
@@ -89,9 +95,12 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 			return nil, errorf("protected", p, nil, "the protected path is reached through a symlink; refusing rather than leaving it unprotected")
 		}
 	}
+	// The scan reads each directory through its parent's descriptor (O_NOFOLLOW: never
+	// through a symlink), with one getdents64 buffer, in os.ReadDir's order.
 	budget, exhausted := limit, false
-	var walk func(dir, rel string, depth int)
-	walk = func(dir, rel string, depth int) {
+	buf := make([]byte, direntBufSize)
+	var walk func(parent int, name, dir, rel string, depth int)
+	walk = func(parent int, name, dir, rel string, depth int) {
 		if depth > scanDepth || exhausted {
 			return
 		}
@@ -100,16 +109,37 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 			return
 		}
 		budget--
-		entries, err := os.ReadDir(dir)
+		flags := unix.O_NOFOLLOW
+		if parent == unix.AT_FDCWD {
+			flags = 0 // the tree's root, canonical
+		}
+		fd, err := openDirAt(parent, name, flags)
 		if err != nil {
 			return
 		}
-		for _, e := range entries {
-			name := e.Name()
-			r := path.Join(rel, name)
+		defer unix.Close(fd)
+		// Only what decides the result is kept: the entries that match a pattern and
+		// the directories the scan enters, in os.ReadDir's order (by name).
+		type entry struct {
+			name, rel string
+			matched   bool
+		}
+		var keep []entry
+		err = eachDirent(fd, buf, func(nb []byte, typ uint8) error {
+			isDir, err := isDirAt(fd, nb, typ)
+			if errors.Is(err, os.ErrNotExist) {
+				return nil // gone: os.ReadDir leaves it out
+			}
+			if err != nil {
+				return err
+			}
+			r := ""
+			if len(anchored) > 0 {
+				r = path.Join(rel, string(nb))
+			}
 			matched := false
 			for _, n := range names {
-				if ok, _ := path.Match(n, name); ok {
+				if nameMatch(n, string(nb)) {
 					matched = true
 				}
 			}
@@ -118,16 +148,24 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 					matched = true
 				}
 			}
-			if matched {
-				add(filepath.Join(dir, name))
+			if matched || isDir && !scanSkip[string(nb)] {
+				keep = append(keep, entry{string(nb), r, matched})
+			}
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		slices.SortFunc(keep, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+		for _, e := range keep {
+			if e.matched {
+				add(filepath.Join(dir, e.name))
 				continue // its contents are protected with it
 			}
-			if e.IsDir() && !scanSkip[name] && e.Type()&os.ModeSymlink == 0 {
-				walk(filepath.Join(dir, name), r, depth+1)
-			}
+			walk(fd, e.name, filepath.Join(dir, e.name), e.rel, depth+1)
 		}
 	}
-	walk(root, "", 0)
+	walk(unix.AT_FDCWD, root, root, "", 0)
 	if exhausted {
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
 			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
@@ -136,6 +174,16 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 }
 
 func hasGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// nameMatch is path.Match(pattern, name) as the scan uses it (a bad pattern matches
+// nothing), without the matcher for a pattern that is a plain name.
+func nameMatch(pattern, name string) bool {
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		return pattern == name
+	}
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
 
 // matchGlob matches a slash-separated relative path against pattern, where "**" is any
 // number of components (zero included) and other components follow path.Match.

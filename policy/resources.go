@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -187,6 +186,5 @@ func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIX
 	if !any {
 		return nil, rl, "", nil
 	}
-	b, _ := json.Marshal(info)
-	return &res, rl, string(b), nil
+	return &res, rl, jsonLimitsInfo(info), nil // json.Marshal(info)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +29,7 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 	if depth > maxSubmoduleDepth {
 		return errorf("protected", worktree, nil, "submodules nested more than %d deep", maxSubmoduleDepth)
 	}
-	links, err := gitlinks(gd)
+	links, err := plan.reads.gitlinks(gd)
 	if err != nil {
 		return errorf("protected", filepath.Join(gd, "index"), err, "cannot read the repository's index to find its submodules (read the same way git does); fix it with git, or remove the repository from the workspace")
 	}
@@ -98,19 +97,40 @@ func readRegular(p string, limit int64) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	// The descriptor itself, not an *os.File (whose set-up costs more system calls than
+	// the read); errors as an *os.File's.
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	for err = unix.Fstat(fd, &st); err == unix.EINTR; err = unix.Fstat(fd, &st) {
 	}
-	if !st.Mode().IsRegular() {
+	if err != nil {
+		return nil, &os.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", p, st.Size(), limit)
+	if st.Size > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d", p, st.Size, limit)
 	}
-	return io.ReadAll(io.LimitReader(f, limit))
+	// io.ReadAll(io.LimitReader(f, limit)): up to the end, or limit bytes.
+	b := make([]byte, 0, min(st.Size+1, limit))
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):min(int64(cap(b)), limit)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return b, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		b = b[:len(b)+n]
+	}
+	return b, nil
 }
 
 // gitmodulesPaths reads the submodule paths of the worktree's .gitmodules as git's
@@ -205,9 +225,12 @@ func configValue(v string) string {
 // the length the entry's flags give, and a split index's shared index (the "link"
 // extension) as well. An index git would refuse, or one this reader cannot follow to
 // its end, is an error: a gitlink must not hide in what is skipped.
-func gitlinks(gd string) ([]string, error) {
+func gitlinks(gd string) ([]string, error) { return (*gitReads)(nil).gitlinks(gd) }
+
+// gitlinks is gitlinks, with g's reads.
+func (g *gitReads) gitlinks(gd string) ([]string, error) {
 	hashLen := 20
-	if objectFormat(gd) == "sha256" {
+	if g.objectFormat(gd) == "sha256" {
 		hashLen = 32
 	}
 	out, shared, err := readIndex(filepath.Join(gd, "index"), hashLen)
@@ -220,11 +243,11 @@ func gitlinks(gd string) ([]string, error) {
 
 // objectFormat is extensions.objectFormat of the repository whose git dir is gd (its
 // common dir's config for a linked worktree).
-func objectFormat(gd string) string {
-	if c := commondirOf(gd); c != "" {
+func (g *gitReads) objectFormat(gd string) string {
+	if c := g.commondirOf(gd); c != "" {
 		gd = c
 	}
-	b, err := readRegular(filepath.Join(gd, "config"), 1<<20)
+	b, err := g.config(filepath.Join(gd, "config"))
 	if err != nil {
 		return ""
 	}
@@ -369,11 +392,11 @@ func indexVarint(b []byte) (uint64, int) {
 // home, never writable inside) are left alone.
 func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(string) bool) error {
 	cfgs := []string{filepath.Join(gd, "config")}
-	if c := commondirOf(gd); c != "" {
+	if c := plan.reads.commondirOf(gd); c != "" {
 		cfgs = append(cfgs, filepath.Join(c, "config"))
 	}
 	for _, cfg := range cfgs {
-		b, err := readRegular(cfg, 1<<20)
+		b, err := plan.reads.config(cfg)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

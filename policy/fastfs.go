@@ -1,0 +1,326 @@
+package policy
+
+import (
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The file system look-ups of the policy step, made with fewer system calls than the
+// os and path/filepath functions they stand for (every launch makes them, once): the
+// same answers, each a drop-in for the function named.
+
+// direntBufSize is the getdents64 buffer: most directories in one call.
+const direntBufSize = 16 << 10
+
+// openDirAt opens the directory name relative to dirfd (unix.AT_FDCWD: the current
+// directory) for reading, retrying on EINTR as package os does.
+func openDirAt(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// eachDirent calls fn with each entry of the open directory fd but "." and "..", in the
+// order getdents64 gives them, reading into buf: its name (valid during the call only)
+// and its d_type (unix.DT_UNKNOWN where the file system gives none). It stops at the
+// first error, of getdents64 or of fn.
+func eachDirent(fd int, buf []byte, fn func(name []byte, typ uint8) error) error {
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return nil
+		}
+		// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil // as os: a record that does not fit ends the read
+			}
+			rec := b[:reclen]
+			b = b[reclen:]
+			name := rec[19:]
+			if i := slices.Index(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			if err := fn(name, rec[18]); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// isDirAt reports whether the entry name of the directory fd is a directory (not a
+// symlink): by its d_type, or an lstat where there is none, as os.ReadDir does (gone:
+// os.ErrNotExist, an entry os.ReadDir leaves out).
+func isDirAt(fd int, name []byte, typ uint8) (bool, error) {
+	if typ != unix.DT_UNKNOWN {
+		return typ == unix.DT_DIR, nil
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW)
+	for err == unix.EINTR {
+		err = unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	switch {
+	case err == unix.ENOENT:
+		return false, os.ErrNotExist
+	case err != nil:
+		return false, err
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+}
+
+// globPaths is filepath.Glob(pattern) (matches and error alike), reading each
+// directory with one open and getdents64 and sorting only the names that match.
+func globPaths(pattern string) ([]string, error) {
+	return globDepth(pattern, 0)
+}
+
+// globDepth follows path/filepath's globWithLimit.
+func globDepth(pattern string, depth int) (matches []string, err error) {
+	const pathSeparatorsLimit = 10000
+	if depth == pathSeparatorsLimit {
+		return nil, filepath.ErrBadPattern
+	}
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	if !globMeta(pattern) {
+		if _, err = os.Lstat(pattern); err != nil {
+			return nil, nil
+		}
+		return []string{pattern}, nil
+	}
+	dir, file := filepath.Split(pattern)
+	switch dir {
+	case "":
+		dir = "."
+	case "/":
+	default:
+		dir = dir[:len(dir)-1]
+	}
+	if !globMeta(dir) {
+		return globDir(dir, file, nil)
+	}
+	if dir == pattern {
+		return nil, filepath.ErrBadPattern
+	}
+	var m []string
+	if m, err = globDepth(dir, depth+1); err != nil {
+		return
+	}
+	for _, d := range m {
+		if matches, err = globDir(d, file, matches); err != nil {
+			return
+		}
+	}
+	return
+}
+
+// globMeta is path/filepath's hasMeta on Unix.
+func globMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
+
+// globDir is path/filepath's glob: the names in dir that match pattern, in order,
+// appended to matches; a directory that cannot be read has none. Only the names that
+// match are kept and sorted.
+func globDir(dir, pattern string, matches []string) ([]string, error) {
+	fd, err := openDirAt(unix.AT_FDCWD, dir, 0)
+	if err != nil {
+		return matches, nil
+	}
+	defer unix.Close(fd)
+	var hit []string
+	bad := false
+	eachDirent(fd, make([]byte, direntBufSize), func(name []byte, _ uint8) error {
+		ok, err := filepath.Match(pattern, string(name))
+		if err != nil {
+			bad = true
+			return err
+		}
+		if ok {
+			hit = append(hit, string(name))
+		}
+		return nil
+	})
+	if bad {
+		// Where glob stops depends on the order: as it does, over all names sorted.
+		if _, err := unix.Seek(fd, 0, 0); err != nil {
+			return matches, nil
+		}
+		var names []string
+		eachDirent(fd, make([]byte, direntBufSize), func(name []byte, _ uint8) error {
+			names = append(names, string(name))
+			return nil
+		})
+		slices.Sort(names)
+		for _, n := range names {
+			ok, err := filepath.Match(pattern, n)
+			if err != nil {
+				return matches, err
+			}
+			if ok {
+				matches = append(matches, filepath.Join(dir, n))
+			}
+		}
+		return matches, nil
+	}
+	slices.Sort(hit)
+	for _, n := range hit {
+		matches = append(matches, filepath.Join(dir, n))
+	}
+	return matches, nil
+}
+
+// resolver is filepath.EvalSymlinks with each path's lstat and readlink made once: the
+// paths one step resolves share their leading directories (~/.ssh, ~/.aws, … all walk
+// the home; /bin, /sbin, /lib all lead to /usr). Use one only over a stretch in which
+// nothing is created, removed or renamed by this process. A nil *resolver keeps
+// nothing: each call looks again.
+type resolver struct {
+	lstats map[string]lstatResult
+	links  map[string]readlinkResult
+}
+
+type lstatResult struct {
+	fi  fs.FileInfo
+	err error
+}
+
+type readlinkResult struct {
+	target string
+	err    error
+}
+
+func newResolver() *resolver {
+	return &resolver{lstats: map[string]lstatResult{}, links: map[string]readlinkResult{}}
+}
+
+// lstat is os.Lstat, once per path.
+func (r *resolver) lstat(p string) (fs.FileInfo, error) {
+	if r == nil {
+		return os.Lstat(p)
+	}
+	if v, ok := r.lstats[p]; ok {
+		return v.fi, v.err
+	}
+	fi, err := os.Lstat(p)
+	r.lstats[p] = lstatResult{fi, err}
+	return fi, err
+}
+
+// readlink is os.Readlink, once per path.
+func (r *resolver) readlink(p string) (string, error) {
+	if r == nil {
+		return os.Readlink(p)
+	}
+	if v, ok := r.links[p]; ok {
+		return v.target, v.err
+	}
+	t, err := os.Readlink(p)
+	r.links[p] = readlinkResult{t, err}
+	return t, err
+}
+
+// evalSymlinks is filepath.EvalSymlinks (path/filepath's walkSymlinks on Unix, step for
+// step): the same result and the same error for every path.
+func (r *resolver) evalSymlinks(path string) (string, error) {
+	volLen := 0
+	if len(path) > 0 && path[0] == '/' {
+		volLen = 1
+	}
+	vol := path[:volLen]
+	dest := vol
+	linksWalked := 0
+	for start, end := volLen, volLen; start < len(path); start = end {
+		for start < len(path) && path[start] == '/' {
+			start++
+		}
+		end = start
+		for end < len(path) && path[end] != '/' {
+			end++
+		}
+		if end == start {
+			break // no more components
+		} else if path[start:end] == "." {
+			continue
+		} else if path[start:end] == ".." {
+			// Back up to the previous component if possible.
+			var i int
+			for i = len(dest) - 1; i >= volLen; i-- {
+				if dest[i] == '/' {
+					break
+				}
+			}
+			if i < volLen || dest[i+1:] == ".." {
+				if len(dest) > volLen {
+					dest += "/"
+				}
+				dest += ".."
+			} else {
+				dest = dest[:i]
+			}
+			continue
+		}
+		if len(dest) > 0 && dest[len(dest)-1] != '/' {
+			dest += "/"
+		}
+		dest += path[start:end]
+		fi, err := r.lstat(dest)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !fi.Mode().IsDir() && end < len(path) {
+				return "", syscall.ENOTDIR
+			}
+			continue
+		}
+		linksWalked++
+		if linksWalked > 255 {
+			return "", errors.New("EvalSymlinks: too many links")
+		}
+		link, err := r.readlink(dest)
+		if err != nil {
+			return "", err
+		}
+		path = link + path[end:]
+		if len(link) > 0 && link[0] == '/' {
+			dest, end, vol, volLen = link[:1], 1, link[:1], 1
+		} else {
+			// Relative: replace the last component of dest.
+			var i int
+			for i = len(dest) - 1; i >= volLen; i-- {
+				if dest[i] == '/' {
+					break
+				}
+			}
+			if i < volLen {
+				dest = vol
+			} else {
+				dest = dest[:i]
+			}
+			end = 0
+		}
+	}
+	return filepath.Clean(dest), nil
+}

@@ -1,0 +1,339 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/mounts"
+)
+
+// The look-ups of fastfs.go and the JSON of annotations.go against the functions they
+// stand for: the same results and errors.
+
+// symlinkTree makes a tree with symlinks of every kind under a new directory.
+func symlinkTree(t *testing.T) string {
+	base := canonTempDir(t)
+	mkdirs(t, filepath.Join(base, "d", "e", "f"), filepath.Join(base, "g"), filepath.Join(base, "home", ".config"))
+	touch(t, filepath.Join(base, "file"), filepath.Join(base, "d", "e", "f", "x"), filepath.Join(base, "home", ".npmrc"))
+	for l, target := range map[string]string{
+		"rel":           "d/e",
+		"abs":           filepath.Join(base, "d"),
+		"chain":         "rel",
+		"up":            "../" + filepath.Base(base) + "/d",
+		"dotdot":        "d/e/../../g",
+		"tofile":        "file",
+		"dangling":      "nowhere",
+		"loop1":         "loop2",
+		"loop2":         "loop1",
+		"self":          "self",
+		"root":          "/",
+		"d/e/back":      "../..",
+		"d/e/f/deep":    "../../../abs",
+		"home/.ssh":     "../g",
+		"home/.aws":     "/nonexistent/aws",
+		"d/e/f/tofile2": "../../../tofile",
+	} {
+		if err := os.Symlink(target, filepath.Join(base, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A chain longer than EvalSymlinks follows.
+	for i := 0; i < 260; i++ {
+		if err := os.Symlink("c"+strconv.Itoa(i+1), filepath.Join(base, "g", "c"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdirs(t, filepath.Join(base, "g", "c260"))
+	return base
+}
+
+func TestResolverIsEvalSymlinks(t *testing.T) {
+	base := symlinkTree(t)
+	var paths []string
+	for _, p := range []string{"", ".", "/", "//", "d", "d/", "d//e/./f", "d/e/f/x", "d/e/f/x/", "d/e/f/x/y",
+		"rel", "rel/f", "rel/f/x", "abs/e", "chain/f/x", "up/e", "dotdot", "dotdot/..", "tofile", "tofile/x",
+		"dangling", "dangling/x", "loop1", "self/x", "root", "root/etc", "d/e/back/rel", "d/e/f/deep/e/f",
+		"d/e/f/tofile2", "home/.ssh", "home/.aws", "home/.aws/x", "home/.config/gh", "home/.npmrc",
+		"home/.ssh/../home", "home/nope/../.npmrc", "missing/../d", "../" + filepath.Base(base) + "/rel",
+		"g/c0", "g/c10", "g/c255", "d/../../..", "d/e/f/../../../file/..", "a/../../b", ".."} {
+		paths = append(paths, filepath.Join(base, p), base+"/"+p)
+	}
+	paths = append(paths, "", ".", "..", "../../..", "../../../usr/bin", "a/../../policy", "./../x/../..", "testdata", "testdata/../testdata", "./nope", "/etc/localtime", "/bin", "/usr/bin/../lib", "/proc/self/cwd")
+	shared := newResolver()
+	for _, p := range paths {
+		want, wantErr := filepath.EvalSymlinks(p)
+		for _, r := range []*resolver{shared, newResolver(), nil} {
+			got, err := r.evalSymlinks(p)
+			if got != want || (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Errorf("evalSymlinks(%q) = %q, %v; EvalSymlinks: %q, %v", p, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+func TestGlobPathsIsGlob(t *testing.T) {
+	base := symlinkTree(t)
+	touch(t, filepath.Join(base, "d", "a.conf"), filepath.Join(base, "d", "b.conf"), filepath.Join(base, "d", "[x]"),
+		filepath.Join(base, "d", "e", "c.conf"), filepath.Join(base, "g", "z.conf"), filepath.Join(base, "d", "*"))
+	patterns := []string{"/etc/*.conf", "/e?c/host*", "/etc/ss*/*", "/etc/[", "/etc//pass*", "/nonexistent/*",
+		"/etc/*/*.conf", "/etc/shadow", "/etc/sudoers*", "/etc/ssh/*_key", "/", "/*", "*", "", "[", "\\", "/etc/\\*",
+		"/et[c/x", "/etc/x\\/y*", "/etc/*\\", "/etc/[]]", "/etc/[^a-z]*", "/etc/[!a]*"}
+	for _, p := range []string{"*", "d/*", "d/*.conf", "*/*.conf", "*/*/*.conf", "d/\\[x\\]", "d/[[]x]", "d/\\*", "d/[",
+		"rel/*", "*/e/*", "tofile/*", "dangling/*", "loop1/*", "d/e/f/*", "g/c25?", "g/c2[0-4]*", "?/?/?/x", "d/[b-a]*"} {
+		patterns = append(patterns, filepath.Join(base, p), base+"/"+p)
+	}
+	for _, p := range patterns {
+		want, wantErr := filepath.Glob(p)
+		got, err := globPaths(p)
+		if !slices.Equal(got, want) || !errors.Is(err, wantErr) {
+			t.Errorf("globPaths(%q) = %q, %v; Glob: %q, %v", p, got, err, want, wantErr)
+		}
+	}
+	// A pattern that fails on a name: what the names sorted give up to there.
+	got, err := globDir(filepath.Join(base, "d"), "[", []string{"x"})
+	if !slices.Equal(got, []string{"x"}) || !errors.Is(err, filepath.ErrBadPattern) {
+		t.Errorf("globDir with a bad pattern = %q, %v", got, err)
+	}
+}
+
+// protectedInReference is protectedIn as it was, over os.ReadDir and full paths.
+func protectedInReference(root, cwd string, patterns []string, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = DefaultScanLimit
+	}
+	var names, anchored []string
+	for _, p := range patterns {
+		if strings.Contains(p, "/") {
+			anchored = append(anchored, p)
+		} else {
+			names = append(names, p)
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	dirs := []string{root}
+	if c, err := filepath.EvalSymlinks(cwd); err == nil && strings.HasPrefix(c, root+"/") {
+		for d := c; len(d) > len(root); d = filepath.Dir(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		for _, n := range names {
+			if !hasGlob(n) && exists(filepath.Join(d, n)) {
+				add(filepath.Join(d, n))
+			}
+		}
+	}
+	for _, a := range anchored {
+		if hasGlob(a) {
+			continue
+		}
+		p := filepath.Join(root, a)
+		fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+		switch {
+		case err == nil:
+			unix.Close(fd)
+			add(p)
+		case errors.Is(err, unix.ELOOP):
+			return nil, errorf("protected", p, nil, "the protected path is reached through a symlink; refusing rather than leaving it unprotected")
+		}
+	}
+	budget, exhausted := limit, false
+	var walk func(dir, rel string, depth int)
+	walk = func(dir, rel string, depth int) {
+		if depth > scanDepth || exhausted {
+			return
+		}
+		if budget == 0 {
+			exhausted = true
+			return
+		}
+		budget--
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			name := e.Name()
+			r := path.Join(rel, name)
+			matched := false
+			for _, n := range names {
+				if ok, _ := path.Match(n, name); ok {
+					matched = true
+				}
+			}
+			for _, a := range anchored {
+				if matchGlob(a, r) {
+					matched = true
+				}
+			}
+			if matched {
+				add(filepath.Join(dir, name))
+				continue
+			}
+			if e.IsDir() && !scanSkip[name] && e.Type()&os.ModeSymlink == 0 {
+				walk(filepath.Join(dir, name), r, depth+1)
+			}
+		}
+	}
+	walk(root, "", 0)
+	if exhausted {
+		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
+			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
+	}
+	return out, nil
+}
+
+func TestScanIsReference(t *testing.T) {
+	base := symlinkTree(t)
+	ws := filepath.Join(base, "ws")
+	for _, f := range []string{".env", "a/.env", "a/b/.env", "a/b/c/.env", "a/b/c/d/.env", "a/b/c/d/e/.env",
+		"config/tls.key", "config/tls.crt", "config/sub/x.key", "x/config/y.key", "node_modules/p/.env",
+		".venv/.env", "build/.git/HEAD", "sub/.git/HEAD", "sub/x/.git", "B/.env", "b/.env", "a.key/z", "ab\\c/.env",
+		"[x]/.env", "sp ace/.env", ".git/config"} {
+		touch(t, filepath.Join(ws, f))
+	}
+	mkdirs(t, filepath.Join(ws, "a", "b", "c", "d", "e", "f"), filepath.Join(ws, "empty"))
+	for l, target := range map[string]string{"alink": "a", "alink2": filepath.Join(ws, "a"), "dangling": "x", "a/b/up": "..", "flink": "config/tls.key"} {
+		if err := os.Symlink(target, filepath.Join(ws, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(ws, "a", "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patternSets := [][]string{
+		{".git"}, {".env"}, {".env", ".git", "*.key"}, {"config/*.crt", "**/.git", "x/config/y.key", "a/b"},
+		{"[", "a\\b", "ab\\\\c", "[x]", "\\[x\\]", "?.key", "alink", "dangling", "flink"}, {"**"}, {"alink/b"}, {"*"}, nil,
+	}
+	for _, root := range []string{ws, filepath.Join(ws, "a"), filepath.Join(base, "file"), filepath.Join(base, "nope")} {
+		for _, cwd := range []string{"", ws, filepath.Join(ws, "a", "b", "c", "d", "e", "f"), filepath.Join(ws, "alink", "b"), base, filepath.Join(ws, "nope")} {
+			for _, pats := range patternSets {
+				for _, limit := range []int{0, 1, 2, 3, 5, 8, 13, 20} {
+					want, wantErr := protectedInReference(root, cwd, pats, limit)
+					got, err := protectedIn(root, cwd, pats, limit)
+					if !slices.Equal(got, want) || (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+						t.Errorf("protectedIn(%q, %q, %q, %d) = %q, %v; reference: %q, %v", root, cwd, pats, limit, got, err, want, wantErr)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestIsDirAtUnknownType(t *testing.T) {
+	base := symlinkTree(t)
+	fd, err := openDirAt(unix.AT_FDCWD, base, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for name, want := range map[string]bool{"d": true, "file": false, "rel": false, "dangling": false} {
+		if got, err := isDirAt(fd, []byte(name), unix.DT_UNKNOWN); got != want || err != nil {
+			t.Errorf("isDirAt(%s, DT_UNKNOWN) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	if _, err := isDirAt(fd, []byte("gone"), unix.DT_UNKNOWN); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("isDirAt of a missing entry: %v", err)
+	}
+}
+
+// readRegularReference is readRegular as it was, over an *os.File.
+func readRegularReference(p string, limit int64) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+func TestReadRegularReads(t *testing.T) {
+	dir := canonTempDir(t)
+	for _, size := range []int{0, 1, 511, 512, 513, 4096, 100000} {
+		p := filepath.Join(dir, strconv.Itoa(size))
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7 + 1)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int64{int64(size), int64(size) + 1, 1 << 20} {
+			got, err := readRegular(p, limit)
+			want, _ := readRegularReference(p, limit)
+			if err != nil || string(got) != string(want) || string(got) != string(data) {
+				t.Errorf("readRegular(%d bytes, limit %d) = %d bytes, %v", size, limit, len(got), err)
+			}
+		}
+		if size > 0 {
+			if _, err := readRegular(p, int64(size)-1); err == nil || !strings.Contains(err.Error(), "more than") {
+				t.Errorf("readRegular over the limit: %v", err)
+			}
+		}
+	}
+}
+
+func TestAnnotationJSONIsMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	strs := []string{"", "/usr/bin", `a"b\c`, "<&>", "\b\f\n\r\t\x00\x01\x1f\x7f", "\u2028\u2029", "é中𝄞", "\xff\xfe", "a\xc3", "\xe2\x80\xa8x"}
+	for i := 0; i < 300; i++ {
+		b := make([]byte, rng.IntN(12))
+		for j := range b {
+			b[j] = byte(rng.IntN(256))
+		}
+		strs = append(strs, string(b))
+	}
+	marshal := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	check := func(what, got, want string) {
+		if got != want {
+			t.Errorf("%s: %s; json.Marshal: %s", what, got, want)
+		}
+	}
+	check("nil strings", jsonStrings(nil), marshal([]string(nil)))
+	check("empty strings", jsonStrings([]string{}), marshal([]string{}))
+	check("nil symlinks", jsonSymlinks(nil), marshal([]mounts.Symlink(nil)))
+	check("nil entries", jsonNoNewEntries(nil), marshal([]NoNewEntries(nil)))
+	check("entries", jsonNoNewEntries([]NoNewEntries{{Dir: "/a"}, {Dir: "", Keep: []string{}}}), marshal([]NoNewEntries{{Dir: "/a"}, {Dir: "", Keep: []string{}}}))
+	for _, r := range []IDRange{{}, DefaultIDRange, {Base: 1<<32 - 1, Count: 1<<32 - 1}} {
+		check("id range", jsonIDRange(r), marshal(r))
+	}
+	for i, s := range strs {
+		u := strs[(i+1)%len(strs)]
+		check("strings", jsonStrings([]string{s, u}), marshal([]string{s, u}))
+		links := []mounts.Symlink{{Path: s, Target: u}, {Path: u, Target: s}}
+		check("symlinks", jsonSymlinks(links), marshal(links))
+		ents := []NoNewEntries{{Dir: s, Keep: []string{u, s}}}
+		check("entries", jsonNoNewEntries(ents), marshal(ents))
+		for _, info := range []cgroup.LimitsInfo{{}, {BestEffort: true}, {CgroupParent: s}, {Required: []string{s}, CgroupParent: u},
+			{Required: []string{}, BestEffort: true, CgroupParent: s}, {Required: []string{"memory", u}, BestEffort: true}} {
+			check("limits", jsonLimitsInfo(info), marshal(info))
+		}
+	}
+}
