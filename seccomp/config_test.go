@@ -1,6 +1,7 @@
 package seccomp
 
 import (
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"reflect"
@@ -206,6 +207,17 @@ func TestValidateConcurrent(t *testing.T) {
 	for range 32 {
 		if err := <-done; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// errnos stops its scan early; it must still know every errno name x/sys/unix does.
+func TestErrnoNamesComplete(t *testing.T) {
+	for e := unix.Errno(1); e < 4096; e++ {
+		if n := unix.ErrnoName(e); n != "" {
+			if got, ok := errnoValue(n); !ok || (got != e && unix.ErrnoName(got) != n) {
+				t.Errorf("errno %s (%d): errnoValue = %d, %v", n, int(e), int(got), ok)
+			}
 		}
 	}
 }
