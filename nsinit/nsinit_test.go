@@ -241,12 +241,11 @@ func TestSyncProtocol(t *testing.T) {
 	go func() {
 		defer close(done)
 		sw := syncWriter{w}
-		for i, m := range msgs {
+		for _, m := range msgs {
 			sw.send(m)
-			if i == 2 {
-				w.Write([]byte("not json\n\n")) // garbage lines are skipped
-			}
 		}
+		w.Write([]byte{3, 0, 0, 0, 0xff, 0xff, 0xff}) // a frame that does not decode ends the stream
+		syncWriter{w}.send(message{Type: msgExit})
 		w.Close()
 	}()
 	sr := newSyncReader(r)
@@ -260,7 +259,7 @@ func TestSyncProtocol(t *testing.T) {
 		}
 	}
 	if m, ok := sr.next(); ok {
-		t.Errorf("after the writer closed: %+v; want EOF", m)
+		t.Errorf("a malformed frame: %+v; want the end of the stream", m)
 	}
 	if _, ok := sr.next(); ok {
 		t.Error("a second next after EOF returned a message")

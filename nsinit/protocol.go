@@ -3,7 +3,6 @@ package nsinit
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,7 @@ import (
 //	     ahead by a Pool (argv word "pool") then reports "ready" on fd 4 and waits for
 //	     one more frame, the command's specs.Process, which comes with its stdin,
 //	     stdout and stderr as SCM_RIGHTS descriptors.
-//	fd 4 (init → launcher): JSON lines, one message per setup outcome (below).
+//	fd 4 (init → launcher): frames, one message per setup outcome (below).
 //	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
 //	     init forks the command only then), then an "ack" byte once the launcher has
 //	     seen the exec message (the reaper waits for it before reaping, so the command's
@@ -65,15 +64,15 @@ const (
 // arguments and environment, which execve(2) bounds far lower).
 const maxFrame = 64 << 20
 
-// message is one line on the sync pipe.
+// message is one frame on the sync pipe.
 type message struct {
-	Type   string `json:"type"`             // msgError, msgExecError, msgExec, msgExit
-	Step   string `json:"step,omitempty"`   // msgError: the setup step that failed
-	Error  string `json:"error,omitempty"`  // msgError, msgExecError
-	Errno  int    `json:"errno,omitempty"`  // msgExecError: execve(2) errno
-	Path   string `json:"path,omitempty"`   // msgExec, msgExecError: the resolved command
-	Pid    int    `json:"pid,omitempty"`    // msgExec: the command's pid inside the sandbox
-	Status int    `json:"status,omitempty"` // msgExit: the command's wait status (wait(2))
+	Type   string // msgError, msgExecError, msgExec, msgExit
+	Step   string // msgError: the setup step that failed
+	Error  string // msgError, msgExecError
+	Errno  int    // msgExecError: execve(2) errno
+	Path   string // msgExec, msgExecError: the resolved command
+	Pid    int    // msgExec: the command's pid inside the sandbox
+	Status int    // msgExit: the command's wait status (wait(2))
 }
 
 const (
@@ -84,29 +83,58 @@ const (
 	msgReady     = "ready" // a pooled init: the sandbox is built, the process may come
 )
 
+// syncWriter sends messages as frames: a 4-byte little-endian length, then the fields
+// in wirecodec.go's encoding (not JSON: the init then never runs encoding/json).
 type syncWriter struct{ f *os.File }
 
 func (w syncWriter) send(m message) {
-	b, _ := json.Marshal(m)
-	w.f.Write(append(b, '\n'))
+	e := &encoder{b: make([]byte, 4, 64+len(m.Error)+len(m.Path))}
+	e.str(m.Type)
+	e.str(m.Step)
+	e.str(m.Error)
+	e.uint(uint64(m.Errno))
+	e.str(m.Path)
+	e.uint(uint64(m.Pid))
+	e.uint(uint64(uint32(m.Status)))
+	binary.LittleEndian.PutUint32(e.b, uint32(len(e.b)-4))
+	w.f.Write(e.b)
 }
 
-type syncReader struct{ sc *bufio.Scanner }
+type syncReader struct{ r *bufio.Reader }
 
-func newSyncReader(r io.Reader) *syncReader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	return &syncReader{sc: sc}
-}
+func newSyncReader(r io.Reader) *syncReader { return &syncReader{bufio.NewReader(r)} }
 
-// next returns the next message, or ok=false at EOF (the init has exited).
+// maxMessage bounds a message frame (an error text, a path).
+const maxMessage = 1 << 20
+
+// next returns the next message, or ok=false at EOF (the init has exited). A frame
+// that does not decode ends the stream too: only the init writes there.
 func (r *syncReader) next() (m message, ok bool) {
-	for r.sc.Scan() {
-		if err := json.Unmarshal(r.sc.Bytes(), &m); err == nil {
-			return m, true
+	if r.r == nil {
+		return message{}, false
+	}
+	var hdr [4]byte
+	body, err := []byte(nil), error(nil)
+	if _, err = io.ReadFull(r.r, hdr[:]); err == nil {
+		n := binary.LittleEndian.Uint32(hdr[:])
+		if n > maxMessage {
+			err = errWire
+		} else {
+			body = make([]byte, n)
+			_, err = io.ReadFull(r.r, body)
 		}
 	}
-	return message{}, false
+	if err == nil {
+		d := &decoder{b: body}
+		m = message{Type: d.str(), Step: d.str(), Error: d.str(), Errno: int(d.uint32()), Path: d.str(),
+			Pid: int(d.uint32()), Status: int(d.uint32())}
+		err = d.end("message")
+	}
+	if err != nil {
+		r.r = nil
+		return message{}, false
+	}
+	return m, true
 }
 
 // socketPair returns the two ends of a unix stream socket pair, close-on-exec: the
