@@ -92,6 +92,19 @@ func openStatusFd(s string) (*os.File, error) {
 var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
 
 func execute(o policy.Options, status *os.File) error {
+	// Catch forwarded signals before the sandbox exists, so none is lost or kills us.
+	// Each signal.Notify is a handshake with the runtime's signal thread: done beside
+	// the policy step, waited for before the sandbox is started.
+	sigc := make(chan os.Signal, 16)
+	notified := make(chan struct{})
+	go func() {
+		signal.Notify(sigc, forwardedSignals...)
+		close(notified)
+	}()
+	defer func() {
+		<-notified
+		signal.Stop(sigc)
+	}()
 	host, err := policy.CurrentHost()
 	if err != nil {
 		return err
@@ -117,10 +130,7 @@ func execute(o policy.Options, status *os.File) error {
 	if status != nil {
 		cmd.Events = emit
 	}
-	// Catch forwarded signals before the sandbox exists, so none is lost or kills us.
-	sigc := make(chan os.Signal, 16)
-	signal.Notify(sigc, forwardedSignals...)
-	defer signal.Stop(sigc)
+	<-notified
 	if err := cmd.Start(); err != nil {
 		return err
 	}
