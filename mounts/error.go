@@ -5,7 +5,10 @@
 // Every mount target is opened inside the new root with openat2(2) (RESOLVE_IN_ROOT or
 // RESOLVE_NO_SYMLINKS) and mounted through that descriptor with the new mount API
 // (open_tree(2), fsopen(2), fsmount(2), move_mount(2), mount_setattr(2)), so a symlink
-// planted in a bound directory cannot redirect a mount onto the host, even racing.
+// planted in a bound directory cannot redirect a mount onto the host, even racing. (A
+// directory mount point that mkdirat(2) has just created on the root's own tmpfs is named
+// instead by that one component, relative to its parent's descriptor; move_mount does not
+// follow a symlink there.) Every cloned tree is made private before it is attached.
 // The functions here must run inside the new mount namespace, with CAP_SYS_ADMIN in
 // its owning user namespace.
 package mounts

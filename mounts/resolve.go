@@ -39,66 +39,183 @@ const strictResolve = unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | un
 // working directory): symlinks are followed, but "/" and ".." stay inside the root.
 const inRootResolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 
+// handle is a descriptor from mkdirAll: owned by the caller (own), or borrowed from
+// the Root (its own fd, or an entry of its directory cache), valid until the next mount.
+type handle struct {
+	fd  int
+	own bool
+}
+
+func (h handle) close() {
+	if h.own {
+		unix.Close(h.fd)
+	}
+}
+
+// The directory cache. Building a root resolves the same directories again and again
+// (/dev for six device binds, devpts, /dev/shm and five symlinks). Root.dirs keeps the
+// O_PATH descriptor of each directory mkdirAll opened, by its path relative to the root,
+// so each is resolved once. A descriptor stays the directory the path named when it was
+// opened: every mount at a path drops the entries at and below it (forgetBelow), since
+// the path now leads into the mount. Only directories on the root's own file systems
+// are kept (the root tmpfs and what FS mounted), which nothing but this process can
+// reach before PivotRoot: a path at or below a bind's destination (a host file system,
+// which others can rename under it) is resolved anew, from the nearest kept ancestor
+// (at most the bind's own mount point), with RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH as
+// before.
+
+// kept returns the cached descriptor of the directory p (relative, cleaned); "." is
+// the root.
+func (r *Root) kept(p string) (int, bool) {
+	if p == "." {
+		return r.fd, true
+	}
+	fd, ok := r.dirs[p]
+	return fd, ok
+}
+
+// keep caches fd as the directory p if p is on the root's own file systems and returns
+// it borrowed; otherwise the caller owns it.
+func (r *Root) keep(p string, fd int) handle {
+	for _, b := range r.bound {
+		if within(p, b) {
+			return handle{fd: fd, own: true}
+		}
+	}
+	if r.dirs == nil {
+		r.dirs = map[string]int{}
+	}
+	r.dirs[p] = fd
+	return handle{fd: fd}
+}
+
+// forgetBelow drops the cached directories at and below p (relative, cleaned), where a
+// mount was just attached; "." drops them all.
+func (r *Root) forgetBelow(p string) {
+	for q, fd := range r.dirs {
+		if within(q, p) {
+			unix.Close(fd)
+			delete(r.dirs, q)
+		}
+	}
+}
+
+// within reports whether the relative, cleaned path p is q or lies below it.
+func within(p, q string) bool {
+	return q == "." || p == q || (len(p) > len(q) && p[len(q)] == '/' && p[:len(q)] == q)
+}
+
+// parentRel is the parent of the relative, cleaned path p ("." for a single component).
+func parentRel(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return "."
+}
+
 // mkdirAll opens dest (an absolute path inside the root) as an O_PATH directory,
 // creating missing components with mode 0555: a directory made only to hold a mount
 // point (the parents of a workspace in /var/tmp) is not a place the command can write.
-// No component may be a symlink.
-func (r *Root) mkdirAll(dest string) (int, error) {
-	fd, err := openat2(r.fd, rel(dest), unix.O_PATH|unix.O_DIRECTORY, strictResolve)
-	if err == nil || !errors.Is(err, unix.ENOENT) {
-		return fd, err
+// No component may be a symlink. The walk starts at the nearest cached ancestor.
+func (r *Root) mkdirAll(dest string) (handle, error) {
+	h, _, err := r.walk(dest, false)
+	return h, err
+}
+
+// mountpoint is mkdirAll for the mount point of a directory mount, as a descriptor and
+// a name for move_mount(2): the directory itself (name ""), or, when the walk has just
+// created it (mkdirat(2) succeeded) on the root's own file systems, its parent and that
+// name, one component that move_mount looks up without following a symlink
+// (MOVE_MOUNT_T_SYMLINKS unset): the directory nothing else could have replaced, without
+// opening it.
+func (r *Root) mountpoint(dest string) (handle, string, error) {
+	return r.walk(dest, true)
+}
+
+func (r *Root) walk(dest string, leaf bool) (handle, string, error) {
+	p := rel(dest)
+	base := p
+	fd, ok := r.kept(base)
+	for !ok {
+		base = parentRel(base)
+		fd, ok = r.kept(base)
 	}
-	dir, err := unix.Dup(r.fd)
-	if err != nil {
-		return -1, err
+	if base == p {
+		return handle{fd: fd}, "", nil
 	}
-	for _, comp := range strings.Split(rel(dest), "/") {
-		next, err := openat2(dir, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
-		if errors.Is(err, unix.ENOENT) {
-			if err = unix.Mkdirat(dir, comp, 0o555); err != nil && !errors.Is(err, unix.EEXIST) {
-				unix.Close(dir)
-				return -1, err
+	rest := p
+	if base != "." {
+		rest = p[len(base)+1:]
+	}
+	if strings.IndexByte(rest, '/') >= 0 {
+		// Several components: one lookup finds them all when they exist.
+		if dfd, err := openat2(fd, rest, unix.O_PATH|unix.O_DIRECTORY, strictResolve); err == nil {
+			return r.keep(p, dfd), "", nil
+		} else if !errors.Is(err, unix.ENOENT) {
+			return handle{}, "", err
+		}
+	}
+	dir := handle{fd: fd}
+	cur := base
+	for len(rest) > 0 {
+		comp := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			comp, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		next := comp
+		if cur != "." {
+			next = cur + "/" + comp
+		}
+		var nfd int
+		var err error
+		if dir.own {
+			// Under a bind (a host file system): look before creating, as ever.
+			nfd, err = openat2(dir.fd, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
+			if errors.Is(err, unix.ENOENT) {
+				if err = unix.Mkdirat(dir.fd, comp, 0o555); err == nil || errors.Is(err, unix.EEXIST) {
+					nfd, err = openat2(dir.fd, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
+				}
 			}
-			next, err = openat2(dir, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
+		} else {
+			// On the root's own file systems a component is mostly missing: create it
+			// first (EEXIST when it is there), then open it without following a symlink.
+			err = unix.Mkdirat(dir.fd, comp, 0o555)
+			if err == nil && leaf && rest == "" {
+				return dir, comp, nil
+			}
+			if err == nil || errors.Is(err, unix.EEXIST) {
+				nfd, err = openat2(dir.fd, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
+			}
 		}
-		unix.Close(dir)
+		dir.close()
 		if err != nil {
-			return -1, err
+			return handle{}, "", err
 		}
-		dir = next
+		dir = r.keep(next, nfd)
+		cur = next
 	}
-	return dir, nil
+	return dir, "", nil
 }
 
-// mkfile opens dest as an O_PATH regular file, creating it (empty, mode 0444) and its
-// parent directories when missing. No component may be a symlink.
+// mkfile opens dest as a regular file for a mount point, creating it (empty, mode 0444)
+// and its parent directories when missing. No component may be a symlink: an existing
+// dest is opened O_PATH with RESOLVE_NO_SYMLINKS, a missing one created with
+// O_CREAT|O_EXCL|O_NOFOLLOW.
 func (r *Root) mkfile(dest string) (int, error) {
-	fd, err := openat2(r.fd, rel(dest), unix.O_PATH, strictResolve)
-	if err == nil || !errors.Is(err, unix.ENOENT) {
-		return fd, err
-	}
-	parent, err := r.mkdirAll(filepath.Dir(dest))
+	p := rel(dest)
+	parent, err := r.mkdirAll("/" + parentRel(p))
 	if err != nil {
 		return -1, err
 	}
-	defer unix.Close(parent)
-	base := filepath.Base(dest)
-	f, err := unix.Openat(parent, base, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o444)
-	if err != nil && !errors.Is(err, unix.EEXIST) {
-		return -1, err
+	defer parent.close()
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	fd, err := unix.Openat(parent.fd, base, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o444)
+	if err == nil || !errors.Is(err, unix.EEXIST) {
+		return fd, err
 	}
-	if err == nil {
-		unix.Close(f)
-	}
-	return openat2(parent, base, unix.O_PATH, strictResolve)
-}
-
-// target opens (creating if needed) the mount point for a source of the given kind.
-func (r *Root) target(dest string, dir bool) (int, error) {
-	if dir {
-		return r.mkdirAll(dest)
-	}
-	return r.mkfile(dest)
+	return openat2(parent.fd, base, unix.O_PATH, strictResolve)
 }
 
 // lookup opens an existing path inside the root, following symlinks only within it.

@@ -75,7 +75,7 @@ func OpenSourceChecked(checked int, p string, recursive bool) (*Source, error) {
 	if a.Dev != b.Dev || a.Ino != b.Ino {
 		return nil, &Error{Op: "open", Source: p, Err: fmt.Errorf("%w (the path leads to another file than the one checked at launch)", unix.ESTALE)}
 	}
-	return openTree(fd, p, recursive)
+	return cloneTree(fd, p, recursive, b.Mode&unix.S_IFMT == unix.S_IFDIR)
 }
 
 // openTree clones the mount tree at the O_PATH descriptor fd (named name in errors)
@@ -95,6 +95,20 @@ func openTree(fd int, name string, recursive bool) (*Source, error) {
 		return nil, &Error{Op: "stat", Source: name, Err: err}
 	}
 	return &Source{fd: tree, path: name, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
+}
+
+// cloneTree is openTree of a file whose type is known (an fstat of fd): the root of the
+// clone is that file.
+func cloneTree(fd int, name string, recursive, dir bool) (*Source, error) {
+	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+	}
+	tree, err := unix.OpenTree(fd, "", flags)
+	if err != nil {
+		return nil, &Error{Op: "open_tree", Source: name, Err: err}
+	}
+	return &Source{fd: tree, path: name, dir: dir}, nil
 }
 
 // Close releases the detached tree if it was never attached.
@@ -138,6 +152,14 @@ func treeSource(fd int, p string) (*Source, error) {
 type Root struct {
 	fd      int      // the root of the tmpfs mount (from fsmount)
 	roLater []sealed // mounts made read-only by PivotRoot, once populated
+
+	dirs  map[string]int // directories on the root's own file systems (resolve.go)
+	bound []string       // bind destinations (relative): below them nothing is cached
+
+	// The first file mask and the first directory mask, attached; later masks are
+	// clones of them (open_tree(2) copies the mount attributes), not new instances.
+	maskFile, maskDir int
+	maskNull          *Null // the source of maskFile
 }
 
 // New creates the root tmpfs (mode 0755, nosuid, nodev) and attaches it at staging, a
@@ -151,7 +173,7 @@ func New(staging string) (*Root, error) {
 		unix.Close(fd)
 		return nil, &Error{Op: "move_mount", Source: "tmpfs", Target: staging, Err: err}
 	}
-	return &Root{fd: fd}, nil
+	return &Root{fd: fd, maskFile: -1, maskDir: -1}, nil
 }
 
 // newFS creates a detached mount of a new file system instance (fsopen(2), fsconfig(2),
@@ -182,14 +204,29 @@ func newFS(fstype string, opts map[string]string, attr uint64) (int, error) {
 	return fd, nil
 }
 
-// attach moves the detached mount mfd onto dest inside the root.
+// attach moves the detached mount mfd onto dest inside the root (a directory, or a
+// file, created if missing).
 func (r *Root) attach(mfd int, dest string, dir bool) error {
-	tfd, err := r.target(dest, dir)
+	var t handle
+	var name string // "": t is the mount point; else its parent (Root.mountpoint)
+	var err error
+	if dir {
+		t, name, err = r.mountpoint(dest)
+	} else {
+		t.fd, err = r.mkfile(dest)
+		t.own = true
+	}
 	if err != nil {
 		return fmt.Errorf("mount point: %w", err)
 	}
-	defer unix.Close(tfd)
-	return unix.MoveMount(mfd, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	flags := unix.MOVE_MOUNT_F_EMPTY_PATH
+	if name == "" {
+		flags |= unix.MOVE_MOUNT_T_EMPTY_PATH
+	}
+	err = unix.MoveMount(mfd, "", t.fd, name, flags)
+	t.close()
+	r.forgetBelow(rel(dest))
+	return err
 }
 
 // setattr sets attr on the mount tree of fd (recursively when recursive), leaving every
@@ -204,17 +241,33 @@ func setattr(fd int, attr uint64, recursive bool) error {
 	return unix.MountSetattr(fd, "", flags, &unix.MountAttr{Attr_set: attr})
 }
 
+// setattrPrivate is setattr on a clone of existing mounts, which also makes every mount
+// of the tree private (in the same call). A clone (open_tree(2) OPEN_TREE_CLONE) joins
+// the peer group of each mount it copies: a tree the launcher cloned from a shared host
+// mount (every mount of a systemd host is shared) would otherwise carry whatever the
+// sandbox mounts on it back to the host (masks over the host's /etc/shadow), and bring
+// the host's later mounts in. MakePrivate cannot reach such a tree: it is not in this
+// namespace until attached.
+func setattrPrivate(fd int, attr uint64, recursive bool) error {
+	flags := uint(unix.AT_EMPTY_PATH)
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+	}
+	return unix.MountSetattr(fd, "", flags, &unix.MountAttr{Attr_set: attr, Propagation: unix.MS_PRIVATE})
+}
+
 // Bind attaches the cloned tree src at dest with the MOUNT_ATTR_* bits attr added
 // (recursively). The mount point is created (a directory or an empty file, as the
 // source) if missing; no component of dest may be a symlink. src is consumed.
 func (r *Root) Bind(src *Source, dest string, attr uint64) error {
 	defer src.Close()
-	if err := setattr(src.fd, attr, true); err != nil {
+	if err := setattrPrivate(src.fd, attr, true); err != nil {
 		return errorf("bind", src.path, dest, attr, fmt.Errorf("mount_setattr: %w", err))
 	}
 	if err := r.attach(src.fd, dest, src.dir); err != nil {
 		return errorf("bind", src.path, dest, attr, err)
 	}
+	r.bound = append(r.bound, rel(dest))
 	return nil
 }
 
@@ -246,11 +299,11 @@ func (r *Root) Symlink(target, dest string) error {
 	if err != nil {
 		return &Error{Op: "symlink", Source: target, Target: dest, Err: err}
 	}
-	defer unix.Close(parent)
+	defer parent.close()
 	base := baseOf(dest)
-	if err := unix.Symlinkat(target, parent, base); err != nil {
+	if err := unix.Symlinkat(target, parent.fd, base); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			if cur, rerr := readlinkat(parent, base); rerr == nil && cur == target {
+			if cur, rerr := readlinkat(parent.fd, base); rerr == nil && cur == target {
 				return nil
 			}
 		}
@@ -288,9 +341,10 @@ func (r *Root) ReadOnly(p string, optional bool) error {
 		return errorf("bind", p, p, attr, fmt.Errorf("open_tree: %w", err))
 	}
 	defer unix.Close(tree)
-	if err := setattr(tree, attr, true); err != nil {
+	if err := setattrPrivate(tree, attr, true); err != nil {
 		return errorf("bind", p, p, attr, fmt.Errorf("mount_setattr: %w", err))
 	}
+	r.forgetBelow(rel(p))
 	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return errorf("bind", p, p, attr, fmt.Errorf("move_mount: %w", err))
 	}
@@ -299,7 +353,9 @@ func (r *Root) ReadOnly(p string, optional bool) error {
 
 // Mask hides the existing path p inside the root: a directory under an empty read-only
 // tmpfs, anything else under a bind of null (which must be the character device 1:3).
-// A missing path is not an error.
+// A missing path is not an error. Every directory mask of a Root is a mount of one
+// tmpfs instance and every file mask a mount of one null clone: after the first of each
+// kind, a mask is a clone of that mount (same attributes), not a new instance.
 func (r *Root) Mask(p string, null *Null) error {
 	fd, err := r.lookup(p)
 	if errors.Is(err, os.ErrNotExist) {
@@ -313,21 +369,44 @@ func (r *Root) Mask(p string, null *Null) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &Error{Op: "mask", Target: p, Err: err}
 	}
+	// p may lead anywhere in the root through symlinks: forget every cached directory.
+	r.forgetBelow(".")
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	first := &r.maskFile
+	if dir {
+		first = &r.maskDir
+	} else if null != r.maskNull && r.maskFile >= 0 {
+		unix.Close(r.maskFile)
+		r.maskFile = -1
+	}
 	var mfd int
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	switch {
+	case *first >= 0:
+		mfd, err = unix.OpenTree(*first, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	case dir:
 		mfd, err = newFS("tmpfs", map[string]string{"mode": "0000"}, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
-	} else {
+	default:
 		mfd, err = unix.OpenTree(null.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 		if err == nil {
-			err = setattr(mfd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, false)
+			if err = setattrPrivate(mfd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
+				unix.Close(mfd)
+			}
 		}
 	}
 	if err != nil {
 		return &Error{Op: "mask", Target: p, Err: err}
 	}
-	defer unix.Close(mfd)
 	if err := unix.MoveMount(mfd, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		unix.Close(mfd)
 		return &Error{Op: "mask", Target: p, Err: fmt.Errorf("move_mount: %w", err)}
+	}
+	if *first >= 0 {
+		unix.Close(mfd)
+	} else {
+		*first = mfd
+		if !dir {
+			r.maskNull = null
+		}
 	}
 	return nil
 }
@@ -357,15 +436,24 @@ func (n *Null) Close() error { return unix.Close(n.fd) }
 // put_old both "."), detaches the old root (umount2(2) MNT_DETACH), makes the mounts
 // marked sealLater read-only, then the root tmpfs itself. Submounts keep their flags.
 func (r *Root) PivotRoot() error {
+	r.forgetBelow(".")
+	for _, fd := range []*int{&r.maskFile, &r.maskDir} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
 	if err := unix.Fchdir(r.fd); err != nil {
 		return &Error{Op: "chdir", Target: "/", Err: err}
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
 		return &Error{Op: "pivot_root", Target: "/", Err: err}
 	}
+	mark("pivot_root", "")
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return &Error{Op: "umount", Source: "old root", Err: err}
 	}
+	mark("umount old root", "")
 	if err := unix.Chdir("/"); err != nil {
 		return &Error{Op: "chdir", Target: "/", Err: err}
 	}
@@ -379,6 +467,7 @@ func (r *Root) PivotRoot() error {
 	if err := setattr(r.fd, unix.MOUNT_ATTR_RDONLY, false); err != nil {
 		return &Error{Op: "remount-ro", Target: "/", Err: err}
 	}
+	mark("seal", "")
 	return nil
 }
 

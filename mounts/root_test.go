@@ -41,6 +41,7 @@ var scenarios = map[string]func(c *checker, base string){
 	"escape-api":   scenarioEscapeAPI,
 	"readonly":     scenarioReadOnly,
 	"mask":         scenarioMask,
+	"cache":        scenarioCache,
 }
 
 type checker struct{ failed bool }
@@ -437,5 +438,57 @@ func scenarioMask(c *checker, base string) {
 	}
 	if _, err := os.Stat("/data/missing"); !errors.Is(err, os.ErrNotExist) {
 		c.errorf("Mask of a missing path created it: %v", err)
+	}
+}
+
+// TestDirCache: the directories Root caches while it builds the root never outlive a
+// mount over them. A tmpfs over a directory already holding a mount point, then a mount
+// below it, lands in the new tmpfs; a mask reached through a symlink hides what it
+// masks from later mounts too; a file bind onto a planted symlink fails.
+func TestDirCache(t *testing.T) {
+	base, outside := escapeDirs(t)
+	writeFile(t, filepath.Join(base, "data", "a.txt"), "hello")
+	runInNamespace(t, "cache", baseEnv+"="+base)
+	checkOutsideUntouched(t, outside)
+}
+
+func scenarioCache(c *checker, base string) {
+	spec := &specs.Spec{
+		Mounts: []specs.Mount{
+			{Destination: "/x/y", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=0755"}},
+			{Destination: "/x", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=0755"}},
+			{Destination: "/x/z", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=0755"}},
+			{Destination: "/x/z/d", Type: "bind", Source: filepath.Join(base, "data"), Options: []string{"rbind", "ro"}},
+			{Destination: "/ws", Type: "bind", Source: filepath.Join(base, "ws"), Options: []string{"rbind"}},
+			{Destination: "/m/sub", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=0755"}},
+		},
+		Annotations: symlinkAnnotation(Symlink{Path: "/x/z/link", Target: "d/a.txt"}, Symlink{Path: "/alias", Target: "m"}),
+	}
+	file, err := OpenSource(filepath.Join(base, "file"), false)
+	must(err)
+	r, err := Setup(spec, nil)
+	must(err)
+	c.errno("a file bind onto a planted symlink", r.Bind(file, "/ws/evil", 0), unix.ELOOP)
+	c.ok("a tmpfs in the tmpfs over /x", r.FS("tmpfs", "/x/e", nil, 0, false))
+	null, err := OpenNull("/dev/null")
+	must(err)
+	c.ok("mask /m through a symlink", r.Mask("/alias", null))
+	c.errno("a tmpfs below the mask", r.FS("tmpfs", "/m/w", nil, 0, false), unix.EROFS)
+	must(r.PivotRoot())
+	if _, err := os.Lstat("/x/y"); !errors.Is(err, os.ErrNotExist) {
+		c.errorf("/x/y, under the tmpfs over /x, is visible: %v", err)
+	}
+	var x, z, e unix.Stat_t
+	c.ok("stat /x", unix.Stat("/x", &x))
+	c.ok("stat /x/z", unix.Stat("/x/z", &z))
+	c.ok("stat /x/e", unix.Stat("/x/e", &e))
+	if x.Dev == z.Dev || x.Dev == e.Dev || z.Dev == e.Dev {
+		c.errorf("/x, /x/z, /x/e share a file system (devs %d %d %d); want three tmpfs mounts", x.Dev, z.Dev, e.Dev)
+	}
+	if s, err := readString("/x/z/link"); err != nil || s != "hello" {
+		c.errorf("read /x/z/link = %q, %v", s, err)
+	}
+	if entries, err := os.ReadDir("/m"); err != nil || len(entries) != 0 {
+		c.errorf("the masked /m lists %v, %v; want nothing", entries, err)
 	}
 }

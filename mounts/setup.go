@@ -1,10 +1,10 @@
 package mounts
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -58,10 +58,21 @@ func SetupTrees(spec *specs.Spec, trees []int) (*Root, error) {
 	return setup(spec, trees, true)
 }
 
+// phaseHook, when not nil, is called at the end of each step of setup and PivotRoot
+// with the step's name and its path, if any; the timing tests set it.
+var phaseHook func(step, path string)
+
+func mark(step, path string) {
+	if phaseHook != nil {
+		phaseHook(step, path)
+	}
+}
+
 func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 	if err := MakePrivate(); err != nil {
 		return nil, err
 	}
+	mark("make-private", "")
 	type planned struct {
 		m    specs.Mount
 		src  *Source
@@ -107,6 +118,7 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 		closeAll()
 		return nil, &Error{Op: "bind", Err: fmt.Errorf("%d source descriptors left over", len(sourceFds))}
 	}
+	mark("sources", "")
 	var null *Null
 	if spec.Linux != nil && len(spec.Linux.MaskedPaths) > 0 {
 		var err error
@@ -115,6 +127,7 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 			return nil, err
 		}
 		defer null.Close()
+		mark("open null", "")
 	}
 	staging := ""
 	for _, d := range stagingDirs {
@@ -132,12 +145,14 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 		closeAll()
 		return nil, err
 	}
+	mark("new root", "")
 	for i, p := range plan {
 		if p.src != nil {
 			plan[i].src = nil
 			if err = r.Bind(p.src, p.m.Destination, p.attr); err != nil {
 				break
 			}
+			mark("bind", p.m.Destination)
 			continue
 		}
 		if err = r.FS(p.m.Type, p.m.Destination, p.data, p.attr, p.ro); err != nil {
@@ -147,6 +162,7 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 			}
 			break
 		}
+		mark(p.m.Type, p.m.Destination)
 	}
 	if err != nil {
 		closeAll()
@@ -156,31 +172,31 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
+	mark("decode symlinks", "")
 	for _, l := range links {
 		if err := r.Symlink(l.Target, l.Path); err != nil {
 			return nil, err
 		}
+		mark("symlink", l.Path)
 	}
 	if spec.Linux != nil {
-		optional := map[string]bool{}
+		var optional []string
 		if raw, ok := spec.Annotations[OptionalReadOnlyAnnotation]; ok {
-			var list []string
-			if err := json.Unmarshal([]byte(raw), &list); err != nil {
+			if optional, err = decodeStrings(raw); err != nil {
 				return nil, fmt.Errorf("annotation %s: %w", OptionalReadOnlyAnnotation, err)
-			}
-			for _, p := range list {
-				optional[p] = true
 			}
 		}
 		for _, p := range spec.Linux.ReadonlyPaths {
-			if err := r.ReadOnly(p, optional[p]); err != nil {
+			if err := r.ReadOnly(p, slices.Contains(optional, p)); err != nil {
 				return nil, err
 			}
+			mark("readonly", p)
 		}
 		for _, p := range spec.Linux.MaskedPaths {
 			if err := r.Mask(p, null); err != nil {
 				return nil, err
 			}
+			mark("mask", p)
 		}
 	}
 	return r, nil
@@ -191,8 +207,8 @@ func symlinks(spec *specs.Spec) ([]Symlink, error) {
 	if !ok {
 		return nil, nil
 	}
-	var links []Symlink
-	if err := json.Unmarshal([]byte(raw), &links); err != nil {
+	links, err := decodeSymlinks(raw)
+	if err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", SymlinksAnnotation, err)
 	}
 	return links, nil
