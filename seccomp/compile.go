@@ -215,7 +215,7 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 			return nil, fmt.Errorf("syscalls[%d]: no names", i)
 		}
 		for _, n := range sc.Names {
-			nr, ok := syscallNumbers[n]
+			nr, ok := syscallNumbers()[n]
 			if !ok {
 				return nil, fmt.Errorf("syscalls[%d]: unknown system call %q (x86_64)", i, n)
 			}
@@ -287,7 +287,7 @@ func rule(a *asm, sc specs.LinuxSyscall) error {
 	next, match := a.label(), a.label()
 	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
 	for _, n := range sc.Names {
-		nr, ok := syscallNumbers[n]
+		nr, ok := syscallNumbers()[n]
 		if !ok {
 			return fmt.Errorf("unknown system call %q (x86_64)", n)
 		}

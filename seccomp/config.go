@@ -111,7 +111,7 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 		return sc, fmt.Errorf("no syscalls")
 	}
 	for _, n := range r.Syscalls {
-		if _, ok := syscallNumbers[n]; !ok {
+		if _, ok := syscallNumbers()[n]; !ok {
 			return sc, fmt.Errorf("unknown system call %q (x86_64)", n)
 		}
 	}
