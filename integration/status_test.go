@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -362,6 +363,27 @@ func TestStatusFDSetupError(t *testing.T) {
 				t.Errorf("%v: no error line: %s", flags, raw)
 			} else if st, _ := e["step"].(string); st == "" {
 				t.Errorf("%v: error line without a step: %v", flags, e)
+			}
+		}
+	})
+}
+
+// A status descriptor the caller did not pass is refused (125, nothing runs), even when
+// the Go runtime has opened a file of its own under that number (its cgroup CPU files),
+// where every status line would otherwise be lost.
+func TestStatusFDNotPassed(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		marker := filepath.Join(s.ws, "ran")
+		for _, fd := range []string{"3", "4", "9"} {
+			ctx := s.limitCtx(runLimit)
+			cmd := s.command(ctx, "--status-fd", fd, "--", "/bin/sh", "-c", "echo > "+marker)
+			r := s.runCmd(ctx, cmd) // os/exec passes 0-2 only: fd is not open in gosbx
+			if r.code != 125 || !strings.Contains(r.stderr, "--status-fd "+fd) {
+				t.Errorf("--status-fd %s not passed: want 125 naming it\n%v", fd, r)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("--status-fd %s not passed: the command ran", fd)
 			}
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/spf13/cobra"
@@ -81,8 +82,16 @@ func openStatusFd(s string) (*os.File, error) {
 	if err != nil || n < 0 {
 		return nil, fmt.Errorf("--status-fd %q: want a file descriptor number", s)
 	}
-	if _, err := unix.FcntlInt(uintptr(n), unix.F_GETFD, 0); err != nil {
+	fl, err := unix.FcntlInt(uintptr(n), unix.F_GETFL, 0)
+	if err != nil {
 		return nil, fmt.Errorf("--status-fd %d: %w", n, err)
+	}
+	// A descriptor the caller did not pass may already be one the Go runtime opened for
+	// itself (its cgroup CPU files, read-only; its poller, an anonymous inode): status
+	// lines written there would be lost without a word.
+	link, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(n))
+	if acc := fl & unix.O_ACCMODE; (acc != unix.O_WRONLY && acc != unix.O_RDWR) || strings.HasPrefix(link, "anon_inode:") {
+		return nil, fmt.Errorf("--status-fd %d: not a descriptor open for writing (%s); did the caller pass it, e.g. %d>status.json?", n, link, n)
 	}
 	unix.CloseOnExec(n)
 	return os.NewFile(uintptr(n), "status"), nil
