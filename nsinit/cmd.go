@@ -432,7 +432,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	if c.isTimedOut() {
 		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
 	}
-	return c.fail(&SetupError{Step: "init", Err: fmt.Errorf("the init stage died during setup: %s", describe(c.init.wait()))})
+	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
 }
 
 // fail reports err as an event and returns it.

@@ -75,3 +75,15 @@ func describe(ws unix.WaitStatus) string {
 	}
 	return fmt.Sprintf("wait status %#x", int(ws))
 }
+
+// diedEarly is the error for an init that ended before its report. The init reports
+// every failure it can; one that exits on its own without a word is most often not the
+// init at all: a program that links nsinit but does not call Init first in main runs
+// its own main again when re-executed.
+func diedEarly(ws unix.WaitStatus) error {
+	if ws.Exited() {
+		return fmt.Errorf("the init stage exited (%s) before reporting: a program that links nsinit must call "+
+			"nsinit.Init() first in main (or the init crashed: see its stderr)", describe(ws))
+	}
+	return fmt.Errorf("the init stage died during setup: %s", describe(ws))
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -384,5 +385,23 @@ func TestSetRlimits(t *testing.T) {
 	}
 	if err := setRlimits(nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// A program that links nsinit but forgets to call Init first in main gets an error
+// saying so, not only "the init died".
+func TestInitNotCalled(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "noinit")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/noinit")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./testdata/noinit: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "must call nsinit.Init() first in main") {
+		t.Errorf("want the hint to call nsinit.Init, got %q", out)
 	}
 }

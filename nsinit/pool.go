@@ -122,7 +122,7 @@ func (p *Pool) build() built {
 		return built{err: &SetupError{Step: m.Step, Err: errors.New(m.Error)}}
 	}
 	c.reapFailed()
-	return built{err: &SetupError{Step: "init", Err: fmt.Errorf("the init stage died during setup: %s", describe(c.init.wait()))}}
+	return built{err: &SetupError{Step: "init", Err: diedEarly(c.init.wait())}}
 }
 
 func (b built) discard() {
