@@ -25,7 +25,9 @@ type Result struct {
 	// Wait removed.
 	Removed []string
 
-	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", or "none".
+	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", "rlimit" (a
+	// root caller's default process limit as RLIMIT_NPROC on its own host id, no cgroup,
+	// so no usage figures), or "none".
 	Limits string
 	// OOMKilled: the memory limit's OOM killer killed a process of the sandbox.
 	OOMKilled bool

@@ -58,6 +58,10 @@ func Effective(o Options, h Host) (*Policy, error) {
 	}
 	canon, given, err := workspace(r, ws, h, creds)
 	if err != nil {
+		var pe *Error
+		if ws == "" && errors.As(err, &pe) && pe.Field == "workspace" {
+			pe.Reason += " (the workspace is the current directory when neither --workspace nor the policy names one)"
+		}
 		return nil, err
 	}
 	p.Workspace.Path, p.workspaceGiven = canon, given
