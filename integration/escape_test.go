@@ -122,6 +122,54 @@ func TestInitSurvivesSignals(t *testing.T) {
 	})
 }
 
+// Nor can signals the Go runtime would take for a fault of its own (any si_code but
+// SI_USER and SI_TKILL: rt_sigqueueinfo with SI_QUEUE, pidfd_send_signal with a
+// siginfo, a file's F_SETOWN 1 with F_SETSIG), which used to crash pid 1 with a
+// traceback once the command ran, so that the launcher reported it had not (125), and
+// skipped the cleanup after the run.
+func TestInitSurvivesQueuedSignals(t *testing.T) {
+	const probe = `
+import ctypes, fcntl, os, signal, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_rt_sigqueueinfo, SYS_pidfd_open, SYS_pidfd_send_signal = 129, 434, 424
+SI_QUEUE, F_SETSIG = -1, 10
+sent = 0
+for sig in (4, 5, 7, 8, 11, 16, 31):  # ILL TRAP BUS FPE SEGV STKFLT SYS
+    info = struct.pack("iii", sig, 0, SI_QUEUE) + bytes(116)
+    if libc.syscall(SYS_rt_sigqueueinfo, 1, sig, info) == 0:
+        sent += 1
+    pfd = libc.syscall(SYS_pidfd_open, 1, 0)
+    if pfd >= 0 and libc.syscall(SYS_pidfd_send_signal, pfd, sig, info, 0) == 0:
+        sent += 1
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(r, fcntl.F_SETOWN, 1)
+        fcntl.fcntl(r, F_SETSIG, sig)
+        fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC | os.O_NONBLOCK)
+        os.write(w, b"x")
+        sent += 1
+    except OSError:
+        pass
+time.sleep(0.3)
+print("sent", sent)
+sys.exit(7)
+`
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		marker := s.writeWS("probe.py", probe, 0o644)
+		r := s.run("--", python, marker)
+		if r.code != 7 {
+			t.Errorf("want the command's exit 7\n%v", r)
+		}
+		if strings.Contains(r.stderr, "goroutine") || strings.Contains(r.stderr, "SIG") {
+			t.Errorf("the init crashed or printed a trace:\n%v", r)
+		}
+		if !strings.Contains(r.stdout, "sent") || strings.Contains(r.stdout, "sent 0") {
+			t.Logf("no signal could be sent at all (filtered): %v", r)
+		}
+	})
+}
+
 // The device nodes bound into /dev are read-only mounts: the command can use them but
 // cannot change the host inode (mode, owner, times), even as a root caller.
 func TestDeviceInodesReadOnly(t *testing.T) {

@@ -16,27 +16,14 @@ var faultSteps = []string{
 	"config", "cgroup", "pipe", "clone", "seccomp filter", "open bind source", "cgroup place",
 	"read config", "hostname", "loopback", "mount", "pivot_root", "rlimits", "close fds",
 	"chdir", "set not dumpable", "session keyring", "drop capabilities", "exec", "seccomp",
+	"signal dispositions",
 }
 
 // Every setup step, made to fail on request in a -tags gosbxfault build: gosbx exits
 // 125 naming the step, the command never runs, and nothing is left behind (no init
 // process, no cgroup). Not parallel: it counts leftovers.
 func TestFaultInjection(t *testing.T) {
-	requireBinary(t)
-	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-fault-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "gosbx")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-tags", "gosbxfault", "-o", bin, "./cmd/gosbx")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags gosbxfault: %v\n%s", err, out)
-	}
-	must(t, os.Chmod(bin, 0o755))
+	bin := faultBinary(t)
 	var launchers []int
 	for _, c := range callers {
 		s := newSandbox(t, c)
@@ -151,4 +138,50 @@ func gosbxGroups() []string {
 		}
 	}
 	return n
+}
+
+// faultBinary builds gosbx with -tags gosbxfault into a directory any user can read.
+func faultBinary(t *testing.T) string {
+	t.Helper()
+	requireBinary(t)
+	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-fault-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "gosbx")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "gosbxfault", "-o", bin, "./cmd/gosbx")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags gosbxfault: %v\n%s", err, out)
+	}
+	must(t, os.Chmod(bin, 0o755))
+	return bin
+}
+
+// An init that dies once the command may have run, before it reports the exec, is not
+// a launch that never ran: gosbx does not say 125, and what the command planted that
+// must not outlive the sandbox (a commit-mode .git/commondir) is removed, as after any
+// run. (A command could crash the init that way before its signal dispositions were
+// fixed; see TestInitSurvivesQueuedSignals.)
+func TestFaultInitDiesAfterFork(t *testing.T) {
+	bin := faultBinary(t)
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		gitDir := filepath.Join(s.ws, ".git")
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", `echo ../evil > "$1/commondir"`, "_", gitDir)
+		cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+		cmd.Env = s.env("GOSBX_FAULT=exec report")
+		r := s.runCmd(ctx, cmd)
+		if r.code == 125 || r.code == 0 {
+			t.Errorf("the init died after the command ran: want a killed sandbox's status, not %d\n%v", r.code, r)
+		}
+		if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
+			t.Errorf("%s/commondir exists on the host after the run\n%v", gitDir, r)
+		}
+	})
 }

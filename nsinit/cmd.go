@@ -413,6 +413,10 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 			return c.fail(&SetupError{Step: "cgroup", Err: err})
 		}
 	}
+	forking := ok && m.Type == msgForking
+	if forking {
+		m, ok = c.sync.next()
+	}
 	switch {
 	case ok && m.Type == msgExec:
 		if c.Events != nil {
@@ -426,6 +430,12 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	case ok && m.Type == msgError:
 		c.reapFailed()
 		return c.fail(&SetupError{Step: m.Step, Err: errors.New(m.Error)})
+	}
+	if forking {
+		// The init ended once the command may have started (killed from outside, or
+		// crashed): the command counts as started, and Wait reports how the sandbox
+		// ended and removes what must not outlive it, as for any command.
+		return nil
 	}
 	// The init died before reporting: killed (timeout, or by someone) or crashed.
 	c.reapFailed()

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"unsafe"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -70,6 +71,12 @@ func Init() {
 		w.send(message{Type: msgError, Step: "init", Error: err.Error()})
 		os.Exit(ExitSetup)
 	}
+	if fault.Check("exec report") != nil {
+		// a test build: the init dies once the command has run, before any report
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil)
+		os.Exit(ExitSetup)
+	}
 	w.send(message{Type: msgExec, Path: path, Pid: pid})
 	reap(w, pid)
 }
@@ -128,9 +135,29 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // and nothing handles them; the others it ignores (runtime/sigtab_linux_generic.go).
 // The init handles SIGABRT (channel sigc) and ignores the rest of them; signal.Ignore
 // sets SIG_IGN, which the command would inherit, only for signals the runtime can
-// notify, which none of these is (a real fault still crashes). So nothing the command
-// sends to pid 1 can end the sandbox early or make the init print a traceback.
+// notify, which none of these is (a real fault still crashes). That covers kill(2) and
+// tgkill(2) (SI_USER, SI_TKILL) only: the runtime takes any other si_code for a fault of
+// its own and crashes, and the command can choose one (rt_sigqueueinfo(2) with SI_QUEUE,
+// pidfd_send_signal(2) with a siginfo, F_SETOWN to pid 1 with F_SETSIG: POLL_IN). So
+// before the command is forked these go back to SIG_DFL (defaultFaultSignals): the
+// kernel drops a signal sent to a pid namespace's init from inside when its handler is
+// SIG_DFL, whatever the si_code (signal(7), pid_namespaces(7)).
 var fatalFromUser = []os.Signal{unix.SIGILL, unix.SIGTRAP, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS}
+
+// defaultFaultSignals sets fatalFromUser's dispositions to SIG_DFL, behind the Go
+// runtime's back (rt_sigaction(2)); the runtime installs handlers only at start and for
+// os/signal calls, and the init makes none on these afterwards. A real fault in the
+// init then kills it (and so the sandbox) instead of printing a traceback: fail closed.
+func defaultFaultSignals() error {
+	for _, s := range fatalFromUser {
+		var act [4]uintptr // struct kernel_sigaction: handler SIG_DFL (0), flags, restorer, mask
+		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(s.(unix.Signal)),
+			uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0); errno != 0 {
+			return fmt.Errorf("rt_sigaction %v SIG_DFL: %w", s, errno)
+		}
+	}
+	return nil
+}
 
 // sigc receives the forwarded signals and SIGABRT once notified is closed (before the
 // command starts); the reaper forwards those in forwarded to the command and ignores
@@ -227,6 +254,12 @@ func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 	if err := step("seccomp", seccomp.Load(filter)); err != nil {
 		return "", 0, err
 	}
+	if err := step("signal dispositions", defaultFaultSignals()); err != nil {
+		return "", 0, err
+	}
+	// From here the command may run: should the init die before its exec report, the
+	// launcher must not say the command never ran.
+	w.send(message{Type: msgForking})
 	pid, err := syscall.ForkExec(path, spec.Process.Args, &syscall.ProcAttr{
 		Env:   spec.Process.Env,
 		Files: []uintptr{0, 1, 2},

@@ -66,7 +66,7 @@ const maxFrame = 64 << 20
 
 // message is one frame on the sync pipe.
 type message struct {
-	Type   string // msgError, msgExecError, msgExec, msgExit
+	Type   string // msgError, msgExecError, msgForking, msgExec, msgExit, msgReady
 	Step   string // msgError: the setup step that failed
 	Error  string // msgError, msgExecError
 	Errno  int    // msgExecError: execve(2) errno
@@ -80,7 +80,8 @@ const (
 	msgExecError = "exec-error"
 	msgExec      = "exec"
 	msgExit      = "exit"
-	msgReady     = "ready" // a pooled init: the sandbox is built, the process may come
+	msgReady     = "ready"   // a pooled init: the sandbox is built, the process may come
+	msgForking   = "forking" // the command is about to be forked: it may run from here
 )
 
 // syncWriter sends messages as frames: a 4-byte little-endian length, then the fields
