@@ -248,3 +248,33 @@ func TestNoUserNamespaces(t *testing.T) {
 		t.Errorf("the message does not name the step and the cause: %s", out)
 	}
 }
+
+// A caller's command can make a directory of its workspace unreadable to the caller
+// (chmod 000: it owns it). The next launch's scan cannot look inside, so the directory
+// is protected as a whole (read-only, so it cannot be made readable again from inside):
+// a repository hidden in it stays out of reach, and so does the rest of it.
+func TestUnreadableDirectoryProtected(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		if c.uid == 0 {
+			t.Skip("root reads every directory")
+		}
+		s := newSandbox(t, c)
+		cfg := s.writeWS("sub/.git/config", "[core]\n", 0o644)
+		filepath.Walk(s.ws, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+		r := s.sh(nil, `chmod 000 sub`)
+		mustSucceed(t, r, "run 1")
+		r = s.sh(nil, `chmod 755 sub 2>/dev/null && echo CHMODDED
+echo '[core] fsmonitor = touch /tmp/pwned' >> sub/.git/config 2>/dev/null && echo WROTE
+exit 0`)
+		os.Chmod(filepath.Join(s.ws, "sub"), 0o755)
+		if strings.Contains(r.stdout, "WROTE") || strings.Contains(r.stdout, "CHMODDED") {
+			t.Errorf("the command reopened a directory it had hidden and wrote in its repository:\n%v", r)
+		}
+		if b, _ := os.ReadFile(cfg); string(b) != "[core]\n" {
+			t.Errorf("sub/.git/config changed on the host: %q", b)
+		}
+		if r.code != 0 {
+			t.Errorf("want the launch to run\n%v", r)
+		}
+	})
+}

@@ -98,6 +98,21 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 	// The scan reads each directory through its parent's descriptor (O_NOFOLLOW: never
 	// through a symlink), with one getdents64 buffer, in os.ReadDir's order.
 	budget, exhausted := limit, false
+	var rootErr error
+	// A directory the scan cannot read (mode 000, or r-- without x) is protected as a
+	// whole: its owner could have made it so in an earlier run to hide a repository
+	// planted in it, and make it readable again in the next. Read-only, it cannot be
+	// chmod'ed back (EROFS). Gone, or swapped for a symlink or a file meanwhile: skipped,
+	// as os.ReadDir would.
+	unreadable := func(dir string, depth int, err error) {
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		case depth == 0:
+			rootErr = err
+		default:
+			add(dir)
+		}
+	}
 	buf := make([]byte, direntBufSize)
 	var walk func(parent int, name, dir, rel string, depth int)
 	walk = func(parent int, name, dir, rel string, depth int) {
@@ -115,6 +130,7 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 		}
 		fd, err := openDirAt(parent, name, flags)
 		if err != nil {
+			unreadable(dir, depth, err)
 			return
 		}
 		defer unix.Close(fd)
@@ -154,6 +170,7 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			return nil
 		})
 		if err != nil {
+			unreadable(dir, depth, err)
 			return
 		}
 		slices.SortFunc(keep, func(a, b entry) int { return strings.Compare(a.name, b.name) })
@@ -166,6 +183,9 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 		}
 	}
 	walk(unix.AT_FDCWD, root, root, "", 0)
+	if rootErr != nil {
+		return nil, errorf("protected", root, rootErr, "cannot read the tree to search it for protected paths")
+	}
 	if exhausted {
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
 			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
