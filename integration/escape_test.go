@@ -278,3 +278,26 @@ exit 0`)
 		}
 	})
 }
+
+// A masked file in the workspace stays masked in later launches: its directories are
+// pinned (a mount point cannot be renamed), so the command cannot move the file's
+// directory where the next launch's mask no longer matches.
+func TestMaskedPathParentsPinned(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.writeWS("a/sub/.env", "SECRET=hunter2\n", 0o644)
+		filepath.Walk(s.ws, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+		pol := s.writePolicy("mask.yaml", "extends: agent\nfilesystem:\n  masked: [\"${workspace}/a/sub/.env\"]\n")
+		r := s.sh([]string{"--policy", pol}, `cat a/sub/.env 2>/dev/null
+mv a/sub a/sub2 2>/dev/null && echo MOVED-sub
+mv a b 2>/dev/null && echo MOVED-a
+exit 0`)
+		if strings.Contains(r.stdout, "SECRET") || strings.Contains(r.stdout, "MOVED") {
+			t.Errorf("run 1 read the masked file or moved its directory:\n%v", r)
+		}
+		r = s.sh([]string{"--policy", pol}, `cat a/sub2/.env b/sub/.env b/sub2/.env a/sub/.env 2>/dev/null; exit 0`)
+		if strings.Contains(r.stdout, "SECRET") {
+			t.Errorf("run 2 read the secret:\n%v", r)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -245,22 +246,28 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		}
 	}
 
-	// Pin every directory between a writable tree's root and a protected path: a bind
-	// onto itself makes it a mount point, which cannot be renamed or removed, so the
-	// command cannot move a protected path aside and put one of its own making in its
-	// place (mv .git .old; mkdir .git).
+	masked := append([]string{}, procMasked...)
+	for _, m := range f.Masked {
+		matches, _ := globPaths(m) // filepath.Glob's
+		masked = append(masked, matches...)
+	}
+	// Pin every directory between a writable tree's root and a protected or masked path:
+	// a bind onto itself makes it a mount point, which cannot be renamed or removed, so
+	// the command cannot move a protected path aside and put one of its own making in its
+	// place (mv .git .old; mkdir .git), nor move a masked file's directory where the
+	// next launch's mask no longer matches (mv sub sub2; cat sub2/.env).
 	dests := map[string]bool{}
 	for _, m := range b.mounts {
 		dests[m.Destination] = true
 	}
 	var pins []string
-	for _, pp := range protected {
+	for _, pp := range append(append([]string{}, protected...), masked...) {
 		t := deepest(pp, trees)
 		if ro := deepest(pp, roDests); ro != "" && len(ro) > len(t) {
 			continue // inside a read-only bind: nothing there can be renamed
 		}
 		for d := filepath.Dir(pp); t != "" && d != t && underAny(d, []string{t}); d = filepath.Dir(d) {
-			if !dests[d] && !contains(protected, d) {
+			if !dests[d] && !contains(protected, d) && !contains(masked, d) {
 				dests[d] = true
 				pins = append(pins, d)
 			}
@@ -305,10 +312,21 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	masked := append([]string{}, procMasked...)
-	for _, m := range f.Masked {
-		matches, _ := globPaths(m) // filepath.Glob's
-		masked = append(masked, matches...)
+	// The annotations are JSON, which cannot carry a path that is not valid UTF-8
+	// (json.Marshal writes U+FFFD instead): the cleanup after the run would look for
+	// another path and leave what the command planted.
+	var paths []string
+	paths = append(paths, absentAfter...)
+	for _, n := range noNew {
+		paths = append(append(paths, n.Dir), n.Keep...)
+	}
+	for _, l := range b.links {
+		paths = append(paths, l.Path, l.Target)
+	}
+	for _, p := range paths {
+		if !utf8.ValidString(p) {
+			return nil, errorf("workspace", p, nil, "is not valid UTF-8, which gosbx's config (runtime-spec JSON) cannot carry; rename it")
+		}
 	}
 	// JSON as json.Marshal writes it (annotations.go)
 	annotations := map[string]string{mounts.SymlinksAnnotation: jsonSymlinks(b.links), mounts.OptionalReadOnlyAnnotation: jsonStrings(procReadOnly)}

@@ -462,3 +462,18 @@ func TestGitlinksNameLengthFromFlags(t *testing.T) {
 		t.Error("a truncated index was accepted")
 	}
 }
+
+// Commit mode in a workspace whose path is not valid UTF-8 is refused: the paths to
+// remove after the run travel as JSON, which would change them (U+FFFD), and the
+// cleanup would look elsewhere.
+func TestGitCommitNonUTF8Workspace(t *testing.T) {
+	ws := filepath.Join(canonTempDir(t), "ws-\xff")
+	newRepo(t, ws)
+	_, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("Compile = %v; want a refusal naming invalid UTF-8", err)
+	}
+	if _, err := Compile(Options{Policy: gitPolicy(t, GitReadOnly), Workspace: ws, Args: []string{"true"}}, fakeHost(ws)); err != nil {
+		t.Errorf("read-only git mode needs no cleanup list: %v", err)
+	}
+}
