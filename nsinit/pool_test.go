@@ -1116,3 +1116,29 @@ func TestPoolLargeTemplate(t *testing.T) {
 		t.Errorf("output %q", out.String())
 	}
 }
+
+// The launcher's copy of a command's output ends 2 s after the sandbox is gone even if
+// a process outside still holds the pipe's write end (the command could pass it over a
+// unix socket), as os/exec's WaitDelay bounds its own copies.
+func TestStdioCopyWaitBounded(t *testing.T) {
+	var out bytes.Buffer
+	s, err := newStdioCopy(nil, &out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := unix.Dup(s.fds[1]) // the write end, kept open as by a process outside
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(held)
+	unix.Write(held, []byte("hi"))
+	s.run()
+	start := time.Now()
+	s.wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("wait took %v with the write end held outside", d)
+	}
+	if out.String() != "hi" {
+		t.Errorf("copied %q, want what was written before", out.String())
+	}
+}

@@ -2,6 +2,8 @@ package nsinit
 
 import (
 	"os"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,6 +23,7 @@ func reap(w syncWriter, pid int) {
 			}
 		}
 	}()
+	dropThreadCaps()
 	<-acked
 	for {
 		var ws unix.WaitStatus
@@ -54,4 +57,15 @@ func isForwarded(sig os.Signal) bool {
 		}
 	}
 	return false
+}
+
+// dropThreadCaps clears the capability sets of every thread of the init. Capabilities
+// are per thread: the init dropped them (and its bounding set) on the thread that forks
+// the command, but the Go runtime's other threads kept those the init had in the
+// sandbox's user namespace, and the reaper needs none. Best effort, once the command
+// runs (syscall.AllThreadsSyscall: one stop-the-world; dropping never fails).
+func dropThreadCaps() {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
 }

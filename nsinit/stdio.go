@@ -144,7 +144,22 @@ func (s *stdioCopy) wait() {
 		return
 	}
 	s.sent()
-	s.copiers.Wait()
+	// The sandbox is gone, so the pipes' write ends close, unless a process outside it
+	// holds one (the command could pass it over a unix socket): as os/exec's WaitDelay,
+	// the copy is given 2 s more, then its read end is closed.
+	copied := make(chan struct{})
+	go func() {
+		s.copiers.Wait()
+		close(copied)
+	}()
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+		for _, f := range s.readers {
+			f.Close()
+		}
+		<-copied
+	}
 	if s.stdinW != nil {
 		s.stdinW.Close() // a reader still copying now fails on its next write
 	}
