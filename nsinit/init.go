@@ -194,6 +194,11 @@ func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 	if err := step("mount", err); err != nil {
 		return "", 0, err
 	}
+	if !trees {
+		// the O_PATH descriptors of the host sources, cloned into the root now (trees are
+		// consumed by SetupTrees): none of the host stays within the init's reach
+		closeFds(sources)
+	}
 	if err := step("pivot_root", root.PivotRoot()); err != nil {
 		return "", 0, err
 	}
