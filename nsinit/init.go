@@ -262,6 +262,7 @@ func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 	if err := step("signal dispositions", defaultFaultSignals()); err != nil {
 		return "", 0, err
 	}
+	dropThreadCaps()
 	// From here the command may run: should the init die before its exec report, the
 	// launcher must not say the command never ran.
 	w.send(message{Type: msgForking})

@@ -23,7 +23,6 @@ func reap(w syncWriter, pid int) {
 			}
 		}
 	}()
-	dropThreadCaps()
 	<-acked
 	for {
 		var ws unix.WaitStatus
@@ -62,8 +61,9 @@ func isForwarded(sig os.Signal) bool {
 // dropThreadCaps clears the capability sets of every thread of the init. Capabilities
 // are per thread: the init dropped them (and its bounding set) on the thread that forks
 // the command, but the Go runtime's other threads kept those the init had in the
-// sandbox's user namespace, and the reaper needs none. Best effort, once the command
-// runs (syscall.AllThreadsSyscall: one stop-the-world; dropping never fails).
+// sandbox's user namespace, and neither the fork nor the reaper needs any. Done right
+// before the fork, so that no thread of pid 1 holds one once the command runs
+// (syscall.AllThreadsSyscall: one stop-the-world; dropping never fails).
 func dropThreadCaps() {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
