@@ -258,23 +258,27 @@ func TestUnreadableDirectoryProtected(t *testing.T) {
 		if c.uid == 0 {
 			t.Skip("root reads every directory")
 		}
-		s := newSandbox(t, c)
-		cfg := s.writeWS("sub/.git/config", "[core]\n", 0o644)
-		filepath.Walk(s.ws, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
-		r := s.sh(nil, `chmod 000 sub`)
-		mustSucceed(t, r, "run 1")
-		r = s.sh(nil, `chmod 755 sub 2>/dev/null && echo CHMODDED
+		// 000: cannot be listed; 0400 and 0600: listed (a .git among the names) but not
+		// searched, so nothing in it can be looked at.
+		for _, mode := range []string{"000", "0400", "0600"} {
+			s := newSandbox(t, c)
+			cfg := s.writeWS("sub/.git/config", "[core]\n", 0o644)
+			filepath.Walk(s.ws, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+			r := s.sh(nil, `chmod `+mode+` sub`)
+			mustSucceed(t, r, "run 1")
+			r = s.sh(nil, `chmod 755 sub 2>/dev/null && echo CHMODDED
 echo '[core] fsmonitor = touch /tmp/pwned' >> sub/.git/config 2>/dev/null && echo WROTE
 exit 0`)
-		os.Chmod(filepath.Join(s.ws, "sub"), 0o755)
-		if strings.Contains(r.stdout, "WROTE") || strings.Contains(r.stdout, "CHMODDED") {
-			t.Errorf("the command reopened a directory it had hidden and wrote in its repository:\n%v", r)
-		}
-		if b, _ := os.ReadFile(cfg); string(b) != "[core]\n" {
-			t.Errorf("sub/.git/config changed on the host: %q", b)
-		}
-		if r.code != 0 {
-			t.Errorf("want the launch to run\n%v", r)
+			os.Chmod(filepath.Join(s.ws, "sub"), 0o755)
+			if strings.Contains(r.stdout, "WROTE") || strings.Contains(r.stdout, "CHMODDED") {
+				t.Errorf("chmod %s: the command reopened a directory it had hidden and wrote in its repository:\n%v", mode, r)
+			}
+			if b, _ := os.ReadFile(cfg); string(b) != "[core]\n" {
+				t.Errorf("chmod %s: sub/.git/config changed on the host: %q", mode, b)
+			}
+			if r.code != 0 {
+				t.Errorf("chmod %s: want the launch to run\n%v", mode, r)
+			}
 		}
 	})
 }
@@ -298,6 +302,25 @@ exit 0`)
 		r = s.sh([]string{"--policy", pol}, `cat a/sub2/.env b/sub/.env b/sub2/.env a/sub/.env 2>/dev/null; exit 0`)
 		if strings.Contains(r.stdout, "SECRET") {
 			t.Errorf("run 2 read the secret:\n%v", r)
+		}
+		// nor hide it from the next launch's mask by taking its owner's search permission
+		// on a directory of it away (a plain path and a glob)
+		glob := s.writePolicy("mask-glob.yaml", "extends: agent\nfilesystem:\n  masked: [\"${workspace}/a/sub/*.env\", \"${workspace}/c/d/*.key\"]\n")
+		s.writeWS("c/d/k.key", "SECRET=key\n", 0o644)
+		filepath.Walk(s.ws, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+		for _, p := range []string{pol, glob} {
+			r = s.sh([]string{"--policy", p}, `chmod 0400 a/sub 2>/dev/null; chmod 000 c/d c 2>/dev/null; exit 0`)
+			mustSucceed(t, r, "chmod run")
+			r = s.sh([]string{"--policy", p}, `chmod 755 c c/d a/sub 2>/dev/null; cat a/sub/.env c/d/k.key 2>/dev/null; exit 0`)
+			os.Chmod(filepath.Join(s.ws, "c"), 0o755)
+			os.Chmod(filepath.Join(s.ws, "c/d"), 0o755)
+			os.Chmod(filepath.Join(s.ws, "a/sub"), 0o755)
+			if c.uid != 0 && strings.Contains(r.stdout, "SECRET=hunter2") {
+				t.Errorf("%s: the next run read a masked file its directory's mode hid from the mask:\n%v", filepath.Base(p), r)
+			}
+			if c.uid != 0 && p == glob && strings.Contains(r.stdout, "SECRET=key") {
+				t.Errorf("%s: the next run read a file a masked glob missed:\n%v", filepath.Base(p), r)
+			}
 		}
 	})
 }

@@ -450,3 +450,52 @@ exit 0`)
 		}
 	})
 }
+
+// Commit mode: a command that plants a commondir and then makes the git dir (or a
+// directory it made there) unwritable or unsearchable to its owner does not keep it:
+// the launcher gives the owner's access back and removes it, and says so.
+func TestGitModeCommitCleanupDespiteChmod(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		gitDir := filepath.Join(s.ws, ".git")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `echo ../evil > .git/commondir
+mkdir -p .git/rebase-merge/deep && echo 'exec touch /tmp/x' > .git/rebase-merge/git-rebase-todo
+chmod 000 .git/rebase-merge/deep; chmod 0500 .git/rebase-merge; chmod 0555 .git
+exit 0`)
+		os.Chmod(gitDir, 0o755)
+		mustSucceed(t, r, "plant and chmod")
+		for _, p := range []string{"commondir", "rebase-merge"} {
+			if _, err := os.Lstat(filepath.Join(gitDir, p)); err == nil {
+				t.Errorf(".git/%s is still on the host after the run\n%v", p, r)
+			}
+		}
+		if strings.Contains(r.stderr, "could not remove") {
+			t.Errorf("gosbx could not remove what the command planted:\n%v", r)
+		}
+	})
+}
+
+// Commit mode: a part of the git dir the command made unreadable to its owner (where a
+// worktree, a module or a commondir could hide from the next launch's guard) makes the
+// next launch refuse, naming it, rather than guard what it can see.
+func TestGitDirUnreadablePartRefused(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		if c.uid == 0 {
+			t.Skip("root reads every directory")
+		}
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `chmod 000 .git/refs`)
+		mustSucceed(t, r, "run 1")
+		marker := filepath.Join(s.ws, "ran")
+		r = s.sh([]string{"--policy", s.commitPolicy()}, `touch "$1"`, marker)
+		os.Chmod(filepath.Join(s.ws, ".git/refs"), 0o755)
+		if r.code != 125 || !strings.Contains(r.stderr, ".git/refs") {
+			t.Errorf("want 125 naming .git/refs\n%v", r)
+		}
+		if _, err := os.Lstat(marker); err == nil {
+			t.Error("the command ran")
+		}
+	})
+}

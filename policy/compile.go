@@ -248,8 +248,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 
 	masked := append([]string{}, procMasked...)
 	for _, m := range f.Masked {
-		matches, _ := globPaths(m) // filepath.Glob's
-		masked = append(masked, matches...)
+		masked = append(masked, maskPaths(m)...)
 	}
 	// Pin every directory between a writable tree's root and a protected or masked path:
 	// a bind onto itself makes it a mount point, which cannot be renamed or removed, so

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"errors"
+	"golang.org/x/sys/unix"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,10 +97,16 @@ const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
 func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error) {
 	var plan gitPlan
 	st, err := os.Lstat(entry)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return plan, nil
 	}
+	if err != nil {
+		return plan, errorf("protected", entry, err, "cannot inspect this repository's .git, so cannot guard it; restore its owner's access")
+	}
 	if st.IsDir() {
+		if err := gitDirAccessible(entry); err != nil {
+			return plan, err
+		}
 		if err := noCommondir(entry); err != nil {
 			return plan, err
 		}
@@ -184,6 +193,9 @@ func noCommondir(gd string) error {
 // (all read-only but own, the one this sandbox's workspace checks out) and of its
 // submodules' git dirs (gd/modules/…), to the plan.
 func (plan *gitPlan) guard(gd, own string) error {
+	if err := gitDirAccessible(gd); err != nil {
+		return err
+	}
 	// Files git reads for its config that a mount cannot keep from being created:
 	// removed after the run when the command made them (config.worktree is read when
 	// extensions.worktreeConfig is set, as git sparse-checkout does).
@@ -378,4 +390,48 @@ func isGitDir(d string) bool {
 		}
 	}
 	return false
+}
+
+// gitDirAccessible checks that the caller can read and search every directory of the
+// git dir gd that guarding it looks into (all but the object store's fan-out): the
+// guard takes a missing file for an absent one, and a command can chmod a git dir it
+// could write (commit mode) to hide a commondir, a worktree or a module from the next
+// launch. Errors name the directory (fail closed).
+func gitDirAccessible(gd string) error {
+	const budget = 4096
+	n := 0
+	var walk func(d string, depth int) error
+	walk = func(d string, depth int) error {
+		if n++; n > budget || depth > 16 {
+			return nil // a git dir this large is not ours to walk; what the guard reads fails closed
+		}
+		if err := unix.Faccessat2(unix.AT_FDCWD, d, unix.R_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it; restore its owner's access (chmod u+rwx)")
+		}
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it")
+		}
+		for _, e := range ents {
+			if !e.IsDir() || (d == gd && e.Name() == "objects") {
+				continue
+			}
+			if err := walk(filepath.Join(d, e.Name()), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(gd, 0); err != nil {
+		return err
+	}
+	for _, o := range []string{"objects", "objects/info"} {
+		p := filepath.Join(gd, o)
+		if _, err := os.Lstat(p); err == nil {
+			if err := unix.Faccessat2(unix.AT_FDCWD, p, unix.R_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return errorf("protected", p, err, "cannot read this part of a git dir, so cannot guard it; restore its owner's access (chmod u+rwx)")
+			}
+		}
+	}
+	return nil
 }

@@ -99,8 +99,8 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 	// through a symlink), with one getdents64 buffer, in os.ReadDir's order.
 	budget, exhausted := limit, false
 	var rootErr error
-	// A directory the scan cannot read (mode 000, or r-- without x) is protected as a
-	// whole: its owner could have made it so in an earlier run to hide a repository
+	// A directory the scan cannot read or search (mode 000, r-- without x) is protected
+	// as a whole: its owner could have made it so in an earlier run to hide a repository
 	// planted in it, and make it readable again in the next. Read-only, it cannot be
 	// chmod'ed back (EROFS). Gone, or swapped for a symlink or a file meanwhile: skipped,
 	// as os.ReadDir would.
@@ -134,6 +134,13 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			return
 		}
 		defer unix.Close(fd)
+		// Listable is not enough: a directory without search permission (r--) lists its
+		// names, a .git among them, but nothing in it can be looked at (faccessat2(2),
+		// the caller's effective ids).
+		if err := unix.Faccessat2(fd, "", unix.X_OK, unix.AT_EMPTY_PATH|unix.AT_EACCESS); err != nil {
+			unreadable(dir, depth, err)
+			return
+		}
 		// Only what decides the result is kept: the entries that match a pattern and
 		// the directories the scan enters, in os.ReadDir's order (by name).
 		type entry struct {
