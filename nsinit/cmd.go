@@ -564,7 +564,7 @@ func (c *Cmd) Wait() error {
 		}
 		r.ExitCode = 128 + int(r.Signal)
 	}
-	r.Removed = removeAbsentAfter(c.Spec)
+	r.Removed, r.NotRemoved = removeAbsentAfter(c.Spec)
 	r.Limits = string(cgroup.None)
 	if c.nproc {
 		r.Limits = string(cgroup.Rlimit)
@@ -595,7 +595,7 @@ func (c *Cmd) Wait() error {
 	}
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
-		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed,
+		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed, NotRemoved: r.NotRemoved,
 			Limits: r.Limits, LimitsNote: c.limits}
 		if r.Limits == string(cgroup.V1) || r.Limits == string(cgroup.V2) { // usage is known only through a cgroup
 			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
@@ -616,21 +616,25 @@ func (c *Cmd) Wait() error {
 // mount cannot keep it from creating.
 const AbsentAfterAnnotation = "org.gosbx.absent-after"
 
-func removeAbsentAfter(spec *specs.Spec) []string {
+func removeAbsentAfter(spec *specs.Spec) (removed, failed []string) {
 	raw, ok := spec.Annotations[AbsentAfterAnnotation]
 	if !ok {
-		return nil
+		return removeNewEntries(spec)
 	}
-	var paths, removed []string
+	var paths []string
 	if json.Unmarshal([]byte(raw), &paths) != nil {
-		return nil
+		return nil, []string{"annotation " + AbsentAfterAnnotation + ": not a JSON array of paths"}
 	}
 	for _, p := range paths {
-		if removeNoFollow(p) {
+		switch gone, err := removeNoFollow(p); {
+		case err != nil:
+			failed = append(failed, p+": "+err.Error())
+		case gone:
 			removed = append(removed, p)
 		}
 	}
-	return append(removed, removeNewEntries(spec)...)
+	r, f := removeNewEntries(spec)
+	return append(removed, r...), append(failed, f...)
 }
 
 // NoNewEntriesAnnotation lists, as a JSON array of {"dir": D, "keep": [names]}, host
@@ -640,68 +644,130 @@ func removeAbsentAfter(spec *specs.Spec) []string {
 // made there would be adopted by the user's next git submodule update --init.
 const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
 
-func removeNewEntries(spec *specs.Spec) []string {
+func removeNewEntries(spec *specs.Spec) (removed, failed []string) {
 	raw, ok := spec.Annotations[NoNewEntriesAnnotation]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var dirs []struct {
 		Dir  string   `json:"dir"`
 		Keep []string `json:"keep"`
 	}
 	if json.Unmarshal([]byte(raw), &dirs) != nil {
-		return nil
+		return nil, []string{"annotation " + NoNewEntriesAnnotation + ": not valid"}
 	}
-	var removed []string
 	for _, d := range dirs {
 		keep := map[string]bool{}
 		for _, k := range d.Keep {
 			keep[k] = true
 		}
-		fd, err := unix.Openat2(unix.AT_FDCWD, d.Dir, &unix.OpenHow{
-			Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		fd, err := openDirNoFollow(d.Dir)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			continue // gone, or no longer the directory (nothing of it can be reached by that name)
+		}
 		if err != nil {
+			failed = append(failed, d.Dir+": "+err.Error())
 			continue
 		}
 		f := os.NewFile(uintptr(fd), d.Dir)
-		names, _ := f.Readdirnames(-1)
+		names, err := f.Readdirnames(-1)
+		if err != nil {
+			failed = append(failed, d.Dir+": "+err.Error())
+		}
 		for _, n := range names {
 			if keep[n] {
 				continue
 			}
 			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
-				removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0) == nil {
+			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+				failed = append(failed, filepath.Join(d.Dir, n)+": "+err.Error())
+			} else {
 				removed = append(removed, filepath.Join(d.Dir, n))
 			}
 		}
 		f.Close()
 	}
-	return removed
+	return removed, failed
 }
 
 // removeNoFollow removes the file or tree at the canonical path p without following a
 // symlink anywhere: its parent is opened with openat2(2) RESOLVE_NO_SYMLINKS (a
 // component the command replaced by a symlink leads nowhere, and nothing is removed),
 // and a tree is removed through descriptors, never by path. It reports whether p was
-// there and is gone.
-func removeNoFollow(p string) bool {
-	dir, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p), &unix.OpenHow{
-		Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+// there and is gone, and an error when it is there and could not be removed. The
+// sandbox has ended: nothing races the removal, and a directory the command made
+// unwritable or unsearchable (chmod 0555 .git) is given back its owner's rwx first.
+func removeNoFollow(p string) (bool, error) {
+	dir, err := openDirNoFollow(filepath.Dir(p))
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer unix.Close(dir)
 	var st unix.Stat_t
-	if unix.Fstatat(dir, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return false
+	if err := unix.Fstatat(dir, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		return false, err
 	}
-	return removeAt(dir, filepath.Base(p), st.Mode&unix.S_IFMT == unix.S_IFDIR, 0) == nil
+	if err := removeAt(dir, filepath.Base(p), st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// openDirNoFollow opens the directory p (O_RDONLY) without following a symlink; a
+// directory on the way its owner cannot search or read gets u+rwx (see removeNoFollow).
+func openDirNoFollow(p string) (int, error) {
+	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, how)
+	if !errors.Is(err, unix.EACCES) || p == "/" {
+		return fd, err
+	}
+	parent, perr := openDirNoFollow(filepath.Dir(p))
+	if perr != nil {
+		return -1, err
+	}
+	defer unix.Close(parent)
+	if perr := ownerRWX(parent, filepath.Base(p)); perr != nil {
+		return -1, err
+	}
+	return unix.Openat2(parent, filepath.Base(p), how)
+}
+
+// ownerRWX adds u+rwx to the directory name in dir (not through a symlink).
+func ownerRWX(dir int, name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return unix.ENOTDIR
+	}
+	return unix.Fchmodat(dir, name, st.Mode&0o7777|0o700, 0)
 }
 
 // removeAt removes name in the directory dir: a directory with everything in it, by
-// descriptor, at most 64 levels deep.
+// descriptor, at most 64 levels deep. A directory in the way that its owner cannot
+// write, search or read gets u+rwx (removeNoFollow).
 func removeAt(dir int, name string, isDir bool, depth int) error {
+	err := removeOne(dir, name, isDir, depth)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		var st unix.Stat_t
+		if unix.Fstat(dir, &st) == nil && unix.Fchmod(dir, st.Mode&0o7777|0o700) == nil {
+			err = removeOne(dir, name, isDir, depth)
+		}
+	}
+	return err
+}
+
+func removeOne(dir int, name string, isDir bool, depth int) error {
 	if !isDir {
 		return unix.Unlinkat(dir, name, 0)
 	}
@@ -709,6 +775,9 @@ func removeAt(dir int, name string, isDir bool, depth int) error {
 		return unix.ELOOP
 	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) && ownerRWX(dir, name) == nil {
+		fd, err = unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return err
 	}

@@ -113,14 +113,14 @@ func TestRemoveNoFollow(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(ws, "sub")); err != nil {
 		t.Fatal(err)
 	}
-	if removeNoFollow(filepath.Join(ws, "sub", ".git")) {
+	if gone, err := removeNoFollow(filepath.Join(ws, "sub", ".git")); gone || err != nil {
 		t.Error("removed through a symlinked parent")
 	}
 	if _, err := os.Stat(filepath.Join(victim, ".git", "objects")); err != nil {
 		t.Fatalf("the repository behind the symlink was touched: %v", err)
 	}
 	os.Symlink(victim, filepath.Join(ws, "link"))
-	if !removeNoFollow(filepath.Join(ws, "link")) {
+	if gone, err := removeNoFollow(filepath.Join(ws, "link")); !gone || err != nil {
 		t.Error("a final symlink was not removed")
 	}
 	if _, err := os.Stat(filepath.Join(victim, ".git")); err != nil {
@@ -130,7 +130,7 @@ func TestRemoveNoFollow(t *testing.T) {
 	os.MkdirAll(filepath.Join(tree, "a", "b"), 0o755)
 	os.WriteFile(filepath.Join(tree, "a", "b", "f"), nil, 0o644)
 	os.Symlink(victim, filepath.Join(tree, "a", "into-victim"))
-	if !removeNoFollow(tree) {
+	if gone, err := removeNoFollow(tree); !gone || err != nil {
 		t.Error("a real tree was not removed")
 	}
 	if _, err := os.Lstat(tree); err == nil {

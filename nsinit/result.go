@@ -24,6 +24,10 @@ type Result struct {
 	// Removed are paths of AbsentAfterAnnotation that the command created and that
 	// Wait removed.
 	Removed []string
+	// NotRemoved are those (and entries of NoNewEntriesAnnotation's directories) that
+	// could not be removed, each "path: cause": the host's next git command there may
+	// follow what the command planted; remove them before using git there.
+	NotRemoved []string
 
 	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", "rlimit" (a
 	// root caller's default process limit as RLIMIT_NPROC on its own host id, no cgroup,

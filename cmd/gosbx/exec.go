@@ -156,6 +156,9 @@ func execute(o policy.Options, status *os.File) error {
 	for _, p := range cmd.Result.Removed {
 		fmt.Fprintf(os.Stderr, "gosbx: the command created %s, which would redirect git outside the sandbox; removed\n", p)
 	}
+	for _, p := range cmd.Result.NotRemoved {
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created at %s; it would redirect git outside the sandbox: remove it before running git there\n", p)
+	}
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", cmd.Timeout)
 	}
