@@ -393,45 +393,55 @@ func isGitDir(d string) bool {
 }
 
 // gitDirAccessible checks that the caller can read and search every directory of the
-// git dir gd that guarding it looks into (all but the object store's fan-out): the
+// git dir gd that guarding it looks into (all but object stores' fan-out, its own and
+// its submodules', and LFS's): the
 // guard takes a missing file for an absent one, and a command can chmod a git dir it
 // could write (commit mode) to hide a commondir, a worktree or a module from the next
 // launch. Errors name the directory (fail closed).
 func gitDirAccessible(gd string) error {
-	const budget = 4096
+	const budget = 20000
 	n := 0
 	var walk func(d string, depth int) error
 	walk = func(d string, depth int) error {
-		if n++; n > budget || depth > 16 {
-			return nil // a git dir this large is not ours to walk; what the guard reads fails closed
+		if n++; n > budget || depth > 32 {
+			return errorf("protected", gd, nil, "more than %d directories (or %d levels) in this git dir outside its object stores; gosbx cannot check them all", budget, 32)
 		}
-		if err := unix.Faccessat2(unix.AT_FDCWD, d, unix.R_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it; restore its owner's access (chmod u+rwx)")
+		if err := accessible(d); err != nil {
+			return err
 		}
 		ents, err := os.ReadDir(d)
 		if err != nil {
 			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it")
 		}
 		for _, e := range ents {
-			if !e.IsDir() || (d == gd && e.Name() == "objects") {
+			if !e.IsDir() {
 				continue
 			}
-			if err := walk(filepath.Join(d, e.Name()), depth+1); err != nil {
+			p := filepath.Join(d, e.Name())
+			if e.Name() == "objects" || e.Name() == "lfs" {
+				// an object store (a submodule's too): its fan-out is not the guard's,
+				// but objects/info (alternates) is
+				for _, q := range []string{p, filepath.Join(p, "info")} {
+					if _, err := os.Lstat(q); err == nil || !errors.Is(err, fs.ErrNotExist) {
+						if err := accessible(q); err != nil {
+							return err
+						}
+					}
+				}
+				continue
+			}
+			if err := walk(p, depth+1); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := walk(gd, 0); err != nil {
-		return err
-	}
-	for _, o := range []string{"objects", "objects/info"} {
-		p := filepath.Join(gd, o)
-		if _, err := os.Lstat(p); err == nil {
-			if err := unix.Faccessat2(unix.AT_FDCWD, p, unix.R_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return errorf("protected", p, err, "cannot read this part of a git dir, so cannot guard it; restore its owner's access (chmod u+rwx)")
-			}
-		}
+	return walk(gd, 0)
+}
+
+func accessible(d string) error {
+	if err := unix.Faccessat2(unix.AT_FDCWD, d, unix.R_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it; restore its owner's access (chmod u+rwx)")
 	}
 	return nil
 }
