@@ -81,20 +81,17 @@ func OpenSourceChecked(checked int, p string, recursive bool) (*Source, error) {
 // openTree clones the mount tree at the O_PATH descriptor fd (named name in errors)
 // with open_tree(2) OPEN_TREE_CLONE. The descriptor is not consumed.
 func openTree(fd int, name string, recursive bool) (*Source, error) {
-	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
-	if recursive {
-		flags |= unix.AT_RECURSIVE
-	}
-	tree, err := unix.OpenTree(fd, "", flags)
+	src, err := cloneTree(fd, name, recursive, false)
 	if err != nil {
-		return nil, &Error{Op: "open_tree", Source: name, Err: err}
+		return nil, err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(tree, &st); err != nil {
-		unix.Close(tree)
+	if err := unix.Fstat(src.fd, &st); err != nil {
+		src.Close()
 		return nil, &Error{Op: "stat", Source: name, Err: err}
 	}
-	return &Source{fd: tree, path: name, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
+	src.dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
+	return src, nil
 }
 
 // cloneTree is openTree of a file whose type is known (an fstat of fd): the root of the
