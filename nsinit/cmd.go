@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -741,16 +742,21 @@ func openDirNoFollow(p string) (int, error) {
 	return unix.Openat2(parent, filepath.Base(p), how)
 }
 
-// ownerRWX adds u+rwx to the directory name in dir (not through a symlink).
+// ownerRWX gives the directory name in dir its owner's rwx, through a descriptor of
+// that very directory (O_PATH|O_NOFOLLOW, chmod through /proc/self/fd), never by name:
+// a directory swapped for a symlink meanwhile (another sandbox on the same workspace may
+// still run) is not followed, so nothing outside is touched.
 func ownerRWX(dir int, name string) error {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return unix.ENOTDIR
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
 	}
-	return unix.Fchmodat(dir, name, st.Mode&0o7777|0o700, 0)
+	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o700)
 }
 
 // removeAt removes name in the directory dir: a directory with everything in it, by

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/policy"
+
+	"golang.org/x/sys/unix"
 )
 
 // The annotation names nsinit reads are the ones policy writes.
@@ -138,5 +140,35 @@ func TestRemoveNoFollow(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(victim, ".git", "objects")); err != nil {
 		t.Fatalf("removing a tree followed a symlink in it: %v", err)
+	}
+}
+
+// ownerRWX never follows a symlink at the name it is given (a directory swapped for
+// one between the cleanup's stat and its chmod): the target outside keeps its mode.
+func TestOwnerRWXNoFollow(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	if err := os.WriteFile(victim, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(base, "ws")
+	os.MkdirAll(filepath.Join(ws, "d"), 0o055)
+	os.Symlink(victim, filepath.Join(ws, "link"))
+	dir, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dir)
+	if err := ownerRWX(dir, "link"); err == nil {
+		t.Error("ownerRWX went through a symlink")
+	}
+	if st, _ := os.Stat(victim); st.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target changed mode: %v", st.Mode())
+	}
+	if err := ownerRWX(dir, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(filepath.Join(ws, "d")); st.Mode().Perm()&0o700 != 0o700 {
+		t.Errorf("the directory did not get u+rwx: %v", st.Mode())
 	}
 }
