@@ -499,3 +499,30 @@ func TestGitDirUnreadablePartRefused(t *testing.T) {
 		}
 	})
 }
+
+// Commit mode: a submodule's git dir whose HEAD (or objects) the command moved aside in
+// one launch is still guarded in the next: its hooks stay read-only, so no hook can be
+// planted there for the user's next git in the submodule.
+func TestGitModeCommitSubmoduleHeadMoved(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		src := filepath.Join(s.base, "subsrc")
+		s.newRepo(src, "sub-commit")
+		s.newRepo(s.ws, "super-commit")
+		s.hostGit(s.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+		mod := filepath.Join(s.ws, ".git/modules/sub")
+		for _, moved := range []string{"HEAD", "objects"} {
+			r := s.sh([]string{"--policy", s.commitPolicy()}, `mv "$1/$2" "$1/$2.away"`, mod, moved)
+			if r.code != 0 {
+				continue // cannot be moved at all (objects/ is a pinned mount point)
+			}
+			r = s.sh([]string{"--policy", s.commitPolicy()}, `echo 'touch /tmp/pwned' > "$1/hooks/post-checkout" 2>/dev/null && echo PLANTED
+mv "$1/$2.away" "$1/$2"; exit 0`, mod, moved)
+			os.Rename(filepath.Join(mod, moved+".away"), filepath.Join(mod, moved))
+			if strings.Contains(r.stdout, "PLANTED") {
+				t.Errorf("%s moved aside: the next launch left the submodule's hooks writable\n%v", moved, r)
+			}
+			os.Remove(filepath.Join(mod, "hooks/post-checkout"))
+		}
+	})
+}

@@ -131,7 +131,7 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 	// names <common> and whose gitdir file points back at entry.
 	plan.readOnly = append(plan.readOnly, entry)
 	gd := gitdirOf(entry)
-	if gd == "" || !isGitDir(gd) {
+	if gd == "" || !gitDirLike(gd) {
 		return plan, nil
 	}
 	if err := plan.guardSubmodulePaths(filepath.Dir(entry), gd, inWritable, 0); err != nil {
@@ -271,7 +271,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	for _, m := range mods {
 		sub := filepath.Join(gd, "modules", m.Name())
 		if m.IsDir() && m.Type()&os.ModeSymlink == 0 {
-			if isGitDir(sub) {
+			if gitDirLike(sub) {
 				if err := noCommondir(sub); err != nil {
 					return err
 				}
@@ -296,7 +296,7 @@ func (plan *gitPlan) guardNested(dir string, depth int) error {
 		p := filepath.Join(dir, e.Name())
 		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
 			var err error
-			if isGitDir(p) {
+			if gitDirLike(p) {
 				if err = noCommondir(p); err == nil {
 					err = plan.guard(p, "")
 				}
@@ -377,6 +377,23 @@ func backPointer(gd string) string {
 		return ""
 	}
 	return r
+}
+
+// gitDirLike reports whether d is, or has been, a git dir: isGitDir, or any of the
+// files and directories git keeps there. In commit mode a git dir is writable, so a
+// command can move its HEAD or objects aside for one launch (which would then take it
+// for a plain directory and guard nothing in it), plant hooks, and put HEAD back: the
+// guard must not depend on what the command can rename.
+func gitDirLike(d string) bool {
+	if isGitDir(d) {
+		return true
+	}
+	for _, f := range []string{"HEAD", "config", "hooks", "objects", "refs", "info", "packed-refs", "index", "commondir"} {
+		if _, err := os.Lstat(filepath.Join(d, f)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 // isGitDir reports whether d looks like a git dir: a HEAD and objects or a commondir.

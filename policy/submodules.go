@@ -75,7 +75,7 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 		plan.readOnly = append(plan.readOnly, dotgit)
 		sub := dotgit
 		if !gst.IsDir() {
-			if sub = gitdirOf(dotgit); sub == "" || !isGitDir(sub) {
+			if sub = gitdirOf(dotgit); sub == "" || !gitDirLike(sub) {
 				continue // git would not take it as a repository either
 			}
 		}
