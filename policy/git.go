@@ -232,7 +232,10 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.readOnly = append(plan.readOnly, p)
 		}
 	}
-	wts, _ := os.ReadDir(filepath.Join(gd, "worktrees"))
+	wts, err := os.ReadDir(filepath.Join(gd, "worktrees"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errorf("protected", filepath.Join(gd, "worktrees"), err, "cannot read the linked worktrees' git dirs, so cannot guard them")
+	}
 	for _, w := range wts {
 		p := filepath.Join(gd, "worktrees", w.Name())
 		if p != own {
@@ -258,7 +261,10 @@ func (plan *gitPlan) guard(gd, own string) error {
 		plan.mkdirDirs = append(plan.mkdirDirs, filepath.Join(gd, "modules"))
 		plan.readOnly = append(plan.readOnly, filepath.Join(gd, "modules"))
 	}
-	mods, _ := os.ReadDir(filepath.Join(gd, "modules"))
+	mods, err := os.ReadDir(filepath.Join(gd, "modules"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errorf("protected", filepath.Join(gd, "modules"), err, "cannot read the submodules' git dirs, so cannot guard them")
+	}
 	// A submodule git dir the command makes among the existing ones is removed after the
 	// run (a later git submodule update --init would adopt it, hooks and all).
 	keep := []string{}
@@ -291,7 +297,10 @@ func (plan *gitPlan) guardNested(dir string, depth int) error {
 	if depth == 0 {
 		return nil
 	}
-	ents, _ := os.ReadDir(dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errorf("protected", dir, err, "cannot read the submodules' git dirs, so cannot guard them")
+	}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
