@@ -22,6 +22,17 @@ func (s *sandbox) commitPolicy() string {
 	return s.writePolicy("git-commit.yaml", "extends: agent\nfilesystem: {git: commit}\n")
 }
 
+// newSuperWithSubmodule makes the workspace a repository with one submodule, "sub", and
+// returns the submodule's git dir (.git/modules/sub).
+func (s *sandbox) newSuperWithSubmodule() string {
+	s.t.Helper()
+	src := filepath.Join(s.base, "subsrc")
+	s.newRepo(src, "sub-commit")
+	s.newRepo(s.ws, "super-commit")
+	s.hostGit(s.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+	return filepath.Join(s.ws, ".git/modules/sub")
+}
+
 // newRepo makes a repository with one commit (tracked.txt) at dir, as the caller.
 func (s *sandbox) newRepo(dir, msg string) {
 	s.t.Helper()
@@ -226,13 +237,7 @@ func TestGitModeCommitCommondir(t *testing.T) {
 			s.hostGit(mainRepo, "worktree", "add", "-q", "-b", "wtbranch", s.ws)
 			return filepath.Join(mainRepo, ".git")
 		}},
-		{"submodule", func(s *sandbox) string {
-			src := filepath.Join(s.base, "subsrc")
-			s.newRepo(src, "sub-commit")
-			s.newRepo(s.ws, "super-commit")
-			s.hostGit(s.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
-			return filepath.Join(s.ws, ".git/modules/sub")
-		}},
+		{"submodule", func(s *sandbox) string { return s.newSuperWithSubmodule() }},
 	}
 	forEachCaller(t, func(t *testing.T, c caller) {
 		for _, l := range layouts {
@@ -346,12 +351,8 @@ exit 0`, mainRepo, s.id)
 func TestGitSubmoduleCommitMode(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
-		src := filepath.Join(s.base, "subsrc")
-		s.newRepo(src, "sub-commit")
-		s.newRepo(s.ws, "super-commit")
-		s.hostGit(s.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+		subGit := s.newSuperWithSubmodule()
 		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "-m", "add sub")
-		subGit := filepath.Join(s.ws, ".git/modules/sub")
 		if _, err := os.Stat(filepath.Join(subGit, "config")); err != nil {
 			t.Fatalf("submodule git dir not where expected: %v", err)
 		}
@@ -506,11 +507,7 @@ func TestGitDirUnreadablePartRefused(t *testing.T) {
 func TestGitModeCommitSubmoduleHeadMoved(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
-		src := filepath.Join(s.base, "subsrc")
-		s.newRepo(src, "sub-commit")
-		s.newRepo(s.ws, "super-commit")
-		s.hostGit(s.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
-		mod := filepath.Join(s.ws, ".git/modules/sub")
+		mod := s.newSuperWithSubmodule()
 		for _, moved := range []string{"HEAD", "objects"} {
 			r := s.sh([]string{"--policy", s.commitPolicy()}, `mv "$1/$2" "$1/$2.away"`, mod, moved)
 			if r.code != 0 {
