@@ -478,8 +478,9 @@ exit 0`)
 }
 
 // Commit mode: a part of the git dir the command made unreadable to its owner (where a
-// worktree, a module or a commondir could hide from the next launch's guard) makes the
-// next launch refuse, naming it, rather than guard what it can see.
+// worktree, a module or a commondir could hide from the next launch's guard) gets its
+// owner's access back after the run; left so (a launcher killed before its cleanup), it
+// makes the next launch refuse, naming it, rather than guard what it can see.
 func TestGitDirUnreadablePartRefused(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		if c.uid == 0 {
@@ -489,6 +490,12 @@ func TestGitDirUnreadablePartRefused(t *testing.T) {
 		s.newRepo(s.ws, "host-commit")
 		r := s.sh([]string{"--policy", s.commitPolicy()}, `chmod 000 .git/refs`)
 		mustSucceed(t, r, "run 1")
+		// the cleanup after the run walked the git dir and gave the owner its access back
+		if st, err := os.Stat(filepath.Join(s.ws, ".git/refs")); err != nil || st.Mode().Perm()&0o700 != 0o700 {
+			t.Errorf(".git/refs after the run: %v %v; want the owner's rwx back", st.Mode(), err)
+		}
+		// as a launcher killed before its cleanup would have left it
+		must(t, os.Chmod(filepath.Join(s.ws, ".git/refs"), 0))
 		marker := filepath.Join(s.ws, "ran")
 		r = s.sh([]string{"--policy", s.commitPolicy()}, `touch "$1"`, marker)
 		os.Chmod(filepath.Join(s.ws, ".git/refs"), 0o755)
@@ -520,6 +527,47 @@ mv "$1/$2.away" "$1/$2"; exit 0`, mod, moved)
 				t.Errorf("%s moved aside: the next launch left the submodule's hooks writable\n%v", moved, r)
 			}
 			os.Remove(filepath.Join(mod, "hooks/post-checkout"))
+		}
+	})
+}
+
+// Commit mode: a symlink the command leaves in the git dir (where the host's git writes
+// COMMIT_EDITMSG, logs/HEAD, refs, following it) is removed after the run and reported;
+// one left by a sandbox whose launcher was killed makes the next launch refuse. And an
+// unfinished rebase that is the user's own, there at launch, is read-only inside: the
+// command cannot add an exec line that the user's git rebase --continue would run.
+func TestGitModeCommitSymlinksAndRebase(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		gitDir := filepath.Join(s.ws, ".git")
+		victim := filepath.Join(s.base, "victim")
+		must(t, os.WriteFile(victim, []byte("keep\n"), 0o644))
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `ln -sf "$1" .git/COMMIT_EDITMSG && mkdir -p .git/logs/refs && ln -sf "$1" .git/logs/HEAD && echo PLANTED`, victim)
+		mustSucceed(t, r, "plant symlinks")
+		for _, p := range []string{"COMMIT_EDITMSG", "logs/HEAD"} {
+			if st, err := os.Lstat(filepath.Join(gitDir, p)); err == nil && st.Mode()&os.ModeSymlink != 0 {
+				t.Errorf(".git/%s is still a symlink on the host after the run\n%v", p, r)
+			}
+		}
+		// as a killed launcher would have left it
+		must(t, os.Symlink(victim, filepath.Join(gitDir, "COMMIT_EDITMSG")))
+		r = s.sh([]string{"--policy", s.commitPolicy()}, `true`)
+		if r.code != 125 || !strings.Contains(r.stderr, "COMMIT_EDITMSG") {
+			t.Errorf("a symlink left in the git dir: want 125 naming it\n%v", r)
+		}
+		os.Remove(filepath.Join(gitDir, "COMMIT_EDITMSG"))
+		// the user's own paused rebase
+		todo := filepath.Join(gitDir, "rebase-merge", "git-rebase-todo")
+		must(t, os.MkdirAll(filepath.Dir(todo), 0o755))
+		must(t, os.WriteFile(todo, []byte("pick 0000000 x\n"), 0o644))
+		filepath.Walk(gitDir, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+		r = s.sh([]string{"--policy", s.commitPolicy()}, `echo 'exec touch /tmp/pwned' >> .git/rebase-merge/git-rebase-todo 2>/dev/null && echo ADDED; exit 0`)
+		if b, _ := os.ReadFile(todo); strings.Contains(string(b), "exec") || strings.Contains(r.stdout, "ADDED") {
+			t.Errorf("the command added to the user's paused rebase:\n%v\ntodo: %q", r, b)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+			t.Errorf("the victim changed: %q", b)
 		}
 	})
 }

@@ -635,7 +635,75 @@ func removeAbsentAfter(spec *specs.Spec) (removed, failed []string) {
 		}
 	}
 	r, f := removeNewEntries(spec)
+	removed, failed = append(removed, r...), append(failed, f...)
+	r, f = removeSymlinks(spec)
 	return append(removed, r...), append(failed, f...)
+}
+
+// NoSymlinksAnnotation lists, as a JSON array, host directories (commit-mode git dirs)
+// in which no symlink may be left once the sandbox has ended: Wait removes every one
+// (without following it) and reports it in Result.Removed. Git never makes one there,
+// and the host's git follows one when it writes (COMMIT_EDITMSG, logs/HEAD, a ref).
+const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
+
+func removeSymlinks(spec *specs.Spec) (removed, failed []string) {
+	raw, ok := spec.Annotations[NoSymlinksAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var dirs []string
+	if json.Unmarshal([]byte(raw), &dirs) != nil {
+		return nil, []string{"annotation " + NoSymlinksAnnotation + ": not a JSON array of paths"}
+	}
+	var walk func(fd int, dir string, depth int)
+	walk = func(fd int, dir string, depth int) {
+		f := os.NewFile(uintptr(fd), dir)
+		defer f.Close()
+		names, err := f.Readdirnames(-1)
+		if err != nil {
+			failed = append(failed, dir+": "+err.Error())
+		}
+		for _, n := range names {
+			p := filepath.Join(dir, n)
+			var st unix.Stat_t
+			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			switch {
+			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+				if err := removeAt(fd, n, false, 0); err != nil {
+					failed = append(failed, p+": "+err.Error())
+				} else {
+					removed = append(removed, p)
+				}
+			case st.Mode&unix.S_IFMT != unix.S_IFDIR || depth >= 32:
+			case filepath.Base(dir) == "objects" && n != "info" && n != "pack":
+				// a fan-out directory: its loose objects are not followed when git writes
+			default:
+				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
+					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				}
+				if err != nil {
+					failed = append(failed, p+": "+err.Error())
+					continue
+				}
+				walk(sub, p, depth+1)
+			}
+		}
+	}
+	for _, d := range dirs {
+		fd, err := openDirNoFollow(d)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			failed = append(failed, d+": "+err.Error())
+			continue
+		}
+		walk(fd, d, 0)
+	}
+	return removed, failed
 }
 
 // NoNewEntriesAnnotation lists, as a JSON array of {"dir": D, "keep": [names]}, host

@@ -185,7 +185,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.source != "" && inWritable(p.source) {
 		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
 	}
-	var protected, absentAfter []string
+	var protected, absentAfter, noSymlinks []string
 	var noNew []NoNewEntries
 	for _, t := range trees {
 		c := ""
@@ -221,6 +221,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			}
 			protected = append(protected, plan.readOnly...)
 			absentAfter = append(absentAfter, plan.absentAfter...)
+			noSymlinks = append(noSymlinks, plan.noSymlinks...)
 			noNew = append(noNew, plan.noNewEntries...)
 			for _, d := range plan.bindRO {
 				if err := hostGitDir(d, h, creds); err != nil {
@@ -315,7 +316,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	// (json.Marshal writes U+FFFD instead): the cleanup after the run would look for
 	// another path and leave what the command planted.
 	var paths []string
-	paths = append(paths, absentAfter...)
+	paths = append(append(paths, absentAfter...), noSymlinks...)
 	for _, n := range noNew {
 		paths = append(append(paths, n.Dir), n.Keep...)
 	}
@@ -329,6 +330,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	}
 	// JSON as json.Marshal writes it (annotations.go)
 	annotations := map[string]string{mounts.SymlinksAnnotation: jsonSymlinks(b.links), mounts.OptionalReadOnlyAnnotation: jsonStrings(procReadOnly)}
+	if len(noSymlinks) > 0 {
+		annotations[NoSymlinksAnnotation] = jsonStrings(noSymlinks)
+	}
 	if len(absentAfter) > 0 {
 		annotations[AbsentAfterAnnotation] = jsonStrings(absentAfter)
 	}

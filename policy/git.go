@@ -30,6 +30,10 @@ type gitPlan struct {
 	// noNewEntries are directories in which nothing may be added during the run
 	// (NoNewEntriesAnnotation): a commit-mode git dir's modules/.
 	noNewEntries []NoNewEntries
+	// noSymlinks are writable git dirs in which no symlink may be left after the run
+	// (NoSymlinksAnnotation): the host's git follows one when it writes COMMIT_EDITMSG,
+	// logs/HEAD or a ref, and git itself never makes one there.
+	noSymlinks []string
 
 	reads gitReads
 }
@@ -196,6 +200,10 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := gitDirAccessible(gd); err != nil {
 		return err
 	}
+	if err := noSymlinksIn(gd); err != nil {
+		return err
+	}
+	plan.noSymlinks = append(plan.noSymlinks, gd)
 	// Files git reads for its config that a mount cannot keep from being created:
 	// removed after the run when the command made them (config.worktree is read when
 	// extensions.worktreeConfig is set, as git sparse-checkout does).
@@ -204,12 +212,14 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
 		}
 	}
-	// An unfinished rebase or cherry-pick the command leaves holds commands (exec lines)
-	// that the user's git rebase --continue would run: removed after the run when it was
-	// not there before.
+	// An unfinished rebase or cherry-pick holds commands (exec lines) that the user's
+	// git rebase --continue would run: one the command leaves is removed after the run;
+	// the user's own, there at launch, is read-only (the command cannot add to it).
 	for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
 			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+		} else {
+			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
 		}
 	}
 	if own != "" {
@@ -252,6 +262,8 @@ func (plan *gitPlan) guard(gd, own string) error {
 		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {
 				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f)) // this checkout's own
+			} else {
+				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			}
 		}
 	}
@@ -470,4 +482,41 @@ func accessible(d string) error {
 		return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it; restore its owner's access (chmod u+rwx)")
 	}
 	return nil
+}
+
+// NoSymlinksAnnotation lists, as a JSON array, writable git dirs (commit mode) in which
+// Wait removes every symlink the command left (nsinit.NoSymlinksAnnotation).
+const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
+
+// noSymlinksIn refuses a writable git dir holding a symlink (outside its object stores'
+// fan-out directories' contents): git never makes one there, and the host's git follows
+// it when it writes (COMMIT_EDITMSG, logs/HEAD, a ref) — one an earlier sandbox left
+// (its launcher killed before its cleanup) would send those writes outside.
+func noSymlinksIn(gd string) error {
+	var walk func(d string, depth int) error
+	walk = func(d string, depth int) error {
+		if depth > 32 {
+			return nil // gitDirAccessible refused deeper trees already
+		}
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it")
+		}
+		for _, e := range ents {
+			p := filepath.Join(d, e.Name())
+			switch {
+			case e.Type()&fs.ModeSymlink != 0:
+				return errorf("protected", p, nil, "is a symlink in a git dir the sandbox can write; git never makes one, and the host's git would follow it when it writes there; remove it")
+			case !e.IsDir():
+			case filepath.Base(d) == "objects" && e.Name() != "info" && e.Name() != "pack":
+				// a fan-out directory: its loose objects are not followed when git writes
+			default:
+				if err := walk(p, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(gd, 0)
 }

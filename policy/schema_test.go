@@ -26,4 +26,7 @@ func TestAbsentAfterAnnotation(t *testing.T) {
 	if policy.AbsentAfterAnnotation != nsinit.AbsentAfterAnnotation {
 		t.Fatalf("policy writes %q, nsinit reads %q", policy.AbsentAfterAnnotation, nsinit.AbsentAfterAnnotation)
 	}
+	if policy.NoSymlinksAnnotation != nsinit.NoSymlinksAnnotation {
+		t.Fatalf("policy writes %q, nsinit reads %q", policy.NoSymlinksAnnotation, nsinit.NoSymlinksAnnotation)
+	}
 }
