@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Repository metadata under the git modes of a policy (filesystem.git: readonly,
@@ -568,6 +570,50 @@ func TestGitModeCommitSymlinksAndRebase(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
 			t.Errorf("the victim changed: %q", b)
+		}
+	})
+}
+
+// Commit mode: when gosbx itself is killed (SIGKILL, as an agent framework's timeout
+// does) while the command runs, the sandbox's init ends the command and does the
+// cleanup after the run in the launcher's place: what the command planted in the git
+// dir does not wait there for the user's next git.
+func TestGitModeCommitCleanupAfterLauncherKilled(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		gitDir := filepath.Join(s.ws, ".git")
+		ready := filepath.Join(s.ws, "ready")
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", `trap '' TERM
+echo ../evil > .git/commondir; mkdir .git/rebase-merge && echo 'exec touch /tmp/x' > .git/rebase-merge/git-rebase-todo
+ln -s /etc/passwd .git/COMMIT_EDITMSG 2>/dev/null || ln -sf /etc/passwd .git/COMMIT_EDITMSG
+touch "$1"; sleep 30`, "_", ready)
+		must(t, cmd.Start())
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(ready); err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// gosbx itself (setpriv execs it for nobody)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		var left []string
+		for deadline = time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			left = nil
+			for _, p := range []string{"commondir", "rebase-merge", "COMMIT_EDITMSG"} {
+				if st, err := os.Lstat(filepath.Join(gitDir, p)); err == nil && (p != "COMMIT_EDITMSG" || st.Mode()&os.ModeSymlink != 0) {
+					left = append(left, p)
+				}
+			}
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("after gosbx was killed, .git still holds what the command planted: %v", left)
 		}
 	})
 }

@@ -796,6 +796,11 @@ func removeNoFollow(p string) (bool, error) {
 func openDirNoFollow(p string) (int, error) {
 	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, p, how)
+	if errors.Is(err, unix.ENOSYS) {
+		// the init's own cleanup, under a root caller's seccomp filter (openat2's mode
+		// cannot be inspected, so it is refused): component by component, O_NOFOLLOW
+		fd, err = openComponents(p)
+	}
 	if !errors.Is(err, unix.EACCES) || p == "/" {
 		return fd, err
 	}
@@ -807,7 +812,37 @@ func openDirNoFollow(p string) (int, error) {
 	if perr := ownerRWX(parent, filepath.Base(p)); perr != nil {
 		return -1, err
 	}
-	return unix.Openat2(parent, filepath.Base(p), how)
+	return unix.Openat(parent, filepath.Base(p), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// openComponents opens the canonical directory p one component at a time from /, each
+// with O_NOFOLLOW: a symlink anywhere on the way is refused (ELOOP or ENOTDIR).
+func openComponents(p string) (int, error) {
+	if strings.Trim(p, "/") == "" {
+		return unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	cs := strings.Split(strings.Trim(p, "/"), "/")
+	for i, c := range cs {
+		if c == ".." || c == "." {
+			unix.Close(fd)
+			return -1, unix.EINVAL
+		}
+		flags := unix.O_PATH // search permission is enough on the way
+		if i == len(cs)-1 {
+			flags = unix.O_RDONLY // the directory itself is read
+		}
+		next, err := unix.Openat(fd, c, flags|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
 }
 
 // ownerRWX gives the directory name in dir its owner's rwx, through a descriptor of
@@ -824,7 +859,13 @@ func ownerRWX(dir int, name string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o700)
+	err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o700)
+	if errors.Is(err, unix.EPERM) {
+		// the init's own cleanup runs under the command's seccomp filter, which for a
+		// root caller refuses a mode with set-ID bits: without them
+		err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o1777|0o700)
+	}
+	return err
 }
 
 // removeAt removes name in the directory dir: a directory with everything in it, by

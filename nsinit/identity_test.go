@@ -172,3 +172,27 @@ func TestOwnerRWXNoFollow(t *testing.T) {
 		t.Errorf("the directory did not get u+rwx: %v", st.Mode())
 	}
 }
+
+// openComponents (the init's cleanup, where openat2 is filtered) refuses a symlink at
+// any component, like openat2 RESOLVE_NO_SYMLINKS, and opens a real directory.
+func TestOpenComponents(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "a", "b")
+	os.MkdirAll(real, 0o755)
+	os.Symlink(filepath.Join(base, "a"), filepath.Join(base, "link"))
+	if fd, err := openComponents(filepath.Join(base, "link", "b")); err == nil {
+		unix.Close(fd)
+		t.Error("opened a path through a symlink")
+	}
+	fd, err := openComponents(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var st, want unix.Stat_t
+	unix.Fstat(fd, &st)
+	unix.Stat(real, &want)
+	if st.Ino != want.Ino {
+		t.Error("opened another directory")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -82,10 +83,16 @@ func Init() {
 }
 
 // goAhead is closed when the launcher has placed the init in the sandbox's cgroup;
-// acked when it has seen the exec message.
+// acked when it has seen the exec message; launcherGone when the launcher died after
+// the command may have started. forked is set right before the command is forked.
 var (
-	goAhead = make(chan struct{})
-	acked   = make(chan struct{})
+	goAhead      = make(chan struct{})
+	acked        = make(chan struct{})
+	launcherGone = make(chan struct{})
+	forked       atomic.Bool
+	// cleanupSpec is the spec whose after-run cleanup (removeAbsentAfter) the reaper
+	// does itself when the launcher is gone.
+	cleanupSpec *specs.Spec
 )
 
 // watchLauncher exits the init (and so the whole pid namespace) when the launching
@@ -99,7 +106,15 @@ func watchLauncher() {
 	for {
 		n, err := f.Read(b[:])
 		if n <= 0 || err != nil {
-			unix.Exit(ExitKilled)
+			if !forked.Load() {
+				unix.Exit(ExitKilled) // nothing of the command ran: nothing to clean up
+			}
+			// The launcher was killed once the command may have run, so its cleanup
+			// after the run will not happen: the reaper does it (reap), once every
+			// process of the sandbox is gone.
+			close(launcherGone)
+			unix.Kill(-1, unix.SIGKILL)
+			return
 		}
 		switch b[0] {
 		case lifeGo:
@@ -265,6 +280,8 @@ func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 	dropThreadCaps()
 	// From here the command may run: should the init die before its exec report, the
 	// launcher must not say the command never ran.
+	cleanupSpec = spec
+	forked.Store(true)
 	w.send(message{Type: msgForking})
 	pid, err := syscall.ForkExec(path, spec.Process.Args, &syscall.ProcAttr{
 		Env:   spec.Process.Env,

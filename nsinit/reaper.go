@@ -23,21 +23,50 @@ func reap(w syncWriter, pid int) {
 			}
 		}
 	}()
-	<-acked
+	select {
+	case <-acked:
+	case <-launcherGone:
+	}
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
 		if err == unix.EINTR {
 			continue
 		}
+		gone := isClosed(launcherGone)
 		if err != nil {
+			if gone {
+				cleanUpAlone()
+			}
 			// ECHILD cannot happen while the command is unreaped; leave as killed.
 			os.Exit(ExitKilled)
 		}
-		if got == pid {
+		if got == pid && !gone {
 			w.send(message{Type: msgExit, Status: int(ws)})
 			os.Exit(exitCode(ws))
 		}
+		if gone {
+			unix.Kill(-1, unix.SIGKILL) // whatever the command started since; reaped above until none is left
+		}
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// cleanUpAlone removes, once every other process of the sandbox is gone, what must not
+// outlive the sandbox (removeAbsentAfter), in place of the launcher, which was killed
+// before its Wait could (SIGKILL of gosbx exec). The init sees the host paths at the
+// same places (the binds keep their paths). Nobody is left to report to.
+func cleanUpAlone() {
+	if cleanupSpec != nil {
+		removeAbsentAfter(cleanupSpec)
 	}
 }
 
