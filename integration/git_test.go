@@ -545,11 +545,17 @@ func TestGitModeCommitSymlinksAndRebase(t *testing.T) {
 		gitDir := filepath.Join(s.ws, ".git")
 		victim := filepath.Join(s.base, "victim")
 		must(t, os.WriteFile(victim, []byte("keep\n"), 0o644))
-		r := s.sh([]string{"--policy", s.commitPolicy()}, `ln -sf "$1" .git/COMMIT_EDITMSG && mkdir -p .git/logs/refs && ln -sf "$1" .git/logs/HEAD && echo PLANTED`, victim)
-		mustSucceed(t, r, "plant symlinks")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `ln -sf "$1" .git/COMMIT_EDITMSG && mkdir -p .git/logs/refs && ln -sf "$1" .git/logs/HEAD &&
+mkfifo .git/MERGE_MSG && mkdir .git/remotes && echo 'URL: ../evil' > .git/remotes/origin && echo PLANTED`, victim)
+		mustSucceed(t, r, "plant symlinks, a FIFO, a legacy remote")
 		for _, p := range []string{"COMMIT_EDITMSG", "logs/HEAD"} {
 			if st, err := os.Lstat(filepath.Join(gitDir, p)); err == nil && st.Mode()&os.ModeSymlink != 0 {
 				t.Errorf(".git/%s is still a symlink on the host after the run\n%v", p, r)
+			}
+		}
+		for _, p := range []string{"MERGE_MSG", "remotes"} {
+			if _, err := os.Lstat(filepath.Join(gitDir, p)); err == nil {
+				t.Errorf(".git/%s is still on the host after the run\n%v", p, r)
 			}
 		}
 		// as a killed launcher would have left it

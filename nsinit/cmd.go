@@ -641,9 +641,10 @@ func removeAbsentAfter(spec *specs.Spec) (removed, failed []string) {
 }
 
 // NoSymlinksAnnotation lists, as a JSON array, host directories (commit-mode git dirs)
-// in which no symlink may be left once the sandbox has ended: Wait removes every one
-// (without following it) and reports it in Result.Removed. Git never makes one there,
-// and the host's git follows one when it writes (COMMIT_EDITMSG, logs/HEAD, a ref).
+// in which no symlink, FIFO, socket or device may be left once the sandbox has ended:
+// Wait removes every one (without following it) and reports it in Result.Removed. Git
+// never makes one there; the host's git follows a symlink when it writes
+// (COMMIT_EDITMSG, logs/HEAD, a ref) and blocks on a FIFO.
 const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
 
 func removeSymlinks(spec *specs.Spec) (removed, failed []string) {
@@ -669,8 +670,8 @@ func removeSymlinks(spec *specs.Spec) (removed, failed []string) {
 			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 				continue
 			}
-			switch {
-			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			switch t := st.Mode & unix.S_IFMT; {
+			case t == unix.S_IFLNK || t == unix.S_IFIFO || t == unix.S_IFSOCK || t == unix.S_IFCHR || t == unix.S_IFBLK:
 				if err := removeAt(fd, n, false, 0); err != nil {
 					failed = append(failed, p+": "+err.Error())
 				} else {

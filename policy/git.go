@@ -13,7 +13,9 @@ import (
 // (hooks, config, info/ with its attributes and exclude, commondir) and what redirects
 // object lookup (objects/info/alternates). Objects, refs, the index and logs are
 // writable, so git add and git commit work.
-var gitGuarded = []string{"hooks", "config", "config.worktree", "info", "commondir", "objects/info"}
+var gitGuarded = []string{"hooks", "config", "config.worktree", "info", "commondir", "objects/info",
+	// legacy remote definitions, read for a remote the config does not name
+	"remotes", "branches"}
 
 // gitGuardedDirs are created (empty) when missing, so the command cannot create them.
 var gitGuardedDirs = []string{"hooks", "info", "objects/info"}
@@ -220,6 +222,14 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
 		} else {
 			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
+		}
+	}
+	// Legacy remote definitions (git reads them for a remote its config does not name;
+	// git no longer makes them): read-only when there (gitGuarded), removed after the run
+	// when the command made them.
+	for _, f := range []string{"remotes", "branches"} {
+		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
+			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
 		}
 	}
 	if own != "" {
@@ -488,8 +498,8 @@ func accessible(d string) error {
 // Wait removes every symlink the command left (nsinit.NoSymlinksAnnotation).
 const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
 
-// noSymlinksIn refuses a writable git dir holding a symlink (outside its object stores'
-// fan-out directories' contents): git never makes one there, and the host's git follows
+// noSymlinksIn refuses a writable git dir holding a symlink, a FIFO, a socket or a device
+// (outside its object stores' fan-out directories' contents): git never makes one there, and the host's git follows
 // it when it writes (COMMIT_EDITMSG, logs/HEAD, a ref) — one an earlier sandbox left
 // (its launcher killed before its cleanup) would send those writes outside.
 func noSymlinksIn(gd string) error {
@@ -507,6 +517,8 @@ func noSymlinksIn(gd string) error {
 			switch {
 			case e.Type()&fs.ModeSymlink != 0:
 				return errorf("protected", p, nil, "is a symlink in a git dir the sandbox can write; git never makes one, and the host's git would follow it when it writes there; remove it")
+			case e.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) != 0:
+				return errorf("protected", p, nil, "is a FIFO, socket or device in a git dir the sandbox can write; git never makes one, and the host's git would block or write there; remove it")
 			case !e.IsDir():
 			case filepath.Base(d) == "objects" && e.Name() != "info" && e.Name() != "pack":
 				// a fan-out directory: its loose objects are not followed when git writes
