@@ -35,7 +35,7 @@ type Event struct {
 	Removed []string `json:"removed,omitempty"`
 	// NotRemoved, with the exit: such paths that could not be removed ("path: cause").
 	NotRemoved []string `json:"not-removed,omitempty"`
-	// With the exit: how limits were applied ("cgroup-v1", "cgroup-v2", "none"), and use.
+	// With the exit: how limits were applied ("cgroup-v1", "cgroup-v2", "rlimit", "none"), and use.
 	Limits        string `json:"limits,omitempty"`
 	LimitsNote    string `json:"limits-note,omitempty"` // why "none", when limits were defaults or best effort
 	OOMKilled     *bool  `json:"oom-killed,omitempty"`
