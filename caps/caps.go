@@ -25,10 +25,13 @@ const (
 	secbitNoSetuidFixupLocked     = 1 << 3
 	secbitNoCapAmbientRaise       = 1 << 6
 	secbitNoCapAmbientRaiseLocked = 1 << 7
-
-	lockedNoRoot = secbitNoRoot | secbitNoRootLocked | secbitNoSetuidFixup |
-		secbitNoSetuidFixupLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
 )
+
+// LockedNoRoot is the PR_SET_SECUREBITS value DropSets sets: the no-root,
+// no-setuid-fixup and no-ambient-raise securebits, each locked. For a caller that makes
+// the prctl(2) calls itself (nsinit's process stage, in a forked child).
+const LockedNoRoot = secbitNoRoot | secbitNoRootLocked | secbitNoSetuidFixup |
+	secbitNoSetuidFixupLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
 
 // LastCap returns the highest capability number the running kernel knows, probed with
 // PR_CAPBSET_READ (no /proc needed).
@@ -71,7 +74,7 @@ func DropBounding() error {
 // DropSets is DropAll after DropBounding: the locked no-root securebits, an empty
 // ambient set, empty inheritable, permitted and effective sets, and no_new_privs.
 func DropSets() error {
-	if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedNoRoot, 0, 0, 0); err != nil {
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, LockedNoRoot, 0, 0, 0); err != nil {
 		return fmt.Errorf("set securebits: %w", err)
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {

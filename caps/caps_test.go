@@ -95,13 +95,13 @@ func scenarioDropAll(fail func(string, ...any)) {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, unix.CAP_SYS_ADMIN, 0, 0); !errors.Is(err, unix.EPERM) {
 		fail("PR_CAP_AMBIENT_RAISE after DropAll: %v; want EPERM", err)
 	}
-	for _, bits := range []uintptr{0, lockedNoRoot &^ secbitNoRootLocked, lockedNoRoot} {
+	for _, bits := range []uintptr{0, LockedNoRoot &^ secbitNoRootLocked, LockedNoRoot} {
 		if err := unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0); !errors.Is(err, unix.EPERM) {
 			fail("PR_SET_SECUREBITS(%#x) after DropAll: %v; want EPERM", bits, err)
 		}
 	}
-	if got, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0); err != nil || got != lockedNoRoot {
-		fail("securebits = %#x, %v; want %#x", got, err, lockedNoRoot)
+	if got, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0); err != nil || got != LockedNoRoot {
+		fail("securebits = %#x, %v; want %#x", got, err, LockedNoRoot)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 0, 0, 0, 0); err == nil {
 		fail("no_new_privs could be cleared")

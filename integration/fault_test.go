@@ -11,12 +11,13 @@ import (
 )
 
 // faultSteps are every setup step that can be made to fail (internal/fault): the
-// launcher's, then the init's, in order.
+// launcher's, then the sandbox init's, then the process stage's (in the forked child),
+// in order. ("umask" is a step only for a spec that names a umask, which no policy does.)
 var faultSteps = []string{
 	"config", "cgroup", "pipe", "clone", "seccomp filter", "open bind source", "cgroup place",
-	"read config", "hostname", "loopback", "mount", "pivot_root", "rlimits", "close fds",
-	"chdir", "set not dumpable", "session keyring", "drop capabilities", "exec", "seccomp",
-	"signal dispositions",
+	"read config", "hostname", "loopback", "pid namespace", "pid 1 of the commands", "mount",
+	"pivot_root", "set not dumpable", "session keyring", "limit capabilities", "signal dispositions",
+	"setsid", "rlimits", "close fds", "chdir", "drop capabilities", "seccomp", "exec",
 }
 
 // Every setup step, made to fail on request in a -tags gosbxfault build: gosbx exits

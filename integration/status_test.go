@@ -151,8 +151,9 @@ func TestStatusFD(t *testing.T) {
 		if pp := st["PPid"]; pp != strconv.FormatInt(P, 10) {
 			t.Errorf("the command's host parent is %s, want the sandbox init %d", pp, P)
 		}
-		if f := strings.Fields(st["NSpid"]); len(f) != 2 || f[0] != qs {
-			t.Errorf("NSpid of the command = %q: not one level below the host", st["NSpid"])
+		// the commands' own pid namespace, a child of the init's (which they cannot see)
+		if f := strings.Fields(st["NSpid"]); len(f) != 3 || f[0] != qs {
+			t.Errorf("NSpid of the command = %q: not two levels below the host", st["NSpid"])
 		}
 		for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
 			if st[k] != zeroCaps {
@@ -205,7 +206,12 @@ func TestStatusFD(t *testing.T) {
 				t.Errorf("reading the init's %s namespace: %v", name, err)
 				continue
 			}
-			if uint64(v) != cmdNS || uint64(v) != initNS {
+			if name == "pid" {
+				// the event names the init's; the command is in a child of it
+				if uint64(v) != initNS || cmdNS == initNS || cmdNS == host {
+					t.Errorf("%s = %d, but the command is in %d and the init in %d", key, v, cmdNS, initNS)
+				}
+			} else if uint64(v) != cmdNS || uint64(v) != initNS {
 				t.Errorf("%s = %d, but the command is in %d and the init in %d", key, v, cmdNS, initNS)
 			}
 			if uint64(v) == host {

@@ -421,7 +421,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	switch {
 	case ok && m.Type == msgExec:
 		if c.Events != nil {
-			c.Events(Event{Exec: true, Pid: childPid(pid), Path: m.Path})
+			c.Events(Event{Exec: true, Pid: childPid(pid, m.Pid), Path: m.Path})
 		}
 		c.life.Write([]byte{lifeAck}) // the reaper may reap the command now
 		return nil

@@ -63,20 +63,44 @@ func namespaceEvent(pid int) Event {
 	return e
 }
 
-// childPid returns the host pid of the init's (only) child, the command, from the
-// children files of all the init's threads (proc(5)). The reaper does not reap before
-// the launcher's acknowledgement, so the command is there, running or a zombie.
-func childPid(pid int) int {
+// childPid returns the host pid of the init's child whose pid in the init's namespace
+// is inner (the command; the commands' pid 1 is a child too), from the children files
+// of all the init's threads and each child's NSpid (proc(5)). The reaper does not reap
+// before the launcher's acknowledgement, so the command is there, running or a zombie.
+func childPid(pid, inner int) int {
 	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	for _, t := range tasks {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			n, _ := strconv.Atoi(f[0])
-			return n
+		for _, f := range strings.Fields(string(b)) {
+			if nsPid(f, 1) == inner {
+				n, _ := strconv.Atoi(f)
+				return n
+			}
 		}
 	}
 	return 0
+}
+
+// nsPid returns field i of the NSpid line of /proc/<pid>/status: the process's pid in
+// the i-th pid namespace down from the reader's (0 is its pid here), or -1.
+func nsPid(pid string, i int) int {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if i < len(f) {
+				n, err := strconv.Atoi(f[i])
+				if err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return -1
 }

@@ -8,15 +8,12 @@ import (
 	"os/signal"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"unsafe"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/internal/fault"
-	"github.com/gosbx/gosbx/internal/netns"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/seccomp"
 )
@@ -46,18 +43,18 @@ func Init() {
 		close(notified)
 	}()
 	go watchLauncher()
-	// Capabilities, no_new_privs and the seccomp filter are per thread; the command is
-	// forked from this thread, so it must stay the one doing the work. Locked after the
-	// goroutines above start: a locked thread has the runtime's template thread create
-	// new threads for it, one thread more.
+	// The steps run on this thread: the pid namespace of the commands is this thread's
+	// (unsharePID), and the commands are forked from it. Locked after the goroutines
+	// above start: a locked thread has the runtime's template thread create new threads
+	// for it, one thread more.
 	runtime.LockOSThread()
 	w := syncWriter{os.NewFile(syncFd, "sync")}
-	pooled, trees := false, false
+	s := &sandboxInit{sys: &kernelInit{w: w}}
 	for _, a := range os.Args[1:] {
-		pooled = pooled || a == poolArg
-		trees = trees || a == treesArg
+		s.pooled = s.pooled || a == poolArg
+		s.trees = s.trees || a == treesArg
 	}
-	path, pid, err := setup(w, pooled, trees)
+	path, pid, err := s.run()
 	if err != nil {
 		var se *stepError
 		if errors.As(err, &se) {
@@ -140,6 +137,10 @@ func step(name string, err error) error {
 	if err == nil {
 		return nil
 	}
+	var se *stepError
+	if errors.As(err, &se) {
+		return err // a step within the step (the commands' pid 1) names itself
+	}
 	return &stepError{name, err}
 }
 
@@ -181,122 +182,6 @@ var (
 	sigc     = make(chan os.Signal, 64)
 	notified = make(chan struct{})
 )
-
-// setup is the init stage, one step after another (DESIGN.md, flow steps 5-9). On
-// success the command is running and setup returns its path and pid. A pooled init
-// builds the sandbox, reports "ready" on w, and waits for the process and its stdio
-// (protocol.go) before the steps that depend on them.
-func setup(w syncWriter, pooled, trees bool) (string, int, error) {
-	spec, filter, sources, err := readSpec(pooled)
-	if err := step("read config", err); err != nil {
-		return "", 0, err
-	}
-	if spec.Hostname != "" {
-		if err := step("hostname", unix.Sethostname([]byte(spec.Hostname))); err != nil {
-			return "", 0, err
-		}
-	}
-	if hasNamespace(spec, specs.NetworkNamespace) {
-		if err := step("loopback", netns.LoopbackUp()); err != nil {
-			return "", 0, err
-		}
-	}
-	setupRoot := mounts.Setup
-	if trees {
-		setupRoot = mounts.SetupTrees
-	}
-	root, err := setupRoot(spec, sources)
-	if err := step("mount", err); err != nil {
-		return "", 0, err
-	}
-	if !trees {
-		// the O_PATH descriptors of the host sources, cloned into the root now (trees are
-		// consumed by SetupTrees): none of the host stays within the init's reach
-		closeFds(sources)
-	}
-	if err := step("pivot_root", root.PivotRoot()); err != nil {
-		return "", 0, err
-	}
-	// Not dumpable: nothing inside can open /proc/1/{exe,mem,fd/*} or ptrace the reaper.
-	if err := step("set not dumpable", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)); err != nil {
-		return "", 0, err
-	}
-	if err := step("session keyring", newSessionKeyring()); err != nil {
-		return "", 0, err
-	}
-	if pooled {
-		// The bounding set now, while idle; the effective set stays for rlimits and
-		// chdir, as in an unpooled launch, and goes below.
-		if err := step("drop capabilities", caps.DropBounding()); err != nil {
-			return "", 0, err
-		}
-		w.send(message{Type: msgReady})
-		proc, err := readProcess()
-		if err := step("read process", err); err != nil {
-			return "", 0, err
-		}
-		spec.Process = proc
-	}
-	if err := step("rlimits", setRlimits(spec.Process.Rlimits)); err != nil {
-		return "", 0, err
-	}
-	// Everything but stdio is close-on-exec: the command inherits 0-2 and nothing else.
-	if err := step("close fds", unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)); err != nil {
-		return "", 0, err
-	}
-	if err := step("chdir", chdirInRoot(root, spec.Process.Cwd)); err != nil {
-		return "", 0, err
-	}
-	// The command keeps the caller's umask (inherited through the launcher) unless the
-	// spec names one.
-	if u := spec.Process.User.Umask; u != nil {
-		unix.Umask(int(*u))
-	}
-	claimTerminal()
-	drop := caps.DropAll
-	if pooled {
-		drop = caps.DropSets
-	}
-	if err := step("drop capabilities", drop()); err != nil {
-		return "", 0, err
-	}
-	path, err := lookPath(spec.Process.Args[0], spec.Process.Env)
-	if err != nil {
-		return "", 0, err
-	}
-	if err := step("exec", nil); err != nil {
-		return "", 0, err
-	}
-	<-notified
-	<-goAhead // in the sandbox's cgroup: what the command starts is too
-	// Last, right before the command is forked and executed: the filter applies to the
-	// init's threads (a denied call there would hang the Go runtime) only from now on.
-	if err := step("seccomp", seccomp.Load(filter)); err != nil {
-		return "", 0, err
-	}
-	if err := step("signal dispositions", defaultFaultSignals()); err != nil {
-		return "", 0, err
-	}
-	dropThreadCaps()
-	// From here the command may run: should the init die before its exec report, the
-	// launcher must not say the command never ran.
-	cleanupSpec = spec
-	forked.Store(true)
-	w.send(message{Type: msgForking})
-	pid, err := syscall.ForkExec(path, spec.Process.Args, &syscall.ProcAttr{
-		Env:   spec.Process.Env,
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
-	if err != nil {
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			return "", 0, &execError{path: path, errno: errno}
-		}
-		return "", 0, step("exec", err)
-	}
-	return path, pid, nil
-}
 
 // readProcess reads a pooled init's process frame and makes the three descriptors sent
 // with it the init's (and so the command's) stdin, stdout and stderr.
@@ -376,38 +261,6 @@ var rlimitNames = map[string]int{
 	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_STACK": unix.RLIMIT_STACK, "RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK,
 	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
 	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS,
-}
-
-func setRlimits(rl []specs.POSIXRlimit) error {
-	for _, r := range rl {
-		res, ok := rlimitNames[r.Type]
-		if !ok {
-			return fmt.Errorf("unknown rlimit %q", r.Type)
-		}
-		if err := unix.Prlimit(0, res, &unix.Rlimit{Cur: r.Soft, Max: r.Hard}, nil); err != nil {
-			return fmt.Errorf("setrlimit %s=%d:%d: %w", r.Type, r.Soft, r.Hard, err)
-		}
-	}
-	return nil
-}
-
-// chdirInRoot changes to dir, resolved inside the new root without following a procfs
-// magic link, then checks that the kernel sees the working directory inside the root
-// (getcwd(2) fails with ENOENT, "(unreachable)", otherwise: CVE-2024-21626).
-func chdirInRoot(root *mounts.Root, dir string) error {
-	f, err := root.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := unix.Fchdir(int(f.Fd())); err != nil {
-		return fmt.Errorf("fchdir %s: %w", dir, err)
-	}
-	cwd, err := unix.Getwd()
-	if err != nil || len(cwd) == 0 || cwd[0] != '/' {
-		return fmt.Errorf("working directory %s is outside the new root: %v", dir, err)
-	}
-	return nil
 }
 
 // newSessionKeyring joins a new anonymous session keyring (keyctl(2)

@@ -24,6 +24,12 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // file on PATH wins, and a file found but not executable gives EACCES (exit 126) rather
 // than "not found" (127).
 func lookPath(name string, env []string) (string, error) {
+	return lookPathAt(unix.AT_FDCWD, name, env)
+}
+
+// lookPathAt is lookPath with relative PATH entries and names resolved from the
+// directory dirfd, the command's working directory.
+func lookPathAt(dirfd int, name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}
@@ -40,10 +46,10 @@ func lookPath(name string, env []string) (string, error) {
 		}
 		p := dir + "/" + name
 		var st unix.Stat_t
-		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		if unix.Fstatat(dirfd, p, &st, 0) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue
 		}
-		if unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS) == nil {
+		if unix.Faccessat(dirfd, p, unix.X_OK, unix.AT_EACCESS) == nil {
 			return p, nil
 		}
 		if found == "" {

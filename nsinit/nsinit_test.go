@@ -379,12 +379,12 @@ func TestCloneHint(t *testing.T) {
 	}
 }
 
-func TestSetRlimits(t *testing.T) {
-	if err := setRlimits([]specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}); err == nil || !strings.Contains(err.Error(), "RLIMIT_BOGUS") {
+func TestParseRlimits(t *testing.T) {
+	if _, err := parseRlimits([]specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}); err == nil || !strings.Contains(err.Error(), "RLIMIT_BOGUS") {
 		t.Errorf("unknown rlimit: %v", err)
 	}
-	if err := setRlimits(nil); err != nil {
-		t.Error(err)
+	if res, err := parseRlimits([]specs.POSIXRlimit{{Type: "RLIMIT_NOFILE"}}); err != nil || len(res) != 1 || res[0] != unix.RLIMIT_NOFILE {
+		t.Errorf("parseRlimits(RLIMIT_NOFILE) = %v, %v", res, err)
 	}
 }
 

@@ -1,0 +1,169 @@
+package nsinit
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/internal/netns"
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/seccomp"
+)
+
+// initSys is the sandbox init's system-call seam: each call of the init's steps that
+// acts on the kernel or on the launcher, at the grain the steps make it. kernelInit is
+// the real one; the unit tests put a recording double in its place and assert the
+// exact order of the calls, without privileges (youki's Syscall trait).
+type initSys interface {
+	readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error)
+	sethostname(name string) error
+	loopbackUp() error
+	// unsharePID makes the calling thread's next child the first process (pid 1) of
+	// a new pid namespace; openPID returns a path naming that namespace, once it has
+	// its pid 1, for procfs's pidns option, valid until closePID.
+	unsharePID() error
+	openPID() (string, error)
+	closePID()
+	buildRoot(spec *specs.Spec, sources []int, trees bool) (*mounts.Root, error)
+	closeFds(fds []int)
+	pivotRoot(root *mounts.Root) error
+	setNotDumpable() error
+	joinSessionKeyring() error
+	limitCaps() error
+	send(m message)
+	readProcess() (*specs.Process, error)
+	openDir(root *mounts.Root, dir string) (*os.File, error)
+	lookPath(dir *os.File, name string, env []string) (string, error)
+	awaitGoAhead()
+	defaultSignals() error
+	claimTerminal()
+	fork(p *procPlan, holder bool) (int, error)
+	dropAllCaps()
+}
+
+// kernelInit is initSys on the kernel, for the init process.
+type kernelInit struct {
+	w     syncWriter
+	pidns int
+}
+
+func (k *kernelInit) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
+	return readSpec(pooled)
+}
+
+func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
+func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
+
+func (k *kernelInit) unsharePID() error {
+	// unshare(2) CLONE_NEWPID changes only this (locked) thread's namespace for
+	// children; the kernel then refuses it new threads (the Go runtime has the template
+	// thread create them for a locked thread) and makes its first child pid 1.
+	if err := unix.Unshare(unix.CLONE_NEWPID); err != nil {
+		return fmt.Errorf("unshare(CLONE_NEWPID): %w", err)
+	}
+	return nil
+}
+
+func (k *kernelInit) openPID() (string, error) {
+	// (ENOENT until the namespace has its pid 1)
+	fd, err := unix.Open("/proc/thread-self/ns/pid_for_children", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("open /proc/thread-self/ns/pid_for_children: %w", err)
+	}
+	k.pidns = fd
+	return "/proc/self/fd/" + strconv.Itoa(fd), nil
+}
+
+func (k *kernelInit) closePID() {
+	if k.pidns > 0 {
+		unix.Close(k.pidns)
+		k.pidns = 0
+	}
+}
+
+func (k *kernelInit) buildRoot(spec *specs.Spec, sources []int, trees bool) (*mounts.Root, error) {
+	if trees {
+		return mounts.SetupTrees(spec, sources)
+	}
+	return mounts.Setup(spec, sources)
+}
+
+func (k *kernelInit) closeFds(fds []int)                { closeFds(fds) }
+func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot() }
+
+func (k *kernelInit) setNotDumpable() error     { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
+func (k *kernelInit) joinSessionKeyring() error { return newSessionKeyring() }
+
+// limitCaps empties this thread's bounding set (what the commands forked from it start
+// from) and leaves every thread of the init only stageCaps, which the process stage
+// needs before it drops them all in the child.
+func (k *kernelInit) limitCaps() error {
+	if err := caps.DropBounding(); err != nil {
+		return err
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	for _, c := range stageCaps {
+		data[c/32].Effective |= 1 << (c % 32)
+		data[c/32].Permitted |= 1 << (c % 32)
+	}
+	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+		return fmt.Errorf("capset on every thread: %w", errno)
+	}
+	return nil
+}
+
+func (k *kernelInit) send(m message)                       { k.w.send(m) }
+func (k *kernelInit) readProcess() (*specs.Process, error) { return readProcess() }
+
+func (k *kernelInit) openDir(root *mounts.Root, dir string) (*os.File, error) {
+	return root.OpenDir(dir)
+}
+
+func (k *kernelInit) lookPath(dir *os.File, name string, env []string) (string, error) {
+	return lookPathAt(int(dir.Fd()), name, env)
+}
+
+func (k *kernelInit) awaitGoAhead() {
+	<-notified
+	<-goAhead // in the sandbox's cgroup: what the commands start is too
+}
+
+func (k *kernelInit) defaultSignals() error { return defaultFaultSignals() }
+func (k *kernelInit) claimTerminal()        { claimTerminal() }
+
+func (k *kernelInit) fork(p *procPlan, holder bool) (int, error) { return forkPlan(p, holder) }
+func (k *kernelInit) dropAllCaps()                               { dropThreadCaps() }
+
+// stageCaps are the capabilities pid 1 keeps once the root is built, for the process
+// stage in the child: raising rlimits (CAP_SYS_RESOURCE), opening the working directory
+// (the DAC ones), and dropping the bounding set and setting securebits (CAP_SETPCAP).
+// None is kept in the bounding set; all are dropped in the child before execve.
+var stageCaps = []uint{unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH}
+
+// withPidNS returns the spec's mounts with every procfs mounted for the pid namespace
+// at ns (procfs's pidns option, Linux 6.15): the commands' /proc then shows their own
+// processes only, never the init.
+func withPidNS(ms []specs.Mount, ns string) []specs.Mount {
+	out := make([]specs.Mount, len(ms))
+	for i, m := range ms {
+		out[i] = m
+		if m.Type == "proc" {
+			opts := make([]string, 0, len(m.Options)+1)
+			for _, o := range m.Options {
+				if !strings.HasPrefix(o, "pidns=") {
+					opts = append(opts, o)
+				}
+			}
+			out[i].Options = append(opts, "pidns="+ns)
+		}
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+package nsinit
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/seccomp"
+)
+
+// The process stage: what happens to one command between the fork by the sandbox init
+// and its execve(2), in the forked child (DESIGN.md, "process stage"). Capabilities,
+// no_new_privs and the seccomp filter belong to the calling thread, and rlimits, the
+// working directory, the umask and the session to the calling process: done in the
+// child, they change nothing of pid 1, which can then start another command.
+//
+// A forked Go child cannot run Go code (one thread of a multi-threaded runtime; no
+// allocation, no stack growth, no write barrier). So the steps are compiled by pid 1
+// into a plan, a flat list of system calls whose arguments point into memory the plan
+// owns, and the child only walks it (runSteps, nosplit) and executes. This is the shape
+// of syscall.forkAndExecInChild, with the steps gosbx needs; it costs a fork, not a Go
+// runtime start.
+
+// opKind says how runSteps judges one call.
+type opKind uint8
+
+const (
+	opCall   opKind = iota // fails on any errno
+	opAbsCwd               // getcwd(2): fails unless the path starts with '/' ("(unreachable)" otherwise)
+	opFail                 // a fault-injection test build: the step fails here
+)
+
+// procOp is one system call of a plan.
+type procOp struct {
+	step int // index into procPlan.steps
+	kind opKind
+	nr   uintptr
+	a    [6]uintptr
+	what string // the call as an error names it: "setrlimit RLIMIT_NOFILE=1024:1024"
+}
+
+// procPlan is one command's process stage, ready to run in a forked child. Every
+// pointer argument of ops points into the plan (or into memory it keeps alive), which
+// pid 1 keeps until the child has executed or failed.
+type procPlan struct {
+	steps []string
+	ops   []procOp
+
+	path       string
+	pathp      *byte
+	argv, envv []*byte
+	rlimits    []unix.Rlimit
+	capHdr     unix.CapUserHeader
+	capData    [2]unix.CapUserData
+	fprog      unix.SockFprog
+	filter     seccomp.Program
+	cwd        [unix.PathMax]byte
+	dir        *os.File // the working directory, opened inside the root by pid 1
+	sigset     [1]uint64
+	report     [2]int32 // written by the child on failure: op index, errno
+}
+
+func (p *procPlan) begin(name string) int {
+	p.steps = append(p.steps, name)
+	i := len(p.steps) - 1
+	if fault.Check(name) != nil {
+		p.ops = append(p.ops, procOp{step: i, kind: opFail, what: "fault injected"})
+	}
+	return i
+}
+
+func (p *procPlan) call(step int, what string, nr uintptr, a ...uintptr) {
+	op := procOp{step: step, nr: nr, what: what}
+	copy(op.a[:], a)
+	p.ops = append(p.ops, op)
+}
+
+func ptr[T any](v *T) uintptr { return uintptr(unsafe.Pointer(v)) }
+
+// planProcess compiles the process stage of proc, in this order: a new session, the
+// rlimits, every descriptor but 0-2 close-on-exec, the working directory (dir, opened
+// inside the root; getcwd(2) must then see it inside the root: CVE-2024-21626), the
+// umask, every capability dropped with the no-root securebits locked and no_new_privs
+// set (caps), the seccomp filter (last: a denied call would stop what follows), and
+// execve(2) of path. It takes ownership of dir. Errors name a malformed rlimit.
+func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path string) (*procPlan, error) {
+	p := &procPlan{path: path, dir: dir, filter: filter}
+	var err error
+	if p.pathp, err = unix.BytePtrFromString(path); err != nil {
+		return nil, &stepError{"exec", fmt.Errorf("path %q: %w", path, err)}
+	}
+	if p.argv, err = syscall.SlicePtrFromStrings(proc.Args); err != nil {
+		return nil, &stepError{"exec", fmt.Errorf("args: %w", err)}
+	}
+	if p.envv, err = syscall.SlicePtrFromStrings(proc.Env); err != nil {
+		return nil, &stepError{"exec", fmt.Errorf("env: %w", err)}
+	}
+	res, err := parseRlimits(proc.Rlimits)
+	if err != nil {
+		return nil, &stepError{"rlimits", err}
+	}
+	p.rlimits = make([]unix.Rlimit, len(res))
+
+	s := p.begin("setsid")
+	p.call(s, "setsid", unix.SYS_SETSID)
+
+	s = p.begin("rlimits")
+	for i, r := range proc.Rlimits {
+		p.rlimits[i] = unix.Rlimit{Cur: r.Soft, Max: r.Hard}
+		p.call(s, fmt.Sprintf("setrlimit %s=%d:%d", r.Type, r.Soft, r.Hard),
+			unix.SYS_PRLIMIT64, 0, uintptr(res[i]), ptr(&p.rlimits[i]), 0)
+	}
+
+	// Everything but stdio is close-on-exec: the command inherits 0-2 and nothing else.
+	s = p.begin("close fds")
+	p.call(s, "close_range 3-max CLOSE_RANGE_CLOEXEC", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC)
+
+	s = p.begin("chdir")
+	p.call(s, "fchdir "+proc.Cwd, unix.SYS_FCHDIR, dir.Fd())
+	p.ops = append(p.ops, procOp{step: s, kind: opAbsCwd, nr: unix.SYS_GETCWD,
+		a: [6]uintptr{ptr(&p.cwd[0]), uintptr(len(p.cwd))}, what: "getcwd: working directory " + proc.Cwd + " is outside the new root"})
+
+	// The command keeps the caller's umask (inherited through the launcher) unless the
+	// spec names one.
+	if u := proc.User.Umask; u != nil {
+		s = p.begin("umask")
+		p.call(s, fmt.Sprintf("umask %#o", *u), unix.SYS_UMASK, uintptr(*u))
+	}
+
+	// caps.DropAll's calls: the bounding set first (needs CAP_SETPCAP), then the locked
+	// no-root securebits, the ambient set, the other sets, and no_new_privs.
+	s = p.begin("drop capabilities")
+	for c := 0; c <= caps.LastCap(); c++ {
+		p.call(s, "drop capability "+strconv.Itoa(c)+" from the bounding set", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c))
+	}
+	p.call(s, "set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, caps.LockedNoRoot)
+	p.call(s, "clear the ambient set", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL)
+	p.capHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
+	p.call(s, "capset to empty", unix.SYS_CAPSET, ptr(&p.capHdr), ptr(&p.capData[0]))
+	p.call(s, "set no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)
+
+	if len(filter) > 0 {
+		// One thread: no SECCOMP_FILTER_FLAG_TSYNC.
+		s = p.begin("seccomp")
+		p.fprog = unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+		p.call(s, "seccomp(SECCOMP_SET_MODE_FILTER)", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, ptr(&p.fprog))
+	}
+
+	s = p.begin("exec")
+	p.call(s, "execve "+path, unix.SYS_EXECVE, ptr(p.pathp), ptr(&p.argv[0]), ptr(&p.envv[0]))
+	return p, nil
+}
+
+// planHolder compiles the setup of the commands' pid 1 (holdPidNS): not dumpable (it is
+// forked before the init makes itself so), every capability dropped and every signal
+// blocked. It runs no command; childMain then closes every descriptor it inherited.
+func planHolder() *procPlan {
+	p := &procPlan{}
+	s := p.begin("pid 1 of the commands")
+	p.call(s, "set not dumpable", unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0)
+	p.capHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
+	p.call(s, "capset to empty", unix.SYS_CAPSET, ptr(&p.capHdr), ptr(&p.capData[0]))
+	p.call(s, "set no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)
+	p.sigset[0] = ^uint64(0)
+	p.call(s, "block every signal", unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, ptr(&p.sigset[0]), 0, 8)
+	return p
+}
+
+// parseRlimits maps each rlimit's runtime-spec type to its resource number.
+func parseRlimits(rl []specs.POSIXRlimit) ([]int, error) {
+	res := make([]int, len(rl))
+	for i, r := range rl {
+		n, ok := rlimitNames[r.Type]
+		if !ok {
+			return nil, fmt.Errorf("unknown rlimit %q", r.Type)
+		}
+		res[i] = n
+	}
+	return res, nil
+}
+
+// rawSys is the process stage's system-call seam: the kernel in the forked child
+// (kernelSys), a recording double in the unit tests. An implementation that runs in the
+// child must be nosplit and must neither allocate nor store a pointer.
+type rawSys interface {
+	do(op *procOp) (uintptr, unix.Errno)
+}
+
+type kernelSys struct{}
+
+var theKernel kernelSys
+
+//go:nosplit
+//go:norace
+func (*kernelSys) do(op *procOp) (uintptr, unix.Errno) {
+	r, _, e := syscall.RawSyscall6(op.nr, op.a[0], op.a[1], op.a[2], op.a[3], op.a[4], op.a[5])
+	return r, unix.Errno(e)
+}
+
+// runSteps runs p's calls in order through k and returns the index of the call that
+// failed and its errno, or -1 once all succeeded. It runs in the forked child: nosplit,
+// no allocation.
+//
+//go:nosplit
+//go:norace
+func runSteps(p *procPlan, k rawSys) (int, unix.Errno) {
+	for i := 0; i < len(p.ops); i++ {
+		op := &p.ops[i]
+		if op.kind == opFail {
+			return i, unix.EPERM
+		}
+		r, errno := k.do(op)
+		if errno == 0 && op.kind == opAbsCwd && (r == 0 || p.cwd[0] != '/') {
+			errno = unix.ENOENT
+		}
+		if errno != 0 {
+			return i, errno
+		}
+	}
+	return -1, 0
+}
+
+// Declared in package syscall for forkExec, implemented by the runtime; the runtime
+// keeps these three linknamed for outside use (go.dev/issue/67401).
+//
+//go:linkname runtime_BeforeFork syscall.runtime_BeforeFork
+func runtime_BeforeFork()
+
+//go:linkname runtime_AfterFork syscall.runtime_AfterFork
+func runtime_AfterFork()
+
+//go:linkname runtime_AfterForkInChild syscall.runtime_AfterForkInChild
+func runtime_AfterForkInChild()
+
+// forkPlan forks the calling thread (clone(2) with flags|SIGCHLD), runs p in the child
+// and there executes the command (holder false) or becomes the pid namespace's holder
+// (holder true). It returns the child's pid, or the error that stopped it: a
+// *stepError naming the step, or an *execError when execve(2) itself failed. The child
+// reports on a close-on-exec pipe: end of file is a successful execve.
+func forkPlan(p *procPlan, holder bool) (int, error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return 0, &stepError{p.steps[0], fmt.Errorf("pipe2: %w", err)}
+	}
+	pid, errno := forkRun(p, fds[1], holder)
+	unix.Close(fds[1])
+	defer unix.Close(fds[0])
+	if errno != 0 {
+		return 0, &stepError{p.steps[0], fmt.Errorf("clone: %w", errno)}
+	}
+	var rep [8]byte
+	n, err := readFull(fds[0], rep[:])
+	runtime.KeepAlive(p)
+	if p.dir != nil {
+		p.dir.Close()
+	}
+	if n == 0 && err == nil && !holder {
+		return pid, nil // end of file: executed
+	}
+	i := int(int32(uint32(rep[0]) | uint32(rep[1])<<8 | uint32(rep[2])<<16 | uint32(rep[3])<<24))
+	e := unix.Errno(uint32(rep[4]) | uint32(rep[5])<<8 | uint32(rep[6])<<16 | uint32(rep[7])<<24)
+	if holder && n == 8 && i == -1 {
+		return pid, nil
+	}
+	var ws unix.WaitStatus
+	for {
+		if _, werr := unix.Wait4(pid, &ws, 0, nil); werr != unix.EINTR {
+			break
+		}
+	}
+	if err != nil || n != 8 || i < 0 || i >= len(p.ops) {
+		return 0, &stepError{p.steps[0], fmt.Errorf("the forked child ended without a report (%s)", describe(ws))}
+	}
+	op := p.ops[i]
+	name := p.steps[op.step]
+	switch {
+	case op.kind == opFail:
+		return 0, &stepError{name, fault.Check(name)}
+	case name == "exec":
+		return 0, &execError{path: p.path, errno: e}
+	}
+	return 0, &stepError{name, fmt.Errorf("%s: %w", op.what, e)}
+}
+
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// forkRun clones the calling thread as syscall.forkExec does (no allocation and no call
+// but nosplit ones between runtime_BeforeFork and the child's end) and runs the plan in
+// the child, which never returns. In the parent it returns the child's pid.
+//
+//go:norace
+//go:noinline
+func forkRun(p *procPlan, report int, holder bool) (pid int, errno syscall.Errno) {
+	var r uintptr
+	syscall.ForkLock.Lock()
+	runtime_BeforeFork()
+	r, _, errno = syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno != 0 || r != 0 {
+		runtime_AfterFork()
+		syscall.ForkLock.Unlock()
+		return int(r), errno
+	}
+	runtime_AfterForkInChild()
+	childMain(p, report, holder)
+	return 0, 0
+}
+
+// childMain is the forked child: it runs the plan; on failure it writes the failed
+// call's index and errno on report and exits 125. A holder then reports success,
+// closes every descriptor and reaps for good.
+//
+//go:nosplit
+//go:norace
+func childMain(p *procPlan, report int, holder bool) {
+	i, errno := runSteps(p, &theKernel)
+	p.report[0], p.report[1] = int32(i), int32(errno)
+	syscall.RawSyscall(unix.SYS_WRITE, uintptr(report), uintptr(unsafe.Pointer(&p.report[0])), 8)
+	if holder && i < 0 {
+		syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), 0)
+		holdPidNS(p)
+	}
+	for {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, ExitSetup, 0, 0)
+	}
+}
+
+// holdPidNS is pid 1 of the commands' pid namespace: it reaps what the commands leave
+// orphaned and otherwise waits for SIGCHLD (blocked, so rt_sigtimedwait(2) takes it),
+// for good. It holds no descriptor, no capability, and ignores every signal a process
+// of its namespace can send (pid_namespaces(7): an init's default dispositions).
+//
+//go:nosplit
+//go:norace
+func holdPidNS(p *procPlan) {
+	p.sigset[0] = 1 << (unix.SIGCHLD - 1)
+	for {
+		_, _, e := syscall.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), 0, unix.WALL, 0, 0, 0)
+		if e == unix.ECHILD {
+			syscall.RawSyscall6(unix.SYS_RT_SIGTIMEDWAIT, uintptr(unsafe.Pointer(&p.sigset[0])), 0, 0, 8, 0, 0)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package nsinit
+
+import (
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/seccomp"
+)
+
+// The init's two stages (DESIGN.md, "Long-lived sandboxes"):
+//
+//   - the sandbox init, pid 1 of the sandbox: buildSteps once (the root, the commands'
+//     pid namespace), then per command startSteps, which fork the command; then it
+//     reaps and forwards signals (reaper.go);
+//   - the process stage, per command, in the forked child: procstage.go's plan.
+//
+// Each is an ordered list of named steps, read top to bottom; every call they make on
+// the kernel goes through initSys or rawSys, so that a unit test asserts the order.
+// A step's name is what a failure reports (exit 125, "<step>: <cause>") and what the
+// fault-injection test fails on request.
+
+// sandboxInit is pid 1's state across its steps.
+type sandboxInit struct {
+	sys           initSys
+	pooled, trees bool
+
+	spec    *specs.Spec
+	filter  seccomp.Program
+	sources []int
+	root    *mounts.Root
+	holder  int // pid of the commands' pid 1
+}
+
+type initStep struct {
+	name string
+	do   func(*sandboxInit) error
+}
+
+// buildSteps build the sandbox once: its root and the pid namespace of its commands.
+// A pooled init then reports ready and waits for its one process.
+func (s *sandboxInit) buildSteps() []initStep {
+	steps := []initStep{
+		{"read config", (*sandboxInit).readConfig},
+		{"hostname", (*sandboxInit).hostname},
+		{"loopback", (*sandboxInit).loopback},
+		{"pid namespace", (*sandboxInit).pidNamespace},
+		{"mount", (*sandboxInit).mount},
+		{"pivot_root", (*sandboxInit).pivotRoot},
+		// Not dumpable: nothing inside can open /proc/<pid>/{exe,mem,fd/*} of pid 1 or
+		// of the commands' pid 1, or ptrace them.
+		{"set not dumpable", func(s *sandboxInit) error { return s.sys.setNotDumpable() }},
+		{"session keyring", func(s *sandboxInit) error { return s.sys.joinSessionKeyring() }},
+		{"limit capabilities", func(s *sandboxInit) error { return s.sys.limitCaps() }},
+	}
+	if s.pooled {
+		steps = append(steps, initStep{"read process", (*sandboxInit).readProcess})
+	}
+	return steps
+}
+
+// run builds the sandbox and starts its command; it returns the command's resolved
+// path and pid (in the init's pid namespace).
+func (s *sandboxInit) run() (string, int, error) {
+	for _, st := range s.buildSteps() {
+		if err := step(st.name, st.do(s)); err != nil {
+			return "", 0, err
+		}
+	}
+	return s.start(s.spec.Process)
+}
+
+func (s *sandboxInit) readConfig() error {
+	var err error
+	s.spec, s.filter, s.sources, err = s.sys.readConfig(s.pooled)
+	return err
+}
+
+func (s *sandboxInit) hostname() error {
+	if s.spec.Hostname == "" {
+		return nil
+	}
+	return s.sys.sethostname(s.spec.Hostname)
+}
+
+func (s *sandboxInit) loopback() error {
+	if !hasNamespace(s.spec, specs.NetworkNamespace) {
+		return nil
+	}
+	return s.sys.loopbackUp()
+}
+
+// pidNamespace makes the pid namespace the commands run in, a child of the init's,
+// and has the root's procfs mounted for it: the commands cannot see or name pid 1
+// (issue 15: prlimit(2), /proc/1/*, ptrace, signals to the init).
+//
+// The commands' pid 1 (holdPidNS) is forked here, before any mount: the kernel names a
+// pid namespace only once it has its pid 1. It is forked before the init is in a cgroup
+// v1 group (the launcher places the init beside these steps): it does nothing but reap.
+func (s *sandboxInit) pidNamespace() error {
+	if err := s.sys.unsharePID(); err != nil {
+		return err
+	}
+	var err error
+	if s.holder, err = s.sys.fork(planHolder(), true); err != nil {
+		return err
+	}
+	ns, err := s.sys.openPID()
+	if err != nil {
+		return err
+	}
+	spec := *s.spec
+	spec.Mounts = withPidNS(spec.Mounts, ns)
+	s.spec = &spec
+	return nil
+}
+
+func (s *sandboxInit) mount() error {
+	var err error
+	s.root, err = s.sys.buildRoot(s.spec, s.sources, s.trees)
+	s.sys.closePID() // the procfs holds the namespace now
+	if err != nil {
+		return err
+	}
+	if !s.trees {
+		// the O_PATH descriptors of the host sources, cloned into the root now (trees are
+		// consumed by SetupTrees): none of the host stays within the init's reach
+		s.sys.closeFds(s.sources)
+	}
+	s.sources = nil
+	return nil
+}
+
+func (s *sandboxInit) pivotRoot() error { return s.sys.pivotRoot(s.root) }
+
+func (s *sandboxInit) readProcess() error {
+	s.sys.send(message{Type: msgReady})
+	proc, err := s.sys.readProcess()
+	if err != nil {
+		return err
+	}
+	spec := *s.spec
+	spec.Process = proc
+	s.spec = &spec
+	return nil
+}
+
+// start starts one command: its process stage compiled, then, once the init is in the
+// sandbox's cgroup, the command forked into the commands' pid namespace, where the plan runs and executes it. Pid 1 keeps no
+// capability once the command is started (one command per sandbox today).
+func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
+	dir, err := s.sys.openDir(s.root, proc.Cwd)
+	if err != nil {
+		return "", 0, &stepError{"chdir", err}
+	}
+	path, err := s.sys.lookPath(dir, proc.Args[0], proc.Env)
+	if err != nil {
+		dir.Close()
+		return "", 0, err
+	}
+	plan, err := planProcess(proc, s.filter, dir, path)
+	if err != nil {
+		dir.Close()
+		return "", 0, err
+	}
+	s.sys.awaitGoAhead()
+	if err := step("signal dispositions", s.sys.defaultSignals()); err != nil {
+		dir.Close()
+		return "", 0, err
+	}
+	s.sys.claimTerminal()
+	// From here the command may run: should the init die before its exec report, the
+	// launcher must not say the command never ran.
+	cleanupSpec = s.spec
+	forked.Store(true)
+	s.sys.send(message{Type: msgForking})
+	pid, err := s.sys.fork(plan, false)
+	s.sys.dropAllCaps()
+	if err != nil {
+		return "", 0, err
+	}
+	return path, pid, nil
+}

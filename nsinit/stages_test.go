@@ -1,0 +1,287 @@
+package nsinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/seccomp"
+)
+
+// recorder is a recording double of both seams: initSys (the sandbox init) and rawSys
+// (the process stage, whose plan it walks with runSteps instead of forking). It does
+// nothing on the kernel; it records each call, and fails the call named by failAt.
+type recorder struct {
+	calls  []string
+	spec   *specs.Spec
+	filter seccomp.Program
+	failAt string
+}
+
+func (r *recorder) rec(format string, a ...any) error {
+	c := fmt.Sprintf(format, a...)
+	r.calls = append(r.calls, c)
+	if r.failAt != "" && strings.HasPrefix(c, r.failAt) {
+		return errors.New("failed by the test")
+	}
+	return nil
+}
+
+func (r *recorder) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
+	return r.spec, r.filter, []int{7, 8}, r.rec("readConfig")
+}
+func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
+func (r *recorder) loopbackUp() error              { return r.rec("loopbackUp") }
+func (r *recorder) unsharePID() error              { return r.rec("unshare CLONE_NEWPID") }
+func (r *recorder) openPID() (string, error)       { return "/proc/self/fd/9", r.rec("openPID") }
+func (r *recorder) closePID()                      { r.rec("closePID") }
+func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool) (*mounts.Root, error) {
+	var procOpts []string
+	for _, m := range spec.Mounts {
+		if m.Type == "proc" {
+			procOpts = m.Options
+		}
+	}
+	return nil, r.rec("buildRoot sources=%v trees=%v proc=%v", sources, trees, procOpts)
+}
+func (r *recorder) closeFds(fds []int)                 { r.rec("closeFds %v", fds) }
+func (r *recorder) pivotRoot(root *mounts.Root) error { return r.rec("pivotRoot") }
+func (r *recorder) setNotDumpable() error             { return r.rec("setNotDumpable") }
+func (r *recorder) joinSessionKeyring() error         { return r.rec("joinSessionKeyring") }
+func (r *recorder) limitCaps() error                  { return r.rec("limitCaps") }
+func (r *recorder) send(m message)                    { r.rec("send %s", m.Type) }
+func (r *recorder) readProcess() (*specs.Process, error) {
+	return r.spec.Process, r.rec("readProcess")
+}
+func (r *recorder) openDir(root *mounts.Root, dir string) (*os.File, error) {
+	if err := r.rec("openDir %s", dir); err != nil {
+		return nil, err
+	}
+	return os.Open(os.DevNull)
+}
+func (r *recorder) lookPath(dir *os.File, name string, env []string) (string, error) {
+	return "/usr/bin/" + name, r.rec("lookPath %s", name)
+}
+func (r *recorder) awaitGoAhead()         { r.rec("awaitGoAhead") }
+func (r *recorder) defaultSignals() error { return r.rec("defaultSignals") }
+func (r *recorder) claimTerminal()        { r.rec("claimTerminal") }
+func (r *recorder) dropAllCaps()          { r.rec("dropAllCaps") }
+func (r *recorder) fork(p *procPlan, holder bool) (int, error) {
+	if err := r.rec("fork holder=%v", holder); err != nil {
+		return 0, err
+	}
+	if p.dir != nil {
+		defer p.dir.Close()
+	}
+	copy(p.cwd[:], cwdAnswer) // what the kernel's getcwd would write
+	if i, errno := runSteps(p, r); i >= 0 {
+		return 0, fmt.Errorf("%s: %s: %w", p.steps[p.ops[i].step], p.ops[i].what, errno)
+	}
+	return 42, nil
+}
+
+// do is rawSys: one call of a plan, recorded as "  <step>: <syscall> <what>".
+func (r *recorder) do(op *procOp) (uintptr, unix.Errno) {
+	r.rec("  %s", op.what)
+	if op.kind == opAbsCwd {
+		return 1, 0
+	}
+	return 0, 0
+}
+
+func stageSpec() *specs.Spec {
+	umask := uint32(0o22)
+	return &specs.Spec{
+		Hostname: "gosbx",
+		Process: &specs.Process{
+			Args: []string{"sh", "-c", "true"}, Env: []string{"PATH=/usr/bin"}, Cwd: "/work",
+			User:    specs.User{Umask: &umask},
+			Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 1024}, {Type: "RLIMIT_CORE"}},
+		},
+		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc", Options: []string{"nosuid", "pidns=/elsewhere"}}},
+		Linux: &specs.Linux{Namespaces: []specs.LinuxNamespace{
+			{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace},
+		}},
+	}
+}
+
+// The sandbox init's steps and the process stage's calls, in their exact order, with
+// the kernel replaced by a recording double: no privilege needed.
+func TestStageOrder(t *testing.T) {
+	capDrops := []string{}
+	for c := 0; c <= caps.LastCap(); c++ {
+		capDrops = append(capDrops, fmt.Sprintf("  drop capability %d from the bounding set", c))
+	}
+	filter := seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}
+	holder := []string{"fork holder=true", "  set not dumpable", "  capset to empty", "  set no_new_privs", "  block every signal"}
+	build := []string{
+		"readConfig",
+		"sethostname gosbx",
+		"loopbackUp",
+		"unshare CLONE_NEWPID",
+	}
+	build = append(build, holder...)
+	build = append(build,
+		"openPID",
+		"buildRoot sources=[7 8] trees=false proc=[nosuid pidns=/proc/self/fd/9]",
+		"closePID",
+		"closeFds [7 8]",
+		"pivotRoot",
+		"setNotDumpable",
+		"joinSessionKeyring",
+		"limitCaps",
+	)
+	start := []string{
+		"openDir /work",
+		"lookPath sh",
+		"awaitGoAhead",
+		"defaultSignals",
+		"claimTerminal",
+		"send forking",
+		"fork holder=false",
+		"  setsid",
+		"  setrlimit RLIMIT_NOFILE=1024:1024",
+		"  setrlimit RLIMIT_CORE=0:0",
+		"  close_range 3-max CLOSE_RANGE_CLOEXEC",
+		"  fchdir /work",
+		"  getcwd: working directory /work is outside the new root",
+		"  umask 022",
+	}
+	start = append(start, capDrops...)
+	start = append(start,
+		"  set securebits",
+		"  clear the ambient set",
+		"  capset to empty",
+		"  set no_new_privs",
+		"  seccomp(SECCOMP_SET_MODE_FILTER)",
+		"  execve /usr/bin/sh",
+		"dropAllCaps",
+	)
+
+	t.Run("exec", func(t *testing.T) {
+		r := &recorder{spec: stageSpec(), filter: filter}
+		s := &sandboxInit{sys: r}
+		path, pid, err := runWithCwd(s, "/work")
+		if err != nil || path != "/usr/bin/sh" || pid != 42 {
+			t.Fatalf("run = %q, %d, %v", path, pid, err)
+		}
+		want := append(append([]string{}, build...), start...)
+		if !reflect.DeepEqual(r.calls, want) {
+			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
+		}
+		if s.holder != 42 {
+			t.Errorf("the commands' pid 1 is %d, want the double's 42", s.holder)
+		}
+	})
+
+	t.Run("pooled", func(t *testing.T) {
+		r := &recorder{spec: stageSpec(), filter: filter}
+		s := &sandboxInit{sys: r, pooled: true, trees: true}
+		if _, _, err := runWithCwd(s, "/work"); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]string{}, build...)
+		for i, c := range want {
+			if strings.HasPrefix(c, "buildRoot") {
+				want[i] = strings.Replace(c, "trees=false", "trees=true", 1)
+			}
+		}
+		// trees are consumed by the mount: no closeFds
+		for i, c := range want {
+			if strings.HasPrefix(c, "closeFds") {
+				want = append(want[:i], want[i+1:]...)
+				break
+			}
+		}
+		want = append(want, "send ready", "readProcess")
+		want = append(want, start...)
+		if !reflect.DeepEqual(r.calls, want) {
+			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
+		}
+	})
+
+	// A step that fails stops everything after it, and names itself.
+	t.Run("fail closed", func(t *testing.T) {
+		for _, tc := range []struct{ failAt, step string }{
+			{"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
+			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"},
+			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
+		} {
+			r := &recorder{spec: stageSpec(), filter: filter, failAt: tc.failAt}
+			s := &sandboxInit{sys: r}
+			_, _, err := runWithCwd(s, "/work")
+			var se *stepError
+			if !errors.As(err, &se) || se.step != tc.step {
+				t.Errorf("failing %s: err %v, want a step error at %q", tc.failAt, err, tc.step)
+			}
+			for i := len(r.calls) - 1; i >= 0 && !strings.HasPrefix(r.calls[i], tc.failAt); i-- {
+				if r.calls[i] != "closePID" { // releasing, not a step
+					t.Errorf("failing %s: calls went on to %q", tc.failAt, r.calls[i])
+				}
+			}
+			for _, c := range r.calls {
+				if c == "send forking" {
+					t.Errorf("failing %s: the command was forked", tc.failAt)
+				}
+			}
+		}
+	})
+}
+
+// runWithCwd runs s with the double's getcwd answering dir.
+func runWithCwd(s *sandboxInit, dir string) (string, int, error) {
+	cwdAnswer = dir
+	return s.run()
+}
+
+var cwdAnswer string
+
+func diffCalls(want, got []string) string {
+	var b strings.Builder
+	for i := 0; i < len(want) || i < len(got); i++ {
+		w, g := "", ""
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		mark := "  "
+		if w != g {
+			mark = "!="
+		}
+		fmt.Fprintf(&b, "%3d %s want %-50q got %q\n", i, mark, w, g)
+	}
+	return b.String()
+}
+
+// The plan's getcwd check: a working directory the kernel sees outside the root
+// ("(unreachable)/…", CVE-2024-21626) stops the command at step chdir.
+func TestPlanCwdOutsideRoot(t *testing.T) {
+	dir, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planProcess(stageSpec().Process, nil, dir, "/usr/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	copy(p.cwd[:], "(unreachable)/work")
+	i, errno := runSteps(p, &recorder{})
+	if i < 0 || p.steps[p.ops[i].step] != "chdir" || errno != unix.ENOENT {
+		t.Fatalf("runSteps = %d, %v; want chdir ENOENT", i, errno)
+	}
+	copy(p.cwd[:], "/work")
+	if i, errno := runSteps(p, &recorder{}); i >= 0 {
+		t.Fatalf("runSteps with cwd /work stopped at %s: %v", p.ops[i].what, errno)
+	}
+}
