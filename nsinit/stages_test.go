@@ -39,10 +39,10 @@ func (r *recorder) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int,
 	return r.spec, r.filter, []int{7, 8}, r.rec("readConfig")
 }
 func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
-func (r *recorder) loopbackUp() error              { return r.rec("loopbackUp") }
-func (r *recorder) unsharePID() error              { return r.rec("unshare CLONE_NEWPID") }
-func (r *recorder) openPID() (string, error)       { return "/proc/self/fd/9", r.rec("openPID") }
-func (r *recorder) closePID()                      { r.rec("closePID") }
+func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
+func (r *recorder) unsharePID() error             { return r.rec("unshare CLONE_NEWPID") }
+func (r *recorder) openPID() (string, error)      { return "/proc/self/fd/9", r.rec("openPID") }
+func (r *recorder) closePID()                     { r.rec("closePID") }
 func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool) (*mounts.Root, error) {
 	var procOpts []string
 	for _, m := range spec.Mounts {
@@ -52,7 +52,7 @@ func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool) (*moun
 	}
 	return nil, r.rec("buildRoot sources=%v trees=%v proc=%v", sources, trees, procOpts)
 }
-func (r *recorder) closeFds(fds []int)                 { r.rec("closeFds %v", fds) }
+func (r *recorder) closeFds(fds []int)                { r.rec("closeFds %v", fds) }
 func (r *recorder) pivotRoot(root *mounts.Root) error { return r.rec("pivotRoot") }
 func (r *recorder) setNotDumpable() error             { return r.rec("setNotDumpable") }
 func (r *recorder) joinSessionKeyring() error         { return r.rec("joinSessionKeyring") }
