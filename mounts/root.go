@@ -162,7 +162,7 @@ type Root struct {
 // New creates the root tmpfs (mode 0755, nosuid, nodev) and attaches it at staging, a
 // directory of the current mount namespace that no source of a later bind needs.
 func New(staging string) (*Root, error) {
-	fd, err := newFS("tmpfs", map[string]string{"mode": "0755"}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	fd, err := newFS(-1, "tmpfs", map[string]string{"mode": "0755"}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 	if err != nil {
 		return nil, errorf("mount", "tmpfs", "/", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, err)
 	}
@@ -175,11 +175,14 @@ func New(staging string) (*Root, error) {
 
 // newFS creates a detached mount of a new file system instance (fsopen(2), fsconfig(2),
 // fsmount(2)) and returns its mount fd.
-func newFS(fstype string, opts map[string]string, attr uint64) (int, error) {
-	fsfd, err := unix.Fsopen(fstype, unix.FSOPEN_CLOEXEC)
-	if err != nil {
-		return -1, fmt.Errorf("fsopen: %w", err)
+func newFS(fsfd int, fstype string, opts map[string]string, attr uint64) (int, error) {
+	if fsfd < 0 {
+		var err error
+		if fsfd, err = unix.Fsopen(fstype, unix.FSOPEN_CLOEXEC); err != nil {
+			return -1, fmt.Errorf("fsopen: %w", err)
+		}
 	}
+	var err error
 	defer unix.Close(fsfd)
 	for k, v := range opts {
 		if v == "" {
@@ -273,7 +276,12 @@ func (r *Root) Bind(src *Source, dest string, attr uint64) error {
 // sealLater, PivotRoot makes the mount read-only, after whatever is mounted or created
 // inside it.
 func (r *Root) FS(fstype, dest string, opts map[string]string, attr uint64, sealLater bool) error {
-	fd, err := newFS(fstype, opts, attr)
+	return r.fs(-1, fstype, dest, opts, attr, sealLater)
+}
+
+// fs is FS from the fsopen(2) context fsfd (consumed), or a new one when fsfd < 0.
+func (r *Root) fs(fsfd int, fstype, dest string, opts map[string]string, attr uint64, sealLater bool) error {
+	fd, err := newFS(fsfd, fstype, opts, attr)
 	if err != nil {
 		return errorf("mount", fstype, dest, attr, err)
 	}
@@ -381,7 +389,7 @@ func (r *Root) Mask(p string, null *Null) error {
 	case *first >= 0:
 		mfd, err = unix.OpenTree(*first, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	case dir:
-		mfd, err = newFS("tmpfs", map[string]string{"mode": "0000"}, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		mfd, err = newFS(-1, "tmpfs", map[string]string{"mode": "0000"}, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 	default:
 		mfd, err = unix.OpenTree(null.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 		if err == nil {

@@ -45,17 +45,32 @@ var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
 // following symlinks, and must be the very file the launcher checked
 // (OpenSourceChecked). With nil, bind sources are opened here by path only.
 // Errors are *Error, naming the operation and paths.
-func Setup(spec *specs.Spec, sourceFds []int) (*Root, error) {
-	return setup(spec, sourceFds, false)
+func Setup(spec *specs.Spec, sourceFds []int, opts ...Option) (*Root, error) {
+	return setup(spec, sourceFds, false, opts)
 }
+
+// Option changes how Setup and SetupTrees build the root.
+type Option func(*setupOptions)
+
+type setupOptions struct {
+	procFS int // an fsopen(2) "proc" context for the procfs, or 0
+}
+
+// ProcFS has the procfs of the root (one "proc" mount of spec.Mounts) made from fsfd,
+// an fsopen(2) "proc" descriptor, instead of a new fsopen: a procfs belongs to the pid
+// namespace of the process that called fsopen, so a descriptor made in another pid
+// namespace (nsinit's, for its commands) mounts that namespace's /proc, on any kernel
+// with the new mount API (procfs's pidns option needs 6.15). fsfd is consumed; a second
+// proc mount is an error.
+func ProcFS(fsfd int) Option { return func(o *setupOptions) { o.procFS = fsfd } }
 
 // SetupTrees is Setup with trees, one detached mount tree per bind mount of spec.Mounts,
 // in order, cloned by the launcher (CloneSources) and possibly idmapped there: they are
 // attached as they are, not opened again here. For a launcher that is root, whose init
 // runs as an unprivileged host uid that may not reach a source (under /root, mode 0700).
 // The trees are consumed.
-func SetupTrees(spec *specs.Spec, trees []int) (*Root, error) {
-	return setup(spec, trees, true)
+func SetupTrees(spec *specs.Spec, trees []int, opts ...Option) (*Root, error) {
+	return setup(spec, trees, true, opts)
 }
 
 // phaseHook, when not nil, is called at the end of each step of setup and PivotRoot
@@ -68,7 +83,19 @@ func mark(step, path string) {
 	}
 }
 
-func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
+func setup(spec *specs.Spec, sourceFds []int, detached bool, opts []Option) (*Root, error) {
+	var so setupOptions
+	for _, o := range opts {
+		o(&so)
+	}
+	procGiven := so.procFS > 0
+	if procGiven {
+		defer func() {
+			if so.procFS > 0 {
+				unix.Close(so.procFS)
+			}
+		}()
+	}
 	if err := MakePrivate(); err != nil {
 		return nil, err
 	}
@@ -155,7 +182,15 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 			mark("bind", p.m.Destination)
 			continue
 		}
-		if err = r.FS(p.m.Type, p.m.Destination, p.data, p.attr, p.ro); err != nil {
+		fsfd := -1
+		if p.m.Type == "proc" && procGiven {
+			if fsfd = so.procFS; fsfd <= 0 {
+				err = &Error{Op: "mount", Source: "proc", Target: p.m.Destination, Err: errors.New("a second procfs: one proc context was given")}
+				break
+			}
+			so.procFS = 0
+		}
+		if err = r.fs(fsfd, p.m.Type, p.m.Destination, p.data, p.attr, p.ro); err != nil {
 			if p.m.Type == "proc" && errors.Is(err, unix.EPERM) {
 				err = fmt.Errorf("%w (the kernel refuses a new procfs when the host's /proc has "+
 					"entries hidden by mounts, as inside Docker or Kubernetes; gosbx never falls back to the host's /proc)", err)

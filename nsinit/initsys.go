@@ -3,8 +3,6 @@ package nsinit
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -26,12 +24,12 @@ type initSys interface {
 	sethostname(name string) error
 	loopbackUp() error
 	// unsharePID makes the calling thread's next child the first process (pid 1) of
-	// a new pid namespace; openPID returns a path naming that namespace, once it has
-	// its pid 1, for procfs's pidns option, valid until closePID.
+	// a new pid namespace. That one sends a procfs context of it on a socket of
+	// holderSocket, which recvProcFS receives (and closes the pair).
 	unsharePID() error
-	openPID() (string, error)
-	closePID()
-	buildRoot(spec *specs.Spec, sources []int, trees bool) (*mounts.Root, error)
+	holderSocket() (send, recv int, err error)
+	recvProcFS(send, recv int) (int, error)
+	buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error)
 	closeFds(fds []int)
 	pivotRoot(root *mounts.Root) error
 	setNotDumpable() error
@@ -50,8 +48,7 @@ type initSys interface {
 
 // kernelInit is initSys on the kernel, for the init process.
 type kernelInit struct {
-	w     syncWriter
-	pidns int
+	w syncWriter
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
@@ -71,28 +68,29 @@ func (k *kernelInit) unsharePID() error {
 	return nil
 }
 
-func (k *kernelInit) openPID() (string, error) {
-	// (ENOENT until the namespace has its pid 1)
-	fd, err := unix.Open("/proc/thread-self/ns/pid_for_children", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+func (k *kernelInit) holderSocket() (int, int, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return "", fmt.Errorf("open /proc/thread-self/ns/pid_for_children: %w", err)
+		return -1, -1, fmt.Errorf("socketpair: %w", err)
 	}
-	k.pidns = fd
-	return "/proc/self/fd/" + strconv.Itoa(fd), nil
+	return fds[0], fds[1], nil
 }
 
-func (k *kernelInit) closePID() {
-	if k.pidns > 0 {
-		unix.Close(k.pidns)
-		k.pidns = 0
+func (k *kernelInit) recvProcFS(send, recv int) (int, error) {
+	unix.Close(send)
+	defer unix.Close(recv)
+	fds, err := recvFds(recv, 1)
+	if err != nil {
+		return -1, fmt.Errorf("receive the procfs context: %w", err)
 	}
+	return fds[0], nil
 }
 
-func (k *kernelInit) buildRoot(spec *specs.Spec, sources []int, trees bool) (*mounts.Root, error) {
+func (k *kernelInit) buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error) {
 	if trees {
-		return mounts.SetupTrees(spec, sources)
+		return mounts.SetupTrees(spec, sources, mounts.ProcFS(procFS))
 	}
-	return mounts.Setup(spec, sources)
+	return mounts.Setup(spec, sources, mounts.ProcFS(procFS))
 }
 
 func (k *kernelInit) closeFds(fds []int)                { closeFds(fds) }
@@ -148,22 +146,3 @@ func (k *kernelInit) dropAllCaps()                               { dropThreadCap
 // None is kept in the bounding set; all are dropped in the child before execve.
 var stageCaps = []uint{unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH}
 
-// withPidNS returns the spec's mounts with every procfs mounted for the pid namespace
-// at ns (procfs's pidns option, Linux 6.15): the commands' /proc then shows their own
-// processes only, never the init.
-func withPidNS(ms []specs.Mount, ns string) []specs.Mount {
-	out := make([]specs.Mount, len(ms))
-	for i, m := range ms {
-		out[i] = m
-		if m.Type == "proc" {
-			opts := make([]string, 0, len(m.Options)+1)
-			for _, o := range m.Options {
-				if !strings.HasPrefix(o, "pidns=") {
-					opts = append(opts, o)
-				}
-			}
-			out[i].Options = append(opts, "pidns="+ns)
-		}
-	}
-	return out
-}

@@ -36,6 +36,7 @@ const (
 	opCall   opKind = iota // fails on any errno
 	opAbsCwd               // getcwd(2): fails unless the path starts with '/' ("(unreachable)" otherwise)
 	opFail                 // a fault-injection test build: the step fails here
+	opKeepFd               // the call returns a descriptor: sent by the next call (procPlan.fdmsg)
 )
 
 // procOp is one system call of a plan.
@@ -66,6 +67,21 @@ type procPlan struct {
 	dir        *os.File // the working directory, opened inside the root by pid 1
 	sigset     [1]uint64
 	report     [2]int32 // written by the child on failure: op index, errno
+
+	// the holder's procfs context, sent to pid 1 (planHolder)
+	fsType [8]byte
+	fdmsg  fdMessage
+	iobyte [1]byte
+	iov    unix.Iovec
+	msg    unix.Msghdr
+}
+
+// fdMessage is the control message of one descriptor (SCM_RIGHTS, unix(7)): its
+// unix.CmsgSpace(4) bytes.
+type fdMessage struct {
+	hdr unix.Cmsghdr
+	fd  int32
+	_   int32
 }
 
 func (p *procPlan) begin(name string) int {
@@ -160,12 +176,31 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 }
 
 // planHolder compiles the setup of the commands' pid 1 (holdPidNS): not dumpable (it is
-// forked before the init makes itself so), every capability dropped and every signal
-// blocked. It runs no command; childMain then closes every descriptor it inherited.
-func planHolder() *procPlan {
+// forked before the init makes itself so); a procfs context made (fsopen(2): a procfs
+// is the pid namespace of the process that opens it) and sent to pid 1 on sock, for
+// the root's /proc; every capability dropped (the bounding set too) and every signal
+// blocked. It runs no
+// command; childMain then closes every descriptor it inherited.
+func planHolder(sock int) *procPlan {
 	p := &procPlan{}
 	s := p.begin("pid 1 of the commands")
 	p.call(s, "set not dumpable", unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0)
+	copy(p.fsType[:], "proc")
+	p.ops = append(p.ops, procOp{step: s, kind: opKeepFd, nr: unix.SYS_FSOPEN,
+		a: [6]uintptr{ptr(&p.fsType[0]), unix.FSOPEN_CLOEXEC}, what: "fsopen proc"})
+	p.fdmsg.hdr = unix.Cmsghdr{Level: unix.SOL_SOCKET, Type: unix.SCM_RIGHTS}
+	p.fdmsg.hdr.SetLen(unix.CmsgLen(4))
+	p.iobyte[0] = 'P'
+	p.iov.Base = &p.iobyte[0]
+	p.iov.SetLen(1)
+	p.msg.Iov = &p.iov
+	p.msg.Iovlen = 1
+	p.msg.Control = (*byte)(unsafe.Pointer(&p.fdmsg))
+	p.msg.SetControllen(int(unsafe.Sizeof(p.fdmsg)))
+	p.call(s, "send the procfs context", unix.SYS_SENDMSG, uintptr(sock), ptr(&p.msg), 0)
+	for c := 0; c <= caps.LastCap(); c++ {
+		p.call(s, "drop capability "+strconv.Itoa(c)+" from the bounding set", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c))
+	}
 	p.capHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 	p.call(s, "capset to empty", unix.SYS_CAPSET, ptr(&p.capHdr), ptr(&p.capData[0]))
 	p.call(s, "set no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)
@@ -220,6 +255,9 @@ func runSteps(p *procPlan, k rawSys) (int, unix.Errno) {
 		r, errno := k.do(op)
 		if errno == 0 && op.kind == opAbsCwd && (r == 0 || p.cwd[0] != '/') {
 			errno = unix.ENOENT
+		}
+		if errno == 0 && op.kind == opKeepFd {
+			p.fdmsg.fd = int32(r)
 		}
 		if errno != 0 {
 			return i, errno

@@ -29,6 +29,7 @@ type sandboxInit struct {
 	sources []int
 	root    *mounts.Root
 	holder  int // pid of the commands' pid 1
+	procFS  int // the procfs context of the commands' pid namespace, until the mount
 }
 
 type initStep struct {
@@ -90,34 +91,31 @@ func (s *sandboxInit) loopback() error {
 }
 
 // pidNamespace makes the pid namespace the commands run in, a child of the init's,
-// and has the root's procfs mounted for it: the commands cannot see or name pid 1
-// (issue 15: prlimit(2), /proc/1/*, ptrace, signals to the init).
-//
-// The commands' pid 1 (holdPidNS) is forked here, before any mount: the kernel names a
-// pid namespace only once it has its pid 1. It is forked before the init is in a cgroup
-// v1 group (the launcher places the init beside these steps): it does nothing but reap.
+// and its pid 1 (holdPidNS), which makes the procfs context the root's /proc is mounted
+// from: the commands cannot see or name pid 1 (issue 15: prlimit(2), /proc/1/*,
+// ptrace, signals to the init). Done before any mount; the holder is forked before
+// the init is in a cgroup v1 group (the launcher places the init beside these steps),
+// and does nothing but reap.
 func (s *sandboxInit) pidNamespace() error {
 	if err := s.sys.unsharePID(); err != nil {
 		return err
 	}
-	var err error
-	if s.holder, err = s.sys.fork(planHolder(), true); err != nil {
-		return err
-	}
-	ns, err := s.sys.openPID()
+	send, recv, err := s.sys.holderSocket()
 	if err != nil {
 		return err
 	}
-	spec := *s.spec
-	spec.Mounts = withPidNS(spec.Mounts, ns)
-	s.spec = &spec
-	return nil
+	if s.holder, err = s.sys.fork(planHolder(send), true); err != nil {
+		s.sys.closeFds([]int{send, recv})
+		return err
+	}
+	s.procFS, err = s.sys.recvProcFS(send, recv)
+	return err
 }
 
 func (s *sandboxInit) mount() error {
 	var err error
-	s.root, err = s.sys.buildRoot(s.spec, s.sources, s.trees)
-	s.sys.closePID() // the procfs holds the namespace now
+	s.root, err = s.sys.buildRoot(s.spec, s.sources, s.trees, s.procFS)
+	s.procFS = 0 // consumed
 	if err != nil {
 		return err
 	}

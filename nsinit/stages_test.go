@@ -38,19 +38,15 @@ func (r *recorder) rec(format string, a ...any) error {
 func (r *recorder) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
 	return r.spec, r.filter, []int{7, 8}, r.rec("readConfig")
 }
-func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
-func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
-func (r *recorder) unsharePID() error             { return r.rec("unshare CLONE_NEWPID") }
-func (r *recorder) openPID() (string, error)      { return "/proc/self/fd/9", r.rec("openPID") }
-func (r *recorder) closePID()                     { r.rec("closePID") }
-func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool) (*mounts.Root, error) {
-	var procOpts []string
-	for _, m := range spec.Mounts {
-		if m.Type == "proc" {
-			procOpts = m.Options
-		}
-	}
-	return nil, r.rec("buildRoot sources=%v trees=%v proc=%v", sources, trees, procOpts)
+func (r *recorder) sethostname(name string) error   { return r.rec("sethostname %s", name) }
+func (r *recorder) loopbackUp() error               { return r.rec("loopbackUp") }
+func (r *recorder) unsharePID() error               { return r.rec("unshare CLONE_NEWPID") }
+func (r *recorder) holderSocket() (int, int, error) { return 5, 6, r.rec("holderSocket") }
+func (r *recorder) recvProcFS(send, recv int) (int, error) {
+	return 9, r.rec("recvProcFS %d %d", send, recv)
+}
+func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error) {
+	return nil, r.rec("buildRoot sources=%v trees=%v procFS=%d", sources, trees, procFS)
 }
 func (r *recorder) closeFds(fds []int)                { r.rec("closeFds %v", fds) }
 func (r *recorder) pivotRoot(root *mounts.Root) error { return r.rec("pivotRoot") }
@@ -106,7 +102,7 @@ func stageSpec() *specs.Spec {
 			User:    specs.User{Umask: &umask},
 			Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 1024}, {Type: "RLIMIT_CORE"}},
 		},
-		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc", Options: []string{"nosuid", "pidns=/elsewhere"}}},
+		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc", Options: []string{"nosuid"}}},
 		Linux: &specs.Linux{Namespaces: []specs.LinuxNamespace{
 			{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace},
 		}},
@@ -121,7 +117,9 @@ func TestStageOrder(t *testing.T) {
 		capDrops = append(capDrops, fmt.Sprintf("  drop capability %d from the bounding set", c))
 	}
 	filter := seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}
-	holder := []string{"fork holder=true", "  set not dumpable", "  capset to empty", "  set no_new_privs", "  block every signal"}
+	holder := []string{"holderSocket", "fork holder=true", "  set not dumpable", "  fsopen proc", "  send the procfs context"}
+	holder = append(holder, capDrops...)
+	holder = append(holder, "  capset to empty", "  set no_new_privs", "  block every signal", "recvProcFS 5 6")
 	build := []string{
 		"readConfig",
 		"sethostname gosbx",
@@ -130,9 +128,7 @@ func TestStageOrder(t *testing.T) {
 	}
 	build = append(build, holder...)
 	build = append(build,
-		"openPID",
-		"buildRoot sources=[7 8] trees=false proc=[nosuid pidns=/proc/self/fd/9]",
-		"closePID",
+		"buildRoot sources=[7 8] trees=false procFS=9",
 		"closeFds [7 8]",
 		"pivotRoot",
 		"setNotDumpable",
@@ -212,7 +208,7 @@ func TestStageOrder(t *testing.T) {
 	t.Run("fail closed", func(t *testing.T) {
 		for _, tc := range []struct{ failAt, step string }{
 			{"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
-			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"},
+			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"fork holder=true", "pid namespace"},
 			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
 		} {
 			r := &recorder{spec: stageSpec(), filter: filter, failAt: tc.failAt}
@@ -223,7 +219,7 @@ func TestStageOrder(t *testing.T) {
 				t.Errorf("failing %s: err %v, want a step error at %q", tc.failAt, err, tc.step)
 			}
 			for i := len(r.calls) - 1; i >= 0 && !strings.HasPrefix(r.calls[i], tc.failAt); i-- {
-				if r.calls[i] != "closePID" { // releasing, not a step
+				if !strings.HasPrefix(r.calls[i], "closeFds") { // releasing, not a step
 					t.Errorf("failing %s: calls went on to %q", tc.failAt, r.calls[i])
 				}
 			}
