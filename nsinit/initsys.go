@@ -145,4 +145,3 @@ func (k *kernelInit) dropAllCaps()                               { dropThreadCap
 // (the DAC ones), and dropping the bounding set and setting securebits (CAP_SETPCAP).
 // None is kept in the bounding set; all are dropped in the child before execve.
 var stageCaps = []uint{unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH}
-
