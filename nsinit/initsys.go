@@ -112,7 +112,18 @@ func (k *kernelInit) limitCaps() error {
 		data[c/32].Effective |= 1 << (c % 32)
 		data[c/32].Permitted |= 1 << (c % 32)
 	}
-	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+	_, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	if errno == unix.ENOTSUP {
+		// A program built with cgo (AllThreadsSyscall refuses it): this thread, the one
+		// that forks the commands, only; the others are out of the commands' reach
+		// (their pid namespace) and keep their capabilities in the sandbox's user
+		// namespace, as before this step existed.
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("capset: %w", err)
+		}
+		return nil
+	}
+	if errno != 0 {
 		return fmt.Errorf("capset on every thread: %w", errno)
 	}
 	return nil

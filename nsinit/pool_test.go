@@ -125,16 +125,43 @@ func procStat(pid int) (state byte, ppid int, ok bool) {
 	return f[0][0], ppid, err == nil
 }
 
-// hasChildren reports whether some thread of pid has a child (proc(5): children).
+// hasChildren reports whether some thread of pid has a child (proc(5): children) other
+// than the commands' pid 1 (the holder, pid 1 of the pid namespace below the init's).
 func hasChildren(pid int) bool {
 	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	for _, task := range tasks {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
-		if err == nil && len(strings.Fields(string(b))) > 0 {
-			return true
+		if err != nil {
+			continue
+		}
+		for _, c := range strings.Fields(string(b)) {
+			if nsPid(c, 2) != 1 {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// parentPidNS returns the inode of the parent of pid's pid namespace (ioctl_ns(2)
+// NS_GET_PARENT), or 0.
+func parentPidNS(pid int) uint64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	const nsGetParent = 0xb702 // _IO(0xb7, 0x2)
+	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), nsGetParent, 0)
+	if errno != 0 {
+		return 0
+	}
+	defer unix.Close(int(fd))
+	var st unix.Stat_t
+	if unix.Fstat(int(fd), &st) != nil {
+		return 0
+	}
+	return st.Ino
 }
 
 // initChildren lists the live children of this process that run as an init (argv[0]
@@ -560,15 +587,17 @@ func TestPoolBoundary(t *testing.T) {
 		if st["NoNewPrivs"] != "1" || st["Seccomp"] != "2" {
 			t.Errorf("NoNewPrivs %q, Seccomp %q; want 1 and 2 (filter)", st["NoNewPrivs"], st["Seccomp"])
 		}
+		// The command's pid namespace is the commands', a child of the init's (held since
+		// its start), which the init is not in.
 		pidNS := nsIno(strconv.Itoa(exec.Pid), "pid")
-		if !log.holds(pidNS) {
-			t.Fatalf("the command's pid namespace %d is not the init's, held since its start", pidNS)
+		if parent := parentPidNS(exec.Pid); !log.holds(parent) || parent != start.PidNS {
+			t.Fatalf("the parent %d of the command's pid namespace is not the init's %d, held since its start", parent, start.PidNS)
 		}
-		if pidNS == 0 || pidNS == nsIno("self", "pid") || pidNS != start.PidNS {
+		if pidNS == 0 || pidNS == nsIno("self", "pid") || pidNS == start.PidNS {
 			t.Errorf("pid namespace of the command %d; the test's %d, the init's %d", pidNS, nsIno("self", "pid"), start.PidNS)
 		}
-		if in := pidsInPidNS(pidNS); !contains(intsToStrings(in), strconv.Itoa(exec.Pid)) || !contains(intsToStrings(in), strconv.Itoa(start.ChildPid)) {
-			t.Errorf("processes in the command's pid namespace: %v; want the init %d and the command %d", in, start.ChildPid, exec.Pid)
+		if in := pidsInPidNS(pidNS); !contains(intsToStrings(in), strconv.Itoa(exec.Pid)) || contains(intsToStrings(in), strconv.Itoa(start.ChildPid)) {
+			t.Errorf("processes in the command's pid namespace: %v; want the command %d, not the init %d", in, exec.Pid, start.ChildPid)
 		}
 		// A forwarded signal ends it as the command's own death.
 		if err := c.Signal(syscall.SIGTERM); err != nil {
