@@ -34,16 +34,20 @@ const LockedNoRoot = secbitNoRoot | secbitNoRootLocked | secbitNoSetuidFixup |
 	secbitNoSetuidFixupLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
 
 // LastCap returns the highest capability number the running kernel knows, probed with
-// PR_CAPBSET_READ (no /proc needed).
+// PR_CAPBSET_READ (no /proc needed), which fails with EINVAL past it: a binary search,
+// six calls (a system call costs microseconds in a VM; one per capability added
+// 0.1-0.2 ms to each launch).
 func LastCap() int {
-	last := 0
-	for c := 0; c < 64; c++ {
-		if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err != nil {
-			break
+	lo, hi := 0, 63 // capability 0 exists; lo always does, hi+1 never
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(mid), 0, 0, 0); err != nil {
+			hi = mid - 1
+		} else {
+			lo = mid
 		}
-		last = c
 	}
-	return last
+	return lo
 }
 
 // DropAll empties the calling thread's bounding set (needs CAP_SETPCAP, so it goes

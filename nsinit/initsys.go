@@ -9,7 +9,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/internal/netns"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/seccomp"
@@ -99,13 +98,10 @@ func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot(
 func (k *kernelInit) setNotDumpable() error     { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
 func (k *kernelInit) joinSessionKeyring() error { return newSessionKeyring() }
 
-// limitCaps empties this thread's bounding set (what the commands forked from it start
-// from) and leaves every thread of the init only stageCaps, which the process stage
-// needs before it drops them all in the child.
+// limitCaps leaves every thread of the init only stageCaps, which the process stage
+// needs before it drops them all in the child (the bounding set too: pid 1 never
+// executes anything, and its empty inheritable and ambient sets cannot grow).
 func (k *kernelInit) limitCaps() error {
-	if err := caps.DropBounding(); err != nil {
-		return err
-	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	for _, c := range stageCaps {
@@ -154,5 +150,5 @@ func (k *kernelInit) dropAllCaps()                               { dropThreadCap
 // stageCaps are the capabilities pid 1 keeps once the root is built, for the process
 // stage in the child: raising rlimits (CAP_SYS_RESOURCE), opening the working directory
 // (the DAC ones), and dropping the bounding set and setting securebits (CAP_SETPCAP).
-// None is kept in the bounding set; all are dropped in the child before execve.
+// All are dropped in the child before execve.
 var stageCaps = []uint{unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH}

@@ -178,7 +178,8 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 // planHolder compiles the setup of the commands' pid 1 (holdPidNS): not dumpable (it is
 // forked before the init makes itself so); a procfs context made (fsopen(2): a procfs
 // is the pid namespace of the process that opens it) and sent to pid 1 on sock, for
-// the root's /proc; every capability dropped (the bounding set too) and every signal
+// the root's /proc; every capability dropped (its bounding set does not matter: it
+// never executes anything, and an empty permitted set cannot grow) and every signal
 // blocked. It runs no
 // command; childMain then closes every descriptor it inherited.
 func planHolder(sock int) *procPlan {
@@ -198,9 +199,6 @@ func planHolder(sock int) *procPlan {
 	p.msg.Control = (*byte)(unsafe.Pointer(&p.fdmsg))
 	p.msg.SetControllen(int(unsafe.Sizeof(p.fdmsg)))
 	p.call(s, "send the procfs context", unix.SYS_SENDMSG, uintptr(sock), ptr(&p.msg), 0)
-	for c := 0; c <= caps.LastCap(); c++ {
-		p.call(s, "drop capability "+strconv.Itoa(c)+" from the bounding set", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c))
-	}
 	p.capHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 	p.call(s, "capset to empty", unix.SYS_CAPSET, ptr(&p.capHdr), ptr(&p.capData[0]))
 	p.call(s, "set no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)

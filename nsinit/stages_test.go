@@ -118,7 +118,6 @@ func TestStageOrder(t *testing.T) {
 	}
 	filter := seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}
 	holder := []string{"holderSocket", "fork holder=true", "  set not dumpable", "  fsopen proc", "  send the procfs context"}
-	holder = append(holder, capDrops...)
 	holder = append(holder, "  capset to empty", "  set no_new_privs", "  block every signal", "recvProcFS 5 6")
 	build := []string{
 		"readConfig",
