@@ -3,8 +3,6 @@ package nsinit
 import (
 	"fmt"
 	"os"
-	"syscall"
-	"unsafe"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -23,11 +21,13 @@ type initSys interface {
 	sethostname(name string) error
 	loopbackUp() error
 	// unsharePID makes the calling thread's next child the first process (pid 1) of
-	// a new pid namespace. That one sends a procfs context of it on a socket of
-	// holderSocket, which recvProcFS receives (and closes the pair).
+	// a new pid namespace: the holder, started by startHolder, which sends a procfs
+	// context of it on a socket of holderSocket. awaitHolder waits for its report and
+	// receives the context (and closes the pair).
 	unsharePID() error
 	holderSocket() (send, recv int, err error)
-	recvProcFS(send, recv int) (int, error)
+	startHolder(p *procPlan) (int, error)
+	awaitHolder(p *procPlan, pid, send, recv int) (int, error)
 	buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error)
 	closeFds(fds []int)
 	pivotRoot(root *mounts.Root) error
@@ -41,13 +41,14 @@ type initSys interface {
 	awaitGoAhead()
 	defaultSignals() error
 	claimTerminal()
-	fork(p *procPlan, holder bool) (int, error)
+	fork(p *procPlan) (int, error)
 	dropAllCaps()
 }
 
 // kernelInit is initSys on the kernel, for the init process.
 type kernelInit struct {
-	w syncWriter
+	w            syncWriter
+	holderReport int
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
@@ -75,9 +76,23 @@ func (k *kernelInit) holderSocket() (int, int, error) {
 	return fds[0], fds[1], nil
 }
 
-func (k *kernelInit) recvProcFS(send, recv int) (int, error) {
-	unix.Close(send)
+// heldPlan is the holder's plan, its stack included: the holder runs on that memory
+// for the life of the sandbox, so it must never be collected.
+var heldPlan *procPlan
+
+func (k *kernelInit) startHolder(p *procPlan) (int, error) {
+	heldPlan = p
+	pid, report, err := startPlan(p, true)
+	k.holderReport = report
+	return pid, err
+}
+
+func (k *kernelInit) awaitHolder(p *procPlan, pid, send, recv int) (int, error) {
+	unix.Close(send) // so that recv ends should the holder end before it sends
 	defer unix.Close(recv)
+	if err := awaitPlan(p, pid, k.holderReport); err != nil {
+		return -1, err
+	}
 	fds, err := recvFds(recv, 1)
 	if err != nil {
 		return -1, fmt.Errorf("receive the procfs context: %w", err)
@@ -98,9 +113,14 @@ func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot(
 func (k *kernelInit) setNotDumpable() error     { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
 func (k *kernelInit) joinSessionKeyring() error { return newSessionKeyring() }
 
-// limitCaps leaves every thread of the init only stageCaps, which the process stage
-// needs before it drops them all in the child (the bounding set too: pid 1 never
-// executes anything, and its empty inheritable and ambient sets cannot grow).
+// limitCaps leaves the forking thread, whose credentials the commands' children start
+// from, only stageCaps, which the process stage needs before it drops them all (the
+// bounding set too: pid 1 never executes anything, and its empty inheritable and
+// ambient sets cannot grow). The init's other threads drop theirs with this one's
+// right after the command is forked (dropAllCaps): one stop-the-world of every thread
+// (syscall.AllThreadsSyscall) costs ~0.2 ms of a launch here, and until the fork no
+// process of the sandbox runs. An init that serves more than one command (sessions)
+// limits every thread here instead.
 func (k *kernelInit) limitCaps() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -108,19 +128,8 @@ func (k *kernelInit) limitCaps() error {
 		data[c/32].Effective |= 1 << (c % 32)
 		data[c/32].Permitted |= 1 << (c % 32)
 	}
-	_, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
-	if errno == unix.ENOTSUP {
-		// A program built with cgo (AllThreadsSyscall refuses it): this thread, the one
-		// that forks the commands, only; the others are out of the commands' reach
-		// (their pid namespace) and keep their capabilities in the sandbox's user
-		// namespace, as before this step existed.
-		if err := unix.Capset(&hdr, &data[0]); err != nil {
-			return fmt.Errorf("capset: %w", err)
-		}
-		return nil
-	}
-	if errno != 0 {
-		return fmt.Errorf("capset on every thread: %w", errno)
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
 	}
 	return nil
 }
@@ -144,8 +153,8 @@ func (k *kernelInit) awaitGoAhead() {
 func (k *kernelInit) defaultSignals() error { return defaultFaultSignals() }
 func (k *kernelInit) claimTerminal()        { claimTerminal() }
 
-func (k *kernelInit) fork(p *procPlan, holder bool) (int, error) { return forkPlan(p, holder) }
-func (k *kernelInit) dropAllCaps()                               { dropThreadCaps() }
+func (k *kernelInit) fork(p *procPlan) (int, error) { return forkPlan(p) }
+func (k *kernelInit) dropAllCaps()                  { dropThreadCaps() }
 
 // stageCaps are the capabilities pid 1 keeps once the root is built, for the process
 // stage in the child: raising rlimits (CAP_SYS_RESOURCE), opening the working directory

@@ -67,6 +67,9 @@ type procPlan struct {
 	dir        *os.File // the working directory, opened inside the root by pid 1
 	sigset     [1]uint64
 	report     [2]int32 // written by the child on failure: op index, errno
+	stack      []byte   // the child's stack (forkRun)
+	reportFd   int
+	holder     bool
 
 	// the holder's procfs context, sent to pid 1 (planHolder)
 	fsType [8]byte
@@ -276,35 +279,53 @@ func runtime_AfterFork()
 //go:linkname runtime_AfterForkInChild syscall.runtime_AfterForkInChild
 func runtime_AfterForkInChild()
 
-// forkPlan forks the calling thread (clone(2) with flags|SIGCHLD), runs p in the child
-// and there executes the command (holder false) or becomes the pid namespace's holder
-// (holder true). It returns the child's pid, or the error that stopped it: a
-// *stepError naming the step, or an *execError when execve(2) itself failed. The child
-// reports on a close-on-exec pipe: end of file is a successful execve.
-func forkPlan(p *procPlan, holder bool) (int, error) {
+// forkPlan forks the calling thread, runs p in the child and there executes the
+// command; it returns the child's pid once the command executed, or the error that
+// stopped it: a *stepError naming the step, or an *execError when execve(2) itself
+// failed. The child reports on a close-on-exec pipe: end of file is a successful
+// execve.
+func forkPlan(p *procPlan) (int, error) {
+	pid, report, err := startPlan(p, false)
+	if err != nil {
+		return 0, err
+	}
+	return pid, awaitPlan(p, pid, report)
+}
+
+// startPlan forks the child of p (the holder when holder is set) and returns its pid
+// and the read end of its report pipe, for awaitPlan.
+func startPlan(p *procPlan, holder bool) (int, int, error) {
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
-		return 0, &stepError{p.steps[0], fmt.Errorf("pipe2: %w", err)}
+		return 0, -1, &stepError{p.steps[0], fmt.Errorf("pipe2: %w", err)}
 	}
 	pid, errno := forkRun(p, fds[1], holder)
 	unix.Close(fds[1])
-	defer unix.Close(fds[0])
 	if errno != 0 {
-		return 0, &stepError{p.steps[0], fmt.Errorf("clone: %w", errno)}
+		unix.Close(fds[0])
+		return 0, -1, &stepError{p.steps[0], fmt.Errorf("clone: %w", errno)}
 	}
+	return pid, fds[0], nil
+}
+
+// awaitPlan reads the report of p's child pid on report (and closes it): nil once a
+// command executed or the holder is set up; otherwise the child is reaped and the
+// error names the step that failed.
+func awaitPlan(p *procPlan, pid, report int) error {
 	var rep [8]byte
-	n, err := readFull(fds[0], rep[:])
-	runtime.KeepAlive(p)
+	n, err := readFull(report, rep[:])
+	unix.Close(report)
 	if p.dir != nil {
 		p.dir.Close()
 	}
-	if n == 0 && err == nil && !holder {
-		return pid, nil // end of file: executed
+	if n == 0 && err == nil && !p.holder {
+		runtime.KeepAlive(p)
+		return nil // end of file: executed
 	}
 	i := int(int32(uint32(rep[0]) | uint32(rep[1])<<8 | uint32(rep[2])<<16 | uint32(rep[3])<<24))
 	e := unix.Errno(uint32(rep[4]) | uint32(rep[5])<<8 | uint32(rep[6])<<16 | uint32(rep[7])<<24)
-	if holder && n == 8 && i == -1 {
-		return pid, nil
+	if p.holder && n == 8 && i == -1 {
+		return nil
 	}
 	var ws unix.WaitStatus
 	for {
@@ -312,18 +333,19 @@ func forkPlan(p *procPlan, holder bool) (int, error) {
 			break
 		}
 	}
+	runtime.KeepAlive(p)
 	if err != nil || n != 8 || i < 0 || i >= len(p.ops) {
-		return 0, &stepError{p.steps[0], fmt.Errorf("the forked child ended without a report (%s)", describe(ws))}
+		return &stepError{p.steps[0], fmt.Errorf("the forked child ended without a report (%s)", describe(ws))}
 	}
 	op := p.ops[i]
 	name := p.steps[op.step]
 	switch {
 	case op.kind == opFail:
-		return 0, &stepError{name, fault.Check(name)}
+		return &stepError{name, fault.Check(name)}
 	case name == "exec":
-		return 0, &execError{path: p.path, errno: e}
+		return &execError{path: p.path, errno: e}
 	}
-	return 0, &stepError{name, fmt.Errorf("%s: %w", op.what, e)}
+	return &stepError{name, fmt.Errorf("%s: %w", op.what, e)}
 }
 
 func readFull(fd int, b []byte) (int, error) {
@@ -344,25 +366,51 @@ func readFull(fd int, b []byte) (int, error) {
 	return n, nil
 }
 
-// forkRun clones the calling thread as syscall.forkExec does (no allocation and no call
-// but nosplit ones between runtime_BeforeFork and the child's end) and runs the plan in
-// the child, which never returns. In the parent it returns the child's pid.
+// forkRun clones the calling process as syscall.forkExec does, between the runtime's
+// fork hooks, but with the child on a stack of its own (cloneVM): memory is shared
+// (CLONE_VM), so no page table is copied. A command's child runs while this thread
+// waits (CLONE_VFORK) until it executes or fails; the holder runs beside pid 1 for
+// good, on a stack the plan keeps, touching nothing but its plan. In the parent it
+// returns the child's pid.
 //
 //go:norace
 //go:noinline
-func forkRun(p *procPlan, report int, holder bool) (pid int, errno syscall.Errno) {
-	var r uintptr
+func forkRun(p *procPlan, report int, holder bool) (int, syscall.Errno) {
+	p.stack = make([]byte, childStack)
+	p.reportFd, p.holder = report, holder
+	top := uintptr(unsafe.Pointer(&p.stack[len(p.stack)-1])) &^ 15
+	flags := uintptr(unix.CLONE_VM | unix.SIGCHLD)
+	if !holder {
+		flags |= unix.CLONE_VFORK
+	}
 	syscall.ForkLock.Lock()
 	runtime_BeforeFork()
-	r, _, errno = syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
-	if errno != 0 || r != 0 {
-		runtime_AfterFork()
-		syscall.ForkLock.Unlock()
-		return int(r), errno
+	pid, errno := cloneVM(flags, top, p)
+	runtime_AfterFork()
+	syscall.ForkLock.Unlock()
+	return int(pid), syscall.Errno(errno)
+}
+
+// childStack is the size of a forked child's stack: its calls are nosplit and shallow.
+const childStack = 32 << 10
+
+// cloneVM is clone_amd64.s.
+func cloneVM(flags, stack uintptr, p *procPlan) (pid, errno uintptr)
+
+// childEntry is where cloneVM's child starts, on its own stack, with the parent's
+// memory and the parent thread's g: nosplit throughout, no allocation, no pointer
+// stored. A command's child restores the signal mask and dispositions as
+// syscall.forkExec's does (the parent thread waits meanwhile); the holder must not
+// touch the runtime's state, which pid 1's threads go on using: it keeps every signal
+// blocked instead.
+//
+//go:nosplit
+//go:norace
+func childEntry(p *procPlan) {
+	if !p.holder {
+		runtime_AfterForkInChild()
 	}
-	runtime_AfterForkInChild()
-	childMain(p, report, holder)
-	return 0, 0
+	childMain(p, p.reportFd, p.holder)
 }
 
 // childMain is the forked child: it runs the plan; on failure it writes the failed

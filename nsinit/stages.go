@@ -29,7 +29,10 @@ type sandboxInit struct {
 	sources []int
 	root    *mounts.Root
 	holder  int // pid of the commands' pid 1
-	procFS  int // the procfs context of the commands' pid namespace, until the mount
+
+	// the holder's plan (its memory is the holder's for good) and socket pair
+	holderPlan             *procPlan
+	holderSend, holderRecv int
 }
 
 type initStep struct {
@@ -42,9 +45,9 @@ type initStep struct {
 func (s *sandboxInit) buildSteps() []initStep {
 	steps := []initStep{
 		{"read config", (*sandboxInit).readConfig},
+		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
-		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"mount", (*sandboxInit).mount},
 		{"pivot_root", (*sandboxInit).pivotRoot},
 		// Not dumpable: nothing inside can open /proc/<pid>/{exe,mem,fd/*} of pid 1 or
@@ -91,31 +94,34 @@ func (s *sandboxInit) loopback() error {
 }
 
 // pidNamespace makes the pid namespace the commands run in, a child of the init's,
-// and its pid 1 (holdPidNS), which makes the procfs context the root's /proc is mounted
-// from: the commands cannot see or name pid 1 (issue 15: prlimit(2), /proc/1/*,
-// ptrace, signals to the init). Done before any mount; the holder is forked before
+// and starts its pid 1, the holder (holdPidNS), which makes the procfs context the
+// root's /proc is mounted from (awaited by mount, so that the holder runs beside the
+// hostname and loopback steps): the commands cannot see or name pid 1 (issue 15:
+// prlimit(2), /proc/1/*, ptrace, signals to the init). The holder is started before
 // the init is in a cgroup v1 group (the launcher places the init beside these steps),
 // and does nothing but reap.
 func (s *sandboxInit) pidNamespace() error {
 	if err := s.sys.unsharePID(); err != nil {
 		return err
 	}
-	send, recv, err := s.sys.holderSocket()
-	if err != nil {
+	var err error
+	if s.holderSend, s.holderRecv, err = s.sys.holderSocket(); err != nil {
 		return err
 	}
-	if s.holder, err = s.sys.fork(planHolder(send), true); err != nil {
-		s.sys.closeFds([]int{send, recv})
+	s.holderPlan = planHolder(s.holderSend)
+	if s.holder, err = s.sys.startHolder(s.holderPlan); err != nil {
+		s.sys.closeFds([]int{s.holderSend, s.holderRecv})
 		return err
 	}
-	s.procFS, err = s.sys.recvProcFS(send, recv)
-	return err
+	return nil
 }
 
 func (s *sandboxInit) mount() error {
-	var err error
-	s.root, err = s.sys.buildRoot(s.spec, s.sources, s.trees, s.procFS)
-	s.procFS = 0 // consumed
+	procFS, err := s.sys.awaitHolder(s.holderPlan, s.holder, s.holderSend, s.holderRecv)
+	if err != nil {
+		return err
+	}
+	s.root, err = s.sys.buildRoot(s.spec, s.sources, s.trees, procFS)
 	if err != nil {
 		return err
 	}
@@ -171,7 +177,7 @@ func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
 	cleanupSpec = s.spec
 	forked.Store(true)
 	s.sys.send(message{Type: msgForking})
-	pid, err := s.sys.fork(plan, false)
+	pid, err := s.sys.fork(plan)
 	s.sys.dropAllCaps()
 	if err != nil {
 		return "", 0, err

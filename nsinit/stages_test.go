@@ -42,8 +42,18 @@ func (r *recorder) sethostname(name string) error   { return r.rec("sethostname 
 func (r *recorder) loopbackUp() error               { return r.rec("loopbackUp") }
 func (r *recorder) unsharePID() error               { return r.rec("unshare CLONE_NEWPID") }
 func (r *recorder) holderSocket() (int, int, error) { return 5, 6, r.rec("holderSocket") }
-func (r *recorder) recvProcFS(send, recv int) (int, error) {
-	return 9, r.rec("recvProcFS %d %d", send, recv)
+func (r *recorder) startHolder(p *procPlan) (int, error) {
+	if err := r.rec("startHolder"); err != nil {
+		return 0, err
+	}
+	p.holder = true
+	if i, errno := runSteps(p, r); i >= 0 {
+		return 0, fmt.Errorf("%s: %s: %w", p.steps[p.ops[i].step], p.ops[i].what, errno)
+	}
+	return 41, nil
+}
+func (r *recorder) awaitHolder(p *procPlan, pid, send, recv int) (int, error) {
+	return 9, r.rec("awaitHolder %d %d %d", pid, send, recv)
 }
 func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error) {
 	return nil, r.rec("buildRoot sources=%v trees=%v procFS=%d", sources, trees, procFS)
@@ -70,8 +80,8 @@ func (r *recorder) awaitGoAhead()         { r.rec("awaitGoAhead") }
 func (r *recorder) defaultSignals() error { return r.rec("defaultSignals") }
 func (r *recorder) claimTerminal()        { r.rec("claimTerminal") }
 func (r *recorder) dropAllCaps()          { r.rec("dropAllCaps") }
-func (r *recorder) fork(p *procPlan, holder bool) (int, error) {
-	if err := r.rec("fork holder=%v", holder); err != nil {
+func (r *recorder) fork(p *procPlan) (int, error) {
+	if err := r.rec("fork"); err != nil {
 		return 0, err
 	}
 	if p.dir != nil {
@@ -117,23 +127,27 @@ func TestStageOrder(t *testing.T) {
 		capDrops = append(capDrops, fmt.Sprintf("  drop capability %d from the bounding set", c))
 	}
 	filter := seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}
-	holder := []string{"holderSocket", "fork holder=true", "  set not dumpable", "  fsopen proc", "  send the procfs context"}
-	holder = append(holder, "  capset to empty", "  set no_new_privs", "  block every signal", "recvProcFS 5 6")
 	build := []string{
 		"readConfig",
+		"unshare CLONE_NEWPID",
+		"holderSocket",
+		"startHolder",
+		"  set not dumpable",
+		"  fsopen proc",
+		"  send the procfs context",
+		"  capset to empty",
+		"  set no_new_privs",
+		"  block every signal",
 		"sethostname gosbx",
 		"loopbackUp",
-		"unshare CLONE_NEWPID",
-	}
-	build = append(build, holder...)
-	build = append(build,
+		"awaitHolder 41 5 6",
 		"buildRoot sources=[7 8] trees=false procFS=9",
 		"closeFds [7 8]",
 		"pivotRoot",
 		"setNotDumpable",
 		"joinSessionKeyring",
 		"limitCaps",
-	)
+	}
 	start := []string{
 		"openDir /work",
 		"lookPath sh",
@@ -141,7 +155,7 @@ func TestStageOrder(t *testing.T) {
 		"defaultSignals",
 		"claimTerminal",
 		"send forking",
-		"fork holder=false",
+		"fork",
 		"  setsid",
 		"  setrlimit RLIMIT_NOFILE=1024:1024",
 		"  setrlimit RLIMIT_CORE=0:0",
@@ -172,8 +186,8 @@ func TestStageOrder(t *testing.T) {
 		if !reflect.DeepEqual(r.calls, want) {
 			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
 		}
-		if s.holder != 42 {
-			t.Errorf("the commands' pid 1 is %d, want the double's 42", s.holder)
+		if s.holder != 41 {
+			t.Errorf("the commands' pid 1 is %d, want the double's 41", s.holder)
 		}
 	})
 
@@ -207,7 +221,7 @@ func TestStageOrder(t *testing.T) {
 	t.Run("fail closed", func(t *testing.T) {
 		for _, tc := range []struct{ failAt, step string }{
 			{"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
-			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"fork holder=true", "pid namespace"},
+			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
 			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
 		} {
 			r := &recorder{spec: stageSpec(), filter: filter, failAt: tc.failAt}
