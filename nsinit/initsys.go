@@ -22,12 +22,13 @@ type initSys interface {
 	loopbackUp() error
 	// unsharePID makes the calling thread's next child the first process (pid 1) of
 	// a new pid namespace: the holder, started by startHolder, which sends a procfs
-	// context of it on a socket of holderSocket. awaitHolder waits for its report and
-	// receives the context (and closes the pair).
+	// context of it on a socket of holderFiles and executes the holder program from
+	// its memfd exe. awaitHolder waits for its report and receives the context (and
+	// closes the three).
 	unsharePID() error
-	holderSocket() (send, recv int, err error)
+	holderFiles() (send, recv, exe int, err error)
 	startHolder(p *procPlan) (int, error)
-	awaitHolder(p *procPlan, pid, send, recv int) (int, error)
+	awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error)
 	buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error)
 	closeFds(fds []int)
 	pivotRoot(root *mounts.Root) error
@@ -68,29 +69,32 @@ func (k *kernelInit) unsharePID() error {
 	return nil
 }
 
-func (k *kernelInit) holderSocket() (int, int, error) {
+func (k *kernelInit) holderFiles() (int, int, int, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, -1, fmt.Errorf("socketpair: %w", err)
+		return -1, -1, -1, fmt.Errorf("socketpair: %w", err)
 	}
-	return fds[0], fds[1], nil
+	exe, err := holderFile()
+	if err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return -1, -1, -1, err
+	}
+	return fds[0], fds[1], exe, nil
 }
 
-// heldPlan is the holder's plan, its stack included: the holder runs on that memory
-// for the life of the sandbox, so it must never be collected.
-var heldPlan *procPlan
-
 func (k *kernelInit) startHolder(p *procPlan) (int, error) {
-	heldPlan = p
 	pid, report, err := startPlan(p, true)
 	k.holderReport = report
 	return pid, err
 }
 
-func (k *kernelInit) awaitHolder(p *procPlan, pid, send, recv int) (int, error) {
+func (k *kernelInit) awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error) {
 	unix.Close(send) // so that recv ends should the holder end before it sends
 	defer unix.Close(recv)
-	if err := awaitPlan(p, pid, k.holderReport); err != nil {
+	err := awaitPlan(p, pid, k.holderReport)
+	unix.Close(exe)
+	if err != nil {
 		return -1, err
 	}
 	fds, err := recvFds(recv, 1)

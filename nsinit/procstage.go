@@ -73,6 +73,7 @@ type procPlan struct {
 
 	// the holder's procfs context, sent to pid 1 (planHolder)
 	fsType [8]byte
+	empty  [1]byte
 	fdmsg  fdMessage
 	iobyte [1]byte
 	iov    unix.Iovec
@@ -178,17 +179,15 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 	return p, nil
 }
 
-// planHolder compiles the setup of the commands' pid 1 (holdPidNS): not dumpable (it is
-// forked before the init makes itself so); a procfs context made (fsopen(2): a procfs
-// is the pid namespace of the process that opens it) and sent to pid 1 on sock, for
-// the root's /proc; every capability dropped (its bounding set does not matter: it
-// never executes anything, and an empty permitted set cannot grow) and every signal
-// blocked. It runs no
-// command; childMain then closes every descriptor it inherited.
-func planHolder(sock int) *procPlan {
-	p := &procPlan{}
+// planHolder compiles the commands' pid 1, the holder: a procfs context made (fsopen(2):
+// a procfs is the pid namespace of the process that opens it) and sent to pid 1 on
+// sock, for the root's /proc; the no-root securebits, every capability dropped and
+// no_new_privs (execve(2) then grants none, as uid 0 too), every signal blocked (SIGCHLD
+// is waited for), every descriptor close-on-exec; then the holder program (holderELF)
+// executed from exe, which reaps what the commands leave orphaned, for good.
+func planHolder(sock, exe int) *procPlan {
+	p := &procPlan{path: "gosbx-pid1"}
 	s := p.begin("pid 1 of the commands")
-	p.call(s, "set not dumpable", unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0)
 	copy(p.fsType[:], "proc")
 	p.ops = append(p.ops, procOp{step: s, kind: opKeepFd, nr: unix.SYS_FSOPEN,
 		a: [6]uintptr{ptr(&p.fsType[0]), unix.FSOPEN_CLOEXEC}, what: "fsopen proc"})
@@ -202,11 +201,18 @@ func planHolder(sock int) *procPlan {
 	p.msg.Control = (*byte)(unsafe.Pointer(&p.fdmsg))
 	p.msg.SetControllen(int(unsafe.Sizeof(p.fdmsg)))
 	p.call(s, "send the procfs context", unix.SYS_SENDMSG, uintptr(sock), ptr(&p.msg), 0)
+	p.call(s, "set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, caps.LockedNoRoot)
 	p.capHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 	p.call(s, "capset to empty", unix.SYS_CAPSET, ptr(&p.capHdr), ptr(&p.capData[0]))
 	p.call(s, "set no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1)
 	p.sigset[0] = ^uint64(0)
 	p.call(s, "block every signal", unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, ptr(&p.sigset[0]), 0, 8)
+	p.call(s, "close_range 0-max CLOSE_RANGE_CLOEXEC", unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC)
+	p.pathp = &p.empty[0] // "": execveat(2) AT_EMPTY_PATH
+	p.argv, _ = syscall.SlicePtrFromStrings([]string{p.path})
+	p.envv = []*byte{nil}
+	p.call(s, "execveat the holder (a memfd: vm.memfd_noexec=2 forbids it)", unix.SYS_EXECVEAT, uintptr(exe),
+		ptr(p.pathp), ptr(&p.argv[0]), ptr(&p.envv[0]), unix.AT_EMPTY_PATH)
 	return p
 }
 
@@ -318,15 +324,12 @@ func awaitPlan(p *procPlan, pid, report int) error {
 	if p.dir != nil {
 		p.dir.Close()
 	}
-	if n == 0 && err == nil && !p.holder {
+	if n == 0 && err == nil {
 		runtime.KeepAlive(p)
 		return nil // end of file: executed
 	}
 	i := int(int32(uint32(rep[0]) | uint32(rep[1])<<8 | uint32(rep[2])<<16 | uint32(rep[3])<<24))
 	e := unix.Errno(uint32(rep[4]) | uint32(rep[5])<<8 | uint32(rep[6])<<16 | uint32(rep[7])<<24)
-	if p.holder && n == 8 && i == -1 {
-		return nil
-	}
 	var ws unix.WaitStatus
 	for {
 		if _, werr := unix.Wait4(pid, &ws, 0, nil); werr != unix.EINTR {
@@ -369,9 +372,10 @@ func readFull(fd int, b []byte) (int, error) {
 // forkRun clones the calling process as syscall.forkExec does, between the runtime's
 // fork hooks, but with the child on a stack of its own (cloneVM): memory is shared
 // (CLONE_VM), so no page table is copied. A command's child runs while this thread
-// waits (CLONE_VFORK) until it executes or fails; the holder runs beside pid 1 for
-// good, on a stack the plan keeps, touching nothing but its plan. In the parent it
-// returns the child's pid.
+// waits (CLONE_VFORK) until it executes or fails; the holder runs beside pid 1 until it
+// executes the holder program, on a stack the plan keeps, touching nothing but its
+// plan (pid 1 meanwhile goes on with its steps). In the parent it returns the child's
+// pid.
 //
 //go:norace
 //go:noinline
@@ -402,7 +406,7 @@ func cloneVM(flags, stack uintptr, p *procPlan) (pid, errno uintptr)
 // stored. A command's child restores the signal mask and dispositions as
 // syscall.forkExec's does (the parent thread waits meanwhile); the holder must not
 // touch the runtime's state, which pid 1's threads go on using: it keeps every signal
-// blocked instead.
+// blocked (runtime_BeforeFork blocked them), and its plan sets its own mask.
 //
 //go:nosplit
 //go:norace
@@ -410,41 +414,19 @@ func childEntry(p *procPlan) {
 	if !p.holder {
 		runtime_AfterForkInChild()
 	}
-	childMain(p, p.reportFd, p.holder)
+	childMain(p, p.reportFd)
 }
 
-// childMain is the forked child: it runs the plan; on failure it writes the failed
-// call's index and errno on report and exits 125. A holder then reports success,
-// closes every descriptor and reaps for good.
+// childMain is the forked child: it runs the plan, which ends in execve(2); on failure
+// it writes the failed call's index and errno on report and exits 125.
 //
 //go:nosplit
 //go:norace
-func childMain(p *procPlan, report int, holder bool) {
+func childMain(p *procPlan, report int) {
 	i, errno := runSteps(p, &theKernel)
 	p.report[0], p.report[1] = int32(i), int32(errno)
 	syscall.RawSyscall(unix.SYS_WRITE, uintptr(report), uintptr(unsafe.Pointer(&p.report[0])), 8)
-	if holder && i < 0 {
-		syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), 0)
-		holdPidNS(p)
-	}
 	for {
 		syscall.RawSyscall(unix.SYS_EXIT_GROUP, ExitSetup, 0, 0)
-	}
-}
-
-// holdPidNS is pid 1 of the commands' pid namespace: it reaps what the commands leave
-// orphaned and otherwise waits for SIGCHLD (blocked, so rt_sigtimedwait(2) takes it),
-// for good. It holds no descriptor, no capability, and ignores every signal a process
-// of its namespace can send (pid_namespaces(7): an init's default dispositions).
-//
-//go:nosplit
-//go:norace
-func holdPidNS(p *procPlan) {
-	p.sigset[0] = 1 << (unix.SIGCHLD - 1)
-	for {
-		_, _, e := syscall.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), 0, unix.WALL, 0, 0, 0)
-		if e == unix.ECHILD {
-			syscall.RawSyscall6(unix.SYS_RT_SIGTIMEDWAIT, uintptr(unsafe.Pointer(&p.sigset[0])), 0, 0, 8, 0, 0)
-		}
 	}
 }

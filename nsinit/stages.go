@@ -30,9 +30,10 @@ type sandboxInit struct {
 	root    *mounts.Root
 	holder  int // pid of the commands' pid 1
 
-	// the holder's plan (its memory is the holder's for good) and socket pair
-	holderPlan             *procPlan
-	holderSend, holderRecv int
+	// the holder's plan (its memory is the holder's until it executes), socket pair
+	// and program
+	holderPlan                        *procPlan
+	holderSend, holderRecv, holderExe int
 }
 
 type initStep struct {
@@ -94,7 +95,7 @@ func (s *sandboxInit) loopback() error {
 }
 
 // pidNamespace makes the pid namespace the commands run in, a child of the init's,
-// and starts its pid 1, the holder (holdPidNS), which makes the procfs context the
+// and starts its pid 1, the holder (planHolder, holderELF), which makes the procfs context the
 // root's /proc is mounted from (awaited by mount, so that the holder runs beside the
 // hostname and loopback steps): the commands cannot see or name pid 1 (issue 15:
 // prlimit(2), /proc/1/*, ptrace, signals to the init). The holder is started before
@@ -105,19 +106,19 @@ func (s *sandboxInit) pidNamespace() error {
 		return err
 	}
 	var err error
-	if s.holderSend, s.holderRecv, err = s.sys.holderSocket(); err != nil {
+	if s.holderSend, s.holderRecv, s.holderExe, err = s.sys.holderFiles(); err != nil {
 		return err
 	}
-	s.holderPlan = planHolder(s.holderSend)
+	s.holderPlan = planHolder(s.holderSend, s.holderExe)
 	if s.holder, err = s.sys.startHolder(s.holderPlan); err != nil {
-		s.sys.closeFds([]int{s.holderSend, s.holderRecv})
+		s.sys.closeFds([]int{s.holderSend, s.holderRecv, s.holderExe})
 		return err
 	}
 	return nil
 }
 
 func (s *sandboxInit) mount() error {
-	procFS, err := s.sys.awaitHolder(s.holderPlan, s.holder, s.holderSend, s.holderRecv)
+	procFS, err := s.sys.awaitHolder(s.holderPlan, s.holder, s.holderSend, s.holderRecv, s.holderExe)
 	if err != nil {
 		return err
 	}

@@ -38,10 +38,10 @@ func (r *recorder) rec(format string, a ...any) error {
 func (r *recorder) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
 	return r.spec, r.filter, []int{7, 8}, r.rec("readConfig")
 }
-func (r *recorder) sethostname(name string) error   { return r.rec("sethostname %s", name) }
-func (r *recorder) loopbackUp() error               { return r.rec("loopbackUp") }
-func (r *recorder) unsharePID() error               { return r.rec("unshare CLONE_NEWPID") }
-func (r *recorder) holderSocket() (int, int, error) { return 5, 6, r.rec("holderSocket") }
+func (r *recorder) sethostname(name string) error       { return r.rec("sethostname %s", name) }
+func (r *recorder) loopbackUp() error                   { return r.rec("loopbackUp") }
+func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
+func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
 func (r *recorder) startHolder(p *procPlan) (int, error) {
 	if err := r.rec("startHolder"); err != nil {
 		return 0, err
@@ -52,8 +52,8 @@ func (r *recorder) startHolder(p *procPlan) (int, error) {
 	}
 	return 41, nil
 }
-func (r *recorder) awaitHolder(p *procPlan, pid, send, recv int) (int, error) {
-	return 9, r.rec("awaitHolder %d %d %d", pid, send, recv)
+func (r *recorder) awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error) {
+	return 9, r.rec("awaitHolder %d %d %d %d", pid, send, recv, exe)
 }
 func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error) {
 	return nil, r.rec("buildRoot sources=%v trees=%v procFS=%d", sources, trees, procFS)
@@ -130,17 +130,19 @@ func TestStageOrder(t *testing.T) {
 	build := []string{
 		"readConfig",
 		"unshare CLONE_NEWPID",
-		"holderSocket",
+		"holderFiles",
 		"startHolder",
-		"  set not dumpable",
 		"  fsopen proc",
 		"  send the procfs context",
+		"  set securebits",
 		"  capset to empty",
 		"  set no_new_privs",
 		"  block every signal",
+		"  close_range 0-max CLOSE_RANGE_CLOEXEC",
+		"  execveat the holder (a memfd: vm.memfd_noexec=2 forbids it)",
 		"sethostname gosbx",
 		"loopbackUp",
-		"awaitHolder 41 5 6",
+		"awaitHolder 41 5 6 4",
 		"buildRoot sources=[7 8] trees=false procFS=9",
 		"closeFds [7 8]",
 		"pivotRoot",
