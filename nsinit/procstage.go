@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -158,8 +159,8 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 	// caps.DropAll's calls: the bounding set first (needs CAP_SETPCAP), then the locked
 	// no-root securebits, the ambient set, the other sets, and no_new_privs.
 	s = p.begin("drop capabilities")
-	for c := 0; c <= caps.LastCap(); c++ {
-		p.call(s, "drop capability "+strconv.Itoa(c)+" from the bounding set", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c))
+	for c := 0; c <= lastCap(); c++ {
+		p.call(s, "", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c)) // what: describeOp
 	}
 	p.call(s, "set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, caps.LockedNoRoot)
 	p.call(s, "clear the ambient set", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL)
@@ -348,8 +349,20 @@ func awaitPlan(p *procPlan, pid, report int) error {
 	case name == "exec":
 		return &execError{path: p.path, errno: e}
 	}
-	return &stepError{name, fmt.Errorf("%s: %w", op.what, e)}
+	return &stepError{name, fmt.Errorf("%s: %w", describeOp(op), e)}
 }
+
+// describeOp is op.what, or for a bounding-set drop (left blank: 41 strings a launch)
+// the capability's.
+func describeOp(op procOp) string {
+	if op.what == "" && op.nr == unix.SYS_PRCTL && op.a[0] == unix.PR_CAPBSET_DROP {
+		return "drop capability " + strconv.Itoa(int(op.a[1])) + " from the bounding set"
+	}
+	return op.what
+}
+
+// lastCap is caps.LastCap, probed once per process.
+var lastCap = sync.OnceValue(caps.LastCap)
 
 func readFull(fd int, b []byte) (int, error) {
 	n := 0

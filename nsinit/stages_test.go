@@ -96,7 +96,7 @@ func (r *recorder) fork(p *procPlan) (int, error) {
 
 // do is rawSys: one call of a plan, recorded as "  <step>: <syscall> <what>".
 func (r *recorder) do(op *procOp) (uintptr, unix.Errno) {
-	r.rec("  %s", op.what)
+	r.rec("  %s", describeOp(*op))
 	if op.kind == opAbsCwd {
 		return 1, 0
 	}
