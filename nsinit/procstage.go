@@ -27,8 +27,9 @@ import (
 // allocation, no stack growth, no write barrier). So the steps are compiled by pid 1
 // into a plan, a flat list of system calls whose arguments point into memory the plan
 // owns, and the child only walks it (runSteps, nosplit) and executes. This is the shape
-// of syscall.forkAndExecInChild, with the steps gosbx needs; it costs a fork, not a Go
-// runtime start.
+// of syscall.forkAndExecInChild, with the steps gosbx needs; it costs a vfork-style
+// clone (forkRun), not a Go runtime start. The commands' pid 1 (planHolder) is started
+// the same way.
 
 // opKind says how runSteps judges one call.
 type opKind uint8
@@ -49,7 +50,8 @@ type procOp struct {
 	what string // the call as an error names it: "setrlimit RLIMIT_NOFILE=1024:1024"
 }
 
-// procPlan is one command's process stage, ready to run in a forked child. Every
+// procPlan is one command's process stage (or the holder's), ready to run in a forked
+// child. Every
 // pointer argument of ops points into the plan (or into memory it keeps alive), which
 // pid 1 keeps until the child has executed or failed.
 type procPlan struct {
