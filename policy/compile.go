@@ -379,7 +379,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			annotations[RootIdentityAnnotation] = RootIdentityAllow
 		}
 	}
-	sc = CallerSeccomp(sc, h.UID)
+	sc = CallerSeccomp(NetworkSeccomp(sc, p.Network.Mode), h.UID)
 	filter, err := sc.Spec()
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
