@@ -73,7 +73,7 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	b.register(f)
-	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N`")
+	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
 	return c
 }
 
