@@ -18,8 +18,9 @@ const statusFdFix = "open it on a file outside the workspace and the --rw trees,
 
 // checkStatusShared refuses a status descriptor the command would hold too: one of its
 // own stdio (0, 1, 2), or the same file (a pipe, a terminal, a file: same device and
-// inode by fstat(2)) as one of them, since the command could write status lines of its
-// own making there. /dev/null is accepted (nothing reads it).
+// inode by fstat(2); for a character device, the same device number, as another node
+// of the same terminal) as one of them, since the command could write status lines of
+// its own making there. /dev/null is accepted (nothing reads it).
 func checkStatusShared(n int) error {
 	if n <= 2 {
 		return fmt.Errorf("--status-fd %d is the command's own stdio: it could write status lines of its own there; %s", n, statusFdFix)
@@ -33,7 +34,11 @@ func checkStatusShared(n int) error {
 	}
 	for fd := 0; fd <= 2; fd++ {
 		var s unix.Stat_t
-		if unix.Fstat(fd, &s) == nil && s.Dev == st.Dev && s.Ino == st.Ino {
+		if unix.Fstat(fd, &s) != nil {
+			continue
+		}
+		sameDevice := s.Mode&unix.S_IFMT == unix.S_IFCHR && st.Mode&unix.S_IFMT == unix.S_IFCHR && s.Rdev == st.Rdev
+		if s.Dev == st.Dev && s.Ino == st.Ino || sameDevice {
 			return fmt.Errorf("--status-fd %d is open on the same file as the command's fd %d (%s): it could write status lines of its own there; %s",
 				n, fd, fdLink(n), statusFdFix)
 		}
