@@ -135,8 +135,8 @@ type Tmpfs struct {
 	// Mode is the octal permission of its root ("1777", "0700"); default "0755".
 	Mode string `json:"mode,omitempty"`
 	// Size caps what it holds ("512M", "2G", bytes; binary units). Default: an equal
-	// share of half the host's memory among the sandbox's scratch tmpfs (/dev/shm
-	// included), and no more than the memory limit when there is one.
+	// share of half the host's memory among the sandbox's scratch tmpfs of no size
+	// given (/dev/shm included), and no more than the memory limit when there is one.
 	Size string `json:"size,omitempty"`
 }
 

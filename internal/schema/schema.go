@@ -65,7 +65,7 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 	case reflect.TypeOf(policy.Tmpfs{}):
 		return &jsonschema.Schema{
 			Description: "A private tmpfs: a path, or an object with an octal mode (default 0755) and a size " +
-				"(default: an equal share of half the host's memory among the scratch tmpfs, at most the memory limit). " +
+				"(default: an equal share of half the host's memory among the scratch tmpfs of no size given, at most the memory limit). " +
 				"/dev/shm sets the size and mode of the sandbox's own.",
 			OneOf: []*jsonschema.Schema{
 				{Type: "string"},
