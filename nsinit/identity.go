@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
 )
@@ -62,11 +63,11 @@ func (h *hostID) release() {
 }
 
 // rootMapping reports whether this launch maps a root caller's command to a host id of
-// a range: the launcher is root of the initial user namespace and the spec has an id
+// a range: the launcher is a root caller (caps.CurrentCaller) and the spec has an id
 // range.
 func rootMapping(spec *specs.Spec) (idRange, bool, error) {
 	raw, ok := spec.Annotations[IDRangeAnnotation]
-	if !ok || os.Geteuid() != 0 || !initialUserNS() {
+	if !ok || !caps.CurrentCaller().Root {
 		return idRange{}, false, nil
 	}
 	var r idRange
@@ -81,15 +82,6 @@ func rootMapping(spec *specs.Spec) (idRange, bool, error) {
 		return r, false, errors.New("an id range needs exactly one uid and one gid mapping, each of size 1")
 	}
 	return r, true, nil
-}
-
-// initialUserNS reports whether the calling process's user namespace maps every id to
-// itself, as the initial one does (a root container without a user namespace too). Root
-// of another user namespace is an unprivileged host user already, and its namespace
-// maps no id of the range.
-func initialUserNS() bool {
-	b, err := os.ReadFile("/proc/self/uid_map")
-	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
 }
 
 // takeHostID takes a free id of r: its lock file, created if needed in hostIDDir (a
@@ -313,12 +305,12 @@ func idmapTrees(trees []*mounts.Source, plan []int, owners []owner, initPid int,
 // as it does each read-write bind: it clones the tree (open_tree(2), recursive) and
 // idmaps the clone (mount_setattr(2) MOUNT_ATTR_IDMAP) with a user namespace that maps
 // dir's owner to a host id of policy.DefaultIDRange, then drops it; nothing is mounted.
-// It needs root of the initial user namespace. The error names the failing step;
+// It needs a root caller (caps.CurrentCaller). The error names the failing step;
 // EINVAL from the idmap means dir's file system, or one mounted below it, cannot be
 // idmapped.
 func ProbeIDMap(dir string) error {
-	if os.Geteuid() != 0 || !initialUserNS() {
-		return errors.New("needs root of the initial user namespace")
+	if c := caps.CurrentCaller(); !c.Root {
+		return errors.New("needs a root caller: root of the initial user namespace with CAP_SYS_ADMIN")
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {

@@ -154,7 +154,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if err := writable("rw", canon, h, creds); err != nil {
 			return nil, err
 		}
-		if h.UID == 0 {
+		if h.Root {
 			st, err := os.Stat(canon)
 			if err != nil {
 				return nil, errorf("rw", given, err, "cannot stat")
@@ -367,7 +367,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.gid != nil {
 		gid = *p.gid
 	}
-	if h.UID == 0 {
+	if h.Root {
 		r := DefaultIDRange
 		if p.idRange != nil {
 			r = *p.idRange
