@@ -316,7 +316,7 @@ func checkSandbox(exe string, f Facts) []Check {
 		switch {
 		case errors.As(err, &se):
 			return []Check{{Name: "sandbox launch", Status: Fail, Detail: fmt.Sprintf("step %s: %v", se.Step, se.Err),
-				Fix: explainSetup(se.Step, se.Err.Error(), f)}}
+				Fix: explainSetup(se, f)}}
 		case errors.As(err, &ee):
 			return []Check{{Name: "sandbox launch", Status: Fail, Detail: "the probe failed: " + ee.Error() + " " + strings.TrimSpace(out.String())}}
 		}

@@ -261,10 +261,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		stdio.abort()
 		c.dropGroup()
 		if mapped && errors.Is(err, unix.EACCES) {
-			return nil, c.fail(&SetupError{Step: "clone", Err: fmt.Errorf("%w (a root caller's init runs as the unprivileged "+
-				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755)", err, hid.id)})
+			return nil, c.fail(&SetupError{Step: "clone", Err: err, Hint: fmt.Sprintf("a root caller's init runs as the unprivileged "+
+				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755", hid.id)})
 		}
-		return nil, c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
+		return nil, c.fail(&SetupError{Step: "clone", Err: err})
 	}
 	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.started = true
@@ -430,7 +430,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		return c.fail(&ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)})
 	case ok && m.Type == msgError:
 		c.reapFailed()
-		return c.fail(&SetupError{Step: m.Step, Err: errors.New(m.Error)})
+		return c.fail(&SetupError{Step: m.Step, Err: m.err()})
 	}
 	if forking {
 		// The init ended once the command may have started (killed from outside, or
@@ -446,14 +446,17 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
 }
 
-// fail reports err as an event and returns it.
+// fail reports err as an event and returns it; a *SetupError gets its Hint.
 func (c *Cmd) fail(err error) error {
+	var se *SetupError
+	if errors.As(err, &se) && se.Hint == "" {
+		se.Hint = Hint(se.Step, se.Err)
+	}
 	if c.Events != nil {
-		var se *SetupError
 		var ee *ExecError
 		switch {
-		case errors.As(err, &se):
-			c.Events(Event{Error: se.Err.Error(), Step: se.Step, Status: ExitSetup})
+		case se != nil:
+			c.Events(Event{Error: se.cause(), Step: se.Step, Status: ExitSetup})
 		case errors.As(err, &ee):
 			c.Events(Event{Error: ee.Error(), Step: "exec", Status: ee.ExitCode()})
 		default:

@@ -119,7 +119,7 @@ func (p *Pool) build() built {
 		return built{cmd: c}
 	case ok && m.Type == msgError:
 		c.reapFailed()
-		return built{err: &SetupError{Step: m.Step, Err: errors.New(m.Error)}}
+		return built{err: &SetupError{Step: m.Step, Err: m.err()}}
 	}
 	c.reapFailed()
 	return built{err: &SetupError{Step: "init", Err: diedEarly(c.init.wait())}}

@@ -70,7 +70,7 @@ func skipIfNoSandbox(t *testing.T, err error) {
 	if se.Step == "clone" {
 		t.Skipf("cannot create the sandbox's namespaces here (unprivileged user namespaces disabled?): %v", err)
 	}
-	if se.Step == "mount" && strings.Contains(se.Error(), "new procfs") {
+	if Hint(se.Step, se.Err) == hintMaskedProc {
 		t.Skipf("this host's /proc has masked entries, so no new procfs can be mounted: %v", err)
 	}
 }
