@@ -13,6 +13,7 @@ import (
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // v1Subsystems are the hierarchies a sandbox's group is made in.
@@ -38,14 +39,44 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 type v1Group struct {
 	name string
 	cg   cgroup1.Cgroup
+	lock *os.File // the owner's flock on the group (owner.go); nil when no hierarchy to lock
 	gone bool
 }
 
-// newV1 makes the group in each v1 hierarchy, nested under the caller's own group.
-func newV1(r *specs.LinuxResources) (Group, error) {
+// lockOrder is the order in which a v1 hierarchy is picked to hold the owner's lock:
+// the first one mounted (owner.go).
+var lockOrder = []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu, cgroup1.Cpuacct}
+
+// v1LockParent is the caller's own group in the hierarchy that holds owners' locks,
+// "" when none is mounted.
+func v1LockParent(paths map[string]string) string {
+	for _, sub := range lockOrder {
+		if p, ok := paths[string(sub)]; ok {
+			d := filepath.Join("/sys/fs/cgroup", string(sub), p)
+			if _, err := os.Stat(d); err == nil {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// newV1 makes the group gosbx-<o.ID> in each v1 hierarchy, nested under the caller's
+// own group, and takes its owner's lock.
+func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 	gcV1()
 	r = withoutUnaccountedSwap(r)
-	n := name()
+	id := o.ID
+	if id == "" {
+		id = NewID()
+	}
+	n := groupName(id)
+	parent := ""
+	if paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup"); err == nil {
+		parent = v1LockParent(paths)
+	}
+	creating := lockDir(parent, unix.LOCK_SH) // no sweep until this group is locked
+	defer creating.Close()
 	cg, err := cgroup1.New(cgroup1.NestedPath(n), r, cgroup1.WithHierarchy(v1Hierarchy))
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
@@ -66,7 +97,14 @@ func newV1(r *specs.LinuxResources) (Group, error) {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
 	}
-	return &v1Group{name: n, cg: cg}, nil
+	var lock *os.File
+	if parent != "" {
+		if lock = lockDir(filepath.Join(parent, n), unix.LOCK_EX|unix.LOCK_NB); lock == nil {
+			cg.Delete()
+			return nil, fmt.Errorf("lock cgroup %s in %s: taken by another process", n, parent)
+		}
+	}
+	return &v1Group{name: n, cg: cg, lock: lock}, nil
 }
 
 func (g *v1Group) Kind() Kind   { return V1 }
@@ -118,6 +156,7 @@ func (g *v1Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
+	defer g.lock.Close() // held until the group is gone: no sweep races the removal
 	dirs := g.dirs()
 	if dirs == nil {
 		// the paths are unknown: containerd's walk and removal
@@ -214,13 +253,20 @@ func killAll(cg cgroup1.Cgroup) {
 	}
 }
 
-// gcV1 removes groups left by launchers that are gone (a SIGKILLed gosbx exec), in
-// every hierarchy (one may be gone already from a partial removal).
+// gcV1 removes groups whose owner is gone (a SIGKILLed gosbx exec: owner.go), in
+// every hierarchy (one may be gone already from a partial removal). It runs only when
+// no launch is making a group in the caller's own group.
 func gcV1() {
 	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return
 	}
+	parent := v1LockParent(paths)
+	sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
+	if sweeping == nil {
+		return
+	}
+	defer sweeping.Close()
 	seen := map[string]bool{}
 	for sub := range v1Subsystems {
 		ents, err := os.ReadDir(filepath.Join("/sys/fs/cgroup", string(sub), paths[string(sub)]))
@@ -229,7 +275,7 @@ func gcV1() {
 		}
 		for _, e := range ents {
 			n := e.Name()
-			if !e.IsDir() || !strings.HasPrefix(n, "gosbx-") || seen[n] || launcherAlive(n) {
+			if !e.IsDir() || !strings.HasPrefix(n, "gosbx-") || seen[n] || ownerAlive(parent, n) {
 				continue
 			}
 			seen[n] = true

@@ -84,10 +84,12 @@ func rootMapping(spec *specs.Spec) (idRange, bool, error) {
 	return r, true, nil
 }
 
-// takeHostID takes a free id of r: its lock file, created if needed in hostIDDir (a
-// root-owned directory nobody else may write), locked without waiting. Ids are tried
-// from a random one on, so concurrent launchers rarely try the same.
-func takeHostID(r idRange) (*hostID, error) {
+// takeHostID takes a free id of r for the sandbox sandboxID: its lock file, created if
+// needed in hostIDDir (a root-owned directory nobody else may write), locked without
+// waiting, holding the sandbox id (which sandbox holds which id; the lock, not the
+// file's content, says whether its owner lives). Ids are tried from a random one on,
+// so concurrent launchers rarely try the same.
+func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 	if err := os.MkdirAll(hostIDDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", hostIDDir, err)
 	}
@@ -124,6 +126,9 @@ func takeHostID(r idRange) (*hostID, error) {
 			held.Ino != now.Ino || held.Dev != now.Dev {
 			unix.Close(fd) // released and removed meanwhile: the id may be taken again
 			continue
+		}
+		if err := unix.Ftruncate(fd, 0); err == nil {
+			unix.Pwrite(fd, []byte(sandboxID+"\n"), 0)
 		}
 		return &hostID{id: id, lock: os.NewFile(uintptr(fd), name)}, nil
 	}
@@ -166,8 +171,8 @@ func withHostID(spec *specs.Spec, h uint32) *specs.Spec {
 	return &s
 }
 
-// owner is a file's uid and gid.
-type owner struct{ uid, gid uint32 }
+// fileOwner is a file's uid and gid.
+type fileOwner struct{ uid, gid uint32 }
 
 // idmapPlan says, for each bind tree (in BindSources order), whose ids it is idmapped
 // to, as an index in owners: a read-write bind, or one with the "idmap" option (a
@@ -176,7 +181,7 @@ type owner struct{ uid, gid uint32 }
 // so that the command, host id h, acts on those files as their owner; a directory gosbx
 // pins inside a workspace keeps the workspace's mapping. -1 for a tree not idmapped (a
 // read-only system bind: root's 0600 files there stay root's).
-func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error) {
+func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []fileOwner, error) {
 	var binds []specs.Mount
 	for _, m := range spec.Mounts {
 		if m.Type == "bind" {
@@ -187,8 +192,8 @@ func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error)
 		return nil, nil, fmt.Errorf("%d cloned trees for %d bind mounts", len(trees), len(binds))
 	}
 	var plan []int
-	var owners []owner
-	index := map[owner]int{}
+	var owners []fileOwner
+	index := map[fileOwner]int{}
 	for i, m := range binds {
 		if !mounts.Writable(m) && !hasOption(m, "idmap") {
 			plan = append(plan, -1)
@@ -206,7 +211,7 @@ func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error)
 		if err := unix.Fstat(trees[from].Fd(), &st); err != nil {
 			return nil, nil, fmt.Errorf("stat %s: %w", binds[from].Source, err)
 		}
-		o := owner{st.Uid, st.Gid}
+		o := fileOwner{st.Uid, st.Gid}
 		k, ok := index[o]
 		if !ok {
 			k = len(owners)
@@ -231,7 +236,7 @@ func hasOption(m specs.Mount, opt string) bool {
 // the init's own (/proc/PID/ns/user) when o is the command's own ids inside, else a
 // namespace made for the purpose by a short-lived child (a multi-threaded program
 // cannot unshare(2) one itself). The mount keeps its own reference to the namespace.
-func usernsFor(initPid int, self owner, o owner, h uint32) (int, func(), error) {
+func usernsFor(initPid int, self fileOwner, o fileOwner, h uint32) (int, func(), error) {
 	if o == self && initPid > 0 {
 		fd, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -273,7 +278,7 @@ const holdArg = "gosbx-userns"
 
 // idmapTrees idmaps the trees as plan says, for a sandbox whose init is initPid and
 // whose command runs as host id h with the ids self inside.
-func idmapTrees(trees []*mounts.Source, plan []int, owners []owner, initPid int, self owner, h uint32) error {
+func idmapTrees(trees []*mounts.Source, plan []int, owners []fileOwner, initPid int, self fileOwner, h uint32) error {
 	for oi, o := range owners {
 		var fd int
 		var done func()
@@ -322,7 +327,7 @@ func ProbeIDMap(dir string) error {
 	}
 	defer src.Close()
 	// any id of the range: the namespace is dropped at once
-	fd, done, err := usernsFor(0, owner{}, owner{st.Uid, st.Gid}, 2_100_000_000)
+	fd, done, err := usernsFor(0, fileOwner{}, fileOwner{st.Uid, st.Gid}, 2_100_000_000)
 	if err != nil {
 		return err
 	}
