@@ -14,9 +14,9 @@ import (
 // A sandbox's group is named gosbx-<id> by the sandbox's id (NewID), never by a pid: a
 // pid is reused. Whether its owner (the process that made it and holds the sandbox)
 // is alive is a lock the kernel keeps for it: the owner holds an exclusive flock(2) on
-// the group's directory (in v1, the directory in the first of lockOrder's hierarchies)
-// for the group's life, and the kernel drops it when the owner dies, however it dies.
-// A sweep (gcV1, gcV2) removes a group whose lock it can take.
+// the group's directory (in v1, on its directory in each hierarchy) for the group's
+// life, and the kernel drops it when the owner dies, however it dies. A sweep (gcV1,
+// gcV2) removes a directory whose lock it can take.
 //
 // The owner takes its lock just after the directory exists; a sweep in between would
 // take the new group for a dead one. So a creator holds a shared lock on the parent
@@ -24,10 +24,12 @@ import (
 // exclusive lock of the parent, taken without waiting (a sweep skipped for a launch in
 // progress is done by the next launch).
 
-// NewID returns a new sandbox id: 16 random hex digits (crypto/rand).
+// NewID returns a new sandbox id: 16 random hex digits (crypto/rand), the first a
+// letter, so that no older gosbx takes gosbx-<id> for gosbx-<pid> (a dead launcher's).
 func NewID() string {
 	var b [8]byte
 	rand.Read(b[:])
+	b[0] |= 0xa0
 	return hex.EncodeToString(b[:])
 }
 

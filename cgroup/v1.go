@@ -37,32 +37,37 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 }
 
 type v1Group struct {
-	name string
-	cg   cgroup1.Cgroup
-	lock *os.File // the owner's flock on the group (owner.go); nil when no hierarchy to lock
-	gone bool
+	name  string
+	cg    cgroup1.Cgroup
+	locks []*os.File // the owner's flock on the group's directory in each hierarchy (owner.go)
+	gone  bool
 }
 
-// lockOrder is the order in which a v1 hierarchy is picked to hold the owner's lock:
-// the first one mounted (owner.go).
-var lockOrder = []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu, cgroup1.Cpuacct}
-
-// v1LockParent is the caller's own group in the hierarchy that holds owners' locks,
-// "" when none is mounted.
-func v1LockParent(paths map[string]string) string {
-	for _, sub := range lockOrder {
-		if p, ok := paths[string(sub)]; ok {
-			d := filepath.Join("/sys/fs/cgroup", string(sub), p)
-			if _, err := os.Stat(d); err == nil {
-				return d
-			}
+// v1Parents are the caller's own group in each hierarchy gosbx uses: where its groups
+// are made, and what a creator and a sweep lock (owner.go). Hierarchies mounted
+// together (one directory) count once.
+func v1Parents(paths map[string]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, sub := range []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu, cgroup1.Cpuacct} {
+		p, ok := paths[string(sub)]
+		if !ok {
+			continue
+		}
+		d := filepath.Join("/sys/fs/cgroup", string(sub), p)
+		if r, err := filepath.EvalSymlinks(d); err == nil && !seen[r] {
+			seen[r] = true
+			out = append(out, d)
 		}
 	}
-	return ""
+	return out
 }
 
 // newV1 makes the group gosbx-<o.ID> in each v1 hierarchy, nested under the caller's
-// own group, and takes its owner's lock.
+// own group, and takes its owner's lock on each of its directories. The caller's own
+// group differs between hierarchies, and between callers in one hierarchy (another
+// caller's groups may sit beside its own in one and elsewhere in another): so each
+// directory carries its own lock, and a sweep judges each directory by that.
 func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 	gcV1()
 	r = withoutUnaccountedSwap(r)
@@ -71,12 +76,14 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 		id = NewID()
 	}
 	n := groupName(id)
-	parent := ""
+	var parents []string
 	if paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup"); err == nil {
-		parent = v1LockParent(paths)
+		parents = v1Parents(paths)
 	}
-	creating := lockDir(parent, unix.LOCK_SH) // no sweep until this group is locked
-	defer creating.Close()
+	for _, p := range parents {
+		creating := lockDir(p, unix.LOCK_SH) // no sweep there until this group is locked
+		defer creating.Close()
+	}
 	cg, err := cgroup1.New(cgroup1.NestedPath(n), r, cgroup1.WithHierarchy(v1Hierarchy))
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
@@ -97,14 +104,20 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
 	}
-	var lock *os.File
-	if parent != "" {
-		if lock = lockDir(filepath.Join(parent, n), unix.LOCK_EX|unix.LOCK_NB); lock == nil {
-			cg.Delete()
-			return nil, fmt.Errorf("lock cgroup %s in %s: taken by another process", n, parent)
+	g := &v1Group{name: n, cg: cg}
+	for _, p := range parents {
+		d := filepath.Join(p, n)
+		if _, err := os.Stat(d); err != nil {
+			continue // a hierarchy containerd skipped
 		}
+		lock := lockDir(d, unix.LOCK_EX|unix.LOCK_NB)
+		if lock == nil {
+			g.Destroy()
+			return nil, fmt.Errorf("lock cgroup %s: cannot open it, or taken by another process", d)
+		}
+		g.locks = append(g.locks, lock)
 	}
-	return &v1Group{name: n, cg: cg, lock: lock}, nil
+	return g, nil
 }
 
 func (g *v1Group) Kind() Kind   { return V1 }
@@ -156,7 +169,11 @@ func (g *v1Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
-	defer g.lock.Close() // held until the group is gone: no sweep races the removal
+	defer func() { // held until the group is gone: no sweep races the removal
+		for _, l := range g.locks {
+			l.Close()
+		}
+	}()
 	dirs := g.dirs()
 	if dirs == nil {
 		// the paths are unknown: containerd's walk and removal
@@ -253,37 +270,70 @@ func killAll(cg cgroup1.Cgroup) {
 	}
 }
 
-// gcV1 removes groups whose owner is gone (a SIGKILLed gosbx exec: owner.go), in
-// every hierarchy (one may be gone already from a partial removal). It runs only when
-// no launch is making a group in the caller's own group.
+// gcV1 removes groups whose owner is gone (a SIGKILLed gosbx exec: owner.go) from
+// the caller's own group in each hierarchy, one directory at a time: a directory
+// whose owner's lock can be taken, in a hierarchy where no launch is making a group
+// now. Groups named by an older gosbx go by their launcher's pid, in every hierarchy
+// at once (one may be gone already from a partial removal).
 func gcV1() {
 	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return
 	}
-	parent := v1LockParent(paths)
-	sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
-	if sweeping == nil {
-		return
-	}
-	defer sweeping.Close()
-	seen := map[string]bool{}
-	for sub := range v1Subsystems {
-		ents, err := os.ReadDir(filepath.Join("/sys/fs/cgroup", string(sub), paths[string(sub)]))
-		if err != nil {
+	legacy := map[string]bool{}
+	for _, parent := range v1Parents(paths) {
+		sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
+		if sweeping == nil {
 			continue
 		}
+		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {
 			n := e.Name()
-			if !e.IsDir() || !strings.HasPrefix(n, "gosbx-") || seen[n] || ownerAlive(parent, n) {
-				continue
-			}
-			seen[n] = true
-			if cg, err := cgroup1.Load(cgroup1.NestedPath(n), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
-				killAll(cg)
-				cg.Delete()
+			switch {
+			case !e.IsDir() || !strings.HasPrefix(n, "gosbx-"):
+			case legacyName(n):
+				legacy[n] = true
+			case !ownerAlive(parent, n):
+				removeDirV1(filepath.Join(parent, n))
 			}
 		}
+		sweeping.Close()
+	}
+	for n := range legacy {
+		if launcherAlive(n) {
+			continue
+		}
+		if cg, err := cgroup1.Load(cgroup1.NestedPath(n), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
+			killAll(cg)
+			cg.Delete()
+		}
+	}
+}
+
+// removeDirV1 removes one hierarchy's directory of a group whose owner is gone: every
+// process still listed is killed (the sandbox dies with its owner already: its init
+// sees the life pipe close), then the directory is removed once empty, trying for 5 s.
+func removeDirV1(dir string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return
+		}
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 {
+			rmdirRetry(dir)
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -185,11 +185,13 @@ func TestV1GC(t *testing.T) {
 			}
 		}
 	}
-	held := lockDir(filepath.Join(own["memory"], liveID), unix.LOCK_EX|unix.LOCK_NB)
-	if held == nil {
-		t.Fatal("cannot lock", liveID)
+	for _, d := range own { // a live owner holds its group's directory in each hierarchy
+		held := lockDir(filepath.Join(d, liveID), unix.LOCK_EX|unix.LOCK_NB)
+		if held == nil {
+			t.Fatal("cannot lock", liveID, "in", d)
+		}
+		defer held.Close()
 	}
-	defer held.Close()
 	g, err := New(res(64<<20, 64<<20, 16, 20000), Options{})
 	if err != nil {
 		t.Fatal(err)
