@@ -239,12 +239,19 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	c.start = time.Now()
 	if err = fault.Check("clone"); err == nil {
-		c.init, err = startInit(args, &syscall.ProcAttr{
+		attr := &syscall.ProcAttr{
 			Env: fault.Env(),
 			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), uintptr(stdio.fds[2]),
 				specR.Fd(), syncW.Fd(), lifeR.Fd()},
 			Sys: sys,
-		})
+		}
+		if mapped {
+			// the sandbox's user namespace owned by its host id, which the kernel then
+			// charges for the sandbox's per-user counts, not host root (usercounts.go)
+			c.init, err = startInitAs(hid.id, args, attr)
+		} else {
+			c.init, err = startInit(args, attr)
+		}
 	}
 	stdio.sent() // the init holds its ends now
 	specR.Close()
