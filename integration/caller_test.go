@@ -20,9 +20,13 @@ func TestRootWithoutSysAdmin(t *testing.T) {
 cat /proc/self/uid_map
 grep CapEff /proc/self/status
 echo made > made-inside
+touch setid; if chmod u+s setid 2>/dev/null; then echo SETID-ALLOWED; fi
 if echo x > "$1" 2>/dev/null; then echo WROTE-OUTSIDE; fi
 if touch /etc/gosbx-`+s.id+` 2>/dev/null; then echo WROTE-ETC; fi`, outside)
 	mustSucceed(t, r, "a command as uid 0 without CAP_SYS_ADMIN")
+	if st, err := os.Stat(filepath.Join(s.ws, "setid")); err != nil || st.Mode()&os.ModeSetuid != 0 || strings.Contains(r.stdout, "SETID-ALLOWED") {
+		t.Errorf("a host-root-owned file could be made set-user-ID (%v, %v):\n%v", st, err, r)
+	}
 	if strings.Contains(r.stdout, "WROTE") {
 		t.Errorf("the command wrote outside its workspace:\n%v", r)
 	}
