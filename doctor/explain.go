@@ -23,9 +23,9 @@ func explainUserns(err error, f Facts) (detail, fix string) {
 	case errors.Is(err, unix.ENOSPC) || f.MaxUserNamespaces == "0":
 		fix = "user namespaces are disabled or exhausted (user.max_user_namespaces=" + f.MaxUserNamespaces +
 			"): `sysctl user.max_user_namespaces=15000` (and in /etc/sysctl.d/ to keep it)"
-	case f.UnprivUsernsClone == "0" && f.UID != 0:
+	case f.UnprivUsernsClone == "0" && !f.Root:
 		fix = "Debian's kernel.unprivileged_userns_clone=0 forbids them to unprivileged users: `sysctl kernel.unprivileged_userns_clone=1`"
-	case f.AppArmorRestrictUserns == "1" && f.UID != 0:
+	case f.AppArmorRestrictUserns == "1" && !f.Root:
 		fix = apparmorFix
 	case f.Container != "" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)):
 		fix = fmt.Sprintf("inside %s, the container's seccomp profile or missing capabilities forbid user namespaces: "+
@@ -65,7 +65,7 @@ func explainSetup(se *nsinit.SetupError, f Facts) string {
 
 // explainCgroup says what to do when this caller has no usable cgroup.
 func explainCgroup(mode string, f Facts) string {
-	if f.UID == 0 || mode == "none" {
+	if f.Root || mode == "none" {
 		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
 	}
 	if mode == "cgroup-v1" {

@@ -46,7 +46,7 @@ func wantNone(t *testing.T, what, s string, subs ...string) {
 // An Ubuntu 24.04 host as seen by a user: the restriction sysctl is set, user
 // namespaces are otherwise enabled, no Debian sysctl.
 func ubuntuFacts(uid int) Facts {
-	return Facts{Kernel: "6.8.0-45-generic", UID: uid, AppArmorRestrictUserns: "1", MaxUserNamespaces: "63382"}
+	return Facts{Kernel: "6.8.0-45-generic", UID: uid, Root: uid == 0, AppArmorRestrictUserns: "1", MaxUserNamespaces: "63382"}
 }
 
 func TestExplainUsernsAppArmorUnprivileged(t *testing.T) {
@@ -117,10 +117,14 @@ func TestExplainUsernsDebianClone(t *testing.T) {
 	_, fix := explainUserns(forkErr(unix.EPERM), f)
 	wantAll(t, "Debian fix", fix, "kernel.unprivileged_userns_clone=0", "sysctl kernel.unprivileged_userns_clone=1")
 	wantNone(t, "Debian fix", fix, "contrib/apparmor")
-	// Root is exempt from the Debian switch.
-	f.UID = 0
+	// A root caller (CAP_SYS_ADMIN) is exempt from the Debian switch; uid 0 without
+	// CAP_SYS_ADMIN (a container's root) is not.
+	f.UID, f.Root = 0, true
 	_, fix = explainUserns(forkErr(unix.EPERM), f)
 	wantNone(t, "root on Debian", fix, "unprivileged_userns_clone=1")
+	f.Root = false
+	_, fix = explainUserns(forkErr(unix.EPERM), f)
+	wantAll(t, "uid 0 without CAP_SYS_ADMIN on Debian", fix, "unprivileged_userns_clone=1")
 }
 
 func TestExplainUsernsContainer(t *testing.T) {
@@ -236,7 +240,7 @@ func TestExplainSetupOtherSteps(t *testing.T) {
 func TestExplainCgroup(t *testing.T) {
 	// Root: the only reason root has no cgroup is a missing or read-only file system.
 	for _, mode := range []string{"cgroup-v1", "cgroup-v2", "none"} {
-		wantAll(t, "root "+mode, explainCgroup(mode, Facts{UID: 0}), "missing or read-only", "/sys/fs/cgroup")
+		wantAll(t, "root "+mode, explainCgroup(mode, Facts{UID: 0, Root: true}), "missing or read-only", "/sys/fs/cgroup")
 	}
 	// Non-root, v1 or hybrid: no delegation exists in v1.
 	fix := explainCgroup("cgroup-v1", Facts{UID: 1000})
