@@ -146,6 +146,9 @@ func doctorLeftovers(pid int, since time.Time) []string {
 // no process holds the flock(2) its owner keeps on it (cgroup/owner.go), as /proc/locks
 // lists them (read only: taking the lock to try would race a launch making the group).
 func orphanGroup(g string, since time.Time) bool {
+	if strings.Count(filepath.Base(g), "-") > 1 {
+		return false // gosbx-<pid>-<seq>-<time>: an older gosbx's, not this one's
+	}
 	var st syscall.Stat_t
 	if syscall.Stat(g, &st) != nil || time.Unix(st.Mtim.Unix()).Add(time.Second).Before(since) {
 		return false
