@@ -18,6 +18,10 @@ type Caller struct {
 	Root bool
 	// NotRoot says why a caller with euid 0 is not a root caller ("" otherwise).
 	NotRoot string
+	// OwnsIDs: euid 0 of the initial user namespace with CAP_SETUID, CAP_SETGID and
+	// CAP_SETFCAP (a root caller, or one without only CAP_SYS_ADMIN): it can create a
+	// user namespace owned by another host id, and write that namespace's id maps.
+	OwnsIDs bool
 }
 
 // CurrentCaller decides, once per process, whether the calling process is a root
@@ -42,8 +46,10 @@ var currentCaller = sync.OnceValue(func() Caller {
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return Caller{NotRoot: "uid 0 whose capabilities cannot be read: " + err.Error()}
 	}
-	if data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) == 0 {
-		return Caller{NotRoot: "uid 0 without CAP_SYS_ADMIN (a container's root, or capabilities dropped)"}
+	has := func(c int) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	owns := has(unix.CAP_SETUID) && has(unix.CAP_SETGID) && has(unix.CAP_SETFCAP)
+	if !has(unix.CAP_SYS_ADMIN) {
+		return Caller{NotRoot: "uid 0 without CAP_SYS_ADMIN (a container's root, or capabilities dropped)", OwnsIDs: owns}
 	}
-	return Caller{Root: true}
+	return Caller{Root: true, OwnsIDs: owns}
 })

@@ -32,26 +32,44 @@ print(ino[0], ino[1], fan[0], fan[1], flush=True)
 sys.stdin.read()
 `
 
+// For a root caller the owner is the host id its command runs as; for uid 0 without
+// CAP_SYS_ADMIN, whose command stays uid 0, an id of the same range taken for the
+// sandbox alone.
 func TestRootCallerPerUserCounts(t *testing.T) {
-	s := newRootSandbox(t)
+	requireBinary(t)
+	for _, c := range []caller{rootCaller, rootNoAdmin} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			perUserCounts(t, newSandbox(t, c))
+		})
+	}
+}
+
+func perUserCounts(t *testing.T, s *sandbox) {
 	ctx := s.limitCtx(runLimit)
 	sr := s.startStatus(ctx, "--nofile", "8192", "--", python, "-c", exhaustScript)
 	defer func() { sr.cmd.Process.Kill(); sr.cmd.Wait() }()
 	first := sr.next(20 * time.Second)
-	hostUID, ok := num(first, "host-uid")
-	if !ok {
-		t.Fatalf("first status line %v: no host-uid, the launch was not mapped", first)
+	hostUID, mapped := num(first, "host-uid")
+	if mapped != (len(s.c.setpriv) == 0) {
+		t.Fatalf("first status line %v: host-uid present %v, want it only for a root caller", first, mapped)
 	}
-	// the sandbox's user namespace is owned by its host id (ioctl_ns(2) NS_GET_OWNER_UID)
+	// the sandbox's user namespace is owned by its host id, or one of the range
+	// (ioctl_ns(2) NS_GET_OWNER_UID)
 	initPid, _ := num(first, "child-pid")
+	var owner uint32
 	if fd, err := unix.Open("/proc/"+strconv.FormatInt(initPid, 10)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
 		t.Errorf("open the sandbox's user namespace: %v", err)
 	} else {
-		var owner uint32
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.NS_GET_OWNER_UID, uintptr(unsafe.Pointer(&owner)))
 		unix.Close(fd)
-		if e != 0 || int64(owner) != hostUID {
-			t.Errorf("the sandbox's user namespace is owned by uid %d (%v); want its host id %d", owner, e, hostUID)
+		switch {
+		case e != 0:
+			t.Errorf("NS_GET_OWNER_UID: %v", e)
+		case mapped && int64(owner) != hostUID:
+			t.Errorf("the sandbox's user namespace is owned by uid %d; want its host id %d", owner, hostUID)
+		case owner < rootIDBase || owner >= rootIDBase+rootIDCount:
+			t.Errorf("the sandbox's user namespace is owned by uid %d; want an id of the range %d:%d", owner, rootIDBase, rootIDCount)
 		}
 	}
 	line, err := sr.stdout.ReadString('\n')
@@ -84,4 +102,6 @@ func TestRootCallerPerUserCounts(t *testing.T) {
 		}
 	}
 	sr.stdin.Close()
+	sr.cmd.Wait()
+	noLockLeft(t, int64(owner)) // the owner id is free again once the sandbox has ended
 }

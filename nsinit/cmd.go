@@ -135,6 +135,23 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		}()
 		spec = withHostID(spec, hid.id)
 	}
+	var nsOwner *hostID // a host id that owns the user namespace of a uid 0 mapped to itself
+	if !mapped {
+		r, ok, err := ownerRange(spec)
+		if err != nil {
+			return nil, c.fail(&SetupError{Step: "config", Err: err})
+		}
+		if ok {
+			if nsOwner, err = takeHostID(r, c.own.sandboxID()); err != nil {
+				return nil, c.fail(&SetupError{Step: "host id", Err: err})
+			}
+			defer func() {
+				if c.own.nsOwner != nsOwner {
+					nsOwner.release() // the launch failed
+				}
+			}()
+		}
+	}
 	flags, uids, gids, err := cloneConfig(spec, pooled)
 	if err == nil {
 		err = fault.Check("config")
@@ -231,6 +248,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		sys.Credential = &syscall.Credential{
 			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, Groups: []uint32{}}
 		sys.GidMappingsEnableSetgroups = true
+	} else if nsOwner != nil {
+		// Cloned with the effective uid nsOwner (startInitAs), which the init must not
+		// keep: its ids are the spec's, set inside (setgroups stays denied).
+		sys.Credential = &syscall.Credential{
+			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, NoSetGroups: true}
 	}
 	if c.own.group != nil && c.own.group.CloneFd() >= 0 {
 		// cgroup v2: cloned straight into the group, no process ever runs outside it
@@ -245,11 +267,14 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				specR.Fd(), syncW.Fd(), lifeR.Fd()},
 			Sys: sys,
 		}
-		if mapped {
+		switch {
+		case mapped:
 			// the sandbox's user namespace owned by its host id, which the kernel then
 			// charges for the sandbox's per-user counts, not host root (usercounts.go)
 			c.init, err = startInitAs(hid.id, args, attr)
-		} else {
+		case nsOwner != nil:
+			c.init, err = startInitAs(nsOwner.id, args, attr)
+		default:
 			c.init, err = startInit(args, attr)
 		}
 	}
@@ -295,6 +320,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	if mapped {
 		c.own.hostID = hid
 	}
+	c.own.nsOwner = nsOwner
 	if pooled {
 		c.ctl = specW
 		stdio.abort() // nothing to copy: /dev/null until the process comes

@@ -66,8 +66,29 @@ func (h *hostID) release() {
 // a range: the launcher is a root caller (caps.CurrentCaller) and the spec has an id
 // range.
 func rootMapping(spec *specs.Spec) (idRange, bool, error) {
+	if !caps.CurrentCaller().Root {
+		return idRange{}, false, nil
+	}
+	return specRange(spec)
+}
+
+// ownerRange reports whether the user namespace of a launch that keeps the spec's own
+// mapping (a uid 0 that is not a root caller, or a root caller's uid 0 fallback) is to
+// be owned by a host id of the spec's range rather than by root, so that the kernel
+// charges the sandbox's per-user counts to that id (usercounts.go): the launcher is
+// uid 0 of the initial user namespace able to set ids (caps.Caller.OwnsIDs) and the
+// spec has an id range.
+func ownerRange(spec *specs.Spec) (idRange, bool, error) {
+	if c := caps.CurrentCaller(); os.Geteuid() != 0 || !c.OwnsIDs {
+		return idRange{}, false, nil
+	}
+	return specRange(spec)
+}
+
+// specRange decodes the spec's IDRangeAnnotation: ok=false without one.
+func specRange(spec *specs.Spec) (idRange, bool, error) {
 	raw, ok := spec.Annotations[IDRangeAnnotation]
-	if !ok || !caps.CurrentCaller().Root {
+	if !ok {
 		return idRange{}, false, nil
 	}
 	var r idRange

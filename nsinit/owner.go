@@ -29,7 +29,11 @@ type owner struct {
 	group  cgroup.Group // the sandbox's cgroup, nil without one
 	limits string       // why there is no cgroup, when limits were only defaults
 	hostID *hostID      // a root caller's host id, held until the sandbox has ended
-	nproc  bool         // the default process limit is RLIMIT_NPROC on hostID, no cgroup
+	// nsOwner owns the sandbox's user namespace when uid 0 keeps its own mapping (a uid 0
+	// that is not a root caller, a root caller's uid 0 fallback): ownerRange. Held until
+	// the sandbox has ended.
+	nsOwner *hostID
+	nproc   bool // the default process limit is RLIMIT_NPROC on hostID, no cgroup
 }
 
 // sandboxID returns the owner's sandbox id, taking a new one the first time.
@@ -88,6 +92,7 @@ func (o *owner) dropGroup() {
 func (o *owner) release() {
 	o.life.Close()
 	o.hostID.release()
+	o.nsOwner.release()
 }
 
 // afterRun does the cleanup that must follow the sandbox's end (removeAbsentAfter):

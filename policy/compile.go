@@ -367,12 +367,16 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.gid != nil {
 		gid = *p.gid
 	}
-	if h.Root {
+	if h.UID == 0 {
+		// a root caller's command runs as a host id of the range; for a uid 0 that is
+		// not one, an id of the range owns the sandbox's user namespace (nsinit)
 		r := DefaultIDRange
 		if p.idRange != nil {
 			r = *p.idRange
 		}
 		annotations[IDRangeAnnotation] = jsonIDRange(r)
+	}
+	if h.Root {
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
 		// earlier command could lead to a file system that cannot be idmapped.
 		if p.RootIdentityMap != RootIdentityDeny && !linked {
