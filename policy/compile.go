@@ -160,7 +160,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if err := writable("rw", canon, h, creds); err != nil {
 			return nil, err
 		}
-		if h.UID == 0 {
+		if h.Root {
 			st, err := os.Stat(canon)
 			if err != nil {
 				return nil, errorf("rw", given, err, "cannot stat")
@@ -374,11 +374,15 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		gid = *p.gid
 	}
 	if h.UID == 0 {
+		// a root caller's command runs as a host id of the range; for a uid 0 that is
+		// not one, an id of the range owns the sandbox's user namespace (nsinit)
 		r := DefaultIDRange
 		if p.idRange != nil {
 			r = *p.idRange
 		}
 		annotations[IDRangeAnnotation] = jsonIDRange(r)
+	}
+	if h.Root {
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
 		// earlier command could lead to a file system that cannot be idmapped.
 		if p.RootIdentityMap != RootIdentityDeny && !linked {
