@@ -44,8 +44,13 @@ type gitPlan struct {
 // files read more than once: a git dir's commondir (commondirOf) and a config file
 // (readRegular, 1 MiB). A nil *gitReads keeps nothing.
 type gitReads struct {
-	commondirs map[string]string
+	commondirs map[string]fileRead
 	configs    map[string]configRead
+}
+
+type fileRead struct {
+	s   string
+	err error
 }
 
 type configRead struct {
@@ -54,19 +59,19 @@ type configRead struct {
 }
 
 // commondirOf is commondirOf(gd), read once.
-func (g *gitReads) commondirOf(gd string) string {
+func (g *gitReads) commondirOf(gd string) (string, error) {
 	if g == nil {
 		return commondirOf(gd)
 	}
 	c, ok := g.commondirs[gd]
 	if !ok {
-		c = commondirOf(gd)
+		c.s, c.err = commondirOf(gd)
 		if g.commondirs == nil {
-			g.commondirs = map[string]string{}
+			g.commondirs = map[string]fileRead{}
 		}
 		g.commondirs[gd] = c
 	}
-	return c
+	return c.s, c.err
 }
 
 // config is readRegular(p, 1<<20), read once.
@@ -136,7 +141,10 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 	// a commondir; or a linked worktree's git dir <common>/worktrees/<name> whose commondir
 	// names <common> and whose gitdir file points back at entry.
 	plan.readOnly = append(plan.readOnly, entry)
-	gd := gitdirOf(entry)
+	gd, err := gitdirOf(entry)
+	if err != nil {
+		return plan, err
+	}
 	if gd == "" || !gitDirLike(gd) {
 		return plan, nil
 	}
@@ -147,7 +155,11 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		return plan, err
 	}
 	dirs := []string{gd}
-	if c := plan.reads.commondirOf(gd); c == "" {
+	c, err := plan.reads.commondirOf(gd)
+	if err != nil {
+		return plan, err
+	}
+	if c == "" {
 		if !inWritable(gd) {
 			return plan, nil
 		}
@@ -155,7 +167,11 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 			return plan, nil // a commondir that does not resolve to a git dir
 		}
 	} else {
-		if filepath.Dir(gd) != filepath.Join(c, "worktrees") || backPointer(gd) != entry || !hasObjects(c) {
+		back, err := backPointer(gd)
+		if err != nil {
+			return plan, err
+		}
+		if filepath.Dir(gd) != filepath.Join(c, "worktrees") || back != entry || !hasObjects(c) {
 			return plan, nil
 		}
 		if err := noCommondir(c); err != nil {
@@ -343,11 +359,13 @@ func (plan *gitPlan) guardNested(dir string, depth int) error {
 }
 
 // commondirOf returns the canonical git dir a worktree's git dir names in its
-// commondir file, when that is a git dir with objects; "" otherwise.
-func commondirOf(gd string) string {
-	b, err := os.ReadFile(filepath.Join(gd, "commondir"))
-	if err != nil || len(b) > 4096 {
-		return ""
+// commondir file, when that is a git dir with objects; "" otherwise. A commondir that
+// cannot be read as git writes it (readRegular: a symlink, a FIFO, a device, more than
+// 4 KiB) is an error naming it.
+func commondirOf(gd string) (string, error) {
+	b, err := readGitFile(filepath.Join(gd, "commondir"))
+	if err != nil || b == nil {
+		return "", err
 	}
 	c := strings.TrimSpace(string(b))
 	if !filepath.IsAbs(c) {
@@ -355,9 +373,25 @@ func commondirOf(gd string) string {
 	}
 	r, err := filepath.EvalSymlinks(c)
 	if err != nil || !hasObjects(r) {
-		return ""
+		return "", nil
 	}
-	return r
+	return r, nil
+}
+
+// readGitFile reads one of git's small pointer files (a .git file, commondir, gitdir):
+// nil when there is none, an error (*Error) when it is there but not a regular file of at
+// most 4 KiB.
+func readGitFile(p string) ([]byte, error) {
+	b, err := readRegular(p, 4096)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, errorf("protected", p, err, "cannot read it as git would (a small regular file); an earlier sandbox may have left it: remove it")
+	case b == nil:
+		b = []byte{}
+	}
+	return b, nil
 }
 
 // hasObjects reports whether d is a repository's own git dir: HEAD and objects/.
@@ -370,16 +404,18 @@ func hasObjects(d string) bool {
 	return true
 }
 
-// gitdirOf reads "gitdir: PATH" from a .git file and returns PATH, canonical.
-func gitdirOf(file string) string {
-	b, err := os.ReadFile(file)
-	if err != nil || len(b) > 4096 {
-		return ""
+// gitdirOf reads "gitdir: PATH" from a .git file and returns PATH, canonical ("" when it
+// holds none, or PATH does not resolve). A .git file that cannot be read as git writes
+// it is an error naming it.
+func gitdirOf(file string) (string, error) {
+	b, err := readGitFile(file)
+	if err != nil || b == nil {
+		return "", err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	gd, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
 	if !ok {
-		return ""
+		return "", nil
 	}
 	gd = strings.TrimSpace(gd)
 	if !filepath.IsAbs(gd) {
@@ -387,17 +423,18 @@ func gitdirOf(file string) string {
 	}
 	r, err := filepath.EvalSymlinks(gd)
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	return r
+	return r, nil
 }
 
 // backPointer returns the .git file a linked worktree's git dir says it belongs to
-// (gd/gitdir, as `git worktree add` writes it), canonical.
-func backPointer(gd string) string {
-	b, err := os.ReadFile(filepath.Join(gd, "gitdir"))
-	if err != nil {
-		return ""
+// (gd/gitdir, as `git worktree add` writes it), canonical; "" when none resolves. A
+// gitdir that cannot be read as git writes it is an error naming it.
+func backPointer(gd string) (string, error) {
+	b, err := readGitFile(filepath.Join(gd, "gitdir"))
+	if err != nil || b == nil {
+		return "", err
 	}
 	p := strings.TrimSpace(string(b))
 	if !filepath.IsAbs(p) {
@@ -405,9 +442,9 @@ func backPointer(gd string) string {
 	}
 	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	return r
+	return r, nil
 }
 
 // gitDirLike reports whether d is, or has been, a git dir: isGitDir, or any of the
