@@ -61,12 +61,12 @@ func isClosed(c chan struct{}) bool {
 }
 
 // cleanUpAlone removes, once every other process of the sandbox is gone, what must not
-// outlive the sandbox (removeAbsentAfter), in place of the launcher, which was killed
+// outlive the sandbox (runCleanup), in place of the launcher, which was killed
 // before its Wait could (SIGKILL of gosbx exec). The init sees the host paths at the
 // same places (the binds keep their paths). Nobody is left to report to.
 func cleanUpAlone() {
 	if cleanupSpec != nil {
-		removeAbsentAfter(cleanupSpec)
+		runCleanup(cleanupSpec)
 	}
 }
 

@@ -2,11 +2,14 @@ package policy
 
 import (
 	"errors"
-	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
 // In "commit" mode these parts of a git dir stay read-only: what git executes or obeys
@@ -20,24 +23,40 @@ var gitGuarded = []string{"hooks", "config", "config.worktree", "info", "commond
 // gitGuardedDirs are created (empty) when missing, so the command cannot create them.
 var gitGuardedDirs = []string{"hooks", "info", "objects/info"}
 
-// gitPlan is what guarding one repository needs.
+// gitPlan is what guarding one repository needs. Planning reads the host and writes
+// nothing: what must exist (makeDirs) is created by the launch (cleanup.MakeDirs).
 type gitPlan struct {
-	readOnly  []string // paths to re-bind read-only
-	bindRO    []string // git dirs outside the writable trees, to bind read-only
-	bindRW    []string // git dirs outside the writable trees, to bind read-write (commit)
-	mkdirDirs []string // guarded directories to create before binding
-	// absentAfter are files that must not exist after the run (AbsentAfterAnnotation):
-	// a writable git dir's commondir, which no mount can keep the command from creating.
-	absentAfter []string
-	// noNewEntries are directories in which nothing may be added during the run
-	// (NoNewEntriesAnnotation): a commit-mode git dir's modules/.
-	noNewEntries []NoNewEntries
-	// noSymlinks are writable git dirs in which no symlink may be left after the run
-	// (NoSymlinksAnnotation): the host's git follows one when it writes COMMIT_EDITMSG,
-	// logs/HEAD or a ref, and git itself never makes one there.
-	noSymlinks []string
+	readOnly []string // paths to re-bind read-only
+	bindRO   []string // git dirs outside the writable trees, to bind read-only
+	bindRW   []string // git dirs outside the writable trees, to bind read-write (commit)
+	makeDirs []string // guarded directories to create before binding
+	// cleanups are the after-run cleanup's entries (nsinit/cleanup): in commit mode a
+	// git dir is writable, so what the command adds there cannot be prevented by a
+	// mount, only removed when the sandbox has ended.
+	cleanups []cleanup.Entry
 
 	reads gitReads
+}
+
+// absentAfter adds p as a file that must not exist after the run (a writable git dir's
+// commondir, which no mount can keep the command from creating).
+func (plan *gitPlan) absentAfter(p string) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: p})
+}
+
+// noNewEntries adds dir as a directory in which nothing may be added during the run
+// (a commit-mode git dir's modules/): entries not in keep are removed.
+func (plan *gitPlan) noNewEntries(dir string, keep []string) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: dir, Keep: keep})
+}
+
+// noSymlinks adds gd as a writable git dir in which no symlink, FIFO, socket or device
+// may be left after the run: the host's git follows a symlink when it writes
+// COMMIT_EDITMSG, logs/HEAD or a ref, blocks on a FIFO, and never makes either there.
+// Object fan-out directories are not walked (their loose objects are not followed when
+// git writes).
+func (plan *gitPlan) noSymlinks(gd string) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveSpecialUnder, Path: gd, Skip: []string{"objects/[0-9a-f][0-9a-f]"}})
 }
 
 // gitReads keeps, while one repository is planned (nothing is created meanwhile), the
@@ -89,17 +108,6 @@ func (g *gitReads) config(p string) ([]byte, error) {
 	}
 	return v.b, v.err
 }
-
-// NoNewEntries is one entry of NoNewEntriesAnnotation: Dir's entries other than Keep
-// are removed when the sandbox ends (nsinit, without following a symlink).
-type NoNewEntries struct {
-	Dir  string   `json:"dir"`
-	Keep []string `json:"keep"`
-}
-
-// NoNewEntriesAnnotation (nsinit.NoNewEntriesAnnotation) lists, as a JSON array of
-// NoNewEntries, directories the command may write in but not add to.
-const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
 
 // guardGit plans the protection of the repository metadata entry (a .git directory or
 // a .git file that points at a git dir) found in a writable tree, in mode. It refuses a
@@ -221,13 +229,13 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := noSymlinksIn(gd); err != nil {
 		return err
 	}
-	plan.noSymlinks = append(plan.noSymlinks, gd)
+	plan.noSymlinks(gd)
 	// Files git reads for its config that a mount cannot keep from being created:
 	// removed after the run when the command made them (config.worktree is read when
 	// extensions.worktreeConfig is set, as git sparse-checkout does).
 	for _, f := range []string{"commondir", "config.worktree"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f))
 		}
 	}
 	// An unfinished rebase or cherry-pick holds commands (exec lines) that the user's
@@ -235,7 +243,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	// the user's own, there at launch, is read-only (the command cannot add to it).
 	for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f))
 		} else {
 			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
 		}
@@ -245,7 +253,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	// when the command made them.
 	for _, f := range []string{"remotes", "branches"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f))
 		}
 	}
 	if own != "" {
@@ -259,7 +267,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
-			plan.mkdirDirs = append(plan.mkdirDirs, filepath.Join(gd, d))
+			plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, d))
 		}
 	}
 	for _, g := range gitGuarded {
@@ -282,12 +290,12 @@ func (plan *gitPlan) guard(gd, own string) error {
 			if _, err := os.Lstat(filepath.Join(p, f)); err == nil {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			} else if f == "config.worktree" {
-				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f))
+				plan.absentAfter(filepath.Join(p, f))
 			}
 		}
 		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {
-				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f)) // this checkout's own
+				plan.absentAfter(filepath.Join(p, f)) // this checkout's own
 			} else {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			}
@@ -296,7 +304,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "modules")); os.IsNotExist(err) {
 		// no submodule git dir yet: none may be made (the user's next git submodule
 		// update --init would use one of the command's making)
-		plan.mkdirDirs = append(plan.mkdirDirs, filepath.Join(gd, "modules"))
+		plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, "modules"))
 		plan.readOnly = append(plan.readOnly, filepath.Join(gd, "modules"))
 	}
 	mods, err := os.ReadDir(filepath.Join(gd, "modules"))
@@ -310,7 +318,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 		keep = append(keep, m.Name())
 	}
 	if len(mods) > 0 {
-		plan.noNewEntries = append(plan.noNewEntries, NoNewEntries{Dir: filepath.Join(gd, "modules"), Keep: keep})
+		plan.noNewEntries(filepath.Join(gd, "modules"), keep)
 	}
 	for _, m := range mods {
 		sub := filepath.Join(gd, "modules", m.Name())
@@ -530,10 +538,6 @@ func accessible(d string) error {
 	}
 	return nil
 }
-
-// NoSymlinksAnnotation lists, as a JSON array, writable git dirs (commit mode) in which
-// Wait removes every symlink the command left (nsinit.NoSymlinksAnnotation).
-const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
 
 // noSymlinksIn refuses a writable git dir holding a symlink, a FIFO, a socket or a device
 // (outside its object stores' fan-out directories' contents): git never makes one there, and the host's git follows

@@ -56,7 +56,7 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 		st, err := os.Lstat(dir)
 		switch {
 		case os.IsNotExist(err):
-			plan.mkdirDirs = append(plan.mkdirDirs, dir)
+			plan.makeDirs = append(plan.makeDirs, dir)
 			plan.readOnly = append(plan.readOnly, dir)
 			continue
 		case err != nil:
@@ -413,7 +413,7 @@ func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(str
 			case err == nil:
 				plan.readOnly = append(plan.readOnly, target)
 			case os.IsNotExist(err) && hooks:
-				plan.mkdirDirs = append(plan.mkdirDirs, target)
+				plan.makeDirs = append(plan.makeDirs, target)
 				plan.readOnly = append(plan.readOnly, target)
 			case os.IsNotExist(err):
 				return errorf("protected", target, nil, "the repository's config includes it (%s) but it does not exist: the command could write config there; create it or remove the setting", k)

@@ -1,0 +1,209 @@
+// Package cleanup runs the after-run cleanup of a sandbox on the host: generic entries
+// (a path and a kind), handed to it by whoever knows why (the policy's repository
+// guard), executed without following a symlink anywhere (openat2 RESOLVE_NO_SYMLINKS or
+// O_NOFOLLOW component by component, then descriptors only, never a path resolved
+// twice). It knows nothing of what the entries protect.
+package cleanup
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kind is what an Entry asks for.
+type Kind string
+
+const (
+	// RemoveIfCreated: Path did not exist at launch; whatever is there after the run
+	// (a file or a whole tree) is removed. For a file the command can create but a
+	// mount cannot keep it from creating.
+	RemoveIfCreated Kind = "remove-if-created"
+	// RemoveNewEntries: the entries of the directory Path whose names are not in Keep
+	// (each with everything in it) are removed.
+	RemoveNewEntries Kind = "remove-new-entries"
+	// RemoveSpecialUnder: every symlink, FIFO, socket and device under the directory
+	// Path is removed, at most 32 levels deep, not descending into directories that
+	// match Skip.
+	RemoveSpecialUnder Kind = "remove-special-under"
+)
+
+// Entry is one step of the after-run cleanup. Path is absolute and canonical (no
+// symlink in it as the launcher saw it); a component that became a symlink since leads
+// nowhere and nothing is removed.
+type Entry struct {
+	Kind Kind   `json:"kind"`
+	Path string `json:"path"`
+	// Keep (RemoveNewEntries) are the names of Path's entries that stay.
+	Keep []string `json:"keep,omitempty"`
+	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
+	// patterns of their last two components, "parent/name" ("objects/??").
+	Skip []string `json:"skip,omitempty"`
+}
+
+// Annotation carries the entries in a runtime-spec's annotations, as a JSON array of
+// Entry.
+const Annotation = "org.gosbx.cleanup"
+
+// Encode is the annotation's value for entries ("" for none).
+func Encode(entries []Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(entries) // strings and slices of strings only: never fails
+	return string(b)
+}
+
+// Decode reads an annotation's value; "" is none.
+func Decode(raw string) ([]Entry, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	var entries []Entry
+	if err := json.Unmarshal([]byte(raw), &entries); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", Annotation, err)
+	}
+	for _, e := range entries {
+		switch {
+		case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder:
+			return nil, fmt.Errorf("annotation %s: unknown kind %q", Annotation, e.Kind)
+		case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
+			return nil, fmt.Errorf("annotation %s: %q is not an absolute, clean path below /", Annotation, e.Path)
+		}
+	}
+	return entries, nil
+}
+
+// Run carries out entries, RemoveIfCreated first, then RemoveNewEntries, then
+// RemoveSpecialUnder. It returns the paths removed and, for what could not be
+// removed, "path: reason". Entries whose path is gone, or is no longer a directory
+// reached without a symlink, are skipped: nothing of them can be reached by that name.
+func Run(entries []Entry) (removed, failed []string) {
+	for _, kind := range []Kind{RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder} {
+		for _, e := range entries {
+			if e.Kind != kind {
+				continue
+			}
+			var r, f []string
+			switch kind {
+			case RemoveIfCreated:
+				switch gone, err := removeNoFollow(e.Path); {
+				case err != nil:
+					f = []string{e.Path + ": " + err.Error()}
+				case gone:
+					r = []string{e.Path}
+				}
+			case RemoveNewEntries:
+				r, f = removeNewEntries(e.Path, e.Keep)
+			case RemoveSpecialUnder:
+				r, f = removeSpecial(e.Path, e.Skip)
+			}
+			removed, failed = append(removed, r...), append(failed, f...)
+		}
+	}
+	return removed, failed
+}
+
+// unreachable reports an error of opening a directory by name that means it is gone or
+// was replaced by something else (a symlink, a file).
+func unreachable(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
+}
+
+// removeNewEntries removes every entry of dir not named in keep.
+func removeNewEntries(dir string, keep []string) (removed, failed []string) {
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	fd, err := openDirNoFollow(dir)
+	if unreachable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, []string{dir + ": " + err.Error()}
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		failed = append(failed, dir+": "+err.Error())
+	}
+	for _, n := range names {
+		if kept[n] {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+			failed = append(failed, filepath.Join(dir, n)+": "+err.Error())
+		} else {
+			removed = append(removed, filepath.Join(dir, n))
+		}
+	}
+	return removed, failed
+}
+
+// removeSpecial removes every symlink, FIFO, socket and device under dir.
+func removeSpecial(dir string, skip []string) (removed, failed []string) {
+	var walk func(fd int, dir string, depth int)
+	walk = func(fd int, dir string, depth int) {
+		f := os.NewFile(uintptr(fd), dir)
+		defer f.Close()
+		names, err := f.Readdirnames(-1)
+		if err != nil {
+			failed = append(failed, dir+": "+err.Error())
+		}
+		for _, n := range names {
+			p := filepath.Join(dir, n)
+			var st unix.Stat_t
+			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			switch t := st.Mode & unix.S_IFMT; {
+			case t == unix.S_IFLNK || t == unix.S_IFIFO || t == unix.S_IFSOCK || t == unix.S_IFCHR || t == unix.S_IFBLK:
+				if err := removeAt(fd, n, false, 0); err != nil {
+					failed = append(failed, p+": "+err.Error())
+				} else {
+					removed = append(removed, p)
+				}
+			case t != unix.S_IFDIR || depth >= 32 || skipped(skip, filepath.Base(dir)+"/"+n):
+			default:
+				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
+					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				}
+				if err != nil {
+					failed = append(failed, p+": "+err.Error())
+					continue
+				}
+				walk(sub, p, depth+1)
+			}
+		}
+	}
+	fd, err := openDirNoFollow(dir)
+	if unreachable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, []string{dir + ": " + err.Error()}
+	}
+	walk(fd, dir, 0)
+	return removed, failed
+}
+
+func skipped(patterns []string, last2 string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, last2); ok {
+			return true
+		}
+	}
+	return false
+}
