@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -189,6 +190,17 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	}
 	var protected, makeDirs []string
 	var cleanups []cleanup.Entry
+	if slices.Contains(f.Protected, ".git") {
+		// the repositories that hold a writable tree from above
+		for _, t := range trees {
+			plan, err := guardEnclosing(t, trees, inWritable)
+			if err != nil {
+				return nil, err
+			}
+			protected = append(protected, plan.readOnly...)
+			makeDirs = append(makeDirs, plan.makeDirs...)
+		}
+	}
 	for _, t := range trees {
 		c := ""
 		if t == ws {
@@ -242,6 +254,8 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		}
 	}
 
+	// A path guarded twice (by an enclosing repository and by the scan) is bound once.
+	protected, makeDirs = unique(protected), unique(makeDirs)
 	masked := append([]string{}, procMasked...)
 	for _, m := range f.Masked {
 		masked = append(masked, maskPaths(m)...)
@@ -448,6 +462,19 @@ func linkText(r *resolver, given, canon string) string {
 		}
 	}
 	return canon
+}
+
+// unique returns list without its repeats, in order.
+func unique(list []string) []string {
+	seen := make(map[string]bool, len(list))
+	out := list[:0]
+	for _, p := range list {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func isNotExist(err error) bool {
