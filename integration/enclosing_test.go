@@ -15,7 +15,7 @@ import (
 // like those of a repository below it.
 func TestEnclosingRepoSubmoduleGuarded(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
-		for _, how := range []string{"workspace", "rw"} {
+		for _, how := range []string{"workspace", "rw", "missing"} {
 			t.Run(how, func(t *testing.T) {
 				s := newSandbox(t, c)
 				mono := filepath.Join(s.ws, "mono")
@@ -27,15 +27,19 @@ func TestEnclosingRepoSubmoduleGuarded(t *testing.T) {
 				s.hostGit(mono, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "svc/vendor/lib")
 				s.hostGit(mono, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "-m", "lib")
 				s.hostGit(mono, "submodule", "deinit", "-q", "-f", "svc/vendor/lib")
+				if how == "missing" {
+					// not even its parent directory is there
+					must(t, os.RemoveAll(filepath.Join(mono, "svc", "vendor")))
+				}
 				marker := filepath.Join(s.ws, "FSMONITOR-RAN") // the caller can write there
 				svc := filepath.Join(mono, "svc")
 				script := `cd "$1" || exit 3
 printf '#!/bin/sh\ntouch %s\nexit 1\n' "$2" > hook.sh && chmod +x hook.sh
-git init -q vendor/lib 2>/dev/null && git -C vendor/lib config core.fsmonitor "$1/hook.sh" && echo PLANTED
+mkdir -p vendor/lib 2>/dev/null; git init -q vendor/lib 2>/dev/null && git -C vendor/lib config core.fsmonitor "$1/hook.sh" && echo PLANTED
 mkdir -p vendor/other && git init -q vendor/other 2>/dev/null && echo OTHER
 exit 0`
 				var r result
-				if how == "workspace" {
+				if how != "rw" {
 					ctx := s.limitCtx(runLimit)
 					cmd := s.rawCommand(ctx, "exec", "--workspace", svc, "--", shellPath, "-c", script, "_", svc, marker)
 					r = s.runCmd(ctx, cmd)

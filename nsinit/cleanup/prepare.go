@@ -24,8 +24,8 @@ func EncodeDirs(dirs []string) string {
 	return string(b)
 }
 
-// MakeDirs creates each directory of the annotation value raw that is missing (mode
-// 0755, owned like its parent), in order. The parent is opened without following a
+// MakeDirs creates each directory of the annotation value raw that is missing, and its
+// missing parents (mode 0755, owned like its parent), in order. The parent is opened without following a
 // symlink (openat2 RESOLVE_NO_SYMLINKS), the directory made and chowned relative to it:
 // a component an earlier sandbox swapped for a symlink is refused, nothing outside is
 // created. Errors name the directory.
@@ -50,9 +50,21 @@ func MakeDirs(raw string) error {
 
 func makeDir(d string) error {
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(d), how)
-	if errors.Is(err, unix.ENOSYS) {
-		parent, err = openComponents(filepath.Dir(d))
+	open := func() (int, error) {
+		fd, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(d), how)
+		if errors.Is(err, unix.ENOSYS) {
+			fd, err = openComponents(filepath.Dir(d))
+		}
+		return fd, err
+	}
+	parent, err := open()
+	if errors.Is(err, unix.ENOENT) && filepath.Dir(d) != "/" {
+		// a missing parent too (a submodule path vendor/lib without vendor/): made
+		// the same way first
+		if err := makeDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		parent, err = open()
 	}
 	if err != nil {
 		return err
