@@ -97,7 +97,6 @@ func TestPlantedFilesFailFast(t *testing.T) {
 				r := s.planted(pol, marker)
 				undo()
 				what := strings.TrimPrefix(f, s.base+"/") + " as " + kind
-				t.Logf("%s: %d %v %q", what, r.code, r.elapsed, r.stderr)
 				if r.code != 125 || !strings.Contains(r.stderr, f) {
 					t.Errorf("%s: want a fast 125 naming the file\n%v", what, r)
 				}

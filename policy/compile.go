@@ -211,10 +211,10 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			return nil, err
 		}
 		for _, m := range found {
-			if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
-				return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
-			}
 			if filepath.Base(m) != ".git" {
+				if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
+					return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
+				}
 				protected = append(protected, m)
 				continue
 			}
@@ -326,7 +326,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	// another path and leave what the command planted.
 	paths := append([]string{}, makeDirs...)
 	for _, c := range cleanups {
-		paths = append(append(paths, c.Path), c.Keep...)
+		paths = append(append(paths, c.Path, c.Target), c.Keep...)
 	}
 	for _, l := range b.links {
 		paths = append(paths, l.Path, l.Target)

@@ -123,23 +123,10 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		return plan, errorf("protected", entry, err, "cannot inspect this repository's .git, so cannot guard it; restore its owner's access")
 	}
 	if st.IsDir() {
-		if err := gitDirAccessible(entry); err != nil {
-			return plan, err
-		}
-		if err := noCommondir(entry); err != nil {
-			return plan, err
-		}
-		if err := plan.guardSubmodulePaths(filepath.Dir(entry), entry, inWritable, 0); err != nil {
-			return plan, err
-		}
-		if err := plan.guardConfigTargets(filepath.Dir(entry), entry, inWritable); err != nil {
-			return plan, err
-		}
-		if mode != GitCommit {
-			plan.readOnly = append(plan.readOnly, entry)
-			return plan, nil
-		}
-		return plan, plan.guard(entry, "")
+		return plan, plan.guardOwnGitDir(filepath.Dir(entry), entry, mode, inWritable)
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return plan, plan.guardGitSymlink(entry, mode, inWritable)
 	}
 	// A .git file: a linked worktree or a submodule. The file itself is always
 	// read-only (rewritten, it would send the user's git to a git dir of the command's
@@ -208,6 +195,50 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		}
 	}
 	return plan, nil
+}
+
+// guardOwnGitDir plans the guard of the repository whose working tree is worktree and
+// whose own git dir is gd (its .git, or where a .git symlink leads).
+func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(string) bool) error {
+	if err := gitDirAccessible(gd); err != nil {
+		return err
+	}
+	if err := noCommondir(gd); err != nil {
+		return err
+	}
+	if err := plan.guardSubmodulePaths(worktree, gd, inWritable, 0); err != nil {
+		return err
+	}
+	if err := plan.guardConfigTargets(worktree, gd, inWritable); err != nil {
+		return err
+	}
+	if mode != GitCommit {
+		plan.readOnly = append(plan.readOnly, gd)
+		return nil
+	}
+	return plan.guard(gd, "")
+}
+
+// guardGitSymlink plans the guard of a .git that is a symlink to a directory in a
+// writable tree (some checkout tools, Android's repo among them, lay repositories out
+// so): the git dir it leads to is guarded as a .git directory would be, and the symlink,
+// which no mount can make read-only, is put back as it was after the run
+// (cleanup.RestoreSymlink) should the command have replaced it. A .git symlink that
+// leads anywhere else is refused.
+func (plan *gitPlan) guardGitSymlink(entry, mode string, inWritable func(string) bool) error {
+	text, err := os.Readlink(entry)
+	if err != nil {
+		return errorf("protected", entry, err, "cannot read the .git symlink")
+	}
+	gd, err := filepath.EvalSymlinks(entry)
+	if err != nil {
+		return errorf("protected", entry, err, "the .git symlink does not lead to a directory; remove it")
+	}
+	if st, err := os.Stat(gd); err != nil || !st.IsDir() || !inWritable(gd) || !gitDirLike(gd) {
+		return errorf("protected", entry, nil, "is a symlink to %s, which is not a git dir inside the workspace or a read-write bind; gosbx guards a .git symlink only to such a git dir (make .git a directory or a gitdir: file)", gd)
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RestoreSymlink, Path: entry, Target: text})
+	return plan.guardOwnGitDir(filepath.Dir(entry), gd, mode, inWritable)
 }
 
 // noCommondir refuses a repository's own git dir that holds a commondir.

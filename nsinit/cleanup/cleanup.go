@@ -31,6 +31,10 @@ const (
 	// Path is removed, at most 32 levels deep, not descending into directories that
 	// match Skip.
 	RemoveSpecialUnder Kind = "remove-special-under"
+	// RestoreSymlink: Path must be a symlink whose text is Target; whatever else is
+	// there after the run (another symlink, a file, a tree) is removed and the symlink
+	// made again. For a symlink no mount can make read-only.
+	RestoreSymlink Kind = "restore-symlink"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -44,6 +48,8 @@ type Entry struct {
 	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
 	// patterns of their last two components, "parent/name" ("objects/??").
 	Skip []string `json:"skip,omitempty"`
+	// Target (RestoreSymlink) is the symlink's text.
+	Target string `json:"target,omitempty"`
 }
 
 // Annotation carries the entries in a runtime-spec's annotations, as a JSON array of
@@ -70,7 +76,7 @@ func Decode(raw string) ([]Entry, error) {
 	}
 	for _, e := range entries {
 		switch {
-		case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder:
+		case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink:
 			return nil, fmt.Errorf("annotation %s: unknown kind %q", Annotation, e.Kind)
 		case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 			return nil, fmt.Errorf("annotation %s: %q is not an absolute, clean path below /", Annotation, e.Path)
@@ -79,12 +85,12 @@ func Decode(raw string) ([]Entry, error) {
 	return entries, nil
 }
 
-// Run carries out entries, RemoveIfCreated first, then RemoveNewEntries, then
-// RemoveSpecialUnder. It returns the paths removed and, for what could not be
+// Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
+// RemoveNewEntries and RemoveSpecialUnder. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -102,6 +108,13 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removeNewEntries(e.Path, e.Keep)
 			case RemoveSpecialUnder:
 				r, f = removeSpecial(e.Path, e.Skip)
+			case RestoreSymlink:
+				switch replaced, err := restoreSymlink(e.Path, e.Target); {
+				case err != nil:
+					f = []string{e.Path + ": " + err.Error()}
+				case replaced:
+					r = []string{e.Path}
+				}
 			}
 			removed, failed = append(removed, r...), append(failed, f...)
 		}
@@ -206,4 +219,33 @@ func skipped(patterns []string, last2 string) bool {
 		}
 	}
 	return false
+}
+
+// restoreSymlink makes p the symlink target again if it is anything else, through its
+// parent's descriptor (opened without following a symlink). It reports whether p had
+// been replaced.
+func restoreSymlink(p, target string) (bool, error) {
+	dir, err := openDirNoFollow(filepath.Dir(p))
+	if unreachable(err) {
+		return false, nil // its directory is gone or replaced: nothing is reached by that name
+	}
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(dir)
+	name := filepath.Base(p)
+	buf := make([]byte, len(target)+1)
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err == nil && n == len(target) && string(buf[:n]) == target {
+		return false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if err := removeAt(dir, name, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+			return false, err
+		}
+	} else if !errors.Is(err, unix.ENOENT) {
+		return false, err
+	}
+	return true, unix.Symlinkat(target, dir, name)
 }
