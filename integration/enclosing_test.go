@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A workspace inside a repository (issue 15, item 2): "mono" has a deinitialised
@@ -102,3 +104,65 @@ exit 0`, "_", svc, marker)
 		}
 	})
 }
+
+// The after-run cleanup does not depend on the launcher surviving (issue 15, item 1 B):
+// gosbx is SIGKILLed while the command sleeps after planting .git/commondir (pointing at
+// a git dir whose core.fsmonitor is the command's), and the sandbox's own cleanup is
+// defeated (a fault build skips the init's; a command could cripple pid 1). The next
+// launch, on another workspace, completes the journal the first left: the planted file
+// is gone before its command runs, and the host's git status runs nothing planted.
+func TestCleanupJournalAfterLauncherKilled(t *testing.T) {
+	bin := faultBinary(t)
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		ready := filepath.Join(s.ws, "ready")
+		marker := filepath.Join(s.ws, "FSMONITOR-RAN")
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", `trap '' TERM
+git init -q --bare evil && printf '#!/bin/sh\ntouch %s\nexit 1\n' "$2" > evil/hook.sh && chmod +x evil/hook.sh
+git --git-dir=evil config core.fsmonitor "$PWD/evil/hook.sh" && git --git-dir=evil config core.bare false
+echo ../evil > .git/commondir
+touch "$1"; sleep 30`, "_", ready, marker)
+		cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+		cmd.Env = s.env("GOSBX_FAULT=init cleanup")
+		must(t, cmd.Start())
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the first command never planted")
+			}
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		commondir := filepath.Join(s.ws, ".git", "commondir")
+		// the sandbox ends without its own cleanup: the planted file stays
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if faultInitsGone("init cleanup") || time.Now().After(deadline) {
+				break
+			}
+		}
+		if _, err := os.Lstat(commondir); err != nil {
+			t.Fatalf("the sandbox's own cleanup ran (the fault build should skip it): %v", err)
+		}
+		// a second launch, elsewhere: its command sees the workspace of the first
+		other := newSandbox(t, c)
+		r := other.sh([]string{"--ro", s.ws}, `test -e "$1" && echo STILL-THERE; exit 0`, commondir)
+		mustSucceed(t, r, "the second launch")
+		if strings.Contains(r.stdout, "STILL-THERE") {
+			t.Errorf("the planted commondir was still there when the second command ran:\n%v", r)
+		}
+		if !strings.Contains(r.stderr, commondir) {
+			t.Errorf("the second launch did not say it removed %s:\n%v", commondir, r)
+		}
+		out, _ := s.hostGitOut(s.ws, "status")
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the host's git status ran the planted fsmonitor\n%s", out)
+		}
+	})
+}
+
+// faultInitsGone reports whether no init of a fault-build launch for step is left.
+func faultInitsGone(step string) bool { return len(faultInits(step)) == 0 }

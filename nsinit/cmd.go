@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,9 +64,10 @@ type Cmd struct {
 	started  bool         // the init was cloned
 	waited   bool
 
-	hostID      *hostID // a root caller's host id, held until Wait
-	nproc       bool    // the default process limit is RLIMIT_NPROC on hostID, no cgroup
-	identityMap string  // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
+	hostID      *hostID          // a root caller's host id, held until Wait
+	nproc       bool             // the default process limit is RLIMIT_NPROC on hostID, no cgroup
+	journal     *cleanup.Journal // the after-run cleanup this launch owes, recorded
+	identityMap string           // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
 
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
@@ -318,6 +320,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				err = c.group.Add(c.init.pid)
 			}
 		}
+		if err == nil {
+			err = c.beginJournal(spec)
+		}
 		if err != nil {
 			c.init.kill()
 		} else {
@@ -326,6 +331,31 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		placed <- err
 	}()
 	return placed, nil
+}
+
+// beginJournal records the after-run cleanup this launch owes (cleanup.BeginJournal),
+// before the init may fork the command: should this process and the init both die
+// before it is done, the next launch of this user completes it. Journals that earlier
+// launches left (their launcher and init gone) are completed first.
+func (c *Cmd) beginJournal(spec *specs.Spec) error {
+	cleanup.CompleteJournals()
+	entries, err := cleanup.Decode(spec.Annotations[cleanup.Annotation])
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	var writable []string
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" && !slices.Contains(m.Options, "ro") {
+			writable = append(writable, m.Source)
+		}
+	}
+	if err = fault.Check("journal"); err == nil {
+		c.journal, err = cleanup.BeginJournal(entries, c.init.pid, writable)
+	}
+	if err != nil {
+		return &SetupError{Step: "journal", Err: err}
+	}
+	return nil
 }
 
 // sendSpec sends a cloned init its spec (with the compiled seccomp program) and the
@@ -415,6 +445,10 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	if placed != nil {
 		if err := <-placed; err != nil {
 			c.reapFailed()
+			var se *SetupError
+			if errors.As(err, &se) {
+				return c.fail(se)
+			}
 			return c.fail(&SetupError{Step: "cgroup", Err: err})
 		}
 	}
@@ -472,6 +506,7 @@ func (c *Cmd) fail(err error) error {
 func (c *Cmd) reapFailed() {
 	c.init.kill()
 	c.init.wait()
+	c.journal.Done() // the command never ran: nothing is owed
 	if c.stdio != nil {
 		c.stdio.wait()
 	}
@@ -570,6 +605,9 @@ func (c *Cmd) Wait() error {
 		r.ExitCode = 128 + int(r.Signal)
 	}
 	r.Removed, r.NotRemoved = runCleanup(c.Spec)
+	if len(r.NotRemoved) == 0 {
+		c.journal.Done()
+	}
 	r.Limits = string(cgroup.None)
 	if c.nproc {
 		r.Limits = string(cgroup.Rlimit)

@@ -264,5 +264,5 @@ const refillDelay = 20 * time.Millisecond
 func (c *Cmd) adopt(b *Cmd) {
 	c.init, c.life, c.sync, c.syncFile, c.ctl = b.init, b.life, b.sync, b.syncFile, b.ctl
 	c.group, c.limits, c.started, c.waited = b.group, b.limits, b.started, false
-	c.hostID, c.identityMap = b.hostID, b.identityMap
+	c.hostID, c.identityMap, c.journal = b.hostID, b.identityMap, b.journal
 }

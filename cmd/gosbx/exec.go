@@ -17,6 +17,7 @@ import (
 
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -128,6 +129,9 @@ func execute(o policy.Options, status *os.File) error {
 		}
 	}
 	start := time.Now()
+	// The cleanup that earlier launches owe and could not do (their launcher and init
+	// killed): done before this launch looks at the workspace, which may be theirs.
+	completeJournals()
 	eff, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
@@ -262,5 +266,17 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 				return nil, nil, stoppedBySignal{s}
 			}
 		}
+	}
+}
+
+// completeJournals completes the after-run cleanup of earlier launches of this user
+// whose launcher and sandbox are gone (cleanup.CompleteJournals), and says what it did.
+func completeJournals() {
+	removed, failed := cleanup.CompleteJournals()
+	for _, p := range removed {
+		fmt.Fprintf(os.Stderr, "gosbx: an earlier sandbox's command created %s, and its launcher was killed before removing it; removed\n", p)
+	}
+	for _, f := range failed {
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete an earlier sandbox's cleanup: %s\n", f)
 	}
 }
