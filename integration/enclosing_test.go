@@ -114,30 +114,44 @@ exit 0`, "_", svc, marker)
 func TestCleanupJournalAfterLauncherKilled(t *testing.T) {
 	bin := faultBinary(t)
 	forEachCaller(t, func(t *testing.T, c caller) {
-		s := newSandbox(t, c)
-		s.newRepo(s.ws, "host-commit")
-		ready := filepath.Join(s.ws, "ready")
-		marker := filepath.Join(s.ws, "FSMONITOR-RAN")
-		ctx := s.limitCtx(runLimit)
-		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", `trap '' TERM
+		// fault: a fault build skips the init's own cleanup; prlimit: the command
+		// lowers pid 1's RLIMIT_NOFILE to 0 itself (the attack of issue 15), which
+		// defeats that cleanup wherever pid 1 is reachable
+		for _, how := range []string{"fault", "prlimit"} {
+			t.Run(how, func(t *testing.T) { journalAfterKill(t, c, bin, how) })
+		}
+	})
+}
+
+func journalAfterKill(t *testing.T, c caller, bin, how string) {
+	s := newSandbox(t, c)
+	s.newRepo(s.ws, "host-commit")
+	ready := filepath.Join(s.ws, "ready")
+	marker := filepath.Join(s.ws, "FSMONITOR-RAN")
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", `trap '' TERM
 git init -q --bare evil && printf '#!/bin/sh\ntouch %s\nexit 1\n' "$2" > evil/hook.sh && chmod +x evil/hook.sh
 git --git-dir=evil config core.fsmonitor "$PWD/evil/hook.sh" && git --git-dir=evil config core.bare false
 echo ../evil > .git/commondir
-touch "$1"; sleep 30`, "_", ready, marker)
+[ "$3" = prlimit ] && prlimit --pid 1 --nofile=0:0
+touch "$1"; sleep 30`, "_", ready, marker, how)
+	if how == "fault" {
 		cmd.Path, cmd.Args = replaceBinary(cmd, bin)
 		cmd.Env = s.env("GOSBX_FAULT=init cleanup")
-		must(t, cmd.Start())
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Stat(ready); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the first command never planted")
-			}
+	}
+	must(t, cmd.Start())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
 		}
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		commondir := filepath.Join(s.ws, ".git", "commondir")
+		if time.Now().After(deadline) {
+			t.Fatal("the first command never planted")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	commondir := filepath.Join(s.ws, ".git", "commondir")
+	if how == "fault" {
 		// the sandbox ends without its own cleanup: the planted file stays
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if faultInitsGone("init cleanup") || time.Now().After(deadline) {
@@ -147,21 +161,37 @@ touch "$1"; sleep 30`, "_", ready, marker)
 		if _, err := os.Lstat(commondir); err != nil {
 			t.Fatalf("the sandbox's own cleanup ran (the fault build should skip it): %v", err)
 		}
-		// a second launch, elsewhere: its command sees the workspace of the first
-		other := newSandbox(t, c)
-		r := other.sh([]string{"--ro", s.ws}, `test -e "$1" && echo STILL-THERE; exit 0`, commondir)
-		mustSucceed(t, r, "the second launch")
-		if strings.Contains(r.stdout, "STILL-THERE") {
-			t.Errorf("the planted commondir was still there when the second command ran:\n%v", r)
+	} else {
+		// the sandbox's init ends (its pid namespace with it) once the launcher is gone
+		waitHostPIDs("gosbx-init", 5*time.Second, func(int) bool { return initsOf(s.ws) == 0 })
+	}
+	// a second launch, elsewhere: its command sees the workspace of the first
+	other := newSandbox(t, c)
+	r := other.sh([]string{"--ro", s.ws}, `test -e "$1" && echo STILL-THERE; exit 0`, commondir)
+	mustSucceed(t, r, "the second launch")
+	if strings.Contains(r.stdout, "STILL-THERE") {
+		t.Errorf("the planted commondir was still there when the second command ran:\n%v", r)
+	}
+	if how == "fault" && !strings.Contains(r.stderr, commondir) {
+		t.Errorf("the second launch did not say it removed %s:\n%v", commondir, r)
+	}
+	out, _ := s.hostGitOut(s.ws, "status")
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the host's git status ran the planted fsmonitor\n%s", out)
+	}
+}
+
+// initsOf counts the sandbox inits that have ws among their mounts: those of this
+// test's first launch.
+func initsOf(ws string) int {
+	n := 0
+	for _, pid := range hostPIDs("gosbx-init") {
+		b, err := os.ReadFile("/proc/" + itoa(pid) + "/mountinfo")
+		if err == nil && strings.Contains(string(b), ws) {
+			n++
 		}
-		if !strings.Contains(r.stderr, commondir) {
-			t.Errorf("the second launch did not say it removed %s:\n%v", commondir, r)
-		}
-		out, _ := s.hostGitOut(s.ws, "status")
-		if _, err := os.Stat(marker); err == nil {
-			t.Errorf("the host's git status ran the planted fsmonitor\n%s", out)
-		}
-	})
+	}
+	return n
 }
 
 // faultInitsGone reports whether no init of a fault-build launch for step is left.
