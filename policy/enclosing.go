@@ -82,7 +82,7 @@ func (plan *gitPlan) guardEnclosingRepo(a string, inWritable func(string) bool) 
 	if common == "" {
 		common = gd
 	}
-	wts, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	wts, err := readDirCapped(filepath.Join(common, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(common, "worktrees"), err, "cannot read the linked worktrees of a repository that holds a writable tree, so cannot guard them")
 	}

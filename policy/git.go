@@ -307,7 +307,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.readOnly = append(plan.readOnly, p)
 		}
 	}
-	wts, err := os.ReadDir(filepath.Join(gd, "worktrees"))
+	wts, err := readDirCapped(filepath.Join(gd, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "worktrees"), err, "cannot read the linked worktrees' git dirs, so cannot guard them")
 	}
@@ -338,7 +338,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 		plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, "modules"))
 		plan.readOnly = append(plan.readOnly, filepath.Join(gd, "modules"))
 	}
-	mods, err := os.ReadDir(filepath.Join(gd, "modules"))
+	mods, err := readDirCapped(filepath.Join(gd, "modules"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "modules"), err, "cannot read the submodules' git dirs, so cannot guard them")
 	}
@@ -374,7 +374,7 @@ func (plan *gitPlan) guardNested(dir string, depth int) error {
 	if depth == 0 {
 		return nil
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := readDirCapped(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", dir, err, "cannot read the submodules' git dirs, so cannot guard them")
 	}
@@ -533,7 +533,7 @@ func gitDirAccessible(gd string) error {
 		if err := accessible(d); err != nil {
 			return err
 		}
-		ents, err := os.ReadDir(d)
+		ents, err := readDirCapped(d)
 		if err != nil {
 			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it")
 		}
@@ -580,7 +580,7 @@ func noSymlinksIn(gd string) error {
 		if depth > 32 {
 			return nil // gitDirAccessible refused deeper trees already
 		}
-		ents, err := os.ReadDir(d)
+		ents, err := readDirCapped(d)
 		if err != nil {
 			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it")
 		}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -482,5 +483,24 @@ func TestGitCommitNonUTF8Workspace(t *testing.T) {
 	}
 	if _, err := Compile(Options{Policy: gitPolicy(t, GitReadOnly), Workspace: ws, Args: []string{"true"}}, fakeHost(ws)); err != nil {
 		t.Errorf("read-only git mode needs no cleanup list: %v", err)
+	}
+}
+
+// A git dir a command filled with more names than the guard reads from one directory
+// is refused (125), not held in memory whole.
+func TestGitDirHugeDirectoryRefused(t *testing.T) {
+	ws := canonTempDir(t)
+	newRepo(t, ws)
+	tags := filepath.Join(ws, ".git", "refs", "tags")
+	for i := 0; i <= maxDirEntries; i++ {
+		fd, err := unix.Open(filepath.Join(tags, "t"+strconv.Itoa(i)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+	_, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("a git dir with %d names in refs/tags: %v", maxDirEntries+1, err)
 	}
 }

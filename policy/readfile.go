@@ -3,7 +3,10 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -99,4 +102,35 @@ func fileKind(t uint32) string {
 		return "a symlink"
 	}
 	return "not a regular file"
+}
+
+// maxDirEntries bounds the entries the guard reads from one directory of a git dir:
+// a sandbox that could write the git dir (commit mode) could fill one with millions of
+// names for the next launch to hold in memory.
+const maxDirEntries = 100000
+
+// readDirCapped is os.ReadDir(dir) (entries sorted by name) for a directory of at most
+// maxDirEntries entries; more is an error naming it.
+func readDirCapped(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []os.DirEntry
+	for {
+		ents, err := f.ReadDir(1024)
+		out = append(out, ents...)
+		if len(out) > maxDirEntries {
+			return nil, fmt.Errorf("%s holds more than %d entries; gosbx does not read further", dir, maxDirEntries)
+		}
+		if err == io.EOF || (err == nil && len(ents) == 0) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	slices.SortFunc(out, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
 }

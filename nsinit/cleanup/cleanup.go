@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -143,25 +144,54 @@ func removeNewEntries(dir string, keep []string) (removed, failed []string) {
 	}
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		failed = append(failed, dir+": "+err.Error())
-	}
-	for _, n := range names {
+	err = eachName(f, func(n string) {
 		if kept[n] {
-			continue
+			return
 		}
 		var st unix.Stat_t
 		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			continue
+			return
 		}
 		if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-			failed = append(failed, filepath.Join(dir, n)+": "+err.Error())
+			failed = report(failed, filepath.Join(dir, n)+": "+err.Error())
 		} else {
-			removed = append(removed, filepath.Join(dir, n))
+			removed = report(removed, filepath.Join(dir, n))
 		}
+	})
+	if err != nil {
+		failed = append(failed, dir+": "+err.Error())
 	}
 	return removed, failed
+}
+
+// maxReported bounds the paths one cleanup reports (a command can make millions).
+const maxReported = 1000
+
+func report(list []string, s string) []string {
+	switch {
+	case len(list) < maxReported:
+		return append(list, s)
+	case len(list) == maxReported:
+		return append(list, "(and more, not listed)")
+	}
+	return list
+}
+
+// eachName calls fn with each name in the directory f, read 1024 at a time (a
+// directory of millions of names is never held whole).
+func eachName(f *os.File, fn func(string)) error {
+	for {
+		names, err := f.Readdirnames(1024)
+		for _, n := range names {
+			fn(n)
+		}
+		if err == io.EOF || (err == nil && len(names) == 0) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // removeSpecial removes every symlink, FIFO, socket and device under dir.
@@ -170,22 +200,18 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 	walk = func(fd int, dir string, depth int) {
 		f := os.NewFile(uintptr(fd), dir)
 		defer f.Close()
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			failed = append(failed, dir+": "+err.Error())
-		}
-		for _, n := range names {
+		err := eachName(f, func(n string) {
 			p := filepath.Join(dir, n)
 			var st unix.Stat_t
 			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
+				return
 			}
 			switch t := st.Mode & unix.S_IFMT; {
 			case t == unix.S_IFLNK || t == unix.S_IFIFO || t == unix.S_IFSOCK || t == unix.S_IFCHR || t == unix.S_IFBLK:
 				if err := removeAt(fd, n, false, 0); err != nil {
-					failed = append(failed, p+": "+err.Error())
+					failed = report(failed, p+": "+err.Error())
 				} else {
-					removed = append(removed, p)
+					removed = report(removed, p)
 				}
 			case t != unix.S_IFDIR || depth >= 32 || skipped(skip, filepath.Base(dir)+"/"+n):
 			default:
@@ -194,11 +220,14 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				}
 				if err != nil {
-					failed = append(failed, p+": "+err.Error())
-					continue
+					failed = report(failed, p+": "+err.Error())
+					return
 				}
 				walk(sub, p, depth+1)
 			}
+		})
+		if err != nil {
+			failed = append(failed, dir+": "+err.Error())
 		}
 	}
 	fd, err := openDirNoFollow(dir)

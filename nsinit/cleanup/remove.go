@@ -145,13 +145,12 @@ func removeOne(dir int, name string, isDir bool, depth int) error {
 		return err
 	}
 	f := os.NewFile(uintptr(fd), name)
-	names, _ := f.Readdirnames(-1)
-	for _, n := range names {
+	eachName(f, func(n string) {
 		var st unix.Stat_t
 		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, depth+1)
 		}
-	}
+	})
 	f.Close()
 	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
