@@ -122,6 +122,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			continue // HOME=/tmp: one tmpfs serves both
 		}
 		tmpfsDests = append(tmpfsDests, dst)
+		if dst == shmPath {
+			continue // the size and mode of /dev's own shm, below
+		}
 		if dst == "/" || under(dst, noBindUnder...) {
 			return nil, errorf("tmpfs", dst, nil, "refusing a tmpfs over the root, /proc or /dev")
 		}
@@ -133,6 +136,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	}
 	b.origin = "the sandbox's own /dev"
 	b.dev()
+	if err := sizeScratch(b.mounts, f.Tmpfs, home, p.home, mergeResources(p.defaults, p.Resources), h.MemTotal); err != nil {
+		return nil, err
+	}
 	b.origin = "the sandbox's own /proc"
 	b.add(specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "nodev", "noexec"}})
 
@@ -384,7 +390,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			annotations[RootIdentityAnnotation] = RootIdentityAllow
 		}
 	}
-	sc = CallerSeccomp(sc, h.UID)
+	sc = CallerSeccomp(NetworkSeccomp(sc, p.Network.Mode), h.UID)
 	filter, err := sc.Spec()
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
