@@ -24,8 +24,8 @@ type Result struct {
 	// Removed are the paths the after-run cleanup (cleanup.Annotation: what the
 	// command created that must not outlive it) removed.
 	Removed []string
-	// NotRemoved are those that could not be removed, each "path: cause": the host's next git command there may
-	// follow what the command planted; remove them before using git there.
+	// NotRemoved are those that could not be removed, each "path: cause": what the
+	// command planted there outlives the sandbox; remove it by hand.
 	NotRemoved []string
 
 	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", "rlimit" (a

@@ -16,7 +16,7 @@ import (
 // and a tree is removed through descriptors, never by path. It reports whether p was
 // there and is gone, and an error when it is there and could not be removed. The
 // sandbox has ended: nothing races the removal, and a directory the command made
-// unwritable or unsearchable (chmod 0555 .git) is given back its owner's rwx first.
+// unwritable or unsearchable (chmod 0555) is given back its owner's rwx first.
 func removeNoFollow(p string) (bool, error) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
