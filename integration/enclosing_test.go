@@ -117,7 +117,8 @@ func TestCleanupJournalAfterLauncherKilled(t *testing.T) {
 		// fault: a fault build skips the init's own cleanup; prlimit: the command
 		// lowers pid 1's RLIMIT_NOFILE to 0 itself (the attack of issue 15), which
 		// defeats that cleanup wherever pid 1 is reachable
-		for _, how := range []string{"fault", "prlimit"} {
+		// doctor: gosbx doctor, not a second launch, completes the journal
+		for _, how := range []string{"fault", "prlimit", "doctor"} {
 			t.Run(how, func(t *testing.T) { journalAfterKill(t, c, bin, how) })
 		}
 	})
@@ -126,6 +127,12 @@ func TestCleanupJournalAfterLauncherKilled(t *testing.T) {
 func journalAfterKill(t *testing.T, c caller, bin, how string) {
 	s := newSandbox(t, c)
 	s.newRepo(s.ws, "host-commit")
+	// a journal directory of this test's own: launches of other tests running at the
+	// same time (their own journal directory) must not complete this one
+	rt := filepath.Join(s.base, "runtime")
+	must(t, os.Mkdir(rt, 0o700))
+	s.chown(rt)
+	rtEnv := "XDG_RUNTIME_DIR=" + rt
 	ready := filepath.Join(s.ws, "ready")
 	marker := filepath.Join(s.ws, "FSMONITOR-RAN")
 	ctx := s.limitCtx(runLimit)
@@ -135,9 +142,10 @@ git --git-dir=evil config core.fsmonitor "$PWD/evil/hook.sh" && git --git-dir=ev
 echo ../evil > .git/commondir
 [ "$3" = prlimit ] && prlimit --pid 1 --nofile=0:0
 touch "$1"; sleep 30`, "_", ready, marker, how)
-	if how == "fault" {
+	cmd.Env = s.env(rtEnv)
+	if how != "prlimit" {
 		cmd.Path, cmd.Args = replaceBinary(cmd, bin)
-		cmd.Env = s.env("GOSBX_FAULT=init cleanup")
+		cmd.Env = s.env(rtEnv, "GOSBX_FAULT=init cleanup")
 	}
 	must(t, cmd.Start())
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -151,7 +159,7 @@ touch "$1"; sleep 30`, "_", ready, marker, how)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	commondir := filepath.Join(s.ws, ".git", "commondir")
-	if how == "fault" {
+	if how != "prlimit" {
 		// the sandbox ends without its own cleanup: the planted file stays
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if faultInitsGone("init cleanup") || time.Now().After(deadline) {
@@ -165,9 +173,25 @@ touch "$1"; sleep 30`, "_", ready, marker, how)
 		// the sandbox's init ends (its pid namespace with it) once the launcher is gone
 		waitHostPIDs("gosbx-init", 5*time.Second, func(int) bool { return initsOf(s.ws) == 0 })
 	}
+	if how == "doctor" {
+		ctx := s.limitCtx(runLimit)
+		dc := s.rawCommand(ctx, "doctor")
+		dc.Env = s.env(rtEnv)
+		r := s.runCmd(ctx, dc)
+		if _, err := os.Lstat(commondir); err == nil {
+			t.Errorf("gosbx doctor left the planted commondir:\n%v", r)
+		}
+		if !strings.Contains(r.stderr, commondir) {
+			t.Errorf("gosbx doctor did not say it removed %s:\n%v", commondir, r)
+		}
+		return
+	}
 	// a second launch, elsewhere: its command sees the workspace of the first
 	other := newSandbox(t, c)
-	r := other.sh([]string{"--ro", s.ws}, `test -e "$1" && echo STILL-THERE; exit 0`, commondir)
+	ctx = other.limitCtx(runLimit)
+	second := other.command(ctx, "--ro", s.ws, "--", shellPath, "-c", `test -e "$1" && echo STILL-THERE; exit 0`, "_", commondir)
+	second.Env = other.env(rtEnv)
+	r := other.runCmd(ctx, second)
 	mustSucceed(t, r, "the second launch")
 	if strings.Contains(r.stdout, "STILL-THERE") {
 		t.Errorf("the planted commondir was still there when the second command ran:\n%v", r)
