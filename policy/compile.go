@@ -472,8 +472,16 @@ func linkText(r *resolver, given, canon string) string {
 
 // unique returns list without its repeats, in order.
 func unique(list []string) []string {
-	seen := make(map[string]bool, len(list))
 	out := list[:0]
+	if len(list) <= 32 { // the usual few: no map
+		for _, p := range list {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	seen := make(map[string]bool, len(list))
 	for _, p := range list {
 		if !seen[p] {
 			seen[p] = true
