@@ -1,14 +1,11 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
 // Cmd is a command to run in a new sandbox, shaped like os/exec.Cmd: configure it,
@@ -117,6 +115,11 @@ func (c *Cmd) Start() error {
 func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	spec := c.Spec
 	c.own.sandboxID()
+	// What the sandbox's binds need and the policy only named: created now, by the
+	// owner of the launch (policy.Build writes nothing).
+	if err := cleanup.MakeDirs(spec.Annotations[cleanup.DirsAnnotation]); err != nil {
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	}
 	rng, mapped, err := rootMapping(spec)
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
@@ -344,6 +347,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				err = c.own.group.Add(c.init.pid)
 			}
 		}
+		if err == nil {
+			err = c.beginJournal(spec)
+		}
 		if err != nil {
 			c.init.kill()
 		} else {
@@ -352,6 +358,31 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		placed <- err
 	}()
 	return placed, nil
+}
+
+// beginJournal records the after-run cleanup this launch owes (cleanup.BeginJournal),
+// before the init may fork the command: should this process and the init both die
+// before it is done, the next launch of this user completes it. Journals that earlier
+// launches left (their launcher and init gone) are completed first.
+func (c *Cmd) beginJournal(spec *specs.Spec) error {
+	cleanup.CompleteJournals()
+	entries, err := cleanup.Decode(spec.Annotations[cleanup.Annotation])
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	var writable []string
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" && !slices.Contains(m.Options, "ro") {
+			writable = append(writable, m.Source)
+		}
+	}
+	if err = fault.Check("journal"); err == nil {
+		c.own.journal, err = cleanup.BeginJournal(entries, c.init.pid, writable)
+	}
+	if err != nil {
+		return &SetupError{Step: "journal", Err: err}
+	}
+	return nil
 }
 
 // sendSpec sends a cloned init its spec (with the compiled seccomp program) and the
@@ -441,6 +472,10 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	if placed != nil {
 		if err := <-placed; err != nil {
 			c.reapFailed()
+			var se *SetupError
+			if errors.As(err, &se) {
+				return c.fail(se)
+			}
 			return c.fail(&SetupError{Step: "cgroup", Err: err})
 		}
 	}
@@ -506,6 +541,7 @@ func (c *Cmd) fail(err error) error {
 func (c *Cmd) reapFailed() {
 	c.init.kill()
 	c.init.wait()
+	c.own.journal.Done() // the command never ran: nothing is owed
 	if c.stdio != nil {
 		c.stdio.wait()
 	}
@@ -646,302 +682,14 @@ func (c *Cmd) Wait() error {
 	return &ExitError{r}
 }
 
-// AbsentAfterAnnotation lists, as a JSON array, host paths that must not exist once the
-// sandbox has ended; Wait removes any that appeared (without following a final
-// symlink) and reports them in Result.Removed. For files the command can create but a
-// mount cannot keep it from creating.
-const AbsentAfterAnnotation = "org.gosbx.absent-after"
-
-func removeAbsentAfter(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[AbsentAfterAnnotation]
-	if !ok {
-		return removeNewEntries(spec)
-	}
-	var paths []string
-	if json.Unmarshal([]byte(raw), &paths) != nil {
-		return nil, []string{"annotation " + AbsentAfterAnnotation + ": not a JSON array of paths"}
-	}
-	for _, p := range paths {
-		switch gone, err := removeNoFollow(p); {
-		case err != nil:
-			failed = append(failed, p+": "+err.Error())
-		case gone:
-			removed = append(removed, p)
-		}
-	}
-	r, f := removeNewEntries(spec)
-	removed, failed = append(removed, r...), append(failed, f...)
-	r, f = removeSymlinks(spec)
-	return append(removed, r...), append(failed, f...)
-}
-
-// NoSymlinksAnnotation lists, as a JSON array, host directories (commit-mode git dirs)
-// in which no symlink, FIFO, socket or device may be left once the sandbox has ended:
-// Wait removes every one (without following it) and reports it in Result.Removed. Git
-// never makes one there; the host's git follows a symlink when it writes
-// (COMMIT_EDITMSG, logs/HEAD, a ref) and blocks on a FIFO.
-const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
-
-func removeSymlinks(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[NoSymlinksAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	var dirs []string
-	if json.Unmarshal([]byte(raw), &dirs) != nil {
-		return nil, []string{"annotation " + NoSymlinksAnnotation + ": not a JSON array of paths"}
-	}
-	var walk func(fd int, dir string, depth int)
-	walk = func(fd int, dir string, depth int) {
-		f := os.NewFile(uintptr(fd), dir)
-		defer f.Close()
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			failed = append(failed, dir+": "+err.Error())
-		}
-		for _, n := range names {
-			p := filepath.Join(dir, n)
-			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
-			}
-			switch t := st.Mode & unix.S_IFMT; {
-			case t == unix.S_IFLNK || t == unix.S_IFIFO || t == unix.S_IFSOCK || t == unix.S_IFCHR || t == unix.S_IFBLK:
-				if err := removeAt(fd, n, false, 0); err != nil {
-					failed = append(failed, p+": "+err.Error())
-				} else {
-					removed = append(removed, p)
-				}
-			case st.Mode&unix.S_IFMT != unix.S_IFDIR || depth >= 32:
-			case filepath.Base(dir) == "objects" && n != "info" && n != "pack":
-				// a fan-out directory: its loose objects are not followed when git writes
-			default:
-				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
-					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				}
-				if err != nil {
-					failed = append(failed, p+": "+err.Error())
-					continue
-				}
-				walk(sub, p, depth+1)
-			}
-		}
-	}
-	for _, d := range dirs {
-		fd, err := openDirNoFollow(d)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			continue
-		}
-		if err != nil {
-			failed = append(failed, d+": "+err.Error())
-			continue
-		}
-		walk(fd, d, 0)
-	}
-	return removed, failed
-}
-
-// NoNewEntriesAnnotation lists, as a JSON array of {"dir": D, "keep": [names]}, host
-// directories the command may write in but not add to: when the sandbox has ended, Wait
-// removes every entry of D not in keep (without following a symlink) and reports it in
-// Result.Removed. A commit-mode git dir's modules/: a submodule git dir the command
-// made there would be adopted by the user's next git submodule update --init.
-const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
-
-func removeNewEntries(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[NoNewEntriesAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	var dirs []struct {
-		Dir  string   `json:"dir"`
-		Keep []string `json:"keep"`
-	}
-	if json.Unmarshal([]byte(raw), &dirs) != nil {
-		return nil, []string{"annotation " + NoNewEntriesAnnotation + ": not valid"}
-	}
-	for _, d := range dirs {
-		keep := map[string]bool{}
-		for _, k := range d.Keep {
-			keep[k] = true
-		}
-		fd, err := openDirNoFollow(d.Dir)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			continue // gone, or no longer the directory (nothing of it can be reached by that name)
-		}
-		if err != nil {
-			failed = append(failed, d.Dir+": "+err.Error())
-			continue
-		}
-		f := os.NewFile(uintptr(fd), d.Dir)
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			failed = append(failed, d.Dir+": "+err.Error())
-		}
-		for _, n := range names {
-			if keep[n] {
-				continue
-			}
-			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
-			}
-			if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-				failed = append(failed, filepath.Join(d.Dir, n)+": "+err.Error())
-			} else {
-				removed = append(removed, filepath.Join(d.Dir, n))
-			}
-		}
-		f.Close()
-	}
-	return removed, failed
-}
-
-// removeNoFollow removes the file or tree at the canonical path p without following a
-// symlink anywhere: its parent is opened with openat2(2) RESOLVE_NO_SYMLINKS (a
-// component the command replaced by a symlink leads nowhere, and nothing is removed),
-// and a tree is removed through descriptors, never by path. It reports whether p was
-// there and is gone, and an error when it is there and could not be removed. The
-// sandbox has ended: nothing races the removal, and a directory the command made
-// unwritable or unsearchable (chmod 0555 .git) is given back its owner's rwx first.
-func removeNoFollow(p string) (bool, error) {
-	dir, err := openDirNoFollow(filepath.Dir(p))
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-		return false, nil
-	}
+// runCleanup carries out the spec's after-run cleanup (cleanup.Annotation): the paths
+// removed, and what could not be removed ("path: reason").
+func runCleanup(spec *specs.Spec) (removed, failed []string) {
+	entries, err := cleanup.Decode(spec.Annotations[cleanup.Annotation])
 	if err != nil {
-		return false, err
+		return nil, []string{err.Error()}
 	}
-	defer unix.Close(dir)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return false, nil
-		}
-		return false, err
-	}
-	if err := removeAt(dir, filepath.Base(p), st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// openDirNoFollow opens the directory p (O_RDONLY) without following a symlink; a
-// directory on the way its owner cannot search or read gets u+rwx (see removeNoFollow).
-func openDirNoFollow(p string) (int, error) {
-	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, how)
-	if errors.Is(err, unix.ENOSYS) {
-		// the init's own cleanup, under a root caller's seccomp filter (openat2's mode
-		// cannot be inspected, so it is refused): component by component, O_NOFOLLOW
-		fd, err = openComponents(p)
-	}
-	if !errors.Is(err, unix.EACCES) || p == "/" {
-		return fd, err
-	}
-	parent, perr := openDirNoFollow(filepath.Dir(p))
-	if perr != nil {
-		return -1, err
-	}
-	defer unix.Close(parent)
-	if perr := ownerRWX(parent, filepath.Base(p)); perr != nil {
-		return -1, err
-	}
-	return unix.Openat(parent, filepath.Base(p), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-}
-
-// openComponents opens the canonical directory p one component at a time from /, each
-// with O_NOFOLLOW: a symlink anywhere on the way is refused (ELOOP or ENOTDIR).
-func openComponents(p string) (int, error) {
-	if strings.Trim(p, "/") == "" {
-		return unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	cs := strings.Split(strings.Trim(p, "/"), "/")
-	for i, c := range cs {
-		if c == ".." || c == "." {
-			unix.Close(fd)
-			return -1, unix.EINVAL
-		}
-		flags := unix.O_PATH // search permission is enough on the way
-		if i == len(cs)-1 {
-			flags = unix.O_RDONLY // the directory itself is read
-		}
-		next, err := unix.Openat(fd, c, flags|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, err
-		}
-		fd = next
-	}
-	return fd, nil
-}
-
-// ownerRWX gives the directory name in dir its owner's rwx, through a descriptor of
-// that very directory (O_PATH|O_NOFOLLOW, chmod through /proc/self/fd), never by name:
-// a directory swapped for a symlink meanwhile (another sandbox on the same workspace may
-// still run) is not followed, so nothing outside is touched.
-func ownerRWX(dir int, name string) error {
-	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o700)
-	if errors.Is(err, unix.EPERM) {
-		// the init's own cleanup runs under the command's seccomp filter, which for a
-		// root caller refuses a mode with set-ID bits: without them
-		err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o1777|0o700)
-	}
-	return err
-}
-
-// removeAt removes name in the directory dir: a directory with everything in it, by
-// descriptor, at most 64 levels deep. A directory in the way that its owner cannot
-// write, search or read gets u+rwx (removeNoFollow).
-func removeAt(dir int, name string, isDir bool, depth int) error {
-	err := removeOne(dir, name, isDir, depth)
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		var st unix.Stat_t
-		if unix.Fstat(dir, &st) == nil && unix.Fchmod(dir, st.Mode&0o7777|0o700) == nil {
-			err = removeOne(dir, name, isDir, depth)
-		}
-	}
-	return err
-}
-
-func removeOne(dir int, name string, isDir bool, depth int) error {
-	if !isDir {
-		return unix.Unlinkat(dir, name, 0)
-	}
-	if depth > 64 {
-		return unix.ELOOP
-	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.EACCES) && ownerRWX(dir, name) == nil {
-		fd, err = unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	names, _ := f.Readdirnames(-1)
-	for _, n := range names {
-		var st unix.Stat_t
-		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, depth+1)
-		}
-	}
-	f.Close()
-	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+	return cleanup.Run(entries)
 }
 
 // SandboxID is the sandbox's own id, after Start: its cgroup is gosbx-<id> and a root

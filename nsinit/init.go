@@ -90,7 +90,7 @@ var (
 	acked        = make(chan struct{})
 	launcherGone = make(chan struct{})
 	forked       atomic.Bool
-	// cleanupSpec is the spec whose after-run cleanup (removeAbsentAfter) the reaper
+	// cleanupSpec is the spec whose after-run cleanup (runCleanup) the reaper
 	// does itself when the launcher is gone.
 	cleanupSpec *specs.Spec
 )
