@@ -1,7 +1,6 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,19 +18,19 @@ import (
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // Cmd is a command to run in a new sandbox, shaped like os/exec.Cmd: configure it,
-// then Start and Wait, or Run. The sandbox is described entirely by Spec (compile one
-// with the policy package); the command is Spec.Process.Args. Of the runtime-spec,
-// gosbx implements process, root, hostname, mounts, annotations and linux's uidMappings,
-// gidMappings, namespaces, seccomp, maskedPaths, readonlyPaths and resources; a spec
-// that sets any other field is refused (*SetupError, step "config").
+// then Start and Wait, or Run. The sandbox is described entirely by Config (compile one
+// with the policy package, or turn a runtime-spec config.json into one with
+// config.FromSpec); the command is Config.Process.Args. A config that does not pass
+// config.Validate is refused (*SetupError, step "config").
 //
 // The binary is re-executed through /proc/self/exe as the init stage, so a program
 // using Cmd must call Init first in main.
 type Cmd struct {
-	Spec *specs.Spec
+	Config *config.Config
 
 	// Stdin, Stdout and Stderr are given to the command. An *os.File is passed as the
 	// descriptor itself (a terminal stays a terminal); other readers and writers are
@@ -66,15 +65,15 @@ type Cmd struct {
 
 	hostID      *hostID // a root caller's host id, held until Wait
 	nproc       bool    // the default process limit is RLIMIT_NPROC on hostID, no cgroup
-	identityMap string  // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
+	identityMap string  // why a root caller's command kept host uid 0 (RootID.AllowHostRoot)
 
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
 }
 
-// Command returns a Cmd that runs spec.Process in a sandbox built from spec.
-func Command(spec *specs.Spec) *Cmd { return &Cmd{Spec: spec} }
+// Command returns a Cmd that runs cfg.Process in a sandbox built from cfg.
+func Command(cfg *config.Config) *Cmd { return &Cmd{Config: cfg} }
 
 // Run starts the command and waits for it. See Start and Wait for the errors.
 func (c *Cmd) Run() error {
@@ -84,7 +83,7 @@ func (c *Cmd) Run() error {
 	return c.Wait()
 }
 
-// Start clones the init stage into new namespaces, sends it the spec, and returns once
+// Start clones the init stage into new namespaces, sends it the config, and returns once
 // the command is running. A sandbox that could not be built gives a *SetupError, a
 // command that could not be executed an *ExecError; in both cases the command never ran
 // and nothing is left running.
@@ -109,21 +108,25 @@ func (c *Cmd) Start() error {
 	return c.awaitExec(placed)
 }
 
-// spawn clones the init stage with c.Spec and sends it the spec; the init's cgroup
+// spawn clones the init stage with c.Config and sends it the config; the init's cgroup
 // placement runs beside its setup and reports on the returned channel. A pooled init
 // (Pool) waits on its socket for the process once its sandbox is built; its stdio is
 // /dev/null until then.
 //
 // Only what the clone needs comes before it (the namespaces, the id mappings, a root
 // caller's host id, a cgroup v2 group); the rest (the bind sources, a root caller's
-// idmaps, the seccomp program, the encoded spec) is done while the new init's Go
+// idmaps, the encoded config) is done while the new init's Go
 // runtime starts, which takes ~1.5 ms, and sent on its socket.
 func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
-	spec := c.Spec
-	rng, mapped, err := rootMapping(spec)
+	spec := c.Config
+	err = spec.Validate()
+	if err == nil && !pooled && spec.Process == nil {
+		err = errors.New("the config has no process")
+	}
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
+	rng, mapped := rootMapping(spec)
 	mapped = mapped && c.identityMap == ""
 	var hid *hostID
 	if mapped {
@@ -138,14 +141,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		}()
 		spec = withHostID(spec, hid.id)
 	}
-	flags, uids, gids, err := cloneConfig(spec, pooled)
-	if err == nil {
-		err = fault.Check("config")
-	}
-	if err == nil {
-		err = checkSpec(spec)
-	}
-	if err != nil {
+	flags, uids, gids := cloneConfig(spec)
+	if err := fault.Check("config"); err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
@@ -167,7 +164,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			f.Close()
 		}
 	}
-	// fd 3: a unix stream socket carrying the spec and the bind sources, and for a
+	// fd 3: a unix stream socket carrying the config and the bind sources, and for a
 	// pooled init, later, the process and its stdio.
 	specR, specW, err := socketPair()
 	if err == nil {
@@ -273,7 +270,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		c.stdio = stdio // aborted by reapFailed: nothing was read
 		c.reapFailed()
 		c.stdio = nil
-		allow := spec.Annotations[RootIdentityAnnotation] == "allow"
+		allow := spec.RootID != nil && spec.RootID.AllowHostRoot
 		var me *mounts.Error
 		if mapped && allow && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {
 			// The policy accepts host uid 0 where a bind cannot be idmapped.
@@ -324,23 +321,15 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	return placed, nil
 }
 
-// sendSpec sends a cloned init its spec (with the compiled seccomp program) and the
+// sendSpec sends a cloned init its config (with the compiled seccomp program) and the
 // bind sources: O_PATH descriptors of the sources for a caller other than root, trees
 // cloned by the launcher for root, their read-write ones idmapped to the owner's host
 // id (mapped). The init waits for them before any mount. Errors are *SetupError, or
 // an idmap *mounts.Error the caller may retry without the mapping.
-func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID) error {
-	err := fault.Check("seccomp filter")
-	var wire *wireSpec
-	if err == nil {
-		wire, err = toWire(spec)
-	}
-	if err != nil {
-		return &SetupError{Step: "seccomp filter", Err: err}
-	}
-	config := encodeSpec(wire)
-	if len(config) > maxFrame {
-		return &SetupError{Step: "config", Err: fmt.Errorf("the spec is %d bytes encoded, more than %d", len(config), maxFrame)}
+func (c *Cmd) sendSpec(spec *config.Config, sock *os.File, mapped bool, hid *hostID) (err error) {
+	frame := config.Encode(spec)
+	if len(frame) > maxFrame {
+		return &SetupError{Step: "config", Err: fmt.Errorf("the config is %d bytes encoded, more than %d", len(frame), maxFrame)}
 	}
 	var fds []int
 	defer func() { closeFds(fds) }()
@@ -388,8 +377,8 @@ func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID
 			}
 		}
 	}
-	if err := writeFrame(sock, config, nil); err != nil {
-		return &SetupError{Step: "config", Err: fmt.Errorf("send the spec: %w", err)}
+	if err := writeFrame(sock, frame, nil); err != nil {
+		return &SetupError{Step: "config", Err: fmt.Errorf("send the config: %w", err)}
 	}
 	if err := sendFds(sock, fds); err != nil {
 		return &SetupError{Step: "open bind source", Err: fmt.Errorf("send the bind sources: %w", err)}
@@ -565,7 +554,7 @@ func (c *Cmd) Wait() error {
 		}
 		r.ExitCode = 128 + int(r.Signal)
 	}
-	r.Removed, r.NotRemoved = removeAbsentAfter(c.Spec)
+	r.Removed, r.NotRemoved = removeAbsentAfter(c.Config)
 	r.Limits = string(cgroup.None)
 	if c.nproc {
 		r.Limits = string(cgroup.Rlimit)
@@ -611,22 +600,17 @@ func (c *Cmd) Wait() error {
 	return &ExitError{r}
 }
 
-// AbsentAfterAnnotation lists, as a JSON array, host paths that must not exist once the
-// sandbox has ended; Wait removes any that appeared (without following a final
-// symlink) and reports them in Result.Removed. For files the command can create but a
-// mount cannot keep it from creating.
-const AbsentAfterAnnotation = "org.gosbx.absent-after"
-
-func removeAbsentAfter(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[AbsentAfterAnnotation]
-	if !ok {
-		return removeNewEntries(spec)
-	}
-	var paths []string
-	if json.Unmarshal([]byte(raw), &paths) != nil {
-		return nil, []string{"annotation " + AbsentAfterAnnotation + ": not a JSON array of paths"}
-	}
-	for _, p := range paths {
+// removeAbsentAfter does the after-run cleanup of spec.Cleanup: the host paths of
+// config.AbsentAfter entries must not exist once the sandbox has ended, so any that
+// appeared is removed (without following a symlink) and reported in Result.Removed;
+// then the config.NoNewEntries and config.NoSymlinks entries. For files the command can
+// create but a mount cannot keep it from creating.
+func removeAbsentAfter(spec *config.Config) (removed, failed []string) {
+	for _, e := range spec.Cleanup {
+		if e.Kind != config.AbsentAfter {
+			continue
+		}
+		p := e.Path
 		switch gone, err := removeNoFollow(p); {
 		case err != nil:
 			failed = append(failed, p+": "+err.Error())
@@ -640,21 +624,17 @@ func removeAbsentAfter(spec *specs.Spec) (removed, failed []string) {
 	return append(removed, r...), append(failed, f...)
 }
 
-// NoSymlinksAnnotation lists, as a JSON array, host directories (commit-mode git dirs)
-// in which no symlink, FIFO, socket or device may be left once the sandbox has ended:
-// Wait removes every one (without following it) and reports it in Result.Removed. Git
-// never makes one there; the host's git follows a symlink when it writes
-// (COMMIT_EDITMSG, logs/HEAD, a ref) and blocks on a FIFO.
-const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
-
-func removeSymlinks(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[NoSymlinksAnnotation]
-	if !ok {
-		return nil, nil
-	}
+// removeSymlinks does the config.NoSymlinks entries of spec.Cleanup: host directories
+// (commit-mode git dirs) in which no symlink, FIFO, socket or device may be left once
+// the sandbox has ended: Wait removes every one (without following it) and reports it
+// in Result.Removed. Git never makes one there; the host's git follows a symlink when
+// it writes (COMMIT_EDITMSG, logs/HEAD, a ref) and blocks on a FIFO.
+func removeSymlinks(spec *config.Config) (removed, failed []string) {
 	var dirs []string
-	if json.Unmarshal([]byte(raw), &dirs) != nil {
-		return nil, []string{"annotation " + NoSymlinksAnnotation + ": not a JSON array of paths"}
+	for _, e := range spec.Cleanup {
+		if e.Kind == config.NoSymlinks {
+			dirs = append(dirs, e.Path)
+		}
 	}
 	var walk func(fd int, dir string, depth int)
 	walk = func(fd int, dir string, depth int) {
@@ -707,42 +687,32 @@ func removeSymlinks(spec *specs.Spec) (removed, failed []string) {
 	return removed, failed
 }
 
-// NoNewEntriesAnnotation lists, as a JSON array of {"dir": D, "keep": [names]}, host
+// removeNewEntries does the config.NoNewEntries entries of spec.Cleanup: host
 // directories the command may write in but not add to: when the sandbox has ended, Wait
-// removes every entry of D not in keep (without following a symlink) and reports it in
+// removes every entry not in Keep (without following a symlink) and reports it in
 // Result.Removed. A commit-mode git dir's modules/: a submodule git dir the command
 // made there would be adopted by the user's next git submodule update --init.
-const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
-
-func removeNewEntries(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[NoNewEntriesAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	var dirs []struct {
-		Dir  string   `json:"dir"`
-		Keep []string `json:"keep"`
-	}
-	if json.Unmarshal([]byte(raw), &dirs) != nil {
-		return nil, []string{"annotation " + NoNewEntriesAnnotation + ": not valid"}
-	}
-	for _, d := range dirs {
+func removeNewEntries(spec *config.Config) (removed, failed []string) {
+	for _, e := range spec.Cleanup {
+		if e.Kind != config.NoNewEntries {
+			continue
+		}
 		keep := map[string]bool{}
-		for _, k := range d.Keep {
+		for _, k := range e.Keep {
 			keep[k] = true
 		}
-		fd, err := openDirNoFollow(d.Dir)
+		fd, err := openDirNoFollow(e.Path)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			continue // gone, or no longer the directory (nothing of it can be reached by that name)
 		}
 		if err != nil {
-			failed = append(failed, d.Dir+": "+err.Error())
+			failed = append(failed, e.Path+": "+err.Error())
 			continue
 		}
-		f := os.NewFile(uintptr(fd), d.Dir)
+		f := os.NewFile(uintptr(fd), e.Path)
 		names, err := f.Readdirnames(-1)
 		if err != nil {
-			failed = append(failed, d.Dir+": "+err.Error())
+			failed = append(failed, e.Path+": "+err.Error())
 		}
 		for _, n := range names {
 			if keep[n] {
@@ -753,9 +723,9 @@ func removeNewEntries(spec *specs.Spec) (removed, failed []string) {
 				continue
 			}
 			if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-				failed = append(failed, filepath.Join(d.Dir, n)+": "+err.Error())
+				failed = append(failed, filepath.Join(e.Path, n)+": "+err.Error())
 			} else {
-				removed = append(removed, filepath.Join(d.Dir, n))
+				removed = append(removed, filepath.Join(e.Path, n))
 			}
 		}
 		f.Close()
@@ -909,23 +879,18 @@ func removeOne(dir int, name string, isDir bool, depth int) error {
 	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
 
-// makeGroup creates the sandbox's cgroup when the spec has resources. A host or caller
-// without a usable cgroup stops the launch when a limit is required (policy.Resources,
-// a flag), and is noted otherwise (the profile's defaults, or best effort).
+// makeGroup creates the sandbox's cgroup when the config has resources. A host or caller
+// without a usable cgroup stops the launch when a limit is required (Config.Limits),
+// and is noted otherwise (the profile's defaults, or best effort).
 func (c *Cmd) makeGroup() error {
-	if c.Spec.Linux == nil || c.Spec.Linux.Resources == nil {
+	if c.Config.Linux == nil || c.Config.Linux.Resources == nil {
 		return nil
 	}
-	var info cgroup.LimitsInfo
-	if raw, ok := c.Spec.Annotations[cgroup.LimitsAnnotation]; ok {
-		if err := json.Unmarshal([]byte(raw), &info); err != nil {
-			return &SetupError{Step: "cgroup", Err: fmt.Errorf("annotation %s: %w", cgroup.LimitsAnnotation, err)}
-		}
-	}
+	info := c.Config.Limits
 	if err := fault.Check("cgroup"); err != nil {
 		return &SetupError{Step: "cgroup", Err: err}
 	}
-	g, err := cgroup.New(c.Spec.Linux.Resources, cgroup.Options{Parent: info.CgroupParent})
+	g, err := cgroup.New(c.Config.Linux.Resources, cgroup.Options{Parent: info.CgroupParent})
 	if err == nil {
 		c.group = g
 		return nil

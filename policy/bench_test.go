@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // The launcher's policy step, as `gosbx exec --workspace DIR -- /bin/true` runs it
 // (cmd/gosbx/exec.go execute): CurrentHost, Effective with the default policy, Build.
-func launchPolicy(ws string) (*specs.Spec, error) {
+func launchPolicy(ws string) (*config.Config, error) {
 	h, err := CurrentHost()
 	if err != nil {
 		return nil, err

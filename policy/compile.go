@@ -7,11 +7,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -42,10 +41,10 @@ var procMasked = []string{"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/late
 // DefaultHostname is the sandbox's hostname unless the policy or the caller names one.
 const DefaultHostname = "gosbx"
 
-// Compile is Effective then Build: the runtime-spec config of a sandbox running o.Args
-// under o.Policy (the agent profile when nil) with the caller's flags. Errors are *Error
+// Compile is Effective then Build: the config of a sandbox running o.Args under
+// o.Policy (the agent profile when nil) with the caller's flags. Errors are *Error
 // naming the field, the path and the reason.
-func Compile(o Options, h Host) (*specs.Spec, error) {
+func Compile(o Options, h Host) (*config.Config, error) {
 	p, err := Effective(o, h)
 	if err != nil {
 		return nil, err
@@ -53,11 +52,12 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 	return Build(p, o.Args, h)
 }
 
-// Build compiles an effective policy (from Effective) into the runtime-spec config that
-// the init stage reads, canonicalizing every host path once. It creates the guarded
+// Build compiles an effective policy (from Effective) into the sandbox's config,
+// canonicalizing every host path once and compiling the seccomp filter (a filter that
+// does not compile is an *Error of field "seccomp"). It creates the guarded
 // directories of repositories in "commit" mode (hooks/, info/, objects/info/) when they
 // are missing, so that the command cannot. Errors are *Error.
-func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
+func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
 	}
@@ -65,7 +65,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if ws == "" || p.workspaceGiven == "" {
 		return nil, errorf("workspace", ws, nil, "the policy was not made by Effective")
 	}
-	b := &builder{links: []mounts.Symlink{}}
+	b := &builder{}
 	f := p.Filesystem
 	// r resolves paths up to the scan for protected paths, before anything is created.
 	r := newResolver()
@@ -297,11 +297,11 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	// write the host.
 	for _, a := range aliases {
 		if !under(a.path, roDests...) && !under(a.path, trees...) {
-			b.links = append(b.links, mounts.Symlink{Path: a.path, Target: a.target})
+			b.links = append(b.links, config.Symlink{Path: a.path, Target: a.target})
 		}
 	}
 	if p.workspaceGiven != ws && !under(p.workspaceGiven, roDests...) && !under(p.workspaceGiven, trees...) {
-		b.links = append(b.links, mounts.Symlink{Path: p.workspaceGiven, Target: ws})
+		b.links = append(b.links, config.Symlink{Path: p.workspaceGiven, Target: ws})
 	}
 	if err := b.check(); err != nil {
 		return nil, err
@@ -312,32 +312,15 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The annotations are JSON, which cannot carry a path that is not valid UTF-8
-	// (json.Marshal writes U+FFFD instead): the cleanup after the run would look for
-	// another path and leave what the command planted.
-	var paths []string
-	paths = append(append(paths, absentAfter...), noSymlinks...)
+	var cleanup []config.Cleanup
+	for _, p := range absentAfter {
+		cleanup = append(cleanup, config.Cleanup{Kind: config.AbsentAfter, Path: p})
+	}
 	for _, n := range noNew {
-		paths = append(append(paths, n.Dir), n.Keep...)
+		cleanup = append(cleanup, config.Cleanup{Kind: config.NoNewEntries, Path: n.Dir, Keep: n.Keep})
 	}
-	for _, l := range b.links {
-		paths = append(paths, l.Path, l.Target)
-	}
-	for _, p := range paths {
-		if !utf8.ValidString(p) {
-			return nil, errorf("workspace", p, nil, "is not valid UTF-8, which gosbx's config (runtime-spec JSON) cannot carry; rename it")
-		}
-	}
-	// JSON as json.Marshal writes it (annotations.go)
-	annotations := map[string]string{mounts.SymlinksAnnotation: jsonSymlinks(b.links), mounts.OptionalReadOnlyAnnotation: jsonStrings(procReadOnly)}
-	if len(noSymlinks) > 0 {
-		annotations[NoSymlinksAnnotation] = jsonStrings(noSymlinks)
-	}
-	if len(absentAfter) > 0 {
-		annotations[AbsentAfterAnnotation] = jsonStrings(absentAfter)
-	}
-	if len(noNew) > 0 {
-		annotations[NoNewEntriesAnnotation] = jsonNoNewEntries(noNew)
+	for _, p := range noSymlinks {
+		cleanup = append(cleanup, config.Cleanup{Kind: config.NoSymlinks, Path: p})
 	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
@@ -347,9 +330,6 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	resources, rlimits, limitsInfo, err := limits(p.Resources, p.defaults)
 	if err != nil {
 		return nil, err
-	}
-	if limitsInfo != "" {
-		annotations[LimitsAnnotation] = limitsInfo
 	}
 	sc := p.Seccomp
 	if sc == nil {
@@ -367,58 +347,55 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.gid != nil {
 		gid = *p.gid
 	}
+	var rootID *config.RootID
 	if h.UID == 0 {
 		r := DefaultIDRange
 		if p.idRange != nil {
 			r = *p.idRange
 		}
-		annotations[IDRangeAnnotation] = jsonIDRange(r)
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
 		// earlier command could lead to a file system that cannot be idmapped.
-		if p.RootIdentityMap != RootIdentityDeny && !linked {
-			annotations[RootIdentityAnnotation] = RootIdentityAllow
-		}
+		rootID = &config.RootID{Range: r, AllowHostRoot: p.RootIdentityMap != RootIdentityDeny && !linked}
 	}
+	// The filter is compiled here, so that a bad one is a policy error (policy check,
+	// export), and the launcher and the init only pass the program on.
 	sc = CallerSeccomp(sc, h.UID)
-	filter, err := sc.Spec()
+	source, err := sc.Spec()
+	var filter seccomp.Program
+	if err == nil {
+		filter, err = seccomp.Compile(source)
+	}
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
 	}
-	empty := []string{}
-	return &specs.Spec{
-		Version: specs.Version,
+	return &config.Config{
 		Process: &specs.Process{
-			User: specs.User{UID: uid, GID: gid},
-			Args: args,
-			Env:  env,
-			Cwd:  cwd,
-			Capabilities: &specs.LinuxCapabilities{Bounding: empty, Effective: empty,
-				Inheritable: empty, Permitted: empty, Ambient: empty},
+			User:            specs.User{UID: uid, GID: gid},
+			Args:            args,
+			Env:             env,
+			Cwd:             cwd,
 			Rlimits:         rlimits,
 			NoNewPrivileges: true,
 		},
-		Root:        &specs.Root{Path: "/", Readonly: true},
-		Hostname:    p.Process.Hostname,
-		Mounts:      b.mounts,
-		Annotations: annotations,
-		Linux: &specs.Linux{
+		Hostname: p.Process.Hostname,
+		Mounts:   b.mounts,
+		Linux: &config.Linux{
 			UIDMappings:   []specs.LinuxIDMapping{{ContainerID: uid, HostID: uint32(h.UID), Size: 1}},
 			GIDMappings:   []specs.LinuxIDMapping{{ContainerID: gid, HostID: uint32(h.GID), Size: 1}},
 			Namespaces:    ns,
 			ReadonlyPaths: append(protected, procReadOnly...),
 			MaskedPaths:   masked,
-			Seccomp:       filter,
+			Filter:        filter,
+			Seccomp:       source,
 			Resources:     resources,
 		},
+		Symlinks:         b.links,
+		ReadonlyOptional: procReadOnly,
+		Limits:           limitsInfo,
+		RootID:           rootID,
+		Cleanup:          cleanup,
 	}, nil
 }
-
-// AbsentAfterAnnotation (nsinit.AbsentAfterAnnotation; nsinit's tests import this
-// package, so it cannot be imported here) lists the host paths that must not exist when
-// the sandbox has ended. In git "commit" mode a git dir is writable, so a new file in it
-// cannot be prevented by a mount; a "commondir" there would send the user's next git
-// command to config and hooks of the command's making.
-const AbsentAfterAnnotation = "org.gosbx.absent-after"
 
 // hostGitDir checks a linked worktree's git dir that is bound from outside the writable
 // trees, as a read-write bind would be: not in a system tree, not a home or its
@@ -490,7 +467,7 @@ type builder struct {
 	mounts  []specs.Mount
 	origins []string // why each mount is there, for error messages
 	origin  string   // the origin of mounts added next
-	links   []mounts.Symlink
+	links   []config.Symlink
 }
 
 func (b *builder) add(m specs.Mount) {
@@ -523,11 +500,11 @@ func (b *builder) dev() {
 		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})
 	b.add(specs.Mount{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777"}})
 	b.links = append(b.links,
-		mounts.Symlink{Path: "/dev/fd", Target: "/proc/self/fd"},
-		mounts.Symlink{Path: "/dev/stdin", Target: "/proc/self/fd/0"},
-		mounts.Symlink{Path: "/dev/stdout", Target: "/proc/self/fd/1"},
-		mounts.Symlink{Path: "/dev/stderr", Target: "/proc/self/fd/2"},
-		mounts.Symlink{Path: "/dev/ptmx", Target: "pts/ptmx"})
+		config.Symlink{Path: "/dev/fd", Target: "/proc/self/fd"},
+		config.Symlink{Path: "/dev/stdin", Target: "/proc/self/fd/0"},
+		config.Symlink{Path: "/dev/stdout", Target: "/proc/self/fd/1"},
+		config.Symlink{Path: "/dev/stderr", Target: "/proc/self/fd/2"},
+		config.Symlink{Path: "/dev/ptmx", Target: "pts/ptmx"})
 }
 
 // check refuses two mounts on one destination: which one wins would be an accident.

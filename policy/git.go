@@ -26,14 +26,14 @@ type gitPlan struct {
 	bindRO    []string // git dirs outside the writable trees, to bind read-only
 	bindRW    []string // git dirs outside the writable trees, to bind read-write (commit)
 	mkdirDirs []string // guarded directories to create before binding
-	// absentAfter are files that must not exist after the run (AbsentAfterAnnotation):
+	// absentAfter are files that must not exist after the run (config.AbsentAfter cleanup):
 	// a writable git dir's commondir, which no mount can keep the command from creating.
 	absentAfter []string
 	// noNewEntries are directories in which nothing may be added during the run
-	// (NoNewEntriesAnnotation): a commit-mode git dir's modules/.
+	// (config.NoNewEntries cleanup): a commit-mode git dir's modules/.
 	noNewEntries []NoNewEntries
 	// noSymlinks are writable git dirs in which no symlink may be left after the run
-	// (NoSymlinksAnnotation): the host's git follows one when it writes COMMIT_EDITMSG,
+	// (config.NoSymlinks cleanup): the host's git follows one when it writes COMMIT_EDITMSG,
 	// logs/HEAD or a ref, and git itself never makes one there.
 	noSymlinks []string
 
@@ -85,16 +85,12 @@ func (g *gitReads) config(p string) ([]byte, error) {
 	return v.b, v.err
 }
 
-// NoNewEntries is one entry of NoNewEntriesAnnotation: Dir's entries other than Keep
-// are removed when the sandbox ends (nsinit, without following a symlink).
+// NoNewEntries is a directory the command may write in but not add to: Dir's entries
+// other than Keep are removed when the sandbox ends (config.NoNewEntries cleanup).
 type NoNewEntries struct {
 	Dir  string   `json:"dir"`
 	Keep []string `json:"keep"`
 }
-
-// NoNewEntriesAnnotation (nsinit.NoNewEntriesAnnotation) lists, as a JSON array of
-// NoNewEntries, directories the command may write in but not add to.
-const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
 
 // guardGit plans the protection of the repository metadata entry (a .git directory or
 // a .git file that points at a git dir) found in a writable tree, in mode. It refuses a
@@ -493,10 +489,6 @@ func accessible(d string) error {
 	}
 	return nil
 }
-
-// NoSymlinksAnnotation lists, as a JSON array, writable git dirs (commit mode) in which
-// Wait removes every symlink the command left (nsinit.NoSymlinksAnnotation).
-const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
 
 // noSymlinksIn refuses a writable git dir holding a symlink, a FIFO, a socket or a device
 // (outside its object stores' fan-out directories' contents): git never makes one there, and the host's git follows

@@ -3,8 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
-	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // gitCmd runs git in dir with a private configuration.
@@ -53,7 +53,7 @@ func gitPolicy(t *testing.T, mode string) *Policy {
 	return mustParse(t, "extends: agent\nfilesystem:\n  git: "+mode+"\n")
 }
 
-func compileGit(t *testing.T, mode, ws string) *specs.Spec {
+func compileGit(t *testing.T, mode, ws string) *config.Config {
 	t.Helper()
 	return mustCompile(t, Options{Policy: gitPolicy(t, mode), Workspace: ws}, fakeHost(ws))
 }
@@ -313,20 +313,21 @@ func TestGuardGitPlan(t *testing.T) {
 func TestGitCommitAbsentAfter(t *testing.T) {
 	ws := canonTempDir(t)
 	newRepo(t, ws)
+	absentAfter := func(s *config.Config) []string {
+		var paths []string
+		for _, e := range s.Cleanup {
+			if e.Kind == config.AbsentAfter {
+				paths = append(paths, e.Path)
+			}
+		}
+		return paths
+	}
 	s := compileGit(t, GitCommit, ws)
-	raw, ok := s.Annotations[AbsentAfterAnnotation]
-	if !ok {
-		t.Fatalf("no %s annotation in commit mode", AbsentAfterAnnotation)
+	if paths := absentAfter(s); !slices.Contains(paths, filepath.Join(ws, ".git", "commondir")) {
+		t.Errorf("absent-after cleanup %q; want the git dir's commondir", paths)
 	}
-	var paths []string
-	if err := json.Unmarshal([]byte(raw), &paths); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(paths, filepath.Join(ws, ".git", "commondir")) {
-		t.Errorf("%s = %q; want the git dir's commondir", AbsentAfterAnnotation, paths)
-	}
-	if s := compileGit(t, GitReadOnly, ws); s.Annotations[AbsentAfterAnnotation] != "" {
-		t.Errorf("readonly mode: %s = %q", AbsentAfterAnnotation, s.Annotations[AbsentAfterAnnotation])
+	if s := compileGit(t, GitReadOnly, ws); len(s.Cleanup) > 0 {
+		t.Errorf("readonly mode: cleanup %+v", s.Cleanup)
 	}
 }
 
@@ -463,17 +464,30 @@ func TestGitlinksNameLengthFromFlags(t *testing.T) {
 	}
 }
 
-// Commit mode in a workspace whose path is not valid UTF-8 is refused: the paths to
-// remove after the run travel as JSON, which would change them (U+FFFD), and the
-// cleanup would look elsewhere.
+// Commit mode in a workspace whose path is not valid UTF-8: the config carries the
+// paths to remove after the run byte for byte (the launcher sends it in a binary
+// encoding), but their OCI JSON export is refused: JSON would change them (U+FFFD), and
+// a launch from the exported file would clean up elsewhere.
 func TestGitCommitNonUTF8Workspace(t *testing.T) {
 	ws := filepath.Join(canonTempDir(t), "ws-\xff")
 	newRepo(t, ws)
-	_, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
-	if err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
-		t.Errorf("Compile = %v; want a refusal naming invalid UTF-8", err)
+	s, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Compile(Options{Policy: gitPolicy(t, GitReadOnly), Workspace: ws, Args: []string{"true"}}, fakeHost(ws)); err != nil {
+	want := filepath.Join(ws, ".git", "commondir")
+	back, err := config.Decode(config.Encode(s))
+	if err != nil || !slices.ContainsFunc(back.Cleanup, func(e config.Cleanup) bool { return e.Path == want }) {
+		t.Errorf("the init would clean up %+v (%v); want %q among them", back.Cleanup, err, want)
+	}
+	if _, err := config.ToSpec(s); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("ToSpec = %v; want a refusal naming invalid UTF-8", err)
+	}
+	ro, err := Compile(Options{Policy: gitPolicy(t, GitReadOnly), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.ToSpec(ro); err != nil {
 		t.Errorf("read-only git mode needs no cleanup list: %v", err)
 	}
 }

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -125,7 +125,7 @@ func execute(o policy.Options, status *os.File) error {
 		}
 	}
 	eff, err := policy.Effective(o, host)
-	var spec *specs.Spec
+	var spec *config.Config
 	if err == nil {
 		spec, err = policy.Build(eff, o.Args, host)
 	}

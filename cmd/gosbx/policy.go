@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -104,7 +105,11 @@ paths are canonicalized, protected and masked paths found.`,
 			if err != nil {
 				return err
 			}
-			spec, err := policy.Build(eff, args, host)
+			cfg, err := policy.Build(eff, args, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
+			spec, err := config.ToSpec(cfg)
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
