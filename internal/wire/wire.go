@@ -19,8 +19,10 @@ var ErrMalformed = errors.New("malformed wire encoding")
 // Encoder appends to B.
 type Encoder struct{ B []byte }
 
+// Uint appends v as a uvarint.
 func (e *Encoder) Uint(v uint64) { e.B = binary.AppendUvarint(e.B, v) }
 
+// Bool appends one byte, 1 for true.
 func (e *Encoder) Bool(v bool) {
 	if v {
 		e.B = append(e.B, 1)
@@ -29,16 +31,19 @@ func (e *Encoder) Bool(v bool) {
 	}
 }
 
+// Bytes appends len(b), then b.
 func (e *Encoder) Bytes(b []byte) {
 	e.Uint(uint64(len(b)))
 	e.B = append(e.B, b...)
 }
 
+// Str appends len(s), then s.
 func (e *Encoder) Str(s string) {
 	e.Uint(uint64(len(s)))
 	e.B = append(e.B, s...)
 }
 
+// Strs appends len(ss), then each string.
 func (e *Encoder) Strs(ss []string) {
 	e.Uint(uint64(len(ss)))
 	for _, s := range ss {
@@ -64,6 +69,7 @@ func (d *Decoder) Fail(err error) {
 	d.B = nil
 }
 
+// Uint reads a uvarint.
 func (d *Decoder) Uint() uint64 {
 	v, n := binary.Uvarint(d.B)
 	if n <= 0 {
@@ -74,6 +80,7 @@ func (d *Decoder) Uint() uint64 {
 	return v
 }
 
+// Uint32 reads a uvarint; one above 2^32-1 is an error.
 func (d *Decoder) Uint32() uint32 {
 	v := d.Uint()
 	if v > 1<<32-1 {
@@ -83,6 +90,7 @@ func (d *Decoder) Uint32() uint32 {
 	return uint32(v)
 }
 
+// Bool reads a byte 0 or 1; any other is an error.
 func (d *Decoder) Bool() bool {
 	if len(d.B) == 0 || d.B[0] > 1 {
 		d.Fail(nil)
@@ -112,8 +120,10 @@ func (d *Decoder) Raw() []byte {
 	return b
 }
 
+// Str reads a string (a copy).
 func (d *Decoder) Str() string { return string(d.Raw()) }
 
+// Strs reads a list of strings (nil when empty).
 func (d *Decoder) Strs() []string {
 	n := d.Count(1)
 	if n == 0 {

@@ -75,8 +75,13 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("the mount of %s sets uidMappings or gidMappings, which gosbx does not implement", m.Destination)
 		}
 	}
-	if l.Seccomp != nil && len(l.Filter) == 0 {
-		return errors.New("linux.seccomp is set but not compiled (linux.filter is empty): compile it with seccomp.Compile")
+	if sc := l.Seccomp; sc != nil {
+		if len(l.Filter) == 0 {
+			return errors.New("linux.seccomp is set but not compiled (linux.filter is empty): compile it with seccomp.Compile")
+		}
+		if sc.ListenerPath != "" || sc.ListenerMetadata != "" || len(sc.Flags) > 0 {
+			return errors.New("linux.seccomp sets listenerPath or flags, which gosbx does not implement (the filter is always loaded with SECCOMP_FILTER_FLAG_TSYNC)")
+		}
 	}
 	if err := checkResources(l.Resources); err != nil {
 		return err

@@ -57,6 +57,7 @@ func TestValidate(t *testing.T) {
 			c.Mounts[0].UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}}
 		}, "uidMappings"},
 		{"seccomp not compiled", func(c *Config) { c.Linux.Filter = nil }, "not compiled"},
+		{"seccomp flags", func(c *Config) { c.Linux.Seccomp.Flags = []specs.LinuxSeccompFlag{"SECCOMP_FILTER_FLAG_LOG"} }, "flags"},
 		{"cpuset", func(c *Config) { c.Linux.Resources = &specs.LinuxResources{CPU: &specs.LinuxCPU{Cpus: "0"}} }, "cpu fields"},
 		{"devices cgroup", func(c *Config) {
 			c.Linux.Resources = &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Access: "rwm"}}}
