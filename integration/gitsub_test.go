@@ -76,7 +76,7 @@ func TestGitConfigWorktreeRemoved(t *testing.T) {
 		s.newRepo(s.ws, "base")
 		target := filepath.Join(s.base, "keep")
 		must(t, os.WriteFile(target, []byte("keep\n"), 0o644))
-		r := s.run("--policy", s.commitPolicy(), "--status-fd", "2", "--", shellPath, "-c",
+		r := s.runStatusToStderr("--policy", s.commitPolicy(), "--", shellPath, "-c",
 			`printf '[core]\n\tfsmonitor = "touch x; false"\n' > .git/config.worktree && echo WT`)
 		mustSucceed(t, r, "the command")
 		if !strings.Contains(r.stdout, "WT") {
@@ -205,7 +205,7 @@ func TestGitCommitModeNewModuleRemoved(t *testing.T) {
 		must(t, os.MkdirAll(existing, 0o755))
 		s.chown(filepath.Join(s.ws, ".git", "modules"))
 		s.chown(existing)
-		r := s.run("--policy", s.commitPolicy(), "--status-fd", "2", "--", shellPath, "-c",
+		r := s.runStatusToStderr("--policy", s.commitPolicy(), "--", shellPath, "-c",
 			`mkdir -p .git/modules/sm2/hooks && echo '#!/bin/sh' > .git/modules/sm2/hooks/post-checkout && ln -s / .git/modules/rootlink && echo MADE`)
 		mustSucceed(t, r, "the command")
 		if !strings.Contains(r.stdout, "MADE") {

@@ -427,10 +427,15 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		// ended and removes what must not outlive it, as for any command.
 		return nil
 	}
-	// The init died before reporting: killed (timeout, or by someone) or crashed.
+	// The init died before reporting: killed (timeout, by the memory limit, or by
+	// someone) or crashed.
+	oom := c.group != nil && c.group.Stats().OOMKilled
 	c.reapFailed()
 	if c.isTimedOut() {
 		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
+	}
+	if oom {
+		return c.fail(&SetupError{Step: "memory", Err: setupOOM(c.Config, c.init.wait())})
 	}
 	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
 }

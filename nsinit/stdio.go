@@ -20,6 +20,7 @@ type stdioCopy struct {
 	started  bool
 	copiers  sync.WaitGroup
 	stdinEnd chan struct{}
+	shared   []sharedFile // the caller's own descriptors the command shares, put back at the end
 }
 
 // newStdioCopy opens /dev/null or pipes as needed for stdin, stdout and stderr.
@@ -45,6 +46,7 @@ func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error)
 		close(s.stdinEnd)
 	case *os.File:
 		s.fds[0] = int(r.Fd())
+		s.shared = append(s.shared, saveShared(s.fds[0])...)
 		close(s.stdinEnd)
 	default:
 		pr, pw, err := os.Pipe()
@@ -74,6 +76,7 @@ func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error)
 			s.fds[i+1] = int(f.Fd())
 		case *os.File:
 			s.fds[i+1] = int(w.Fd())
+			s.shared = append(s.shared, saveShared(s.fds[i+1])...)
 		default:
 			if i == 1 && pipes[0] != nil && sameWriter(stdout, stderr) {
 				s.fds[2] = s.fds[1] // one pipe for both, as os/exec does
@@ -126,6 +129,13 @@ func (s *stdioCopy) abort() {
 	if s.stdinW != nil {
 		s.stdinW.Close()
 	}
+	s.restore()
+}
+
+// restore puts back the state of the caller's descriptors that the command shared.
+func (s *stdioCopy) restore() {
+	restoreShared(s.shared)
+	s.shared = nil
 }
 
 // sent closes the launcher's copies of the ends the init now holds.
@@ -167,6 +177,7 @@ func (s *stdioCopy) wait() {
 	case <-s.stdinEnd:
 	case <-time.After(2 * time.Second):
 	}
+	s.restore()
 }
 
 // sameWriter reports whether a and b are the same writer, without panicking on values

@@ -119,6 +119,9 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			continue // HOME=/tmp: one tmpfs serves both
 		}
 		tmpfsDests = append(tmpfsDests, dst)
+		if dst == shmPath {
+			continue // the size and mode of /dev's own shm, below
+		}
 		if dst == "/" || under(dst, noBindUnder...) {
 			return nil, errorf("tmpfs", dst, nil, "refusing a tmpfs over the root, /proc or /dev")
 		}
@@ -130,6 +133,9 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	}
 	b.origin = "the sandbox's own /dev"
 	b.dev()
+	if err := sizeScratch(b.mounts, f.Tmpfs, home, p.home, mergeResources(p.defaults, p.Resources), h.MemTotal); err != nil {
+		return nil, err
+	}
 	b.origin = "the sandbox's own /proc"
 	b.add(specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "nodev", "noexec"}})
 
@@ -359,7 +365,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	}
 	// The filter is compiled here, so that a bad one is a policy error (policy check,
 	// export), and the launcher and the init only pass the program on.
-	sc = CallerSeccomp(sc, h.UID)
+	sc = CallerSeccomp(NetworkSeccomp(sc, p.Network.Mode), h.UID)
 	source, err := sc.Spec()
 	var filter seccomp.Program
 	if err == nil {

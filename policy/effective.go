@@ -172,6 +172,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 			return nil, err
 		}
 	}
+	if f.Tmpfs, err = tmpfsFlags(f.Tmpfs, o.Tmpfs, h.Cwd); err != nil {
+		return nil, err
+	}
 	for i := range f.Masked {
 		if f.Masked[i], err = exPath("masked", f.Masked[i]); err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ type Host struct {
 	Homes    []string // every name of the caller's home ($HOME and the passwd entry), canonical
 	Cwd      string   // the caller's working directory
 	Environ  []string // the caller's environment, KEY=VALUE
+	MemTotal int64    // the host's memory in bytes (/proc/meminfo MemTotal); 0: unknown
 }
 
 // CurrentHost describes the calling process.
@@ -26,6 +27,7 @@ func CurrentHost() (Host, error) {
 		return h, errorf("workspace", "", err, "cannot read the current directory")
 	}
 	h.Cwd = cwd
+	h.MemTotal = memTotal()
 	var names []string
 	if v := os.Getenv("HOME"); v != "" {
 		names = append(names, v)

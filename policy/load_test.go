@@ -201,7 +201,8 @@ func TestParseRefused(t *testing.T) {
 		{"AllowHost", "network:\n  allowHost: false\n", "network.allowHost", 2, "did you mean allow_host?"},
 		{"unknown in process", "process:\n  user: root\n", "process.user", 2, "unknown field"},
 		{"unknown in a bind object", "filesystem:\n  read_only:\n    - path: /usr\n      optionl: true\n", "filesystem.read_only[0].optionl", 4, "unknown field"},
-		{"unknown in a tmpfs object", "filesystem:\n  tmpfs:\n    - /a\n    - path: /b\n      size: 1G\n", "filesystem.tmpfs[1].size", 5, "unknown field"},
+		{"unknown in a tmpfs object", "filesystem:\n  tmpfs:\n    - /a\n    - path: /b\n      nr_inodes: 10\n", "filesystem.tmpfs[1].nr_inodes", 5, "unknown field"},
+		{"bad tmpfs size", "filesystem:\n  tmpfs:\n    - path: /b\n      size: lots\n", "filesystem.tmpfs[0].size", 4, "size of /b"},
 		{"known list", "process:\n  tmeout: 1s\n", "process.tmeout", 2, "timeout"},
 
 		// wrong types
@@ -614,7 +615,8 @@ func TestBindAndTmpfsForms(t *testing.T) {
 	}{
 		{`"/x"`, Tmpfs{Path: "/x"}, true},
 		{`{"path":"/x","mode":"1777"}`, Tmpfs{Path: "/x", Mode: "1777"}, true},
-		{`{"path":"/x","size":"1G"}`, Tmpfs{}, false},
+		{`{"path":"/x","size":"1G"}`, Tmpfs{Path: "/x", Size: "1G"}, true},
+		{`{"path":"/x","nr_inodes":"1"}`, Tmpfs{}, false},
 		{`[]`, Tmpfs{}, false},
 	} {
 		var m Tmpfs

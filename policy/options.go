@@ -34,6 +34,9 @@ type Options struct {
 	Net       string        // NetNone or NetHost; "" means the policy's (none by default)
 	Hostname  string        // "" means "gosbx"
 	Timeout   time.Duration // may only shorten the policy's
+	// Tmpfs are --tmpfs flags, "PATH" or "PATH:size=SIZE": a private tmpfs at PATH, or the
+	// size of the policy's own tmpfs there (/dev/shm included).
+	Tmpfs []string
 	// Resources are limits asked for by flags: required, over the policy's.
 	Resources Resources
 	// UID and GID are the command's ids inside (nil: 0 for a root caller, else the

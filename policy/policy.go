@@ -128,14 +128,19 @@ func (b Bind) MarshalJSON() ([]byte, error) {
 	}{b.Path, true})
 }
 
-// Tmpfs is a private tmpfs mount. In a file it is a path, or an object with a mode.
+// Tmpfs is a private tmpfs mount. In a file it is a path, or an object with a mode and
+// a size. /dev/shm names the sandbox's own /dev/shm (its size and mode).
 type Tmpfs struct {
 	Path string `json:"path"`
 	// Mode is the octal permission of its root ("1777", "0700"); default "0755".
 	Mode string `json:"mode,omitempty"`
+	// Size caps what it holds ("512M", "2G", bytes; binary units). Default: an equal
+	// share of half the host's memory among the sandbox's scratch tmpfs of no size
+	// given (/dev/shm included), and no more than the memory limit when there is one.
+	Size string `json:"size,omitempty"`
 }
 
-// UnmarshalJSON accepts "path" or {"path": ..., "mode": ...}.
+// UnmarshalJSON accepts "path" or {"path": ..., "mode": ..., "size": ...}.
 func (t *Tmpfs) UnmarshalJSON(data []byte) error {
 	var s string
 	if json.Unmarshal(data, &s) == nil {
@@ -145,15 +150,15 @@ func (t *Tmpfs) UnmarshalJSON(data []byte) error {
 	type plain Tmpfs
 	var p plain
 	if err := strictUnmarshal(data, &p); err != nil {
-		return fmt.Errorf("a tmpfs is a path or {path, mode}: %w", err)
+		return fmt.Errorf("a tmpfs is a path or {path, mode, size}: %w", err)
 	}
 	*t = Tmpfs(p)
 	return nil
 }
 
-// MarshalJSON writes the short form when there is no mode.
+// MarshalJSON writes the short form when there is no mode and no size.
 func (t Tmpfs) MarshalJSON() ([]byte, error) {
-	if t.Mode == "" {
+	if t.Mode == "" && t.Size == "" {
 		return json.Marshal(t.Path)
 	}
 	type plain Tmpfs

@@ -43,7 +43,9 @@ func (r *Resources) validate(field string) error {
 	bad := func(f, format string, a ...any) error {
 		return &FileError{Field: field + "." + f, Reason: fmt.Sprintf(format, a...)}
 	}
-	if _, err := sizeOf(r.Memory, false); err != nil {
+	if m, err := sizeOf(r.Memory, false); err != nil {
+		return bad("memory", "%v", err)
+	} else if err := checkMinMemory(r.Memory, m); err != nil {
 		return bad("memory", "%v", err)
 	}
 	if _, err := sizeOf(r.MemorySwap, true); err != nil {
@@ -65,6 +67,20 @@ func (r *Resources) validate(field string) error {
 	}
 	if strings.Contains(r.CgroupParent, "..") {
 		return bad("cgroup_parent", "%q: no .. components", r.CgroupParent)
+	}
+	return nil
+}
+
+// MinMemory is the smallest memory limit a sandbox is built with: what its own init
+// needs before the command runs (nsinit.SetupMemory, measured there). Below it the init
+// was OOM-killed during setup, which read as "the init stage died during setup".
+const MinMemory = 4 << 20
+
+// checkMinMemory refuses a memory limit (given as s, n bytes) below MinMemory.
+func checkMinMemory(s string, n int64) error {
+	if n > 0 && n < MinMemory {
+		return fmt.Errorf("%s is below what the sandbox itself needs: its init uses up to about 1.3 MiB before the "+
+			"command starts (measured peak); ask for at least %dM, plus what the command needs", s, MinMemory>>20)
 	}
 	return nil
 }
@@ -145,6 +161,9 @@ func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIX
 	any := false
 	mem, _ := sizeOf(all.Memory, false)
 	swap, _ := sizeOf(all.MemorySwap, true)
+	if err := checkMinMemory(all.Memory, mem); err != nil {
+		return nil, nil, config.Limits{}, errorf("memory", "", nil, "%v", err)
+	}
 	if mem > 0 {
 		total := mem + swap // runtime-spec: memory+swap
 		if swap < 0 {

@@ -106,7 +106,7 @@ func (p *Policy) validate() error {
 			}
 		}
 	}
-	for _, t := range p.Filesystem.Tmpfs {
+	for i, t := range p.Filesystem.Tmpfs {
 		if err := checkPath("filesystem.tmpfs", t.Path); err != nil {
 			return err
 		}
@@ -114,6 +114,9 @@ func (p *Policy) validate() error {
 			if m, err := strconv.ParseUint(t.Mode, 8, 32); err != nil || m > 0o7777 {
 				return bad("filesystem.tmpfs", "mode %q of %s: want octal permissions such as 1777 or 0700", t.Mode, t.Path)
 			}
+		}
+		if err := checkTmpfsSize(t.Size); err != nil {
+			return bad(fmt.Sprintf("filesystem.tmpfs[%d].size", i), "size of %s: %v", t.Path, err)
 		}
 	}
 	for _, pr := range p.Filesystem.Protected {

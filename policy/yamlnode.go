@@ -21,8 +21,22 @@ func decodeYAML(data []byte) (any, map[string]int, error) {
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return map[string]any{}, lines, nil
 	}
-	v, err := nodeValue(doc.Content[0], "", lines, 0)
+	d := &decoder{lines: lines, aliasBudget: maxAliasNodes}
+	v, err := d.value(doc.Content[0], "", 0)
 	return v, lines, err
+}
+
+// maxAliasNodes bounds the nodes a document reaches through aliases, counted after
+// expansion: 9 lines of nested aliases ("billion laughs") expand to 10^9 values and
+// grew a policy check past 500 MB. A policy that repeats a list with an alias stays far
+// below; a written-out policy is bounded by its own size.
+const maxAliasNodes = 10000
+
+// decoder walks one document's node tree.
+type decoder struct {
+	lines       map[string]int
+	aliasBudget int // nodes still allowed through aliases
+	aliasLine   int // the line of the outermost alias being expanded, 0 outside one
 }
 
 // lineError is a YAML structure error at a line.
@@ -33,18 +47,30 @@ type lineError struct {
 
 func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
 
-func nodeValue(n *yaml.Node, path string, lines map[string]int, depth int) (any, error) {
+func (d *decoder) value(n *yaml.Node, path string, depth int) (any, error) {
 	if depth > 64 {
 		return nil, &lineError{n.Line, "nested too deeply"}
 	}
+	if d.aliasLine != 0 {
+		if d.aliasBudget--; d.aliasBudget < 0 {
+			return nil, &lineError{d.aliasLine, fmt.Sprintf("aliases expand to more than %d values: "+
+				"write the values out, or repeat fewer of them through aliases", maxAliasNodes)}
+		}
+	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return nodeValue(n.Alias, path, lines, depth+1)
+		if d.aliasLine != 0 {
+			return d.value(n.Alias, path, depth+1)
+		}
+		d.aliasLine = n.Line
+		v, err := d.value(n.Alias, path, depth+1)
+		d.aliasLine = 0
+		return v, err
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return nodeValue(n.Content[0], path, lines, depth+1)
+		return d.value(n.Content[0], path, depth+1)
 	case yaml.MappingNode:
 		m := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -59,8 +85,8 @@ func nodeValue(n *yaml.Node, path string, lines map[string]int, depth int) (any,
 			if _, dup := m[k.Value]; dup {
 				return nil, &lineError{k.Line, fmt.Sprintf("%s: key %q is already set above", p, k.Value)}
 			}
-			lines[p] = k.Line
-			val, err := nodeValue(v, p, lines, depth+1)
+			d.lines[p] = k.Line
+			val, err := d.value(v, p, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -71,8 +97,8 @@ func nodeValue(n *yaml.Node, path string, lines map[string]int, depth int) (any,
 		a := make([]any, 0, len(n.Content))
 		for i, c := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			lines[p] = c.Line
-			val, err := nodeValue(c, p, lines, depth+1)
+			d.lines[p] = c.Line
+			val, err := d.value(c, p, depth+1)
 			if err != nil {
 				return nil, err
 			}

@@ -27,8 +27,8 @@ const execExamples = `  # run a shell command with the current directory as the 
   # git identity from the real home, read-only (HOME inside is a private, empty tmpfs)
   gosbx exec --ro ~/.gitconfig -- git log -1
 
-  # allow the network, and report progress as JSON lines on fd 3
-  gosbx exec --net host --status-fd 3 -- curl -sI https://example.com 3>status.json`
+  # allow the network, and report progress as JSON lines on fd 3 (outside the workspace)
+  gosbx exec --net host --status-fd 3 -- curl -sI https://example.com 3>~/gosbx-status.json`
 
 func newExecCmd() *cobra.Command {
 	var b boundaryFlags
@@ -73,7 +73,7 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	b.register(f)
-	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N`")
+	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
 	return c
 }
 
@@ -92,6 +92,9 @@ func openStatusFd(s string) (*os.File, error) {
 	link, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(n))
 	if acc := fl & unix.O_ACCMODE; (acc != unix.O_WRONLY && acc != unix.O_RDWR) || strings.HasPrefix(link, "anon_inode:") {
 		return nil, fmt.Errorf("--status-fd %d: not a descriptor open for writing (%s); did the caller pass it, e.g. %d>status.json?", n, link, n)
+	}
+	if err := checkStatusShared(n); err != nil {
+		return nil, err
 	}
 	unix.CloseOnExec(n)
 	return os.NewFile(uintptr(n), "status"), nil
@@ -132,6 +135,12 @@ func execute(o policy.Options, status *os.File) error {
 	if err != nil {
 		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
+	}
+	if status != nil {
+		if err := checkStatusOutside(int(status.Fd()), spec); err != nil {
+			emit(nsinit.Event{Error: err.Error(), Step: "status-fd", Status: nsinit.ExitSetup})
+			return &nsinit.SetupError{Step: "status-fd", Err: err}
+		}
 	}
 	cmd := nsinit.Command(spec)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

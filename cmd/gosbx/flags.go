@@ -39,6 +39,7 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Chdir, "chdir", "", "working `DIR` inside (a relative DIR is taken from the workspace); default: the current directory if inside the workspace, else the workspace")
 	f.StringArrayVar(&b.o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path (repeatable; relative to the current directory)")
 	f.StringArrayVar(&b.o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path (repeatable; relative to the current directory)")
+	f.StringArrayVar(&b.o.Tmpfs, "tmpfs", nil, "a private tmpfs at `PATH[:size=SIZE]`, or the size of the policy's scratch tmpfs there (/tmp, /dev/shm, ...; repeatable)")
 	f.StringArrayVar(&b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
 	f.StringArrayVar(&b.o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
 	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo) or host (default: the policy's, none)")

@@ -27,7 +27,7 @@ func newSeccompCmd() *cobra.Command {
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
-			sc := policy.CallerSeccomp(p.Seccomp, os.Geteuid()) // as a launch by this caller
+			sc := policy.CallerSeccomp(policy.NetworkSeccomp(p.Seccomp, p.Network.Mode), os.Geteuid()) // as a launch by this caller
 			spec, err := sc.Spec()
 			if err != nil {
 				return &setupFailure{step: "seccomp", err: err}

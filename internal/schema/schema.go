@@ -64,11 +64,15 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 		}
 	case reflect.TypeOf(policy.Tmpfs{}):
 		return &jsonschema.Schema{
-			Description: "A private tmpfs: a path, or an object with an octal mode (default 0755).",
+			Description: "A private tmpfs: a path, or an object with an octal mode (default 0755) and a size " +
+				"(default: an equal share of half the host's memory among the scratch tmpfs of no size given, at most the memory limit). " +
+				"/dev/shm sets the size and mode of the sandbox's own.",
 			OneOf: []*jsonschema.Schema{
 				{Type: "string"},
 				{Type: "object", AdditionalProperties: jsonschema.FalseSchema, Required: []string{"path"},
-					Properties: props("path", &jsonschema.Schema{Type: "string"}, "mode", &jsonschema.Schema{Type: "string", Pattern: "^[0-7]{1,4}$"})},
+					Properties: props("path", &jsonschema.Schema{Type: "string"}, "mode", &jsonschema.Schema{Type: "string", Pattern: "^[0-7]{1,4}$"},
+						"size", &jsonschema.Schema{Type: "string", Pattern: "^[0-9]+(\\.[0-9]+)* ?[kKmMgGtTpP]?[iI]?[bB]?$",
+							Description: "512M, 2G, or bytes (binary units)"})},
 			},
 		}
 	case reflect.TypeOf(json.RawMessage{}):

@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// setFlagsProbe changes the open file description of its stdout, a pipe of the caller:
+// O_NONBLOCK|O_APPEND and a one-page capacity, then says what it set.
+const setFlagsProbe = `
+import fcntl, os, sys
+fcntl.fcntl(1, fcntl.F_SETFL, os.O_NONBLOCK | os.O_APPEND)
+fcntl.fcntl(1, 1031, 4096)  # F_SETPIPE_SZ
+fl = fcntl.fcntl(1, fcntl.F_GETFL)
+os.write(1, b"SET %d %d\n" % (fl & (os.O_NONBLOCK | os.O_APPEND), fcntl.fcntl(1, 1032)))
+`
+
+// The command shares the caller's open file descriptions of its stdio: what it sets
+// there with fcntl(F_SETFL) (O_NONBLOCK made the caller's next write fail with EAGAIN)
+// or F_SETPIPE_SZ is put back when the sandbox ends, whether the command exits or is
+// killed by --timeout. Checked on a real pipe of this test process. Issue 15, item 8.
+func TestSharedFileStatusRestored(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, tc := range []struct {
+			name string
+			args []string
+			code int
+		}{
+			{"exit", []string{"--", python, "-c", setFlagsProbe}, 0},
+			{"timeout", []string{"--timeout", "1s", "--", shellPath, "-c", python + " -c '" + setFlagsProbe + "'; exec sleep 60"}, 124},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var p [2]int
+				must(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
+				r, w := os.NewFile(uintptr(p[0]), "pipe-r"), os.NewFile(uintptr(p[1]), "pipe-w")
+				defer r.Close()
+				defer w.Close()
+				before, err := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0)
+				must(t, err)
+				size, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
+				must(t, err)
+				got := make(chan string, 1)
+				go func() { b, _ := io.ReadAll(r); got <- string(b) }()
+				s := newSandbox(t, c)
+				ctx := s.limitCtx(runLimit)
+				cmd := s.command(ctx, tc.args...)
+				cmd.Stdout = w
+				res := s.runCmd(ctx, cmd)
+				if res.code != tc.code {
+					t.Fatalf("want exit %d\n%v", tc.code, res)
+				}
+				after, err := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0)
+				must(t, err)
+				sizeAfter, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
+				must(t, err)
+				n, werr := unix.Write(p[1], []byte("after\n"))
+				w.Close()
+				out := <-got
+				if !strings.Contains(out, "SET ") || strings.Contains(out, "SET 0 ") {
+					t.Fatalf("the command did not change the pipe's flags (the test proves nothing): %q\n%v", out, res)
+				}
+				if after != before {
+					t.Errorf("file status flags of the caller's pipe: %#o after the run, %#o before", after, before)
+				}
+				if sizeAfter != size {
+					t.Errorf("the caller's pipe holds %d bytes after the run, %d before", sizeAfter, size)
+				}
+				if werr != nil || n != 6 {
+					t.Errorf("the caller's next write: %d, %v", n, werr)
+				}
+			})
+		}
+	})
+}
+
+// A command that changes its terminal's modes (stty raw -echo, as an editor that
+// crashes leaves them) has them put back when the sandbox ends, as a shell does after a
+// job: gosbx runs here as the terminal's foreground process group.
+func TestTerminalModesRestored(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		m, sl := openPty(t)
+		go io.Copy(io.Discard, m)
+		before, err := unix.IoctlGetTermios(int(sl.Fd()), unix.TCGETS)
+		must(t, err)
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--", shellPath, "-c", "stty raw -echo && stty -a | grep -q -- -echo && echo CHANGED >&2")
+		var stderr strings.Builder
+		cmd.Stdin, cmd.Stdout = sl, sl
+		cmd.Stderr = &stderr
+		cmd.SysProcAttr = &unix.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		must(t, cmd.Start())
+		if code, ok := waitTimeout(t, cmd, runLimit); !ok || code != 0 {
+			t.Fatalf("exit %d (finished %v), stderr %q", code, ok, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "CHANGED") {
+			t.Fatalf("stty did not change the modes inside (the test proves nothing): %q", stderr.String())
+		}
+		after, err := unix.IoctlGetTermios(int(sl.Fd()), unix.TCGETS)
+		must(t, err)
+		if *after != *before {
+			t.Errorf("terminal modes after the run: %+v, before: %+v", *after, *before)
+		}
+	})
+}

@@ -1,0 +1,48 @@
+package nsinit
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gosbx/gosbx/policy"
+)
+
+// The policy package refuses a memory limit below what the init needs, and its floor is
+// this package's measured one.
+func TestMinMemoryIsSetupMemory(t *testing.T) {
+	if policy.MinMemory != SetupMemory {
+		t.Errorf("policy.MinMemory %d, nsinit.SetupMemory %d", policy.MinMemory, SetupMemory)
+	}
+}
+
+// An init killed by the sandbox's own memory limit before the command started is named
+// as such (step "memory", the limit, what the sandbox needs), not "the init stage died
+// during setup: signal: killed" (a new user's --memory 1M). The library takes a spec's
+// limit as it is, so a 64 KiB one reaches the kernel here.
+func TestSetupOOMNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a memory limit needs a cgroup: root on this host")
+	}
+	ws := testWorkspace(t)
+	for i := 0; i < 3; i++ {
+		spec := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws, Resources: policy.Resources{Memory: "64M"}}, nil)
+		small := int64(64 << 10)
+		spec.Linux.Resources.Memory.Limit = &small
+		err := Command(spec).Run()
+		skipIfNoSandbox(t, err)
+		var se *SetupError
+		var ee *ExitError
+		switch {
+		case errors.As(err, &se):
+			if se.Step != "memory" || !strings.Contains(se.Error(), "memory limit (65536 bytes)") || !strings.Contains(se.Error(), "MiB") {
+				t.Errorf("setup killed by a 64 KiB limit: %v (step %q); want step memory naming the limit and the need", err, se.Step)
+			}
+		case errors.As(err, &ee) && ee.Result.OOMKilled:
+			// the init survived its setup; the command was killed instead, and says so
+		default:
+			t.Errorf("a 64 KiB limit: %v (%T)", err, err)
+		}
+	}
+}

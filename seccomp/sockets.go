@@ -1,0 +1,33 @@
+package seccomp
+
+import "golang.org/x/sys/unix"
+
+// NetnsFamilies are the address families a sandbox without the host's network may make
+// sockets of: AF_UNIX (its names are files, confined by the mount namespace; abstract
+// names by the network namespace), and AF_INET, AF_INET6, AF_NETLINK and AF_PACKET,
+// whose sockets reach only the devices, routes and kernel sockets of their own network
+// namespace (socket(7), network_namespaces(7)). Every other family is refused: AF_VSOCK
+// reaches the hypervisor and the host's vsock ports from any namespace (measured on
+// Linux 6.18 in a Firecracker guest), and a family added to the kernel later is not
+// known to be confined.
+var NetnsFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK, unix.AF_PACKET}
+
+// NoHostNetworkRules refuse socket(2) and socketpair(2) with a domain other than
+// NetnsFamilies, with EAFNOSUPPORT, the kernel's own answer for a family it lacks (so
+// libraries fall back as they would there). The domain is compared on all 64 bits: a
+// value with high bits set, which the kernel would truncate to an allowed family or
+// not, is refused too. A sandbox with a network namespace of its own takes these first,
+// before the policy's rules; with the host's network (--net host) there is nothing to
+// confine and they are left out. io_uring's socket operation is refused by the agent
+// profile; socketcall(2) exists only in the i386 ABI, which the filter kills.
+func NoHostNetworkRules() []Rule {
+	var args []Arg
+	for _, f := range NetnsFamilies {
+		args = append(args, Arg{Index: 0, Op: "ne", Value: f})
+	}
+	const why = "no socket family a network namespace does not confine (AF_VSOCK reaches the host's vsock services): only AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET"
+	return []Rule{
+		{Syscalls: []string{"socket"}, Action: "errno", Errno: "EAFNOSUPPORT", Args: args, Comment: why},
+		{Syscalls: []string{"socketpair"}, Action: "errno", Errno: "EAFNOSUPPORT", Args: args, Comment: why},
+	}
+}

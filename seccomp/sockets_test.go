@@ -1,0 +1,43 @@
+package seccomp
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Without the host's network, socket(2) and socketpair(2) answer EAFNOSUPPORT for every
+// family but the ones a network namespace confines (AF_VSOCK above all), whatever the
+// profile, and before the policy's own rules; the confined families fall through to
+// those rules.
+func TestNoHostNetworkRules(t *testing.T) {
+	allowSocketpair := Rule{Syscalls: []string{"socket", "socketpair"}, Action: "allow"}
+	denyInet := Rule{Syscalls: []string{"socket"}, Action: "errno", Errno: "EACCES",
+		Args: []Arg{{Index: 0, Op: "eq", Value: unix.AF_INET}}}
+	for _, c := range []*Config{{}, {Profile: "none"}, {Rules: []Rule{allowSocketpair}}, {Rules: []Rule{denyInet}}} {
+		with := *c
+		with.Rules = append(NoHostNetworkRules(), c.Rules...)
+		e := newEmulator(t, compileConfig(t, &with))
+		eaf := retErrno(unix.EAFNOSUPPORT)
+		for _, call := range []string{"socket", "socketpair"} {
+			for fam, want := range map[uint64]uint32{
+				unix.AF_VSOCK: eaf, unix.AF_BLUETOOTH: eaf, unix.AF_CAN: eaf, unix.AF_TIPC: eaf, unix.AF_XDP: eaf,
+				unix.AF_ALG: eaf, unix.AF_RDS: eaf, unix.AF_KCM: eaf, unix.AF_QIPCRTR: eaf, unix.AF_NFC: eaf,
+				unix.AF_UNSPEC: eaf, 46: eaf, 0xffffffff: eaf,
+				unix.AF_INET | 0x100000000: eaf, // high bits: refused, not truncated into AF_INET
+				unix.AF_UNIX:               retAllow, unix.AF_INET6: retAllow, unix.AF_NETLINK: retAllow, unix.AF_PACKET: retAllow,
+			} {
+				if got := e.call(t, call, fam, unix.SOCK_STREAM, 0); got != want {
+					t.Errorf("%+v: %s(%d): %s, want %s", c, call, fam, actionName(got), actionName(want))
+				}
+			}
+		}
+		want := uint32(retAllow)
+		if len(c.Rules) > 0 && c.Rules[0].Errno == "EACCES" {
+			want = retErrno(unix.EACCES) // the policy's rule still decides a confined family
+		}
+		if got := e.call(t, "socket", unix.AF_INET, unix.SOCK_STREAM, 0); got != want {
+			t.Errorf("%+v: socket(AF_INET): %s, want %s", c, actionName(got), actionName(want))
+		}
+	}
+}
