@@ -13,6 +13,7 @@ import (
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // v1Subsystems are the hierarchies a sandbox's group is made in.
@@ -36,16 +37,53 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 }
 
 type v1Group struct {
-	name string
-	cg   cgroup1.Cgroup
-	gone bool
+	name  string
+	cg    cgroup1.Cgroup
+	locks []*os.File // the owner's flock on the group's directory in each hierarchy (owner.go)
+	gone  bool
 }
 
-// newV1 makes the group in each v1 hierarchy, nested under the caller's own group.
-func newV1(r *specs.LinuxResources) (Group, error) {
+// v1Parents are the caller's own group in each hierarchy gosbx uses: where its groups
+// are made, and what a creator and a sweep lock (owner.go). Hierarchies mounted
+// together (one directory) count once.
+func v1Parents(paths map[string]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, sub := range []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu, cgroup1.Cpuacct} {
+		p, ok := paths[string(sub)]
+		if !ok {
+			continue
+		}
+		d := filepath.Join("/sys/fs/cgroup", string(sub), p)
+		if r, err := filepath.EvalSymlinks(d); err == nil && !seen[r] {
+			seen[r] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// newV1 makes the group gosbx-<o.ID> in each v1 hierarchy, nested under the caller's
+// own group, and takes its owner's lock on each of its directories. The caller's own
+// group differs between hierarchies, and between callers in one hierarchy (another
+// caller's groups may sit beside its own in one and elsewhere in another): so each
+// directory carries its own lock, and a sweep judges each directory by that.
+func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 	gcV1()
 	r = withoutUnaccountedSwap(r)
-	n := name()
+	id := o.ID
+	if id == "" {
+		id = NewID()
+	}
+	n := groupName(id)
+	var parents []string
+	if paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup"); err == nil {
+		parents = v1Parents(paths)
+	}
+	for _, p := range parents {
+		creating := lockDir(p, unix.LOCK_SH) // no sweep there until this group is locked
+		defer creating.Close()
+	}
 	cg, err := cgroup1.New(cgroup1.NestedPath(n), r, cgroup1.WithHierarchy(v1Hierarchy))
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
@@ -66,7 +104,20 @@ func newV1(r *specs.LinuxResources) (Group, error) {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
 	}
-	return &v1Group{name: n, cg: cg}, nil
+	g := &v1Group{name: n, cg: cg}
+	for _, p := range parents {
+		d := filepath.Join(p, n)
+		if _, err := os.Stat(d); err != nil {
+			continue // a hierarchy containerd skipped
+		}
+		lock := lockDir(d, unix.LOCK_EX|unix.LOCK_NB)
+		if lock == nil {
+			g.Destroy()
+			return nil, fmt.Errorf("lock cgroup %s: cannot open it, or taken by another process", d)
+		}
+		g.locks = append(g.locks, lock)
+	}
+	return g, nil
 }
 
 func (g *v1Group) Kind() Kind   { return V1 }
@@ -118,6 +169,11 @@ func (g *v1Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
+	defer func() { // held until the group is gone: no sweep races the removal
+		for _, l := range g.locks {
+			l.Close()
+		}
+	}()
 	dirs := g.dirs()
 	if dirs == nil {
 		// the paths are unknown: containerd's walk and removal
@@ -214,30 +270,70 @@ func killAll(cg cgroup1.Cgroup) {
 	}
 }
 
-// gcV1 removes groups left by launchers that are gone (a SIGKILLed gosbx exec), in
-// every hierarchy (one may be gone already from a partial removal).
+// gcV1 removes groups whose owner is gone (a SIGKILLed gosbx exec: owner.go) from
+// the caller's own group in each hierarchy, one directory at a time: a directory
+// whose owner's lock can be taken, in a hierarchy where no launch is making a group
+// now. Groups named by an older gosbx go by their launcher's pid, in every hierarchy
+// at once (one may be gone already from a partial removal).
 func gcV1() {
 	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return
 	}
-	seen := map[string]bool{}
-	for sub := range v1Subsystems {
-		ents, err := os.ReadDir(filepath.Join("/sys/fs/cgroup", string(sub), paths[string(sub)]))
-		if err != nil {
+	legacy := map[string]bool{}
+	for _, parent := range v1Parents(paths) {
+		sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
+		if sweeping == nil {
 			continue
 		}
+		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {
 			n := e.Name()
-			if !e.IsDir() || !strings.HasPrefix(n, "gosbx-") || seen[n] || launcherAlive(n) {
-				continue
-			}
-			seen[n] = true
-			if cg, err := cgroup1.Load(cgroup1.NestedPath(n), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
-				killAll(cg)
-				cg.Delete()
+			switch {
+			case !e.IsDir() || !strings.HasPrefix(n, "gosbx-"):
+			case legacyName(n):
+				legacy[n] = true
+			case !ownerAlive(parent, n):
+				removeDirV1(filepath.Join(parent, n))
 			}
 		}
+		sweeping.Close()
+	}
+	for n := range legacy {
+		if launcherAlive(n) {
+			continue
+		}
+		if cg, err := cgroup1.Load(cgroup1.NestedPath(n), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
+			killAll(cg)
+			cg.Delete()
+		}
+	}
+}
+
+// removeDirV1 removes one hierarchy's directory of a group whose owner is gone: every
+// process still listed is killed (the sandbox dies with its owner already: its init
+// sees the life pipe close), then the directory is removed once empty, trying for 5 s.
+func removeDirV1(dir string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return
+		}
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 {
+			rmdirRetry(dir)
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

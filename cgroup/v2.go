@@ -37,7 +37,15 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	}
 	parent = "/" + strings.Trim(filepath.Clean("/"+parent), "/")
 	gcV2(parent)
-	group := filepath.Join(parent, name())
+	id := o.ID
+	if id == "" {
+		id = NewID()
+	}
+	group := filepath.Join(parent, groupName(id))
+	// no sweep until this group is locked (owner.go); the parent must exist to be locked
+	os.MkdirAll(filepath.Join(v2Mount, parent), 0o755)
+	creating := lockDir(filepath.Join(v2Mount, parent), unix.LOCK_SH)
+	defer creating.Close()
 	res := cgroup2.ToResources(r)
 	if r != nil && r.Memory != nil && r.Memory.Swap != nil && *r.Memory.Swap < 0 && res.Memory != nil {
 		max := int64(math.MaxInt64) // memory.swap.max "max": ToResources turns -1 into -1-limit
@@ -54,6 +62,11 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	if err != nil {
 		m.Delete()
 		return nil, fmt.Errorf("open cgroup %s: %w", group, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil { // the owner's lock (owner.go)
+		unix.Close(fd)
+		m.Delete()
+		return nil, fmt.Errorf("lock cgroup %s: %w", group, err)
 	}
 	return &v2Group{group: group, m: m, fd: fd}, nil
 }
@@ -89,7 +102,7 @@ func (g *v2Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
-	unix.Close(g.fd)
+	defer unix.Close(g.fd) // the owner's lock, held until the group is gone
 	g.m.Kill()
 	if err := g.m.Delete(); err != nil {
 		return fmt.Errorf("remove cgroup %s: %w", g.group, err)
@@ -97,14 +110,21 @@ func (g *v2Group) Destroy() error {
 	return nil
 }
 
-// gcV2 removes groups in parent left by launchers that are gone.
+// gcV2 removes groups in parent whose owner is gone (owner.go), when no launch is
+// making one there.
 func gcV2(parent string) {
-	ents, err := os.ReadDir(filepath.Join(v2Mount, parent))
+	dir := filepath.Join(v2Mount, parent)
+	sweeping := lockDir(dir, unix.LOCK_EX|unix.LOCK_NB)
+	if sweeping == nil {
+		return
+	}
+	defer sweeping.Close()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || launcherAlive(e.Name()) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || ownerAlive(dir, e.Name()) {
 			continue
 		}
 		if m, err := cgroup2.Load(filepath.Join(parent, e.Name()), cgroup2.WithMountpoint(v2Mount)); err == nil {

@@ -1,8 +1,6 @@
 package nsinit
 
 import (
-	"errors"
-	"fmt"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -42,14 +40,4 @@ func cloneConfig(spec *config.Config) (uintptr, []syscall.SysProcIDMap, []syscal
 		return out
 	}
 	return flags, conv(spec.Linux.UIDMappings), conv(spec.Linux.GIDMappings)
-}
-
-// cloneHint explains the usual reasons a user namespace cannot be created.
-func cloneHint(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%w (creating a user namespace failed: check kernel.unprivileged_userns_clone, "+
-			"user.max_user_namespaces (ENOSPC when exhausted), kernel.apparmor_restrict_unprivileged_userns, "+
-			"or a container's seccomp profile)", err)
-	}
-	return err
 }

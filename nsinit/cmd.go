@@ -51,21 +51,17 @@ type Cmd struct {
 	Result *Result
 
 	init     *initProc
-	life     *os.File // held for the launch: its closing kills the sandbox
+	own      owner // what holds the sandbox from outside: life pipe, cgroup, host id
 	sync     *syncReader
 	syncFile *os.File
 	start    time.Time
 	timer    *time.Timer
 	mu       sync.Mutex
 	timedOut bool
-	group    cgroup.Group // the sandbox's cgroup, nil without one
-	limits   string       // why there is no cgroup, when limits were only defaults
-	started  bool         // the init was cloned
+	started  bool // the init was cloned
 	waited   bool
 
-	hostID      *hostID // a root caller's host id, held until Wait
-	nproc       bool    // the default process limit is RLIMIT_NPROC on hostID, no cgroup
-	identityMap string  // why a root caller's command kept host uid 0 (RootID.AllowHostRoot)
+	identityMap string // why a root caller's command kept host uid 0 (RootID.AllowHostRoot)
 
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
@@ -119,6 +115,7 @@ func (c *Cmd) Start() error {
 // runtime starts, which takes ~1.5 ms, and sent on its socket.
 func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	spec := c.Config
+	c.own.sandboxID()
 	err = spec.Validate()
 	if err == nil && !pooled && spec.Process == nil {
 		err = errors.New("the config has no process")
@@ -131,7 +128,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var hid *hostID
 	if mapped {
 		// A root caller: the command runs as a host id of the range, never uid 0.
-		if hid, err = takeHostID(rng); err != nil {
+		if hid, err = takeHostID(rng, c.own.sandboxID()); err != nil {
 			return nil, c.fail(&SetupError{Step: "host id", Err: err})
 		}
 		defer func() {
@@ -140,6 +137,19 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			}
 		}()
 		spec = withHostID(spec, hid.id)
+	}
+	var nsOwner *hostID // a host id that owns the user namespace of a uid 0 mapped to itself
+	if !mapped {
+		if r, ok := ownerRange(spec); ok {
+			if nsOwner, err = takeHostID(r, c.own.sandboxID()); err != nil {
+				return nil, c.fail(&SetupError{Step: "host id", Err: err})
+			}
+			defer func() {
+				if c.own.nsOwner != nsOwner {
+					nsOwner.release() // the launch failed
+				}
+			}()
+		}
 	}
 	flags, uids, gids := cloneConfig(spec)
 	if err := fault.Check("config"); err != nil {
@@ -154,8 +164,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// sandbox's processes and threads, without a v1 group's migration (an RCU grace
 		// period, up to ~15 ms after an idle spell).
 		spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
-		c.nproc = true
-	} else if err := c.makeGroup(); err != nil {
+		c.own.nproc = true
+	} else if err := c.own.makeGroup(c.Config); err != nil {
 		return nil, c.fail(err)
 	}
 	var files []*os.File // the parent's ends, closed on failure
@@ -174,21 +184,21 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		}
 	}
 	if err != nil {
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, specR, specW)
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		closeAll()
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, syncR, syncW)
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
 		closeAll()
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, lifeR, lifeW)
@@ -211,7 +221,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err != nil {
 		closeAll()
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	sys := &syscall.SysProcAttr{
@@ -231,20 +241,35 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		sys.Credential = &syscall.Credential{
 			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, Groups: []uint32{}}
 		sys.GidMappingsEnableSetgroups = true
+	} else if nsOwner != nil {
+		// Cloned with the effective uid nsOwner (startInitAs), which the init must not
+		// keep: its ids are the spec's, set inside (setgroups stays denied).
+		sys.Credential = &syscall.Credential{
+			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, NoSetGroups: true}
 	}
-	if c.group != nil && c.group.CloneFd() >= 0 {
+	if c.own.group != nil && c.own.group.CloneFd() >= 0 {
 		// cgroup v2: cloned straight into the group, no process ever runs outside it
 		sys.UseCgroupFD = true
-		sys.CgroupFD = c.group.CloneFd()
+		sys.CgroupFD = c.own.group.CloneFd()
 	}
 	c.start = time.Now()
 	if err = fault.Check("clone"); err == nil {
-		c.init, err = startInit(args, &syscall.ProcAttr{
+		attr := &syscall.ProcAttr{
 			Env: fault.Env(),
 			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), uintptr(stdio.fds[2]),
 				specR.Fd(), syncW.Fd(), lifeR.Fd()},
 			Sys: sys,
-		})
+		}
+		switch {
+		case mapped:
+			// the sandbox's user namespace owned by its host id, which the kernel then
+			// charges for the sandbox's per-user counts, not host root (usercounts.go)
+			c.init, err = startInitAs(hid.id, args, attr)
+		case nsOwner != nil:
+			c.init, err = startInitAs(nsOwner.id, args, attr)
+		default:
+			c.init, err = startInit(args, attr)
+		}
 	}
 	stdio.sent() // the init holds its ends now
 	specR.Close()
@@ -256,14 +281,14 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		syncR.Close()
 		lifeW.Close()
 		stdio.abort()
-		c.dropGroup()
+		c.own.dropGroup()
 		if mapped && errors.Is(err, unix.EACCES) {
-			return nil, c.fail(&SetupError{Step: "clone", Err: fmt.Errorf("%w (a root caller's init runs as the unprivileged "+
-				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755)", err, hid.id)})
+			return nil, c.fail(&SetupError{Step: "clone", Err: err, Hint: fmt.Sprintf("a root caller's init runs as the unprivileged "+
+				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755", hid.id)})
 		}
-		return nil, c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
+		return nil, c.fail(&SetupError{Step: "clone", Err: err})
 	}
-	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
+	c.own.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.started = true
 	if err := c.sendSpec(spec, specW, mapped, hid); err != nil {
 		specW.Close()
@@ -276,7 +301,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			// The policy accepts host uid 0 where a bind cannot be idmapped.
 			c.identityMap = err.Error()
 			hid.release()
-			c.init, c.started, c.waited, c.nproc = nil, false, false, false
+			c.init, c.started, c.waited, c.own.nproc = nil, false, false, false
 			return c.spawn(pooled)
 		}
 		var se *SetupError
@@ -286,8 +311,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(err)
 	}
 	if mapped {
-		c.hostID = hid
+		c.own.hostID = hid
 	}
+	c.own.nsOwner = nsOwner
 	if pooled {
 		c.ctl = specW
 		stdio.abort() // nothing to copy: /dev/null until the process comes
@@ -296,7 +322,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		stdio.run()
 		c.stdio = stdio // Wait waits for the copies
 	}
-	if c.nproc {
+	if c.own.nproc {
 		cgroup.CollectStale() // groups of killed launchers; this launch makes none
 	}
 	// cgroup v1: place the init while it builds the sandbox (a v1 migration waits for an
@@ -306,15 +332,15 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	placed := make(chan error, 1)
 	go func() {
 		var err error
-		if c.group != nil {
+		if c.own.group != nil {
 			if err = fault.Check("cgroup place"); err == nil {
-				err = c.group.Add(c.init.pid)
+				err = c.own.group.Add(c.init.pid)
 			}
 		}
 		if err != nil {
 			c.init.kill()
 		} else {
-			c.life.Write([]byte{lifeGo})
+			c.own.life.Write([]byte{lifeGo})
 		}
 		placed <- err
 	}()
@@ -346,14 +372,14 @@ func (c *Cmd) sendSpec(spec *config.Config, sock *os.File, mapped bool, hid *hos
 			fds = append(fds, t.Fd())
 		}
 		var plan []int
-		var owners []owner
+		var owners []fileOwner
 		if err == nil {
 			plan, owners, err = idmapPlan(spec, trees)
 		}
 		if err != nil {
 			return &SetupError{Step: "open bind source", Err: err}
 		}
-		self := owner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
+		self := fileOwner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
 		err = fault.Check("idmap")
 		if err == nil {
 			err = idmapTrees(trees, plan, owners, c.init.pid, self, hid.id)
@@ -412,14 +438,14 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		if c.Events != nil {
 			c.Events(Event{Exec: true, Pid: childPid(pid), Path: m.Path})
 		}
-		c.life.Write([]byte{lifeAck}) // the reaper may reap the command now
+		c.own.life.Write([]byte{lifeAck}) // the reaper may reap the command now
 		return nil
 	case ok && m.Type == msgExecError:
 		c.reapFailed()
 		return c.fail(&ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)})
 	case ok && m.Type == msgError:
 		c.reapFailed()
-		return c.fail(&SetupError{Step: m.Step, Err: errors.New(m.Error)})
+		return c.fail(&SetupError{Step: m.Step, Err: m.err()})
 	}
 	if forking {
 		// The init ended once the command may have started (killed from outside, or
@@ -429,7 +455,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	}
 	// The init died before reporting: killed (timeout, by the memory limit, or by
 	// someone) or crashed.
-	oom := c.group != nil && c.group.Stats().OOMKilled
+	oom := c.own.group != nil && c.own.group.Stats().OOMKilled
 	c.reapFailed()
 	if c.isTimedOut() {
 		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
@@ -440,14 +466,17 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
 }
 
-// fail reports err as an event and returns it.
+// fail reports err as an event and returns it; a *SetupError gets its Hint.
 func (c *Cmd) fail(err error) error {
+	var se *SetupError
+	if errors.As(err, &se) && se.Hint == "" {
+		se.Hint = Hint(se.Step, se.Err)
+	}
 	if c.Events != nil {
-		var se *SetupError
 		var ee *ExecError
 		switch {
-		case errors.As(err, &se):
-			c.Events(Event{Error: se.Err.Error(), Step: se.Step, Status: ExitSetup})
+		case se != nil:
+			c.Events(Event{Error: se.cause(), Step: se.Step, Status: ExitSetup})
 		case errors.As(err, &ee):
 			c.Events(Event{Error: ee.Error(), Step: "exec", Status: ee.ExitCode()})
 		default:
@@ -466,7 +495,7 @@ func (c *Cmd) reapFailed() {
 		c.stdio.wait()
 	}
 	c.release()
-	c.dropGroup()
+	c.own.dropGroup()
 }
 
 func (c *Cmd) release() {
@@ -474,13 +503,10 @@ func (c *Cmd) release() {
 		c.timer.Stop()
 	}
 	c.syncFile.Close()
-	c.life.Close()
 	if c.ctl != nil {
 		c.ctl.Close()
 	}
-	// The sandbox is gone (the init was reaped, and with it every process of its pid
-	// namespace): its host id is free again.
-	c.hostID.release()
+	c.own.release()
 	c.waited = true
 }
 
@@ -538,8 +564,8 @@ func (c *Cmd) Wait() error {
 	wall := time.Since(c.start)
 	c.release()
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: -1, IdentityMap: c.identityMap}
-	if c.hostID != nil {
-		r.HostUID = int64(c.hostID.id)
+	if c.own.hostID != nil {
+		r.HostUID = int64(c.own.hostID.id)
 	}
 	switch {
 	case r.TimedOut:
@@ -559,14 +585,14 @@ func (c *Cmd) Wait() error {
 		}
 		r.ExitCode = 128 + int(r.Signal)
 	}
-	r.Removed, r.NotRemoved = removeAbsentAfter(c.Config)
+	r.Removed, r.NotRemoved = c.own.afterRun(c.Config)
 	r.Limits = string(cgroup.None)
-	if c.nproc {
+	if c.own.nproc {
 		r.Limits = string(cgroup.Rlimit)
 	}
-	if c.group != nil {
-		st := c.group.Stats()
-		r.Limits = string(c.group.Kind())
+	if c.own.group != nil {
+		st := c.own.group.Stats()
+		r.Limits = string(c.own.group.Kind())
 		r.OOMKilled, r.MemoryPeak, r.PidsPeak = st.OOMKilled, st.MemoryPeak, st.PidsPeak
 		r.CPUUser, r.CPUSystem = time.Duration(st.CPUUser)*time.Microsecond, time.Duration(st.CPUSystem)*time.Microsecond
 		switch {
@@ -578,10 +604,10 @@ func (c *Cmd) Wait() error {
 		if c.pool != nil {
 			// The group is empty; its removal can wait for a v1 migration another
 			// sandbox of the pool is doing (milliseconds): Pool.Close waits for it.
-			c.pool.removeLater(c.group)
-			c.group = nil
+			c.pool.removeLater(c.own.group)
+			c.own.group = nil
 		} else {
-			c.dropGroup()
+			c.own.dropGroup()
 		}
 	}
 	c.Result = r
@@ -591,7 +617,7 @@ func (c *Cmd) Wait() error {
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
 		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed, NotRemoved: r.NotRemoved,
-			Limits: r.Limits, LimitsNote: c.limits}
+			Limits: r.Limits, LimitsNote: c.own.limits}
 		if r.Limits == string(cgroup.V1) || r.Limits == string(cgroup.V2) { // usage is known only through a cgroup
 			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
 			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak
@@ -884,49 +910,21 @@ func removeOne(dir int, name string, isDir bool, depth int) error {
 	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
 
-// makeGroup creates the sandbox's cgroup when the config has resources. A host or caller
-// without a usable cgroup stops the launch when a limit is required (Config.Limits),
-// and is noted otherwise (the profile's defaults, or best effort).
-func (c *Cmd) makeGroup() error {
-	if c.Config.Linux == nil || c.Config.Linux.Resources == nil {
-		return nil
-	}
-	info := c.Config.Limits
-	if err := fault.Check("cgroup"); err != nil {
-		return &SetupError{Step: "cgroup", Err: err}
-	}
-	g, err := cgroup.New(c.Config.Linux.Resources, cgroup.Options{Parent: info.CgroupParent})
-	if err == nil {
-		c.group = g
-		return nil
-	}
-	if len(info.Required) > 0 && !info.BestEffort {
-		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; "+
-			"run as root, name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts), or accept running without them with --limits best-effort",
-			strings.Join(info.Required, ", "), err)}
-	}
-	c.limits = err.Error()
-	return nil
-}
-
-// dropGroup removes the cgroup, once the sandbox is gone.
-func (c *Cmd) dropGroup() {
-	if c.group != nil {
-		c.group.Destroy()
-		c.group = nil
-	}
-}
+// SandboxID is the sandbox's own id, after Start: its cgroup is gosbx-<id> and a root
+// caller's host id lock file holds it. 16 hex digits.
+func (c *Cmd) SandboxID() string { return c.own.id }
 
 // LimitsNote says why the sandbox runs without cgroup limits, after Start ("" when it
 // has them, or none were asked for).
-func (c *Cmd) LimitsNote() string { return c.limits }
+func (c *Cmd) LimitsNote() string { return c.own.limits }
 
 // namespaceEvent is the first event: the init's pid and namespaces, and for a root
 // caller the host id the command runs as (or why it kept uid 0).
 func (c *Cmd) namespaceEvent() Event {
 	e := namespaceEvent(c.init.pid)
-	if c.hostID != nil {
-		id := int64(c.hostID.id)
+	e.SandboxID = c.own.id
+	if c.own.hostID != nil {
+		id := int64(c.own.hostID.id)
 		e.HostUID = &id
 	}
 	e.IdentityMap = c.identityMap

@@ -23,25 +23,29 @@ func TestTakeHostID(t *testing.T) {
 	hostIDDir = filepath.Join(t.TempDir(), "ids")
 	t.Cleanup(func() { hostIDDir = old })
 	r := idRange{Base: 2_100_000_000, Count: 2}
-	a, err := takeHostID(r)
+	a, err := takeHostID(r, "00000000000000aa")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := takeHostID(r)
+	// the lock file names the sandbox that holds the id
+	if b, err := os.ReadFile(filepath.Join(hostIDDir, strconv.FormatUint(uint64(a.id), 10))); err != nil || string(b) != "00000000000000aa\n" {
+		t.Errorf("lock file content %q, %v; want the sandbox id", b, err)
+	}
+	b, err := takeHostID(r, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.id == b.id || a.id < r.Base || b.id < r.Base || a.id >= r.Base+r.Count || b.id >= r.Base+r.Count {
 		t.Fatalf("ids %d and %d from %d:%d", a.id, b.id, r.Base, r.Count)
 	}
-	if _, err := takeHostID(r); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := takeHostID(r, "x"); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("a third id from a range of two: %v", err)
 	}
 	a.release()
 	if _, err := os.Stat(filepath.Join(hostIDDir, strconv.FormatUint(uint64(a.id), 10))); !os.IsNotExist(err) {
 		t.Errorf("the freed id's lock file: %v", err)
 	}
-	c, err := takeHostID(r)
+	c, err := takeHostID(r, "x")
 	if err != nil || c.id != a.id {
 		t.Fatalf("after a release: %v, %v (want %d)", c, err, a.id)
 	}
@@ -51,7 +55,7 @@ func TestTakeHostID(t *testing.T) {
 	if err := os.WriteFile(stale, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := takeHostID(r)
+	d, err := takeHostID(r, "x")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func Init() {
 	if err != nil {
 		var se *stepError
 		if errors.As(err, &se) {
-			w.send(message{Type: msgError, Step: se.step, Error: se.err.Error()})
+			w.send(errorMessage(se.step, se.err))
 			os.Exit(ExitSetup)
 		}
 		var ee *execError
@@ -70,7 +70,7 @@ func Init() {
 			w.send(message{Type: msgExecError, Path: ee.path, Errno: int(ee.errno), Error: ee.Error()})
 			os.Exit(ee.code())
 		}
-		w.send(message{Type: msgError, Step: "init", Error: err.Error()})
+		w.send(errorMessage("init", err))
 		os.Exit(ExitSetup)
 	}
 	if fault.Check("exec report") != nil {

@@ -75,6 +75,11 @@ type message struct {
 	Path   string // msgExec, msgExecError: the resolved command
 	Pid    int    // msgExec: the command's pid inside the sandbox
 	Status int    // msgExit: the command's wait status (wait(2))
+	// msgError: the failure's type and fields, so the launcher rebuilds the same error
+	// (remoteerror.go); Errno is then the first errno in its chain.
+	Kind                      string // errMount (*mounts.Error), errPath (*os.PathError), or ""
+	Op, Source, Target, Flags string // its fields (Target: an *os.PathError's Path)
+	Cause                     string // the text of its Err
 }
 
 const (
@@ -91,7 +96,7 @@ const (
 type syncWriter struct{ f *os.File }
 
 func (w syncWriter) send(m message) {
-	e := &wire.Encoder{B: make([]byte, 4, 64+len(m.Error)+len(m.Path))}
+	e := &wire.Encoder{B: make([]byte, 4, 64+len(m.Error)+len(m.Path)+len(m.Source)+len(m.Target)+len(m.Cause))}
 	e.Str(m.Type)
 	e.Str(m.Step)
 	e.Str(m.Error)
@@ -99,6 +104,9 @@ func (w syncWriter) send(m message) {
 	e.Str(m.Path)
 	e.Uint(uint64(m.Pid))
 	e.Uint(uint64(uint32(m.Status)))
+	for _, f := range []string{m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause} {
+		e.Str(f)
+	}
 	binary.LittleEndian.PutUint32(e.B, uint32(len(e.B)-4))
 	w.f.Write(e.B)
 }
@@ -131,6 +139,7 @@ func (r *syncReader) next() (m message, ok bool) {
 		d := &wire.Decoder{B: body}
 		m = message{Type: d.Str(), Step: d.Str(), Error: d.Str(), Errno: int(d.Uint32()), Path: d.Str(),
 			Pid: int(d.Uint32()), Status: int(d.Uint32())}
+		m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause = d.Str(), d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
 		err = d.End("message")
 	}
 	if err != nil {

@@ -58,14 +58,27 @@ type Result struct {
 func (r *Result) Success() bool { return r.ExitCode == 0 && !r.TimedOut }
 
 // SetupError means the sandbox could not be built and the command never ran. Step
-// names the setup step ("clone", "mount", "pivot_root", "drop capabilities", …).
+// names the setup step ("clone", "mount", "pivot_root", "drop capabilities", …). Err
+// keeps its types across the process boundary: a failure in the init stage unwraps to
+// its errno (errors.Is(err, unix.EPERM)), and a mount failure is a *mounts.Error
+// (errors.As), as on the side that failed.
 type SetupError struct {
 	Step string
 	Err  error
+	// Hint says what usually fixes this failure (Hint(Step, Err), set by Start), or "".
+	Hint string
 }
 
 func (e *SetupError) Error() string {
-	return fmt.Sprintf("sandbox setup failed at %s: %v", e.Step, e.Err)
+	return "sandbox setup failed at " + e.Step + ": " + e.cause()
+}
+
+// cause is Err's text, with the hint.
+func (e *SetupError) cause() string {
+	if e.Hint == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + " (" + e.Hint + ")"
 }
 func (e *SetupError) Unwrap() error { return e.Err }
 

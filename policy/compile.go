@@ -160,7 +160,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		if err := writable("rw", canon, h, creds); err != nil {
 			return nil, err
 		}
-		if h.UID == 0 {
+		if h.Root {
 			st, err := os.Stat(canon)
 			if err != nil {
 				return nil, errorf("rw", given, err, "cannot stat")
@@ -355,13 +355,16 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	}
 	var rootID *config.RootID
 	if h.UID == 0 {
+		// a root caller's command runs as a host id of the range; for a uid 0 that is
+		// not one, an id of the range owns the sandbox's user namespace (nsinit)
 		r := DefaultIDRange
 		if p.idRange != nil {
 			r = *p.idRange
 		}
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
-		// earlier command could lead to a file system that cannot be idmapped.
-		rootID = &config.RootID{Range: r, AllowHostRoot: p.RootIdentityMap != RootIdentityDeny && !linked}
+		// earlier command could lead to a file system that cannot be idmapped. Only a
+		// root caller (h.Root) may keep host uid 0 at all.
+		rootID = &config.RootID{Range: r, AllowHostRoot: h.Root && p.RootIdentityMap != RootIdentityDeny && !linked}
 	}
 	// The filter is compiled here, so that a bad one is a policy error (policy check,
 	// export), and the launcher and the init only pass the program on.

@@ -41,7 +41,9 @@ type Config struct {
 	ReadonlyOptional []string `json:"readonlyOptional,omitempty"`
 	// Limits says which of Linux.Resources must be applied; the launcher's alone.
 	Limits Limits `json:"limits,omitzero"`
-	// RootID is set for a root caller: the command runs as a host id of its range.
+	// RootID is set for a caller of uid 0: a root caller's command runs as a host id of
+	// its range; for a uid 0 that is not a root caller (no CAP_SYS_ADMIN), or a root
+	// caller's uid 0 fallback, a host id of the range owns the sandbox's user namespace.
 	// The launcher's alone.
 	RootID *RootID `json:"rootID,omitempty"`
 	// Cleanup lists what must not be left on the host once the sandbox has ended,
@@ -94,12 +96,14 @@ type IDRange struct {
 	Count uint32 `json:"count"`
 }
 
-// RootID is a root caller's identity: the command's ids inside (the single uid and gid
-// mapping's) map to a host id of Range, held by no other running sandbox.
+// RootID is the identity of a caller of uid 0: for a root caller, the command's ids
+// inside (the single uid and gid mapping's) map to a host id of Range, held by no other
+// running sandbox.
 type RootID struct {
 	Range IDRange `json:"range"`
 	// AllowHostRoot keeps the config's own mapping (host uid 0, no capability) when a
 	// read-write bind's file system cannot be idmapped, instead of refusing the launch.
+	// Only for a root caller.
 	AllowHostRoot bool `json:"allowHostRoot,omitempty"`
 }
 
