@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -123,6 +122,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
+	// What the sandbox's binds need and the policy only named: created now, by the
+	// owner of the launch (policy.Build writes nothing).
+	if err := cleanup.MakeDirs(spec.MakeDirs); err != nil {
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	}
 	rng, mapped := rootMapping(spec)
 	mapped = mapped && c.identityMap == ""
 	var hid *hostID
@@ -174,7 +178,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			f.Close()
 		}
 	}
-	// fd 3: a unix stream socket carrying the config and the bind sources, and for a
+	// fd 3: a unix stream socket carrying the spec and the bind sources, and for a
 	// pooled init, later, the process and its stdio.
 	specR, specW, err := socketPair()
 	if err == nil {
@@ -337,6 +341,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				err = c.own.group.Add(c.init.pid)
 			}
 		}
+		if err == nil {
+			err = c.beginJournal(spec)
+		}
 		if err != nil {
 			c.init.kill()
 		} else {
@@ -345,6 +352,32 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		placed <- err
 	}()
 	return placed, nil
+}
+
+// beginJournal records the after-run cleanup this launch owes (cleanup.BeginJournal),
+// before the init may fork the command: should this process and the init both die
+// before it is done, the next launch of this user completes it. Journals that earlier
+// launches left (their launcher and init gone) are completed first.
+func (c *Cmd) beginJournal(spec *config.Config) error {
+	cleanup.CompleteJournals()
+	entries := spec.Cleanup
+	if len(entries) == 0 {
+		return nil
+	}
+	var err error
+	var writable []string
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" && !slices.Contains(m.Options, "ro") {
+			writable = append(writable, m.Source)
+		}
+	}
+	if err = fault.Check("journal"); err == nil {
+		c.own.journal, err = cleanup.BeginJournal(entries, c.init.pid, writable)
+	}
+	if err != nil {
+		return &SetupError{Step: "journal", Err: err}
+	}
+	return nil
 }
 
 // sendSpec sends a cloned init its config (with the compiled seccomp program) and the
@@ -426,6 +459,10 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	if placed != nil {
 		if err := <-placed; err != nil {
 			c.reapFailed()
+			var se *SetupError
+			if errors.As(err, &se) {
+				return c.fail(se)
+			}
 			return c.fail(&SetupError{Step: "cgroup", Err: err})
 		}
 	}
@@ -491,6 +528,7 @@ func (c *Cmd) fail(err error) error {
 func (c *Cmd) reapFailed() {
 	c.init.kill()
 	c.init.wait()
+	c.own.journal.Done() // the command never ran: nothing is owed
 	if c.stdio != nil {
 		c.stdio.wait()
 	}
@@ -631,283 +669,10 @@ func (c *Cmd) Wait() error {
 	return &ExitError{r}
 }
 
-// removeAbsentAfter does the after-run cleanup of spec.Cleanup: the host paths of
-// config.AbsentAfter entries must not exist once the sandbox has ended, so any that
-// appeared is removed (without following a symlink) and reported in Result.Removed;
-// then the config.NoNewEntries and config.NoSymlinks entries. For files the command can
-// create but a mount cannot keep it from creating.
-func removeAbsentAfter(spec *config.Config) (removed, failed []string) {
-	for _, e := range spec.Cleanup {
-		if e.Kind != config.AbsentAfter {
-			continue
-		}
-		p := e.Path
-		switch gone, err := removeNoFollow(p); {
-		case err != nil:
-			failed = append(failed, p+": "+err.Error())
-		case gone:
-			removed = append(removed, p)
-		}
-	}
-	r, f := removeNewEntries(spec)
-	removed, failed = append(removed, r...), append(failed, f...)
-	r, f = removeSymlinks(spec)
-	return append(removed, r...), append(failed, f...)
-}
-
-// removeSymlinks does the config.NoSymlinks entries of spec.Cleanup: host directories
-// (commit-mode git dirs) in which no symlink, FIFO, socket or device may be left once
-// the sandbox has ended: Wait removes every one (without following it) and reports it
-// in Result.Removed. Git never makes one there; the host's git follows a symlink when
-// it writes (COMMIT_EDITMSG, logs/HEAD, a ref) and blocks on a FIFO.
-func removeSymlinks(spec *config.Config) (removed, failed []string) {
-	var dirs []string
-	for _, e := range spec.Cleanup {
-		if e.Kind == config.NoSymlinks {
-			dirs = append(dirs, e.Path)
-		}
-	}
-	var walk func(fd int, dir string, depth int)
-	walk = func(fd int, dir string, depth int) {
-		f := os.NewFile(uintptr(fd), dir)
-		defer f.Close()
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			failed = append(failed, dir+": "+err.Error())
-		}
-		for _, n := range names {
-			p := filepath.Join(dir, n)
-			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
-			}
-			switch t := st.Mode & unix.S_IFMT; {
-			case t == unix.S_IFLNK || t == unix.S_IFIFO || t == unix.S_IFSOCK || t == unix.S_IFCHR || t == unix.S_IFBLK:
-				if err := removeAt(fd, n, false, 0); err != nil {
-					failed = append(failed, p+": "+err.Error())
-				} else {
-					removed = append(removed, p)
-				}
-			case st.Mode&unix.S_IFMT != unix.S_IFDIR || depth >= 32:
-			case filepath.Base(dir) == "objects" && n != "info" && n != "pack":
-				// a fan-out directory: its loose objects are not followed when git writes
-			default:
-				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
-					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				}
-				if err != nil {
-					failed = append(failed, p+": "+err.Error())
-					continue
-				}
-				walk(sub, p, depth+1)
-			}
-		}
-	}
-	for _, d := range dirs {
-		fd, err := openDirNoFollow(d)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			continue
-		}
-		if err != nil {
-			failed = append(failed, d+": "+err.Error())
-			continue
-		}
-		walk(fd, d, 0)
-	}
-	return removed, failed
-}
-
-// removeNewEntries does the config.NoNewEntries entries of spec.Cleanup: host
-// directories the command may write in but not add to: when the sandbox has ended, Wait
-// removes every entry not in Keep (without following a symlink) and reports it in
-// Result.Removed. A commit-mode git dir's modules/: a submodule git dir the command
-// made there would be adopted by the user's next git submodule update --init.
-func removeNewEntries(spec *config.Config) (removed, failed []string) {
-	for _, e := range spec.Cleanup {
-		if e.Kind != config.NoNewEntries {
-			continue
-		}
-		keep := map[string]bool{}
-		for _, k := range e.Keep {
-			keep[k] = true
-		}
-		fd, err := openDirNoFollow(e.Path)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			continue // gone, or no longer the directory (nothing of it can be reached by that name)
-		}
-		if err != nil {
-			failed = append(failed, e.Path+": "+err.Error())
-			continue
-		}
-		f := os.NewFile(uintptr(fd), e.Path)
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			failed = append(failed, e.Path+": "+err.Error())
-		}
-		for _, n := range names {
-			if keep[n] {
-				continue
-			}
-			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
-			}
-			if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-				failed = append(failed, filepath.Join(e.Path, n)+": "+err.Error())
-			} else {
-				removed = append(removed, filepath.Join(e.Path, n))
-			}
-		}
-		f.Close()
-	}
-	return removed, failed
-}
-
-// removeNoFollow removes the file or tree at the canonical path p without following a
-// symlink anywhere: its parent is opened with openat2(2) RESOLVE_NO_SYMLINKS (a
-// component the command replaced by a symlink leads nowhere, and nothing is removed),
-// and a tree is removed through descriptors, never by path. It reports whether p was
-// there and is gone, and an error when it is there and could not be removed. The
-// sandbox has ended: nothing races the removal, and a directory the command made
-// unwritable or unsearchable (chmod 0555 .git) is given back its owner's rwx first.
-func removeNoFollow(p string) (bool, error) {
-	dir, err := openDirNoFollow(filepath.Dir(p))
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer unix.Close(dir)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return false, nil
-		}
-		return false, err
-	}
-	if err := removeAt(dir, filepath.Base(p), st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// openDirNoFollow opens the directory p (O_RDONLY) without following a symlink; a
-// directory on the way its owner cannot search or read gets u+rwx (see removeNoFollow).
-func openDirNoFollow(p string) (int, error) {
-	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, how)
-	if errors.Is(err, unix.ENOSYS) {
-		// the init's own cleanup, under a root caller's seccomp filter (openat2's mode
-		// cannot be inspected, so it is refused): component by component, O_NOFOLLOW
-		fd, err = openComponents(p)
-	}
-	if !errors.Is(err, unix.EACCES) || p == "/" {
-		return fd, err
-	}
-	parent, perr := openDirNoFollow(filepath.Dir(p))
-	if perr != nil {
-		return -1, err
-	}
-	defer unix.Close(parent)
-	if perr := ownerRWX(parent, filepath.Base(p)); perr != nil {
-		return -1, err
-	}
-	return unix.Openat(parent, filepath.Base(p), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-}
-
-// openComponents opens the canonical directory p one component at a time from /, each
-// with O_NOFOLLOW: a symlink anywhere on the way is refused (ELOOP or ENOTDIR).
-func openComponents(p string) (int, error) {
-	if strings.Trim(p, "/") == "" {
-		return unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	cs := strings.Split(strings.Trim(p, "/"), "/")
-	for i, c := range cs {
-		if c == ".." || c == "." {
-			unix.Close(fd)
-			return -1, unix.EINVAL
-		}
-		flags := unix.O_PATH // search permission is enough on the way
-		if i == len(cs)-1 {
-			flags = unix.O_RDONLY // the directory itself is read
-		}
-		next, err := unix.Openat(fd, c, flags|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, err
-		}
-		fd = next
-	}
-	return fd, nil
-}
-
-// ownerRWX gives the directory name in dir its owner's rwx, through a descriptor of
-// that very directory (O_PATH|O_NOFOLLOW, chmod through /proc/self/fd), never by name:
-// a directory swapped for a symlink meanwhile (another sandbox on the same workspace may
-// still run) is not followed, so nothing outside is touched.
-func ownerRWX(dir int, name string) error {
-	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o700)
-	if errors.Is(err, unix.EPERM) {
-		// the init's own cleanup runs under the command's seccomp filter, which for a
-		// root caller refuses a mode with set-ID bits: without them
-		err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o1777|0o700)
-	}
-	return err
-}
-
-// removeAt removes name in the directory dir: a directory with everything in it, by
-// descriptor, at most 64 levels deep. A directory in the way that its owner cannot
-// write, search or read gets u+rwx (removeNoFollow).
-func removeAt(dir int, name string, isDir bool, depth int) error {
-	err := removeOne(dir, name, isDir, depth)
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		var st unix.Stat_t
-		if unix.Fstat(dir, &st) == nil && unix.Fchmod(dir, st.Mode&0o7777|0o700) == nil {
-			err = removeOne(dir, name, isDir, depth)
-		}
-	}
-	return err
-}
-
-func removeOne(dir int, name string, isDir bool, depth int) error {
-	if !isDir {
-		return unix.Unlinkat(dir, name, 0)
-	}
-	if depth > 64 {
-		return unix.ELOOP
-	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.EACCES) && ownerRWX(dir, name) == nil {
-		fd, err = unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	names, _ := f.Readdirnames(-1)
-	for _, n := range names {
-		var st unix.Stat_t
-		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, depth+1)
-		}
-	}
-	f.Close()
-	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+// runCleanup carries out the config's after-run cleanup (Config.Cleanup): the paths
+// removed, and what could not be removed ("path: reason").
+func runCleanup(spec *config.Config) (removed, failed []string) {
+	return cleanup.Run(spec.Cleanup)
 }
 
 // SandboxID is the sandbox's own id, after Start: its cgroup is gosbx-<id> and a root

@@ -91,7 +91,7 @@ var (
 	acked        = make(chan struct{})
 	launcherGone = make(chan struct{})
 	forked       atomic.Bool
-	// cleanupSpec is the config whose after-run cleanup (removeAbsentAfter) the reaper
+	// cleanupSpec is the config whose after-run cleanup (runCleanup) the reaper
 	// does itself when the launcher is gone.
 	cleanupSpec *config.Config
 )

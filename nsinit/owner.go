@@ -7,6 +7,7 @@ import (
 
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -32,6 +33,9 @@ type owner struct {
 	// the sandbox has ended.
 	nsOwner *hostID
 	nproc   bool // the default process limit is RLIMIT_NPROC on hostID, no cgroup
+	// journal records the after-run cleanup this launch owes, so that the next launch
+	// or doctor completes it if the owner dies first (cleanup.Journal).
+	journal *cleanup.Journal
 }
 
 // sandboxID returns the owner's sandbox id, taking a new one the first time.
@@ -88,8 +92,12 @@ func (o *owner) release() {
 	o.nsOwner.release()
 }
 
-// afterRun does the cleanup that must follow the sandbox's end (removeAbsentAfter):
+// afterRun does the cleanup that must follow the sandbox's end (cleanup.Run):
 // what the command made that must not outlive it.
 func (o *owner) afterRun(spec *config.Config) (removed, failed []string) {
-	return removeAbsentAfter(spec)
+	removed, failed = runCleanup(spec)
+	if len(failed) == 0 {
+		o.journal.Done()
+	}
+	return removed, failed
 }

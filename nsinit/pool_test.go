@@ -18,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
@@ -1105,7 +1106,7 @@ func TestPoolOversizedProcess(t *testing.T) {
 // the pooled init whole.
 func TestPoolLargeTemplate(t *testing.T) {
 	template, _ := poolTemplate(t, policy.Options{})
-	template.Cleanup = append(template.Cleanup, config.Cleanup{Kind: config.NoNewEntries, Path: "/nonexistent-gosbx-padding",
+	template.Cleanup = append(template.Cleanup, cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: "/nonexistent-gosbx-padding",
 		Keep: []string{strings.Repeat("x", 16<<20)}})
 	p := newTestPool(t, template, 1)
 	var out bytes.Buffer

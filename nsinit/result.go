@@ -21,12 +21,11 @@ type Result struct {
 	Signal   syscall.Signal // the signal that killed the command, 0 if it exited
 	TimedOut bool           // the wall-clock timeout expired and the sandbox was killed
 	Wall     time.Duration  // from the clone of the init to the end of the sandbox
-	// Removed are paths of the config's Cleanup entries that the command created and that
-	// Wait removed.
+	// Removed are the paths the after-run cleanup (the config's Cleanup entries: what
+	// the command created that must not outlive it) removed.
 	Removed []string
-	// NotRemoved are those (and entries of its no-new-entries directories) that
-	// could not be removed, each "path: cause": the host's next git command there may
-	// follow what the command planted; remove them before using git there.
+	// NotRemoved are those that could not be removed, each "path: cause": what the
+	// command planted there outlives the sandbox; remove it by hand.
 	NotRemoved []string
 
 	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", "rlimit" (a

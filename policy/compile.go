@@ -2,14 +2,15 @@ package policy
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/seccomp"
 )
@@ -54,9 +55,11 @@ func Compile(o Options, h Host) (*config.Config, error) {
 
 // Build compiles an effective policy (from Effective) into the sandbox's config,
 // canonicalizing every host path once and compiling the seccomp filter (a filter that
-// does not compile is an *Error of field "seccomp"). It creates the guarded
-// directories of repositories in "commit" mode (hooks/, info/, objects/info/) when they
-// are missing, so that the command cannot. Errors are *Error.
+// does not compile is an *Error of field "seccomp"). It reads the host and writes
+// nothing: the directories the guard needs (a commit-mode git dir's missing hooks/,
+// info/, objects/info/, an unpopulated submodule path) are named in the config
+// (Config.MakeDirs) and created by the launch (nsinit), so that the command cannot
+// make them. Errors are *Error.
 func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
@@ -191,23 +194,33 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if p.source != "" && inWritable(p.source) {
 		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
 	}
-	var protected, absentAfter, noSymlinks []string
-	var noNew []NoNewEntries
+	var protected, makeDirs []string
+	var cleanups []cleanup.Entry
+	if slices.Contains(f.Protected, ".git") {
+		// the repositories that hold a writable tree from above
+		for _, t := range trees {
+			plan, err := guardEnclosing(t, trees, inWritable)
+			if err != nil {
+				return nil, err
+			}
+			protected = append(protected, plan.readOnly...)
+			makeDirs = append(makeDirs, plan.makeDirs...)
+		}
+	}
 	for _, t := range trees {
 		c := ""
 		if t == ws {
 			c = cwd
 		}
 		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
-		r = nil // the git dirs' guarded directories are created below
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range found {
-			if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
-				return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
-			}
 			if filepath.Base(m) != ".git" {
+				if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
+					return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
+				}
 				protected = append(protected, m)
 				continue
 			}
@@ -215,20 +228,14 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, d := range plan.mkdirDirs {
-				if err := mkdirLike(d); err != nil {
-					return nil, errorf("protected", d, err, "cannot create the guarded directory")
-				}
-			}
+			makeDirs = append(makeDirs, plan.makeDirs...)
 			for _, g := range plan.readOnly {
 				if st, err := os.Lstat(g); err == nil && st.Mode()&os.ModeSymlink != 0 {
 					return nil, errorf("protected", g, nil, "is a symlink: it cannot be guarded in git commit mode (the command could replace it); use git: readonly")
 				}
 			}
 			protected = append(protected, plan.readOnly...)
-			absentAfter = append(absentAfter, plan.absentAfter...)
-			noSymlinks = append(noSymlinks, plan.noSymlinks...)
-			noNew = append(noNew, plan.noNewEntries...)
+			cleanups = append(cleanups, plan.cleanups...)
 			for _, d := range plan.bindRO {
 				if err := hostGitDir(d, h, creds); err != nil {
 					return nil, err
@@ -253,6 +260,8 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		}
 	}
 
+	// A path guarded twice (by an enclosing repository and by the scan) is bound once.
+	protected, makeDirs = unique(protected), unique(makeDirs)
 	masked := append([]string{}, procMasked...)
 	for _, m := range f.Masked {
 		masked = append(masked, maskPaths(m)...)
@@ -317,16 +326,6 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	env, err := environment(p, h, home)
 	if err != nil {
 		return nil, err
-	}
-	var cleanup []config.Cleanup
-	for _, p := range absentAfter {
-		cleanup = append(cleanup, config.Cleanup{Kind: config.AbsentAfter, Path: p})
-	}
-	for _, n := range noNew {
-		cleanup = append(cleanup, config.Cleanup{Kind: config.NoNewEntries, Path: n.Dir, Keep: n.Keep})
-	}
-	for _, p := range noSymlinks {
-		cleanup = append(cleanup, config.Cleanup{Kind: config.NoSymlinks, Path: p})
 	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
@@ -402,7 +401,8 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		ReadonlyOptional: procReadOnly,
 		Limits:           limitsInfo,
 		RootID:           rootID,
-		Cleanup:          cleanup,
+		Cleanup:          cleanups,
+		MakeDirs:         makeDirs,
 	}, nil
 }
 
@@ -452,19 +452,25 @@ func linkText(r *resolver, given, canon string) string {
 	return canon
 }
 
-// mkdirLike creates directory d (mode 0755) owned like its parent.
-func mkdirLike(d string) error {
-	st, err := os.Stat(filepath.Dir(d))
-	if err != nil {
-		return err
+// unique returns list without its repeats, in order.
+func unique(list []string) []string {
+	out := list[:0]
+	if len(list) <= 32 { // the usual few: no map
+		for _, p := range list {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		return out
 	}
-	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	seen := make(map[string]bool, len(list))
+	for _, p := range list {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
-	if s, ok := statOwner(st); ok {
-		os.Lchown(d, s[0], s[1])
-	}
-	return nil
+	return out
 }
 
 func isNotExist(err error) bool {

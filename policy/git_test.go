@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -91,17 +93,22 @@ func TestGitCommit(t *testing.T) {
 		[]string{filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(g, "info"), filepath.Join(g, "objects", "info")},
 		[]string{g, filepath.Join(g, "objects"), filepath.Join(g, "refs"), filepath.Join(g, "index"), filepath.Join(g, "logs"), filepath.Join(g, "HEAD")})
 
-	// The guarded directories are created when missing, so the command cannot make them.
+	// The guarded directories, when missing, are named for the launch to create (so
+	// the command cannot make them); compiling creates nothing.
 	for _, d := range []string{"hooks", "info", filepath.Join("objects", "info")} {
 		if err := os.RemoveAll(filepath.Join(g, d)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s = compileGit(t, GitCommit, ws)
+	made := s.MakeDirs
 	for _, d := range []string{"hooks", "info", filepath.Join("objects", "info")} {
 		p := filepath.Join(g, d)
-		if st, err := os.Stat(p); err != nil || !st.IsDir() {
-			t.Errorf("%s not created: %v", p, err)
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("compiling created %s", p)
+		}
+		if !slices.Contains(made, p) {
+			t.Errorf("MakeDirs %q lacks %s", made, p)
 		}
 		if !slices.Contains(s.Linux.ReadonlyPaths, p) {
 			t.Errorf("ReadonlyPaths lack the created %s", p)
@@ -286,14 +293,14 @@ func TestGuardGitPlan(t *testing.T) {
 	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
 	// info/ is missing, and so is modules/ (no submodule git dir yet: none may be made)
-	if !slices.Equal(plan.mkdirDirs, []string{filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
-		t.Errorf("mkdirDirs = %q; want info/ and modules/", plan.mkdirDirs)
+	if !slices.Equal(plan.makeDirs, []string{filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
+		t.Errorf("makeDirs = %q; want info/ and modules/", plan.makeDirs)
 	}
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)
 	}
 	plan, _ = guardGit(gd, GitReadOnly, inside)
-	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.mkdirDirs) != 0 {
+	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.makeDirs) != 0 {
 		t.Errorf("readonly plan = %+v", plan)
 	}
 	if plan, _ := guardGit(filepath.Join(base, "missing"), GitCommit, inside); len(plan.readOnly) != 0 {
@@ -313,18 +320,14 @@ func TestGuardGitPlan(t *testing.T) {
 func TestGitCommitAbsentAfter(t *testing.T) {
 	ws := canonTempDir(t)
 	newRepo(t, ws)
-	absentAfter := func(s *config.Config) []string {
-		var paths []string
-		for _, e := range s.Cleanup {
-			if e.Kind == config.AbsentAfter {
-				paths = append(paths, e.Path)
-			}
-		}
-		return paths
-	}
 	s := compileGit(t, GitCommit, ws)
-	if paths := absentAfter(s); !slices.Contains(paths, filepath.Join(ws, ".git", "commondir")) {
-		t.Errorf("absent-after cleanup %q; want the git dir's commondir", paths)
+	entries := s.Cleanup
+	if len(entries) == 0 {
+		t.Fatal("no cleanup in commit mode")
+	}
+	want := cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: filepath.Join(ws, ".git", "commondir")}
+	if !slices.ContainsFunc(entries, func(e cleanup.Entry) bool { return e.Kind == want.Kind && e.Path == want.Path }) {
+		t.Errorf("cleanup %+v; want the git dir's commondir removed if created", entries)
 	}
 	if s := compileGit(t, GitReadOnly, ws); len(s.Cleanup) > 0 {
 		t.Errorf("readonly mode: cleanup %+v", s.Cleanup)
@@ -477,7 +480,7 @@ func TestGitCommitNonUTF8Workspace(t *testing.T) {
 	}
 	want := filepath.Join(ws, ".git", "commondir")
 	back, err := config.Decode(config.Encode(s))
-	if err != nil || !slices.ContainsFunc(back.Cleanup, func(e config.Cleanup) bool { return e.Path == want }) {
+	if err != nil || !slices.ContainsFunc(back.Cleanup, func(e cleanup.Entry) bool { return e.Path == want }) {
 		t.Errorf("the init would clean up %+v (%v); want %q among them", back.Cleanup, err, want)
 	}
 	if _, err := config.ToSpec(s); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
@@ -489,5 +492,24 @@ func TestGitCommitNonUTF8Workspace(t *testing.T) {
 	}
 	if _, err := config.ToSpec(ro); err != nil {
 		t.Errorf("read-only git mode needs no cleanup list: %v", err)
+	}
+}
+
+// A git dir a command filled with more names than the guard reads from one directory
+// is refused (125), not held in memory whole.
+func TestGitDirHugeDirectoryRefused(t *testing.T) {
+	ws := canonTempDir(t)
+	newRepo(t, ws)
+	tags := filepath.Join(ws, ".git", "refs", "tags")
+	for i := 0; i <= maxDirEntries; i++ {
+		fd, err := unix.Open(filepath.Join(tags, "t"+strconv.Itoa(i)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+	_, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("a git dir with %d names in refs/tags: %v", maxDirEntries+1, err)
 	}
 }

@@ -4,7 +4,8 @@
 // where the runtime-spec has the field (specs.Process, specs.Mount, id mappings,
 // namespaces, masked and read-only paths, cgroup resources), and typed extensions for
 // what the runtime-spec lacks (symlinks, optional read-only paths, the limits' mode, a
-// root caller's id range, the after-run cleanup, the compiled seccomp program).
+// root caller's id range, the after-run cleanup and the directories to make before the
+// launch, the compiled seccomp program).
 //
 // A Config is checked by Validate, sent to the init by Encode/Decode (a bounded binary
 // encoding), and turned into OCI JSON and back by ToSpec/FromSpec: annotations exist
@@ -14,6 +15,7 @@ package config
 import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -46,9 +48,15 @@ type Config struct {
 	// caller's uid 0 fallback, a host id of the range owns the sandbox's user namespace.
 	// The launcher's alone.
 	RootID *RootID `json:"rootID,omitempty"`
-	// Cleanup lists what must not be left on the host once the sandbox has ended,
-	// done by the launcher after the run (by the init when the launcher died).
-	Cleanup []Cleanup `json:"cleanup,omitempty"`
+	// Cleanup lists what must not be left on the host once the sandbox has ended
+	// (generic entries, path and kind: nsinit/cleanup), done by the launcher after the
+	// run (by the init when the launcher died, or a later launch from its journal).
+	Cleanup []cleanup.Entry `json:"cleanup,omitempty"`
+	// MakeDirs are directories that must exist when the sandbox is built (bind
+	// destinations kept read-only, so that the command cannot create them): the policy
+	// only names them, the launcher creates them (cleanup.MakeDirs) right before the
+	// clone. The launcher's alone.
+	MakeDirs []string `json:"makeDirs,omitempty"`
 }
 
 // Linux is the part of runtime-spec's linux section gosbx implements, and the seccomp
@@ -105,24 +113,4 @@ type RootID struct {
 	// read-write bind's file system cannot be idmapped, instead of refusing the launch.
 	// Only for a root caller.
 	AllowHostRoot bool `json:"allowHostRoot,omitempty"`
-}
-
-// CleanupKind says what Cleanup does with its Path.
-type CleanupKind string
-
-const (
-	// AbsentAfter: Path (a file or tree) must not exist after the run; it is removed
-	// without following a symlink anywhere on its way.
-	AbsentAfter CleanupKind = "absent-after"
-	// NoNewEntries: every entry of the directory Path not named in Keep is removed.
-	NoNewEntries CleanupKind = "no-new-entries"
-	// NoSymlinks: no symlink, FIFO, socket or device may be left in the tree Path.
-	NoSymlinks CleanupKind = "no-symlinks"
-)
-
-// Cleanup is one entry of the after-run cleanup: Path is a canonical host path.
-type Cleanup struct {
-	Kind CleanupKind `json:"kind"`
-	Path string      `json:"path"`
-	Keep []string    `json:"keep,omitempty"` // NoNewEntries only
 }

@@ -27,21 +27,16 @@ const (
 	IDRangeAnnotation = "org.gosbx.id-range"
 	// RootIdentityAnnotation: "allow" for RootID.AllowHostRoot.
 	RootIdentityAnnotation = "org.gosbx.root-identity-map"
-	// AbsentAfterAnnotation, NoSymlinksAnnotation: the paths of the Cleanup entries of
-	// that kind, an array. NoNewEntriesAnnotation: [{"dir": D, "keep": [names]}, …].
-	AbsentAfterAnnotation  = "org.gosbx.absent-after"
-	NoSymlinksAnnotation   = "org.gosbx.no-symlinks"
-	NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
+	// CleanupAnnotation: Cleanup, [{"kind": K, "path": P, "keep": […], "skip": […],
+	// "target": T}, …] (cleanup.Entry).
+	CleanupAnnotation = "org.gosbx.cleanup"
+	// MakeDirsAnnotation: MakeDirs, an array of paths.
+	MakeDirsAnnotation = "org.gosbx.make-dirs"
 )
 
 // annotationPrefix starts every gosbx annotation: FromSpec refuses one it does not know
 // (a misspelt cleanup would be silently dropped).
 const annotationPrefix = "org.gosbx."
-
-type noNewEntriesJSON struct {
-	Dir  string   `json:"dir"`
-	Keep []string `json:"keep"`
-}
 
 // ToSpec is c as a runtime-spec config (what `gosbx policy export --oci` prints): the
 // runtime-spec fields as they are, root "/" read-only, every capability empty and
@@ -69,28 +64,11 @@ func ToSpec(c *Config) (*specs.Spec, error) {
 	if err == nil && len(c.ReadonlyOptional) > 0 {
 		err = put(ReadonlyOptionalAnnotation, c.ReadonlyOptional)
 	}
-	var absent, noLinks []string
-	var noNew []noNewEntriesJSON
-	for _, e := range c.Cleanup {
-		switch e.Kind {
-		case AbsentAfter:
-			absent = append(absent, e.Path)
-		case NoSymlinks:
-			noLinks = append(noLinks, e.Path)
-		case NoNewEntries:
-			noNew = append(noNew, noNewEntriesJSON{Dir: e.Path, Keep: e.Keep})
-		default:
-			return nil, fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
-		}
+	if err == nil && len(c.Cleanup) > 0 {
+		err = put(CleanupAnnotation, c.Cleanup)
 	}
-	if err == nil && len(absent) > 0 {
-		err = put(AbsentAfterAnnotation, absent)
-	}
-	if err == nil && len(noLinks) > 0 {
-		err = put(NoSymlinksAnnotation, noLinks)
-	}
-	if err == nil && len(noNew) > 0 {
-		err = put(NoNewEntriesAnnotation, noNew)
+	if err == nil && len(c.MakeDirs) > 0 {
+		err = put(MakeDirsAnnotation, c.MakeDirs)
 	}
 	if err == nil && c.Linux != nil && c.Linux.Resources != nil {
 		err = put(LimitsAnnotation, c.Limits)
@@ -213,8 +191,6 @@ func fromAnnotations(c *Config, a map[string]string) error {
 	sort.Strings(keys)
 	var idRange *IDRange
 	allow := false
-	var absent, noLinks []string
-	var noNew []noNewEntriesJSON
 	for _, k := range keys {
 		raw := []byte(a[k])
 		var err error
@@ -230,12 +206,10 @@ func fromAnnotations(c *Config, a map[string]string) error {
 			err = json.Unmarshal(raw, idRange)
 		case RootIdentityAnnotation:
 			allow = a[k] == "allow"
-		case AbsentAfterAnnotation:
-			err = json.Unmarshal(raw, &absent)
-		case NoSymlinksAnnotation:
-			err = json.Unmarshal(raw, &noLinks)
-		case NoNewEntriesAnnotation:
-			err = json.Unmarshal(raw, &noNew)
+		case CleanupAnnotation:
+			err = json.Unmarshal(raw, &c.Cleanup)
+		case MakeDirsAnnotation:
+			err = json.Unmarshal(raw, &c.MakeDirs)
 		default:
 			if strings.HasPrefix(k, annotationPrefix) {
 				return fmt.Errorf("annotation %s: not one gosbx knows", k)
@@ -247,15 +221,6 @@ func fromAnnotations(c *Config, a map[string]string) error {
 	}
 	if idRange != nil {
 		c.RootID = &RootID{Range: *idRange, AllowHostRoot: allow}
-	}
-	for _, p := range absent {
-		c.Cleanup = append(c.Cleanup, Cleanup{Kind: AbsentAfter, Path: p})
-	}
-	for _, e := range noNew {
-		c.Cleanup = append(c.Cleanup, Cleanup{Kind: NoNewEntries, Path: e.Dir, Keep: e.Keep})
-	}
-	for _, p := range noLinks {
-		c.Cleanup = append(c.Cleanup, Cleanup{Kind: NoSymlinks, Path: p})
 	}
 	return nil
 }

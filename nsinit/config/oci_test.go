@@ -9,6 +9,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
@@ -37,9 +38,11 @@ func profileConfigs(t *testing.T) map[string]*config.Config {
 			if err != nil {
 				t.Fatalf("%s, uid %d: %v", profile, uid, err)
 			}
-			c.Cleanup = append(c.Cleanup, config.Cleanup{Kind: config.AbsentAfter, Path: ws + "/.git/commondir"},
-				config.Cleanup{Kind: config.NoNewEntries, Path: ws + "/.git/modules", Keep: []string{"a"}},
-				config.Cleanup{Kind: config.NoSymlinks, Path: ws + "/.git"})
+			c.Cleanup = append(c.Cleanup, cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: ws + "/.git/commondir"},
+				cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: ws + "/.git/modules", Keep: []string{"a"}},
+				cleanup.Entry{Kind: cleanup.RemoveSpecialUnder, Path: ws + "/.git", Skip: []string{"objects/??"}},
+				cleanup.Entry{Kind: cleanup.RestoreSymlink, Path: ws + "/sub/.git", Target: "../x.git"})
+			c.MakeDirs = append(c.MakeDirs, ws+"/.git/hooks")
 			out[profile+"/"+string(rune('0'+uid/1000))] = c
 		}
 	}
@@ -135,7 +138,13 @@ func TestFromSpecRefuses(t *testing.T) {
 		{"unknown gosbx annotation", func(s *specs.Spec) { s.Annotations["org.gosbx.absent-before"] = "[]" }, "org.gosbx.absent-before"},
 		{"bad symlinks annotation", func(s *specs.Spec) { s.Annotations[config.SymlinksAnnotation] = "{" }, config.SymlinksAnnotation},
 		{"bad id range", func(s *specs.Spec) { s.Annotations[config.IDRangeAnnotation] = `{"base":1,"count":1}` }, "below 65536"},
-		{"bad cleanup path", func(s *specs.Spec) { s.Annotations[config.AbsentAfterAnnotation] = `["relative"]` }, "canonical"},
+		{"bad cleanup path", func(s *specs.Spec) {
+			s.Annotations[config.CleanupAnnotation] = `[{"kind":"remove-if-created","path":"relative"}]`
+		}, "clean path"},
+		{"bad cleanup kind", func(s *specs.Spec) {
+			s.Annotations[config.CleanupAnnotation] = `[{"kind":"remove","path":"/x"}]`
+		}, "unknown kind"},
+		{"bad directory to make", func(s *specs.Spec) { s.Annotations[config.MakeDirsAnnotation] = `["x"]` }, "canonical"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,7 +183,7 @@ func TestNoAnnotationsOnTheWire(t *testing.T) {
 // ToSpec refuses an extension JSON cannot carry as it is.
 func TestToSpecRefusesInvalidUTF8(t *testing.T) {
 	for _, c := range profileConfigs(t) {
-		c.Cleanup = []config.Cleanup{{Kind: config.NoNewEntries, Path: "/w/.git/modules", Keep: []string{"a\xff"}}}
+		c.Cleanup = []cleanup.Entry{{Kind: cleanup.RemoveNewEntries, Path: "/w/.git/modules", Keep: []string{"a\xff"}}}
 		if _, err := config.ToSpec(c); err == nil || !strings.Contains(err.Error(), "UTF-8") {
 			t.Errorf("ToSpec = %v; want a refusal naming UTF-8", err)
 		}

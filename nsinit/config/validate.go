@@ -39,8 +39,9 @@ var knownNamespaces = map[specs.LinuxNamespaceType]bool{
 // namespace joined by path) and id mappings; the process (ValidateProcess; a nil
 // Process is a Pool's template); mounts without id mappings; only the cgroup resources
 // gosbx applies; a compiled Filter for a Seccomp source; a root caller's id range and
-// single mappings; absolute cleanup and symlink paths of known kinds. The error says
-// which field and why.
+// single mappings; absolute symlink paths, cleanup entries of known kinds on canonical
+// paths (cleanup.Entry.Check), canonical directories to make. The error says which
+// field and why.
 func (c *Config) Validate() error {
 	if c == nil {
 		return errors.New("no config")
@@ -105,16 +106,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, e := range c.Cleanup {
-		switch e.Kind {
-		case AbsentAfter, NoNewEntries, NoSymlinks:
-		default:
-			return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
+		if err := e.Check(); err != nil {
+			return err
 		}
-		if !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/" {
-			return fmt.Errorf("cleanup %s %q: want a canonical absolute path other than /", e.Kind, e.Path)
-		}
-		if len(e.Keep) > 0 && e.Kind != NoNewEntries {
-			return fmt.Errorf("cleanup %s %s: only %s keeps names", e.Kind, e.Path, NoNewEntries)
+	}
+	for _, d := range c.MakeDirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {
+			return fmt.Errorf("directory to create %q: want a canonical absolute path other than /", d)
 		}
 	}
 	return nil

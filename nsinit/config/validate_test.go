@@ -75,10 +75,11 @@ func TestValidate(t *testing.T) {
 		}, "exactly one"},
 		{"relative symlink path", func(c *Config) { c.Symlinks[0].Path = "bin" }, "absolute"},
 		{"unknown cleanup kind", func(c *Config) { c.Cleanup[0].Kind = "absent" }, "unknown kind"},
-		{"relative cleanup path", func(c *Config) { c.Cleanup[0].Path = "w/.git" }, "canonical"},
-		{"unclean cleanup path", func(c *Config) { c.Cleanup[0].Path = "/w/../etc" }, "canonical"},
-		{"cleanup of /", func(c *Config) { c.Cleanup[2].Path = "/" }, "canonical"},
-		{"keep on absent-after", func(c *Config) { c.Cleanup[0].Keep = []string{"x"} }, "keeps"},
+		{"relative cleanup path", func(c *Config) { c.Cleanup[0].Path = "w/.git" }, "clean path"},
+		{"unclean cleanup path", func(c *Config) { c.Cleanup[0].Path = "/w/../etc" }, "clean path"},
+		{"cleanup of /", func(c *Config) { c.Cleanup[2].Path = "/" }, "clean path"},
+		{"relative directory to make", func(c *Config) { c.MakeDirs[0] = "w/.git/hooks" }, "canonical"},
+		{"directory to make /", func(c *Config) { c.MakeDirs[0] = "/" }, "canonical"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

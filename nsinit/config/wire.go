@@ -6,6 +6,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/internal/wire"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -54,8 +55,8 @@ func encodeProcess(e *wire.Encoder, p *specs.Process) {
 
 // Encode is what the init is sent of c (Decode reverses it): everything it reads. Not
 // sent are the launcher's own fields (Linux.Resources and Limits: the cgroup; RootID:
-// the host id, by then in the id mappings) and Linux.Seccomp, the source of
-// Linux.Filter. Of Process, the fields Validate lets through but capabilities (all
+// the host id, by then in the id mappings; MakeDirs, made before the clone) and
+// Linux.Seccomp, the source of Linux.Filter. Of Process, the fields Validate lets through but capabilities (all
 // dropped).
 func Encode(c *Config) []byte {
 	e := &wire.Encoder{B: make([]byte, 0, 4096)}
@@ -93,6 +94,8 @@ func Encode(c *Config) []byte {
 		e.Str(string(x.Kind))
 		e.Str(x.Path)
 		e.Strs(x.Keep)
+		e.Strs(x.Skip)
+		e.Str(x.Target)
 	}
 	return e.B
 }
@@ -178,10 +181,10 @@ func Decode(b []byte) (*Config, error) {
 		}
 	}
 	c.ReadonlyOptional = d.Strs()
-	if n := d.Count(3); n > 0 {
-		c.Cleanup = make([]Cleanup, n)
+	if n := d.Count(5); n > 0 {
+		c.Cleanup = make([]cleanup.Entry, n)
 		for i := range c.Cleanup {
-			c.Cleanup[i] = Cleanup{Kind: CleanupKind(d.Str()), Path: d.Str(), Keep: d.Strs()}
+			c.Cleanup[i] = cleanup.Entry{Kind: cleanup.Kind(d.Str()), Path: d.Str(), Keep: d.Strs(), Skip: d.Strs(), Target: d.Str()}
 		}
 	}
 	if err := d.End("config"); err != nil {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/wire"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -41,8 +42,11 @@ func fullConfig() *Config {
 		ReadonlyOptional: []string{"/proc/sys"},
 		Limits:           Limits{Required: []string{"memory"}, CgroupParent: "x"},
 		RootID:           &RootID{Range: IDRange{Base: 2_100_000_000, Count: 65536}, AllowHostRoot: true},
-		Cleanup: []Cleanup{{Kind: AbsentAfter, Path: "/w/.git/commondir"},
-			{Kind: NoNewEntries, Path: "/w/.git/modules", Keep: []string{"a", "b"}}, {Kind: NoSymlinks, Path: "/w/.git"}},
+		Cleanup: []cleanup.Entry{{Kind: cleanup.RemoveIfCreated, Path: "/w/.git/commondir"},
+			{Kind: cleanup.RemoveNewEntries, Path: "/w/.git/modules", Keep: []string{"a", "b"}},
+			{Kind: cleanup.RemoveSpecialUnder, Path: "/w/.git", Skip: []string{"objects/??"}},
+			{Kind: cleanup.RestoreSymlink, Path: "/w/sub/.git", Target: "../.repo/sub.git"}},
+		MakeDirs: []string{"/w/.git/hooks"},
 	}
 }
 
@@ -57,7 +61,7 @@ func TestWireRoundTrip(t *testing.T) {
 	want := *c
 	l := *c.Linux
 	l.Resources, l.Seccomp = nil, nil
-	want.Linux, want.Limits, want.RootID = &l, Limits{}, nil
+	want.Linux, want.Limits, want.RootID, want.MakeDirs = &l, Limits{}, nil, nil
 	gotJSON, _ := json.Marshal(got)
 	wantJSON, _ := json.Marshal(&want)
 	if string(gotJSON) != string(wantJSON) {
