@@ -14,7 +14,7 @@ import (
 // launcher's, then the sandbox init's, then the process stage's (in the forked child),
 // in order. ("umask" is a step only for a spec that names a umask, which no policy does.)
 var faultSteps = []string{
-	"config", "cgroup", "pipe", "clone", "seccomp filter", "open bind source", "cgroup place",
+	"config", "cgroup", "pipe", "clone", "open bind source", "cgroup place",
 	"read config", "hostname", "loopback", "pid namespace", "pid 1 of the commands", "mount",
 	"pivot_root", "set not dumpable", "session keyring", "limit capabilities", "signal dispositions",
 	"setsid", "rlimits", "close fds", "chdir", "drop capabilities", "seccomp", "exec",

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gosbx/gosbx/internal/netns"
 	"github.com/gosbx/gosbx/mounts"
-	"github.com/gosbx/gosbx/seccomp"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // initSys is the sandbox init's system-call seam: each call of the init's steps that
@@ -17,7 +17,7 @@ import (
 // the real one; the unit tests put a recording double in its place and assert the
 // exact order of the calls, without privileges (youki's Syscall trait).
 type initSys interface {
-	readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error)
+	readConfig(pooled bool) (*config.Config, []int, error)
 	sethostname(name string) error
 	loopbackUp() error
 	// unsharePID makes the calling thread's next child the first process (pid 1) of
@@ -29,7 +29,7 @@ type initSys interface {
 	holderFiles() (send, recv, exe int, err error)
 	startHolder(p *procPlan) (int, error)
 	awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error)
-	buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error)
+	buildRoot(spec *config.Config, sources []int, trees bool, procFS int) (*mounts.Root, error)
 	closeFds(fds []int)
 	pivotRoot(root *mounts.Root) error
 	setNotDumpable() error
@@ -52,7 +52,7 @@ type kernelInit struct {
 	holderReport int
 }
 
-func (k *kernelInit) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
+func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 	return readSpec(pooled)
 }
 
@@ -104,7 +104,7 @@ func (k *kernelInit) awaitHolder(p *procPlan, pid, send, recv, exe int) (int, er
 	return fds[0], nil
 }
 
-func (k *kernelInit) buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error) {
+func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, procFS int) (*mounts.Root, error) {
 	if trees {
 		return mounts.SetupTrees(spec, sources, mounts.ProcFS(procFS))
 	}

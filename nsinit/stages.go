@@ -4,7 +4,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/mounts"
-	"github.com/gosbx/gosbx/seccomp"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // The init's two stages (DESIGN.md, "Long-lived sandboxes"):
@@ -24,8 +24,7 @@ type sandboxInit struct {
 	sys           initSys
 	pooled, trees bool
 
-	spec    *specs.Spec
-	filter  seccomp.Program
+	spec    *config.Config
 	sources []int
 	root    *mounts.Root
 	holder  int // pid of the commands' pid 1
@@ -76,7 +75,7 @@ func (s *sandboxInit) run() (string, int, error) {
 
 func (s *sandboxInit) readConfig() error {
 	var err error
-	s.spec, s.filter, s.sources, err = s.sys.readConfig(s.pooled)
+	s.spec, s.sources, err = s.sys.readConfig(s.pooled)
 	return err
 }
 
@@ -162,7 +161,7 @@ func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
 		dir.Close()
 		return "", 0, err
 	}
-	plan, err := planProcess(proc, s.filter, dir, path)
+	plan, err := planProcess(proc, s.spec.Linux.Filter, dir, path)
 	if err != nil {
 		dir.Close()
 		return "", 0, err

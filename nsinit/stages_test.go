@@ -13,6 +13,7 @@ import (
 
 	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -21,8 +22,7 @@ import (
 // nothing on the kernel; it records each call, and fails the call named by failAt.
 type recorder struct {
 	calls  []string
-	spec   *specs.Spec
-	filter seccomp.Program
+	spec   *config.Config
 	failAt string
 }
 
@@ -35,8 +35,8 @@ func (r *recorder) rec(format string, a ...any) error {
 	return nil
 }
 
-func (r *recorder) readConfig(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
-	return r.spec, r.filter, []int{7, 8}, r.rec("readConfig")
+func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
+	return r.spec, []int{7, 8}, r.rec("readConfig")
 }
 func (r *recorder) sethostname(name string) error       { return r.rec("sethostname %s", name) }
 func (r *recorder) loopbackUp() error                   { return r.rec("loopbackUp") }
@@ -55,7 +55,7 @@ func (r *recorder) startHolder(p *procPlan) (int, error) {
 func (r *recorder) awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error) {
 	return 9, r.rec("awaitHolder %d %d %d %d", pid, send, recv, exe)
 }
-func (r *recorder) buildRoot(spec *specs.Spec, sources []int, trees bool, procFS int) (*mounts.Root, error) {
+func (r *recorder) buildRoot(spec *config.Config, sources []int, trees bool, procFS int) (*mounts.Root, error) {
 	return nil, r.rec("buildRoot sources=%v trees=%v procFS=%d", sources, trees, procFS)
 }
 func (r *recorder) closeFds(fds []int)                { r.rec("closeFds %v", fds) }
@@ -103,9 +103,9 @@ func (r *recorder) do(op *procOp) (uintptr, unix.Errno) {
 	return 0, 0
 }
 
-func stageSpec() *specs.Spec {
+func stageSpec() *config.Config {
 	umask := uint32(0o22)
-	return &specs.Spec{
+	return &config.Config{
 		Hostname: "gosbx",
 		Process: &specs.Process{
 			Args: []string{"sh", "-c", "true"}, Env: []string{"PATH=/usr/bin"}, Cwd: "/work",
@@ -113,9 +113,9 @@ func stageSpec() *specs.Spec {
 			Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 1024}, {Type: "RLIMIT_CORE"}},
 		},
 		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc", Options: []string{"nosuid"}}},
-		Linux: &specs.Linux{Namespaces: []specs.LinuxNamespace{
+		Linux: &config.Linux{Namespaces: []specs.LinuxNamespace{
 			{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace},
-		}},
+		}, Filter: seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}},
 	}
 }
 
@@ -126,7 +126,6 @@ func TestStageOrder(t *testing.T) {
 	for c := 0; c <= caps.LastCap(); c++ {
 		capDrops = append(capDrops, fmt.Sprintf("  drop capability %d from the bounding set", c))
 	}
-	filter := seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}
 	build := []string{
 		"readConfig",
 		"unshare CLONE_NEWPID",
@@ -178,7 +177,7 @@ func TestStageOrder(t *testing.T) {
 	)
 
 	t.Run("exec", func(t *testing.T) {
-		r := &recorder{spec: stageSpec(), filter: filter}
+		r := &recorder{spec: stageSpec()}
 		s := &sandboxInit{sys: r}
 		path, pid, err := runWithCwd(s, "/work")
 		if err != nil || path != "/usr/bin/sh" || pid != 42 {
@@ -194,7 +193,7 @@ func TestStageOrder(t *testing.T) {
 	})
 
 	t.Run("pooled", func(t *testing.T) {
-		r := &recorder{spec: stageSpec(), filter: filter}
+		r := &recorder{spec: stageSpec()}
 		s := &sandboxInit{sys: r, pooled: true, trees: true}
 		if _, _, err := runWithCwd(s, "/work"); err != nil {
 			t.Fatal(err)
@@ -226,7 +225,7 @@ func TestStageOrder(t *testing.T) {
 			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
 			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
 		} {
-			r := &recorder{spec: stageSpec(), filter: filter, failAt: tc.failAt}
+			r := &recorder{spec: stageSpec(), failAt: tc.failAt}
 			s := &sandboxInit{sys: r}
 			_, _, err := runWithCwd(s, "/work")
 			var se *stepError
