@@ -15,8 +15,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -67,13 +65,8 @@ type Options struct {
 	// such as a subtree delegated to the caller; "" means /gosbx for v2, and the
 	// caller's own cgroup for v1.
 	Parent string
-}
-
-var seq atomic.Int64
-
-// name is unique per launch: gosbx-<launcher pid>-<sequence>-<time>; gc reads the pid.
-func name() string {
-	return fmt.Sprintf("gosbx-%d-%d-%d", os.Getpid(), seq.Add(1), time.Now().UnixNano()%1e9)
+	// ID is the sandbox's id (NewID): the group is gosbx-<ID>. "" takes a new one.
+	ID string
 }
 
 // Mode is the host's cgroup mode: V2 when the unified hierarchy holds the controllers,
@@ -99,7 +92,7 @@ func New(r *specs.LinuxResources, o Options) (Group, error) {
 		if o.Parent != "" {
 			return nil, fmt.Errorf("%w: a cgroup parent (%s) names a cgroup v2 group, and this host keeps its controllers in cgroup v1", ErrUnavailable, o.Parent)
 		}
-		return newV1(r)
+		return newV1(r, o)
 	}
 	return nil, fmt.Errorf("%w: no cgroup file system is mounted at /sys/fs/cgroup", ErrUnavailable)
 }
@@ -118,7 +111,8 @@ func CollectStale() {
 	}
 }
 
-// launcherAlive reports whether the pid in a gosbx group name is a live process.
+// launcherAlive reports whether the pid in a group name of an older gosbx
+// (gosbx-<pid>-<seq>-<time>) is a live process.
 func launcherAlive(group string) bool {
 	parts := strings.Split(group, "-")
 	if len(parts) < 2 || parts[0] != "gosbx" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // v1Root is where the v1 hierarchies are mounted, one directory per controller.
@@ -20,26 +21,23 @@ const v1Root = "/sys/fs/cgroup"
 // v1Subsystems are the hierarchies a sandbox's group is made in, in this order.
 var v1Subsystems = [...]string{"memory", "pids", "cpu", "cpuacct"}
 
-// v1Dir is the group's directory in one hierarchy.
+// v1Dir is a directory in one hierarchy: the caller's own group, or a sandbox's.
 type v1Dir struct {
 	sub string // the controller: memory, pids, cpu, cpuacct
 	dir string
 }
 
-// v1Parents are this process's own groups in each hierarchy of v1Subsystems that is
-// mounted and lists it in /proc/self/cgroup (a sandbox's group is nested in them).
-func v1Parents() ([]v1Dir, error) {
-	own, _, err := cgroups.ParseCgroupFileUnified("/proc/self/cgroup")
+// v1Hierarchies is the caller's own group in each hierarchy of v1Subsystems that is mounted
+// and listed in /proc/self/cgroup (co-mounted hierarchies each appear).
+func v1Hierarchies() ([]v1Dir, error) {
+	paths, _, err := cgroups.ParseCgroupFileUnified("/proc/self/cgroup")
 	if err != nil {
 		return nil, fmt.Errorf("read /proc/self/cgroup: %w", err)
 	}
 	var out []v1Dir
 	for _, sub := range v1Subsystems {
-		p, ok := own[sub]
-		if !ok {
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(v1Root, sub)); err != nil || !fi.IsDir() {
+		p, ok := paths[sub]
+		if !ok || !isDir(filepath.Join(v1Root, sub)) {
 			continue
 		}
 		out = append(out, v1Dir{sub, filepath.Join(v1Root, sub, p)})
@@ -51,20 +49,45 @@ func v1Parents() ([]v1Dir, error) {
 }
 
 type v1Group struct {
-	name string
-	dirs []v1Dir
-	gone bool
+	name  string
+	dirs  []v1Dir    // in each hierarchy; co-mounted ones share a directory
+	locks []*os.File // the owner's flock on the group's directory in each hierarchy (owner.go)
+	gone  bool
 }
 
-// newV1 makes the group in each v1 hierarchy, nested under the caller's own group, and
-// writes the limits: memory.limit_in_bytes then memory.memsw.limit_in_bytes (memory+swap
-// may not be below the memory limit), pids.max, cpu.cfs_period_us then cpu.cfs_quota_us
+// v1Parents are the caller's own group in each hierarchy gosbx uses: where its groups
+// are made, and what a creator and a sweep lock (owner.go). Hierarchies mounted
+// together (one directory) count once.
+func v1Parents(own []v1Dir) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, o := range own {
+		if r, err := filepath.EvalSymlinks(o.dir); err == nil && !seen[r] {
+			seen[r] = true
+			out = append(out, o.dir)
+		}
+	}
+	return out
+}
+
+// newV1 makes the group gosbx-<o.ID> in each v1 hierarchy, nested under the caller's
+// own group, takes its owner's lock on each of its directories, and writes the limits:
+// memory.limit_in_bytes then memory.memsw.limit_in_bytes (memory+swap may not be below
+// the memory limit), pids.max, cpu.cfs_period_us then cpu.cfs_quota_us
 // (Documentation/admin-guide/cgroup-v1/memory.rst, pids.rst; scheduler/sched-bwc.rst).
-func newV1(r *specs.LinuxResources) (Group, error) {
+// The caller's own group differs between hierarchies, and between callers in one
+// hierarchy (another caller's groups may sit beside its own in one and elsewhere in
+// another): so each directory carries its own lock, and a sweep judges each directory
+// by that.
+func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 	gcV1()
 	r = withoutUnaccountedSwap(r)
-	n := name()
-	parents, err := v1Parents()
+	id := o.ID
+	if id == "" {
+		id = NewID()
+	}
+	n := groupName(id)
+	own, err := v1Hierarchies()
 	if err != nil {
 		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 	}
@@ -72,7 +95,7 @@ func newV1(r *specs.LinuxResources) (Group, error) {
 	// controller) is skipped: a limit asked for must have its controller, or nothing
 	// would enforce it.
 	have := map[string]bool{}
-	for _, p := range parents {
+	for _, p := range own {
 		have[p.sub] = true
 	}
 	for _, need := range neededV1(r) {
@@ -80,8 +103,12 @@ func newV1(r *specs.LinuxResources) (Group, error) {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
 	}
+	for _, p := range v1Parents(own) {
+		creating := lockDir(p, unix.LOCK_SH) // no sweep there until this group is locked
+		defer creating.Close()
+	}
 	g := &v1Group{name: n}
-	for _, p := range parents {
+	for _, p := range own {
 		d := v1Dir{p.sub, filepath.Join(p.dir, n)}
 		err := os.Mkdir(d.dir, 0o755)
 		if errors.Is(err, os.ErrExist) && g.has(d.dir) {
@@ -90,10 +117,15 @@ func newV1(r *specs.LinuxResources) (Group, error) {
 		}
 		if err == nil {
 			g.dirs = append(g.dirs, d)
-			err = writeV1Limits(d, r)
+			if lock := lockDir(d.dir, unix.LOCK_EX|unix.LOCK_NB); lock == nil {
+				err = fmt.Errorf("lock cgroup %s: cannot open it, or taken by another process", d.dir)
+			} else {
+				g.locks = append(g.locks, lock)
+				err = writeV1Limits(d, r)
+			}
 		}
 		if err != nil {
-			g.removeDirs()
+			g.abandon()
 			if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
 			}
@@ -116,6 +148,16 @@ func (g *v1Group) has(dir string) bool {
 		}
 	}
 	return false
+}
+
+// abandon removes the directories made so far (a failed New), then drops their locks.
+func (g *v1Group) abandon() {
+	for _, d := range g.dirs {
+		syscall.Rmdir(d.dir)
+	}
+	for _, l := range g.locks {
+		l.Close()
+	}
 }
 
 // writeV1Limits writes the limits of r that belong to d's controller.
@@ -207,6 +249,11 @@ func (g *v1Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
+	defer func() { // held until the group is gone: no sweep races the removal
+		for _, l := range g.locks {
+			l.Close()
+		}
+	}()
 	if !emptyV1(g.dirs) {
 		killAll(g.dirs)
 	}
@@ -215,13 +262,6 @@ func (g *v1Group) Destroy() error {
 		errs = append(errs, rmdirRetry(d.dir))
 	}
 	return errors.Join(errs...)
-}
-
-// removeDirs removes the directories made so far (a failed New).
-func (g *v1Group) removeDirs() {
-	for _, d := range g.dirs {
-		syscall.Rmdir(d.dir)
-	}
 }
 
 // emptyV1 reports whether no process is left in any of dirs (a sandbox's group has no
@@ -263,35 +303,49 @@ func killAll(dirs []v1Dir) {
 	}
 }
 
-// gcV1 removes groups left by launchers that are gone (a SIGKILLed gosbx exec), in
-// every hierarchy (one may be gone already from a partial removal).
+// gcV1 removes groups whose owner is gone (a SIGKILLed gosbx exec: owner.go) from
+// the caller's own group in each hierarchy, one directory at a time: a directory
+// whose owner's lock can be taken, in a hierarchy where no launch is making a group
+// now. Groups named by an older gosbx go by their launcher's pid, in every hierarchy
+// at once (one may be gone already from a partial removal).
 func gcV1() {
-	parents, err := v1Parents()
+	own, err := v1Hierarchies()
 	if err != nil {
 		return
 	}
-	seen := map[string]bool{}
-	for _, p := range parents {
-		ents, err := os.ReadDir(p.dir)
-		if err != nil {
+	parents := v1Parents(own)
+	legacy := map[string]bool{}
+	for _, parent := range parents {
+		sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
+		if sweeping == nil {
 			continue
 		}
+		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {
 			n := e.Name()
-			if !e.IsDir() || !strings.HasPrefix(n, "gosbx-") || seen[n] || launcherAlive(n) {
-				continue
+			switch {
+			case !e.IsDir() || !strings.HasPrefix(n, "gosbx-"):
+			case legacyName(n):
+				legacy[n] = true
+			case !ownerAlive(parent, n):
+				removeDirV1(filepath.Join(parent, n))
 			}
-			seen[n] = true
-			var dirs []v1Dir
-			for _, q := range parents {
-				if d := filepath.Join(q.dir, n); isDir(d) {
-					dirs = append(dirs, v1Dir{q.sub, d})
-				}
+		}
+		sweeping.Close()
+	}
+	for n := range legacy {
+		if launcherAlive(n) {
+			continue
+		}
+		var dirs []v1Dir
+		for _, p := range own {
+			if d := filepath.Join(p.dir, n); isDir(d) {
+				dirs = append(dirs, v1Dir{p.sub, d})
 			}
-			killAll(dirs)
-			for _, d := range dirs {
-				removeWithin(d.dir, 300*time.Millisecond)
-			}
+		}
+		killAll(dirs)
+		for _, d := range dirs {
+			removeWithin(d.dir, 300*time.Millisecond)
 		}
 	}
 }
@@ -299,6 +353,33 @@ func gcV1() {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// removeDirV1 removes one hierarchy's directory of a group whose owner is gone: every
+// process still listed is killed (the sandbox dies with its owner already: its init
+// sees the life pipe close), then the directory is removed once empty, trying for 5 s.
+func removeDirV1(dir string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return
+		}
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 {
+			rmdirRetry(dir)
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // eventCount reads the count of key in a cgroup events file ("max 3").

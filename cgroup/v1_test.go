@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3"
+	"golang.org/x/sys/unix"
 )
 
 // v1Own is this process's own group directory in each v1 hierarchy gosbx uses.
@@ -166,16 +167,30 @@ func TestV1GC(t *testing.T) {
 	live := "gosbx-" + strconv.Itoa(os.Getpid()) + "-0-0"
 	// a group a failed Destroy removed from some hierarchies only (memory first)
 	partial := "gosbx-" + strconv.Itoa(deadLauncher) + "-2-" + strconv.Itoa(os.Getpid())
-	t.Cleanup(func() { removeDirs(own, dead); removeDirs(own, live); removeDirs(own, partial) })
+	// named by sandbox id: an owner gone (its lock free), one alive (holding it), and
+	// one whose owner is gone and that is gone from the lock's hierarchy (memory)
+	deadID, liveID, partialID := groupName(NewID()), groupName(NewID()), groupName(NewID())
+	t.Cleanup(func() {
+		for _, n := range []string{dead, live, partial, deadID, liveID, partialID} {
+			removeDirs(own, n)
+		}
+	})
 	for c, d := range own {
-		for _, n := range []string{dead, live, partial} {
-			if n == partial && c == "memory" {
+		for _, n := range []string{dead, live, partial, deadID, liveID, partialID} {
+			if (n == partial || n == partialID) && c == "memory" {
 				continue
 			}
 			if err := os.Mkdir(filepath.Join(d, n), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	for _, d := range own { // a live owner holds its group's directory in each hierarchy
+		held := lockDir(filepath.Join(d, liveID), unix.LOCK_EX|unix.LOCK_NB)
+		if held == nil {
+			t.Fatal("cannot lock", liveID, "in", d)
+		}
+		defer held.Close()
 	}
 	g, err := New(res(64<<20, 64<<20, 16, 20000), Options{})
 	if err != nil {
@@ -185,6 +200,12 @@ func TestV1GC(t *testing.T) {
 		t.Error(err)
 	}
 	for c, d := range own {
+		if exists(filepath.Join(d, deadID)) || exists(filepath.Join(d, partialID)) {
+			t.Errorf("%s: a group of a gone owner (%s, %s) was kept", c, deadID, partialID)
+		}
+		if !exists(filepath.Join(d, liveID)) {
+			t.Errorf("%s: the live owner's group %s was removed", c, liveID)
+		}
 		if exists(filepath.Join(d, dead)) {
 			t.Errorf("%s: the dead launcher's group %s was kept", c, dead)
 		}

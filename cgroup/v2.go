@@ -26,7 +26,7 @@ type v2Group struct {
 	gone  bool
 }
 
-// newV2 makes parent/gosbx-… with the limits (enabling the controllers it needs in
+// newV2 makes parent/gosbx-<o.ID> with the limits (enabling the controllers it needs in
 // every ancestor's cgroup.subtree_control) and opens it for CLONE_INTO_CGROUP.
 func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	parent := o.Parent
@@ -35,7 +35,15 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	}
 	parent = "/" + strings.Trim(filepath.Clean("/"+parent), "/")
 	gcV2(parent)
-	group := filepath.Join(parent, name())
+	id := o.ID
+	if id == "" {
+		id = NewID()
+	}
+	group := filepath.Join(parent, groupName(id))
+	// no sweep until this group is locked (owner.go); the parent must exist to be locked
+	os.MkdirAll(filepath.Join(v2Mount, parent), 0o755)
+	creating := lockDir(filepath.Join(v2Mount, parent), unix.LOCK_SH)
+	defer creating.Close()
 	if err := makeV2(filepath.Join(v2Mount, group), r); err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, fmt.Errorf("%w: create cgroup v2 group %s: %v (no cgroup delegated to this user: name one with --cgroup-parent, e.g. inside `systemd-run --user --scope -p Delegate=yes`)", ErrUnavailable, group, err)
@@ -44,8 +52,13 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	}
 	fd, err := unix.Open(filepath.Join(v2Mount, group), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		syscall.Rmdir(filepath.Join(v2Mount, group))
+		removeWithin(filepath.Join(v2Mount, group), 0)
 		return nil, fmt.Errorf("open cgroup %s: %w", group, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil { // the owner's lock (owner.go)
+		unix.Close(fd)
+		removeWithin(filepath.Join(v2Mount, group), 0)
+		return nil, fmt.Errorf("lock cgroup %s: %w", group, err)
 	}
 	return &v2Group{group: group, fd: fd}, nil
 }
@@ -74,7 +87,7 @@ func (g *v2Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
-	unix.Close(g.fd)
+	defer unix.Close(g.fd) // the owner's lock, held until the group is gone
 	return killRemoveV2(filepath.Join(v2Mount, g.group), 5*time.Second)
 }
 
@@ -167,16 +180,23 @@ func killRemoveV2(dir string, d time.Duration) error {
 	return removeWithin(dir, time.Until(deadline))
 }
 
-// gcV2 removes groups in parent left by launchers that are gone.
+// gcV2 removes groups in parent whose owner is gone (owner.go), when no launch is
+// making one there.
 func gcV2(parent string) {
-	ents, err := os.ReadDir(filepath.Join(v2Mount, parent))
+	dir := filepath.Join(v2Mount, parent)
+	sweeping := lockDir(dir, unix.LOCK_EX|unix.LOCK_NB)
+	if sweeping == nil {
+		return
+	}
+	defer sweeping.Close()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || launcherAlive(e.Name()) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || ownerAlive(dir, e.Name()) {
 			continue
 		}
-		killRemoveV2(filepath.Join(v2Mount, parent, e.Name()), 300*time.Millisecond)
+		killRemoveV2(filepath.Join(dir, e.Name()), 300*time.Millisecond)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // deadLauncher is a pid above any pid_max (2^22): never a live process.
@@ -47,7 +48,7 @@ func readTrim(t *testing.T, p string) string {
 // ownGroups are the directories named gosbx-<this pid>-* in dir.
 func ownGroups(t *testing.T, dir string) []string {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(dir, "gosbx-"+strconv.Itoa(os.Getpid())+"-*"))
+	m, _ := filepath.Glob(filepath.Join(dir, "gosbx-*"))
 	return m
 }
 
@@ -72,7 +73,7 @@ func TestV2FileWrites(t *testing.T) {
 	parent := filepath.Join(root, "p/q")
 	made := ownGroups(t, parent)
 	if len(made) != 1 {
-		t.Fatalf("groups made in %s: %q; want one gosbx-%d-…", parent, made, os.Getpid())
+		t.Fatalf("groups made in %s: %q; want one gosbx-<id>", parent, made)
 	}
 	dir := made[0]
 	// the clone fd is that directory
@@ -168,8 +169,9 @@ func TestV2SwapUnlimited(t *testing.T) {
 	}
 }
 
-// gc: a leftover group of a launcher that is gone is removed by the next New; one of a
-// live launcher, and anything not named gosbx-<pid>-…, is kept.
+// gc of groups named by an older gosbx (gosbx-<pid>-…): a leftover group of a launcher
+// that is gone is removed by the next New, one of a live launcher kept; a gosbx-… group
+// that no owner holds locked is removed; anything else is kept.
 func TestV2GC(t *testing.T) {
 	root := fakeV2(t, DefaultParent)
 	parent := filepath.Join(root, DefaultParent)
@@ -191,10 +193,13 @@ func TestV2GC(t *testing.T) {
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Errorf("the dead launcher's group %s was kept (%v); want it removed by gc", dead, err)
 	}
-	for _, d := range []string{live, other, odd} {
+	for _, d := range []string{live, other} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed: %v", d, err)
 		}
+	}
+	if _, err := os.Stat(odd); !os.IsNotExist(err) {
+		t.Errorf("%s, held by no owner, was kept (%v)", odd, err)
 	}
 }
 
@@ -213,16 +218,73 @@ func TestLauncherAlive(t *testing.T) {
 	}
 }
 
-func TestNameUnique(t *testing.T) {
+func TestNewIDUnique(t *testing.T) {
 	seen := map[string]bool{}
-	prefix := "gosbx-" + strconv.Itoa(os.Getpid()) + "-"
 	for i := 0; i < 100; i++ {
-		n := name()
-		if !strings.HasPrefix(n, prefix) || seen[n] {
-			t.Fatalf("name %q: want unique, starting %q", n, prefix)
+		id := NewID()
+		if len(id) != 16 || seen[id] || strings.Contains(id, strconv.Itoa(os.Getpid())) && len(strconv.Itoa(os.Getpid())) > 6 {
+			t.Fatalf("id %q: want 16 unique hex digits, not the pid", id)
 		}
-		seen[n] = true
+		seen[id] = true
 	}
+	if n := groupName("0123456789abcdef"); n != "gosbx-0123456789abcdef" || legacyName(n) {
+		t.Errorf("groupName = %q (legacy %v)", n, legacyName(n))
+	}
+	if !legacyName("gosbx-12-3-456") || legacyName("gosbx-12-3") || legacyName("other-1-2-3") {
+		t.Error("legacyName misjudges")
+	}
+}
+
+// gc by sandbox id: a group whose owner's lock is free is removed by the next New, one
+// whose lock is held is kept, whatever pid made it.
+func TestV2GCOwnerLock(t *testing.T) {
+	root := fakeV2(t, DefaultParent)
+	parent := filepath.Join(root, DefaultParent)
+	dead := filepath.Join(parent, groupName(NewID()))
+	live := filepath.Join(parent, groupName(NewID()))
+	for _, d := range []string{dead, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "cgroup.procs"), nil, 0o644)
+	}
+	held := lockDir(live, unix.LOCK_EX|unix.LOCK_NB) // a live owner
+	if held == nil {
+		t.Fatal("cannot lock", live)
+	}
+	defer held.Close()
+	g, err := newV2(res(64<<20, 64<<20, 32, 20000), Options{ID: "00000000000000aa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(parent, "gosbx-00000000000000aa")
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("the group is not named by the sandbox id: %v", err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead owner's group %s was kept (%v); want it removed", dead, err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live owner's group %s was removed: %v", live, err)
+	}
+	// while g's owner (this process, through g) lives, a sweep keeps it
+	gcV2(DefaultParent)
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("a sweep removed the group of a live owner: %v", err)
+	}
+	// a sweep is skipped while a group is being made (the parent's shared lock)
+	creating := lockDir(parent, unix.LOCK_SH)
+	held.Close()
+	gcV2(DefaultParent)
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a sweep ran while a group was being made: %v", err)
+	}
+	creating.Close()
+	gcV2(DefaultParent)
+	if _, err := os.Stat(live); !os.IsNotExist(err) {
+		t.Errorf("the group %s whose owner let go was kept (%v)", live, err)
+	}
+	g.Destroy()
 }
 
 func TestEventCount(t *testing.T) {

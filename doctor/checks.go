@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/policy"
@@ -315,7 +316,7 @@ func checkSandbox(exe string, f Facts) []Check {
 		switch {
 		case errors.As(err, &se):
 			return []Check{{Name: "sandbox launch", Status: Fail, Detail: fmt.Sprintf("step %s: %v", se.Step, se.Err),
-				Fix: explainSetup(se.Step, se.Err.Error(), f)}}
+				Fix: explainSetup(se, f)}}
 		case errors.As(err, &ee):
 			return []Check{{Name: "sandbox launch", Status: Fail, Detail: "the probe failed: " + ee.Error() + " " + strings.TrimSpace(out.String())}}
 		}
@@ -399,8 +400,11 @@ func checkIDMap(ws string) Check {
 	if ws == "" {
 		ws, _ = os.Getwd()
 	}
-	if os.Geteuid() != 0 {
+	if caller := caps.CurrentCaller(); !caller.Root {
 		c.Status, c.Detail = Skip, "not needed: your commands run as you; only a root caller's are mapped to another host id"
+		if caller.NotRoot != "" {
+			c.Detail += " (" + caller.NotRoot + ": not a root caller)"
+		}
 		return c
 	}
 	if host, err := policy.CurrentHost(); err == nil {

@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit"
 )
 
 const apparmorFix = "Ubuntu restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1): " +
@@ -20,17 +23,16 @@ func explainUserns(err error, f Facts) (detail, fix string) {
 	case errors.Is(err, unix.ENOSPC) || f.MaxUserNamespaces == "0":
 		fix = "user namespaces are disabled or exhausted (user.max_user_namespaces=" + f.MaxUserNamespaces +
 			"): `sysctl user.max_user_namespaces=15000` (and in /etc/sysctl.d/ to keep it)"
-	case f.UnprivUsernsClone == "0" && f.UID != 0:
+	case f.UnprivUsernsClone == "0" && !f.Root:
 		fix = "Debian's kernel.unprivileged_userns_clone=0 forbids them to unprivileged users: `sysctl kernel.unprivileged_userns_clone=1`"
-	case f.AppArmorRestrictUserns == "1" && f.UID != 0:
+	case f.AppArmorRestrictUserns == "1" && !f.Root:
 		fix = apparmorFix
 	case f.Container != "" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)):
 		fix = fmt.Sprintf("inside %s, the container's seccomp profile or missing capabilities forbid user namespaces: "+
 			"run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER (e.g. --security-opt seccomp=unconfined), "+
 			"or run gosbx on the host", f.Container)
 	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES):
-		fix = "creating a user namespace is forbidden here: a seccomp filter (are we inside another sandbox?), an LSM policy, or a sysctl; " +
-			"check `sysctl user.max_user_namespaces kernel.unprivileged_userns_clone kernel.apparmor_restrict_unprivileged_userns`"
+		fix = nsinit.Hint("clone", err)
 	case errors.Is(err, unix.EINVAL):
 		fix = "the kernel lacks user namespaces (CONFIG_USER_NS) or the nesting limit is reached: gosbx needs Linux 5.12 or later with CONFIG_USER_NS"
 	default:
@@ -39,31 +41,31 @@ func explainUserns(err error, f Facts) (detail, fix string) {
 	return detail, fix
 }
 
-// explainSetup says why a sandbox launch failed at a setup step.
-func explainSetup(step, msg string, f Facts) string {
+// explainSetup says why a sandbox launch failed at a setup step, from the error's
+// fields (its step, a *mounts.Error's operation and source, the errno: nsinit.Hint)
+// and the host's facts, never from its text.
+func explainSetup(se *nsinit.SetupError, f Facts) string {
+	hint := nsinit.Hint(se.Step, se.Err)
+	var me *mounts.Error
 	switch {
-	case step == "clone":
+	case se.Step == "clone":
 		return "see the user namespace check"
-	case step == "mount" && (strings.HasPrefix(msg, "mount proc ") || strings.Contains(msg, "new procfs")):
-		where := "the host's /proc has entries hidden by mounts"
-		if len(f.MaskedProc) > 0 {
-			where += " (" + strings.Join(f.MaskedProc, ", ") + ")"
-		}
-		return where + ", so the kernel refuses a new procfs in a user namespace; inside Docker/Kubernetes run the container with an unmasked /proc " +
-			"(docker --security-opt systempaths=unconfined, Kubernetes procMount: Unmasked) or run gosbx on the host"
-	case strings.Contains(msg, "not implemented") || strings.Contains(msg, "function not implemented"):
-		return "the kernel lacks a feature gosbx needs (the new mount API, openat2: Linux 5.12 or later)"
-	case step == "seccomp":
-		return "loading the seccomp filter failed: an outer seccomp filter may forbid seccomp(2); run gosbx where seccomp is allowed"
-	case step == "cgroup":
+	case se.Step == "cgroup":
 		return "see the cgroup checks"
+	case errors.As(se.Err, &me) && me.Op == "mount" && me.Source == "proc" && errors.Is(se.Err, unix.EPERM):
+		if len(f.MaskedProc) > 0 {
+			return "the host's /proc has entries hidden by mounts (" + strings.Join(f.MaskedProc, ", ") + "): " + hint
+		}
+		return hint
+	case hint != "":
+		return hint
 	}
-	return "gosbx could not build the sandbox at step " + step + "; the message says why"
+	return "gosbx could not build the sandbox at step " + se.Step + "; the message says why"
 }
 
 // explainCgroup says what to do when this caller has no usable cgroup.
 func explainCgroup(mode string, f Facts) string {
-	if f.UID == 0 || mode == "none" {
+	if f.Root || mode == "none" {
 		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
 	}
 	if mode == "cgroup-v1" {

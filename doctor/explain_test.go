@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit"
 )
 
 // forkErr is how a failed clone or id map write reaches checkUserns: Go's
@@ -42,7 +46,7 @@ func wantNone(t *testing.T, what, s string, subs ...string) {
 // An Ubuntu 24.04 host as seen by a user: the restriction sysctl is set, user
 // namespaces are otherwise enabled, no Debian sysctl.
 func ubuntuFacts(uid int) Facts {
-	return Facts{Kernel: "6.8.0-45-generic", UID: uid, AppArmorRestrictUserns: "1", MaxUserNamespaces: "63382"}
+	return Facts{Kernel: "6.8.0-45-generic", UID: uid, Root: uid == 0, AppArmorRestrictUserns: "1", MaxUserNamespaces: "63382"}
 }
 
 func TestExplainUsernsAppArmorUnprivileged(t *testing.T) {
@@ -113,10 +117,14 @@ func TestExplainUsernsDebianClone(t *testing.T) {
 	_, fix := explainUserns(forkErr(unix.EPERM), f)
 	wantAll(t, "Debian fix", fix, "kernel.unprivileged_userns_clone=0", "sysctl kernel.unprivileged_userns_clone=1")
 	wantNone(t, "Debian fix", fix, "contrib/apparmor")
-	// Root is exempt from the Debian switch.
-	f.UID = 0
+	// A root caller (CAP_SYS_ADMIN) is exempt from the Debian switch; uid 0 without
+	// CAP_SYS_ADMIN (a container's root) is not.
+	f.UID, f.Root = 0, true
 	_, fix = explainUserns(forkErr(unix.EPERM), f)
 	wantNone(t, "root on Debian", fix, "unprivileged_userns_clone=1")
+	f.Root = false
+	_, fix = explainUserns(forkErr(unix.EPERM), f)
+	wantAll(t, "uid 0 without CAP_SYS_ADMIN on Debian", fix, "unprivileged_userns_clone=1")
 }
 
 func TestExplainUsernsContainer(t *testing.T) {
@@ -174,58 +182,65 @@ func TestCheckUsernsKeepsProbeOutput(t *testing.T) {
 	}
 }
 
-// The message of a procfs mount refused under a masked /proc, as nsinit reports it
-// (step "mount", text from mounts.Error plus the hint of mounts/setup.go).
-const maskedProcMsg = "mount proc on /proc (nosuid,nodev,noexec): operation not permitted (the kernel refuses a new procfs " +
-	"when the host's /proc has entries hidden by mounts, as inside Docker or Kubernetes; gosbx never falls back to the host's /proc)"
+// A procfs mount refused under a masked /proc, as a library caller of nsinit gets it:
+// a *mounts.Error across the process boundary, unwrapping to EPERM.
+func maskedProcErr() *nsinit.SetupError {
+	return &nsinit.SetupError{Step: "mount", Err: &mounts.Error{Op: "mount", Source: "proc", Target: "/proc",
+		Flags: "rw,nosuid,nodev,noexec", Err: unix.EPERM}}
+}
 
 func TestExplainSetupMaskedProc(t *testing.T) {
 	f := Facts{UID: 0, Container: "docker", MaskedProc: []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/acpi"}}
-	fix := explainSetup("mount", maskedProcMsg, f)
+	fix := explainSetup(maskedProcErr(), f)
 	wantAll(t, "masked /proc fix", fix, "/proc/kcore, /proc/keys, /proc/timer_list, /proc/acpi",
 		"new procfs", "systempaths=unconfined", "procMount: Unmasked", "on the host")
 	// Without the list it still explains, without an empty "()".
-	fix = explainSetup("mount", maskedProcMsg, Facts{})
+	fix = explainSetup(maskedProcErr(), Facts{})
 	wantAll(t, "masked /proc fix without the list", fix, "hidden by mounts", "systempaths=unconfined")
 	wantNone(t, "masked /proc fix without the list", fix, "()")
+	// The same failure wrapped with more words is the same failure: fields, not text.
+	wrapped := &nsinit.SetupError{Step: "mount", Err: fmt.Errorf("root: %w", maskedProcErr().Err)}
+	wantAll(t, "wrapped masked /proc", explainSetup(wrapped, Facts{}), "new procfs")
 }
 
-// A clone failure at the sandbox launch names /proc/self/exe (nsinit re-executes
-// through it) and says "operation not permitted": that is the user namespace, not a
-// masked /proc.
+// A clone failure at the sandbox launch is the user namespace, not a masked /proc.
 func TestExplainSetupCloneIsNotMaskedProc(t *testing.T) {
-	msg := "fork/exec /proc/self/exe: operation not permitted (creating a user namespace failed: check kernel.unprivileged_userns_clone, " +
-		"user.max_user_namespaces (ENOSPC when exhausted), kernel.apparmor_restrict_unprivileged_userns, or a container's seccomp profile)"
-	fix := explainSetup("clone", msg, Facts{})
+	fix := explainSetup(&nsinit.SetupError{Step: "clone", Err: forkErr(unix.EPERM)}, Facts{})
 	wantAll(t, "clone fix", fix, "user namespace check")
 	wantNone(t, "clone fix", fix, "procfs", "systempaths")
 }
 
-// A bind mount refused for a path that merely contains "proc" is not a masked /proc.
+// A bind mount refused, or a message that merely says "procfs", is not a masked /proc.
 func TestExplainSetupBindOfProcNamedPathIsNotMaskedProc(t *testing.T) {
-	msg := "bind /home/u/procedures on /home/u/procedures (ro,nosuid,nodev): operation not permitted"
-	fix := explainSetup("mount", msg, Facts{})
-	wantNone(t, "bind fix", fix, "procfs", "systempaths")
+	for _, err := range []error{
+		&mounts.Error{Op: "bind", Source: "/home/u/proc", Target: "/home/u/proc", Flags: "ro,nosuid,nodev", Err: unix.EPERM},
+		errors.New("mount proc on /proc: operation not permitted (a new procfs, systempaths)"),
+	} {
+		fix := explainSetup(&nsinit.SetupError{Step: "mount", Err: err}, Facts{})
+		wantNone(t, "bind fix", fix, "procfs", "systempaths")
+	}
 }
 
 func TestExplainSetupOtherSteps(t *testing.T) {
 	for _, tc := range []struct {
-		step, msg string
-		want      []string
+		step string
+		err  error
+		want []string
 	}{
-		{"mount", "fsopen tmpfs: function not implemented", []string{"kernel", "Linux 5.12"}},
-		{"seccomp", "seccomp: operation not permitted", []string{"seccomp", "outer seccomp filter"}},
-		{"cgroup", "the limits asked for cannot be applied", []string{"cgroup checks"}},
-		{"pivot_root", "pivot_root: invalid argument", []string{"step pivot_root"}},
+		{"mount", &mounts.Error{Op: "mount", Source: "tmpfs", Target: "/tmp", Err: fmt.Errorf("fsopen tmpfs: %w", unix.ENOSYS)},
+			[]string{"kernel", "Linux 5.12"}},
+		{"seccomp", fmt.Errorf("seccomp: %w", unix.EPERM), []string{"seccomp", "outer seccomp filter"}},
+		{"cgroup", errors.New("the limits asked for cannot be applied"), []string{"cgroup checks"}},
+		{"pivot_root", &mounts.Error{Op: "pivot_root", Target: "/", Err: unix.EINVAL}, []string{"step pivot_root"}},
 	} {
-		wantAll(t, "step "+tc.step, explainSetup(tc.step, tc.msg, Facts{}), tc.want...)
+		wantAll(t, "step "+tc.step, explainSetup(&nsinit.SetupError{Step: tc.step, Err: tc.err}, Facts{}), tc.want...)
 	}
 }
 
 func TestExplainCgroup(t *testing.T) {
 	// Root: the only reason root has no cgroup is a missing or read-only file system.
 	for _, mode := range []string{"cgroup-v1", "cgroup-v2", "none"} {
-		wantAll(t, "root "+mode, explainCgroup(mode, Facts{UID: 0}), "missing or read-only", "/sys/fs/cgroup")
+		wantAll(t, "root "+mode, explainCgroup(mode, Facts{UID: 0, Root: true}), "missing or read-only", "/sys/fs/cgroup")
 	}
 	// Non-root, v1 or hybrid: no delegation exists in v1.
 	fix := explainCgroup("cgroup-v1", Facts{UID: 1000})

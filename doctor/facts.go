@@ -5,12 +5,18 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/caps"
 )
 
 // Facts are what the host says about itself, read only to explain a failed check.
 type Facts struct {
-	Kernel                 string // uname -r
-	UID                    int
+	Kernel string // uname -r
+	UID    int
+	// Root: a root caller (caps.CurrentCaller): uid 0 with CAP_SYS_ADMIN in the initial
+	// user namespace, which the kernel exempts from the user namespace restrictions
+	// below. A uid 0 without it is not.
+	Root                   bool
 	AppArmorRestrictUserns string // kernel.apparmor_restrict_unprivileged_userns ("" if absent)
 	MaxUserNamespaces      string // user.max_user_namespaces
 	UnprivUsernsClone      string // kernel.unprivileged_userns_clone (Debian)
@@ -30,6 +36,7 @@ func sysctl(name string) string {
 func ReadFacts() Facts {
 	f := Facts{
 		UID:                    os.Getuid(),
+		Root:                   caps.CurrentCaller().Root,
 		AppArmorRestrictUserns: sysctl("kernel.apparmor_restrict_unprivileged_userns"),
 		MaxUserNamespaces:      sysctl("user.max_user_namespaces"),
 		UnprivUsernsClone:      sysctl("kernel.unprivileged_userns_clone"),

@@ -56,30 +56,41 @@ func ownV1(t *testing.T) map[string]string {
 	return own
 }
 
-// launcherGroups lists the groups (in every v1 hierarchy) named for launcher pid.
-func launcherGroups(t *testing.T, pid int) []string {
+// sandboxGroups lists the groups (in every v1 hierarchy) of the sandbox id (the
+// "sandbox-id" of its first status line): gosbx-<id>.
+func sandboxGroups(t *testing.T, id string) []string {
 	t.Helper()
+	if id == "" {
+		t.Fatal("no sandbox id in the status lines")
+	}
 	var out []string
 	for _, d := range ownV1(t) {
-		m, _ := filepath.Glob(filepath.Join(d, "gosbx-"+strconv.Itoa(pid)+"-*"))
-		out = append(out, m...)
+		if _, err := os.Stat(filepath.Join(d, "gosbx-"+id)); err == nil {
+			out = append(out, filepath.Join(d, "gosbx-"+id))
+		}
 	}
 	return out
 }
 
-// noGroupsLeft fails the test if any group of launcher pid is left; it waits a little,
-// since nothing removes them after gosbx exec has exited, the wait only avoids
+// sandboxID is the "sandbox-id" of a status line.
+func sandboxID(ev map[string]any) string {
+	id, _ := ev["sandbox-id"].(string)
+	return id
+}
+
+// noGroupsLeft fails the test if any group of the sandbox id is left; it waits a
+// little, since nothing removes them after gosbx exec has exited, the wait only avoids
 // reporting a group another run's gc is removing right now.
-func noGroupsLeft(t *testing.T, pid int, when string) {
+func noGroupsLeft(t *testing.T, id string, when string) {
 	t.Helper()
 	var left []string
 	for i := 0; i < 10; i++ {
-		if left = launcherGroups(t, pid); len(left) == 0 {
+		if left = sandboxGroups(t, id); len(left) == 0 {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Errorf("%s: cgroup directories left behind by gosbx exec (pid %d): %q", when, pid, left)
+	t.Errorf("%s: cgroup directories left behind by the sandbox %s: %q", when, id, left)
 }
 
 // sandboxGroup is the directory of the sandbox's group in controller c, from the host's
@@ -104,6 +115,7 @@ type statusResult struct {
 	events []map[string]any
 	exit   map[string]any // the event with exit-code, or nil
 	pid    int            // gosbx exec's pid (setpriv execs it for nobody)
+	id     string         // the sandbox id (its first status line's sandbox-id)
 	raw    string
 }
 
@@ -152,7 +164,7 @@ func TestLimitsMemoryOOM(t *testing.T) {
 	if !ok || peak < 48<<20 || peak > 65<<20 {
 		t.Errorf("memory-peak-bytes %d (present %v); want about the 64 MiB limit", peak, ok)
 	}
-	noGroupsLeft(t, r.pid, "after an OOM kill")
+	noGroupsLeft(t, r.id, "after an OOM kill")
 }
 
 // 32 MiB (written, so charged) fits under --memory 128M, and the peak shows it.
@@ -175,7 +187,7 @@ func TestLimitsMemoryFits(t *testing.T) {
 	if cpu, ok := num(ev, "cpu-usec"); !ok || cpu <= 0 || cpu > 10_000_000 {
 		t.Errorf("cpu-usec %d (present %v); want a plausible positive time (python started)", cpu, ok)
 	}
-	noGroupsLeft(t, r.pid, "after a normal exit")
+	noGroupsLeft(t, r.id, "after a normal exit")
 }
 
 // The private /tmp is tmpfs: its pages count against --memory, so 1 GiB cannot be
@@ -194,7 +206,7 @@ func TestLimitsMemoryTmpfs(t *testing.T) {
 		t.Fatalf("refused\n%v", r)
 	}
 	t.Logf("exit %d, size %q, status %v", r.code, strings.TrimSpace(r.stdout), r.exit)
-	noGroupsLeft(t, r.pid, "after a tmpfs fill")
+	noGroupsLeft(t, r.id, "after a tmpfs fill")
 }
 
 // A fork bomb under --pids 32 never has more than 32 tasks, counted from the host in
@@ -237,8 +249,8 @@ time.sleep(1.5)
 		t.Fatalf("second status line %v; want the exec line", ex)
 	}
 	dir := sandboxGroup(t, child, "pids")
-	if !strings.HasPrefix(filepath.Base(dir), "gosbx-"+strconv.Itoa(sr.cmd.Process.Pid)+"-") {
-		t.Errorf("the sandbox's pids group %s is not named for gosbx exec (pid %d)", dir, sr.cmd.Process.Pid)
+	if filepath.Base(dir) != "gosbx-"+sandboxID(first) {
+		t.Errorf("the sandbox's pids group %s is not named for its sandbox id %q", dir, sandboxID(first))
 	}
 	if got := readTrim(filepath.Join(dir, "pids.max")); got != "32" {
 		sr.cmd.Process.Kill()
@@ -280,7 +292,7 @@ time.sleep(1.5)
 	if pk, ok := num(ev, "pids-peak"); ok && pk > 32 {
 		t.Errorf("pids-peak %d > 32", pk)
 	}
-	noGroupsLeft(t, sr.cmd.Process.Pid, "after a fork bomb")
+	noGroupsLeft(t, sandboxID(first), "after a fork bomb")
 	if left := waitBomb(tok); left != 0 {
 		t.Errorf("%d bomb processes left on the host", left)
 	}
@@ -334,7 +346,7 @@ func TestLimitsCPU(t *testing.T) {
 	if user+sys != cpu {
 		t.Errorf("cpu-user-usec %d + cpu-system-usec %d != cpu-usec %d", user, sys, cpu)
 	}
-	noGroupsLeft(t, r.pid, "after the spinner")
+	noGroupsLeft(t, r.id, "after the spinner")
 }
 
 // --fsize and --nofile are rlimits: they work for root and nobody alike, and are seen
@@ -421,17 +433,21 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 			sr.cmd.Process.Kill()
 			t.Fatalf("second status line %v; want the exec line", ex)
 		}
+		id := sandboxID(first)
 		for _, c := range v1Controllers {
 			dir := sandboxGroup(t, child, c)
-			if !strings.HasPrefix(filepath.Base(dir), "gosbx-"+strconv.Itoa(sr.cmd.Process.Pid)+"-") {
-				t.Errorf("%s group %s: not a group of this gosbx exec", c, dir)
+			if filepath.Base(dir) != "gosbx-"+id {
+				t.Errorf("%s group %s: not the group of this sandbox (id %q)", c, dir, id)
+			}
+			if strings.Contains(filepath.Base(dir), strconv.Itoa(sr.cmd.Process.Pid)) {
+				t.Errorf("%s group %s is named for the launcher's pid %d", c, dir, sr.cmd.Process.Pid)
 			}
 		}
 		if got := readTrim(filepath.Join(sandboxGroup(t, child, "pids"), "pids.max")); got != "8192" {
 			t.Errorf("pids.max = %q with --pids 8192", got)
 		}
-		if n := len(launcherGroups(t, sr.cmd.Process.Pid)); n != len(v1Controllers) {
-			t.Errorf("%d groups named for gosbx exec while it runs; want %d", n, len(v1Controllers))
+		if n := len(sandboxGroups(t, id)); n != len(v1Controllers) {
+			t.Errorf("%d groups of the sandbox while it runs; want %d", n, len(v1Controllers))
 		}
 		sr.stdin.Close()
 		evs := sr.rest(30 * time.Second)
@@ -443,7 +459,7 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 		if note, ok := ev["limits-note"]; ok {
 			t.Errorf("limits-note %q with the limits applied", note)
 		}
-		noGroupsLeft(t, sr.cmd.Process.Pid, "after a normal exit")
+		noGroupsLeft(t, id, "after a normal exit")
 	})
 
 	t.Run("timeout", func(t *testing.T) {
@@ -451,34 +467,53 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 		if r.code != 124 {
 			t.Fatalf("want 124\n%v", r)
 		}
-		noGroupsLeft(t, r.pid, "after --timeout")
+		noGroupsLeft(t, r.id, "after --timeout")
 	})
 
+	// The owner (gosbx exec) SIGKILLed: its cgroup and its host id's lock file stay
+	// behind (nothing removes them), and the next launch, seeing the owner's locks free,
+	// reclaims both.
 	t.Run("kill -9 of gosbx exec, then the next run", func(t *testing.T) {
 		sleep := s.sleepLink("kill9")
 		ctx := s.limitCtx(runLimit)
 		sr := s.startStatus(ctx, "--memory", "64M", "--", sleep, "30")
+		var id string
+		var hostID int64
 		for {
 			ev := sr.next(10 * time.Second)
 			if ev == nil {
 				sr.cmd.Process.Kill()
 				t.Fatalf("no exec event: %s", sr.raw)
 			}
+			if _, ok := ev["child-pid"]; ok {
+				id = sandboxID(ev)
+				hostID, _ = num(ev, "host-uid")
+			}
 			if ev["exec"] == true {
 				break
 			}
 		}
-		pid := sr.cmd.Process.Pid
-		if n := len(launcherGroups(t, pid)); n != len(v1Controllers) {
+		if n := len(sandboxGroups(t, id)); n != len(v1Controllers) {
 			t.Errorf("%d groups while it runs; want %d", n, len(v1Controllers))
+		}
+		lock := filepath.Join(rootIDDir, strconv.FormatInt(hostID, 10))
+		if b, err := os.ReadFile(lock); hostID == 0 || err != nil || strings.TrimSpace(string(b)) != id {
+			t.Errorf("host id %d: lock file %s holds %q (%v); want the sandbox id %q", hostID, lock, b, err, id)
 		}
 		must(t, sr.cmd.Process.Signal(syscall.SIGKILL))
 		sr.cmd.Wait()
-		t.Logf("groups right after kill -9: %q", launcherGroups(t, pid))
-		// the next run, right away: its gc must remove the dead launcher's groups
+		t.Logf("groups right after kill -9: %q", sandboxGroups(t, id))
+		if n := len(waitHostPIDs(sleep, 5*time.Second, func(n int) bool { return n == 0 })); n != 0 {
+			t.Errorf("%d sandbox processes outlived gosbx exec", n)
+		}
+		if _, err := os.Stat(lock); err != nil {
+			t.Logf("the lock file is already gone (%v): another launch swept it", err)
+		}
+		// the next run: its sweep must remove the dead owner's groups and lock file
 		mustSucceed(t, s.run("--", "true"), "the next run")
+		noLockLeft(t, hostID)
 		var left []string
-		if left = launcherGroups(t, pid); len(left) != 0 {
+		if left = sandboxGroups(t, id); len(left) != 0 {
 			t.Errorf("after kill -9 of gosbx exec and the next run, groups are left: %q", left)
 		}
 		if n := len(waitHostPIDs(sleep, 5*time.Second, func(n int) bool { return n == 0 })); n != 0 {
@@ -487,7 +522,7 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 		if len(left) != 0 {
 			// a later run, once the sandbox is surely gone, so nothing stays behind
 			s.run("--", "true")
-			if left = launcherGroups(t, pid); len(left) != 0 {
+			if left = sandboxGroups(t, id); len(left) != 0 {
 				t.Errorf("still left after a second run: %q", left)
 			}
 		}
@@ -612,7 +647,7 @@ func TestLimitsRootDefaultNproc(t *testing.T) {
 	if !found {
 		t.Errorf("the command's limits, from the host: want Max processes 8192 8192\n%s", limits)
 	}
-	if g := launcherGroups(t, sr.cmd.Process.Pid); len(g) != 0 {
+	if g := sandboxGroups(t, sandboxID(first)); len(g) != 0 {
 		t.Errorf("groups made for a default launch: %q", g)
 	}
 	sr.stdin.Close()

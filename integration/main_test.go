@@ -142,13 +142,18 @@ func requireBinary(t *testing.T) {
 type caller struct {
 	name     string
 	uid, gid int
-	home     string // the caller's home as gosbx sees it (passwd and $HOME agree)
+	home     string   // the caller's home as gosbx sees it (passwd and $HOME agree)
+	setpriv  []string // for uid 0: setpriv(1) options gosbx runs under (capabilities dropped)
 }
 
 var (
-	rootCaller   = caller{"root", 0, 0, "/root"}
-	nobodyCaller = caller{"nobody", nobodyID, nobodyID, "/nonexistent"}
-	callers      = []caller{rootCaller, nobodyCaller}
+	rootCaller   = caller{"root", 0, 0, "/root", nil}
+	nobodyCaller = caller{"nobody", nobodyID, nobodyID, "/nonexistent", nil}
+	// rootNoAdmin is uid 0 without CAP_SYS_ADMIN (a container's root): not a root
+	// caller, so it takes the unprivileged path (caps.CurrentCaller).
+	rootNoAdmin = caller{"root-without-sys-admin", 0, 0, "/root",
+		[]string{"--inh-caps=-sys_admin", "--bounding-set=-sys_admin"}}
+	callers = []caller{rootCaller, nobodyCaller}
 )
 
 // forEachCaller runs f as a parallel subtest for root and for nobody.
@@ -262,9 +267,13 @@ func (s *sandbox) command(ctx context.Context, args ...string) *exec.Cmd {
 // rawCommand runs gosbx with exactly these arguments, as the caller.
 func (s *sandbox) rawCommand(ctx context.Context, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
-	if s.c.uid == 0 {
+	switch {
+	case s.c.uid == 0 && len(s.c.setpriv) > 0:
+		pre := append(append([]string{}, s.c.setpriv...), "--", gosbxBin)
+		cmd = exec.CommandContext(ctx, "/usr/bin/setpriv", append(pre, args...)...)
+	case s.c.uid == 0:
 		cmd = exec.CommandContext(ctx, gosbxBin, args...)
-	} else {
+	default:
 		pre := []string{fmt.Sprintf("--reuid=%d", s.c.uid), fmt.Sprintf("--regid=%d", s.c.gid), "--clear-groups", "--", gosbxBin}
 		cmd = exec.CommandContext(ctx, "/usr/bin/setpriv", append(pre, args...)...)
 	}

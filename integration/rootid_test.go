@@ -62,6 +62,9 @@ func (s *sandbox) runStatusEnv(extraEnv []string, args ...string) statusResult {
 	<-done
 	sr := statusResult{result: res, pid: cmd.Process.Pid, raw: raw.String()}
 	sr.events = parseStatusLines(s.t, raw.String())
+	if len(sr.events) > 0 {
+		sr.id, _ = sr.events[0]["sandbox-id"].(string)
+	}
 	for _, m := range sr.events {
 		if _, ok := m["exit-code"]; ok {
 			sr.exit = m

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -220,33 +221,39 @@ func gosbxCgroups() []string {
 	return out
 }
 
-// soakLaunched holds the pids of the gosbx processes this test started: gosbx names
-// its groups gosbx-<launcher pid>-…, so a group is this test's when its pid is here
-// (another test run on the same host makes groups under the same parent).
+// soakLaunched holds the sandbox ids of the launches this test started (their first
+// status line's sandbox-id): gosbx names a sandbox's group gosbx-<sandbox id>, so a
+// group is this test's when its id is here (another test run on the same host makes
+// groups under the same parent).
 var soakLaunched = struct {
 	sync.Mutex
-	m map[int]bool
-}{m: map[int]bool{}}
+	m map[string]bool
+}{m: map[string]bool{}}
 
-func launched(pid int) {
+func launched(id string) {
 	soakLaunched.Lock()
 	defer soakLaunched.Unlock()
-	soakLaunched.m[pid] = true
+	soakLaunched.m[id] = true
+}
+
+// launchedFrom records the sandbox id of the first status line of a launch, read from
+// r (its --status-fd), and returns it; "" when the launch had none (it failed first).
+func launchedFrom(r *bufio.Reader) string {
+	line, _ := r.ReadBytes('\n')
+	var ev struct {
+		ID string `json:"sandbox-id"`
+	}
+	if json.Unmarshal(line, &ev) == nil && ev.ID != "" {
+		launched(ev.ID)
+	}
+	return ev.ID
 }
 
 // ourGroup says whether a group was made by a gosbx this test started.
 func ourGroup(path string) bool {
-	parts := strings.SplitN(filepath.Base(path), "-", 3)
-	if len(parts) < 3 {
-		return false
-	}
-	pid, err := strconv.Atoi(parts[1])
-	if err != nil {
-		return false
-	}
 	soakLaunched.Lock()
 	defer soakLaunched.Unlock()
-	return soakLaunched.m[pid]
+	return soakLaunched.m[strings.TrimPrefix(filepath.Base(path), "gosbx-")]
 }
 
 // newGroups is the groups of cur, made by this test's launches, that before lacks.
@@ -360,13 +367,22 @@ func soakCases(s *sandbox) []soakCase {
 func (s *sandbox) launch(c soakCase) error {
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
-	cmd := s.command(ctx, c.args...)
+	cmd := s.command(ctx, append([]string{"--status-fd", "3"}, c.args...)...)
 	cmd.Stdin = bytes.NewReader(nil)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	err := cmd.Start()
+	sr, sw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer sr.Close()
+	cmd.ExtraFiles = []*os.File{sw}
+	err = cmd.Start()
+	sw.Close()
 	if err == nil {
-		launched(cmd.Process.Pid) // setpriv execs gosbx: the same pid
+		status := bufio.NewReader(sr)
+		launchedFrom(status) // the sandbox's id, before its group could be left
+		io.Copy(io.Discard, status)
 		err = cmd.Wait()
 	}
 	code := exitCode(err, cmd.ProcessState)
@@ -526,10 +542,10 @@ func TestSoakDetectsLeaks(t *testing.T) {
 	mnt := filepath.Join(s.ws, "a dir")
 	after.mountLines = append(after.mountLines,
 		"999 1 0:99 / "+strings.ReplaceAll(mnt, " ", `\040`)+" rw,nosuid,nodev - tmpfs gosbx-soak rw")
-	const fakePid = 1 << 30 // above pid_max: no real launcher
-	launched(fakePid)
-	group := fmt.Sprintf("/sys/fs/cgroup/pids/gosbx-%d-1-1", fakePid)
-	after.cgroups = append(after.cgroups, group, "/sys/fs/cgroup/pids/gosbx-1-1-1") // the second is not ours
+	const fakeID = "ffffffff00000001" // no real sandbox
+	launched(fakeID)
+	group := "/sys/fs/cgroup/pids/gosbx-" + fakeID
+	after.cgroups = append(after.cgroups, group, "/sys/fs/cgroup/pids/gosbx-ffffffff00000002") // the second is not ours
 
 	got := strings.Join(before.leaks(after), "\n")
 	for _, w := range []string{
@@ -541,7 +557,7 @@ func TestSoakDetectsLeaks(t *testing.T) {
 			t.Errorf("the leak check did not report %q; it reported:\n%s", w, got)
 		}
 	}
-	if strings.Contains(got, "gosbx-1-1-1") {
+	if strings.Contains(got, "gosbx-ffffffff00000002") {
 		t.Errorf("a group of another launcher was reported:\n%s", got)
 	}
 }
@@ -560,13 +576,15 @@ func soakSeesSandboxGroups(t *testing.T, s *sandbox) {
 	cmd.ExtraFiles = []*os.File{w}
 	must(t, cmd.Start())
 	w.Close()
-	launched(cmd.Process.Pid)
+	br := bufio.NewReader(r)
+	first := launchedFrom(br)
 	var seen []string
 	for deadline := time.Now().Add(time.Second); len(seen) == 0 && time.Now().Before(deadline); {
 		seen = newGroups(gosbxCgroups(), nil)
 		time.Sleep(10 * time.Millisecond)
 	}
-	status, _ := io.ReadAll(r)
+	rest, _ := io.ReadAll(br)
+	status := append([]byte("sandbox "+first+": "), rest...)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("gosbx exec: %v; status %s", err, status)
 	}

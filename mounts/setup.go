@@ -156,11 +156,7 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 			continue
 		}
 		if err = r.FS(p.m.Type, p.m.Destination, p.data, p.attr, p.ro); err != nil {
-			if p.m.Type == "proc" && errors.Is(err, unix.EPERM) {
-				err = fmt.Errorf("%w (the kernel refuses a new procfs when the host's /proc has "+
-					"entries hidden by mounts, as inside Docker or Kubernetes; gosbx never falls back to the host's /proc)", err)
-			}
-			break
+			break // a masked /proc's EPERM is explained by nsinit.Hint
 		}
 		mark(p.m.Type, p.m.Destination)
 	}

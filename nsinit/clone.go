@@ -63,13 +63,3 @@ func cloneConfig(spec *specs.Spec, pooled bool) (uintptr, []syscall.SysProcIDMap
 	}
 	return flags, conv(spec.Linux.UIDMappings), conv(spec.Linux.GIDMappings), nil
 }
-
-// cloneHint explains the usual reasons a user namespace cannot be created.
-func cloneHint(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%w (creating a user namespace failed: check kernel.unprivileged_userns_clone, "+
-			"user.max_user_namespaces (ENOSPC when exhausted), kernel.apparmor_restrict_unprivileged_userns, "+
-			"or a container's seccomp profile)", err)
-	}
-	return err
-}

@@ -1,14 +1,11 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
 // Cmd is a command to run in a new sandbox, shaped like os/exec.Cmd: configure it,
@@ -52,21 +50,17 @@ type Cmd struct {
 	Result *Result
 
 	init     *initProc
-	life     *os.File // held for the launch: its closing kills the sandbox
+	own      owner // what holds the sandbox from outside: life pipe, cgroup, host id
 	sync     *syncReader
 	syncFile *os.File
 	start    time.Time
 	timer    *time.Timer
 	mu       sync.Mutex
 	timedOut bool
-	group    cgroup.Group // the sandbox's cgroup, nil without one
-	limits   string       // why there is no cgroup, when limits were only defaults
-	started  bool         // the init was cloned
+	started  bool // the init was cloned
 	waited   bool
 
-	hostID      *hostID // a root caller's host id, held until Wait
-	nproc       bool    // the default process limit is RLIMIT_NPROC on hostID, no cgroup
-	identityMap string  // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
+	identityMap string // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
 
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
@@ -120,6 +114,12 @@ func (c *Cmd) Start() error {
 // runtime starts, which takes ~1.5 ms, and sent on its socket.
 func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	spec := c.Spec
+	c.own.sandboxID()
+	// What the sandbox's binds need and the policy only named: created now, by the
+	// owner of the launch (policy.Build writes nothing).
+	if err := cleanup.MakeDirs(spec.Annotations[cleanup.DirsAnnotation]); err != nil {
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	}
 	rng, mapped, err := rootMapping(spec)
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
@@ -128,7 +128,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var hid *hostID
 	if mapped {
 		// A root caller: the command runs as a host id of the range, never uid 0.
-		if hid, err = takeHostID(rng); err != nil {
+		if hid, err = takeHostID(rng, c.own.sandboxID()); err != nil {
 			return nil, c.fail(&SetupError{Step: "host id", Err: err})
 		}
 		defer func() {
@@ -137,6 +137,23 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			}
 		}()
 		spec = withHostID(spec, hid.id)
+	}
+	var nsOwner *hostID // a host id that owns the user namespace of a uid 0 mapped to itself
+	if !mapped {
+		r, ok, err := ownerRange(spec)
+		if err != nil {
+			return nil, c.fail(&SetupError{Step: "config", Err: err})
+		}
+		if ok {
+			if nsOwner, err = takeHostID(r, c.own.sandboxID()); err != nil {
+				return nil, c.fail(&SetupError{Step: "host id", Err: err})
+			}
+			defer func() {
+				if c.own.nsOwner != nsOwner {
+					nsOwner.release() // the launch failed
+				}
+			}()
+		}
 	}
 	flags, uids, gids, err := cloneConfig(spec, pooled)
 	if err == nil {
@@ -157,8 +174,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// sandbox's processes and threads, without a v1 group's migration (an RCU grace
 		// period, up to ~15 ms after an idle spell).
 		spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
-		c.nproc = true
-	} else if err := c.makeGroup(); err != nil {
+		c.own.nproc = true
+	} else if err := c.own.makeGroup(c.Spec); err != nil {
 		return nil, c.fail(err)
 	}
 	var files []*os.File // the parent's ends, closed on failure
@@ -177,21 +194,21 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		}
 	}
 	if err != nil {
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, specR, specW)
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		closeAll()
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, syncR, syncW)
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
 		closeAll()
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, lifeR, lifeW)
@@ -214,7 +231,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err != nil {
 		closeAll()
-		c.dropGroup()
+		c.own.dropGroup()
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	sys := &syscall.SysProcAttr{
@@ -234,20 +251,35 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		sys.Credential = &syscall.Credential{
 			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, Groups: []uint32{}}
 		sys.GidMappingsEnableSetgroups = true
+	} else if nsOwner != nil {
+		// Cloned with the effective uid nsOwner (startInitAs), which the init must not
+		// keep: its ids are the spec's, set inside (setgroups stays denied).
+		sys.Credential = &syscall.Credential{
+			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, NoSetGroups: true}
 	}
-	if c.group != nil && c.group.CloneFd() >= 0 {
+	if c.own.group != nil && c.own.group.CloneFd() >= 0 {
 		// cgroup v2: cloned straight into the group, no process ever runs outside it
 		sys.UseCgroupFD = true
-		sys.CgroupFD = c.group.CloneFd()
+		sys.CgroupFD = c.own.group.CloneFd()
 	}
 	c.start = time.Now()
 	if err = fault.Check("clone"); err == nil {
-		c.init, err = startInit(args, &syscall.ProcAttr{
+		attr := &syscall.ProcAttr{
 			Env: fault.Env(),
 			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), uintptr(stdio.fds[2]),
 				specR.Fd(), syncW.Fd(), lifeR.Fd()},
 			Sys: sys,
-		})
+		}
+		switch {
+		case mapped:
+			// the sandbox's user namespace owned by its host id, which the kernel then
+			// charges for the sandbox's per-user counts, not host root (usercounts.go)
+			c.init, err = startInitAs(hid.id, args, attr)
+		case nsOwner != nil:
+			c.init, err = startInitAs(nsOwner.id, args, attr)
+		default:
+			c.init, err = startInit(args, attr)
+		}
 	}
 	stdio.sent() // the init holds its ends now
 	specR.Close()
@@ -259,14 +291,14 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		syncR.Close()
 		lifeW.Close()
 		stdio.abort()
-		c.dropGroup()
+		c.own.dropGroup()
 		if mapped && errors.Is(err, unix.EACCES) {
-			return nil, c.fail(&SetupError{Step: "clone", Err: fmt.Errorf("%w (a root caller's init runs as the unprivileged "+
-				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755)", err, hid.id)})
+			return nil, c.fail(&SetupError{Step: "clone", Err: err, Hint: fmt.Sprintf("a root caller's init runs as the unprivileged "+
+				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755", hid.id)})
 		}
-		return nil, c.fail(&SetupError{Step: "clone", Err: cloneHint(err)})
+		return nil, c.fail(&SetupError{Step: "clone", Err: err})
 	}
-	c.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
+	c.own.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.started = true
 	if err := c.sendSpec(spec, specW, mapped, hid); err != nil {
 		specW.Close()
@@ -284,7 +316,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			// The policy accepts host uid 0 where a bind cannot be idmapped.
 			c.identityMap = err.Error()
 			hid.release()
-			c.init, c.started, c.waited, c.nproc = nil, false, false, false
+			c.init, c.started, c.waited, c.own.nproc = nil, false, false, false
 			return c.spawn(pooled)
 		}
 		var se *SetupError
@@ -294,8 +326,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(err)
 	}
 	if mapped {
-		c.hostID = hid
+		c.own.hostID = hid
 	}
+	c.own.nsOwner = nsOwner
 	if pooled {
 		c.ctl = specW
 		stdio.abort() // nothing to copy: /dev/null until the process comes
@@ -304,7 +337,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		stdio.run()
 		c.stdio = stdio // Wait waits for the copies
 	}
-	if c.nproc {
+	if c.own.nproc {
 		cgroup.CollectStale() // groups of killed launchers; this launch makes none
 	}
 	// cgroup v1: place the init while it builds the sandbox (a v1 migration waits for an
@@ -314,19 +347,47 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	placed := make(chan error, 1)
 	go func() {
 		var err error
-		if c.group != nil {
+		if c.own.group != nil {
 			if err = fault.Check("cgroup place"); err == nil {
-				err = c.group.Add(c.init.pid)
+				err = c.own.group.Add(c.init.pid)
 			}
+		}
+		if err == nil {
+			err = c.beginJournal(spec)
 		}
 		if err != nil {
 			c.init.kill()
 		} else {
-			c.life.Write([]byte{lifeGo})
+			c.own.life.Write([]byte{lifeGo})
 		}
 		placed <- err
 	}()
 	return placed, nil
+}
+
+// beginJournal records the after-run cleanup this launch owes (cleanup.BeginJournal),
+// before the init may fork the command: should this process and the init both die
+// before it is done, the next launch of this user completes it. Journals that earlier
+// launches left (their launcher and init gone) are completed first.
+func (c *Cmd) beginJournal(spec *specs.Spec) error {
+	cleanup.CompleteJournals()
+	entries, err := cleanup.Decode(spec.Annotations[cleanup.Annotation])
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	var writable []string
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" && !slices.Contains(m.Options, "ro") {
+			writable = append(writable, m.Source)
+		}
+	}
+	if err = fault.Check("journal"); err == nil {
+		c.own.journal, err = cleanup.BeginJournal(entries, c.init.pid, writable)
+	}
+	if err != nil {
+		return &SetupError{Step: "journal", Err: err}
+	}
+	return nil
 }
 
 // sendSpec sends a cloned init its spec (with the compiled seccomp program) and the
@@ -362,14 +423,14 @@ func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID
 			fds = append(fds, t.Fd())
 		}
 		var plan []int
-		var owners []owner
+		var owners []fileOwner
 		if err == nil {
 			plan, owners, err = idmapPlan(spec, trees)
 		}
 		if err != nil {
 			return &SetupError{Step: "open bind source", Err: err}
 		}
-		self := owner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
+		self := fileOwner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
 		err = fault.Check("idmap")
 		if err == nil {
 			err = idmapTrees(trees, plan, owners, c.init.pid, self, hid.id)
@@ -416,6 +477,10 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	if placed != nil {
 		if err := <-placed; err != nil {
 			c.reapFailed()
+			var se *SetupError
+			if errors.As(err, &se) {
+				return c.fail(se)
+			}
 			return c.fail(&SetupError{Step: "cgroup", Err: err})
 		}
 	}
@@ -428,14 +493,14 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		if c.Events != nil {
 			c.Events(Event{Exec: true, Pid: childPid(pid), Path: m.Path})
 		}
-		c.life.Write([]byte{lifeAck}) // the reaper may reap the command now
+		c.own.life.Write([]byte{lifeAck}) // the reaper may reap the command now
 		return nil
 	case ok && m.Type == msgExecError:
 		c.reapFailed()
 		return c.fail(&ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)})
 	case ok && m.Type == msgError:
 		c.reapFailed()
-		return c.fail(&SetupError{Step: m.Step, Err: errors.New(m.Error)})
+		return c.fail(&SetupError{Step: m.Step, Err: m.err()})
 	}
 	if forking {
 		// The init ended once the command may have started (killed from outside, or
@@ -445,7 +510,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	}
 	// The init died before reporting: killed (timeout, by the memory limit, or by
 	// someone) or crashed.
-	oom := c.group != nil && c.group.Stats().OOMKilled
+	oom := c.own.group != nil && c.own.group.Stats().OOMKilled
 	c.reapFailed()
 	if c.isTimedOut() {
 		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
@@ -456,14 +521,17 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
 }
 
-// fail reports err as an event and returns it.
+// fail reports err as an event and returns it; a *SetupError gets its Hint.
 func (c *Cmd) fail(err error) error {
+	var se *SetupError
+	if errors.As(err, &se) && se.Hint == "" {
+		se.Hint = Hint(se.Step, se.Err)
+	}
 	if c.Events != nil {
-		var se *SetupError
 		var ee *ExecError
 		switch {
-		case errors.As(err, &se):
-			c.Events(Event{Error: se.Err.Error(), Step: se.Step, Status: ExitSetup})
+		case se != nil:
+			c.Events(Event{Error: se.cause(), Step: se.Step, Status: ExitSetup})
 		case errors.As(err, &ee):
 			c.Events(Event{Error: ee.Error(), Step: "exec", Status: ee.ExitCode()})
 		default:
@@ -478,11 +546,12 @@ func (c *Cmd) fail(err error) error {
 func (c *Cmd) reapFailed() {
 	c.init.kill()
 	c.init.wait()
+	c.own.journal.Done() // the command never ran: nothing is owed
 	if c.stdio != nil {
 		c.stdio.wait()
 	}
 	c.release()
-	c.dropGroup()
+	c.own.dropGroup()
 }
 
 func (c *Cmd) release() {
@@ -490,13 +559,10 @@ func (c *Cmd) release() {
 		c.timer.Stop()
 	}
 	c.syncFile.Close()
-	c.life.Close()
 	if c.ctl != nil {
 		c.ctl.Close()
 	}
-	// The sandbox is gone (the init was reaped, and with it every process of its pid
-	// namespace): its host id is free again.
-	c.hostID.release()
+	c.own.release()
 	c.waited = true
 }
 
@@ -554,8 +620,8 @@ func (c *Cmd) Wait() error {
 	wall := time.Since(c.start)
 	c.release()
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: -1, IdentityMap: c.identityMap}
-	if c.hostID != nil {
-		r.HostUID = int64(c.hostID.id)
+	if c.own.hostID != nil {
+		r.HostUID = int64(c.own.hostID.id)
 	}
 	switch {
 	case r.TimedOut:
@@ -575,14 +641,14 @@ func (c *Cmd) Wait() error {
 		}
 		r.ExitCode = 128 + int(r.Signal)
 	}
-	r.Removed, r.NotRemoved = removeAbsentAfter(c.Spec)
+	r.Removed, r.NotRemoved = c.own.afterRun(c.Spec)
 	r.Limits = string(cgroup.None)
-	if c.nproc {
+	if c.own.nproc {
 		r.Limits = string(cgroup.Rlimit)
 	}
-	if c.group != nil {
-		st := c.group.Stats()
-		r.Limits = string(c.group.Kind())
+	if c.own.group != nil {
+		st := c.own.group.Stats()
+		r.Limits = string(c.own.group.Kind())
 		r.OOMKilled, r.MemoryPeak, r.PidsPeak = st.OOMKilled, st.MemoryPeak, st.PidsPeak
 		r.CPUUser, r.CPUSystem = time.Duration(st.CPUUser)*time.Microsecond, time.Duration(st.CPUSystem)*time.Microsecond
 		switch {
@@ -594,10 +660,10 @@ func (c *Cmd) Wait() error {
 		if c.pool != nil {
 			// The group is empty; its removal can wait for a v1 migration another
 			// sandbox of the pool is doing (milliseconds): Pool.Close waits for it.
-			c.pool.removeLater(c.group)
-			c.group = nil
+			c.pool.removeLater(c.own.group)
+			c.own.group = nil
 		} else {
-			c.dropGroup()
+			c.own.dropGroup()
 		}
 	}
 	c.Result = r
@@ -607,7 +673,7 @@ func (c *Cmd) Wait() error {
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
 		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed, NotRemoved: r.NotRemoved,
-			Limits: r.Limits, LimitsNote: c.limits}
+			Limits: r.Limits, LimitsNote: c.own.limits}
 		if r.Limits == string(cgroup.V1) || r.Limits == string(cgroup.V2) { // usage is known only through a cgroup
 			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
 			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak
@@ -621,352 +687,31 @@ func (c *Cmd) Wait() error {
 	return &ExitError{r}
 }
 
-// AbsentAfterAnnotation lists, as a JSON array, host paths that must not exist once the
-// sandbox has ended; Wait removes any that appeared (without following a final
-// symlink) and reports them in Result.Removed. For files the command can create but a
-// mount cannot keep it from creating.
-const AbsentAfterAnnotation = "org.gosbx.absent-after"
-
-func removeAbsentAfter(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[AbsentAfterAnnotation]
-	if !ok {
-		return removeNewEntries(spec)
-	}
-	var paths []string
-	if json.Unmarshal([]byte(raw), &paths) != nil {
-		return nil, []string{"annotation " + AbsentAfterAnnotation + ": not a JSON array of paths"}
-	}
-	for _, p := range paths {
-		switch gone, err := removeNoFollow(p); {
-		case err != nil:
-			failed = append(failed, p+": "+err.Error())
-		case gone:
-			removed = append(removed, p)
-		}
-	}
-	r, f := removeNewEntries(spec)
-	removed, failed = append(removed, r...), append(failed, f...)
-	r, f = removeSymlinks(spec)
-	return append(removed, r...), append(failed, f...)
-}
-
-// NoSymlinksAnnotation lists, as a JSON array, host directories (commit-mode git dirs)
-// in which no symlink, FIFO, socket or device may be left once the sandbox has ended:
-// Wait removes every one (without following it) and reports it in Result.Removed. Git
-// never makes one there; the host's git follows a symlink when it writes
-// (COMMIT_EDITMSG, logs/HEAD, a ref) and blocks on a FIFO.
-const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
-
-func removeSymlinks(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[NoSymlinksAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	var dirs []string
-	if json.Unmarshal([]byte(raw), &dirs) != nil {
-		return nil, []string{"annotation " + NoSymlinksAnnotation + ": not a JSON array of paths"}
-	}
-	var walk func(fd int, dir string, depth int)
-	walk = func(fd int, dir string, depth int) {
-		f := os.NewFile(uintptr(fd), dir)
-		defer f.Close()
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			failed = append(failed, dir+": "+err.Error())
-		}
-		for _, n := range names {
-			p := filepath.Join(dir, n)
-			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
-			}
-			switch t := st.Mode & unix.S_IFMT; {
-			case t == unix.S_IFLNK || t == unix.S_IFIFO || t == unix.S_IFSOCK || t == unix.S_IFCHR || t == unix.S_IFBLK:
-				if err := removeAt(fd, n, false, 0); err != nil {
-					failed = append(failed, p+": "+err.Error())
-				} else {
-					removed = append(removed, p)
-				}
-			case st.Mode&unix.S_IFMT != unix.S_IFDIR || depth >= 32:
-			case filepath.Base(dir) == "objects" && n != "info" && n != "pack":
-				// a fan-out directory: its loose objects are not followed when git writes
-			default:
-				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
-					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				}
-				if err != nil {
-					failed = append(failed, p+": "+err.Error())
-					continue
-				}
-				walk(sub, p, depth+1)
-			}
-		}
-	}
-	for _, d := range dirs {
-		fd, err := openDirNoFollow(d)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			continue
-		}
-		if err != nil {
-			failed = append(failed, d+": "+err.Error())
-			continue
-		}
-		walk(fd, d, 0)
-	}
-	return removed, failed
-}
-
-// NoNewEntriesAnnotation lists, as a JSON array of {"dir": D, "keep": [names]}, host
-// directories the command may write in but not add to: when the sandbox has ended, Wait
-// removes every entry of D not in keep (without following a symlink) and reports it in
-// Result.Removed. A commit-mode git dir's modules/: a submodule git dir the command
-// made there would be adopted by the user's next git submodule update --init.
-const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
-
-func removeNewEntries(spec *specs.Spec) (removed, failed []string) {
-	raw, ok := spec.Annotations[NoNewEntriesAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	var dirs []struct {
-		Dir  string   `json:"dir"`
-		Keep []string `json:"keep"`
-	}
-	if json.Unmarshal([]byte(raw), &dirs) != nil {
-		return nil, []string{"annotation " + NoNewEntriesAnnotation + ": not valid"}
-	}
-	for _, d := range dirs {
-		keep := map[string]bool{}
-		for _, k := range d.Keep {
-			keep[k] = true
-		}
-		fd, err := openDirNoFollow(d.Dir)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			continue // gone, or no longer the directory (nothing of it can be reached by that name)
-		}
-		if err != nil {
-			failed = append(failed, d.Dir+": "+err.Error())
-			continue
-		}
-		f := os.NewFile(uintptr(fd), d.Dir)
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			failed = append(failed, d.Dir+": "+err.Error())
-		}
-		for _, n := range names {
-			if keep[n] {
-				continue
-			}
-			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
-			}
-			if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-				failed = append(failed, filepath.Join(d.Dir, n)+": "+err.Error())
-			} else {
-				removed = append(removed, filepath.Join(d.Dir, n))
-			}
-		}
-		f.Close()
-	}
-	return removed, failed
-}
-
-// removeNoFollow removes the file or tree at the canonical path p without following a
-// symlink anywhere: its parent is opened with openat2(2) RESOLVE_NO_SYMLINKS (a
-// component the command replaced by a symlink leads nowhere, and nothing is removed),
-// and a tree is removed through descriptors, never by path. It reports whether p was
-// there and is gone, and an error when it is there and could not be removed. The
-// sandbox has ended: nothing races the removal, and a directory the command made
-// unwritable or unsearchable (chmod 0555 .git) is given back its owner's rwx first.
-func removeNoFollow(p string) (bool, error) {
-	dir, err := openDirNoFollow(filepath.Dir(p))
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-		return false, nil
-	}
+// runCleanup carries out the spec's after-run cleanup (cleanup.Annotation): the paths
+// removed, and what could not be removed ("path: reason").
+func runCleanup(spec *specs.Spec) (removed, failed []string) {
+	entries, err := cleanup.Decode(spec.Annotations[cleanup.Annotation])
 	if err != nil {
-		return false, err
+		return nil, []string{err.Error()}
 	}
-	defer unix.Close(dir)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return false, nil
-		}
-		return false, err
-	}
-	if err := removeAt(dir, filepath.Base(p), st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
-		return false, err
-	}
-	return true, nil
+	return cleanup.Run(entries)
 }
 
-// openDirNoFollow opens the directory p (O_RDONLY) without following a symlink; a
-// directory on the way its owner cannot search or read gets u+rwx (see removeNoFollow).
-func openDirNoFollow(p string) (int, error) {
-	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, how)
-	if errors.Is(err, unix.ENOSYS) {
-		// the init's own cleanup, under a root caller's seccomp filter (openat2's mode
-		// cannot be inspected, so it is refused): component by component, O_NOFOLLOW
-		fd, err = openComponents(p)
-	}
-	if !errors.Is(err, unix.EACCES) || p == "/" {
-		return fd, err
-	}
-	parent, perr := openDirNoFollow(filepath.Dir(p))
-	if perr != nil {
-		return -1, err
-	}
-	defer unix.Close(parent)
-	if perr := ownerRWX(parent, filepath.Base(p)); perr != nil {
-		return -1, err
-	}
-	return unix.Openat(parent, filepath.Base(p), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-}
-
-// openComponents opens the canonical directory p one component at a time from /, each
-// with O_NOFOLLOW: a symlink anywhere on the way is refused (ELOOP or ENOTDIR).
-func openComponents(p string) (int, error) {
-	if strings.Trim(p, "/") == "" {
-		return unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	cs := strings.Split(strings.Trim(p, "/"), "/")
-	for i, c := range cs {
-		if c == ".." || c == "." {
-			unix.Close(fd)
-			return -1, unix.EINVAL
-		}
-		flags := unix.O_PATH // search permission is enough on the way
-		if i == len(cs)-1 {
-			flags = unix.O_RDONLY // the directory itself is read
-		}
-		next, err := unix.Openat(fd, c, flags|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, err
-		}
-		fd = next
-	}
-	return fd, nil
-}
-
-// ownerRWX gives the directory name in dir its owner's rwx, through a descriptor of
-// that very directory (O_PATH|O_NOFOLLOW, chmod through /proc/self/fd), never by name:
-// a directory swapped for a symlink meanwhile (another sandbox on the same workspace may
-// still run) is not followed, so nothing outside is touched.
-func ownerRWX(dir int, name string) error {
-	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o700)
-	if errors.Is(err, unix.EPERM) {
-		// the init's own cleanup runs under the command's seccomp filter, which for a
-		// root caller refuses a mode with set-ID bits: without them
-		err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o1777|0o700)
-	}
-	return err
-}
-
-// removeAt removes name in the directory dir: a directory with everything in it, by
-// descriptor, at most 64 levels deep. A directory in the way that its owner cannot
-// write, search or read gets u+rwx (removeNoFollow).
-func removeAt(dir int, name string, isDir bool, depth int) error {
-	err := removeOne(dir, name, isDir, depth)
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		var st unix.Stat_t
-		if unix.Fstat(dir, &st) == nil && unix.Fchmod(dir, st.Mode&0o7777|0o700) == nil {
-			err = removeOne(dir, name, isDir, depth)
-		}
-	}
-	return err
-}
-
-func removeOne(dir int, name string, isDir bool, depth int) error {
-	if !isDir {
-		return unix.Unlinkat(dir, name, 0)
-	}
-	if depth > 64 {
-		return unix.ELOOP
-	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.EACCES) && ownerRWX(dir, name) == nil {
-		fd, err = unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), name)
-	names, _ := f.Readdirnames(-1)
-	for _, n := range names {
-		var st unix.Stat_t
-		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, depth+1)
-		}
-	}
-	f.Close()
-	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
-}
-
-// makeGroup creates the sandbox's cgroup when the spec has resources. A host or caller
-// without a usable cgroup stops the launch when a limit is required (policy.Resources,
-// a flag), and is noted otherwise (the profile's defaults, or best effort).
-func (c *Cmd) makeGroup() error {
-	if c.Spec.Linux == nil || c.Spec.Linux.Resources == nil {
-		return nil
-	}
-	var info cgroup.LimitsInfo
-	if raw, ok := c.Spec.Annotations[cgroup.LimitsAnnotation]; ok {
-		if err := json.Unmarshal([]byte(raw), &info); err != nil {
-			return &SetupError{Step: "cgroup", Err: fmt.Errorf("annotation %s: %w", cgroup.LimitsAnnotation, err)}
-		}
-	}
-	if err := fault.Check("cgroup"); err != nil {
-		return &SetupError{Step: "cgroup", Err: err}
-	}
-	g, err := cgroup.New(c.Spec.Linux.Resources, cgroup.Options{Parent: info.CgroupParent})
-	if err == nil {
-		c.group = g
-		return nil
-	}
-	if len(info.Required) > 0 && !info.BestEffort {
-		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; "+
-			"run as root, name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts), or accept running without them with --limits best-effort",
-			strings.Join(info.Required, ", "), err)}
-	}
-	c.limits = err.Error()
-	return nil
-}
-
-// dropGroup removes the cgroup, once the sandbox is gone.
-func (c *Cmd) dropGroup() {
-	if c.group != nil {
-		c.group.Destroy()
-		c.group = nil
-	}
-}
+// SandboxID is the sandbox's own id, after Start: its cgroup is gosbx-<id> and a root
+// caller's host id lock file holds it. 16 hex digits.
+func (c *Cmd) SandboxID() string { return c.own.id }
 
 // LimitsNote says why the sandbox runs without cgroup limits, after Start ("" when it
 // has them, or none were asked for).
-func (c *Cmd) LimitsNote() string { return c.limits }
+func (c *Cmd) LimitsNote() string { return c.own.limits }
 
 // namespaceEvent is the first event: the init's pid and namespaces, and for a root
 // caller the host id the command runs as (or why it kept uid 0).
 func (c *Cmd) namespaceEvent() Event {
 	e := namespaceEvent(c.init.pid)
-	if c.hostID != nil {
-		id := int64(c.hostID.id)
+	e.SandboxID = c.own.id
+	if c.own.hostID != nil {
+		id := int64(c.own.hostID.id)
 		e.HostUID = &id
 	}
 	e.IdentityMap = c.identityMap

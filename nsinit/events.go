@@ -18,6 +18,9 @@ type Event struct {
 	PidNS    uint64 `json:"pid-namespace,omitempty"`
 	UserNS   uint64 `json:"user-namespace,omitempty"`
 	UtsNS    uint64 `json:"uts-namespace,omitempty"`
+	// SandboxID, with ChildPid, is the sandbox's own id (Cmd.SandboxID): its cgroup is
+	// gosbx-<id>.
+	SandboxID string `json:"sandbox-id,omitempty"`
 	// HostUID, for a root caller, is the host uid and gid the command runs as, taken from
 	// the spec's id range for this sandbox alone; IdentityMap says why it is 0 instead
 	// (the policy allowed it and a read-write bind could not be idmapped).
@@ -31,7 +34,7 @@ type Event struct {
 	TimedOut    *bool  `json:"timed-out,omitempty"`
 	WallMs      *int64 `json:"wall-ms,omitempty"`
 	// Removed, with the exit: paths the command created that must not outlive it
-	// (AbsentAfterAnnotation), removed.
+	// (cleanup.Annotation), removed.
 	Removed []string `json:"removed,omitempty"`
 	// NotRemoved, with the exit: such paths that could not be removed ("path: cause").
 	NotRemoved []string `json:"not-removed,omitempty"`

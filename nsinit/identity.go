@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
 )
@@ -62,11 +63,32 @@ func (h *hostID) release() {
 }
 
 // rootMapping reports whether this launch maps a root caller's command to a host id of
-// a range: the launcher is root of the initial user namespace and the spec has an id
+// a range: the launcher is a root caller (caps.CurrentCaller) and the spec has an id
 // range.
 func rootMapping(spec *specs.Spec) (idRange, bool, error) {
+	if !caps.CurrentCaller().Root {
+		return idRange{}, false, nil
+	}
+	return specRange(spec)
+}
+
+// ownerRange reports whether the user namespace of a launch that keeps the spec's own
+// mapping (a uid 0 that is not a root caller, or a root caller's uid 0 fallback) is to
+// be owned by a host id of the spec's range rather than by root, so that the kernel
+// charges the sandbox's per-user counts to that id (usercounts.go): the launcher is
+// uid 0 of the initial user namespace able to set ids (caps.Caller.OwnsIDs) and the
+// spec has an id range.
+func ownerRange(spec *specs.Spec) (idRange, bool, error) {
+	if c := caps.CurrentCaller(); os.Geteuid() != 0 || !c.OwnsIDs {
+		return idRange{}, false, nil
+	}
+	return specRange(spec)
+}
+
+// specRange decodes the spec's IDRangeAnnotation: ok=false without one.
+func specRange(spec *specs.Spec) (idRange, bool, error) {
 	raw, ok := spec.Annotations[IDRangeAnnotation]
-	if !ok || os.Geteuid() != 0 || !initialUserNS() {
+	if !ok {
 		return idRange{}, false, nil
 	}
 	var r idRange
@@ -83,19 +105,12 @@ func rootMapping(spec *specs.Spec) (idRange, bool, error) {
 	return r, true, nil
 }
 
-// initialUserNS reports whether the calling process's user namespace maps every id to
-// itself, as the initial one does (a root container without a user namespace too). Root
-// of another user namespace is an unprivileged host user already, and its namespace
-// maps no id of the range.
-func initialUserNS() bool {
-	b, err := os.ReadFile("/proc/self/uid_map")
-	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
-}
-
-// takeHostID takes a free id of r: its lock file, created if needed in hostIDDir (a
-// root-owned directory nobody else may write), locked without waiting. Ids are tried
-// from a random one on, so concurrent launchers rarely try the same.
-func takeHostID(r idRange) (*hostID, error) {
+// takeHostID takes a free id of r for the sandbox sandboxID: its lock file, created if
+// needed in hostIDDir (a root-owned directory nobody else may write), locked without
+// waiting, holding the sandbox id (which sandbox holds which id; the lock, not the
+// file's content, says whether its owner lives). Ids are tried from a random one on,
+// so concurrent launchers rarely try the same.
+func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 	if err := os.MkdirAll(hostIDDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", hostIDDir, err)
 	}
@@ -132,6 +147,9 @@ func takeHostID(r idRange) (*hostID, error) {
 			held.Ino != now.Ino || held.Dev != now.Dev {
 			unix.Close(fd) // released and removed meanwhile: the id may be taken again
 			continue
+		}
+		if err := unix.Ftruncate(fd, 0); err == nil {
+			unix.Pwrite(fd, []byte(sandboxID+"\n"), 0)
 		}
 		return &hostID{id: id, lock: os.NewFile(uintptr(fd), name)}, nil
 	}
@@ -174,8 +192,8 @@ func withHostID(spec *specs.Spec, h uint32) *specs.Spec {
 	return &s
 }
 
-// owner is a file's uid and gid.
-type owner struct{ uid, gid uint32 }
+// fileOwner is a file's uid and gid.
+type fileOwner struct{ uid, gid uint32 }
 
 // idmapPlan says, for each bind tree (in BindSources order), whose ids it is idmapped
 // to, as an index in owners: a read-write bind, or one with the "idmap" option (a
@@ -184,7 +202,7 @@ type owner struct{ uid, gid uint32 }
 // so that the command, host id h, acts on those files as their owner; a directory gosbx
 // pins inside a workspace keeps the workspace's mapping. -1 for a tree not idmapped (a
 // read-only system bind: root's 0600 files there stay root's).
-func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error) {
+func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []fileOwner, error) {
 	var binds []specs.Mount
 	for _, m := range spec.Mounts {
 		if m.Type == "bind" {
@@ -195,8 +213,8 @@ func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error)
 		return nil, nil, fmt.Errorf("%d cloned trees for %d bind mounts", len(trees), len(binds))
 	}
 	var plan []int
-	var owners []owner
-	index := map[owner]int{}
+	var owners []fileOwner
+	index := map[fileOwner]int{}
 	for i, m := range binds {
 		if !mounts.Writable(m) && !hasOption(m, "idmap") {
 			plan = append(plan, -1)
@@ -214,7 +232,7 @@ func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []owner, error)
 		if err := unix.Fstat(trees[from].Fd(), &st); err != nil {
 			return nil, nil, fmt.Errorf("stat %s: %w", binds[from].Source, err)
 		}
-		o := owner{st.Uid, st.Gid}
+		o := fileOwner{st.Uid, st.Gid}
 		k, ok := index[o]
 		if !ok {
 			k = len(owners)
@@ -239,7 +257,7 @@ func hasOption(m specs.Mount, opt string) bool {
 // the init's own (/proc/PID/ns/user) when o is the command's own ids inside, else a
 // namespace made for the purpose by a short-lived child (a multi-threaded program
 // cannot unshare(2) one itself). The mount keeps its own reference to the namespace.
-func usernsFor(initPid int, self owner, o owner, h uint32) (int, func(), error) {
+func usernsFor(initPid int, self fileOwner, o fileOwner, h uint32) (int, func(), error) {
 	if o == self && initPid > 0 {
 		fd, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -281,7 +299,7 @@ const holdArg = "gosbx-userns"
 
 // idmapTrees idmaps the trees as plan says, for a sandbox whose init is initPid and
 // whose command runs as host id h with the ids self inside.
-func idmapTrees(trees []*mounts.Source, plan []int, owners []owner, initPid int, self owner, h uint32) error {
+func idmapTrees(trees []*mounts.Source, plan []int, owners []fileOwner, initPid int, self fileOwner, h uint32) error {
 	for oi, o := range owners {
 		var fd int
 		var done func()
@@ -313,12 +331,12 @@ func idmapTrees(trees []*mounts.Source, plan []int, owners []owner, initPid int,
 // as it does each read-write bind: it clones the tree (open_tree(2), recursive) and
 // idmaps the clone (mount_setattr(2) MOUNT_ATTR_IDMAP) with a user namespace that maps
 // dir's owner to a host id of policy.DefaultIDRange, then drops it; nothing is mounted.
-// It needs root of the initial user namespace. The error names the failing step;
+// It needs a root caller (caps.CurrentCaller). The error names the failing step;
 // EINVAL from the idmap means dir's file system, or one mounted below it, cannot be
 // idmapped.
 func ProbeIDMap(dir string) error {
-	if os.Geteuid() != 0 || !initialUserNS() {
-		return errors.New("needs root of the initial user namespace")
+	if c := caps.CurrentCaller(); !c.Root {
+		return errors.New("needs a root caller: root of the initial user namespace with CAP_SYS_ADMIN")
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
@@ -330,7 +348,7 @@ func ProbeIDMap(dir string) error {
 	}
 	defer src.Close()
 	// any id of the range: the namespace is dropped at once
-	fd, done, err := usernsFor(0, owner{}, owner{st.Uid, st.Gid}, 2_100_000_000)
+	fd, done, err := usernsFor(0, fileOwner{}, fileOwner{st.Uid, st.Gid}, 2_100_000_000)
 	if err != nil {
 		return err
 	}

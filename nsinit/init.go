@@ -61,7 +61,7 @@ func Init() {
 	if err != nil {
 		var se *stepError
 		if errors.As(err, &se) {
-			w.send(message{Type: msgError, Step: se.step, Error: se.err.Error()})
+			w.send(errorMessage(se.step, se.err))
 			os.Exit(ExitSetup)
 		}
 		var ee *execError
@@ -69,7 +69,7 @@ func Init() {
 			w.send(message{Type: msgExecError, Path: ee.path, Errno: int(ee.errno), Error: ee.Error()})
 			os.Exit(ee.code())
 		}
-		w.send(message{Type: msgError, Step: "init", Error: err.Error()})
+		w.send(errorMessage("init", err))
 		os.Exit(ExitSetup)
 	}
 	if fault.Check("exec report") != nil {
@@ -90,7 +90,7 @@ var (
 	acked        = make(chan struct{})
 	launcherGone = make(chan struct{})
 	forked       atomic.Bool
-	// cleanupSpec is the spec whose after-run cleanup (removeAbsentAfter) the reaper
+	// cleanupSpec is the spec whose after-run cleanup (runCleanup) the reaper
 	// does itself when the launcher is gone.
 	cleanupSpec *specs.Spec
 )

@@ -15,6 +15,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/mounts"
 )
 
 func TestLookPath(t *testing.T) {
@@ -367,15 +369,29 @@ func TestNotStarted(t *testing.T) {
 	}
 }
 
-func TestCloneHint(t *testing.T) {
+// Hints are decided from the error's fields, never its text.
+func TestHint(t *testing.T) {
 	for _, e := range []error{unix.EPERM, unix.EACCES, unix.ENOSPC, unix.EINVAL} {
-		h := cloneHint(fmt.Errorf("fork/exec: %w", e))
-		if !errors.Is(h, e) || !strings.Contains(h.Error(), "user namespace") {
-			t.Errorf("cloneHint(%v) = %v", e, h)
+		if h := Hint("clone", fmt.Errorf("fork/exec: %w", e)); !strings.Contains(h, "user namespace") {
+			t.Errorf("Hint(clone, %v) = %q", e, h)
 		}
 	}
-	if h := cloneHint(unix.ENOMEM); h != unix.ENOMEM {
-		t.Errorf("cloneHint(ENOMEM) = %v; want it unchanged", h)
+	if h := Hint("clone", unix.ENOMEM); h != "" {
+		t.Errorf("Hint(clone, ENOMEM) = %q; want none", h)
+	}
+	proc := &mounts.Error{Op: "mount", Source: "proc", Target: "/proc", Err: unix.EPERM}
+	if h := Hint("mount", fmt.Errorf("wrapped: %w", proc)); !strings.Contains(h, "new procfs") || !strings.Contains(h, "systempaths=unconfined") {
+		t.Errorf("Hint(mount proc EPERM) = %q", h)
+	}
+	// a bind of a path named like proc, or a text that says procfs, is not a masked /proc
+	for _, err := range []error{&mounts.Error{Op: "bind", Source: "/home/u/proc", Target: "/home/u/proc", Err: unix.EPERM},
+		errors.New("mount proc on /proc: operation not permitted (new procfs)")} {
+		if h := Hint("mount", err); h != "" {
+			t.Errorf("Hint(mount, %v) = %q; want none", err, h)
+		}
+	}
+	if h := Hint("mount", &mounts.Error{Op: "mount", Source: "tmpfs", Err: fmt.Errorf("fsopen: %w", unix.ENOSYS)}); !strings.Contains(h, "Linux 5.12") {
+		t.Errorf("Hint(ENOSYS) = %q", h)
 	}
 }
 

@@ -119,7 +119,7 @@ func (p *Pool) build() built {
 		return built{cmd: c}
 	case ok && m.Type == msgError:
 		c.reapFailed()
-		return built{err: &SetupError{Step: m.Step, Err: errors.New(m.Error)}}
+		return built{err: &SetupError{Step: m.Step, Err: m.err()}}
 	}
 	c.reapFailed()
 	return built{err: &SetupError{Step: "init", Err: diedEarly(c.init.wait())}}
@@ -262,7 +262,6 @@ const refillDelay = 20 * time.Millisecond
 
 // adopt takes over the launch state of b, a pooled init built by Pool.build.
 func (c *Cmd) adopt(b *Cmd) {
-	c.init, c.life, c.sync, c.syncFile, c.ctl = b.init, b.life, b.sync, b.syncFile, b.ctl
-	c.group, c.limits, c.started, c.waited = b.group, b.limits, b.started, false
-	c.hostID, c.identityMap = b.hostID, b.identityMap
+	c.init, c.own, c.sync, c.syncFile, c.ctl = b.init, b.own, b.sync, b.syncFile, b.ctl
+	c.started, c.waited, c.identityMap = b.started, false, b.identityMap
 }

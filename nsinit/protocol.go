@@ -73,6 +73,11 @@ type message struct {
 	Path   string // msgExec, msgExecError: the resolved command
 	Pid    int    // msgExec: the command's pid inside the sandbox
 	Status int    // msgExit: the command's wait status (wait(2))
+	// msgError: the failure's type and fields, so the launcher rebuilds the same error
+	// (remoteerror.go); Errno is then the first errno in its chain.
+	Kind                      string // errMount (*mounts.Error), errPath (*os.PathError), or ""
+	Op, Source, Target, Flags string // its fields (Target: an *os.PathError's Path)
+	Cause                     string // the text of its Err
 }
 
 const (
@@ -89,7 +94,7 @@ const (
 type syncWriter struct{ f *os.File }
 
 func (w syncWriter) send(m message) {
-	e := &encoder{b: make([]byte, 4, 64+len(m.Error)+len(m.Path))}
+	e := &encoder{b: make([]byte, 4, 64+len(m.Error)+len(m.Path)+len(m.Source)+len(m.Target)+len(m.Cause))}
 	e.str(m.Type)
 	e.str(m.Step)
 	e.str(m.Error)
@@ -97,6 +102,9 @@ func (w syncWriter) send(m message) {
 	e.str(m.Path)
 	e.uint(uint64(m.Pid))
 	e.uint(uint64(uint32(m.Status)))
+	for _, f := range []string{m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause} {
+		e.str(f)
+	}
 	binary.LittleEndian.PutUint32(e.b, uint32(len(e.b)-4))
 	w.f.Write(e.b)
 }
@@ -129,6 +137,7 @@ func (r *syncReader) next() (m message, ok bool) {
 		d := &decoder{b: body}
 		m = message{Type: d.str(), Step: d.str(), Error: d.str(), Errno: int(d.uint32()), Path: d.str(),
 			Pid: int(d.uint32()), Status: int(d.uint32())}
+		m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
 		err = d.end("message")
 	}
 	if err != nil {

@@ -21,12 +21,11 @@ type Result struct {
 	Signal   syscall.Signal // the signal that killed the command, 0 if it exited
 	TimedOut bool           // the wall-clock timeout expired and the sandbox was killed
 	Wall     time.Duration  // from the clone of the init to the end of the sandbox
-	// Removed are paths of AbsentAfterAnnotation that the command created and that
-	// Wait removed.
+	// Removed are the paths the after-run cleanup (cleanup.Annotation: what the
+	// command created that must not outlive it) removed.
 	Removed []string
-	// NotRemoved are those (and entries of NoNewEntriesAnnotation's directories) that
-	// could not be removed, each "path: cause": the host's next git command there may
-	// follow what the command planted; remove them before using git there.
+	// NotRemoved are those that could not be removed, each "path: cause": what the
+	// command planted there outlives the sandbox; remove it by hand.
 	NotRemoved []string
 
 	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", "rlimit" (a
@@ -58,14 +57,27 @@ type Result struct {
 func (r *Result) Success() bool { return r.ExitCode == 0 && !r.TimedOut }
 
 // SetupError means the sandbox could not be built and the command never ran. Step
-// names the setup step ("clone", "mount", "pivot_root", "drop capabilities", …).
+// names the setup step ("clone", "mount", "pivot_root", "drop capabilities", …). Err
+// keeps its types across the process boundary: a failure in the init stage unwraps to
+// its errno (errors.Is(err, unix.EPERM)), and a mount failure is a *mounts.Error
+// (errors.As), as on the side that failed.
 type SetupError struct {
 	Step string
 	Err  error
+	// Hint says what usually fixes this failure (Hint(Step, Err), set by Start), or "".
+	Hint string
 }
 
 func (e *SetupError) Error() string {
-	return fmt.Sprintf("sandbox setup failed at %s: %v", e.Step, e.Err)
+	return "sandbox setup failed at " + e.Step + ": " + e.cause()
+}
+
+// cause is Err's text, with the hint.
+func (e *SetupError) cause() string {
+	if e.Hint == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + " (" + e.Hint + ")"
 }
 func (e *SetupError) Unwrap() error { return e.Err }
 

@@ -105,29 +105,6 @@ func jsonSymlinks(links []mounts.Symlink) string {
 	return string(append(b, ']'))
 }
 
-// jsonNoNewEntries is json.Marshal(list).
-func jsonNoNewEntries(list []NoNewEntries) string {
-	_ = NoNewEntries(struct {
-		Dir  string
-		Keep []string
-	}{})
-	if list == nil {
-		return "null"
-	}
-	b := []byte{'['}
-	for i, e := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"dir":`...)
-		b = appendJSONString(b, e.Dir)
-		b = append(b, `,"keep":`...)
-		b = appendJSONStrings(b, e.Keep)
-		b = append(b, '}')
-	}
-	return string(append(b, ']'))
-}
-
 // jsonIDRange is json.Marshal(r).
 func jsonIDRange(r IDRange) string {
 	_ = IDRange(struct{ Base, Count uint32 }{})

@@ -2,9 +2,9 @@ package policy
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -54,9 +55,11 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 }
 
 // Build compiles an effective policy (from Effective) into the runtime-spec config that
-// the init stage reads, canonicalizing every host path once. It creates the guarded
-// directories of repositories in "commit" mode (hooks/, info/, objects/info/) when they
-// are missing, so that the command cannot. Errors are *Error.
+// the init stage reads, canonicalizing every host path once. It reads the host and
+// writes nothing: the directories the guard needs (a commit-mode git dir's missing
+// hooks/, info/, objects/info/, an unpopulated submodule path) are named in the spec
+// (cleanup.DirsAnnotation) and created by the launch (nsinit), so that the command
+// cannot make them. Errors are *Error.
 func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
@@ -160,7 +163,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if err := writable("rw", canon, h, creds); err != nil {
 			return nil, err
 		}
-		if h.UID == 0 {
+		if h.Root {
 			st, err := os.Stat(canon)
 			if err != nil {
 				return nil, errorf("rw", given, err, "cannot stat")
@@ -191,23 +194,33 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.source != "" && inWritable(p.source) {
 		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
 	}
-	var protected, absentAfter, noSymlinks []string
-	var noNew []NoNewEntries
+	var protected, makeDirs []string
+	var cleanups []cleanup.Entry
+	if slices.Contains(f.Protected, ".git") {
+		// the repositories that hold a writable tree from above
+		for _, t := range trees {
+			plan, err := guardEnclosing(t, trees, inWritable)
+			if err != nil {
+				return nil, err
+			}
+			protected = append(protected, plan.readOnly...)
+			makeDirs = append(makeDirs, plan.makeDirs...)
+		}
+	}
 	for _, t := range trees {
 		c := ""
 		if t == ws {
 			c = cwd
 		}
 		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
-		r = nil // the git dirs' guarded directories are created below
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range found {
-			if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
-				return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
-			}
 			if filepath.Base(m) != ".git" {
+				if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
+					return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
+				}
 				protected = append(protected, m)
 				continue
 			}
@@ -215,20 +228,14 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, d := range plan.mkdirDirs {
-				if err := mkdirLike(d); err != nil {
-					return nil, errorf("protected", d, err, "cannot create the guarded directory")
-				}
-			}
+			makeDirs = append(makeDirs, plan.makeDirs...)
 			for _, g := range plan.readOnly {
 				if st, err := os.Lstat(g); err == nil && st.Mode()&os.ModeSymlink != 0 {
 					return nil, errorf("protected", g, nil, "is a symlink: it cannot be guarded in git commit mode (the command could replace it); use git: readonly")
 				}
 			}
 			protected = append(protected, plan.readOnly...)
-			absentAfter = append(absentAfter, plan.absentAfter...)
-			noSymlinks = append(noSymlinks, plan.noSymlinks...)
-			noNew = append(noNew, plan.noNewEntries...)
+			cleanups = append(cleanups, plan.cleanups...)
 			for _, d := range plan.bindRO {
 				if err := hostGitDir(d, h, creds); err != nil {
 					return nil, err
@@ -253,6 +260,8 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		}
 	}
 
+	// A path guarded twice (by an enclosing repository and by the scan) is bound once.
+	protected, makeDirs = unique(protected), unique(makeDirs)
 	masked := append([]string{}, procMasked...)
 	for _, m := range f.Masked {
 		masked = append(masked, maskPaths(m)...)
@@ -321,10 +330,9 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	// The annotations are JSON, which cannot carry a path that is not valid UTF-8
 	// (json.Marshal writes U+FFFD instead): the cleanup after the run would look for
 	// another path and leave what the command planted.
-	var paths []string
-	paths = append(append(paths, absentAfter...), noSymlinks...)
-	for _, n := range noNew {
-		paths = append(append(paths, n.Dir), n.Keep...)
+	paths := append([]string{}, makeDirs...)
+	for _, c := range cleanups {
+		paths = append(append(paths, c.Path, c.Target), c.Keep...)
 	}
 	for _, l := range b.links {
 		paths = append(paths, l.Path, l.Target)
@@ -336,14 +344,11 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	}
 	// JSON as json.Marshal writes it (annotations.go)
 	annotations := map[string]string{mounts.SymlinksAnnotation: jsonSymlinks(b.links), mounts.OptionalReadOnlyAnnotation: jsonStrings(procReadOnly)}
-	if len(noSymlinks) > 0 {
-		annotations[NoSymlinksAnnotation] = jsonStrings(noSymlinks)
+	if len(cleanups) > 0 {
+		annotations[cleanup.Annotation] = cleanup.Encode(cleanups)
 	}
-	if len(absentAfter) > 0 {
-		annotations[AbsentAfterAnnotation] = jsonStrings(absentAfter)
-	}
-	if len(noNew) > 0 {
-		annotations[NoNewEntriesAnnotation] = jsonNoNewEntries(noNew)
+	if len(makeDirs) > 0 {
+		annotations[cleanup.DirsAnnotation] = cleanup.EncodeDirs(makeDirs)
 	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
@@ -374,11 +379,15 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		gid = *p.gid
 	}
 	if h.UID == 0 {
+		// a root caller's command runs as a host id of the range; for a uid 0 that is
+		// not one, an id of the range owns the sandbox's user namespace (nsinit)
 		r := DefaultIDRange
 		if p.idRange != nil {
 			r = *p.idRange
 		}
 		annotations[IDRangeAnnotation] = jsonIDRange(r)
+	}
+	if h.Root {
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
 		// earlier command could lead to a file system that cannot be idmapped.
 		if p.RootIdentityMap != RootIdentityDeny && !linked {
@@ -418,13 +427,6 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		},
 	}, nil
 }
-
-// AbsentAfterAnnotation (nsinit.AbsentAfterAnnotation; nsinit's tests import this
-// package, so it cannot be imported here) lists the host paths that must not exist when
-// the sandbox has ended. In git "commit" mode a git dir is writable, so a new file in it
-// cannot be prevented by a mount; a "commondir" there would send the user's next git
-// command to config and hooks of the command's making.
-const AbsentAfterAnnotation = "org.gosbx.absent-after"
 
 // hostGitDir checks a linked worktree's git dir that is bound from outside the writable
 // trees, as a read-write bind would be: not in a system tree, not a home or its
@@ -472,19 +474,25 @@ func linkText(r *resolver, given, canon string) string {
 	return canon
 }
 
-// mkdirLike creates directory d (mode 0755) owned like its parent.
-func mkdirLike(d string) error {
-	st, err := os.Stat(filepath.Dir(d))
-	if err != nil {
-		return err
+// unique returns list without its repeats, in order.
+func unique(list []string) []string {
+	out := list[:0]
+	if len(list) <= 32 { // the usual few: no map
+		for _, p := range list {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		return out
 	}
-	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	seen := make(map[string]bool, len(list))
+	for _, p := range list {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
-	if s, ok := statOwner(st); ok {
-		os.Lchown(d, s[0], s[1])
-	}
-	return nil
+	return out
 }
 
 func isNotExist(err error) bool {

@@ -802,7 +802,7 @@ func TestSpecJSONRoundTrip(t *testing.T) {
 	extra := filepath.Join(base, "extra")
 	mkdirs(t, ws, extra)
 	h := fakeHost(ws)
-	h.UID = 0
+	h.UID, h.Root = 0, true
 	s := mustCompile(t, Options{Args: []string{"sh", "-c", "echo \"$X\""}, Workspace: ws,
 		ReadOnly: []string{extra}, Env: []string{"X=ü\n\"quoted\""}}, h)
 	b, err := json.Marshal(s)

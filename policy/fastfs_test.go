@@ -319,8 +319,6 @@ func TestAnnotationJSONIsMarshal(t *testing.T) {
 	check("nil strings", jsonStrings(nil), marshal([]string(nil)))
 	check("empty strings", jsonStrings([]string{}), marshal([]string{}))
 	check("nil symlinks", jsonSymlinks(nil), marshal([]mounts.Symlink(nil)))
-	check("nil entries", jsonNoNewEntries(nil), marshal([]NoNewEntries(nil)))
-	check("entries", jsonNoNewEntries([]NoNewEntries{{Dir: "/a"}, {Dir: "", Keep: []string{}}}), marshal([]NoNewEntries{{Dir: "/a"}, {Dir: "", Keep: []string{}}}))
 	for _, r := range []IDRange{{}, DefaultIDRange, {Base: 1<<32 - 1, Count: 1<<32 - 1}} {
 		check("id range", jsonIDRange(r), marshal(r))
 	}
@@ -329,8 +327,6 @@ func TestAnnotationJSONIsMarshal(t *testing.T) {
 		check("strings", jsonStrings([]string{s, u}), marshal([]string{s, u}))
 		links := []mounts.Symlink{{Path: s, Target: u}, {Path: u, Target: s}}
 		check("symlinks", jsonSymlinks(links), marshal(links))
-		ents := []NoNewEntries{{Dir: s, Keep: []string{u, s}}}
-		check("entries", jsonNoNewEntries(ents), marshal(ents))
 		for _, info := range []cgroup.LimitsInfo{{}, {BestEffort: true}, {CgroupParent: s}, {Required: []string{s}, CgroupParent: u},
 			{Required: []string{}, BestEffort: true, CgroupParent: s}, {Required: []string{"memory", u}, BestEffort: true}} {
 			check("limits", jsonLimitsInfo(info), marshal(info))

@@ -2,11 +2,14 @@ package policy
 
 import (
 	"errors"
-	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
 // In "commit" mode these parts of a git dir stay read-only: what git executes or obeys
@@ -20,32 +23,53 @@ var gitGuarded = []string{"hooks", "config", "config.worktree", "info", "commond
 // gitGuardedDirs are created (empty) when missing, so the command cannot create them.
 var gitGuardedDirs = []string{"hooks", "info", "objects/info"}
 
-// gitPlan is what guarding one repository needs.
+// gitPlan is what guarding one repository needs. Planning reads the host and writes
+// nothing: what must exist (makeDirs) is created by the launch (cleanup.MakeDirs).
 type gitPlan struct {
-	readOnly  []string // paths to re-bind read-only
-	bindRO    []string // git dirs outside the writable trees, to bind read-only
-	bindRW    []string // git dirs outside the writable trees, to bind read-write (commit)
-	mkdirDirs []string // guarded directories to create before binding
-	// absentAfter are files that must not exist after the run (AbsentAfterAnnotation):
-	// a writable git dir's commondir, which no mount can keep the command from creating.
-	absentAfter []string
-	// noNewEntries are directories in which nothing may be added during the run
-	// (NoNewEntriesAnnotation): a commit-mode git dir's modules/.
-	noNewEntries []NoNewEntries
-	// noSymlinks are writable git dirs in which no symlink may be left after the run
-	// (NoSymlinksAnnotation): the host's git follows one when it writes COMMIT_EDITMSG,
-	// logs/HEAD or a ref, and git itself never makes one there.
-	noSymlinks []string
+	readOnly []string // paths to re-bind read-only
+	bindRO   []string // git dirs outside the writable trees, to bind read-only
+	bindRW   []string // git dirs outside the writable trees, to bind read-write (commit)
+	makeDirs []string // guarded directories to create before binding
+	// cleanups are the after-run cleanup's entries (nsinit/cleanup): in commit mode a
+	// git dir is writable, so what the command adds there cannot be prevented by a
+	// mount, only removed when the sandbox has ended.
+	cleanups []cleanup.Entry
 
 	reads gitReads
+}
+
+// absentAfter adds p as a file that must not exist after the run (a writable git dir's
+// commondir, which no mount can keep the command from creating).
+func (plan *gitPlan) absentAfter(p string) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: p})
+}
+
+// noNewEntries adds dir as a directory in which nothing may be added during the run
+// (a commit-mode git dir's modules/): entries not in keep are removed.
+func (plan *gitPlan) noNewEntries(dir string, keep []string) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: dir, Keep: keep})
+}
+
+// noSymlinks adds gd as a writable git dir in which no symlink, FIFO, socket or device
+// may be left after the run: the host's git follows a symlink when it writes
+// COMMIT_EDITMSG, logs/HEAD or a ref, blocks on a FIFO, and never makes either there.
+// Object fan-out directories are not walked (their loose objects are not followed when
+// git writes).
+func (plan *gitPlan) noSymlinks(gd string) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveSpecialUnder, Path: gd, Skip: []string{"objects/[0-9a-f][0-9a-f]"}})
 }
 
 // gitReads keeps, while one repository is planned (nothing is created meanwhile), the
 // files read more than once: a git dir's commondir (commondirOf) and a config file
 // (readRegular, 1 MiB). A nil *gitReads keeps nothing.
 type gitReads struct {
-	commondirs map[string]string
+	commondirs map[string]fileRead
 	configs    map[string]configRead
+}
+
+type fileRead struct {
+	s   string
+	err error
 }
 
 type configRead struct {
@@ -54,19 +78,19 @@ type configRead struct {
 }
 
 // commondirOf is commondirOf(gd), read once.
-func (g *gitReads) commondirOf(gd string) string {
+func (g *gitReads) commondirOf(gd string) (string, error) {
 	if g == nil {
 		return commondirOf(gd)
 	}
 	c, ok := g.commondirs[gd]
 	if !ok {
-		c = commondirOf(gd)
+		c.s, c.err = commondirOf(gd)
 		if g.commondirs == nil {
-			g.commondirs = map[string]string{}
+			g.commondirs = map[string]fileRead{}
 		}
 		g.commondirs[gd] = c
 	}
-	return c
+	return c.s, c.err
 }
 
 // config is readRegular(p, 1<<20), read once.
@@ -85,17 +109,6 @@ func (g *gitReads) config(p string) ([]byte, error) {
 	return v.b, v.err
 }
 
-// NoNewEntries is one entry of NoNewEntriesAnnotation: Dir's entries other than Keep
-// are removed when the sandbox ends (nsinit, without following a symlink).
-type NoNewEntries struct {
-	Dir  string   `json:"dir"`
-	Keep []string `json:"keep"`
-}
-
-// NoNewEntriesAnnotation (nsinit.NoNewEntriesAnnotation) lists, as a JSON array of
-// NoNewEntries, directories the command may write in but not add to.
-const NoNewEntriesAnnotation = "org.gosbx.no-new-entries"
-
 // guardGit plans the protection of the repository metadata entry (a .git directory or
 // a .git file that points at a git dir) found in a writable tree, in mode. It refuses a
 // repository whose own git dir holds a commondir (git would read config and hooks from
@@ -110,23 +123,10 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		return plan, errorf("protected", entry, err, "cannot inspect this repository's .git, so cannot guard it; restore its owner's access")
 	}
 	if st.IsDir() {
-		if err := gitDirAccessible(entry); err != nil {
-			return plan, err
-		}
-		if err := noCommondir(entry); err != nil {
-			return plan, err
-		}
-		if err := plan.guardSubmodulePaths(filepath.Dir(entry), entry, inWritable, 0); err != nil {
-			return plan, err
-		}
-		if err := plan.guardConfigTargets(filepath.Dir(entry), entry, inWritable); err != nil {
-			return plan, err
-		}
-		if mode != GitCommit {
-			plan.readOnly = append(plan.readOnly, entry)
-			return plan, nil
-		}
-		return plan, plan.guard(entry, "")
+		return plan, plan.guardOwnGitDir(filepath.Dir(entry), entry, mode, inWritable)
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return plan, plan.guardGitSymlink(entry, mode, inWritable)
 	}
 	// A .git file: a linked worktree or a submodule. The file itself is always
 	// read-only (rewritten, it would send the user's git to a git dir of the command's
@@ -136,7 +136,10 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 	// a commondir; or a linked worktree's git dir <common>/worktrees/<name> whose commondir
 	// names <common> and whose gitdir file points back at entry.
 	plan.readOnly = append(plan.readOnly, entry)
-	gd := gitdirOf(entry)
+	gd, err := gitdirOf(entry)
+	if err != nil {
+		return plan, err
+	}
 	if gd == "" || !gitDirLike(gd) {
 		return plan, nil
 	}
@@ -147,7 +150,11 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 		return plan, err
 	}
 	dirs := []string{gd}
-	if c := plan.reads.commondirOf(gd); c == "" {
+	c, err := plan.reads.commondirOf(gd)
+	if err != nil {
+		return plan, err
+	}
+	if c == "" {
 		if !inWritable(gd) {
 			return plan, nil
 		}
@@ -155,7 +162,11 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 			return plan, nil // a commondir that does not resolve to a git dir
 		}
 	} else {
-		if filepath.Dir(gd) != filepath.Join(c, "worktrees") || backPointer(gd) != entry || !hasObjects(c) {
+		back, err := backPointer(gd)
+		if err != nil {
+			return plan, err
+		}
+		if filepath.Dir(gd) != filepath.Join(c, "worktrees") || back != entry || !hasObjects(c) {
 			return plan, nil
 		}
 		if err := noCommondir(c); err != nil {
@@ -186,6 +197,50 @@ func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error)
 	return plan, nil
 }
 
+// guardOwnGitDir plans the guard of the repository whose working tree is worktree and
+// whose own git dir is gd (its .git, or where a .git symlink leads).
+func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(string) bool) error {
+	if err := gitDirAccessible(gd); err != nil {
+		return err
+	}
+	if err := noCommondir(gd); err != nil {
+		return err
+	}
+	if err := plan.guardSubmodulePaths(worktree, gd, inWritable, 0); err != nil {
+		return err
+	}
+	if err := plan.guardConfigTargets(worktree, gd, inWritable); err != nil {
+		return err
+	}
+	if mode != GitCommit {
+		plan.readOnly = append(plan.readOnly, gd)
+		return nil
+	}
+	return plan.guard(gd, "")
+}
+
+// guardGitSymlink plans the guard of a .git that is a symlink to a directory in a
+// writable tree (some checkout tools, Android's repo among them, lay repositories out
+// so): the git dir it leads to is guarded as a .git directory would be, and the symlink,
+// which no mount can make read-only, is put back as it was after the run
+// (cleanup.RestoreSymlink) should the command have replaced it. A .git symlink that
+// leads anywhere else is refused.
+func (plan *gitPlan) guardGitSymlink(entry, mode string, inWritable func(string) bool) error {
+	text, err := os.Readlink(entry)
+	if err != nil {
+		return errorf("protected", entry, err, "cannot read the .git symlink")
+	}
+	gd, err := filepath.EvalSymlinks(entry)
+	if err != nil {
+		return errorf("protected", entry, err, "the .git symlink does not lead to a directory; remove it")
+	}
+	if st, err := os.Stat(gd); err != nil || !st.IsDir() || !inWritable(gd) || !gitDirLike(gd) {
+		return errorf("protected", entry, nil, "is a symlink to %s, which is not a git dir inside the workspace or a read-write bind; gosbx guards a .git symlink only to such a git dir (make .git a directory or a gitdir: file)", gd)
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RestoreSymlink, Path: entry, Target: text})
+	return plan.guardOwnGitDir(filepath.Dir(entry), gd, mode, inWritable)
+}
+
 // noCommondir refuses a repository's own git dir that holds a commondir.
 func noCommondir(gd string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
@@ -205,13 +260,13 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := noSymlinksIn(gd); err != nil {
 		return err
 	}
-	plan.noSymlinks = append(plan.noSymlinks, gd)
+	plan.noSymlinks(gd)
 	// Files git reads for its config that a mount cannot keep from being created:
 	// removed after the run when the command made them (config.worktree is read when
 	// extensions.worktreeConfig is set, as git sparse-checkout does).
 	for _, f := range []string{"commondir", "config.worktree"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f))
 		}
 	}
 	// An unfinished rebase or cherry-pick holds commands (exec lines) that the user's
@@ -219,7 +274,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	// the user's own, there at launch, is read-only (the command cannot add to it).
 	for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f))
 		} else {
 			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
 		}
@@ -229,7 +284,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	// when the command made them.
 	for _, f := range []string{"remotes", "branches"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter = append(plan.absentAfter, filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f))
 		}
 	}
 	if own != "" {
@@ -243,7 +298,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
-			plan.mkdirDirs = append(plan.mkdirDirs, filepath.Join(gd, d))
+			plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, d))
 		}
 	}
 	for _, g := range gitGuarded {
@@ -252,7 +307,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.readOnly = append(plan.readOnly, p)
 		}
 	}
-	wts, err := os.ReadDir(filepath.Join(gd, "worktrees"))
+	wts, err := readDirCapped(filepath.Join(gd, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "worktrees"), err, "cannot read the linked worktrees' git dirs, so cannot guard them")
 	}
@@ -266,12 +321,12 @@ func (plan *gitPlan) guard(gd, own string) error {
 			if _, err := os.Lstat(filepath.Join(p, f)); err == nil {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			} else if f == "config.worktree" {
-				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f))
+				plan.absentAfter(filepath.Join(p, f))
 			}
 		}
 		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {
-				plan.absentAfter = append(plan.absentAfter, filepath.Join(p, f)) // this checkout's own
+				plan.absentAfter(filepath.Join(p, f)) // this checkout's own
 			} else {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			}
@@ -280,10 +335,10 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "modules")); os.IsNotExist(err) {
 		// no submodule git dir yet: none may be made (the user's next git submodule
 		// update --init would use one of the command's making)
-		plan.mkdirDirs = append(plan.mkdirDirs, filepath.Join(gd, "modules"))
+		plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, "modules"))
 		plan.readOnly = append(plan.readOnly, filepath.Join(gd, "modules"))
 	}
-	mods, err := os.ReadDir(filepath.Join(gd, "modules"))
+	mods, err := readDirCapped(filepath.Join(gd, "modules"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "modules"), err, "cannot read the submodules' git dirs, so cannot guard them")
 	}
@@ -294,7 +349,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 		keep = append(keep, m.Name())
 	}
 	if len(mods) > 0 {
-		plan.noNewEntries = append(plan.noNewEntries, NoNewEntries{Dir: filepath.Join(gd, "modules"), Keep: keep})
+		plan.noNewEntries(filepath.Join(gd, "modules"), keep)
 	}
 	for _, m := range mods {
 		sub := filepath.Join(gd, "modules", m.Name())
@@ -319,7 +374,7 @@ func (plan *gitPlan) guardNested(dir string, depth int) error {
 	if depth == 0 {
 		return nil
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := readDirCapped(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", dir, err, "cannot read the submodules' git dirs, so cannot guard them")
 	}
@@ -343,11 +398,13 @@ func (plan *gitPlan) guardNested(dir string, depth int) error {
 }
 
 // commondirOf returns the canonical git dir a worktree's git dir names in its
-// commondir file, when that is a git dir with objects; "" otherwise.
-func commondirOf(gd string) string {
-	b, err := os.ReadFile(filepath.Join(gd, "commondir"))
-	if err != nil || len(b) > 4096 {
-		return ""
+// commondir file, when that is a git dir with objects; "" otherwise. A commondir that
+// cannot be read as git writes it (readRegular: a symlink, a FIFO, a device, more than
+// 4 KiB) is an error naming it.
+func commondirOf(gd string) (string, error) {
+	b, err := readGitFile(filepath.Join(gd, "commondir"))
+	if err != nil || b == nil {
+		return "", err
 	}
 	c := strings.TrimSpace(string(b))
 	if !filepath.IsAbs(c) {
@@ -355,9 +412,25 @@ func commondirOf(gd string) string {
 	}
 	r, err := filepath.EvalSymlinks(c)
 	if err != nil || !hasObjects(r) {
-		return ""
+		return "", nil
 	}
-	return r
+	return r, nil
+}
+
+// readGitFile reads one of git's small pointer files (a .git file, commondir, gitdir):
+// nil when there is none, an error (*Error) when it is there but not a regular file of at
+// most 4 KiB.
+func readGitFile(p string) ([]byte, error) {
+	b, err := readRegular(p, 4096)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, errorf("protected", p, err, "cannot read it as git would (a small regular file); an earlier sandbox may have left it: remove it")
+	case b == nil:
+		b = []byte{}
+	}
+	return b, nil
 }
 
 // hasObjects reports whether d is a repository's own git dir: HEAD and objects/.
@@ -370,16 +443,18 @@ func hasObjects(d string) bool {
 	return true
 }
 
-// gitdirOf reads "gitdir: PATH" from a .git file and returns PATH, canonical.
-func gitdirOf(file string) string {
-	b, err := os.ReadFile(file)
-	if err != nil || len(b) > 4096 {
-		return ""
+// gitdirOf reads "gitdir: PATH" from a .git file and returns PATH, canonical ("" when it
+// holds none, or PATH does not resolve). A .git file that cannot be read as git writes
+// it is an error naming it.
+func gitdirOf(file string) (string, error) {
+	b, err := readGitFile(file)
+	if err != nil || b == nil {
+		return "", err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	gd, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
 	if !ok {
-		return ""
+		return "", nil
 	}
 	gd = strings.TrimSpace(gd)
 	if !filepath.IsAbs(gd) {
@@ -387,17 +462,18 @@ func gitdirOf(file string) string {
 	}
 	r, err := filepath.EvalSymlinks(gd)
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	return r
+	return r, nil
 }
 
 // backPointer returns the .git file a linked worktree's git dir says it belongs to
-// (gd/gitdir, as `git worktree add` writes it), canonical.
-func backPointer(gd string) string {
-	b, err := os.ReadFile(filepath.Join(gd, "gitdir"))
-	if err != nil {
-		return ""
+// (gd/gitdir, as `git worktree add` writes it), canonical; "" when none resolves. A
+// gitdir that cannot be read as git writes it is an error naming it.
+func backPointer(gd string) (string, error) {
+	b, err := readGitFile(filepath.Join(gd, "gitdir"))
+	if err != nil || b == nil {
+		return "", err
 	}
 	p := strings.TrimSpace(string(b))
 	if !filepath.IsAbs(p) {
@@ -405,9 +481,9 @@ func backPointer(gd string) string {
 	}
 	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	return r
+	return r, nil
 }
 
 // gitDirLike reports whether d is, or has been, a git dir: isGitDir, or any of the
@@ -457,7 +533,7 @@ func gitDirAccessible(gd string) error {
 		if err := accessible(d); err != nil {
 			return err
 		}
-		ents, err := os.ReadDir(d)
+		ents, err := readDirCapped(d)
 		if err != nil {
 			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it")
 		}
@@ -494,10 +570,6 @@ func accessible(d string) error {
 	return nil
 }
 
-// NoSymlinksAnnotation lists, as a JSON array, writable git dirs (commit mode) in which
-// Wait removes every symlink the command left (nsinit.NoSymlinksAnnotation).
-const NoSymlinksAnnotation = "org.gosbx.no-symlinks"
-
 // noSymlinksIn refuses a writable git dir holding a symlink, a FIFO, a socket or a device
 // (outside its object stores' fan-out directories' contents): git never makes one there, and the host's git follows
 // it when it writes (COMMIT_EDITMSG, logs/HEAD, a ref) — one an earlier sandbox left
@@ -508,7 +580,7 @@ func noSymlinksIn(gd string) error {
 		if depth > 32 {
 			return nil // gitDirAccessible refused deeper trees already
 		}
-		ents, err := os.ReadDir(d)
+		ents, err := readDirCapped(d)
 		if err != nil {
 			return errorf("protected", d, err, "cannot read this part of a git dir, so cannot guard it")
 		}

@@ -9,10 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
 // gitCmd runs git in dir with a private configuration.
@@ -91,17 +94,25 @@ func TestGitCommit(t *testing.T) {
 		[]string{filepath.Join(g, "hooks"), filepath.Join(g, "config"), filepath.Join(g, "info"), filepath.Join(g, "objects", "info")},
 		[]string{g, filepath.Join(g, "objects"), filepath.Join(g, "refs"), filepath.Join(g, "index"), filepath.Join(g, "logs"), filepath.Join(g, "HEAD")})
 
-	// The guarded directories are created when missing, so the command cannot make them.
+	// The guarded directories, when missing, are named for the launch to create (so
+	// the command cannot make them); compiling creates nothing.
 	for _, d := range []string{"hooks", "info", filepath.Join("objects", "info")} {
 		if err := os.RemoveAll(filepath.Join(g, d)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s = compileGit(t, GitCommit, ws)
+	var made []string
+	if err := json.Unmarshal([]byte(s.Annotations[cleanup.DirsAnnotation]), &made); err != nil {
+		t.Fatalf("%s: %v", cleanup.DirsAnnotation, err)
+	}
 	for _, d := range []string{"hooks", "info", filepath.Join("objects", "info")} {
 		p := filepath.Join(g, d)
-		if st, err := os.Stat(p); err != nil || !st.IsDir() {
-			t.Errorf("%s not created: %v", p, err)
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("compiling created %s", p)
+		}
+		if !slices.Contains(made, p) {
+			t.Errorf("%s lacks %s", cleanup.DirsAnnotation, p)
 		}
 		if !slices.Contains(s.Linux.ReadonlyPaths, p) {
 			t.Errorf("ReadonlyPaths lack the created %s", p)
@@ -286,14 +297,14 @@ func TestGuardGitPlan(t *testing.T) {
 	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
 	// info/ is missing, and so is modules/ (no submodule git dir yet: none may be made)
-	if !slices.Equal(plan.mkdirDirs, []string{filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
-		t.Errorf("mkdirDirs = %q; want info/ and modules/", plan.mkdirDirs)
+	if !slices.Equal(plan.makeDirs, []string{filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
+		t.Errorf("makeDirs = %q; want info/ and modules/", plan.makeDirs)
 	}
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)
 	}
 	plan, _ = guardGit(gd, GitReadOnly, inside)
-	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.mkdirDirs) != 0 {
+	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.makeDirs) != 0 {
 		t.Errorf("readonly plan = %+v", plan)
 	}
 	if plan, _ := guardGit(filepath.Join(base, "missing"), GitCommit, inside); len(plan.readOnly) != 0 {
@@ -314,19 +325,16 @@ func TestGitCommitAbsentAfter(t *testing.T) {
 	ws := canonTempDir(t)
 	newRepo(t, ws)
 	s := compileGit(t, GitCommit, ws)
-	raw, ok := s.Annotations[AbsentAfterAnnotation]
-	if !ok {
-		t.Fatalf("no %s annotation in commit mode", AbsentAfterAnnotation)
+	entries, err := cleanup.Decode(s.Annotations[cleanup.Annotation])
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no %s annotation in commit mode (%v)", cleanup.Annotation, err)
 	}
-	var paths []string
-	if err := json.Unmarshal([]byte(raw), &paths); err != nil {
-		t.Fatal(err)
+	want := cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: filepath.Join(ws, ".git", "commondir")}
+	if !slices.ContainsFunc(entries, func(e cleanup.Entry) bool { return e.Kind == want.Kind && e.Path == want.Path }) {
+		t.Errorf("%s = %+v; want the git dir's commondir removed if created", cleanup.Annotation, entries)
 	}
-	if !slices.Contains(paths, filepath.Join(ws, ".git", "commondir")) {
-		t.Errorf("%s = %q; want the git dir's commondir", AbsentAfterAnnotation, paths)
-	}
-	if s := compileGit(t, GitReadOnly, ws); s.Annotations[AbsentAfterAnnotation] != "" {
-		t.Errorf("readonly mode: %s = %q", AbsentAfterAnnotation, s.Annotations[AbsentAfterAnnotation])
+	if s := compileGit(t, GitReadOnly, ws); s.Annotations[cleanup.Annotation] != "" {
+		t.Errorf("readonly mode: %s = %q", cleanup.Annotation, s.Annotations[cleanup.Annotation])
 	}
 }
 
@@ -475,5 +483,24 @@ func TestGitCommitNonUTF8Workspace(t *testing.T) {
 	}
 	if _, err := Compile(Options{Policy: gitPolicy(t, GitReadOnly), Workspace: ws, Args: []string{"true"}}, fakeHost(ws)); err != nil {
 		t.Errorf("read-only git mode needs no cleanup list: %v", err)
+	}
+}
+
+// A git dir a command filled with more names than the guard reads from one directory
+// is refused (125), not held in memory whole.
+func TestGitDirHugeDirectoryRefused(t *testing.T) {
+	ws := canonTempDir(t)
+	newRepo(t, ws)
+	tags := filepath.Join(ws, ".git", "refs", "tags")
+	for i := 0; i <= maxDirEntries; i++ {
+		fd, err := unix.Open(filepath.Join(tags, "t"+strconv.Itoa(i)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+	_, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("a git dir with %d names in refs/tags: %v", maxDirEntries+1, err)
 	}
 }

@@ -6,12 +6,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/gosbx/gosbx/caps"
 )
 
 // Host is what Compile needs to know about the caller. CurrentHost reads it; tests
 // build their own.
 type Host struct {
 	UID, GID int
+	// Root: a root caller (caps.CurrentCaller): its command runs as a host id of the
+	// range (IDRangeAnnotation). A uid 0 that is not one takes the unprivileged path,
+	// uid 0 mapped to itself.
+	Root     bool
 	Home     string   // the caller's HOME (or passwd home); the sandbox's private HOME lives here
 	Homes    []string // every name of the caller's home ($HOME and the passwd entry), canonical
 	Cwd      string   // the caller's working directory
@@ -21,7 +27,7 @@ type Host struct {
 
 // CurrentHost describes the calling process.
 func CurrentHost() (Host, error) {
-	h := Host{UID: os.Getuid(), GID: os.Getgid(), Environ: os.Environ()}
+	h := Host{UID: os.Getuid(), GID: os.Getgid(), Root: caps.CurrentCaller().Root, Environ: os.Environ()}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return h, errorf("workspace", "", err, "cannot read the current directory")

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // FileError is a policy file the parser refuses: it names the file, the line when it is
@@ -37,10 +39,18 @@ func (e *FileError) Error() string {
 	return b.String()
 }
 
+// maxPolicyFile bounds a policy file's size (bytes).
+const maxPolicyFile = 4 << 20
+
 // LoadFile reads and validates the policy file at path (YAML or JSON). Errors are
 // *FileError.
 func LoadFile(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	// Bounded, and never blocking on a FIFO: a policy file is read before the check that
+	// it lies outside every writable tree (Build), where a sandbox could have replaced it.
+	data, err := readRegularFollow(path, maxPolicyFile)
+	if errors.Is(err, os.ErrNotExist) {
+		err = &os.PathError{Op: "open", Path: path, Err: unix.ENOENT}
+	}
 	if err != nil {
 		return nil, &FileError{File: path, Reason: err.Error()}
 	}

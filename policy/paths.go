@@ -62,7 +62,7 @@ func workspace(r *resolver, p string, h Host, creds []string) (canon, given stri
 // one (getcwd(3) gives the physical path, so a symlink on the way cannot be seen).
 // st is canon's os.Stat.
 func viaSymlink(field, raw, given, canon string, st os.FileInfo, h Host) error {
-	if h.UID != 0 {
+	if !h.Root {
 		return nil
 	}
 	o, ok := statOwner(st)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/gosbx/gosbx/internal/schema"
-	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -18,15 +17,5 @@ func TestSchemaCurrent(t *testing.T) {
 	}
 	if !bytes.Equal(policy.Schema(), want) {
 		t.Fatal("policy/schema.json is stale: run `go generate ./policy`")
-	}
-}
-
-// The annotation the policy writes is the one the launcher reads.
-func TestAbsentAfterAnnotation(t *testing.T) {
-	if policy.AbsentAfterAnnotation != nsinit.AbsentAfterAnnotation {
-		t.Fatalf("policy writes %q, nsinit reads %q", policy.AbsentAfterAnnotation, nsinit.AbsentAfterAnnotation)
-	}
-	if policy.NoSymlinksAnnotation != nsinit.NoSymlinksAnnotation {
-		t.Fatalf("policy writes %q, nsinit reads %q", policy.NoSymlinksAnnotation, nsinit.NoSymlinksAnnotation)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // maxSubmoduleDepth bounds the recursion into nested submodules.
@@ -58,7 +56,7 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 		st, err := os.Lstat(dir)
 		switch {
 		case os.IsNotExist(err):
-			plan.mkdirDirs = append(plan.mkdirDirs, dir)
+			plan.makeDirs = append(plan.makeDirs, dir)
 			plan.readOnly = append(plan.readOnly, dir)
 			continue
 		case err != nil:
@@ -75,7 +73,10 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 		plan.readOnly = append(plan.readOnly, dotgit)
 		sub := dotgit
 		if !gst.IsDir() {
-			if sub = gitdirOf(dotgit); sub == "" || !gitDirLike(sub) {
+			if sub, err = gitdirOf(dotgit); err != nil {
+				return err
+			}
+			if sub == "" || !gitDirLike(sub) {
 				continue // git would not take it as a repository either
 			}
 		}
@@ -84,53 +85,6 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 		}
 	}
 	return nil
-}
-
-// readRegular reads a regular file of at most limit bytes without following a symlink
-// or blocking on a FIFO (the command may have put either where git keeps a file);
-// os.ErrNotExist when there is none.
-func readRegular(p string, limit int64) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, os.ErrNotExist
-		}
-		return nil, fmt.Errorf("open %s: %w", p, err)
-	}
-	// The descriptor itself, not an *os.File (whose set-up costs more system calls than
-	// the read); errors as an *os.File's.
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	for err = unix.Fstat(fd, &st); err == unix.EINTR; err = unix.Fstat(fd, &st) {
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "stat", Path: p, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	if st.Size > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", p, st.Size, limit)
-	}
-	// io.ReadAll(io.LimitReader(f, limit)): up to the end, or limit bytes.
-	b := make([]byte, 0, min(st.Size+1, limit))
-	for int64(len(b)) < limit {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):min(int64(cap(b)), limit)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return b, &os.PathError{Op: "read", Path: p, Err: err}
-		}
-		if n <= 0 {
-			break
-		}
-		b = b[:len(b)+n]
-	}
-	return b, nil
 }
 
 // gitmodulesPaths reads the submodule paths of the worktree's .gitmodules as git's
@@ -230,7 +184,11 @@ func gitlinks(gd string) ([]string, error) { return (*gitReads)(nil).gitlinks(gd
 // gitlinks is gitlinks, with g's reads.
 func (g *gitReads) gitlinks(gd string) ([]string, error) {
 	hashLen := 20
-	if g.objectFormat(gd) == "sha256" {
+	format, err := g.objectFormat(gd)
+	if err != nil {
+		return nil, err
+	}
+	if format == "sha256" {
 		hashLen = 32
 	}
 	out, shared, err := readIndex(filepath.Join(gd, "index"), hashLen)
@@ -243,13 +201,20 @@ func (g *gitReads) gitlinks(gd string) ([]string, error) {
 
 // objectFormat is extensions.objectFormat of the repository whose git dir is gd (its
 // common dir's config for a linked worktree).
-func (g *gitReads) objectFormat(gd string) string {
-	if c := g.commondirOf(gd); c != "" {
+func (g *gitReads) objectFormat(gd string) (string, error) {
+	c, err := g.commondirOf(gd)
+	if err != nil {
+		return "", err
+	}
+	if c != "" {
 		gd = c
 	}
 	b, err := g.config(filepath.Join(gd, "config"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
-		return ""
+		return "", err
 	}
 	section := ""
 	for _, line := range strings.Split(string(b), "\n") {
@@ -261,10 +226,10 @@ func (g *gitReads) objectFormat(gd string) string {
 			}
 		}
 		if k, v, ok := strings.Cut(line, "="); ok && section == "extensions" && strings.EqualFold(strings.TrimSpace(k), "objectformat") {
-			return strings.ToLower(configValue(v))
+			return strings.ToLower(configValue(v)), nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // readIndex reads one index file: its gitlinks, and the name (hex) of the shared index
@@ -392,7 +357,11 @@ func indexVarint(b []byte) (uint64, int) {
 // home, never writable inside) are left alone.
 func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(string) bool) error {
 	cfgs := []string{filepath.Join(gd, "config")}
-	if c := plan.reads.commondirOf(gd); c != "" {
+	c, err := plan.reads.commondirOf(gd)
+	if err != nil {
+		return err
+	}
+	if c != "" {
 		cfgs = append(cfgs, filepath.Join(c, "config"))
 	}
 	for _, cfg := range cfgs {
@@ -444,7 +413,7 @@ func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(str
 			case err == nil:
 				plan.readOnly = append(plan.readOnly, target)
 			case os.IsNotExist(err) && hooks:
-				plan.mkdirDirs = append(plan.mkdirDirs, target)
+				plan.makeDirs = append(plan.makeDirs, target)
 				plan.readOnly = append(plan.readOnly, target)
 			case os.IsNotExist(err):
 				return errorf("protected", target, nil, "the repository's config includes it (%s) but it does not exist: the command could write config there; create it or remove the setting", k)

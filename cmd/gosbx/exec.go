@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -127,12 +131,18 @@ func execute(o policy.Options, status *os.File) error {
 			status.Write(append(b, '\n'))
 		}
 	}
-	eff, err := policy.Effective(o, host)
-	var spec *specs.Spec
-	if err == nil {
-		spec, err = policy.Build(eff, o.Args, host)
-	}
+	start := time.Now()
+	// The cleanup that earlier launches owe and could not do (their launcher and init
+	// killed): done before this launch looks at the workspace, which may be theirs.
+	completeJournals()
+	eff, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
+		var ss stoppedBySignal
+		if errors.As(err, &ss) {
+			emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: 128 + int(ss.sig)})
+			fmt.Fprintf(os.Stderr, "gosbx: %v\n", err)
+			return statusError(128 + int(ss.sig))
+		}
 		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
 	}
@@ -144,7 +154,10 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	cmd := nsinit.Command(spec)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Timeout = eff.Timeout()
+	// --timeout bounds the whole launch, the policy step included.
+	if cmd.Timeout = eff.Timeout(); cmd.Timeout > 0 {
+		cmd.Timeout = max(cmd.Timeout-time.Since(start), time.Millisecond)
+	}
 	if status != nil {
 		cmd.Events = emit
 	}
@@ -169,7 +182,7 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created at %s; it would redirect git outside the sandbox: remove it before running git there\n", p)
 	}
 	if cmd.Result.TimedOut {
-		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", cmd.Timeout)
+		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", eff.Timeout())
 	}
 	if cmd.Result.ExitCode != 0 {
 		return statusError(cmd.Result.ExitCode)
@@ -201,4 +214,78 @@ func emitError(status *os.File, err error) {
 	}
 	b, _ := json.Marshal(nsinit.Event{Error: err.Error(), Step: step, Status: nsinit.ExitSetup})
 	status.Write(append(b, '\n'))
+}
+
+// stopSignals stop the launch when they arrive during the policy step (each one's
+// default action ends a process); SIGWINCH does not.
+var stopSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
+
+// stoppedBySignal is a launch stopped by a signal before the sandbox existed.
+type stoppedBySignal struct{ sig unix.Signal }
+
+func (e stoppedBySignal) Error() string {
+	return "stopped by " + unix.SignalName(e.sig) + " during the policy step; the command did not run"
+}
+
+// policyStep is policy.Effective then policy.Build, bounded by the timeout (the policy's,
+// or --timeout) and stopped by a signal of stopSignals from sigc: it reads files a
+// sandbox could have written (repository metadata), and however bounded each read is,
+// the launcher stays answerable while it runs. Build writes nothing, so a step abandoned
+// leaves nothing behind (its goroutine ends with the process).
+func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notified <-chan struct{}) (*policy.Policy, *specs.Spec, error) {
+	type built struct {
+		eff  *policy.Policy
+		spec *specs.Spec
+		err  error
+	}
+	done := make(chan built, 1)
+	limit := make(chan time.Duration, 1)
+	go func() {
+		eff, err := policy.Effective(o, host)
+		if err != nil {
+			done <- built{err: err}
+			return
+		}
+		limit <- eff.Timeout()
+		if err := fault.Check("policy stall"); err != nil {
+			// a policy step that never ends (fault injection test), said once the
+			// signals are caught
+			<-notified
+			fmt.Fprintln(os.Stderr, "gosbx: fault injected: the policy step stalls")
+			select {}
+		}
+		spec, err := policy.Build(eff, o.Args, host)
+		done <- built{eff, spec, err}
+	}()
+	var expire <-chan time.Time
+	var within time.Duration
+	start := time.Now()
+	for {
+		select {
+		case b := <-done:
+			return b.eff, b.spec, b.err
+		case d := <-limit:
+			if within = d; d > 0 {
+				expire = time.After(d - time.Since(start))
+			}
+		case <-expire:
+			return nil, nil, fmt.Errorf("the policy step took longer than the %v wall-clock limit (--timeout); the command did not run", within)
+		case sig := <-sigc:
+			if s, ok := sig.(unix.Signal); ok && slices.Contains(stopSignals, sig) {
+				return nil, nil, stoppedBySignal{s}
+			}
+		}
+	}
+}
+
+// completeJournals completes the after-run cleanup of earlier launches of this user
+// whose launcher and sandbox are gone (cleanup.CompleteJournals), and says what it did.
+func completeJournals() {
+	removed, failed := cleanup.CompleteJournals()
+	for _, p := range removed {
+		fmt.Fprintf(os.Stderr, "gosbx: an earlier sandbox's command created %s, and its launcher was killed before removing it; removed\n", p)
+	}
+	for _, f := range failed {
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete an earlier sandbox's cleanup: %s\n", f)
+	}
 }

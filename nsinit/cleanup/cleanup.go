@@ -1,0 +1,280 @@
+// Package cleanup runs the after-run cleanup of a sandbox on the host: generic entries
+// (a path and a kind), handed to it by whoever knows why (the policy's repository
+// guard), executed without following a symlink anywhere (openat2 RESOLVE_NO_SYMLINKS or
+// O_NOFOLLOW component by component, then descriptors only, never a path resolved
+// twice). It knows nothing of what the entries protect.
+package cleanup
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kind is what an Entry asks for.
+type Kind string
+
+const (
+	// RemoveIfCreated: Path did not exist at launch; whatever is there after the run
+	// (a file or a whole tree) is removed. For a file the command can create but a
+	// mount cannot keep it from creating.
+	RemoveIfCreated Kind = "remove-if-created"
+	// RemoveNewEntries: the entries of the directory Path whose names are not in Keep
+	// (each with everything in it) are removed.
+	RemoveNewEntries Kind = "remove-new-entries"
+	// RemoveSpecialUnder: every symlink, FIFO, socket and device under the directory
+	// Path is removed, at most 32 levels deep, not descending into directories that
+	// match Skip.
+	RemoveSpecialUnder Kind = "remove-special-under"
+	// RestoreSymlink: Path must be a symlink whose text is Target; whatever else is
+	// there after the run (another symlink, a file, a tree) is removed and the symlink
+	// made again. For a symlink no mount can make read-only.
+	RestoreSymlink Kind = "restore-symlink"
+)
+
+// Entry is one step of the after-run cleanup. Path is absolute and canonical (no
+// symlink in it as the launcher saw it); a component that became a symlink since leads
+// nowhere and nothing is removed.
+type Entry struct {
+	Kind Kind   `json:"kind"`
+	Path string `json:"path"`
+	// Keep (RemoveNewEntries) are the names of Path's entries that stay.
+	Keep []string `json:"keep,omitempty"`
+	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
+	// patterns of their last two components, "parent/name" ("objects/??").
+	Skip []string `json:"skip,omitempty"`
+	// Target (RestoreSymlink) is the symlink's text.
+	Target string `json:"target,omitempty"`
+}
+
+// Annotation carries the entries in a runtime-spec's annotations, as a JSON array of
+// Entry.
+const Annotation = "org.gosbx.cleanup"
+
+// Encode is the annotation's value for entries ("" for none).
+func Encode(entries []Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(entries) // strings and slices of strings only: never fails
+	return string(b)
+}
+
+// Decode reads an annotation's value; "" is none.
+func Decode(raw string) ([]Entry, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	var entries []Entry
+	if err := json.Unmarshal([]byte(raw), &entries); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", Annotation, err)
+	}
+	for _, e := range entries {
+		switch {
+		case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink:
+			return nil, fmt.Errorf("annotation %s: unknown kind %q", Annotation, e.Kind)
+		case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
+			return nil, fmt.Errorf("annotation %s: %q is not an absolute, clean path below /", Annotation, e.Path)
+		}
+	}
+	return entries, nil
+}
+
+// Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
+// RemoveNewEntries and RemoveSpecialUnder. It returns the paths removed and, for what could not be
+// removed, "path: reason". Entries whose path is gone, or is no longer a directory
+// reached without a symlink, are skipped: nothing of them can be reached by that name.
+func Run(entries []Entry) (removed, failed []string) {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder} {
+		for _, e := range entries {
+			if e.Kind != kind {
+				continue
+			}
+			var r, f []string
+			switch kind {
+			case RemoveIfCreated:
+				switch gone, err := removeNoFollow(e.Path); {
+				case err != nil:
+					f = []string{e.Path + ": " + err.Error()}
+				case gone:
+					r = []string{e.Path}
+				}
+			case RemoveNewEntries:
+				r, f = removeNewEntries(e.Path, e.Keep)
+			case RemoveSpecialUnder:
+				r, f = removeSpecial(e.Path, e.Skip)
+			case RestoreSymlink:
+				switch replaced, err := restoreSymlink(e.Path, e.Target); {
+				case err != nil:
+					f = []string{e.Path + ": " + err.Error()}
+				case replaced:
+					r = []string{e.Path}
+				}
+			}
+			removed, failed = append(removed, r...), append(failed, f...)
+		}
+	}
+	return removed, failed
+}
+
+// unreachable reports an error of opening a directory by name that means it is gone or
+// was replaced by something else (a symlink, a file).
+func unreachable(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
+}
+
+// removeNewEntries removes every entry of dir not named in keep.
+func removeNewEntries(dir string, keep []string) (removed, failed []string) {
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	fd, err := openDirNoFollow(dir)
+	if unreachable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, []string{dir + ": " + err.Error()}
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	err = eachName(f, func(n string) {
+		if kept[n] {
+			return
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			return
+		}
+		if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+			failed = report(failed, filepath.Join(dir, n)+": "+err.Error())
+		} else {
+			removed = report(removed, filepath.Join(dir, n))
+		}
+	})
+	if err != nil {
+		failed = append(failed, dir+": "+err.Error())
+	}
+	return removed, failed
+}
+
+// maxReported bounds the paths one cleanup reports (a command can make millions).
+const maxReported = 1000
+
+func report(list []string, s string) []string {
+	switch {
+	case len(list) < maxReported:
+		return append(list, s)
+	case len(list) == maxReported:
+		return append(list, "(and more, not listed)")
+	}
+	return list
+}
+
+// eachName calls fn with each name in the directory f, read 1024 at a time (a
+// directory of millions of names is never held whole).
+func eachName(f *os.File, fn func(string)) error {
+	for {
+		names, err := f.Readdirnames(1024)
+		for _, n := range names {
+			fn(n)
+		}
+		if err == io.EOF || (err == nil && len(names) == 0) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// removeSpecial removes every symlink, FIFO, socket and device under dir.
+func removeSpecial(dir string, skip []string) (removed, failed []string) {
+	var walk func(fd int, dir string, depth int)
+	walk = func(fd int, dir string, depth int) {
+		f := os.NewFile(uintptr(fd), dir)
+		defer f.Close()
+		err := eachName(f, func(n string) {
+			p := filepath.Join(dir, n)
+			var st unix.Stat_t
+			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				return
+			}
+			switch t := st.Mode & unix.S_IFMT; {
+			case t == unix.S_IFLNK || t == unix.S_IFIFO || t == unix.S_IFSOCK || t == unix.S_IFCHR || t == unix.S_IFBLK:
+				if err := removeAt(fd, n, false, 0); err != nil {
+					failed = report(failed, p+": "+err.Error())
+				} else {
+					removed = report(removed, p)
+				}
+			case t != unix.S_IFDIR || depth >= 32 || skipped(skip, filepath.Base(dir)+"/"+n):
+			default:
+				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
+					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				}
+				if err != nil {
+					failed = report(failed, p+": "+err.Error())
+					return
+				}
+				walk(sub, p, depth+1)
+			}
+		})
+		if err != nil {
+			failed = append(failed, dir+": "+err.Error())
+		}
+	}
+	fd, err := openDirNoFollow(dir)
+	if unreachable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, []string{dir + ": " + err.Error()}
+	}
+	walk(fd, dir, 0)
+	return removed, failed
+}
+
+func skipped(patterns []string, last2 string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, last2); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreSymlink makes p the symlink target again if it is anything else, through its
+// parent's descriptor (opened without following a symlink). It reports whether p had
+// been replaced.
+func restoreSymlink(p, target string) (bool, error) {
+	dir, err := openDirNoFollow(filepath.Dir(p))
+	if unreachable(err) {
+		return false, nil // its directory is gone or replaced: nothing is reached by that name
+	}
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(dir)
+	name := filepath.Base(p)
+	buf := make([]byte, len(target)+1)
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err == nil && n == len(target) && string(buf[:n]) == target {
+		return false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if err := removeAt(dir, name, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+			return false, err
+		}
+	} else if !errors.Is(err, unix.ENOENT) {
+		return false, err
+	}
+	return true, unix.Symlinkat(target, dir, name)
+}

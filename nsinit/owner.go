@@ -1,0 +1,110 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
+)
+
+// owner is what holds a sandbox from the outside for its whole life: the write end of
+// its life pipe (when it closes, or its holder dies, the init ends the sandbox), its
+// cgroup, a root caller's host id, and the cleanup after the run. Today's owner is the
+// process that called Start (gosbx exec, a program using the library, a Pool); a
+// detached session supervisor is to be a second one.
+//
+// Nothing of it is keyed on the owner's pid, which the kernel reuses: the sandbox has
+// an id of its own, which names its cgroup (gosbx-<id>) and is written in its host id's
+// lock file, and the owner holds a flock(2) on each (cgroup/owner.go, takeHostID). The
+// kernel drops those locks when the owner dies, however it dies, so the next launch
+// knows the owner is gone and reclaims the cgroup and the host id.
+type owner struct {
+	id     string       // the sandbox id (cgroup.NewID)
+	life   *os.File     // the life pipe's write end (protocol.go, fd 5 of the init)
+	group  cgroup.Group // the sandbox's cgroup, nil without one
+	limits string       // why there is no cgroup, when limits were only defaults
+	hostID *hostID      // a root caller's host id, held until the sandbox has ended
+	// nsOwner owns the sandbox's user namespace when uid 0 keeps its own mapping (a uid 0
+	// that is not a root caller, a root caller's uid 0 fallback): ownerRange. Held until
+	// the sandbox has ended.
+	nsOwner *hostID
+	nproc   bool // the default process limit is RLIMIT_NPROC on hostID, no cgroup
+	// journal records the after-run cleanup this launch owes, so that the next launch
+	// or doctor completes it if the owner dies first (cleanup.Journal).
+	journal *cleanup.Journal
+}
+
+// sandboxID returns the owner's sandbox id, taking a new one the first time.
+func (o *owner) sandboxID() string {
+	if o.id == "" {
+		o.id = newSandboxID()
+	}
+	return o.id
+}
+
+// newSandboxID makes sandbox ids (a variable so that tests can tell their sandboxes'
+// cgroups from those of other programs on the host).
+var newSandboxID = cgroup.NewID
+
+// makeGroup creates the sandbox's cgroup, named by the sandbox id, when spec has
+// resources. A host or caller without a usable cgroup stops the launch when a limit is
+// required (policy.Resources, a flag), and is noted otherwise (the profile's defaults,
+// or best effort).
+func (o *owner) makeGroup(spec *specs.Spec) error {
+	if spec.Linux == nil || spec.Linux.Resources == nil {
+		return nil
+	}
+	var info cgroup.LimitsInfo
+	if raw, ok := spec.Annotations[cgroup.LimitsAnnotation]; ok {
+		if err := json.Unmarshal([]byte(raw), &info); err != nil {
+			return &SetupError{Step: "cgroup", Err: fmt.Errorf("annotation %s: %w", cgroup.LimitsAnnotation, err)}
+		}
+	}
+	if err := fault.Check("cgroup"); err != nil {
+		return &SetupError{Step: "cgroup", Err: err}
+	}
+	g, err := cgroup.New(spec.Linux.Resources, cgroup.Options{Parent: info.CgroupParent, ID: o.sandboxID()})
+	if err == nil {
+		o.group = g
+		return nil
+	}
+	if len(info.Required) > 0 && !info.BestEffort {
+		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; "+
+			"run as root, name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts), or accept running without them with --limits best-effort",
+			strings.Join(info.Required, ", "), err)}
+	}
+	o.limits = err.Error()
+	return nil
+}
+
+// dropGroup removes the cgroup, once the sandbox is gone.
+func (o *owner) dropGroup() {
+	if o.group != nil {
+		o.group.Destroy()
+		o.group = nil
+	}
+}
+
+// release lets go of the sandbox once it is gone (its init reaped, and with it every
+// process of its pid namespace): the life pipe, and the host id, free again.
+func (o *owner) release() {
+	o.life.Close()
+	o.hostID.release()
+	o.nsOwner.release()
+}
+
+// afterRun does the cleanup that must follow the sandbox's end (cleanup.Run):
+// what the command made that must not outlive it.
+func (o *owner) afterRun(spec *specs.Spec) (removed, failed []string) {
+	removed, failed = runCleanup(spec)
+	if len(failed) == 0 {
+		o.journal.Done()
+	}
+	return removed, failed
+}

@@ -1,0 +1,66 @@
+package nsinit
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// startInitAs is startInit for a root caller's sandbox whose command runs as host id
+// hid: the clone is made from a thread whose effective uid is hid, so that the new
+// user namespace is owned by hid, not by root. The kernel charges its per-user counts
+// (inotify instances and watches, fanotify groups and marks, user namespaces, mqueue
+// bytes, …: kernel/ucount.c, inc_ucount walks up to the namespace's owner) to the
+// owner of each user namespace on the way up: with root as the owner, a sandbox spent
+// host root's max_user_instances; with hid, it spends its own host id's.
+//
+// Credentials are per thread in the kernel: on a locked thread of its own, only the
+// effective uid changes (setresuid(2) as a raw system call; Go's syscall.Setresuid
+// changes every thread), the real and saved uids stay 0, and the effective
+// capabilities the change clears are raised again from the permitted set (capset(2)):
+// the id maps the launcher writes after the clone, from this thread, need CAP_SETGID.
+// The thread goes back to euid 0 (which restores its effective set), or, should that
+// fail, is never unlocked, so the runtime ends it with its goroutine.
+func startInitAs(hid uint32, argv []string, attr *syscall.ProcAttr) (*initProc, error) {
+	type result struct {
+		p   *initProc
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var caps [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &caps[0]); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("capget: %w", err)}
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(hid), ^uintptr(0)); e != 0 {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("setresuid(-1, %d, -1): %w", hid, e)}
+			return
+		}
+		var r result
+		raised := caps
+		for i := range raised {
+			raised[i].Effective = raised[i].Permitted
+		}
+		if err := unix.Capset(&hdr, &raised[0]); err != nil {
+			r.err = fmt.Errorf("capset after setting the effective uid to %d: %w", hid, err)
+		} else {
+			r.p, r.err = startInit(argv, attr)
+		}
+		// back to euid 0: the kernel sets the effective set to the permitted one; then
+		// exactly the effective set the thread had
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0)); e == 0 &&
+			unix.Capset(&hdr, &caps[0]) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- r
+	}()
+	r := <-done
+	return r.p, r.err
+}

@@ -1,0 +1,136 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every byte the launcher reads from a tree a sandbox could write (a .git file, a git
+// dir's commondir, gitdir, config and index, .gitmodules) is read through readRegular:
+// an earlier sandbox may have left a FIFO there (open(2) would block without end, deaf
+// to signals), a symlink to /dev/zero (a read without end) or a huge sparse file, and
+// the next launch must fail fast, naming the file, rather than hang or exhaust memory.
+
+// readRegular reads the regular file p of at most limit bytes without following a
+// final symlink (O_NOFOLLOW) or blocking on a FIFO (O_NONBLOCK), checking its type on
+// the open descriptor (fstat(2)). It returns os.ErrNotExist when there is none, and an
+// error naming p and what it is (a symlink, a FIFO, a socket, a device, a directory, a
+// file over limit bytes) otherwise.
+func readRegular(p string, limit int64) ([]byte, error) {
+	return readBounded(p, limit, unix.O_NOFOLLOW)
+}
+
+// readRegularFollow is readRegular for a file the caller named (a policy file), which
+// may be a symlink: the final symlink is followed, the rest is the same.
+func readRegularFollow(p string, limit int64) ([]byte, error) {
+	return readBounded(p, limit, 0)
+}
+
+func readBounded(p string, limit int64, flags int) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return nil, os.ErrNotExist
+		case errors.Is(err, unix.ELOOP) && flags&unix.O_NOFOLLOW != 0:
+			return nil, fmt.Errorf("%s is a symlink where git keeps a file; refusing to follow it: %w", p, err)
+		case errors.Is(err, unix.ENXIO):
+			// a socket, or a FIFO opened for writing only: never a file git wrote
+			return nil, fmt.Errorf("%s is a socket, not a regular file: %w", p, err)
+		}
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	// The descriptor itself, not an *os.File (whose set-up costs more system calls than
+	// the read); errors as an *os.File's.
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	for err = unix.Fstat(fd, &st); err == unix.EINTR; err = unix.Fstat(fd, &st) {
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG {
+		return nil, fmt.Errorf("%s is %s, not a regular file", p, fileKind(t))
+	}
+	if st.Size > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d", p, st.Size, limit)
+	}
+	// io.ReadAll(io.LimitReader(f, limit)): up to the end, or limit bytes.
+	b := make([]byte, 0, min(st.Size+1, limit))
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):min(int64(cap(b)), limit)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return b, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		b = b[:len(b)+n]
+	}
+	return b, nil
+}
+
+// fileKind names a file type (the S_IFMT bits of st_mode, inode(7)).
+func fileKind(t uint32) string {
+	switch t {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFLNK:
+		return "a symlink"
+	}
+	return "not a regular file"
+}
+
+// maxDirEntries bounds the entries the guard reads from one directory of a git dir:
+// a sandbox that could write the git dir (commit mode) could fill one with millions of
+// names for the next launch to hold in memory.
+const maxDirEntries = 100000
+
+// readDirCapped is os.ReadDir(dir) (entries sorted by name) for a directory of at most
+// maxDirEntries entries; more is an error naming it.
+func readDirCapped(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []os.DirEntry
+	for {
+		ents, err := f.ReadDir(1024)
+		out = append(out, ents...)
+		if len(out) > maxDirEntries {
+			return nil, fmt.Errorf("%s holds more than %d entries; gosbx does not read further", dir, maxDirEntries)
+		}
+		if err == io.EOF || (err == nil && len(ents) == 0) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	slices.SortFunc(out, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
