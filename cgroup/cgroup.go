@@ -125,14 +125,3 @@ func launcherAlive(group string) bool {
 	_, err = os.Stat("/proc/" + strconv.Itoa(pid))
 	return err == nil
 }
-
-// LimitsAnnotation carries, as JSON (LimitsInfo), which of spec.Linux.Resources the
-// launcher must apply (required) and which only where the host allows (the rest).
-const LimitsAnnotation = "org.gosbx.limits"
-
-// LimitsInfo is the value of LimitsAnnotation.
-type LimitsInfo struct {
-	Required     []string `json:"required,omitempty"` // "memory", "pids", "cpu"
-	BestEffort   bool     `json:"best_effort,omitempty"`
-	CgroupParent string   `json:"cgroup_parent,omitempty"`
-}

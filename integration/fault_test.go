@@ -13,7 +13,7 @@ import (
 // faultSteps are every setup step that can be made to fail (internal/fault): the
 // launcher's, then the init's, in order.
 var faultSteps = []string{
-	"config", "cgroup", "pipe", "clone", "seccomp filter", "open bind source", "cgroup place",
+	"config", "cgroup", "pipe", "clone", "open bind source", "cgroup place",
 	"read config", "hostname", "loopback", "mount", "pivot_root", "rlimits", "close fds",
 	"chdir", "set not dumpable", "session keyring", "drop capabilities", "exec", "seccomp",
 	"signal dispositions",

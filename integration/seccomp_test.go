@@ -67,6 +67,7 @@ func TestSeccomp(t *testing.T) {
 	t.Run("UnshareFails", testUnshare)
 	t.Run("Export", testExport)
 	t.Run("UnknownSyscallRefused", testUnknownSyscall)
+	t.Run("UncompilableRuleIsPolicyError", testUncompilableRule)
 }
 
 // buildProbe builds testdata/seccompprobe once (static) and returns its bytes.
@@ -328,6 +329,24 @@ func testUnknownSyscall(t *testing.T) {
 		r = s.rawRun("policy", "check", pol)
 		if r.code == 0 {
 			t.Errorf("policy check accepted an unknown syscall\n%v", r)
+		}
+	})
+}
+
+// A rule that reads fine but no filter can express (a masked_eq that can never hold) is
+// a policy error: policy check reports it and exec refuses at the policy step, before
+// anything is launched (it used to pass policy check and fail at launch).
+func testUncompilableRule(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		pol := s.writePolicy("never.yaml", "extends: agent\nseccomp:\n  rules:\n"+
+			"    - {syscalls: [ioctl], action: errno, args: [{index: 1, op: masked_eq, mask: 255, value: 256}]}\n")
+		m := s.marker("never-holds")
+		r := s.run("--policy", pol, "--", "/usr/bin/touch", m)
+		wantRefused(t, "exec with a rule that can never hold", r, m, "never hold", "failed at policy")
+		r = s.rawRun("policy", "check", pol)
+		if r.code != 125 || !strings.Contains(r.stderr, "never hold") {
+			t.Errorf("policy check: want 125 naming the rule\n%v", r)
 		}
 	})
 }

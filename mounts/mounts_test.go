@@ -190,28 +190,3 @@ func TestOpenNull(t *testing.T) {
 		})
 	}
 }
-
-func TestSymlinksAnnotation(t *testing.T) {
-	tests := []struct {
-		name    string
-		ann     map[string]string
-		want    []Symlink
-		wantErr bool
-	}{
-		{"absent", nil, nil, false},
-		{"two", map[string]string{SymlinksAnnotation: `[{"path":"/bin","target":"usr/bin"},{"path":"/dev/fd","target":"/proc/self/fd"}]`},
-			[]Symlink{{"/bin", "usr/bin"}, {"/dev/fd", "/proc/self/fd"}}, false},
-		{"bad json", map[string]string{SymlinksAnnotation: `{`}, nil, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := symlinks(&specs.Spec{Annotations: tt.ann})
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v; wantErr %v", err, tt.wantErr)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("symlinks = %+v; want %+v", got, tt.want)
-			}
-		})
-	}
-}

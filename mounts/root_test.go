@@ -3,7 +3,6 @@ package mounts
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +15,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // The real-kernel tests re-execute the test binary in a new user and mount namespace
@@ -139,11 +140,6 @@ func writeFile(t *testing.T, p, content string) {
 	}
 }
 
-func symlinkAnnotation(links ...Symlink) map[string]string {
-	b, _ := json.Marshal(links)
-	return map[string]string{SymlinksAnnotation: string(b)}
-}
-
 func create(p string) error {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -170,17 +166,17 @@ func TestSetupPivotRoot(t *testing.T) {
 
 func scenarioPivot(c *checker, base string) {
 	data := filepath.Join(base, "data")
-	spec := &specs.Spec{
+	spec := &config.Config{
 		Mounts: []specs.Mount{
 			{Destination: "/data", Type: "bind", Source: data, Options: []string{"rbind", "nosuid", "nodev", "ro"}},
 			{Destination: "/scratch", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=0755"}},
 			{Destination: "/sealed", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "ro", "mode=0755"}},
 			{Destination: "/sealed/inner", Type: "bind", Source: data, Options: []string{"bind", "ro"}},
 		},
-		Annotations: symlinkAnnotation(
-			Symlink{Path: "/link", Target: "data/a.txt"},
-			Symlink{Path: "/deep/dir/abs", Target: "/data/a.txt"},
-		),
+		Symlinks: []Symlink{
+			{Path: "/link", Target: "data/a.txt"},
+			{Path: "/deep/dir/abs", Target: "/data/a.txt"},
+		},
 	}
 	r, err := Setup(spec, nil)
 	must(err)
@@ -290,7 +286,7 @@ func TestSetupRefusesSymlinkTarget(t *testing.T) {
 
 func scenarioEscapeSetup(c *checker, base string) {
 	dest := os.Getenv(outsideEnv)
-	spec := &specs.Spec{Mounts: []specs.Mount{
+	spec := &config.Config{Mounts: []specs.Mount{
 		{Destination: "/ws", Type: "bind", Source: filepath.Join(base, "ws"), Options: []string{"rbind", "nosuid", "nodev"}},
 		{Destination: dest, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev"}},
 	}}
@@ -315,7 +311,7 @@ func scenarioEscapeAPI(c *checker, base string) {
 	must(err)
 	dir, err := OpenSource(filepath.Join(base, "ws"), true)
 	must(err)
-	r, err := Setup(&specs.Spec{Mounts: []specs.Mount{
+	r, err := Setup(&config.Config{Mounts: []specs.Mount{
 		{Destination: "/ws", Type: "bind", Source: filepath.Join(base, "ws"), Options: []string{"rbind"}},
 	}}, nil)
 	must(err)
@@ -366,10 +362,10 @@ func TestReadOnly(t *testing.T) {
 }
 
 func scenarioReadOnly(c *checker, base string) {
-	spec := &specs.Spec{
-		Mounts:      []specs.Mount{{Destination: "/rw", Type: "bind", Source: filepath.Join(base, "rw"), Options: []string{"rbind", "nosuid", "nodev"}}},
-		Linux:       &specs.Linux{ReadonlyPaths: []string{"/rw/prot", "/rw/.git", "/rw/file.txt", "/rw/missing"}},
-		Annotations: map[string]string{OptionalReadOnlyAnnotation: `["/rw/missing"]`},
+	spec := &config.Config{
+		Mounts:           []specs.Mount{{Destination: "/rw", Type: "bind", Source: filepath.Join(base, "rw"), Options: []string{"rbind", "nosuid", "nodev"}}},
+		Linux:            &config.Linux{ReadonlyPaths: []string{"/rw/prot", "/rw/.git", "/rw/file.txt", "/rw/missing"}},
+		ReadonlyOptional: []string{"/rw/missing"},
 	}
 	r, err := Setup(spec, nil)
 	must(err)
@@ -405,12 +401,12 @@ func TestMask(t *testing.T) {
 }
 
 func scenarioMask(c *checker, base string) {
-	spec := &specs.Spec{
+	spec := &config.Config{
 		Mounts: []specs.Mount{
 			{Destination: "/data", Type: "bind", Source: filepath.Join(base, "data"), Options: []string{"rbind", "ro"}},
 			{Destination: "/rw", Type: "bind", Source: filepath.Join(base, "rw"), Options: []string{"rbind"}},
 		},
-		Linux: &specs.Linux{MaskedPaths: []string{"/data/secret.txt", "/data/secretdir", "/data/missing", "/rw/secret2"}},
+		Linux: &config.Linux{MaskedPaths: []string{"/data/secret.txt", "/data/secretdir", "/data/missing", "/rw/secret2"}},
 	}
 	r, err := Setup(spec, nil)
 	must(err)
@@ -453,7 +449,7 @@ func TestDirCache(t *testing.T) {
 }
 
 func scenarioCache(c *checker, base string) {
-	spec := &specs.Spec{
+	spec := &config.Config{
 		Mounts: []specs.Mount{
 			{Destination: "/x/y", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=0755"}},
 			{Destination: "/x", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=0755"}},
@@ -462,7 +458,7 @@ func scenarioCache(c *checker, base string) {
 			{Destination: "/ws", Type: "bind", Source: filepath.Join(base, "ws"), Options: []string{"rbind"}},
 			{Destination: "/m/sub", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=0755"}},
 		},
-		Annotations: symlinkAnnotation(Symlink{Path: "/x/z/link", Target: "d/a.txt"}, Symlink{Path: "/alias", Target: "m"}),
+		Symlinks: []Symlink{{Path: "/x/z/link", Target: "d/a.txt"}, {Path: "/alias", Target: "m"}},
 	}
 	file, err := OpenSource(filepath.Join(base, "file"), false)
 	must(err)

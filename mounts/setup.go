@@ -9,32 +9,22 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
-// SymlinksAnnotation is the runtime-spec annotation that lists the symlinks to create in
-// the new root, as a JSON array of {"path": "/bin", "target": "usr/bin"} objects. The
-// runtime-spec has no symlink entry; gosbx needs them for merged-usr roots and /dev.
-const SymlinksAnnotation = "org.gosbx.symlinks"
-
-// OptionalReadOnlyAnnotation lists, as a JSON array, the entries of
-// spec.Linux.ReadonlyPaths that may be absent (kernel interfaces such as
-// /proc/sysrq-trigger); every other one must exist, reached without a symlink.
-const OptionalReadOnlyAnnotation = "org.gosbx.readonly-optional"
-
-// Symlink is one entry of SymlinksAnnotation.
-type Symlink struct {
-	Path   string `json:"path"`
-	Target string `json:"target"`
-}
+// Symlink is one entry of config.Config.Symlinks.
+type Symlink = config.Symlink
 
 // stagingDirs are candidate attach points for the new root before pivot_root. Every bind
 // source is cloned before the root is attached, so hiding one of them is harmless.
 var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
 
 // Setup builds the new root described by spec in the current mount namespace, in order:
-// every mount of spec.Mounts (binds from host paths, then new file systems), the symlinks
-// of SymlinksAnnotation, the protected paths of spec.Linux.ReadonlyPaths (re-bound
-// read-only), and the spec.Linux.MaskedPaths. It returns the root, ready for PivotRoot.
+// every mount of spec.Mounts (binds from host paths, then new file systems), the
+// spec.Symlinks, the protected paths of spec.Linux.ReadonlyPaths (re-bound read-only;
+// each must exist, reached without a symlink, unless it is one of
+// spec.ReadonlyOptional), and the spec.Linux.MaskedPaths. It returns the root, ready for PivotRoot.
 //
 // Mount types: "bind" (options: rbind or bind, ro, nosuid, nodev, noexec), and any file
 // system fsopen(2) knows ("tmpfs", "proc", "devpts", …; options: ro, nosuid, nodev,
@@ -45,7 +35,7 @@ var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
 // following symlinks, and must be the very file the launcher checked
 // (OpenSourceChecked). With nil, bind sources are opened here by path only.
 // Errors are *Error, naming the operation and paths.
-func Setup(spec *specs.Spec, sourceFds []int) (*Root, error) {
+func Setup(spec *config.Config, sourceFds []int) (*Root, error) {
 	return setup(spec, sourceFds, false)
 }
 
@@ -54,7 +44,7 @@ func Setup(spec *specs.Spec, sourceFds []int) (*Root, error) {
 // attached as they are, not opened again here. For a launcher that is root, whose init
 // runs as an unprivileged host uid that may not reach a source (under /root, mode 0700).
 // The trees are consumed.
-func SetupTrees(spec *specs.Spec, trees []int) (*Root, error) {
+func SetupTrees(spec *config.Config, trees []int) (*Root, error) {
 	return setup(spec, trees, true)
 }
 
@@ -68,7 +58,7 @@ func mark(step, path string) {
 	}
 }
 
-func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
+func setup(spec *config.Config, sourceFds []int, detached bool) (*Root, error) {
 	if err := MakePrivate(); err != nil {
 		return nil, err
 	}
@@ -164,26 +154,15 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 		closeAll()
 		return nil, err
 	}
-	links, err := symlinks(spec)
-	if err != nil {
-		return nil, err
-	}
-	mark("decode symlinks", "")
-	for _, l := range links {
+	for _, l := range spec.Symlinks {
 		if err := r.Symlink(l.Target, l.Path); err != nil {
 			return nil, err
 		}
 		mark("symlink", l.Path)
 	}
 	if spec.Linux != nil {
-		var optional []string
-		if raw, ok := spec.Annotations[OptionalReadOnlyAnnotation]; ok {
-			if optional, err = decodeStrings(raw); err != nil {
-				return nil, fmt.Errorf("annotation %s: %w", OptionalReadOnlyAnnotation, err)
-			}
-		}
 		for _, p := range spec.Linux.ReadonlyPaths {
-			if err := r.ReadOnly(p, slices.Contains(optional, p)); err != nil {
+			if err := r.ReadOnly(p, slices.Contains(spec.ReadonlyOptional, p)); err != nil {
 				return nil, err
 			}
 			mark("readonly", p)
@@ -196,18 +175,6 @@ func setup(spec *specs.Spec, sourceFds []int, detached bool) (*Root, error) {
 		}
 	}
 	return r, nil
-}
-
-func symlinks(spec *specs.Spec) ([]Symlink, error) {
-	raw, ok := spec.Annotations[SymlinksAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	links, err := decodeSymlinks(raw)
-	if err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", SymlinksAnnotation, err)
-	}
-	return links, nil
 }
 
 type options struct {
@@ -253,7 +220,7 @@ func parseOptions(m specs.Mount) (options, error) {
 
 // BindSources returns the host paths of the bind mounts of spec, in order: the paths
 // whose descriptors Setup expects in sourceFds.
-func BindSources(spec *specs.Spec) []string {
+func BindSources(spec *config.Config) []string {
 	var out []string
 	for _, m := range spec.Mounts {
 		if m.Type == "bind" {
@@ -268,7 +235,7 @@ func BindSources(spec *specs.Spec) []string {
 // OPEN_TREE_CLONE of the canonical path, recursive for rbind). Needs CAP_SYS_ADMIN over
 // that namespace. Read-only does not travel with the clone: SetupTrees sets it. Errors
 // are *Error; on error no tree is left open.
-func CloneSources(spec *specs.Spec) ([]*Source, error) {
+func CloneSources(spec *config.Config) ([]*Source, error) {
 	var out []*Source
 	for _, m := range spec.Mounts {
 		if m.Type != "bind" {

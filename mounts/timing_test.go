@@ -19,6 +19,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // The default spec's root, built the way the sandbox's init builds it: in a child in new
@@ -54,7 +56,7 @@ func init() {
 
 // defaultSpec mirrors `gosbx policy export --oci --workspace /var/tmp/ws -- /bin/true`
 // (the agent profile, as root), with the workspace's source at ws.
-func defaultSpec(ws string) *specs.Spec {
+func defaultSpec(ws string) *config.Config {
 	bind := func(p string, opts ...string) specs.Mount {
 		return specs.Mount{Destination: p, Type: "bind", Source: p, Options: opts}
 	}
@@ -76,28 +78,27 @@ func defaultSpec(ws string) *specs.Spec {
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777"}},
 		{Destination: wsDest, Type: "bind", Source: ws, Options: []string{"rbind", "nosuid", "nodev"}},
 	}
-	// Literal JSON, as policy writes it: the child must not warm encoding/json up.
-	const links = `[{"path":"/dev/fd","target":"/proc/self/fd"},{"path":"/dev/stdin","target":"/proc/self/fd/0"},` +
-		`{"path":"/dev/stdout","target":"/proc/self/fd/1"},{"path":"/dev/stderr","target":"/proc/self/fd/2"},` +
-		`{"path":"/dev/ptmx","target":"pts/ptmx"},{"path":"/bin","target":"usr/bin"},{"path":"/sbin","target":"usr/sbin"},` +
-		`{"path":"/lib","target":"usr/lib"},{"path":"/lib64","target":"usr/lib64"}]`
-	const optional = `["/proc/bus","/proc/fs","/proc/irq","/proc/sys","/proc/sysrq-trigger"]`
+	links := []Symlink{{Path: "/dev/fd", Target: "/proc/self/fd"}, {Path: "/dev/stdin", Target: "/proc/self/fd/0"},
+		{Path: "/dev/stdout", Target: "/proc/self/fd/1"}, {Path: "/dev/stderr", Target: "/proc/self/fd/2"},
+		{Path: "/dev/ptmx", Target: "pts/ptmx"}, {Path: "/bin", Target: "usr/bin"}, {Path: "/sbin", Target: "usr/sbin"},
+		{Path: "/lib", Target: "usr/lib"}, {Path: "/lib64", Target: "usr/lib64"}}
 	ro := []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
-	return &specs.Spec{
+	return &config.Config{
 		Mounts: mounts,
-		Linux: &specs.Linux{
+		Linux: &config.Linux{
 			ReadonlyPaths: ro,
 			MaskedPaths: []string{"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/sched_debug",
 				"/proc/scsi", "/proc/timer_list", "/proc/timer_stats", "/etc/shadow", "/etc/shadow-", "/etc/gshadow",
 				"/etc/gshadow-", "/etc/ssl/private", "/etc/security/opasswd"},
 		},
-		Annotations: map[string]string{SymlinksAnnotation: links, OptionalReadOnlyAnnotation: optional},
+		Symlinks:         links,
+		ReadonlyOptional: ro,
 	}
 }
 
 // sourceFds opens (paths) or clones (trees) the bind sources of spec as the launcher
 // does; the caller closes them.
-func sourceFds(spec *specs.Spec, mode string) ([]*os.File, error) {
+func sourceFds(spec *config.Config, mode string) ([]*os.File, error) {
 	var out []*os.File
 	if mode == "trees" {
 		trees, err := CloneSources(spec)

@@ -1,12 +1,12 @@
 package nsinit
 
 import (
-	"errors"
-	"fmt"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // initCaps are the capabilities the init stage keeps across its re-execution (as
@@ -25,31 +25,12 @@ var nsFlags = map[specs.LinuxNamespaceType]uintptr{
 	specs.CgroupNamespace: unix.CLONE_NEWCGROUP,
 }
 
-// cloneConfig derives the clone flags and id maps from spec.Linux. A pool's template
-// (pooled) needs no process: each command brings its own.
-func cloneConfig(spec *specs.Spec, pooled bool) (uintptr, []syscall.SysProcIDMap, []syscall.SysProcIDMap, error) {
-	if spec == nil {
-		return 0, nil, nil, errors.New("no spec")
-	}
-	if !pooled && (spec.Process == nil || len(spec.Process.Args) == 0) {
-		return 0, nil, nil, errors.New("spec has no process args")
-	}
-	if spec.Linux == nil {
-		return 0, nil, nil, errors.New("spec has no linux section")
-	}
+// cloneConfig derives the clone flags and id maps from spec.Linux, which
+// config.Validate has checked.
+func cloneConfig(spec *config.Config) (uintptr, []syscall.SysProcIDMap, []syscall.SysProcIDMap) {
 	var flags uintptr
 	for _, ns := range spec.Linux.Namespaces {
-		f, ok := nsFlags[ns.Type]
-		if !ok {
-			return 0, nil, nil, fmt.Errorf("unsupported namespace %q", ns.Type)
-		}
-		if ns.Path != "" {
-			return 0, nil, nil, fmt.Errorf("joining namespace %s (%s) is not supported", ns.Type, ns.Path)
-		}
-		flags |= f
-	}
-	if flags&unix.CLONE_NEWUSER == 0 || flags&unix.CLONE_NEWNS == 0 || flags&unix.CLONE_NEWPID == 0 {
-		return 0, nil, nil, errors.New("the user, mount and pid namespaces are required")
+		flags |= nsFlags[ns.Type]
 	}
 	conv := func(ms []specs.LinuxIDMapping) []syscall.SysProcIDMap {
 		out := make([]syscall.SysProcIDMap, len(ms))
@@ -58,8 +39,5 @@ func cloneConfig(spec *specs.Spec, pooled bool) (uintptr, []syscall.SysProcIDMap
 		}
 		return out
 	}
-	if len(spec.Linux.UIDMappings) == 0 || len(spec.Linux.GIDMappings) == 0 {
-		return 0, nil, nil, errors.New("spec has no uid/gid mappings")
-	}
-	return flags, conv(spec.Linux.UIDMappings), conv(spec.Linux.GIDMappings), nil
+	return flags, conv(spec.Linux.UIDMappings), conv(spec.Linux.GIDMappings)
 }

@@ -17,19 +17,19 @@ import (
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // Cmd is a command to run in a new sandbox, shaped like os/exec.Cmd: configure it,
-// then Start and Wait, or Run. The sandbox is described entirely by Spec (compile one
-// with the policy package); the command is Spec.Process.Args. Of the runtime-spec,
-// gosbx implements process, root, hostname, mounts, annotations and linux's uidMappings,
-// gidMappings, namespaces, seccomp, maskedPaths, readonlyPaths and resources; a spec
-// that sets any other field is refused (*SetupError, step "config").
+// then Start and Wait, or Run. The sandbox is described entirely by Config (compile one
+// with the policy package, or turn a runtime-spec config.json into one with
+// config.FromSpec); the command is Config.Process.Args. A config that does not pass
+// config.Validate is refused (*SetupError, step "config").
 //
 // The binary is re-executed through /proc/self/exe as the init stage, so a program
 // using Cmd must call Init first in main.
 type Cmd struct {
-	Spec *specs.Spec
+	Config *config.Config
 
 	// Stdin, Stdout and Stderr are given to the command. An *os.File is passed as the
 	// descriptor itself (a terminal stays a terminal); other readers and writers are
@@ -60,15 +60,15 @@ type Cmd struct {
 	started  bool // the init was cloned
 	waited   bool
 
-	identityMap string // why a root caller's command kept host uid 0 (RootIdentityAnnotation)
+	identityMap string // why a root caller's command kept host uid 0 (RootID.AllowHostRoot)
 
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
 }
 
-// Command returns a Cmd that runs spec.Process in a sandbox built from spec.
-func Command(spec *specs.Spec) *Cmd { return &Cmd{Spec: spec} }
+// Command returns a Cmd that runs cfg.Process in a sandbox built from cfg.
+func Command(cfg *config.Config) *Cmd { return &Cmd{Config: cfg} }
 
 // Run starts the command and waits for it. See Start and Wait for the errors.
 func (c *Cmd) Run() error {
@@ -78,7 +78,7 @@ func (c *Cmd) Run() error {
 	return c.Wait()
 }
 
-// Start clones the init stage into new namespaces, sends it the spec, and returns once
+// Start clones the init stage into new namespaces, sends it the config, and returns once
 // the command is running. A sandbox that could not be built gives a *SetupError, a
 // command that could not be executed an *ExecError; in both cases the command never ran
 // and nothing is left running.
@@ -103,27 +103,31 @@ func (c *Cmd) Start() error {
 	return c.awaitExec(placed)
 }
 
-// spawn clones the init stage with c.Spec and sends it the spec; the init's cgroup
+// spawn clones the init stage with c.Config and sends it the config; the init's cgroup
 // placement runs beside its setup and reports on the returned channel. A pooled init
 // (Pool) waits on its socket for the process once its sandbox is built; its stdio is
 // /dev/null until then.
 //
 // Only what the clone needs comes before it (the namespaces, the id mappings, a root
 // caller's host id, a cgroup v2 group); the rest (the bind sources, a root caller's
-// idmaps, the seccomp program, the encoded spec) is done while the new init's Go
+// idmaps, the encoded config) is done while the new init's Go
 // runtime starts, which takes ~1.5 ms, and sent on its socket.
 func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
-	spec := c.Spec
+	spec := c.Config
 	c.own.sandboxID()
-	// What the sandbox's binds need and the policy only named: created now, by the
-	// owner of the launch (policy.Build writes nothing).
-	if err := cleanup.MakeDirs(spec.Annotations[cleanup.DirsAnnotation]); err != nil {
-		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	err = spec.Validate()
+	if err == nil && !pooled && spec.Process == nil {
+		err = errors.New("the config has no process")
 	}
-	rng, mapped, err := rootMapping(spec)
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
+	// What the sandbox's binds need and the policy only named: created now, by the
+	// owner of the launch (policy.Build writes nothing).
+	if err := cleanup.MakeDirs(spec.MakeDirs); err != nil {
+		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	}
+	rng, mapped := rootMapping(spec)
 	mapped = mapped && c.identityMap == ""
 	var hid *hostID
 	if mapped {
@@ -140,11 +144,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	var nsOwner *hostID // a host id that owns the user namespace of a uid 0 mapped to itself
 	if !mapped {
-		r, ok, err := ownerRange(spec)
-		if err != nil {
-			return nil, c.fail(&SetupError{Step: "config", Err: err})
-		}
-		if ok {
+		if r, ok := ownerRange(spec); ok {
 			if nsOwner, err = takeHostID(r, c.own.sandboxID()); err != nil {
 				return nil, c.fail(&SetupError{Step: "host id", Err: err})
 			}
@@ -155,14 +155,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			}()
 		}
 	}
-	flags, uids, gids, err := cloneConfig(spec, pooled)
-	if err == nil {
-		err = fault.Check("config")
-	}
-	if err == nil {
-		err = checkSpec(spec)
-	}
-	if err != nil {
+	flags, uids, gids := cloneConfig(spec)
+	if err := fault.Check("config"); err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
@@ -175,7 +169,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// period, up to ~15 ms after an idle spell).
 		spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
 		c.own.nproc = true
-	} else if err := c.own.makeGroup(c.Spec); err != nil {
+	} else if err := c.own.makeGroup(c.Config); err != nil {
 		return nil, c.fail(err)
 	}
 	var files []*os.File // the parent's ends, closed on failure
@@ -310,7 +304,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			// (a quick start ends before the spec is sent)
 			err = &SetupError{Step: "init", Err: diedEarly(ws)}
 		}
-		allow := spec.Annotations[RootIdentityAnnotation] == "allow"
+		allow := spec.RootID != nil && spec.RootID.AllowHostRoot
 		var me *mounts.Error
 		if mapped && allow && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {
 			// The policy accepts host uid 0 where a bind cannot be idmapped.
@@ -369,12 +363,13 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 // before the init may fork the command: should this process and the init both die
 // before it is done, the next launch of this user completes it. Journals that earlier
 // launches left (their launcher and init gone) are completed first.
-func (c *Cmd) beginJournal(spec *specs.Spec) error {
+func (c *Cmd) beginJournal(spec *config.Config) error {
 	cleanup.CompleteJournals()
-	entries, err := cleanup.Decode(spec.Annotations[cleanup.Annotation])
-	if err != nil || len(entries) == 0 {
-		return err
+	entries := spec.Cleanup
+	if len(entries) == 0 {
+		return nil
 	}
+	var err error
 	var writable []string
 	for _, m := range spec.Mounts {
 		if m.Type == "bind" && !slices.Contains(m.Options, "ro") {
@@ -390,23 +385,15 @@ func (c *Cmd) beginJournal(spec *specs.Spec) error {
 	return nil
 }
 
-// sendSpec sends a cloned init its spec (with the compiled seccomp program) and the
+// sendSpec sends a cloned init its config (with the compiled seccomp program) and the
 // bind sources: O_PATH descriptors of the sources for a caller other than root, trees
 // cloned by the launcher for root, their read-write ones idmapped to the owner's host
 // id (mapped). The init waits for them before any mount. Errors are *SetupError, or
 // an idmap *mounts.Error the caller may retry without the mapping.
-func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID) error {
-	err := fault.Check("seccomp filter")
-	var wire *wireSpec
-	if err == nil {
-		wire, err = toWire(spec)
-	}
-	if err != nil {
-		return &SetupError{Step: "seccomp filter", Err: err}
-	}
-	config := encodeSpec(wire)
-	if len(config) > maxFrame {
-		return &SetupError{Step: "config", Err: fmt.Errorf("the spec is %d bytes encoded, more than %d", len(config), maxFrame)}
+func (c *Cmd) sendSpec(spec *config.Config, sock *os.File, mapped bool, hid *hostID) (err error) {
+	frame := config.Encode(spec)
+	if len(frame) > maxFrame {
+		return &SetupError{Step: "config", Err: fmt.Errorf("the config is %d bytes encoded, more than %d", len(frame), maxFrame)}
 	}
 	var fds []int
 	defer func() { closeFds(fds) }()
@@ -454,8 +441,8 @@ func (c *Cmd) sendSpec(spec *specs.Spec, sock *os.File, mapped bool, hid *hostID
 			}
 		}
 	}
-	if err := writeFrame(sock, config, nil); err != nil {
-		return &SetupError{Step: "config", Err: fmt.Errorf("send the spec: %w", err)}
+	if err := writeFrame(sock, frame, nil); err != nil {
+		return &SetupError{Step: "config", Err: fmt.Errorf("send the config: %w", err)}
 	}
 	if err := sendFds(sock, fds); err != nil {
 		return &SetupError{Step: "open bind source", Err: fmt.Errorf("send the bind sources: %w", err)}
@@ -516,7 +503,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
 	}
 	if oom {
-		return c.fail(&SetupError{Step: "memory", Err: setupOOM(c.Spec, c.init.wait())})
+		return c.fail(&SetupError{Step: "memory", Err: setupOOM(c.Config, c.init.wait())})
 	}
 	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
 }
@@ -641,7 +628,7 @@ func (c *Cmd) Wait() error {
 		}
 		r.ExitCode = 128 + int(r.Signal)
 	}
-	r.Removed, r.NotRemoved = c.own.afterRun(c.Spec)
+	r.Removed, r.NotRemoved = c.own.afterRun(c.Config)
 	r.Limits = string(cgroup.None)
 	if c.own.nproc {
 		r.Limits = string(cgroup.Rlimit)
@@ -687,14 +674,10 @@ func (c *Cmd) Wait() error {
 	return &ExitError{r}
 }
 
-// runCleanup carries out the spec's after-run cleanup (cleanup.Annotation): the paths
+// runCleanup carries out the config's after-run cleanup (Config.Cleanup): the paths
 // removed, and what could not be removed ("path: reason").
-func runCleanup(spec *specs.Spec) (removed, failed []string) {
-	entries, err := cleanup.Decode(spec.Annotations[cleanup.Annotation])
-	if err != nil {
-		return nil, []string{err.Error()}
-	}
-	return cleanup.Run(entries)
+func runCleanup(spec *config.Config) (removed, failed []string) {
+	return cleanup.Run(spec.Cleanup)
 }
 
 // SandboxID is the sandbox's own id, after Start: its cgroup is gosbx-<id> and a root

@@ -34,7 +34,7 @@ type Event struct {
 	TimedOut    *bool  `json:"timed-out,omitempty"`
 	WallMs      *int64 `json:"wall-ms,omitempty"`
 	// Removed, with the exit: paths the command created that must not outlive it
-	// (cleanup.Annotation), removed.
+	// (the config's Cleanup), removed.
 	Removed []string `json:"removed,omitempty"`
 	// NotRemoved, with the exit: such paths that could not be removed ("path: cause").
 	NotRemoved []string `json:"not-removed,omitempty"`

@@ -1,7 +1,6 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,21 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/caps"
-	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
-)
-
-// The annotations of a root caller's spec (policy.IDRangeAnnotation and
-// policy.RootIdentityAnnotation; nsinit's tests import policy, so it cannot be imported
-// here, and a test checks the names agree).
-const (
-	// IDRangeAnnotation holds {"base": B, "count": N}: a launcher that is root takes one
-	// host id of [B, B+N) for the sandbox, held by no other sandbox while it runs, and
-	// maps the spec's single uid and gid mapping to it.
-	IDRangeAnnotation = "org.gosbx.id-range"
-	// RootIdentityAnnotation "allow" keeps the spec's own mapping (host uid 0) when a
-	// read-write bind cannot be idmapped, instead of refusing the launch.
-	RootIdentityAnnotation = "org.gosbx.root-identity-map"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // hostIDDir holds one lock file per host id in use; a launcher holds an exclusive
@@ -39,11 +25,10 @@ const (
 // launcher dies, and the sandbox dies with the launcher).
 var hostIDDir = "/run/gosbx/ids"
 
-// idRange is the decoded IDRangeAnnotation.
-type idRange struct {
-	Base  uint32 `json:"base"`
-	Count uint32 `json:"count"`
-}
+// idRange is a root caller's range of host ids (config.RootID): a launcher that is
+// root takes one host id of [Base, Base+Count) for the sandbox, held by no other
+// sandbox while it runs, and maps the config's single uid and gid mapping to it.
+type idRange = config.IDRange
 
 // hostID is a host id taken for one sandbox.
 type hostID struct {
@@ -63,46 +48,35 @@ func (h *hostID) release() {
 }
 
 // rootMapping reports whether this launch maps a root caller's command to a host id of
-// a range: the launcher is a root caller (caps.CurrentCaller) and the spec has an id
+// a range: the launcher is a root caller (caps.CurrentCaller) and the config has an id
 // range.
-func rootMapping(spec *specs.Spec) (idRange, bool, error) {
+func rootMapping(spec *config.Config) (idRange, bool) {
 	if !caps.CurrentCaller().Root {
-		return idRange{}, false, nil
+		return idRange{}, false
 	}
 	return specRange(spec)
 }
 
-// ownerRange reports whether the user namespace of a launch that keeps the spec's own
+// ownerRange reports whether the user namespace of a launch that keeps the config's own
 // mapping (a uid 0 that is not a root caller, or a root caller's uid 0 fallback) is to
-// be owned by a host id of the spec's range rather than by root, so that the kernel
+// be owned by a host id of the config's range rather than by root, so that the kernel
 // charges the sandbox's per-user counts to that id (usercounts.go): the launcher is
 // uid 0 of the initial user namespace able to set ids (caps.Caller.OwnsIDs) and the
-// spec has an id range.
-func ownerRange(spec *specs.Spec) (idRange, bool, error) {
+// config has an id range.
+func ownerRange(spec *config.Config) (idRange, bool) {
 	if c := caps.CurrentCaller(); os.Geteuid() != 0 || !c.OwnsIDs {
-		return idRange{}, false, nil
+		return idRange{}, false
 	}
 	return specRange(spec)
 }
 
-// specRange decodes the spec's IDRangeAnnotation: ok=false without one.
-func specRange(spec *specs.Spec) (idRange, bool, error) {
-	raw, ok := spec.Annotations[IDRangeAnnotation]
-	if !ok {
-		return idRange{}, false, nil
+// specRange is the config's id range (config.RootID; Validate checked it and the single
+// uid and gid mappings it needs): ok=false without one.
+func specRange(spec *config.Config) (idRange, bool) {
+	if spec.RootID == nil {
+		return idRange{}, false
 	}
-	var r idRange
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return r, false, fmt.Errorf("annotation %s: %w", IDRangeAnnotation, err)
-	}
-	if r.Count == 0 || r.Base < 65536 || uint64(r.Base)+uint64(r.Count)-1 > 2147483647 {
-		return r, false, fmt.Errorf("annotation %s: range %d:%d is empty, below 65536 or past 2147483647", IDRangeAnnotation, r.Base, r.Count)
-	}
-	if len(spec.Linux.UIDMappings) != 1 || len(spec.Linux.GIDMappings) != 1 ||
-		spec.Linux.UIDMappings[0].Size != 1 || spec.Linux.GIDMappings[0].Size != 1 {
-		return r, false, errors.New("an id range needs exactly one uid and one gid mapping, each of size 1")
-	}
-	return r, true, nil
+	return spec.RootID.Range, true
 }
 
 // takeHostID takes a free id of r for the sandbox sandboxID: its lock file, created if
@@ -183,7 +157,7 @@ func sweepHostIDs(dir int) {
 
 // withHostID returns a copy of spec whose uid and gid mappings map the command's ids to
 // host id h.
-func withHostID(spec *specs.Spec, h uint32) *specs.Spec {
+func withHostID(spec *config.Config, h uint32) *config.Config {
 	s := *spec
 	l := *spec.Linux
 	l.UIDMappings = []specs.LinuxIDMapping{{ContainerID: spec.Linux.UIDMappings[0].ContainerID, HostID: h, Size: 1}}
@@ -202,7 +176,7 @@ type fileOwner struct{ uid, gid uint32 }
 // so that the command, host id h, acts on those files as their owner; a directory gosbx
 // pins inside a workspace keeps the workspace's mapping. -1 for a tree not idmapped (a
 // read-only system bind: root's 0600 files there stay root's).
-func idmapPlan(spec *specs.Spec, trees []*mounts.Source) ([]int, []fileOwner, error) {
+func idmapPlan(spec *config.Config, trees []*mounts.Source) ([]int, []fileOwner, error) {
 	var binds []specs.Mount
 	for _, m := range spec.Mounts {
 		if m.Type == "bind" {
@@ -362,9 +336,9 @@ func pathWithin(p, dir string) bool {
 }
 
 // nprocDefault reports the process limit of spec when it is its only resource and a
-// default (the profile's, best effort: cgroup.LimitsInfo names no required limit and no
+// default (the profile's, best effort: spec.Limits names no required limit and no
 // cgroup parent).
-func nprocDefault(spec *specs.Spec) (uint64, bool) {
+func nprocDefault(spec *config.Config) (uint64, bool) {
 	if spec.Process == nil || spec.Linux == nil || spec.Linux.Resources == nil {
 		return 0, false
 	}
@@ -377,11 +351,8 @@ func nprocDefault(spec *specs.Spec) (uint64, bool) {
 	if !reflect.ValueOf(r).IsZero() {
 		return 0, false
 	}
-	var info cgroup.LimitsInfo
-	if raw, ok := spec.Annotations[cgroup.LimitsAnnotation]; ok {
-		if json.Unmarshal([]byte(raw), &info) != nil || len(info.Required) > 0 || info.CgroupParent != "" {
-			return 0, false
-		}
+	if len(spec.Limits.Required) > 0 || spec.Limits.CgroupParent != "" {
+		return 0, false
 	}
 	for _, rl := range spec.Process.Rlimits {
 		if rl.Type == "RLIMIT_NPROC" {
@@ -392,7 +363,7 @@ func nprocDefault(spec *specs.Spec) (uint64, bool) {
 }
 
 // withRlimit returns a copy of spec whose process has rl as well.
-func withRlimit(spec *specs.Spec, rl specs.POSIXRlimit) *specs.Spec {
+func withRlimit(spec *config.Config, rl specs.POSIXRlimit) *config.Config {
 	s := *spec
 	p := *spec.Process
 	p.Rlimits = append(append([]specs.POSIXRlimit{}, spec.Process.Rlimits...), rl)

@@ -9,17 +9,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/gosbx/gosbx/cgroup"
-	"github.com/gosbx/gosbx/policy"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
-
-// The annotation names nsinit reads are the ones policy writes.
-func TestIdentityAnnotationsAgree(t *testing.T) {
-	if IDRangeAnnotation != policy.IDRangeAnnotation || RootIdentityAnnotation != policy.RootIdentityAnnotation {
-		t.Errorf("nsinit %q %q, policy %q %q", IDRangeAnnotation, RootIdentityAnnotation,
-			policy.IDRangeAnnotation, policy.RootIdentityAnnotation)
-	}
-}
 
 // Host ids: two running sandboxes never hold the same one; a freed id's lock file is
 // removed; a stale file (its launcher killed) is swept by the next take.
@@ -76,25 +67,23 @@ func TestTakeHostID(t *testing.T) {
 // Only a lone, not asked for process limit becomes RLIMIT_NPROC.
 func TestNprocDefault(t *testing.T) {
 	limit := int64(8192)
-	base := func() *specs.Spec {
-		return &specs.Spec{Process: &specs.Process{Args: []string{"true"}},
-			Linux: &specs.Linux{Resources: &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}}}
+	base := func() *config.Config {
+		return &config.Config{Process: &specs.Process{Args: []string{"true"}},
+			Linux: &config.Linux{Resources: &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}}}
 	}
 	if n, ok := nprocDefault(base()); !ok || n != 8192 {
 		t.Errorf("the profile's default: %d %v", n, ok)
 	}
 	mem := int64(1 << 30)
-	for name, mutate := range map[string]func(*specs.Spec){
-		"asked for": func(s *specs.Spec) {
-			s.Annotations = map[string]string{cgroup.LimitsAnnotation: `{"required":["pids"]}`}
+	for name, mutate := range map[string]func(*config.Config){
+		"asked for":     func(s *config.Config) { s.Limits.Required = []string{"pids"} },
+		"cgroup parent": func(s *config.Config) { s.Limits.CgroupParent = "/x" },
+		"memory too":    func(s *config.Config) { s.Linux.Resources.Memory = &specs.LinuxMemory{Limit: &mem} },
+		"own nproc": func(s *config.Config) {
+			s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NPROC", Hard: 5, Soft: 5}}
 		},
-		"cgroup parent": func(s *specs.Spec) {
-			s.Annotations = map[string]string{cgroup.LimitsAnnotation: `{"cgroup_parent":"/x"}`}
-		},
-		"memory too":   func(s *specs.Spec) { s.Linux.Resources.Memory = &specs.LinuxMemory{Limit: &mem} },
-		"own nproc":    func(s *specs.Spec) { s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NPROC", Hard: 5, Soft: 5}} },
-		"no process":   func(s *specs.Spec) { s.Process = nil },
-		"no resources": func(s *specs.Spec) { s.Linux.Resources = nil },
+		"no process":   func(s *config.Config) { s.Process = nil },
+		"no resources": func(s *config.Config) { s.Linux.Resources = nil },
 	} {
 		s := base()
 		mutate(s)

@@ -18,6 +18,7 @@ import (
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/netns"
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -90,9 +91,9 @@ var (
 	acked        = make(chan struct{})
 	launcherGone = make(chan struct{})
 	forked       atomic.Bool
-	// cleanupSpec is the spec whose after-run cleanup (runCleanup) the reaper
+	// cleanupSpec is the config whose after-run cleanup (runCleanup) the reaper
 	// does itself when the launcher is gone.
-	cleanupSpec *specs.Spec
+	cleanupSpec *config.Config
 )
 
 // watchLauncher exits the init (and so the whole pid namespace) when the launching
@@ -187,7 +188,7 @@ var (
 // builds the sandbox, reports "ready" on w, and waits for the process and its stdio
 // (protocol.go) before the steps that depend on them.
 func setup(w syncWriter, pooled, trees bool) (string, int, error) {
-	spec, filter, sources, err := readSpec(pooled)
+	spec, sources, err := readSpec(pooled)
 	if err := step("read config", err); err != nil {
 		return "", 0, err
 	}
@@ -271,7 +272,7 @@ func setup(w syncWriter, pooled, trees bool) (string, int, error) {
 	<-goAhead // in the sandbox's cgroup: what the command starts is too
 	// Last, right before the command is forked and executed: the filter applies to the
 	// init's threads (a denied call there would hang the Go runtime) only from now on.
-	if err := step("seccomp", seccomp.Load(filter)); err != nil {
+	if err := step("seccomp", seccomp.Load(spec.Linux.Filter)); err != nil {
 		return "", 0, err
 	}
 	if err := step("signal dispositions", defaultFaultSignals()); err != nil {
@@ -309,12 +310,11 @@ func readProcess() (*specs.Process, error) {
 	if len(fds) != 3 {
 		return nil, fmt.Errorf("the process came with %d descriptors, want 3 (stdin, stdout, stderr)", len(fds))
 	}
-	w, err := decodeProcess(body)
+	p, err := config.DecodeProcess(body)
 	if err != nil {
 		return nil, err
 	}
-	p := w.toProcess()
-	if len(p.Args) == 0 {
+	if p == nil || len(p.Args) == 0 {
 		return nil, errors.New("the process has no args")
 	}
 	for i, fd := range fds {
@@ -326,39 +326,36 @@ func readProcess() (*specs.Process, error) {
 	return p, nil
 }
 
-// readSpec reads the spec frame from fd 3, then the descriptors of its bind sources
-// (one per mounts.BindSources entry, in order). The socket stays open for a pooled
-// init's process.
-func readSpec(pooled bool) (*specs.Spec, seccomp.Program, []int, error) {
+// readSpec reads the config frame from fd 3 (the seccomp program in it compiled by
+// the launcher's policy step, and only loaded here), then the descriptors of its bind
+// sources (one per mounts.BindSources entry, in order). The socket stays open for a
+// pooled init's process.
+func readSpec(pooled bool) (*config.Config, []int, error) {
 	b, _, err := readFrame(specFd, 0)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	w, err := decodeSpec(b)
+	spec, err := config.Decode(b)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	spec := w.toSpec()
 	if !pooled && (spec.Process == nil || len(spec.Process.Args) == 0) {
-		return nil, nil, nil, errors.New("the spec has no process args")
+		return nil, nil, errors.New("the config has no process args")
 	}
-	var filter seccomp.Program
-	if w.Linux != nil {
-		if filter, err = seccomp.ParseProgram(w.Linux.Filter); err != nil {
-			return nil, nil, nil, err
-		}
+	if spec.Linux == nil {
+		return nil, nil, errors.New("the config has no linux section")
 	}
 	fds, err := recvFds(specFd, len(mounts.BindSources(spec)))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("receive the bind sources: %w", err)
+		return nil, nil, fmt.Errorf("receive the bind sources: %w", err)
 	}
 	if !pooled {
 		unix.Close(specFd)
 	}
-	return spec, filter, fds, nil
+	return spec, fds, nil
 }
 
-func hasNamespace(spec *specs.Spec, t specs.LinuxNamespaceType) bool {
+func hasNamespace(spec *config.Config, t specs.LinuxNamespaceType) bool {
 	if spec.Linux == nil {
 		return false
 	}

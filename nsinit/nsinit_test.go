@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 func TestLookPath(t *testing.T) {
@@ -270,10 +271,10 @@ func TestSyncProtocol(t *testing.T) {
 	<-done
 }
 
-func validSpec() *specs.Spec {
-	return &specs.Spec{
+func validSpec() *config.Config {
+	return &config.Config{
 		Process: &specs.Process{Args: []string{"true"}, User: specs.User{UID: 1000, GID: 100}},
-		Linux: &specs.Linux{
+		Linux: &config.Linux{
 			Namespaces: []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
 				{Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}},
@@ -284,10 +285,7 @@ func validSpec() *specs.Spec {
 }
 
 func TestCloneConfig(t *testing.T) {
-	flags, uids, gids, err := cloneConfig(validSpec(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flags, uids, gids := cloneConfig(validSpec())
 	want := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	if flags != want {
@@ -297,66 +295,43 @@ func TestCloneConfig(t *testing.T) {
 		!reflect.DeepEqual(gids, []syscall.SysProcIDMap{{ContainerID: 100, HostID: 100, Size: 1}}) {
 		t.Errorf("maps = %+v %+v", uids, gids)
 	}
+}
 
-	without := func(typ specs.LinuxNamespaceType) func(*specs.Spec) {
-		return func(s *specs.Spec) {
-			var ns []specs.LinuxNamespace
-			for _, n := range s.Linux.Namespaces {
-				if n.Type != typ {
-					ns = append(ns, n)
-				}
-			}
-			s.Linux.Namespaces = ns
-		}
-	}
+// Start refuses a config that config.Validate refuses (its own tests cover each field),
+// before anything is cloned, with a config *SetupError and one event.
+func TestStartRefusesInvalidConfig(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*specs.Spec)
+		mutate func(*config.Config)
 		want   string
 	}{
-		{"nil process", func(s *specs.Spec) { s.Process = nil }, "process args"},
-		{"no args", func(s *specs.Spec) { s.Process.Args = nil }, "process args"},
-		{"no linux", func(s *specs.Spec) { s.Linux = nil }, "linux"},
-		{"no user ns", without(specs.UserNamespace), "required"},
-		{"no mount ns", without(specs.MountNamespace), "required"},
-		{"no pid ns", without(specs.PIDNamespace), "required"},
-		{"no namespaces", func(s *specs.Spec) { s.Linux.Namespaces = nil }, "required"},
-		{"namespace path", func(s *specs.Spec) { s.Linux.Namespaces[3].Path = "/proc/1/ns/net" }, "/proc/1/ns/net"},
-		{"unknown namespace", func(s *specs.Spec) {
-			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
-		}, "unsupported"},
-		{"no uid mappings", func(s *specs.Spec) { s.Linux.UIDMappings = nil }, "mappings"},
-		{"no gid mappings", func(s *specs.Spec) { s.Linux.GIDMappings = nil }, "mappings"},
+		{"nil process", func(s *config.Config) { s.Process = nil }, "no process"},
+		{"no args", func(s *config.Config) { s.Process.Args = nil }, "no args"},
+		{"no linux", func(s *config.Config) { s.Linux = nil }, "linux"},
+		{"no namespaces", func(s *config.Config) { s.Linux.Namespaces = nil }, "required"},
+		{"namespace path", func(s *config.Config) { s.Linux.Namespaces[3].Path = "/proc/1/ns/net" }, "/proc/1/ns/net"},
+		{"no uid mappings", func(s *config.Config) { s.Linux.UIDMappings = nil }, "mappings"},
+		{"user not mapped", func(s *config.Config) { s.Process.User.UID = 0 }, "id mappings"},
+		{"terminal", func(s *config.Config) { s.Process.Terminal = true }, "process.terminal"},
+		{"uncompiled seccomp", func(s *config.Config) { s.Linux.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow} }, "not compiled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := validSpec()
 			tt.mutate(s)
-			if _, _, _, err := cloneConfig(s, false); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("cloneConfig = %v; want an error mentioning %q", err, tt.want)
+			var events []Event
+			c := Command(s)
+			c.Events = func(e Event) { events = append(events, e) }
+			err := c.Start()
+			var se *SetupError
+			if !errors.As(err, &se) || se.Step != "config" || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Start = %v; want a config *SetupError naming %q", err, tt.want)
+			}
+			if len(events) != 1 || events[0].Step != "config" || events[0].Error == "" {
+				t.Errorf("events = %+v; want one config error event", events)
 			}
 		})
 	}
-	t.Run("nil spec", func(t *testing.T) {
-		if _, _, _, err := cloneConfig(nil, false); err == nil {
-			t.Error("nil spec accepted")
-		}
-	})
-	t.Run("Start refuses before cloning", func(t *testing.T) {
-		s := validSpec()
-		s.Linux.UIDMappings = nil
-		var events []Event
-		c := Command(s)
-		c.Events = func(e Event) { events = append(events, e) }
-		err := c.Start()
-		var se *SetupError
-		if !errors.As(err, &se) || se.Step != "config" {
-			t.Fatalf("Start = %v; want a config *SetupError", err)
-		}
-		if len(events) != 1 || events[0].Step != "config" || events[0].Error == "" {
-			t.Errorf("events = %+v; want one config error event", events)
-		}
-	})
 }
 
 func TestNotStarted(t *testing.T) {

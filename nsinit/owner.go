@@ -1,16 +1,14 @@
 package nsinit
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // owner is what holds a sandbox from the outside for its whole life: the write end of
@@ -54,18 +52,13 @@ var newSandboxID = cgroup.NewID
 
 // makeGroup creates the sandbox's cgroup, named by the sandbox id, when spec has
 // resources. A host or caller without a usable cgroup stops the launch when a limit is
-// required (policy.Resources, a flag), and is noted otherwise (the profile's defaults,
-// or best effort).
-func (o *owner) makeGroup(spec *specs.Spec) error {
+// required (spec.Limits), and is noted otherwise (the profile's defaults, or best
+// effort).
+func (o *owner) makeGroup(spec *config.Config) error {
 	if spec.Linux == nil || spec.Linux.Resources == nil {
 		return nil
 	}
-	var info cgroup.LimitsInfo
-	if raw, ok := spec.Annotations[cgroup.LimitsAnnotation]; ok {
-		if err := json.Unmarshal([]byte(raw), &info); err != nil {
-			return &SetupError{Step: "cgroup", Err: fmt.Errorf("annotation %s: %w", cgroup.LimitsAnnotation, err)}
-		}
-	}
+	info := spec.Limits
 	if err := fault.Check("cgroup"); err != nil {
 		return &SetupError{Step: "cgroup", Err: err}
 	}
@@ -101,7 +94,7 @@ func (o *owner) release() {
 
 // afterRun does the cleanup that must follow the sandbox's end (cleanup.Run):
 // what the command made that must not outlive it.
-func (o *owner) afterRun(spec *specs.Spec) (removed, failed []string) {
+func (o *owner) afterRun(spec *config.Config) (removed, failed []string) {
 	removed, failed = runCleanup(spec)
 	if len(failed) == 0 {
 		o.journal.Done()

@@ -10,9 +10,10 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
-// Pool keeps sandboxes built ahead from one template spec, so that a command starts in
+// Pool keeps sandboxes built ahead from one template config, so that a command starts in
 // the time it takes the init to fork and execute it: the namespaces, mounts,
 // pivot_root, cgroup and seccomp compilation are done before the command is known.
 // Each sandbox runs one command and is never reused; Pool builds the next one in the
@@ -26,7 +27,7 @@ import (
 // A Pool is safe for concurrent use. Its sandboxes (each an idle init, ~8 MiB resident,
 // and a cgroup when the template has resources) die with the process that made them.
 type Pool struct {
-	template *specs.Spec
+	template *config.Config
 	ready    chan built
 	done     chan struct{}
 	wake     chan struct{}
@@ -48,23 +49,23 @@ type built struct {
 // sandboxes from a copy of it. It returns an error for a size below 1 or a template
 // that cannot be launched (no user, mount or pid namespace, no id mappings); a sandbox
 // whose build fails later reports its *SetupError from Start.
-func NewPool(template *specs.Spec, size int) (*Pool, error) {
+func NewPool(template *config.Config, size int) (*Pool, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("nsinit: pool size %d, want at least 1", size)
 	}
-	if _, _, _, err := cloneConfig(template, true); err != nil {
-		return nil, fmt.Errorf("nsinit: pool template: %w", err)
-	}
-	// A deep copy: the caller may change its spec afterwards.
+	// A deep copy: the caller may change its config afterwards.
 	b, err := json.Marshal(template)
 	if err != nil {
 		return nil, fmt.Errorf("nsinit: pool template: %w", err)
 	}
-	var t specs.Spec
+	var t config.Config
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("nsinit: pool template: %w", err)
 	}
 	t.Process = nil
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("nsinit: pool template: %w", err)
+	}
 	p := &Pool{template: &t, ready: make(chan built, size), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	p.builder.Add(1)
 	go p.fill()
@@ -104,7 +105,7 @@ func (p *Pool) refill() {
 
 // build clones an init for the template and waits until it has built the sandbox.
 func (p *Pool) build() built {
-	c := &Cmd{Spec: p.template}
+	c := &Cmd{Config: p.template}
 	placed, err := c.spawn(true)
 	if err != nil {
 		return built{err: err}
@@ -153,7 +154,7 @@ func (p *Pool) take() (built, error) {
 func (p *Pool) Command(process *specs.Process) *Cmd {
 	spec := *p.template
 	spec.Process = process
-	return &Cmd{Spec: &spec, pool: p}
+	return &Cmd{Config: &spec, pool: p}
 }
 
 // Close kills the sandboxes not taken yet and stops building. Commands already started
@@ -205,13 +206,10 @@ func (c *Cmd) startPooled() (err error) {
 			c.pool.refill() // no Wait will
 		}
 	}()
-	if c.Spec.Process == nil || len(c.Spec.Process.Args) == 0 {
-		return c.fail(&SetupError{Step: "config", Err: errors.New("the process has no args")})
-	}
-	if err := checkProcess(c.Spec.Process, c.pool.template.Linux); err != nil {
+	if err := c.pool.template.ValidateProcess(c.Config.Process); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
-	proc := encodeProcess(toWireProcess(c.Spec.Process))
+	proc := config.EncodeProcess(c.Config.Process)
 	if len(proc) > maxFrame {
 		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame)})
 	}

@@ -18,6 +18,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/nsinit/cleanup"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -59,7 +61,7 @@ func poolProbe(t *testing.T) *Result {
 }
 
 // newTestPool makes a pool closed (under a deadline) when the test ends.
-func newTestPool(t *testing.T, template *specs.Spec, size int) *Pool {
+func newTestPool(t *testing.T, template *config.Config, size int) *Pool {
 	t.Helper()
 	poolProbe(t)
 	p, err := NewPool(template, size)
@@ -71,7 +73,7 @@ func newTestPool(t *testing.T, template *specs.Spec, size int) *Pool {
 }
 
 // poolTemplate compiles the agent profile for a new workspace.
-func poolTemplate(t *testing.T, o policy.Options) (*specs.Spec, string) {
+func poolTemplate(t *testing.T, o policy.Options) (*config.Config, string) {
 	t.Helper()
 	if o.Workspace == "" {
 		o.Workspace = testWorkspace(t)
@@ -84,7 +86,7 @@ func poolTemplate(t *testing.T, o policy.Options) (*specs.Spec, string) {
 
 // poolProc is the template's process (environment, working directory, rlimits) with
 // other args.
-func poolProc(template *specs.Spec, args ...string) *specs.Process {
+func poolProc(template *config.Config, args ...string) *specs.Process {
 	p := *template.Process
 	p.Args = args
 	return &p
@@ -691,10 +693,10 @@ func TestPoolSetupFailure(t *testing.T) {
 	groupsBefore := ownCgroups()
 	cases := []struct {
 		name string
-		spec func(t *testing.T) *specs.Spec
+		spec func(t *testing.T) *config.Config
 		step string
 	}{
-		{"bind source gone", func(t *testing.T) *specs.Spec {
+		{"bind source gone", func(t *testing.T) *config.Config {
 			extra := testWorkspace(t)
 			s, _ := poolTemplate(t, policy.Options{ReadOnly: []string{extra}})
 			if err := os.RemoveAll(extra); err != nil {
@@ -702,7 +704,7 @@ func TestPoolSetupFailure(t *testing.T) {
 			}
 			return s
 		}, "open bind source"},
-		{"hostname refused inside", func(t *testing.T) *specs.Spec {
+		{"hostname refused inside", func(t *testing.T) *config.Config {
 			// The init is cloned and fails its first step: sethostname(2) takes 64 bytes.
 			s, _ := poolTemplate(t, policy.Options{})
 			s.Hostname = strings.Repeat("h", 65)
@@ -1100,11 +1102,12 @@ func TestPoolOversizedProcess(t *testing.T) {
 	}
 }
 
-// A template far larger than a socket's buffer (16 MiB of annotation) still reaches the
-// pooled init whole.
+// A template far larger than a socket's buffer (16 MiB in a cleanup entry) still reaches
+// the pooled init whole.
 func TestPoolLargeTemplate(t *testing.T) {
 	template, _ := poolTemplate(t, policy.Options{})
-	template.Annotations["org.gosbx.test.padding"] = strings.Repeat("x", 16<<20)
+	template.Cleanup = append(template.Cleanup, cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: "/nonexistent-gosbx-padding",
+		Keep: []string{strings.Repeat("x", 16<<20)}})
 	p := newTestPool(t, template, 1)
 	var out bytes.Buffer
 	c := p.Command(poolProc(template, "echo", "large"))

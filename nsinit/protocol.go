@@ -9,15 +9,17 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/wire"
 )
 
 // The launcher and the init stage talk over a socket and two pipes, passed to the init
 // as fds 3-5:
 //
 //	fd 3 (launcher → init): a unix stream socket carrying frames (a 4-byte
-//	     little-endian length, then wirecodec.go's encoding). First the spec (wireSpec,
-//	     the seccomp filter compiled), then the bind sources: one descriptor per bind mount of the
-//	     spec, in order, as SCM_RIGHTS (unix(7)) on one-byte messages of at most
+//	     little-endian length, then a config.Encode encoding). First the config (the
+//	     seccomp filter compiled), then the bind sources: one descriptor per bind mount of the
+//	     config, in order, as SCM_RIGHTS (unix(7)) on one-byte messages of at most
 //	     fdsPerMessage each. For a caller other than root they are O_PATH descriptors
 //	     opened by the launcher without following symlinks (mounts.OpenSourcePath), so
 //	     each source is resolved once, by the process that checked it; for root (argv
@@ -90,23 +92,23 @@ const (
 )
 
 // syncWriter sends messages as frames: a 4-byte little-endian length, then the fields
-// in wirecodec.go's encoding (not JSON: the init then never runs encoding/json).
+// in internal/wire's encoding (not JSON: the init then never runs encoding/json).
 type syncWriter struct{ f *os.File }
 
 func (w syncWriter) send(m message) {
-	e := &encoder{b: make([]byte, 4, 64+len(m.Error)+len(m.Path)+len(m.Source)+len(m.Target)+len(m.Cause))}
-	e.str(m.Type)
-	e.str(m.Step)
-	e.str(m.Error)
-	e.uint(uint64(m.Errno))
-	e.str(m.Path)
-	e.uint(uint64(m.Pid))
-	e.uint(uint64(uint32(m.Status)))
+	e := &wire.Encoder{B: make([]byte, 4, 64+len(m.Error)+len(m.Path)+len(m.Source)+len(m.Target)+len(m.Cause))}
+	e.Str(m.Type)
+	e.Str(m.Step)
+	e.Str(m.Error)
+	e.Uint(uint64(m.Errno))
+	e.Str(m.Path)
+	e.Uint(uint64(m.Pid))
+	e.Uint(uint64(uint32(m.Status)))
 	for _, f := range []string{m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause} {
-		e.str(f)
+		e.Str(f)
 	}
-	binary.LittleEndian.PutUint32(e.b, uint32(len(e.b)-4))
-	w.f.Write(e.b)
+	binary.LittleEndian.PutUint32(e.B, uint32(len(e.B)-4))
+	w.f.Write(e.B)
 }
 
 type syncReader struct{ r *bufio.Reader }
@@ -127,18 +129,18 @@ func (r *syncReader) next() (m message, ok bool) {
 	if _, err = io.ReadFull(r.r, hdr[:]); err == nil {
 		n := binary.LittleEndian.Uint32(hdr[:])
 		if n > maxMessage {
-			err = errWire
+			err = wire.ErrMalformed
 		} else {
 			body = make([]byte, n)
 			_, err = io.ReadFull(r.r, body)
 		}
 	}
 	if err == nil {
-		d := &decoder{b: body}
-		m = message{Type: d.str(), Step: d.str(), Error: d.str(), Errno: int(d.uint32()), Path: d.str(),
-			Pid: int(d.uint32()), Status: int(d.uint32())}
-		m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
-		err = d.end("message")
+		d := &wire.Decoder{B: body}
+		m = message{Type: d.Str(), Step: d.Str(), Error: d.Str(), Errno: int(d.Uint32()), Path: d.Str(),
+			Pid: int(d.Uint32()), Status: int(d.Uint32())}
+		m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause = d.Str(), d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		err = d.End("message")
 	}
 	if err != nil {
 		r.r = nil

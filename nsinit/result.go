@@ -21,8 +21,8 @@ type Result struct {
 	Signal   syscall.Signal // the signal that killed the command, 0 if it exited
 	TimedOut bool           // the wall-clock timeout expired and the sandbox was killed
 	Wall     time.Duration  // from the clone of the init to the end of the sandbox
-	// Removed are the paths the after-run cleanup (cleanup.Annotation: what the
-	// command created that must not outlive it) removed.
+	// Removed are the paths the after-run cleanup (the config's Cleanup entries: what
+	// the command created that must not outlive it) removed.
 	Removed []string
 	// NotRemoved are those that could not be removed, each "path: cause": what the
 	// command planted there outlives the sandbox; remove it by hand.
@@ -44,11 +44,11 @@ type Result struct {
 	PidsPeak int64
 
 	// HostUID is the host uid (and gid) the command ran as when the caller was root:
-	// one of the spec's id range (IDRangeAnnotation), held by this sandbox alone; -1
+	// one of the config's id range (RootID), held by this sandbox alone; -1
 	// when the launch kept the spec's own mapping.
 	HostUID int64
 	// IdentityMap says why a root caller's command ran as host uid 0 after all: the
-	// policy allowed it (RootIdentityAnnotation) and a read-write bind could not be
+	// policy allowed it (RootID.AllowHostRoot) and a read-write bind could not be
 	// idmapped. "" otherwise.
 	IdentityMap string
 }

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -48,7 +48,7 @@ func testWorkspace(t *testing.T) string {
 	return d
 }
 
-func compile(t *testing.T, o policy.Options, edit func(*policy.Host)) *specs.Spec {
+func compile(t *testing.T, o policy.Options, edit func(*policy.Host)) *config.Config {
 	t.Helper()
 	h, err := policy.CurrentHost()
 	if err != nil {

@@ -3,8 +3,9 @@ package nsinit
 import (
 	"fmt"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // SetupMemory is about what a sandbox's own processes (the init and its Go runtime, the
@@ -16,7 +17,7 @@ const SetupMemory = 4 << 20
 
 // setupOOM is the error of an init the sandbox's memory limit killed before the command
 // started (the cgroup's OOM counter says so).
-func setupOOM(spec *specs.Spec, ws unix.WaitStatus) error {
+func setupOOM(spec *config.Config, ws unix.WaitStatus) error {
 	limit := "its memory limit"
 	if r := spec.Linux.Resources; r != nil && r.Memory != nil && r.Memory.Limit != nil {
 		limit = fmt.Sprintf("its memory limit (%d bytes)", *r.Memory.Limit)

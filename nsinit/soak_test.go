@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -296,7 +295,7 @@ func settledLeaks(before procSnap) ([]string, procSnap, error) {
 // soakRun is one kind of Run and a check of its outcome.
 type soakRun struct {
 	name  string
-	spec  *specs.Spec
+	spec  *config.Config
 	setup func(c *Cmd) // stdio, timeout
 	check func(c *Cmd, err error) error
 }
@@ -325,7 +324,7 @@ func soakRuns(t *testing.T) []soakRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { killByArgv0(sleep) })
-	spec := func(args ...string) *specs.Spec {
+	spec := func(args ...string) *config.Config {
 		return compile(t, policy.Options{Args: args, Workspace: ws}, nil)
 	}
 	// A spec whose bind source is gone by the time it is launched: Start fails before

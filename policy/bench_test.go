@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // The launcher's policy step, as `gosbx exec --workspace DIR -- /bin/true` runs it
 // (cmd/gosbx/exec.go execute): CurrentHost, Effective with the default policy, Build.
-func launchPolicy(ws string) (*specs.Spec, error) {
+func launchPolicy(ws string) (*config.Config, error) {
 	h, err := CurrentHost()
 	if err != nil {
 		return nil, err
@@ -111,4 +111,27 @@ func TestLaunchPolicyCold(t *testing.T) {
 	}
 	t3 := time.Now()
 	t.Logf("cold %s: CurrentHost %v, Effective %v, Build %v, total %v", kind, t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t3.Sub(t0))
+}
+
+// BenchmarkLaunchConfig is the launcher's share of a launch's config work, as `gosbx
+// exec --workspace DIR -- /bin/true` does it: the policy step (which compiles the
+// seccomp filter), the config's validation and its encoding for the init; and the
+// init's decoding. docs/decisions.md compares it with the annotations it replaced.
+func BenchmarkLaunchConfig(b *testing.B) {
+	ws := filepath.Join(b.TempDir(), "plain")
+	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		c, err := launchPolicy(ws)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil {
+			_, err = config.Decode(config.Encode(c))
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }

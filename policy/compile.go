@@ -7,12 +7,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -43,10 +42,10 @@ var procMasked = []string{"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/late
 // DefaultHostname is the sandbox's hostname unless the policy or the caller names one.
 const DefaultHostname = "gosbx"
 
-// Compile is Effective then Build: the runtime-spec config of a sandbox running o.Args
-// under o.Policy (the agent profile when nil) with the caller's flags. Errors are *Error
+// Compile is Effective then Build: the config of a sandbox running o.Args under
+// o.Policy (the agent profile when nil) with the caller's flags. Errors are *Error
 // naming the field, the path and the reason.
-func Compile(o Options, h Host) (*specs.Spec, error) {
+func Compile(o Options, h Host) (*config.Config, error) {
 	p, err := Effective(o, h)
 	if err != nil {
 		return nil, err
@@ -54,13 +53,14 @@ func Compile(o Options, h Host) (*specs.Spec, error) {
 	return Build(p, o.Args, h)
 }
 
-// Build compiles an effective policy (from Effective) into the runtime-spec config that
-// the init stage reads, canonicalizing every host path once. It reads the host and
-// writes nothing: the directories the guard needs (a commit-mode git dir's missing
-// hooks/, info/, objects/info/, an unpopulated submodule path) are named in the spec
-// (cleanup.DirsAnnotation) and created by the launch (nsinit), so that the command
-// cannot make them. Errors are *Error.
-func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
+// Build compiles an effective policy (from Effective) into the sandbox's config,
+// canonicalizing every host path once and compiling the seccomp filter (a filter that
+// does not compile is an *Error of field "seccomp"). It reads the host and writes
+// nothing: the directories the guard needs (a commit-mode git dir's missing hooks/,
+// info/, objects/info/, an unpopulated submodule path) are named in the config
+// (Config.MakeDirs) and created by the launch (nsinit), so that the command cannot
+// make them. Errors are *Error.
+func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
 	}
@@ -68,7 +68,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if ws == "" || p.workspaceGiven == "" {
 		return nil, errorf("workspace", ws, nil, "the policy was not made by Effective")
 	}
-	b := &builder{links: []mounts.Symlink{}}
+	b := &builder{}
 	f := p.Filesystem
 	// r resolves paths up to the scan for protected paths, before anything is created.
 	r := newResolver()
@@ -312,11 +312,11 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	// write the host.
 	for _, a := range aliases {
 		if !under(a.path, roDests...) && !under(a.path, trees...) {
-			b.links = append(b.links, mounts.Symlink{Path: a.path, Target: a.target})
+			b.links = append(b.links, config.Symlink{Path: a.path, Target: a.target})
 		}
 	}
 	if p.workspaceGiven != ws && !under(p.workspaceGiven, roDests...) && !under(p.workspaceGiven, trees...) {
-		b.links = append(b.links, mounts.Symlink{Path: p.workspaceGiven, Target: ws})
+		b.links = append(b.links, config.Symlink{Path: p.workspaceGiven, Target: ws})
 	}
 	if err := b.check(); err != nil {
 		return nil, err
@@ -327,29 +327,6 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The annotations are JSON, which cannot carry a path that is not valid UTF-8
-	// (json.Marshal writes U+FFFD instead): the cleanup after the run would look for
-	// another path and leave what the command planted.
-	paths := append([]string{}, makeDirs...)
-	for _, c := range cleanups {
-		paths = append(append(paths, c.Path, c.Target), c.Keep...)
-	}
-	for _, l := range b.links {
-		paths = append(paths, l.Path, l.Target)
-	}
-	for _, p := range paths {
-		if !utf8.ValidString(p) {
-			return nil, errorf("workspace", p, nil, "is not valid UTF-8, which gosbx's config (runtime-spec JSON) cannot carry; rename it")
-		}
-	}
-	// JSON as json.Marshal writes it (annotations.go)
-	annotations := map[string]string{mounts.SymlinksAnnotation: jsonSymlinks(b.links), mounts.OptionalReadOnlyAnnotation: jsonStrings(procReadOnly)}
-	if len(cleanups) > 0 {
-		annotations[cleanup.Annotation] = cleanup.Encode(cleanups)
-	}
-	if len(makeDirs) > 0 {
-		annotations[cleanup.DirsAnnotation] = cleanup.EncodeDirs(makeDirs)
-	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
 	if p.Network.Mode != NetHost {
@@ -358,9 +335,6 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	resources, rlimits, limitsInfo, err := limits(p.Resources, p.defaults)
 	if err != nil {
 		return nil, err
-	}
-	if limitsInfo != "" {
-		annotations[LimitsAnnotation] = limitsInfo
 	}
 	sc := p.Seccomp
 	if sc == nil {
@@ -378,6 +352,7 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 	if p.gid != nil {
 		gid = *p.gid
 	}
+	var rootID *config.RootID
 	if h.UID == 0 {
 		// a root caller's command runs as a host id of the range; for a uid 0 that is
 		// not one, an id of the range owns the sandbox's user namespace (nsinit)
@@ -385,46 +360,49 @@ func Build(p *Policy, args []string, h Host) (*specs.Spec, error) {
 		if p.idRange != nil {
 			r = *p.idRange
 		}
-		annotations[IDRangeAnnotation] = jsonIDRange(r)
-	}
-	if h.Root {
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
-		// earlier command could lead to a file system that cannot be idmapped.
-		if p.RootIdentityMap != RootIdentityDeny && !linked {
-			annotations[RootIdentityAnnotation] = RootIdentityAllow
-		}
+		// earlier command could lead to a file system that cannot be idmapped. Only a
+		// root caller (h.Root) may keep host uid 0 at all.
+		rootID = &config.RootID{Range: r, AllowHostRoot: h.Root && p.RootIdentityMap != RootIdentityDeny && !linked}
 	}
+	// The filter is compiled here, so that a bad one is a policy error (policy check,
+	// export), and the launcher and the init only pass the program on.
 	sc = CallerSeccomp(NetworkSeccomp(sc, p.Network.Mode), h.UID)
-	filter, err := sc.Spec()
+	source, err := sc.Spec()
+	var filter seccomp.Program
+	if err == nil {
+		filter, err = seccomp.Compile(source)
+	}
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
 	}
-	empty := []string{}
-	return &specs.Spec{
-		Version: specs.Version,
+	return &config.Config{
 		Process: &specs.Process{
-			User: specs.User{UID: uid, GID: gid},
-			Args: args,
-			Env:  env,
-			Cwd:  cwd,
-			Capabilities: &specs.LinuxCapabilities{Bounding: empty, Effective: empty,
-				Inheritable: empty, Permitted: empty, Ambient: empty},
+			User:            specs.User{UID: uid, GID: gid},
+			Args:            args,
+			Env:             env,
+			Cwd:             cwd,
 			Rlimits:         rlimits,
 			NoNewPrivileges: true,
 		},
-		Root:        &specs.Root{Path: "/", Readonly: true},
-		Hostname:    p.Process.Hostname,
-		Mounts:      b.mounts,
-		Annotations: annotations,
-		Linux: &specs.Linux{
+		Hostname: p.Process.Hostname,
+		Mounts:   b.mounts,
+		Linux: &config.Linux{
 			UIDMappings:   []specs.LinuxIDMapping{{ContainerID: uid, HostID: uint32(h.UID), Size: 1}},
 			GIDMappings:   []specs.LinuxIDMapping{{ContainerID: gid, HostID: uint32(h.GID), Size: 1}},
 			Namespaces:    ns,
 			ReadonlyPaths: append(protected, procReadOnly...),
 			MaskedPaths:   masked,
-			Seccomp:       filter,
+			Filter:        filter,
+			Seccomp:       source,
 			Resources:     resources,
 		},
+		Symlinks:         b.links,
+		ReadonlyOptional: procReadOnly,
+		Limits:           limitsInfo,
+		RootID:           rootID,
+		Cleanup:          cleanups,
+		MakeDirs:         makeDirs,
 	}, nil
 }
 
@@ -504,7 +482,7 @@ type builder struct {
 	mounts  []specs.Mount
 	origins []string // why each mount is there, for error messages
 	origin  string   // the origin of mounts added next
-	links   []mounts.Symlink
+	links   []config.Symlink
 }
 
 func (b *builder) add(m specs.Mount) {
@@ -537,11 +515,11 @@ func (b *builder) dev() {
 		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})
 	b.add(specs.Mount{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777"}})
 	b.links = append(b.links,
-		mounts.Symlink{Path: "/dev/fd", Target: "/proc/self/fd"},
-		mounts.Symlink{Path: "/dev/stdin", Target: "/proc/self/fd/0"},
-		mounts.Symlink{Path: "/dev/stdout", Target: "/proc/self/fd/1"},
-		mounts.Symlink{Path: "/dev/stderr", Target: "/proc/self/fd/2"},
-		mounts.Symlink{Path: "/dev/ptmx", Target: "pts/ptmx"})
+		config.Symlink{Path: "/dev/fd", Target: "/proc/self/fd"},
+		config.Symlink{Path: "/dev/stdin", Target: "/proc/self/fd/0"},
+		config.Symlink{Path: "/dev/stdout", Target: "/proc/self/fd/1"},
+		config.Symlink{Path: "/dev/stderr", Target: "/proc/self/fd/2"},
+		config.Symlink{Path: "/dev/ptmx", Target: "pts/ptmx"})
 }
 
 // check refuses two mounts on one destination: which one wins would be an accident.

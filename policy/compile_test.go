@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // fakeHost is a non-root caller whose home is a directory that does not exist on disk,
@@ -47,7 +49,7 @@ func mkdirs(t *testing.T, paths ...string) {
 	}
 }
 
-func mustCompile(t *testing.T, o Options, h Host) *specs.Spec {
+func mustCompile(t *testing.T, o Options, h Host) *config.Config {
 	t.Helper()
 	if o.Args == nil {
 		o.Args = []string{"true"}
@@ -78,7 +80,7 @@ func policyError(t *testing.T, err error, field string) *Error {
 	return pe
 }
 
-func findMount(s *specs.Spec, dest string) (int, *specs.Mount) {
+func findMount(s *config.Config, dest string) (int, *specs.Mount) {
 	for i := range s.Mounts {
 		if s.Mounts[i].Destination == dest {
 			return i, &s.Mounts[i]
@@ -87,17 +89,12 @@ func findMount(s *specs.Spec, dest string) (int, *specs.Mount) {
 	return -1, nil
 }
 
-func annotationLinks(t *testing.T, s *specs.Spec) []mounts.Symlink {
+func annotationLinks(t *testing.T, s *config.Config) []config.Symlink {
 	t.Helper()
-	raw, ok := s.Annotations[mounts.SymlinksAnnotation]
-	if !ok {
-		t.Fatalf("no %s annotation", mounts.SymlinksAnnotation)
+	if len(s.Symlinks) == 0 {
+		t.Fatal("no symlinks")
 	}
-	var links []mounts.Symlink
-	if err := json.Unmarshal([]byte(raw), &links); err != nil {
-		t.Fatalf("annotation %q: %v", raw, err)
-	}
-	return links
+	return s.Symlinks
 }
 
 func envMap(t *testing.T, env []string) map[string]string {
@@ -267,7 +264,7 @@ func isAncestor(a, b string) bool {
 	return a == "/" && b != "/" || strings.HasPrefix(b, a+"/")
 }
 
-func checkParentsFirst(t *testing.T, s *specs.Spec) {
+func checkParentsFirst(t *testing.T, s *config.Config) {
 	t.Helper()
 	for i, m := range s.Mounts {
 		for _, later := range s.Mounts[i+1:] {
@@ -621,7 +618,7 @@ func TestWorkingDirectory(t *testing.T) {
 	}
 }
 
-func hasNS(s *specs.Spec, typ specs.LinuxNamespaceType) bool {
+func hasNS(s *config.Config, typ specs.LinuxNamespaceType) bool {
 	for _, ns := range s.Linux.Namespaces {
 		if ns.Type == typ {
 			if ns.Path != "" {
@@ -721,7 +718,12 @@ func TestIdentityAndPrivileges(t *testing.T) {
 	if !p.NoNewPrivileges {
 		t.Error("NoNewPrivileges is false")
 	}
-	c := p.Capabilities
+	// the OCI export says every capability is dropped, and the root read-only
+	oci, err := config.ToSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := oci.Process.Capabilities
 	if c == nil {
 		t.Fatal("Capabilities is nil: the runtime would keep its defaults")
 	}
@@ -731,8 +733,8 @@ func TestIdentityAndPrivileges(t *testing.T) {
 			t.Errorf("%s capabilities = %q; want none", name, set)
 		}
 	}
-	if s.Root == nil || !s.Root.Readonly {
-		t.Errorf("Root = %+v; want read-only", s.Root)
+	if oci.Root == nil || !oci.Root.Readonly {
+		t.Errorf("Root = %+v; want read-only", oci.Root)
 	}
 	if s.Hostname != "box" {
 		t.Errorf("Hostname = %q", s.Hostname)
@@ -805,7 +807,11 @@ func TestSpecJSONRoundTrip(t *testing.T) {
 	h.UID, h.Root = 0, true
 	s := mustCompile(t, Options{Args: []string{"sh", "-c", "echo \"$X\""}, Workspace: ws,
 		ReadOnly: []string{extra}, Env: []string{"X=ü\n\"quoted\""}}, h)
-	b, err := json.Marshal(s)
+	spec, err := config.ToSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -825,13 +831,22 @@ func TestSpecJSONRoundTrip(t *testing.T) {
 		!reflect.DeepEqual(back.Linux.Namespaces, s.Linux.Namespaces) ||
 		!reflect.DeepEqual(back.Linux.ReadonlyPaths, s.Linux.ReadonlyPaths) ||
 		!reflect.DeepEqual(back.Linux.MaskedPaths, s.Linux.MaskedPaths) ||
-		!reflect.DeepEqual(back.Annotations, s.Annotations) ||
+		!reflect.DeepEqual(back.Annotations, spec.Annotations) ||
 		!reflect.DeepEqual(back.Process.Args, s.Process.Args) || back.Process.Cwd != s.Process.Cwd ||
 		!back.Process.NoNewPrivileges || back.Hostname != s.Hostname {
 		t.Errorf("spec changed across a JSON round trip:\n%+v\n%+v", s, back)
 	}
 	if back.Process.Capabilities == nil {
 		t.Error("capabilities lost in JSON: an empty set must stay explicit")
+	}
+	// and the exported file is the same config again
+	again, err := config.FromSpec(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := config.Encode(again), config.Encode(s); !bytes.Equal(a, b) || !reflect.DeepEqual(again.RootID, s.RootID) ||
+		!reflect.DeepEqual(again.Limits, s.Limits) {
+		t.Errorf("FromSpec of the export differs from the config:\n%+v\n%+v", again, s)
 	}
 }
 

@@ -1,10 +1,8 @@
 package policy
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,9 +12,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gosbx/gosbx/cgroup"
-	"github.com/gosbx/gosbx/mounts"
 )
 
 // The look-ups of fastfs.go and the JSON of annotations.go against the functions they
@@ -290,46 +285,6 @@ func TestReadRegularReads(t *testing.T) {
 			if _, err := readRegular(p, int64(size)-1); err == nil || !strings.Contains(err.Error(), "more than") {
 				t.Errorf("readRegular over the limit: %v", err)
 			}
-		}
-	}
-}
-
-func TestAnnotationJSONIsMarshal(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	strs := []string{"", "/usr/bin", `a"b\c`, "<&>", "\b\f\n\r\t\x00\x01\x1f\x7f", "\u2028\u2029", "é中𝄞", "\xff\xfe", "a\xc3", "\xe2\x80\xa8x"}
-	for i := 0; i < 300; i++ {
-		b := make([]byte, rng.IntN(12))
-		for j := range b {
-			b[j] = byte(rng.IntN(256))
-		}
-		strs = append(strs, string(b))
-	}
-	marshal := func(v any) string {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	check := func(what, got, want string) {
-		if got != want {
-			t.Errorf("%s: %s; json.Marshal: %s", what, got, want)
-		}
-	}
-	check("nil strings", jsonStrings(nil), marshal([]string(nil)))
-	check("empty strings", jsonStrings([]string{}), marshal([]string{}))
-	check("nil symlinks", jsonSymlinks(nil), marshal([]mounts.Symlink(nil)))
-	for _, r := range []IDRange{{}, DefaultIDRange, {Base: 1<<32 - 1, Count: 1<<32 - 1}} {
-		check("id range", jsonIDRange(r), marshal(r))
-	}
-	for i, s := range strs {
-		u := strs[(i+1)%len(strs)]
-		check("strings", jsonStrings([]string{s, u}), marshal([]string{s, u}))
-		links := []mounts.Symlink{{Path: s, Target: u}, {Path: u, Target: s}}
-		check("symlinks", jsonSymlinks(links), marshal(links))
-		for _, info := range []cgroup.LimitsInfo{{}, {BestEffort: true}, {CgroupParent: s}, {Required: []string{s}, CgroupParent: u},
-			{Required: []string{}, BestEffort: true, CgroupParent: s}, {Required: []string{"memory", u}, BestEffort: true}} {
-			check("limits", jsonLimitsInfo(info), marshal(info))
 		}
 	}
 }

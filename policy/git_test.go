@@ -3,8 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
-	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/nsinit/cleanup"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // gitCmd runs git in dir with a private configuration.
@@ -56,7 +55,7 @@ func gitPolicy(t *testing.T, mode string) *Policy {
 	return mustParse(t, "extends: agent\nfilesystem:\n  git: "+mode+"\n")
 }
 
-func compileGit(t *testing.T, mode, ws string) *specs.Spec {
+func compileGit(t *testing.T, mode, ws string) *config.Config {
 	t.Helper()
 	return mustCompile(t, Options{Policy: gitPolicy(t, mode), Workspace: ws}, fakeHost(ws))
 }
@@ -102,17 +101,14 @@ func TestGitCommit(t *testing.T) {
 		}
 	}
 	s = compileGit(t, GitCommit, ws)
-	var made []string
-	if err := json.Unmarshal([]byte(s.Annotations[cleanup.DirsAnnotation]), &made); err != nil {
-		t.Fatalf("%s: %v", cleanup.DirsAnnotation, err)
-	}
+	made := s.MakeDirs
 	for _, d := range []string{"hooks", "info", filepath.Join("objects", "info")} {
 		p := filepath.Join(g, d)
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("compiling created %s", p)
 		}
 		if !slices.Contains(made, p) {
-			t.Errorf("%s lacks %s", cleanup.DirsAnnotation, p)
+			t.Errorf("MakeDirs %q lacks %s", made, p)
 		}
 		if !slices.Contains(s.Linux.ReadonlyPaths, p) {
 			t.Errorf("ReadonlyPaths lack the created %s", p)
@@ -325,16 +321,16 @@ func TestGitCommitAbsentAfter(t *testing.T) {
 	ws := canonTempDir(t)
 	newRepo(t, ws)
 	s := compileGit(t, GitCommit, ws)
-	entries, err := cleanup.Decode(s.Annotations[cleanup.Annotation])
-	if err != nil || len(entries) == 0 {
-		t.Fatalf("no %s annotation in commit mode (%v)", cleanup.Annotation, err)
+	entries := s.Cleanup
+	if len(entries) == 0 {
+		t.Fatal("no cleanup in commit mode")
 	}
 	want := cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: filepath.Join(ws, ".git", "commondir")}
 	if !slices.ContainsFunc(entries, func(e cleanup.Entry) bool { return e.Kind == want.Kind && e.Path == want.Path }) {
-		t.Errorf("%s = %+v; want the git dir's commondir removed if created", cleanup.Annotation, entries)
+		t.Errorf("cleanup %+v; want the git dir's commondir removed if created", entries)
 	}
-	if s := compileGit(t, GitReadOnly, ws); s.Annotations[cleanup.Annotation] != "" {
-		t.Errorf("readonly mode: %s = %q", cleanup.Annotation, s.Annotations[cleanup.Annotation])
+	if s := compileGit(t, GitReadOnly, ws); len(s.Cleanup) > 0 {
+		t.Errorf("readonly mode: cleanup %+v", s.Cleanup)
 	}
 }
 
@@ -471,17 +467,30 @@ func TestGitlinksNameLengthFromFlags(t *testing.T) {
 	}
 }
 
-// Commit mode in a workspace whose path is not valid UTF-8 is refused: the paths to
-// remove after the run travel as JSON, which would change them (U+FFFD), and the
-// cleanup would look elsewhere.
+// Commit mode in a workspace whose path is not valid UTF-8: the config carries the
+// paths to remove after the run byte for byte (the launcher sends it in a binary
+// encoding), but their OCI JSON export is refused: JSON would change them (U+FFFD), and
+// a launch from the exported file would clean up elsewhere.
 func TestGitCommitNonUTF8Workspace(t *testing.T) {
 	ws := filepath.Join(canonTempDir(t), "ws-\xff")
 	newRepo(t, ws)
-	_, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
-	if err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
-		t.Errorf("Compile = %v; want a refusal naming invalid UTF-8", err)
+	s, err := Compile(Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Compile(Options{Policy: gitPolicy(t, GitReadOnly), Workspace: ws, Args: []string{"true"}}, fakeHost(ws)); err != nil {
+	want := filepath.Join(ws, ".git", "commondir")
+	back, err := config.Decode(config.Encode(s))
+	if err != nil || !slices.ContainsFunc(back.Cleanup, func(e cleanup.Entry) bool { return e.Path == want }) {
+		t.Errorf("the init would clean up %+v (%v); want %q among them", back.Cleanup, err, want)
+	}
+	if _, err := config.ToSpec(s); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("ToSpec = %v; want a refusal naming invalid UTF-8", err)
+	}
+	ro, err := Compile(Options{Policy: gitPolicy(t, GitReadOnly), Workspace: ws, Args: []string{"true"}}, fakeHost(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.ToSpec(ro); err != nil {
 		t.Errorf("read-only git mode needs no cleanup list: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 type Host struct {
 	UID, GID int
 	// Root: a root caller (caps.CurrentCaller): its command runs as a host id of the
-	// range (IDRangeAnnotation). A uid 0 that is not one takes the unprivileged path,
+	// range (config.RootID). A uid 0 that is not one takes the unprivileged path,
 	// uid 0 mapped to itself.
 	Root     bool
 	Home     string   // the caller's HOME (or passwd home); the sandbox's private HOME lives here

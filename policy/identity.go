@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -15,26 +16,13 @@ const (
 )
 
 // IDRange is a range of host ids from which a root caller's launch takes one per
-// sandbox, as the command's host uid and gid: Count ids from Base.
-type IDRange struct {
-	Base  uint32 `json:"base"`
-	Count uint32 `json:"count"`
-}
+// sandbox, as the command's host uid and gid: Count ids from Base (config.IDRange).
+type IDRange = config.IDRange
 
 // DefaultIDRange is reserved for gosbx sandboxes: 2100000000-2100065535, inside the
 // range systemd leaves unused (0x70000000-0x7FFEFFFF, see systemd's UIDS-GIDS.md), so
 // no account, container range or dynamic user of a systemd host has these ids.
 var DefaultIDRange = IDRange{Base: 2_100_000_000, Count: 65536}
-
-// Annotations of a compiled spec for a root caller (nsinit reads them: it takes a host
-// id from the range for each sandbox and idmaps the read-write binds).
-const (
-	// IDRangeAnnotation holds the IDRange as JSON.
-	IDRangeAnnotation = "org.gosbx.id-range"
-	// RootIdentityAnnotation is "allow" when the policy accepts running the command as
-	// host uid 0 where the read-write binds cannot be idmapped.
-	RootIdentityAnnotation = "org.gosbx.root-identity-map"
-)
 
 // ParseIDRange reads "BASE:COUNT" (decimal), as given to --id-range or GOSBX_ID_RANGE.
 func ParseIDRange(s string) (IDRange, error) {
@@ -48,23 +36,8 @@ func ParseIDRange(s string) (IDRange, error) {
 	return r, r.Check()
 }
 
-// MaxID is the highest id a range may hold: ids of 2^31 and above are read as negative
-// numbers by tools such as ps(1), and systemd reserves them (UIDS-GIDS.md).
-const MaxID = 2147483647
-
-// Check refuses a range that is empty, starts below 65536 (the ids of accounts and
-// nobody) or runs past MaxID.
-func (r IDRange) Check() error {
-	switch {
-	case r.Count == 0:
-		return fmt.Errorf("id range %d:%d is empty", r.Base, r.Count)
-	case r.Base < 65536:
-		return fmt.Errorf("id range %d:%d starts below 65536, among the ids of accounts", r.Base, r.Count)
-	case uint64(r.Base)+uint64(r.Count)-1 > MaxID:
-		return fmt.Errorf("id range %d:%d runs past %d (ids of 2^31 and above read as negative in ps and others)", r.Base, r.Count, MaxID)
-	}
-	return nil
-}
+// MaxID is the highest id a range may hold (config.MaxID).
+const MaxID = config.MaxID
 
 // CallerSeccomp is the seccomp configuration a launch by uid applies for sc (nil: the
 // default profile): for root, the set-ID rules first (seccomp.NoSetIDRules), since a

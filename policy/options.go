@@ -1,5 +1,6 @@
-// Package policy turns what the caller asks for into the one runtime-spec config
-// (specs.Spec) that the sandbox's init stage reads. Every host path is canonicalized
+// Package policy turns what the caller asks for into the one config of the sandbox
+// (nsinit/config.Config, its seccomp filter compiled) that the launcher and the init
+// stage build from. Every host path is canonicalized
 // once here, on the host (symlinks followed, ".." removed); a missing source is an error.
 //
 // Compile applies the built-in "agent" boundary (DESIGN.md): new user, mount, pid, net,

@@ -7,7 +7,7 @@ import (
 
 	units "github.com/docker/go-units"
 
-	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/nsinit/config"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -35,9 +35,6 @@ type Resources struct {
 	// is made in, such as a subtree delegated to the caller.
 	CgroupParent string `json:"cgroup_parent,omitempty"`
 }
-
-// LimitsAnnotation is cgroup.LimitsAnnotation.
-const LimitsAnnotation = cgroup.LimitsAnnotation
 
 func (r *Resources) validate(field string) error {
 	if r == nil {
@@ -148,14 +145,14 @@ func mergeResources(base, over *Resources) *Resources {
 const cpuPeriod = 100000
 
 // limits compiles required (from the policy file and flags) over defaults (the
-// profile's) into runtime-spec resources, rlimits and the annotation.
-func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIXRlimit, string, error) {
+// profile's) into runtime-spec resources, rlimits and which limits are required.
+func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIXRlimit, config.Limits, error) {
 	all := mergeResources(defaults, required)
 	rl := []specs.POSIXRlimit{{Type: "RLIMIT_CORE", Hard: 0, Soft: 0}}
 	if all == nil {
-		return nil, rl, "", nil
+		return nil, rl, config.Limits{}, nil
 	}
-	info := cgroup.LimitsInfo{BestEffort: all.Limits == "best-effort", CgroupParent: all.CgroupParent}
+	info := config.Limits{BestEffort: all.Limits == "best-effort", CgroupParent: all.CgroupParent}
 	req := required
 	if req == nil {
 		req = &Resources{}
@@ -165,7 +162,7 @@ func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIX
 	mem, _ := sizeOf(all.Memory, false)
 	swap, _ := sizeOf(all.MemorySwap, true)
 	if err := checkMinMemory(all.Memory, mem); err != nil {
-		return nil, nil, "", errorf("memory", "", nil, "%v", err)
+		return nil, nil, config.Limits{}, errorf("memory", "", nil, "%v", err)
 	}
 	if mem > 0 {
 		total := mem + swap // runtime-spec: memory+swap
@@ -178,7 +175,7 @@ func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIX
 			info.Required = append(info.Required, "memory")
 		}
 	} else if req.MemorySwap != "" {
-		return nil, nil, "", errorf("memory-swap", "", nil, "a swap limit needs a memory limit")
+		return nil, nil, config.Limits{}, errorf("memory-swap", "", nil, "a swap limit needs a memory limit")
 	}
 	if all.Pids > 0 {
 		p := all.Pids
@@ -203,7 +200,7 @@ func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIX
 		rl = append(rl, specs.POSIXRlimit{Type: "RLIMIT_FSIZE", Hard: uint64(fs), Soft: uint64(fs)})
 	}
 	if !any {
-		return nil, rl, "", nil
+		return nil, rl, config.Limits{}, nil
 	}
-	return &res, rl, jsonLimitsInfo(info), nil // json.Marshal(info)
+	return &res, rl, info, nil
 }

@@ -1,30 +1,23 @@
 package policy
 
 import (
-	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 const mib = int64(1) << 20
 
-// limitsInfo decodes the annotation limits() returns ("" decodes to the zero value).
-func limitsInfo(t *testing.T, raw string) cgroup.LimitsInfo {
+// limitsInfo is the config.Limits limits() returns.
+func limitsInfo(t *testing.T, l config.Limits) config.Limits {
 	t.Helper()
-	var info cgroup.LimitsInfo
-	if raw == "" {
-		return info
-	}
-	if err := json.Unmarshal([]byte(raw), &info); err != nil {
-		t.Fatalf("annotation %q: %v", raw, err)
-	}
-	return info
+	return l
 }
 
 // rlimit finds one rlimit by type.
@@ -59,20 +52,20 @@ func TestLimitsProfileDefaultsAreNotRequired(t *testing.T) {
 	}
 	info := limitsInfo(t, ann)
 	if len(info.Required) != 0 || info.BestEffort {
-		t.Errorf("annotation %q: a profile default must not be required", ann)
+		t.Errorf("limits %+v: a profile default must not be required", ann)
 	}
 }
 
 func TestLimitsNothingAtAll(t *testing.T) {
 	res, rl, ann, err := limits(nil, nil)
-	if err != nil || res != nil || ann != "" {
-		t.Fatalf("limits(nil, nil) = %+v, %q, %v; want no resources", res, ann, err)
+	if err != nil || res != nil || !reflect.ValueOf(ann).IsZero() {
+		t.Fatalf("limits(nil, nil) = %+v, %+v, %v; want no resources", res, ann, err)
 	}
 	checkCore(t, rl)
 	// rlimits only: no cgroup, but the rlimits are there
 	res, rl, ann, err = limits(&Resources{NoFile: 64}, nil)
-	if err != nil || res != nil || ann != "" {
-		t.Fatalf("nofile only: %+v, %q, %v; want no cgroup resources", res, ann, err)
+	if err != nil || res != nil || !reflect.ValueOf(ann).IsZero() {
+		t.Fatalf("nofile only: %+v, %+v, %v; want no cgroup resources", res, ann, err)
 	}
 	checkCore(t, rl)
 	if r, ok := rlimit(rl, "RLIMIT_NOFILE"); !ok || r.Hard != 64 || r.Soft != 64 {
@@ -149,7 +142,7 @@ func TestLimitsRequiredOverDefaults(t *testing.T) {
 			want := slices.Clone(tt.required)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("required %q; want %q (annotation %s)", got, want, ann)
+				t.Errorf("required %q; want %q (limits %+v)", got, want, ann)
 			}
 		})
 	}
@@ -197,7 +190,7 @@ func TestLimitsBestEffortAndParent(t *testing.T) {
 	}
 	info := limitsInfo(t, ann)
 	if !info.BestEffort || info.CgroupParent != "/user.slice/x" || !slices.Equal(info.Required, []string{"memory"}) {
-		t.Errorf("annotation %s: want best_effort, the parent, and memory required", ann)
+		t.Errorf("limits %+v: want best_effort, the parent, and memory required", ann)
 	}
 }
 
@@ -213,13 +206,13 @@ func TestLimitsSwapWithoutMemory(t *testing.T) {
 // policy file fields are required; the agent profile's pids default is not.
 func TestLimitsCompiled(t *testing.T) {
 	ws := canonTempDir(t)
-	compile := func(t *testing.T, p *Policy, r Resources) (*specs.Spec, cgroup.LimitsInfo) {
+	compile := func(t *testing.T, p *Policy, r Resources) (*config.Config, config.Limits) {
 		t.Helper()
 		s, err := Compile(Options{Policy: p, Workspace: ws, Args: []string{"true"}, Resources: r}, fakeHost(ws))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s, limitsInfo(t, s.Annotations[LimitsAnnotation])
+		return s, limitsInfo(t, s.Limits)
 	}
 	t.Run("agent, no flags", func(t *testing.T) {
 		p, _ := Builtin("agent")

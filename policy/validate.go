@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // variables that may appear in paths and values.
@@ -44,6 +46,16 @@ func (p *Policy) validate() error {
 	}
 	if p.Seccomp != nil {
 		if err := p.Seccomp.Validate(); err != nil {
+			return bad("seccomp", "%v", err)
+		}
+		// Compiled, not only read, so that a rule no filter can express (a masked_eq
+		// that can never hold) is an error of the file (policy check), not of a launch.
+		// Only the file's own rules: the built-in profile is compiled by its tests.
+		own, err := (&seccomp.Config{Profile: "none", Rules: p.Seccomp.Rules}).Spec()
+		if err == nil {
+			_, err = seccomp.Compile(own)
+		}
+		if err != nil {
 			return bad("seccomp", "%v", err)
 		}
 	}

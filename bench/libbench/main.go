@@ -1,6 +1,6 @@
 // Command libbench times gosbx's library API: one long-lived Go program that links
 // nsinit and, for each launch, compiles the policy (policy.Compile) and runs the command
-// in a fresh sandbox (nsinit.Command(spec).Run()). There is no launcher process start:
+// in a fresh sandbox (nsinit.Command(cfg).Run()). There is no launcher process start:
 // only the re-executed init stage pays a Go runtime start.
 //
 //	libbench -workspace DIR [-policy FILE] [-n 200] [-warmup 10] [-P 1] [-pool N] [-gap D] [-label L] [-json OUT] -- /bin/true
@@ -41,7 +41,7 @@ type result struct {
 	MinMs       float64   `json:"min_ms"`
 	CompileMs   float64   `json:"compile_median_ms"`         // policy.Compile alone
 	StartMs     float64   `json:"start_median_ms,omitempty"` // with -pool: Start alone (to the command's execve)
-	RunMs       float64   `json:"run_median_ms"`             // nsinit.Command(spec).Run() alone
+	RunMs       float64   `json:"run_median_ms"`             // nsinit.Command(cfg).Run() alone
 	TimesMs     []float64 `json:"times_ms"`                  // Compile + Run, each launch
 }
 
@@ -109,12 +109,12 @@ func main() {
 	}
 	launch := func() (compile, run time.Duration) {
 		t0 := time.Now()
-		spec, err := policy.Compile(policy.Options{Policy: pol, Workspace: *ws, Args: args}, host)
+		cfg, err := policy.Compile(policy.Options{Policy: pol, Workspace: *ws, Args: args}, host)
 		if err != nil {
 			fail(err)
 		}
 		t1 := time.Now()
-		cmd := nsinit.Command(spec) // stdio nil: /dev/null
+		cmd := nsinit.Command(cfg) // stdio nil: /dev/null
 		if err := cmd.Run(); err != nil {
 			fail(err)
 		}

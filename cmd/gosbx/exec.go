@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -232,10 +232,10 @@ func (e stoppedBySignal) Error() string {
 // sandbox could have written (repository metadata), and however bounded each read is,
 // the launcher stays answerable while it runs. Build writes nothing, so a step abandoned
 // leaves nothing behind (its goroutine ends with the process).
-func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notified <-chan struct{}) (*policy.Policy, *specs.Spec, error) {
+func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notified <-chan struct{}) (*policy.Policy, *config.Config, error) {
 	type built struct {
 		eff  *policy.Policy
-		spec *specs.Spec
+		spec *config.Config
 		err  error
 	}
 	done := make(chan built, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -87,10 +88,12 @@ func newPolicyExportCmd() *cobra.Command {
 	var oci bool
 	c := &cobra.Command{
 		Use:   "export --oci [--policy P] [exec flags] [-- CMD [ARGS...]]",
-		Short: "Print the compiled runtime-spec config.json: the exact spec the sandbox's init receives",
-		Long: `Print the runtime-spec config.json that 'gosbx exec' with the same flags would hand to
-the sandbox's init (CMD defaults to sh). Building it is the same code path as exec: host
-paths are canonicalized, protected and masked paths found.`,
+		Short: "Print the compiled config as a runtime-spec config.json",
+		Long: `Print, as a runtime-spec config.json, the config that 'gosbx exec' with the same flags
+would launch (CMD defaults to sh); gosbx's own fields (symlinks, limits, id range, after-run
+cleanup) are org.gosbx.* annotations, and nsinit/config.FromSpec reads the file back. Building
+it is the same code path as exec: host paths are canonicalized, protected and masked paths
+found, the seccomp filter compiled.`,
 		DisableFlagsInUseLine: true,
 		RunE: func(c *cobra.Command, args []string) error {
 			if !oci {
@@ -103,7 +106,11 @@ paths are canonicalized, protected and masked paths found.`,
 			if err != nil {
 				return err
 			}
-			spec, err := policy.Build(eff, args, host)
+			cfg, err := policy.Build(eff, args, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
+			spec, err := config.ToSpec(cfg)
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}

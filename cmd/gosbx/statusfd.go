@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // statusFdFix is what the refusals of a --status-fd the command could write suggest.
@@ -51,7 +52,7 @@ func checkStatusShared(n int) error {
 // the path the kernel names it by (/proc/self/fd/N), or, on the file system of such a
 // tree, a file with more than one hard link (another name may lie inside). A status
 // file the command could append to would end with a line of its making.
-func checkStatusOutside(n int, spec *specs.Spec) error {
+func checkStatusOutside(n int, spec *config.Config) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(n, &st); err != nil {
 		return fmt.Errorf("--status-fd %d: fstat: %w", n, err)

@@ -8,6 +8,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // A status descriptor the command holds too is refused: its stdio, a copy of it; a
@@ -55,7 +57,7 @@ func TestCheckStatusOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spec := &specs.Spec{Mounts: []specs.Mount{
+	spec := &config.Config{Mounts: []specs.Mount{
 		{Destination: rw, Type: "bind", Source: rw, Options: []string{"rbind", "nosuid", "nodev"}},
 		{Destination: ro, Type: "bind", Source: ro, Options: []string{"rbind", "nosuid", "nodev", "ro"}},
 	}}

@@ -25,12 +25,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(nsinit.ExitSetup)
 	}
-	spec, err := policy.Compile(policy.Options{Workspace: os.Args[1], Args: os.Args[2:]}, host)
+	cfg, err := policy.Compile(policy.Options{Workspace: os.Args[1], Args: os.Args[2:]}, host) // a *config.Config
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "policy:", err)
 		os.Exit(nsinit.ExitSetup)
 	}
-	cmd := nsinit.Command(spec)
+	cmd := nsinit.Command(cfg)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Timeout = time.Minute
 	err = cmd.Run()

@@ -6,7 +6,6 @@
 package cleanup
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,37 +52,16 @@ type Entry struct {
 	Target string `json:"target,omitempty"`
 }
 
-// Annotation carries the entries in a runtime-spec's annotations, as a JSON array of
-// Entry.
-const Annotation = "org.gosbx.cleanup"
-
-// Encode is the annotation's value for entries ("" for none).
-func Encode(entries []Entry) string {
-	if len(entries) == 0 {
-		return ""
+// Check refuses an entry of an unknown kind, or whose path is not absolute, clean and
+// below /. config.Validate calls it for each of a config's entries.
+func (e Entry) Check() error {
+	switch {
+	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink:
+		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
+	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
+		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
 	}
-	b, _ := json.Marshal(entries) // strings and slices of strings only: never fails
-	return string(b)
-}
-
-// Decode reads an annotation's value; "" is none.
-func Decode(raw string) ([]Entry, error) {
-	if raw == "" {
-		return nil, nil
-	}
-	var entries []Entry
-	if err := json.Unmarshal([]byte(raw), &entries); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", Annotation, err)
-	}
-	for _, e := range entries {
-		switch {
-		case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink:
-			return nil, fmt.Errorf("annotation %s: unknown kind %q", Annotation, e.Kind)
-		case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
-			return nil, fmt.Errorf("annotation %s: %q is not an absolute, clean path below /", Annotation, e.Path)
-		}
-	}
-	return entries, nil
+	return nil
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,

@@ -1,7 +1,6 @@
 package cleanup
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,37 +8,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DirsAnnotation carries, as a JSON array of absolute paths, the directories that must
-// exist when the sandbox is built (bind destinations the policy keeps read-only, so
-// that the command cannot create them itself). The policy only names them (it writes
-// nothing to the host); the launch creates them (MakeDirs) right before the sandbox.
-const DirsAnnotation = "org.gosbx.make-dirs"
-
-// EncodeDirs is DirsAnnotation's value for dirs ("" for none).
-func EncodeDirs(dirs []string) string {
-	if len(dirs) == 0 {
-		return ""
-	}
-	b, _ := json.Marshal(dirs)
-	return string(b)
-}
-
-// MakeDirs creates each directory of the annotation value raw that is missing, and its
-// missing parents (mode 0755, owned like its parent), in order. The parent is opened without following a
-// symlink (openat2 RESOLVE_NO_SYMLINKS), the directory made and chowned relative to it:
-// a component an earlier sandbox swapped for a symlink is refused, nothing outside is
-// created. Errors name the directory.
-func MakeDirs(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	var dirs []string
-	if err := json.Unmarshal([]byte(raw), &dirs); err != nil {
-		return fmt.Errorf("annotation %s: %w", DirsAnnotation, err)
-	}
+// MakeDirs creates each of dirs (config.Config.MakeDirs: bind destinations the policy
+// keeps read-only, so that the command cannot create them itself; the policy only
+// names them, the launch creates them right before the sandbox) that is missing, and its
+// missing parents (mode 0755, owned like its parent), in order. The parent is opened
+// without following a symlink (openat2 RESOLVE_NO_SYMLINKS), the directory made and
+// chowned relative to it: a component an earlier sandbox swapped for a symlink is
+// refused, nothing outside is created. Errors name the directory.
+func MakeDirs(dirs []string) error {
 	for _, d := range dirs {
 		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {
-			return fmt.Errorf("annotation %s: %q is not an absolute, clean path below /", DirsAnnotation, d)
+			return fmt.Errorf("directory to create %q: not an absolute, clean path below /", d)
 		}
 		if err := makeDir(d); err != nil {
 			return fmt.Errorf("create the directory %s (the policy keeps it read-only, so the command cannot make it): %w", d, err)

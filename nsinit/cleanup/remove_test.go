@@ -111,20 +111,20 @@ func TestMakeDirs(t *testing.T) {
 	os.Mkdir(victim, 0o755)
 	os.Symlink(victim, filepath.Join(base, "link"))
 	deep := filepath.Join(base, "a", "b", "c")
-	if err := MakeDirs(EncodeDirs([]string{deep, filepath.Join(base, "a")})); err != nil {
+	if err := MakeDirs([]string{deep, filepath.Join(base, "a")}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(deep); err != nil || !st.IsDir() {
 		t.Fatalf("%s not made: %v", deep, err)
 	}
-	if err := MakeDirs(EncodeDirs([]string{filepath.Join(base, "link", "x")})); err == nil {
+	if err := MakeDirs([]string{filepath.Join(base, "link", "x")}); err == nil {
 		t.Error("made a directory through a symlink")
 	}
 	if _, err := os.Lstat(filepath.Join(victim, "x")); err == nil {
 		t.Error("a directory appeared behind the symlink")
 	}
 	os.WriteFile(filepath.Join(base, "file"), nil, 0o644)
-	if err := MakeDirs(EncodeDirs([]string{filepath.Join(base, "file")})); err == nil {
+	if err := MakeDirs([]string{filepath.Join(base, "file")}); err == nil {
 		t.Error("a file was taken for the directory")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 func main() {
@@ -17,9 +18,9 @@ func main() {
 		os.Exit(0) // the program's own work, whatever it is, instead of the init's
 	}
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	spec := &specs.Spec{
+	spec := &config.Config{
 		Process: &specs.Process{Args: []string{"/bin/true"}, User: specs.User{UID: uid, GID: gid}, Cwd: "/"},
-		Linux: &specs.Linux{
+		Linux: &config.Linux{
 			Namespaces:  []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}},
 			UIDMappings: []specs.LinuxIDMapping{{ContainerID: uid, HostID: uid, Size: 1}},
 			GIDMappings: []specs.LinuxIDMapping{{ContainerID: gid, HostID: gid, Size: 1}},

@@ -1,0 +1,116 @@
+// Package config is the sandbox's configuration: the one contract between whoever
+// decides the boundary (package policy, or a library caller) and the code that builds
+// it (the launcher in nsinit, the init stage, mounts, cgroup). It is runtime-spec types
+// where the runtime-spec has the field (specs.Process, specs.Mount, id mappings,
+// namespaces, masked and read-only paths, cgroup resources), and typed extensions for
+// what the runtime-spec lacks (symlinks, optional read-only paths, the limits' mode, a
+// root caller's id range, the after-run cleanup and the directories to make before the
+// launch, the compiled seccomp program).
+//
+// A Config is checked by Validate, sent to the init by Encode/Decode (a bounded binary
+// encoding), and turned into OCI JSON and back by ToSpec/FromSpec: annotations exist
+// only there, never on the way to the init.
+package config
+
+import (
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
+	"github.com/gosbx/gosbx/seccomp"
+)
+
+// Config is one sandbox: the command (Process; nil in a Pool's template, where each
+// command brings its own), the new root, the namespaces and identities, the limits and
+// the seccomp program, and what must not outlive the sandbox on the host.
+type Config struct {
+	// Process is the command: args, env, cwd, user (uid, gid, umask) and rlimits.
+	// Every capability is dropped and no_new_privs is always set, so its
+	// Capabilities must be empty; fields gosbx does not implement are refused.
+	Process *specs.Process `json:"process,omitempty"`
+	// Hostname is the UTS namespace's host name ("" keeps the new namespace's copy).
+	Hostname string `json:"hostname,omitempty"`
+	// Mounts build the new root, in order: "bind" (options rbind or bind, ro, nosuid,
+	// nodev, noexec, and gosbx's "idmap") or a file system fsopen(2) knows.
+	Mounts []specs.Mount `json:"mounts,omitempty"`
+	// Linux holds the runtime-spec's linux fields gosbx implements.
+	Linux *Linux `json:"linux,omitempty"`
+
+	// Symlinks are created in the new root after the mounts (merged-usr /bin, /dev/fd,
+	// a workspace named through a symlink).
+	Symlinks []Symlink `json:"symlinks,omitempty"`
+	// ReadonlyOptional are the entries of Linux.ReadonlyPaths that may be absent
+	// (kernel interfaces such as /proc/sysrq-trigger); every other one must exist.
+	ReadonlyOptional []string `json:"readonlyOptional,omitempty"`
+	// Limits says which of Linux.Resources must be applied; the launcher's alone.
+	Limits Limits `json:"limits,omitzero"`
+	// RootID is set for a caller of uid 0: a root caller's command runs as a host id of
+	// its range; for a uid 0 that is not a root caller (no CAP_SYS_ADMIN), or a root
+	// caller's uid 0 fallback, a host id of the range owns the sandbox's user namespace.
+	// The launcher's alone.
+	RootID *RootID `json:"rootID,omitempty"`
+	// Cleanup lists what must not be left on the host once the sandbox has ended
+	// (generic entries, path and kind: nsinit/cleanup), done by the launcher after the
+	// run (by the init when the launcher died, or a later launch from its journal).
+	Cleanup []cleanup.Entry `json:"cleanup,omitempty"`
+	// MakeDirs are directories that must exist when the sandbox is built (bind
+	// destinations kept read-only, so that the command cannot create them): the policy
+	// only names them, the launcher creates them (cleanup.MakeDirs) right before the
+	// clone. The launcher's alone.
+	MakeDirs []string `json:"makeDirs,omitempty"`
+}
+
+// Linux is the part of runtime-spec's linux section gosbx implements, and the seccomp
+// program compiled from linux.seccomp.
+type Linux struct {
+	UIDMappings []specs.LinuxIDMapping `json:"uidMappings,omitempty"`
+	GIDMappings []specs.LinuxIDMapping `json:"gidMappings,omitempty"`
+	// Namespaces are created new (a path, joining one, is refused); user, mount and
+	// pid are required.
+	Namespaces []specs.LinuxNamespace `json:"namespaces,omitempty"`
+	// Filter is the seccomp program loaded right before execve (seccomp.Compile of
+	// Seccomp): compiled, and so checked, when the config is made.
+	Filter seccomp.Program `json:"filter,omitempty"`
+	// Seccomp is Filter's source, kept for ToSpec (OCI export); nothing else reads it.
+	Seccomp       *specs.LinuxSeccomp `json:"seccomp,omitempty"`
+	MaskedPaths   []string            `json:"maskedPaths,omitempty"`
+	ReadonlyPaths []string            `json:"readonlyPaths,omitempty"`
+	// Resources are the cgroup limits (memory limit and swap, pids limit, CPU quota
+	// and period); the launcher's alone.
+	Resources *specs.LinuxResources `json:"resources,omitempty"`
+}
+
+// Symlink is a symbolic link at Path (absolute, in the new root) saying Target.
+type Symlink struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
+}
+
+// Limits says how Linux.Resources are applied.
+type Limits struct {
+	// Required names the limits that must be applied ("memory", "pids", "cpu"):
+	// without a usable cgroup the launch stops (exit 125) unless BestEffort. The
+	// others (a profile's defaults) apply where the host allows.
+	Required   []string `json:"required,omitempty"`
+	BestEffort bool     `json:"best_effort,omitempty"`
+	// CgroupParent is a cgroup v2 group (relative to the mount point) to make the
+	// sandbox's group in.
+	CgroupParent string `json:"cgroup_parent,omitempty"`
+}
+
+// IDRange is Count host ids from Base, from which a root caller's launch takes one per
+// sandbox as the command's host uid and gid.
+type IDRange struct {
+	Base  uint32 `json:"base"`
+	Count uint32 `json:"count"`
+}
+
+// RootID is the identity of a caller of uid 0: for a root caller, the command's ids
+// inside (the single uid and gid mapping's) map to a host id of Range, held by no other
+// running sandbox.
+type RootID struct {
+	Range IDRange `json:"range"`
+	// AllowHostRoot keeps the config's own mapping (host uid 0, no capability) when a
+	// read-write bind's file system cannot be idmapped, instead of refusing the launch.
+	// Only for a root caller.
+	AllowHostRoot bool `json:"allowHostRoot,omitempty"`
+}

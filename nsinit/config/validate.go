@@ -1,0 +1,195 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// MaxID is the highest id an IDRange may hold: ids of 2^31 and above are read as
+// negative numbers by tools such as ps(1), and systemd reserves them (UIDS-GIDS.md).
+const MaxID = 2147483647
+
+// Check refuses a range that is empty, starts below 65536 (the ids of accounts and
+// nobody) or runs past MaxID.
+func (r IDRange) Check() error {
+	switch {
+	case r.Count == 0:
+		return fmt.Errorf("id range %d:%d is empty", r.Base, r.Count)
+	case r.Base < 65536:
+		return fmt.Errorf("id range %d:%d starts below 65536, among the ids of accounts", r.Base, r.Count)
+	case uint64(r.Base)+uint64(r.Count)-1 > MaxID:
+		return fmt.Errorf("id range %d:%d runs past %d (ids of 2^31 and above read as negative in ps and others)", r.Base, r.Count, MaxID)
+	}
+	return nil
+}
+
+// knownNamespaces are the namespace types gosbx creates.
+var knownNamespaces = map[specs.LinuxNamespaceType]bool{
+	specs.UserNamespace: true, specs.MountNamespace: true, specs.PIDNamespace: true, specs.NetworkNamespace: true,
+	specs.IPCNamespace: true, specs.UTSNamespace: true, specs.CgroupNamespace: true,
+}
+
+// Validate checks that c can be launched as it is, so that nothing asked for is
+// silently left out: the linux section with new user, mount and pid namespaces (no
+// namespace joined by path) and id mappings; the process (ValidateProcess; a nil
+// Process is a Pool's template); mounts without id mappings; only the cgroup resources
+// gosbx applies; a compiled Filter for a Seccomp source; a root caller's id range and
+// single mappings; absolute symlink paths, cleanup entries of known kinds on canonical
+// paths (cleanup.Entry.Check), canonical directories to make. The error says which
+// field and why.
+func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("no config")
+	}
+	l := c.Linux
+	if l == nil {
+		return errors.New("the config has no linux section")
+	}
+	have := map[specs.LinuxNamespaceType]bool{}
+	for _, ns := range l.Namespaces {
+		if !knownNamespaces[ns.Type] {
+			return fmt.Errorf("unsupported namespace %q", ns.Type)
+		}
+		if ns.Path != "" {
+			return fmt.Errorf("joining namespace %s (%s) is not supported", ns.Type, ns.Path)
+		}
+		have[ns.Type] = true
+	}
+	if !have[specs.UserNamespace] || !have[specs.MountNamespace] || !have[specs.PIDNamespace] {
+		return errors.New("the user, mount and pid namespaces are required")
+	}
+	if len(l.UIDMappings) == 0 || len(l.GIDMappings) == 0 {
+		return errors.New("the config has no uid/gid mappings")
+	}
+	if c.Process != nil {
+		if err := c.ValidateProcess(c.Process); err != nil {
+			return err
+		}
+	}
+	for _, m := range c.Mounts {
+		if len(m.UIDMappings) > 0 || len(m.GIDMappings) > 0 {
+			return fmt.Errorf("the mount of %s sets uidMappings or gidMappings, which gosbx does not implement", m.Destination)
+		}
+	}
+	if sc := l.Seccomp; sc != nil {
+		if len(l.Filter) == 0 {
+			return errors.New("linux.seccomp is set but not compiled (linux.filter is empty): compile it with seccomp.Compile")
+		}
+		if sc.ListenerPath != "" || sc.ListenerMetadata != "" || len(sc.Flags) > 0 {
+			return errors.New("linux.seccomp sets listenerPath or flags, which gosbx does not implement (the filter is always loaded with SECCOMP_FILTER_FLAG_TSYNC)")
+		}
+	}
+	if err := checkResources(l.Resources); err != nil {
+		return err
+	}
+	for _, r := range c.Limits.Required {
+		if r != "memory" && r != "pids" && r != "cpu" {
+			return fmt.Errorf("limits.required names %q; want memory, pids or cpu", r)
+		}
+	}
+	if id := c.RootID; id != nil {
+		if err := id.Range.Check(); err != nil {
+			return err
+		}
+		if len(l.UIDMappings) != 1 || len(l.GIDMappings) != 1 || l.UIDMappings[0].Size != 1 || l.GIDMappings[0].Size != 1 {
+			return errors.New("an id range needs exactly one uid and one gid mapping, each of size 1")
+		}
+	}
+	for _, s := range c.Symlinks {
+		if !filepath.IsAbs(s.Path) {
+			return fmt.Errorf("symlink %q: not an absolute path", s.Path)
+		}
+	}
+	for _, e := range c.Cleanup {
+		if err := e.Check(); err != nil {
+			return err
+		}
+	}
+	for _, d := range c.MakeDirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {
+			return fmt.Errorf("directory to create %q: want a canonical absolute path other than /", d)
+		}
+	}
+	return nil
+}
+
+// processFields are the fields of specs.Process gosbx implements. The user is the one
+// the id mappings name; every capability is dropped, and no_new_privs always set.
+var processFields = map[string]bool{"Args": true, "Env": true, "Cwd": true, "Rlimits": true, "User": true,
+	"Capabilities": true, "NoNewPrivileges": true}
+
+// ValidateProcess refuses a process (c's own, or a pooled command's for the template
+// c) that asks for what gosbx does not do: no args, a field it does not implement,
+// capabilities (all are dropped), supplementary groups, or a user other than the one
+// c's id mappings put the command in.
+func (c *Config) ValidateProcess(p *specs.Process) error {
+	if p == nil || len(p.Args) == 0 {
+		return errors.New("the process has no args")
+	}
+	if bad := setFieldsOutside(reflect.ValueOf(p).Elem(), processFields); len(bad) > 0 {
+		return fmt.Errorf("the config sets process.%s, which gosbx does not implement", strings.Join(bad, ", process."))
+	}
+	if cp := p.Capabilities; cp != nil && len(cp.Bounding)+len(cp.Effective)+len(cp.Inheritable)+len(cp.Permitted)+len(cp.Ambient) > 0 {
+		return fmt.Errorf("the config asks for capabilities (process.capabilities); gosbx drops every one")
+	}
+	if len(p.User.AdditionalGids) > 0 || p.User.Username != "" {
+		return fmt.Errorf("the config sets process.user.additionalGids or username, which gosbx does not implement")
+	}
+	if l := c.Linux; l != nil && len(l.UIDMappings) == 1 && len(l.GIDMappings) == 1 &&
+		(p.User.UID != l.UIDMappings[0].ContainerID || p.User.GID != l.GIDMappings[0].ContainerID) {
+		return fmt.Errorf("process.user %d:%d is not the uid:gid the id mappings put the command in (%d:%d)",
+			p.User.UID, p.User.GID, l.UIDMappings[0].ContainerID, l.GIDMappings[0].ContainerID)
+	}
+	return nil
+}
+
+// checkResources refuses cgroup resources gosbx does not apply: only the memory limit
+// and memory+swap, the pids limit, and the CPU quota and period are.
+func checkResources(r *specs.LinuxResources) error {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	if m := c.Memory; m != nil {
+		rest := *m
+		rest.Limit, rest.Swap = nil, nil
+		if !reflect.ValueOf(rest).IsZero() {
+			return fmt.Errorf("the config sets linux.resources.memory fields other than limit and swap, which gosbx does not apply")
+		}
+	}
+	if cpu := c.CPU; cpu != nil {
+		rest := *cpu
+		rest.Quota, rest.Period = nil, nil
+		if !reflect.ValueOf(rest).IsZero() {
+			return fmt.Errorf("the config sets linux.resources.cpu fields other than quota and period, which gosbx does not apply")
+		}
+	}
+	c.Memory, c.CPU, c.Pids = nil, nil, nil
+	if bad := setFieldsOutside(reflect.ValueOf(&c).Elem(), nil); len(bad) > 0 {
+		return fmt.Errorf("the config sets linux.resources.%s, which gosbx does not apply", strings.Join(bad, ", linux.resources."))
+	}
+	return nil
+}
+
+// setFieldsOutside returns the JSON names of v's non-zero fields not in allowed.
+func setFieldsOutside(v reflect.Value, allowed map[string]bool) []string {
+	var bad []string
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if allowed[f.Name] || v.Field(i).IsZero() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		bad = append(bad, name)
+	}
+	return bad
+}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Validate refuses, naming the field, every config the launcher cannot build as
+// asked; a Pool's template (no process) and the full config pass.
+func TestValidate(t *testing.T) {
+	if err := fullConfig().Validate(); err != nil {
+		t.Fatalf("a full config: %v", err)
+	}
+	template := fullConfig()
+	template.Process = nil
+	if err := template.Validate(); err != nil {
+		t.Errorf("a template without a process: %v", err)
+	}
+	without := func(typ specs.LinuxNamespaceType) func(*Config) {
+		return func(c *Config) {
+			var ns []specs.LinuxNamespace
+			for _, n := range c.Linux.Namespaces {
+				if n.Type != typ {
+					ns = append(ns, n)
+				}
+			}
+			c.Linux.Namespaces = ns
+		}
+	}
+	mem := int64(1)
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"no linux", func(c *Config) { c.Linux = nil }, "linux"},
+		{"no user ns", without(specs.UserNamespace), "required"},
+		{"no mount ns", without(specs.MountNamespace), "required"},
+		{"no pid ns", without(specs.PIDNamespace), "required"},
+		{"namespace path", func(c *Config) { c.Linux.Namespaces[1].Path = "/proc/1/ns/mnt" }, "/proc/1/ns/mnt"},
+		{"unknown namespace", func(c *Config) {
+			c.Linux.Namespaces = append(c.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
+		}, "unsupported"},
+		{"no uid mappings", func(c *Config) { c.Linux.UIDMappings = nil }, "mappings"},
+		{"no gid mappings", func(c *Config) { c.Linux.GIDMappings = nil }, "mappings"},
+		{"no args", func(c *Config) { c.Process.Args = nil }, "no args"},
+		{"apparmor", func(c *Config) { c.Process.ApparmorProfile = "x" }, "process.apparmorProfile"},
+		{"terminal", func(c *Config) { c.Process.Terminal = true }, "process.terminal"},
+		{"capabilities", func(c *Config) {
+			c.Process.Capabilities = &specs.LinuxCapabilities{Effective: []string{"CAP_SYS_ADMIN"}}
+		}, "capabilities"},
+		{"additional gids", func(c *Config) { c.Process.User.AdditionalGids = []uint32{0} }, "additionalGids"},
+		{"user not mapped", func(c *Config) { c.Process.User.UID = 0 }, "id mappings"},
+		{"mount idmap", func(c *Config) {
+			c.Mounts[0].UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1000, Size: 1}}
+		}, "uidMappings"},
+		{"seccomp not compiled", func(c *Config) { c.Linux.Filter = nil }, "not compiled"},
+		{"seccomp flags", func(c *Config) { c.Linux.Seccomp.Flags = []specs.LinuxSeccompFlag{"SECCOMP_FILTER_FLAG_LOG"} }, "flags"},
+		{"cpuset", func(c *Config) { c.Linux.Resources = &specs.LinuxResources{CPU: &specs.LinuxCPU{Cpus: "0"}} }, "cpu fields"},
+		{"devices cgroup", func(c *Config) {
+			c.Linux.Resources = &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{{Access: "rwm"}}}
+		}, "linux.resources.devices"},
+		{"memory reservation", func(c *Config) {
+			c.Linux.Resources = &specs.LinuxResources{Memory: &specs.LinuxMemory{Reservation: &mem}}
+		}, "memory fields"},
+		{"unknown required limit", func(c *Config) { c.Limits.Required = []string{"io"} }, "io"},
+		{"empty id range", func(c *Config) { c.RootID.Range.Count = 0 }, "empty"},
+		{"id range below 65536", func(c *Config) { c.RootID.Range.Base = 1000 }, "below 65536"},
+		{"id range past MaxID", func(c *Config) { c.RootID.Range = IDRange{Base: MaxID, Count: 2} }, "past"},
+		{"id range, two mappings", func(c *Config) {
+			c.Linux.UIDMappings = append(c.Linux.UIDMappings, specs.LinuxIDMapping{ContainerID: 0, HostID: 0, Size: 1})
+			c.Process = nil
+		}, "exactly one"},
+		{"relative symlink path", func(c *Config) { c.Symlinks[0].Path = "bin" }, "absolute"},
+		{"unknown cleanup kind", func(c *Config) { c.Cleanup[0].Kind = "absent" }, "unknown kind"},
+		{"relative cleanup path", func(c *Config) { c.Cleanup[0].Path = "w/.git" }, "clean path"},
+		{"unclean cleanup path", func(c *Config) { c.Cleanup[0].Path = "/w/../etc" }, "clean path"},
+		{"cleanup of /", func(c *Config) { c.Cleanup[2].Path = "/" }, "clean path"},
+		{"relative directory to make", func(c *Config) { c.MakeDirs[0] = "w/.git/hooks" }, "canonical"},
+		{"directory to make /", func(c *Config) { c.MakeDirs[0] = "/" }, "canonical"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fullConfig()
+			tt.mutate(c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate = %v; want an error naming %q", err, tt.want)
+			}
+		})
+	}
+	if err := (*Config)(nil).Validate(); err == nil {
+		t.Error("a nil config passed")
+	}
+}
