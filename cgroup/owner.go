@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -24,11 +23,19 @@ import (
 // exclusive lock of the parent, taken without waiting (a sweep skipped for a launch in
 // progress is done by the next launch).
 
-// NewID returns a new sandbox id: 16 random hex digits (crypto/rand), the first a
-// letter, so that no older gosbx takes gosbx-<id> for gosbx-<pid> (a dead launcher's).
+// NewID returns a new sandbox id: 16 random hex digits (getrandom(2), the kernel's
+// generator crypto/rand reads too: crypto/rand would link the FIPS module, whose 16
+// package inits every start paid), the first a letter, so that no older gosbx takes
+// gosbx-<id> for gosbx-<pid> (a dead launcher's).
 func NewID() string {
 	var b [8]byte
-	rand.Read(b[:])
+	for n := 0; n < len(b); {
+		m, err := unix.Getrandom(b[n:], 0)
+		if err != nil && err != unix.EINTR {
+			panic("getrandom: " + err.Error()) // Linux 3.17; crypto/rand.Read panics too
+		}
+		n += max(m, 0)
+	}
 	b[0] |= 0xa0
 	return hex.EncodeToString(b[:])
 }

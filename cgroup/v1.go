@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,24 +10,37 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
-// v1Subsystems are the hierarchies a sandbox's group is made in.
-var v1Subsystems = map[cgroup1.Name]bool{cgroup1.Memory: true, cgroup1.Pids: true, cgroup1.Cpu: true, cgroup1.Cpuacct: true}
+// v1Root is where the v1 hierarchies are mounted, one directory per controller.
+const v1Root = "/sys/fs/cgroup"
 
-func v1Hierarchy() ([]cgroup1.Subsystem, error) {
-	all, err := cgroup1.Default()
+// v1Subsystems are the hierarchies a sandbox's group is made in, in this order.
+var v1Subsystems = [...]string{"memory", "pids", "cpu", "cpuacct"}
+
+// v1Dir is a directory in one hierarchy: the caller's own group, or a sandbox's.
+type v1Dir struct {
+	sub string // the controller: memory, pids, cpu, cpuacct
+	dir string
+}
+
+// v1Hierarchies is the caller's own group in each hierarchy of v1Subsystems that is mounted
+// and listed in /proc/self/cgroup (co-mounted hierarchies each appear).
+func v1Hierarchies() ([]v1Dir, error) {
+	paths, _, err := cgroups.ParseCgroupFileUnified("/proc/self/cgroup")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read /proc/self/cgroup: %w", err)
 	}
-	var out []cgroup1.Subsystem
-	for _, s := range all {
-		if v1Subsystems[s.Name()] {
-			out = append(out, s)
+	var out []v1Dir
+	for _, sub := range v1Subsystems {
+		p, ok := paths[sub]
+		if !ok || !isDir(filepath.Join(v1Root, sub)) {
+			continue
 		}
+		out = append(out, v1Dir{sub, filepath.Join(v1Root, sub, p)})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("none of the memory, pids, cpu, cpuacct hierarchies is mounted")
@@ -38,7 +50,7 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 
 type v1Group struct {
 	name  string
-	cg    cgroup1.Cgroup
+	dirs  []v1Dir    // in each hierarchy; co-mounted ones share a directory
 	locks []*os.File // the owner's flock on the group's directory in each hierarchy (owner.go)
 	gone  bool
 }
@@ -46,28 +58,27 @@ type v1Group struct {
 // v1Parents are the caller's own group in each hierarchy gosbx uses: where its groups
 // are made, and what a creator and a sweep lock (owner.go). Hierarchies mounted
 // together (one directory) count once.
-func v1Parents(paths map[string]string) []string {
+func v1Parents(own []v1Dir) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, sub := range []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu, cgroup1.Cpuacct} {
-		p, ok := paths[string(sub)]
-		if !ok {
-			continue
-		}
-		d := filepath.Join("/sys/fs/cgroup", string(sub), p)
-		if r, err := filepath.EvalSymlinks(d); err == nil && !seen[r] {
+	for _, o := range own {
+		if r, err := filepath.EvalSymlinks(o.dir); err == nil && !seen[r] {
 			seen[r] = true
-			out = append(out, d)
+			out = append(out, o.dir)
 		}
 	}
 	return out
 }
 
 // newV1 makes the group gosbx-<o.ID> in each v1 hierarchy, nested under the caller's
-// own group, and takes its owner's lock on each of its directories. The caller's own
-// group differs between hierarchies, and between callers in one hierarchy (another
-// caller's groups may sit beside its own in one and elsewhere in another): so each
-// directory carries its own lock, and a sweep judges each directory by that.
+// own group, takes its owner's lock on each of its directories, and writes the limits:
+// memory.limit_in_bytes then memory.memsw.limit_in_bytes (memory+swap may not be below
+// the memory limit), pids.max, cpu.cfs_period_us then cpu.cfs_quota_us
+// (Documentation/admin-guide/cgroup-v1/memory.rst, pids.rst; scheduler/sched-bwc.rst).
+// The caller's own group differs between hierarchies, and between callers in one
+// hierarchy (another caller's groups may sit beside its own in one and elsewhere in
+// another): so each directory carries its own lock, and a sweep judges each directory
+// by that.
 func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 	gcV1()
 	r = withoutUnaccountedSwap(r)
@@ -76,94 +87,163 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 		id = NewID()
 	}
 	n := groupName(id)
-	var parents []string
-	if paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup"); err == nil {
-		parents = v1Parents(paths)
-	}
-	for _, p := range parents {
-		creating := lockDir(p, unix.LOCK_SH) // no sweep there until this group is locked
-		defer creating.Close()
-	}
-	cg, err := cgroup1.New(cgroup1.NestedPath(n), r, cgroup1.WithHierarchy(v1Hierarchy))
+	own, err := v1Hierarchies()
 	if err != nil {
-		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
-			return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
-		}
 		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 	}
-	// containerd skips hierarchies that are not mounted (cgroup_disable=memory, a kernel
-	// without the controller): a limit asked for must have its controller, or nothing
+	// A hierarchy that is not mounted (cgroup_disable=memory, a kernel without the
+	// controller) is skipped: a limit asked for must have its controller, or nothing
 	// would enforce it.
-	have := map[cgroup1.Name]bool{}
-	for _, s := range cg.Subsystems() {
-		have[s.Name()] = true
+	have := map[string]bool{}
+	for _, p := range own {
+		have[p.sub] = true
 	}
 	for _, need := range neededV1(r) {
 		if !have[need] {
-			cg.Delete()
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
 	}
-	g := &v1Group{name: n, cg: cg}
-	for _, p := range parents {
-		d := filepath.Join(p, n)
-		if _, err := os.Stat(d); err != nil {
-			continue // a hierarchy containerd skipped
+	for _, p := range v1Parents(own) {
+		creating := lockDir(p, unix.LOCK_SH) // no sweep there until this group is locked
+		defer creating.Close()
+	}
+	g := &v1Group{name: n}
+	for _, p := range own {
+		d := v1Dir{p.sub, filepath.Join(p.dir, n)}
+		err := os.Mkdir(d.dir, 0o755)
+		if errors.Is(err, os.ErrExist) && g.has(d.dir) {
+			g.dirs = append(g.dirs, d) // co-mounted controllers (cpu,cpuacct) share a directory
+			continue
 		}
-		lock := lockDir(d, unix.LOCK_EX|unix.LOCK_NB)
-		if lock == nil {
-			g.Destroy()
-			return nil, fmt.Errorf("lock cgroup %s: cannot open it, or taken by another process", d)
+		if err == nil {
+			g.dirs = append(g.dirs, d)
+			if lock := lockDir(d.dir, unix.LOCK_EX|unix.LOCK_NB); lock == nil {
+				err = fmt.Errorf("lock cgroup %s: cannot open it, or taken by another process", d.dir)
+			} else {
+				g.locks = append(g.locks, lock)
+				err = writeV1Limits(d, r)
+			}
 		}
-		g.locks = append(g.locks, lock)
+		if err != nil {
+			g.abandon()
+			if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
+			}
+			return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
+		}
 	}
 	return g, nil
+}
+
+// has reports whether dir is already one of the group's directories (by inode: the
+// co-mounted hierarchies' paths differ).
+func (g *v1Group) has(dir string) bool {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	for _, d := range g.dirs {
+		if o, err := os.Stat(d.dir); err == nil && os.SameFile(fi, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// abandon removes the directories made so far (a failed New), then drops their locks.
+func (g *v1Group) abandon() {
+	for _, d := range g.dirs {
+		syscall.Rmdir(d.dir)
+	}
+	for _, l := range g.locks {
+		l.Close()
+	}
+}
+
+// writeV1Limits writes the limits of r that belong to d's controller.
+func writeV1Limits(d v1Dir, r *specs.LinuxResources) error {
+	if r == nil {
+		return nil
+	}
+	var vals [][2]string
+	switch d.sub {
+	case "memory":
+		if m := r.Memory; m != nil {
+			if m.Limit != nil {
+				vals = append(vals, [2]string{"memory.limit_in_bytes", strconv.FormatInt(*m.Limit, 10)})
+			}
+			if m.Swap != nil {
+				vals = append(vals, [2]string{"memory.memsw.limit_in_bytes", strconv.FormatInt(*m.Swap, 10)})
+			}
+		}
+	case "pids":
+		if r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 {
+			vals = append(vals, [2]string{"pids.max", strconv.FormatInt(*r.Pids.Limit, 10)})
+		}
+	case "cpu":
+		if c := r.CPU; c != nil {
+			if c.Period != nil {
+				vals = append(vals, [2]string{"cpu.cfs_period_us", strconv.FormatUint(*c.Period, 10)})
+			}
+			if c.Quota != nil {
+				vals = append(vals, [2]string{"cpu.cfs_quota_us", strconv.FormatInt(*c.Quota, 10)})
+			}
+		}
+	}
+	for _, v := range vals {
+		if err := writeFile(d.dir, v[0], v[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (g *v1Group) Kind() Kind   { return V1 }
 func (g *v1Group) CloneFd() int { return -1 }
 
+// Add writes pid to the group's cgroup.procs in every hierarchy.
 func (g *v1Group) Add(pid int) error {
-	if err := g.cg.Add(cgroup1.Process{Pid: pid}); err != nil {
-		return fmt.Errorf("place pid %d in cgroup %s: %w", pid, g.name, err)
+	for _, d := range g.dirs {
+		if err := writeFile(d.dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("place pid %d in cgroup %s: %w", pid, g.name, err)
+		}
 	}
 	return nil
 }
 
+// Stats reads memory.max_usage_in_bytes, memory.oom_control's oom_kill, cpuacct.stat
+// (USER_HZ ticks, 100 a second on Linux), pids.events and pids.peak.
 func (g *v1Group) Stats() Stats {
 	var s Stats
-	m, err := g.cg.Stat(cgroup1.IgnoreNotExist)
-	if err != nil || m == nil {
-		return s
+	mem, cpuacct, pids := g.dir("memory"), g.dir("cpuacct"), g.dir("pids")
+	if mem != "" {
+		s.MemoryPeak = readInt(filepath.Join(mem, "memory.max_usage_in_bytes"))
+		s.OOMKilled = eventCount(filepath.Join(mem, "memory.oom_control"), "oom_kill") > 0
 	}
-	if m.Memory != nil && m.Memory.Usage != nil {
-		s.MemoryPeak = int64(m.Memory.Usage.Max)
+	if cpuacct != "" {
+		const usecPerTick = 1e6 / 100
+		s.CPUUser = eventCount(filepath.Join(cpuacct, "cpuacct.stat"), "user") * usecPerTick
+		s.CPUSystem = eventCount(filepath.Join(cpuacct, "cpuacct.stat"), "system") * usecPerTick
 	}
-	if m.MemoryOomControl != nil {
-		s.OOMKilled = m.MemoryOomControl.OomKill > 0
-	}
-	if m.CPU != nil && m.CPU.Usage != nil {
-		s.CPUUser = int64(m.CPU.Usage.User / 1000)
-		s.CPUSystem = int64(m.CPU.Usage.Kernel / 1000)
-	}
-	s.PidsMaxHit = eventCount(g.path(cgroup1.Pids, "pids.events"), "max") > 0
-	if b, err := os.ReadFile(g.path(cgroup1.Pids, "pids.peak")); err == nil {
-		s.PidsPeak, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if pids != "" {
+		s.PidsMaxHit = eventCount(filepath.Join(pids, "pids.events"), "max") > 0
+		s.PidsPeak = readInt(filepath.Join(pids, "pids.peak"))
 	}
 	return s
 }
 
-// path is a file of the group in one hierarchy.
-func (g *v1Group) path(sub cgroup1.Name, file string) string {
-	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
-	if err != nil {
-		return ""
+// dir is the group's directory in the hierarchy sub, "" when it has none.
+func (g *v1Group) dir(sub string) string {
+	for _, d := range g.dirs {
+		if d.sub == sub {
+			return d.dir
+		}
 	}
-	return filepath.Join("/sys/fs/cgroup", string(sub), paths[string(sub)], g.name, file)
+	return ""
 }
 
-// Destroy kills what is left (v1 has no cgroup.kill: freeze, kill, thaw) and removes
-// the group from every hierarchy.
+// Destroy kills what is left (v1 has no cgroup.kill) and removes the group from every
+// hierarchy.
 func (g *v1Group) Destroy() error {
 	if g.gone {
 		return nil
@@ -174,97 +254,50 @@ func (g *v1Group) Destroy() error {
 			l.Close()
 		}
 	}()
-	dirs := g.dirs()
-	if dirs == nil {
-		// the paths are unknown: containerd's walk and removal
-		killAll(g.cg)
-		if err := g.cg.Delete(); err != nil {
-			return fmt.Errorf("remove cgroup %s: %w", g.name, err)
-		}
-		return nil
-	}
-	if !emptyV1(dirs) {
-		killAll(g.cg)
+	if !emptyV1(g.dirs) {
+		killAll(g.dirs)
 	}
 	var errs []error
-	for _, d := range dirs {
-		errs = append(errs, rmdirRetry(d))
+	for _, d := range g.dirs {
+		errs = append(errs, rmdirRetry(d.dir))
 	}
 	return errors.Join(errs...)
 }
 
-// dirs are the group's directories, one per hierarchy it was made in; nil when one
-// cannot be known.
-func (g *v1Group) dirs() []string {
-	var out []string
-	for _, s := range g.cg.Subsystems() {
-		p, ok := s.(interface{ Path(string) string })
-		if !ok {
-			return nil
-		}
-		rel, err := cgroup1.NestedPath(g.name)(s.Name())
-		if err != nil {
-			return nil
-		}
-		out = append(out, p.Path(rel))
-	}
-	return out
-}
-
 // emptyV1 reports whether no process is left in any of dirs (a sandbox's group has no
 // children: nothing inside can write a cgroup filesystem).
-func emptyV1(dirs []string) bool {
+func emptyV1(dirs []v1Dir) bool {
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-		if err != nil || len(bytes.TrimSpace(b)) > 0 {
+		b, err := os.ReadFile(filepath.Join(d.dir, "cgroup.procs"))
+		if err != nil || len(strings.TrimSpace(string(b))) > 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// rmdirRetry removes a group's directory. Right after its last process has been reaped
-// a v1 group can still be busy for a moment: EBUSY is retried from 100 µs, doubling up
-// to 10 ms, for 5 s. (containerd's Delete first waits 10 ms, longer than a whole launch.)
-func rmdirRetry(dir string) error {
-	delay := 100 * time.Microsecond
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := syscall.Rmdir(dir)
-		if err == nil || errors.Is(err, syscall.ENOENT) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("remove cgroup %s: %w", dir, err)
-		}
-		time.Sleep(delay)
-		if delay < 10*time.Millisecond {
-			delay *= 2
-		}
-	}
-}
+// rmdirRetry removes a group's directory, retrying EBUSY for 5 s (removeWithin).
+// (containerd's Delete first waits 10 ms, longer than a whole launch.)
+func rmdirRetry(dir string) error { return removeWithin(dir, 5*time.Second) }
 
-// killAll kills every process of the group (v1 has no cgroup.kill: freeze, SIGKILL,
-// thaw) and waits, at most 5 s, until no hierarchy lists one: v1 refuses to remove a
-// group that still has processes, and SIGKILL takes effect asynchronously.
-func killAll(cg cgroup1.Cgroup) {
+// killAll kills every process of the group with SIGKILL and waits, at most 5 s, until
+// no hierarchy lists one: v1 refuses to remove a group that still has processes, and
+// SIGKILL takes effect asynchronously. (The group is not in the freezer hierarchy, so
+// there is no freeze first: containerd's Freeze was a no-op here too.)
+func killAll(dirs []v1Dir) {
 	deadline := time.Now().Add(5 * time.Second)
 	for first := true; ; first = false {
-		var procs []cgroup1.Process
-		for _, sub := range cg.Subsystems() {
-			if p, err := cg.Processes(sub.Name(), true); err == nil {
-				procs = append(procs, p...)
-			}
+		var all []int
+		for _, d := range dirs {
+			all = append(all, procs(d.dir)...)
 		}
-		if len(procs) == 0 || time.Now().After(deadline) {
+		if len(all) == 0 || time.Now().After(deadline) {
 			return
 		}
 		if first {
-			cg.Freeze()
-			for _, p := range procs {
-				syscall.Kill(p.Pid, syscall.SIGKILL)
+			for _, pid := range all {
+				syscall.Kill(pid, syscall.SIGKILL)
 			}
-			cg.Thaw()
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -276,12 +309,13 @@ func killAll(cg cgroup1.Cgroup) {
 // now. Groups named by an older gosbx go by their launcher's pid, in every hierarchy
 // at once (one may be gone already from a partial removal).
 func gcV1() {
-	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+	own, err := v1Hierarchies()
 	if err != nil {
 		return
 	}
+	parents := v1Parents(own)
 	legacy := map[string]bool{}
-	for _, parent := range v1Parents(paths) {
+	for _, parent := range parents {
 		sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
 		if sweeping == nil {
 			continue
@@ -303,11 +337,22 @@ func gcV1() {
 		if launcherAlive(n) {
 			continue
 		}
-		if cg, err := cgroup1.Load(cgroup1.NestedPath(n), cgroup1.WithHierarchy(v1Hierarchy)); err == nil {
-			killAll(cg)
-			cg.Delete()
+		var dirs []v1Dir
+		for _, p := range own {
+			if d := filepath.Join(p.dir, n); isDir(d) {
+				dirs = append(dirs, v1Dir{p.sub, d})
+			}
+		}
+		killAll(dirs)
+		for _, d := range dirs {
+			removeWithin(d.dir, 300*time.Millisecond)
 		}
 	}
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // removeDirV1 removes one hierarchy's directory of a group whose owner is gone: every
@@ -371,19 +416,19 @@ func withoutUnaccountedSwap(r *specs.LinuxResources) *specs.LinuxResources {
 }
 
 // neededV1 lists the hierarchies the resources need.
-func neededV1(r *specs.LinuxResources) []cgroup1.Name {
-	var out []cgroup1.Name
+func neededV1(r *specs.LinuxResources) []string {
+	var out []string
 	if r == nil {
 		return out
 	}
 	if r.Memory != nil && r.Memory.Limit != nil {
-		out = append(out, cgroup1.Memory)
+		out = append(out, "memory")
 	}
 	if r.Pids != nil {
-		out = append(out, cgroup1.Pids)
+		out = append(out, "pids")
 	}
 	if r.CPU != nil && r.CPU.Quota != nil {
-		out = append(out, cgroup1.Cpu)
+		out = append(out, "cpu")
 	}
 	return out
 }

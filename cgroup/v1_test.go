@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +27,7 @@ func v1Own(t *testing.T) map[string]string {
 	if Mode() != V1 {
 		t.Skipf("host cgroup mode is %s, not v1/hybrid", Mode())
 	}
-	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+	paths, _, err := cgroups.ParseCgroupFileUnified("/proc/self/cgroup")
 	if err != nil {
 		t.Fatal(err)
 	}

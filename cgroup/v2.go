@@ -3,14 +3,13 @@ package cgroup
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -23,12 +22,11 @@ const DefaultParent = "/gosbx"
 
 type v2Group struct {
 	group string
-	m     *cgroup2.Manager
 	fd    int
 	gone  bool
 }
 
-// newV2 makes parent/gosbx-… with the limits (enabling the controllers it needs in
+// newV2 makes parent/gosbx-<o.ID> with the limits (enabling the controllers it needs in
 // every ancestor's cgroup.subtree_control) and opens it for CLONE_INTO_CGROUP.
 func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	parent := o.Parent
@@ -46,13 +44,7 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	os.MkdirAll(filepath.Join(v2Mount, parent), 0o755)
 	creating := lockDir(filepath.Join(v2Mount, parent), unix.LOCK_SH)
 	defer creating.Close()
-	res := cgroup2.ToResources(r)
-	if r != nil && r.Memory != nil && r.Memory.Swap != nil && *r.Memory.Swap < 0 && res.Memory != nil {
-		max := int64(math.MaxInt64) // memory.swap.max "max": ToResources turns -1 into -1-limit
-		res.Memory.Swap = &max
-	}
-	m, err := cgroup2.NewManager(v2Mount, group, res)
-	if err != nil {
+	if err := makeV2(filepath.Join(v2Mount, group), r); err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, fmt.Errorf("%w: create cgroup v2 group %s: %v (no cgroup delegated to this user: name one with --cgroup-parent, e.g. inside `systemd-run --user --scope -p Delegate=yes`)", ErrUnavailable, group, err)
 		}
@@ -60,40 +52,33 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	}
 	fd, err := unix.Open(filepath.Join(v2Mount, group), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		m.Delete()
+		removeWithin(filepath.Join(v2Mount, group), 0)
 		return nil, fmt.Errorf("open cgroup %s: %w", group, err)
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil { // the owner's lock (owner.go)
 		unix.Close(fd)
-		m.Delete()
+		removeWithin(filepath.Join(v2Mount, group), 0)
 		return nil, fmt.Errorf("lock cgroup %s: %w", group, err)
 	}
-	return &v2Group{group: group, m: m, fd: fd}, nil
+	return &v2Group{group: group, fd: fd}, nil
 }
 
 func (g *v2Group) Kind() Kind    { return V2 }
 func (g *v2Group) CloneFd() int  { return g.fd }
 func (g *v2Group) Add(int) error { return nil } // cloned into the group
 
+// Stats reads memory.peak, memory.events' oom_kill, cpu.stat's user_usec and
+// system_usec, pids.peak and pids.events.
 func (g *v2Group) Stats() Stats {
-	var s Stats
-	if m, err := g.m.Stat(); err == nil && m != nil {
-		if m.Memory != nil {
-			s.MemoryPeak = int64(m.Memory.MaxUsage)
-		}
-		if m.MemoryEvents != nil {
-			s.OOMKilled = m.MemoryEvents.OomKill > 0
-		}
-		if m.CPU != nil {
-			s.CPUUser, s.CPUSystem = int64(m.CPU.UserUsec), int64(m.CPU.SystemUsec)
-		}
-	}
 	dir := filepath.Join(v2Mount, g.group)
-	if b, err := os.ReadFile(filepath.Join(dir, "pids.peak")); err == nil {
-		s.PidsPeak, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return Stats{
+		MemoryPeak: readInt(filepath.Join(dir, "memory.peak")),
+		OOMKilled:  eventCount(filepath.Join(dir, "memory.events"), "oom_kill") > 0,
+		CPUUser:    eventCount(filepath.Join(dir, "cpu.stat"), "user_usec"),
+		CPUSystem:  eventCount(filepath.Join(dir, "cpu.stat"), "system_usec"),
+		PidsPeak:   readInt(filepath.Join(dir, "pids.peak")),
+		PidsMaxHit: eventCount(filepath.Join(dir, "pids.events"), "max") > 0,
 	}
-	s.PidsMaxHit = eventCount(filepath.Join(dir, "pids.events"), "max") > 0
-	return s
 }
 
 // Destroy kills what is left with cgroup.kill and removes the group.
@@ -103,11 +88,96 @@ func (g *v2Group) Destroy() error {
 	}
 	g.gone = true
 	defer unix.Close(g.fd) // the owner's lock, held until the group is gone
-	g.m.Kill()
-	if err := g.m.Delete(); err != nil {
-		return fmt.Errorf("remove cgroup %s: %w", g.group, err)
+	return killRemoveV2(filepath.Join(v2Mount, g.group), 5*time.Second)
+}
+
+// makeV2 makes the group dir, enables the controllers its limits need in every
+// ancestor's cgroup.subtree_control below the mount (an error only when the last write
+// fails: a delegated subtree's caller may not write its upper ancestors, which have
+// them enabled already), and writes the limits: cpu.max ("quota period", "max" for
+// no quota), memory.swap.max (runtime-spec's memory+swap less the memory limit; "max"
+// for -1), memory.max, pids.max (Documentation/admin-guide/cgroup-v2.rst).
+func makeV2(dir string, r *specs.LinuxResources) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var ctrl []string
+	var vals [][2]string
+	if r != nil && r.CPU != nil {
+		ctrl = append(ctrl, "+cpu")
+		if r.CPU.Period != nil {
+			quota := "max"
+			if r.CPU.Quota != nil {
+				quota = strconv.FormatInt(*r.CPU.Quota, 10)
+			}
+			vals = append(vals, [2]string{"cpu.max", quota + " " + strconv.FormatUint(*r.CPU.Period, 10)})
+		}
+	}
+	if r != nil && r.Memory != nil {
+		ctrl = append(ctrl, "+memory")
+		m := r.Memory
+		if m.Swap != nil {
+			swap := strconv.FormatInt(*m.Swap, 10)
+			if *m.Swap < 0 {
+				swap = "max" // the kernel refuses a negative value
+			} else if m.Limit != nil {
+				swap = strconv.FormatInt(*m.Swap-*m.Limit, 10)
+			}
+			vals = append(vals, [2]string{"memory.swap.max", swap})
+		}
+		if m.Limit != nil {
+			vals = append(vals, [2]string{"memory.max", strconv.FormatInt(*m.Limit, 10)})
+		}
+	}
+	if r != nil && r.Pids != nil && r.Pids.Limit != nil {
+		ctrl = append(ctrl, "+pids")
+		max := "max"
+		if *r.Pids.Limit > 0 {
+			max = strconv.FormatInt(*r.Pids.Limit, 10)
+		}
+		vals = append(vals, [2]string{"pids.max", max})
+	}
+	if len(ctrl) > 0 {
+		// from the mount down: a controller is enabled in a group only once its parent has it
+		var up []string
+		for a := filepath.Dir(dir); a == v2Mount || strings.HasPrefix(a, v2Mount+"/"); a = filepath.Dir(a) {
+			up = append(up, a)
+		}
+		var last error
+		for i := len(up) - 1; i >= 0; i-- {
+			last = writeFile(up[i], "cgroup.subtree_control", strings.Join(ctrl, " "))
+		}
+		if last != nil {
+			syscall.Rmdir(dir)
+			return last
+		}
+	}
+	for _, v := range vals {
+		if err := writeFile(dir, v[0], v[1]); err != nil {
+			removeWithin(dir, 0)
+			return err
+		}
 	}
 	return nil
+}
+
+// killRemoveV2 writes cgroup.kill (Linux 5.14; SIGKILLs each process listed in
+// cgroup.procs when it cannot be written), waits at most d until the group is empty,
+// and removes it.
+func killRemoveV2(dir string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	if writeFile(dir, "cgroup.kill", "1") != nil {
+		for _, pid := range procs(dir) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for len(procs(dir)) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: processes are left after SIGKILL", dir)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return removeWithin(dir, time.Until(deadline))
 }
 
 // gcV2 removes groups in parent whose owner is gone (owner.go), when no launch is
@@ -127,9 +197,6 @@ func gcV2(parent string) {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gosbx-") || ownerAlive(dir, e.Name()) {
 			continue
 		}
-		if m, err := cgroup2.Load(filepath.Join(parent, e.Name()), cgroup2.WithMountpoint(v2Mount)); err == nil {
-			m.Kill()
-			m.Delete()
-		}
+		killRemoveV2(filepath.Join(dir, e.Name()), 300*time.Millisecond)
 	}
 }

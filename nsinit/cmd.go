@@ -299,6 +299,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		c.stdio = stdio // aborted by reapFailed: nothing was read
 		c.reapFailed()
 		c.stdio = nil
+		if ws := c.init.wait(); ws.Exited() && (errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)) {
+			// it closed its socket by exiting before it read its config: say why that is
+			// (a quick start ends before the spec is sent)
+			err = &SetupError{Step: "init", Err: diedEarly(ws)}
+		}
 		allow := spec.RootID != nil && spec.RootID.AllowHostRoot
 		var me *mounts.Error
 		if mapped && allow && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-	"sigs.k8s.io/yaml"
 )
 
 // FileError is a policy file the parser refuses: it names the file, the line when it is
@@ -91,12 +90,12 @@ func Parse(data []byte, name string) (*Policy, error) {
 		if errors.As(err, &le) {
 			return nil, &FileError{File: name, Line: le.line, Reason: le.msg}
 		}
-		// yaml.v3 often puts a syntax error at the start of the enclosing block;
-		// sigs.k8s.io/yaml's parser (yaml.v2) names the line where it went wrong.
-		if _, err2 := yaml.YAMLToJSON(data); err2 != nil {
-			err = err2
+		reason := cleanYAMLError(err.Error())
+		line := yamlLine(err.Error())
+		if yamlParserProblem(reason) {
+			line++ // go.yaml.in/yaml/v3 reports a parser error's 0-based line
 		}
-		return nil, &FileError{File: name, Line: yamlLine(err.Error()), Reason: cleanYAMLError(err.Error())}
+		return nil, &FileError{File: name, Line: line, Reason: reason}
 	}
 	if raw == nil {
 		raw = map[string]any{}
@@ -305,7 +304,6 @@ func yamlLine(msg string) int {
 }
 
 func cleanYAMLError(msg string) string {
-	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if i := strings.Index(msg, "line "); i == 0 {
 		if j := strings.Index(msg, ": "); j > 0 {
@@ -313,4 +311,21 @@ func cleanYAMLError(msg string) string {
 		}
 	}
 	return msg
+}
+
+// yamlParserProblem reports whether msg is one of the parser's (not the scanner's)
+// problems in go.yaml.in/yaml/v3 (parserc.go): the library reports those at the
+// 0-based line of their mark ("line 3" for the fourth line, no line for the first),
+// the scanner's at the 1-based one.
+func yamlParserProblem(msg string) bool {
+	switch msg {
+	case "did not find expected <stream-start>", "did not find expected <document start>",
+		"found undefined tag handle", "did not find expected node content",
+		"did not find expected '-' indicator", "did not find expected key",
+		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"found duplicate %YAML directive", "found incompatible YAML document",
+		"found duplicate %TAG directive":
+		return true
+	}
+	return false
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -542,7 +540,7 @@ process:
 // it, reads back as the same policy.
 func TestExtendsRoundTrip(t *testing.T) {
 	p := mustParse(t, "extends: agent\nfilesystem:\n  read_only: [/data]\n")
-	out, err := yaml.Marshal(p)
+	out, err := MarshalYAML(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +581,7 @@ func TestBindAndTmpfsForms(t *testing.T) {
 	if string(js) != want {
 		t.Errorf("marshal:\n got %s\nwant %s", js, want)
 	}
-	y, err := yaml.Marshal(p)
+	y, err := MarshalYAML(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +644,7 @@ func TestBuiltinProfilesRoundTrip(t *testing.T) {
 			// A profile's own limits are defaults, applied where the host allows; they
 			// do not travel in its YAML (a file's limits are required).
 			p.defaults = nil
-			y, err := yaml.Marshal(p)
+			y, err := MarshalYAML(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -826,10 +824,32 @@ func TestParseControlCharacters(t *testing.T) {
 			}
 			continue
 		}
-		if out, err := yaml.Marshal(p); err != nil {
+		if out, err := MarshalYAML(p); err != nil {
 			t.Errorf("Parse(%q) accepted a policy that does not print as YAML: %v", src, err)
 		} else if back, err := Parse(out, "printed.yaml"); err != nil || !reflect.DeepEqual(back, p) {
 			t.Errorf("Parse(%q): printed and read back: %v, %+v", src, err, back)
+		}
+	}
+}
+
+// TestParseSyntaxErrorLine pins the line of each syntax error: go.yaml.in/yaml/v3
+// reports a parser error at its 0-based line (and none on the first line), which Parse
+// corrects; a scanner error (the tab) it reports 1-based already.
+func TestParseSyntaxErrorLine(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		line int
+	}{
+		{"network:\n  mode: none\nfilesystem:\n  read_only: [/usr\n", 4},
+		{"network:\n  mode: none\n allow_host: true\n", 3},
+		{"network:\n\tmode: none\n", 2},
+		{"{\n  \"network\": {\"mode\": \"none\"\n", 2},
+		{"[a, b\n", 2}, // at the end of the input
+		{"a: [b, c}\n", 1},
+	} {
+		_, err := Parse([]byte(tt.src), "bad.yaml")
+		if fe := fileError(t, err, "bad.yaml"); fe.Line != tt.line {
+			t.Errorf("Parse(%q): %q: line %d; want %d", tt.src, fe.Error(), fe.Line, tt.line)
 		}
 	}
 }

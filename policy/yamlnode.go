@@ -10,7 +10,7 @@ import (
 // decodeYAML reads YAML 1.2 (and so JSON) into plain values (map[string]any, []any,
 // string, float64, bool, nil) as encoding/json would decode them, and records the line
 // of every key by its dotted path ("filesystem.read_only[2]"). YAML 1.2, unlike the 1.1
-// of sigs.k8s.io/yaml, reads keys such as N, Y, ON as the strings they are (variable
+// of yaml.v2 parsers, reads keys such as N, Y, ON as the strings they are (variable
 // names), and the node tree gives each error its exact line. Duplicate keys are errors.
 func decodeYAML(data []byte) (any, map[string]int, error) {
 	var doc yaml.Node

@@ -32,7 +32,7 @@ func (e usageError) Error() string { return e.err.Error() }
 type exitCoder interface{ ExitCode() int }
 
 func run(args []string) int {
-	root := newRootCmd()
+	root := newRootCmd(args)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

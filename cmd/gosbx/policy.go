@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
@@ -40,7 +39,7 @@ func newPolicyShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := yaml.Marshal(eff)
+			out, err := policy.MarshalYAML(eff)
 			if err != nil {
 				return err
 			}

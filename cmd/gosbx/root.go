@@ -11,7 +11,12 @@ import (
 // build info gives it.
 var version = ""
 
-func newRootCmd() *cobra.Command {
+// newRootCmd builds the command tree for args. `gosbx exec` and `gosbx version` get
+// only their own command, without the completion command (a launch parses its flags
+// and builds no other command's flags, help or completion machinery); any other
+// first argument (help, completion, a policy or seccomp subcommand, a typo cobra
+// suggests a command for) gets the whole tree.
+func newRootCmd(args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gosbx",
 		Short: "Run untrusted commands behind one fail-closed Linux sandbox boundary",
@@ -25,6 +30,18 @@ built, the command does not run and gosbx exits 125.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.Version = versionString()
 	root.SetVersionTemplate("gosbx {{.Version}}\n")
+	if len(args) > 0 {
+		switch args[0] {
+		case "exec":
+			root.CompletionOptions.DisableDefaultCmd = true
+			root.AddCommand(newExecCmd())
+			return root
+		case "version":
+			root.CompletionOptions.DisableDefaultCmd = true
+			root.AddCommand(newVersionCmd())
+			return root
+		}
+	}
 	root.AddCommand(newExecCmd(), newPolicyCmd(), newSeccompCmd(), newDoctorCmd(), newVersionCmd())
 	return root
 }
