@@ -65,6 +65,10 @@ type Cmd struct {
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
+
+	session bool     // the init of a Session (NewSession): it serves requests
+	sess    *Session // set by Session.Command: Start asks the session's init
+	sessPid int      // a session command's pid in the init's pid namespace
 }
 
 // Command returns a Cmd that runs cfg.Process in a sandbox built from cfg.
@@ -88,6 +92,9 @@ func (c *Cmd) Run() error {
 func (c *Cmd) Start() error {
 	if c.pool != nil {
 		return c.startPooled()
+	}
+	if c.sess != nil {
+		return c.startInSession()
 	}
 	if c.init != nil {
 		return errors.New("nsinit: already started")
@@ -207,7 +214,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	files = append(files, lifeR, lifeW)
 	args := []string{InitArg}
-	if pooled {
+	switch {
+	case c.session:
+		args = append(args, sessionArg)
+	case pooled:
 		args = append(args, poolArg)
 	}
 	if mapped {
@@ -557,6 +567,10 @@ func (c *Cmd) expire() {
 	c.mu.Lock()
 	c.timedOut = true
 	c.mu.Unlock()
+	if c.sess != nil {
+		c.signalInSession(unix.SIGKILL, true) // the command's process group, not the session
+		return
+	}
 	c.init.kill()
 }
 
@@ -569,6 +583,13 @@ func (c *Cmd) isTimedOut() bool {
 // Signal sends sig to the command; the sandbox's init forwards SIGINT, SIGTERM, SIGHUP,
 // SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH and SIGCONT to it. SIGKILL kills the whole sandbox.
 func (c *Cmd) Signal(sig os.Signal) error {
+	if c.sess != nil {
+		ss, ok := sig.(syscall.Signal)
+		if !ok {
+			return errors.New("nsinit: unsupported signal type")
+		}
+		return c.signalInSession(ss, false)
+	}
 	if c.init == nil {
 		return errors.New("nsinit: not started")
 	}
@@ -588,6 +609,9 @@ func (c *Cmd) Wait() error {
 	}
 	if c.waited {
 		return errors.New("nsinit: Wait was already called, or Start failed")
+	}
+	if c.sess != nil {
+		return c.waitInSession()
 	}
 	var status *int
 	for {

@@ -58,8 +58,9 @@ const InitArg = "gosbx-init"
 // idmapped) by the launcher, to attach as they are (mounts.SetupTrees), not O_PATH
 // descriptors of the sources to open again.
 const (
-	poolArg  = "pool"
-	treesArg = "trees"
+	poolArg    = "pool"
+	treesArg   = "trees"
+	sessionArg = "session" // a session's init: serves its owner's requests (sessioninit.go)
 )
 
 // maxFrame bounds a frame on a pooled init's socket: the spec or the process (its

@@ -1,0 +1,124 @@
+package nsinit
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/policy"
+)
+
+// sessionProc is the session's template process with args.
+func sessionProc(s *Session, args ...string) *specs.Process {
+	p := *s.Config().Process
+	p.Args = args
+	return &p
+}
+
+// TestSessionState: a background process started by one command is alive for the next
+// (same pid namespace, same /tmp), the sandbox stays up when a command exits, each
+// command gets its own exit status and stdio, 126/127 come back as *ExecError, and Close
+// leaves no process of the sandbox.
+func TestSessionState(t *testing.T) {
+	ws := testWorkspace(t)
+	cfg := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws}, nil)
+	s, err := NewSession(cfg)
+	skipIfNoSandbox(t, err)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	defer s.Close(time.Second)
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		c := s.Command(sessionProc(s, args...))
+		c.Stdout, c.Stderr = &out, &out
+		err := c.Run()
+		return out.String(), err
+	}
+	if out, err := run("sh", "-c", "sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/pid; echo hi > /tmp/f"); err != nil {
+		t.Fatalf("first command: %v %q", err, out)
+	}
+	out, err := run("sh", "-c", "cat /tmp/f; kill -0 $(cat /tmp/pid) && echo alive")
+	if err != nil || out != "hi\nalive\n" {
+		t.Fatalf("second command: %v %q; want hi, alive (same /tmp, the background sleep alive)", err, out)
+	}
+	if n := s.Processes(); n != 1 {
+		t.Errorf("Processes() = %d, want 1 (the background sleep)", n)
+	}
+	_, err = run("sh", "-c", "exit 7")
+	var xe *ExitError
+	if !errors.As(err, &xe) || xe.ExitCode != 7 {
+		t.Errorf("exit 7: %v", err)
+	}
+	_, err = run("no-such-command-xyz")
+	var ee *ExecError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitNotFound {
+		t.Errorf("a missing command: %v, want an *ExecError 127", err)
+	}
+	// a timeout kills the command's process group, not the session
+	c := s.Command(sessionProc(s, "sleep", "100"))
+	c.Timeout = 200 * time.Millisecond
+	if err := c.Run(); !errors.As(err, &xe) || xe.ExitCode != ExitTimeout {
+		t.Errorf("timeout: %v, want exit 124", err)
+	}
+	if out, err := run("echo", "still"); err != nil || out != "still\n" {
+		t.Errorf("after a timeout: %v %q", err, out)
+	}
+	// a signal reaches the command
+	c = s.Command(sessionProc(s, "sleep", "100"))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.Signal(syscall.SIGTERM)
+	if err := c.Wait(); !errors.As(err, &xe) || xe.Signal != syscall.SIGTERM {
+		t.Errorf("SIGTERM: %v", err)
+	}
+	init := s.InitPid()
+	all := append(descendants(init), init)
+	s.Close(2 * time.Second)
+	for _, p := range all {
+		if !gone(p) {
+			t.Errorf("process %d of the session survived Close", p)
+		}
+	}
+	if _, err := run("true"); err == nil {
+		t.Error("a command started in a closed session")
+	}
+}
+
+// TestSessionOwnerDeath: the sandbox ends when its init is killed; commands then fail
+// to start, and the session is Done.
+func TestSessionInitKilled(t *testing.T) {
+	ws := testWorkspace(t)
+	s, err := NewSession(compile(t, policy.Options{Args: []string{"true"}, Workspace: ws}, nil))
+	skipIfNoSandbox(t, err)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	defer s.Close(0)
+	c := s.Command(sessionProc(s, "sleep", "100"))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(s.InitPid(), syscall.SIGKILL)
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session is not Done after its init was killed")
+	}
+	var xe *ExitError
+	if err := c.Wait(); !errors.As(err, &xe) || xe.Signal != syscall.SIGKILL {
+		t.Errorf("a command of a killed session: %v", err)
+	}
+	if err := s.Command(sessionProc(s, "true")).Run(); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Errorf("a command in a dead session: %v", err)
+	}
+	_ = os.Remove(filepath.Join(ws, "x"))
+}
