@@ -321,3 +321,9 @@ func (c *Cmd) signalInSession(sig syscall.Signal, group bool) error {
 	}
 	return c.sess.send(encodeSignal(c.sessPid, sig, group), nil)
 }
+
+// Event is the session's first status event, as a command of gosbx exec gets: the
+// init's host pid and namespaces, the sandbox id, a root caller's host uid.
+func (s *Session) Event() Event {
+	return s.c.namespaceEvent()
+}

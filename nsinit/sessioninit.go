@@ -231,6 +231,10 @@ func limitThreadCaps() error {
 		data[c/32].Permitted |= 1 << (c % 32)
 	}
 	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+		if errno == unix.ENOTSUP {
+			// syscall.AllThreadsSyscall is refused in a program linked with cgo
+			return fmt.Errorf("capset on every thread: %w (a session needs gosbx built with CGO_ENABLED=0)", errno)
+		}
 		return fmt.Errorf("capset on every thread: %w", errno)
 	}
 	return nil

@@ -36,7 +36,7 @@ const execExamples = `  # run a shell command with the current directory as the 
 
 func newExecCmd() *cobra.Command {
 	var b boundaryFlags
-	var statusFd string
+	var statusFd, sessionName string
 	c := &cobra.Command{
 		Use:   "exec [flags] -- CMD [ARGS...]",
 		Short: "Run a command in a new sandbox",
@@ -66,6 +66,9 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 					return usageError{err}
 				}
 			}
+			if sessionName != "" {
+				return execInSession(c, sessionName, &b, args, status)
+			}
 			o, err := b.options(args)
 			if err != nil {
 				emitError(status, err)
@@ -77,6 +80,7 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	b.register(f)
+	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout and --status-fd may be given with it")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
 	return c
 }

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/policy"
+)
+
+func newSessionCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "session",
+		Short: "Named sandboxes that run many commands: start, ls, stop",
+		Long: `A session is one sandbox, built once by 'gosbx session start NAME' with the flags of
+'gosbx exec', in which 'gosbx exec --session NAME -- CMD' runs any number of commands:
+what one command leaves running in the background (a server, a tmux server) is there
+for the next, on the same loopback, /tmp and HOME, as the same uid inside and on the
+host. A detached supervisor owns the session; its control socket is in
+$XDG_RUNTIME_DIR/gosbx (or /run/gosbx for root) and answers only its own uid.`,
+	}
+	c.AddCommand(newSessionStartCmd(), newSessionStopCmd(), newSessionLsCmd())
+	return c
+}
+
+func newSessionStartCmd() *cobra.Command {
+	var b boundaryFlags
+	var idle string
+	c := &cobra.Command{
+		Use:   "start NAME [flags]",
+		Short: "Build a session's sandbox and return once it is ready",
+		Long: `Build the sandbox of session NAME from the policy and flags, as 'gosbx exec' would,
+and leave it running under a detached supervisor. --timeout is the session's whole
+life; --idle-timeout ends it after that long without a command running and with no
+process left in it. Exit 125, with nothing left behind, when it cannot be built.`,
+		Args:                  cobra.ExactArgs(1),
+		DisableFlagsInUseLine: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			name := args[0]
+			if err := session.CheckName(name); err != nil {
+				return usageError{err}
+			}
+			idleTimeout, err := policy.ParseTimeout(idle)
+			if err != nil {
+				return usageError{fmt.Errorf("--idle-timeout %w", err)}
+			}
+			dir, err := session.Dir()
+			if err != nil {
+				return &setupFailure{step: "session", err: err}
+			}
+			sweepStale(dir)
+			o, err := b.options([]string{"/bin/sh"})
+			if err != nil {
+				return err
+			}
+			host, err := policy.CurrentHost()
+			if err != nil {
+				return err
+			}
+			completeJournals()
+			eff, err := policy.Effective(o, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
+			spec, err := policy.Build(eff, o.Args, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
+			profile := b.policy
+			if profile == "" {
+				profile = policy.DefaultProfile
+			}
+			net := eff.Network.Mode
+			if net == "" {
+				net = "none"
+			}
+			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(),
+				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
+			if err := startSupervisor(sd); err != nil {
+				return sessionFailure{err}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	b.register(f)
+	f.StringVar(&idle, "idle-timeout", "", "end the session after `DURATION` with no command running and no process left (0 = never)")
+	return c
+}
+
+func newSessionStopCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop NAME",
+		Short: "End a session: SIGTERM to its processes, SIGKILL after a grace period",
+		Long: `End session NAME: SIGTERM to every process of its sandbox, SIGKILL to those left after
+2 seconds; returns once every process, its cgroup and its runtime files are gone.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name := args[0]
+			if err := session.CheckName(name); err != nil {
+				return usageError{err}
+			}
+			dir, err := session.Dir()
+			if err != nil {
+				return &setupFailure{step: "session", err: err}
+			}
+			sweepStale(dir)
+			fd, err := session.Dial(session.FilesOf(dir, name).Sock)
+			if err != nil {
+				return &setupFailure{step: "session", err: noSession(name, err)}
+			}
+			defer unix.Close(fd)
+			pids := lockPids(session.FilesOf(dir, name).Lock)
+			if err := session.WriteFrame(fd, session.ReqStop, nil, nil); err != nil {
+				return &setupFailure{step: "session", err: err}
+			}
+			kind, _, _, err := session.ReadFrame(fd, 0)
+			if err != nil || kind != session.RepDone {
+				return &setupFailure{step: "session", err: fmt.Errorf("session %q: its supervisor did not confirm the stop: %v", name, err)}
+			}
+			// The supervisor exits right after: wait for its end of the socket, and for
+			// it to be gone.
+			for {
+				if _, _, _, err := session.ReadFrame(fd, 0); err != nil {
+					break
+				}
+			}
+			for _, p := range pids {
+				waitPid(p, "", 5*time.Second)
+			}
+			return nil
+		},
+	}
+}
+
+func newSessionLsCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "ls",
+		Short: "List the caller's sessions: name, state, age, processes, memory, policy",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			dir, err := session.Dir()
+			if err != nil {
+				return &setupFailure{step: "session", err: err}
+			}
+			infos := sweepStale(dir)
+			if asJSON {
+				if infos == nil {
+					infos = []session.Info{}
+				}
+				b, _ := json.MarshalIndent(infos, "", "  ")
+				fmt.Fprintln(c.OutOrStdout(), string(b))
+				return nil
+			}
+			w := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSTATE\tAGE\tPROCESSES\tMEMORY\tPOLICY")
+			for _, in := range infos {
+				fmt.Fprintf(w, "%s\t%s\t%v\t%d\t%.1fMiB\t%s\n", in.Name, in.State, time.Duration(in.AgeSeconds)*time.Second,
+					in.Processes, float64(in.Memory)/(1<<20), in.Policy)
+			}
+			return w.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return c
+}
+
+// noSession explains a failed connection to a session's socket.
+func noSession(name string, err error) error {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ECONNREFUSED) {
+		return fmt.Errorf("no session %q is running (gosbx session ls)", name)
+	}
+	return fmt.Errorf("session %q: %w", name, err)
+}
+
+// sweepStale looks at every session of dir: a session whose supervisor is gone (its
+// lock free: it crashed or was killed) has its leftovers removed (its runtime files,
+// its cgroup, the cleanup its sandbox owed), and is said so on stderr; the others are
+// asked for their Info.
+func sweepStale(dir string) []session.Info {
+	ents, _ := os.ReadDir(dir)
+	var infos []session.Info
+	swept := false
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || session.CheckName(name) != nil {
+			continue
+		}
+		files := session.FilesOf(dir, name)
+		lock, err := session.Lock(files)
+		if err == nil {
+			// The supervisor is gone; its sandbox's init ends with it (the life pipe),
+			// after its cleanup: waited for, and killed if it lingers.
+			waitGone(lock, 5*time.Second)
+			session.Remove(files)
+			lock.Close()
+			swept = true
+			fmt.Fprintf(os.Stderr, "gosbx: session %s: its supervisor is gone; removed its leftovers\n", name)
+			continue
+		}
+		if !errors.Is(err, session.ErrExists) {
+			continue
+		}
+		if in, err := askInfo(files.Sock); err == nil {
+			infos = append(infos, in)
+		} else {
+			infos = append(infos, session.Info{Name: name, State: "unreachable"})
+		}
+	}
+	if swept {
+		cgroup.CollectStale()
+		completeJournals()
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	return infos
+}
+
+func askInfo(sock string) (session.Info, error) {
+	var in session.Info
+	fd, err := session.Dial(sock)
+	if err != nil {
+		return in, err
+	}
+	defer unix.Close(fd)
+	if err := session.WriteFrame(fd, session.ReqInfo, nil, nil); err != nil {
+		return in, err
+	}
+	kind, b, _, err := session.ReadFrame(fd, 0)
+	if err != nil {
+		return in, err
+	}
+	if kind != session.RepInfo {
+		return in, io.ErrUnexpectedEOF
+	}
+	return in, json.Unmarshal(b, &in)
+}
+
+// sessionFailure is a session that could not be started, said as its supervisor said
+// it: exit 125.
+type sessionFailure struct{ err error }
+
+func (e sessionFailure) Error() string { return e.err.Error() }
+func (e sessionFailure) Unwrap() error { return e.err }
+func (e sessionFailure) ExitCode() int { return 125 }
+
+// lockPids reads the pids a supervisor wrote in its lock file: its own, its init's.
+func lockPids(path string) []int {
+	b, _ := os.ReadFile(path)
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// waitGone waits for the init of a session whose supervisor died (its pid, second in
+// the lock file lf): it ends by itself once the life pipe closes, or is killed after d.
+func waitGone(lf *os.File, d time.Duration) {
+	if pids := lockPids(lf.Name()); len(pids) == 2 {
+		if !waitPid(pids[1], nsinit.InitArg, d) {
+			unix.Kill(pids[1], unix.SIGKILL)
+			waitPid(pids[1], nsinit.InitArg, d)
+		}
+	}
+}
+
+// waitPid waits up to d for process pid to end (pidfd_open(2), poll(2)); with argv0
+// set, a process whose argv[0] is another is not the one meant (its pid reused). It
+// reports whether it is gone.
+func waitPid(pid int, argv0 string, d time.Duration) bool {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return true // ESRCH: gone
+	}
+	defer unix.Close(pfd)
+	if argv0 != "" {
+		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if a, _, _ := strings.Cut(string(cmd), "\x00"); a != argv0 {
+			return true
+		}
+	}
+	fds := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
+	end := time.Now().Add(d)
+	for {
+		n, err := unix.Poll(fds, int(max(time.Until(end), 0).Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		return n > 0
+	}
+}

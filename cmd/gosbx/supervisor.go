@@ -1,0 +1,417 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// supervisorArg, as argv[1], makes the binary a session's supervisor (started by
+// `gosbx session start`, detached: a session of its own, stdio /dev/null). fd 3 carries
+// its startData (JSON), fd 4 its answer: "0" once the session is ready, "1" and the
+// error that stopped it otherwise.
+const supervisorArg = "gosbx-session-supervisor"
+
+// startData is what `session start` hands its supervisor.
+type startData struct {
+	Name, Dir   string
+	Config      *config.Config
+	Policy      string        // the summary `session ls` shows
+	IdleTimeout time.Duration // 0: none
+	Lifetime    time.Duration // the policy's --timeout: the session's own, 0: none
+}
+
+// stopGrace is how long `session stop` lets the session's processes end after SIGTERM
+// before the rest are killed.
+const stopGrace = 2 * time.Second
+
+// supervisor is a session's owner: it holds the sandbox (nsinit.Session: the init's
+// life pipe, cgroup, host id, cleanup), the session's lock, and serves its control
+// socket.
+type supervisor struct {
+	name    string
+	files   session.Files
+	sess    *nsinit.Session
+	started time.Time
+	policy  string
+
+	mu       sync.Mutex
+	active   int       // commands running for a client
+	last     time.Time // the last request's end
+	requests int
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	finished chan struct{} // closed once the session has ended and its files are gone
+	replies  sync.WaitGroup
+}
+
+// superviseMain is the supervisor process; its exit status is not read by anyone.
+func superviseMain() int {
+	ready := os.NewFile(4, "ready")
+	fail := func(err error) int {
+		ready.Write([]byte("1" + err.Error()))
+		ready.Close()
+		return nsinit.ExitSetup
+	}
+	var sd startData
+	if err := json.NewDecoder(os.NewFile(3, "start")).Decode(&sd); err != nil {
+		return fail(fmt.Errorf("read the session's config: %w", err))
+	}
+	files := session.FilesOf(sd.Dir, sd.Name)
+	lock, err := session.Lock(files)
+	if errors.Is(err, session.ErrExists) {
+		return fail(fmt.Errorf("session %q is running already (gosbx session stop %s)", sd.Name, sd.Name))
+	}
+	if err != nil {
+		return fail(fmt.Errorf("lock session %q: %w", sd.Name, err))
+	}
+	// A crashed predecessor's socket, if any (its lock was free).
+	os.Remove(files.Sock)
+	// Ends from a signal are orderly: the sandbox stopped, its files removed.
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	sess, err := nsinit.NewSession(sd.Config)
+	if err != nil {
+		session.Remove(files)
+		return fail(err)
+	}
+	lfd, err := listen(files.Sock)
+	if err != nil {
+		sess.Close(0)
+		session.Remove(files)
+		return fail(err)
+	}
+	lock.Truncate(0)
+	// Who to wait for once this supervisor is gone (sweepStale): it, and the init.
+	fmt.Fprintf(lock, "%d %d\n", os.Getpid(), sess.InitPid())
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, started: time.Now(), policy: sd.Policy,
+		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
+	go sv.accept(lfd)
+	ready.Write([]byte("0"))
+	ready.Close()
+
+	var lifetime <-chan time.Time
+	if sd.Lifetime > 0 {
+		lifetime = time.After(sd.Lifetime)
+	}
+	var idle <-chan time.Time
+	if sd.IdleTimeout > 0 {
+		t := time.NewTicker(min(max(sd.IdleTimeout/4, 10*time.Millisecond), time.Second))
+		defer t.Stop()
+		idle = t.C
+	}
+wait:
+	for {
+		select {
+		case <-sess.Done():
+			break wait
+		case <-sv.stop:
+			break wait
+		case <-sigc:
+			break wait
+		case <-lifetime:
+			break wait
+		case <-idle:
+			if sv.idleFor() >= sd.IdleTimeout && sess.Processes() == 0 {
+				break wait
+			}
+		}
+	}
+	unix.Shutdown(lfd, unix.SHUT_RDWR) // no new client
+	sess.Close(stopGrace)
+	cgroup.CollectStale()
+	session.Remove(files)
+	close(sv.finished)
+	sv.replies.Wait()
+	return 0
+}
+
+// listen makes the control socket at path, mode 0600 (in a 0700 directory).
+func listen(path string) (int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("socket: %w", err)
+	}
+	old := unix.Umask(0o177)
+	err = unix.Bind(fd, &unix.SockaddrUnix{Name: path})
+	unix.Umask(old)
+	if err == nil {
+		err = unix.Listen(fd, 64)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "bind", Path: path, Err: err}
+	}
+	return fd, nil
+}
+
+func (sv *supervisor) accept(lfd int) {
+	for {
+		fd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+		if err == unix.EINTR || err == unix.ECONNABORTED {
+			continue
+		}
+		if err != nil {
+			return // shut down
+		}
+		go sv.handle(fd)
+	}
+}
+
+func (sv *supervisor) requestStop() { sv.stopOnce.Do(func() { close(sv.stop) }) }
+
+func (sv *supervisor) idleFor() time.Duration {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.active > 0 {
+		return 0
+	}
+	return time.Since(sv.last)
+}
+
+// handle serves one client connection: only a peer of the session's own uid
+// (SO_PEERCRED, unix(7)) is answered at all.
+func (sv *supervisor) handle(fd int) {
+	defer unix.Close(fd)
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil || int(cred.Uid) != os.Getuid() {
+		return
+	}
+	kind, body, fds, err := session.ReadFrame(fd, 3)
+	if err != nil {
+		return
+	}
+	switch kind {
+	case session.ReqExec:
+		sv.exec(fd, body, fds)
+	case session.ReqInfo:
+		b, _ := json.Marshal(sv.info())
+		session.WriteFrame(fd, session.RepInfo, b, nil)
+	case session.ReqStop:
+		sv.replies.Add(1)
+		defer sv.replies.Done()
+		sv.requestStop()
+		<-sv.finished
+		session.WriteFrame(fd, session.RepDone, nil, nil)
+	}
+	closeAll(fds)
+}
+
+func closeAll(fds []int) {
+	for _, f := range fds {
+		unix.Close(f)
+	}
+}
+
+func (sv *supervisor) info() session.Info {
+	sv.mu.Lock()
+	n := sv.requests
+	sv.mu.Unlock()
+	return session.Info{Name: sv.name, State: "running", Pid: os.Getpid(), InitPid: sv.sess.InitPid(),
+		SandboxID: sv.sess.SandboxID(), HostUID: max(sv.sess.HostUID(), 0), Started: sv.started.UTC().Format(time.RFC3339),
+		AgeSeconds: int64(time.Since(sv.started).Seconds()), Processes: sv.sess.Processes(), Memory: sv.sess.Memory(),
+		Requests: n, Policy: sv.policy}
+}
+
+// exec runs one client's command in the session: its process is the session's with
+// the request's args, its env added, its working directory; its stdio the client's
+// own descriptors. It answers the status events (when asked), messages for stderr, and
+// last the exit status, by the rules of gosbx exec.
+func (sv *supervisor) exec(fd int, body []byte, fds []int) {
+	var wmu sync.Mutex
+	reply := func(kind byte, b []byte) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		session.WriteFrame(fd, kind, b, nil)
+	}
+	refuse := func(err error) {
+		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
+		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
+	}
+	req, err := session.DecodeExec(body)
+	if err == nil && len(fds) != 3 {
+		err = fmt.Errorf("the request came with %d descriptors, want 3 (stdin, stdout, stderr)", len(fds))
+	}
+	if err == nil && len(req.Args) == 0 {
+		err = errors.New("no command given")
+	}
+	var proc *specs.Process
+	if err == nil {
+		proc, err = sv.process(req)
+	}
+	if err != nil {
+		refuse(err)
+		return
+	}
+	sv.mu.Lock()
+	sv.active++
+	sv.requests++
+	sv.mu.Unlock()
+	defer func() {
+		sv.mu.Lock()
+		sv.active--
+		sv.last = time.Now()
+		sv.mu.Unlock()
+	}()
+	stdio := []*os.File{os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "stdout"), os.NewFile(uintptr(fds[2]), "stderr")}
+	defer func() {
+		for _, f := range stdio {
+			f.Close()
+		}
+	}()
+	cmd := sv.sess.Command(proc)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
+	cmd.Timeout = req.Timeout
+	if req.Status {
+		cmd.Events = func(e nsinit.Event) {
+			b, _ := json.Marshal(e)
+			reply(session.RepEvent, b)
+		}
+		cmd.Events(sv.sess.Event())
+	}
+	if err := cmd.Start(); err != nil {
+		code := nsinit.ExitSetup
+		var ec exitCoder
+		if errors.As(err, &ec) {
+			code = ec.ExitCode()
+		}
+		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
+		reply(session.RepExit, session.EncodeUint(uint64(code)))
+		return
+	}
+	// The client forwards its signals; should it go away before the command ends,
+	// the command is killed (not what it started in the background).
+	var done atomic.Bool
+	go func() {
+		for {
+			kind, b, _, err := session.ReadFrame(fd, 0)
+			if done.Load() {
+				return
+			}
+			if err != nil {
+				cmd.Signal(unix.SIGKILL)
+				return
+			}
+			if kind == session.ReqSignal {
+				if n, err := session.DecodeUint(b); err == nil && n > 0 && n < 65 {
+					cmd.Signal(syscall.Signal(n))
+				}
+			}
+		}
+	}()
+	err = cmd.Wait()
+	done.Store(true)
+	unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above
+	var ee *nsinit.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		refuse(err)
+		return
+	}
+	if cmd.Result.TimedOut {
+		reply(session.RepMessage, []byte(fmt.Sprintf("gosbx: timed out after %v; the command's process group was killed\n", req.Timeout)))
+	}
+	reply(session.RepExit, session.EncodeUint(uint64(cmd.Result.ExitCode)))
+}
+
+// process is the session's process with what req asks: its args, its env added to the
+// session's, its working directory (a relative one from the session's). Nothing else
+// of the session's policy can be changed by a request.
+func (sv *supervisor) process(req *session.ExecRequest) (*specs.Process, error) {
+	tpl := sv.sess.Config().Process
+	p := *tpl
+	p.Args = req.Args
+	p.Env = append([]string(nil), tpl.Env...)
+	for _, kv := range req.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+		p.Env = setEnv(p.Env, k, kv)
+	}
+	if d := req.Chdir; d != "" {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(tpl.Cwd, d)
+		}
+		p.Cwd = filepath.Clean(d)
+	}
+	return &p, nil
+}
+
+// setEnv sets kv (KEY=VALUE) in env, in place of key's earlier value.
+func setEnv(env []string, key, kv string) []string {
+	for i, e := range env {
+		if strings.HasPrefix(e, key+"=") {
+			env[i] = kv
+			return env
+		}
+	}
+	return append(env, kv)
+}
+
+// startSupervisor starts the supervisor of session sd.Name, detached from the caller,
+// and returns once the session is ready, or the error that stopped it (the supervisor
+// then has left nothing behind).
+func startSupervisor(sd *startData) error {
+	b, err := json.Marshal(sd)
+	if err != nil {
+		return err
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{"gosbx", supervisorArg, sd.Name}, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{null.Fd(), null.Fd(), null.Fd(), cfgR.Fd(), readyW.Fd()},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	null.Close()
+	cfgR.Close()
+	readyW.Close()
+	if err != nil {
+		cfgW.Close()
+		readyR.Close()
+		return fmt.Errorf("start the supervisor: %w", err)
+	}
+	go func() { cfgW.Write(b); cfgW.Close() }()
+	ans, _ := io.ReadAll(readyR)
+	readyR.Close()
+	switch {
+	case len(ans) > 0 && ans[0] == '0':
+		// The supervisor runs on; its parent (this process) exits without waiting.
+		return nil
+	case len(ans) > 0 && ans[0] == '1':
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, 0, nil)
+		return errors.New(string(ans[1:]))
+	}
+	var ws syscall.WaitStatus
+	syscall.Wait4(pid, &ws, 0, nil)
+	return fmt.Errorf("the session's supervisor ended before the session was ready (%v)", ws)
+}

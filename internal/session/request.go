@@ -1,0 +1,68 @@
+package session
+
+import (
+	"time"
+
+	"github.com/gosbx/gosbx/internal/wire"
+)
+
+// ExecRequest is a ReqExec's body: what a client may ask of a session, all of it
+// narrowing what the session's policy allows (its env added to, its working directory
+// moved inside the sandbox, a timeout for this command alone).
+type ExecRequest struct {
+	Args    []string
+	Env     []string // KEY=VALUE, set over the session's
+	Chdir   string   // "" keeps the session's; a relative one is taken from it
+	Timeout time.Duration
+	Status  bool // the client wants the status events (RepEvent)
+}
+
+// Encode is the request's wire encoding.
+func (r *ExecRequest) Encode() []byte {
+	e := &wire.Encoder{}
+	e.Strs(r.Args)
+	e.Strs(r.Env)
+	e.Str(r.Chdir)
+	e.Uint(uint64(r.Timeout.Milliseconds()))
+	e.Bool(r.Status)
+	return e.B
+}
+
+// DecodeExec decodes a ReqExec's body.
+func DecodeExec(b []byte) (*ExecRequest, error) {
+	d := &wire.Decoder{B: b}
+	r := &ExecRequest{Args: d.Strs(), Env: d.Strs(), Chdir: d.Str()}
+	r.Timeout = time.Duration(d.Uint()) * time.Millisecond
+	r.Status = d.Bool()
+	return r, d.End("exec request")
+}
+
+// EncodeUint is a body of one number (ReqSignal, RepExit).
+func EncodeUint(v uint64) []byte {
+	e := &wire.Encoder{}
+	e.Uint(v)
+	return e.B
+}
+
+// DecodeUint decodes EncodeUint's body.
+func DecodeUint(b []byte) (uint64, error) {
+	d := &wire.Decoder{B: b}
+	v := d.Uint()
+	return v, d.End("number")
+}
+
+// Info is what `gosbx session ls` shows of a session (RepInfo, JSON).
+type Info struct {
+	Name       string `json:"name"`
+	State      string `json:"state"` // "running"
+	Pid        int    `json:"pid"`   // the supervisor's
+	InitPid    int    `json:"init-pid"`
+	SandboxID  string `json:"sandbox-id"`
+	HostUID    int64  `json:"host-uid,omitempty"`
+	Started    string `json:"started"` // RFC 3339
+	AgeSeconds int64  `json:"age-seconds"`
+	Processes  int    `json:"processes"`    // besides the two pid 1s
+	Memory     int64  `json:"memory-bytes"` // resident, of every process of the sandbox
+	Requests   int    `json:"requests"`     // commands started
+	Policy     string `json:"policy"`       // a summary: profile, workspace, network
+}
