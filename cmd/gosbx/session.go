@@ -201,6 +201,15 @@ func sweepStale(dir string) []session.Info {
 			continue
 		}
 		files := session.FilesOf(dir, name)
+		in, err := askInfo(files.Sock)
+		if err == nil {
+			infos = append(infos, in)
+			continue
+		}
+		// Not answered: its supervisor may be exiting (killed), which frees its lock.
+		if pids := lockPids(files.Lock); len(pids) > 0 {
+			waitPid(pids[0], "", time.Second)
+		}
 		lock, err := session.Lock(files)
 		if err == nil {
 			// The supervisor is gone; its sandbox's init ends with it (the life pipe),
@@ -215,11 +224,7 @@ func sweepStale(dir string) []session.Info {
 		if !errors.Is(err, session.ErrExists) {
 			continue
 		}
-		if in, err := askInfo(files.Sock); err == nil {
-			infos = append(infos, in)
-		} else {
-			infos = append(infos, session.Info{Name: name, State: "unreachable"})
-		}
+		infos = append(infos, session.Info{Name: name, State: "unreachable"})
 	}
 	if swept {
 		cgroup.CollectStale()

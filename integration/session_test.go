@@ -1,0 +1,414 @@
+package integration
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sessionInfo is one entry of `gosbx session ls --json`.
+type sessionInfo struct {
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	Pid       int    `json:"pid"`
+	InitPid   int    `json:"init-pid"`
+	SandboxID string `json:"sandbox-id"`
+	Processes int    `json:"processes"`
+	Memory    int64  `json:"memory-bytes"`
+}
+
+// sessionEnv is a caller with a runtime directory of its own for sessions
+// ($XDG_RUNTIME_DIR, 0700, the caller's), so that tests do not see each other's.
+type sessionEnv struct {
+	*sandbox
+	rt string // $XDG_RUNTIME_DIR; the sessions' files are in rt/gosbx
+}
+
+func newSessionEnv(t *testing.T, c caller) *sessionEnv {
+	s := newSandbox(t, c)
+	rt := filepath.Join(s.base, "rt")
+	must(t, os.Mkdir(rt, 0o700))
+	s.chown(rt)
+	e := &sessionEnv{s, rt}
+	t.Cleanup(e.stopAll)
+	return e
+}
+
+// gosbx runs gosbx with args as the caller, with the runtime directory set.
+func (e *sessionEnv) gosbx(args ...string) result {
+	e.t.Helper()
+	ctx := e.limitCtx(runLimit)
+	cmd := e.rawCommand(ctx, args...)
+	cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+	return e.runCmd(ctx, cmd)
+}
+
+// in runs `sh -c script` in session name with extra exec flags.
+func (e *sessionEnv) in(name string, flags []string, script string) result {
+	e.t.Helper()
+	args := append(append([]string{"exec", "--session", name}, flags...), "--", shellPath, "-c", script)
+	return e.gosbx(args...)
+}
+
+func (e *sessionEnv) start(name string, flags ...string) {
+	e.t.Helper()
+	r := e.gosbx(append([]string{"session", "start", name, "--workspace", e.ws}, flags...)...)
+	mustSucceed(e.t, r, "session start "+name)
+}
+
+func (e *sessionEnv) ls() []sessionInfo {
+	e.t.Helper()
+	r := e.gosbx("session", "ls", "--json")
+	mustSucceed(e.t, r, "session ls")
+	var out []sessionInfo
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		e.t.Fatalf("session ls --json: %v\n%v", err, r)
+	}
+	return out
+}
+
+func (e *sessionEnv) info(name string) sessionInfo {
+	e.t.Helper()
+	for _, in := range e.ls() {
+		if in.Name == name {
+			return in
+		}
+	}
+	e.t.Fatalf("session %s not listed", name)
+	return sessionInfo{}
+}
+
+// runtimeFiles lists what is left in the runtime directory.
+func (e *sessionEnv) runtimeFiles() []string {
+	ents, _ := os.ReadDir(filepath.Join(e.rt, "gosbx"))
+	var out []string
+	for _, x := range ents {
+		out = append(out, x.Name())
+	}
+	return out
+}
+
+// stopAll stops whatever a failed test left running.
+func (e *sessionEnv) stopAll() {
+	for _, f := range e.runtimeFiles() {
+		if name, ok := strings.CutSuffix(f, ".lock"); ok {
+			cmd := e.rawCommand(e.limitCtx(runLimit), "session", "stop", name)
+			cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+			cmd.Run()
+		}
+	}
+}
+
+// alive reports whether pid is a live process (not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+// checkNothingLeft fails unless the session in is gone from the host: its supervisor,
+// its init, every process its commands started (found by link), its runtime files and
+// its cgroups.
+func (e *sessionEnv) checkNothingLeft(in sessionInfo, link string, when string) {
+	e.t.Helper()
+	for _, p := range []int{in.Pid, in.InitPid} {
+		if alive(p) {
+			e.t.Errorf("%s: process %d of the session (supervisor, init) is alive", when, p)
+		}
+	}
+	if link != "" {
+		if left := waitHostPIDs(link, 2*time.Second, func(n int) bool { return n == 0 }); len(left) > 0 {
+			e.t.Errorf("%s: processes of the session survived: %v", when, left)
+		}
+	}
+	if f := e.runtimeFiles(); len(f) > 0 {
+		e.t.Errorf("%s: runtime files left: %q", when, f)
+	}
+	if e.c.uid == 0 {
+		noGroupsLeft(e.t, in.SandboxID, when)
+	}
+}
+
+// TestSessionPersists: what one `exec --session` call starts in the background is
+// there for the next (a process alive on the host, a server answering on the
+// sandbox's loopback, a file in its /tmp), and `session stop` leaves no process,
+// cgroup or runtime file. As root the session has a memory limit: its cgroup exists
+// while it runs and is gone after.
+func TestSessionPersists(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		var flags []string
+		if c.uid == 0 {
+			flags = []string{"--memory", "512M"}
+		}
+		e.start("p", flags...)
+		link := e.sleepLink("sess")
+		port := 20000 + int(time.Now().UnixNano()%10000)
+		r := e.in("p", nil, fmt.Sprintf(`"%s" 1000 </dev/null >/dev/null 2>&1 &
+python3 -m http.server %d --bind 127.0.0.1 </dev/null >/dev/null 2>&1 &
+echo kept > /tmp/kept`, link, port))
+		mustSucceed(t, r, "first call")
+		if n := len(hostPIDs(link)); n != 1 {
+			t.Fatalf("the background sleep of the first call: %d processes on the host after it returned, want 1", n)
+		}
+		r = e.in("p", nil, fmt.Sprintf(`cat /tmp/kept
+for i in $(seq 100); do
+  python3 -c 'import urllib.request,sys; sys.stdout.write(str(urllib.request.urlopen("http://127.0.0.1:%d/").status))' 2>/dev/null && exit 0
+  sleep 0.1
+done; exit 9`, port))
+		if r.code != 0 || r.stdout != "kept\n200" {
+			t.Fatalf("second call: want the file and the server's 200\n%v", r)
+		}
+		in := e.info("p")
+		if in.State != "running" || in.Processes < 2 {
+			t.Errorf("session ls: %+v; want running with the sleep and the server", in)
+		}
+		if c.uid == 0 && len(sandboxGroups(t, in.SandboxID)) == 0 {
+			t.Errorf("no cgroup of the session %s while it runs", in.SandboxID)
+		}
+		mustSucceed(t, e.gosbx("session", "stop", "p"), "session stop")
+		e.checkNothingLeft(in, link, "after session stop")
+		if r := e.in("p", nil, "true"); r.code != 125 {
+			t.Errorf("exec in a stopped session: want 125\n%v", r)
+		}
+	})
+}
+
+// TestSessionTmux: a tmux server started by one call is reached by `tmux ls` in the
+// next: every command of a session runs as the same uid inside and on the host
+// (tmux's server checks its client's uid).
+func TestSessionTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("t")
+		mustSucceed(t, e.in("t", nil, "tmux new -d -s w 'sleep 1000'"), "tmux new")
+		r := e.in("t", nil, "tmux ls")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "w: 1 windows") {
+			t.Fatalf("tmux ls in the next call\n%v", r)
+		}
+		r = e.in("t", nil, "tmux kill-server")
+		mustSucceed(t, r, "tmux kill-server")
+	})
+}
+
+// TestSessionExitStatus: a command in a session exits as under gosbx exec (its status,
+// 127 when not found, 124 on its --timeout, with the status lines), --env and --chdir
+// narrow the session's process, and the session outlives each of them.
+func TestSessionExitStatus(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		must(t, os.Mkdir(filepath.Join(e.ws, "sub"), 0o755))
+		e.start("x")
+		if r := e.in("x", nil, "exit 3"); r.code != 3 {
+			t.Errorf("exit 3\n%v", r)
+		}
+		if r := e.gosbx("exec", "--session", "x", "--", "no-such-command-xyz"); r.code != 127 {
+			t.Errorf("a missing command: want 127\n%v", r)
+		}
+		start := time.Now()
+		if r := e.in("x", []string{"--timeout", "1"}, "sleep 30"); r.code != 124 || time.Since(start) > 20*time.Second {
+			t.Errorf("--timeout 1: want 124 within seconds\n%v", r)
+		}
+		r := e.in("x", []string{"--env", "FOO=bar", "--chdir", "sub"}, `echo "$FOO $PWD"`)
+		if r.code != 0 || r.stdout != "bar "+filepath.Join(e.ws, "sub")+"\n" {
+			t.Errorf("--env and --chdir\n%v", r)
+		}
+		status := filepath.Join(e.base, "status.json")
+		f, err := os.Create(status)
+		must(t, err)
+		ctx := e.limitCtx(runLimit)
+		cmd := e.rawCommand(ctx, "exec", "--session", "x", "--status-fd", "3", "--", "sh", "-c", "exit 4")
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		cmd.ExtraFiles = []*os.File{f}
+		if r := e.runCmd(ctx, cmd); r.code != 4 {
+			t.Errorf("exit 4 with --status-fd\n%v", r)
+		}
+		f.Close()
+		b, _ := os.ReadFile(status)
+		var exec, exit bool
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var ev map[string]any
+			if json.Unmarshal([]byte(l), &ev) != nil {
+				t.Fatalf("status line %q is not JSON", l)
+			}
+			exec = exec || ev["exec"] == true
+			exit = exit || ev["exit-code"] == float64(4)
+		}
+		if !exec || !exit {
+			t.Errorf("status lines %q: want an exec line and exit-code 4", b)
+		}
+	})
+}
+
+// TestSessionRefusesWidening: a request cannot widen the session's policy: every
+// boundary flag but --env, --chdir and --timeout is refused with 125, and the command
+// does not run.
+func TestSessionRefusesWidening(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("w")
+	marker := filepath.Join(e.ws, "ran")
+	for _, flags := range [][]string{{"--rw", "/var/tmp"}, {"--ro", "/etc"}, {"--net", "host"},
+		{"--policy", "build"}, {"--memory", "1G"}, {"--workspace", "/var/tmp"}, {"--tmpfs", "/mnt"}} {
+		r := e.in("w", flags, "touch "+marker)
+		if r.code != 125 || !strings.Contains(r.stderr, "cannot be used with --session") {
+			t.Errorf("%v: want 125 and the refusal\n%v", flags, r)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%v: the command ran", flags)
+		}
+	}
+	mustSucceed(t, e.in("w", nil, "touch "+marker), "the same command without the flag")
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the command did not run without the flag: %v", err)
+	}
+}
+
+// TestSessionOtherUID: another uid gets nothing from a session: root, whom the
+// socket's mode does not stop, connects and is not answered (SO_PEERCRED), and uid
+// 65533 can neither list the runtime directory nor use it as its own.
+func TestSessionOtherUID(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("o")
+	sock := filepath.Join(e.rt, "gosbx", "o.sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	must(t, err)
+	defer syscall.Close(fd)
+	must(t, syscall.Connect(fd, &syscall.SockaddrUnix{Name: sock}))
+	// A ReqInfo frame: length 1, kind 'L'.
+	frame := binary.LittleEndian.AppendUint32(nil, 1)
+	frame = append(frame, 'L')
+	if _, err := syscall.Write(fd, frame); err != nil {
+		t.Fatal(err)
+	}
+	tv := syscall.Timeval{Sec: 10}
+	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	buf := make([]byte, 4096)
+	n, err := syscall.Read(fd, buf)
+	if n > 0 || (err != nil && err != syscall.ECONNRESET) {
+		t.Errorf("root's request to uid 65534's session was answered (%d bytes %q, %v); want the connection closed", n, buf[:max(n, 0)], err)
+	}
+	other := exec.Command("/usr/bin/setpriv", "--reuid=65533", "--regid=65533", "--clear-groups", "ls", filepath.Join(e.rt, "gosbx"))
+	if out, err := other.CombinedOutput(); err == nil {
+		t.Errorf("uid 65533 listed the runtime directory: %s", out)
+	}
+	other = exec.Command("/usr/bin/setpriv", "--reuid=65533", "--regid=65533", "--clear-groups", gosbxBin, "session", "ls")
+	other.Env = []string{"XDG_RUNTIME_DIR=" + e.rt, "PATH=/usr/bin:/bin"}
+	if out, err := other.CombinedOutput(); err == nil || strings.Contains(string(out), "\no ") {
+		t.Errorf("uid 65533 used uid 65534's runtime directory: %v\n%s", err, out)
+	}
+	// The owner itself is answered.
+	if in := e.info("o"); in.State != "running" {
+		t.Errorf("the owner's session ls: %+v", in)
+	}
+}
+
+// TestSessionSupervisorKilled: the supervisor SIGKILLed, its sandbox ends (the life
+// pipe) and the next `session ls` removes its leftovers.
+func TestSessionSupervisorKilled(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		var flags []string
+		if c.uid == 0 {
+			flags = []string{"--memory", "512M"}
+		}
+		e.start("k", flags...)
+		link := e.sleepLink("killed")
+		mustSucceed(t, e.in("k", nil, `"`+link+`" 1000 </dev/null >/dev/null 2>&1 &`), "background sleep")
+		in := e.info("k")
+		must(t, syscall.Kill(in.Pid, syscall.SIGKILL))
+		r := e.gosbx("session", "ls")
+		mustSucceed(t, r, "session ls after the kill")
+		if !strings.Contains(r.stderr, "session k: its supervisor is gone") {
+			t.Errorf("session ls does not say it cleaned up\n%v", r)
+		}
+		e.checkNothingLeft(in, link, "after the supervisor's SIGKILL and session ls")
+	})
+}
+
+// TestSessionStartFails: a session that cannot be built (a limit that cannot be
+// applied for uid 65534, a bad policy) exits 125 and leaves no supervisor, init or
+// runtime file.
+func TestSessionStartFails(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	for _, flags := range [][]string{{"--memory", "100M"}, {"--ro", "/nonexistent-gosbx-path"}} {
+		r := e.gosbx(append([]string{"session", "start", "f", "--workspace", e.ws}, flags...)...)
+		if r.code != 125 {
+			t.Errorf("%v: want 125\n%v", flags, r)
+		}
+		if f := e.runtimeFiles(); len(f) > 0 {
+			t.Errorf("%v: runtime files left: %q", flags, f)
+		}
+		if p := hostPIDs("gosbx\x00gosbx-session-supervisor\x00f\x00"); len(p) > 0 {
+			t.Errorf("%v: supervisor processes left: %v", flags, p)
+		}
+	}
+}
+
+// TestSessionIdleTimeout: --idle-timeout ends a session with no command and no
+// process left, and not one with a process running.
+func TestSessionIdleTimeout(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("i", "--idle-timeout", "1")
+	e.start("busy", "--idle-timeout", "1")
+	link := e.sleepLink("idle")
+	mustSucceed(t, e.in("busy", nil, `"`+link+`" 1000 </dev/null >/dev/null 2>&1 &`), "background sleep")
+	in := e.info("i")
+	end := time.Now().Add(15 * time.Second)
+	for alive(in.InitPid) && time.Now().Before(end) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if alive(in.InitPid) || alive(in.Pid) {
+		t.Fatalf("the idle session is alive 15s after its 1s idle timeout")
+	}
+	for _, f := range e.runtimeFiles() {
+		if strings.HasPrefix(f, "i.") {
+			t.Errorf("runtime file %s of the idle session left", f)
+		}
+	}
+	if b := e.info("busy"); b.Processes != 1 {
+		t.Errorf("the busy session: %+v; want running with its sleep", b)
+	}
+	mustSucceed(t, e.gosbx("session", "stop", "busy"), "stop")
+}
+
+// TestSessionMany: 20 sessions started and stopped leave nothing behind.
+func TestSessionMany(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		var infos []sessionInfo
+		for i := 0; i < 20; i++ {
+			e.start("m" + strconv.Itoa(i))
+		}
+		infos = e.ls()
+		if len(infos) != 20 {
+			t.Fatalf("session ls lists %d sessions, want 20", len(infos))
+		}
+		for i := 0; i < 20; i++ {
+			mustSucceed(t, e.gosbx("session", "stop", "m"+strconv.Itoa(i)), "stop")
+		}
+		for _, in := range infos {
+			e.checkNothingLeft(in, "", "after 20 sessions")
+		}
+		if l := e.ls(); len(l) != 0 {
+			t.Errorf("session ls after the stops: %+v", l)
+		}
+	})
+}
