@@ -412,3 +412,20 @@ func TestSessionMany(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionStopGrace: `session stop` sends SIGTERM, and kills what ignores it after
+// the grace period (2 s); what ends on SIGTERM ends at once.
+func TestSessionStopGrace(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("g")
+	link := e.sleepLink("stubborn")
+	mustSucceed(t, e.in("g", nil, `trap '' TERM; "`+link+`" 1000 </dev/null >/dev/null 2>&1 &`), "a sleep ignoring SIGTERM")
+	in := e.info("g")
+	start := time.Now()
+	mustSucceed(t, e.gosbx("session", "stop", "g"), "stop")
+	if d := time.Since(start); d < 1500*time.Millisecond || d > 15*time.Second {
+		t.Errorf("stop took %v; want the 2s grace, then SIGKILL", d)
+	}
+	e.checkNothingLeft(in, link, "after stopping a session whose process ignores SIGTERM")
+}
