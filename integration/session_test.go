@@ -429,3 +429,43 @@ func TestSessionStopGrace(t *testing.T) {
 	}
 	e.checkNothingLeft(in, link, "after stopping a session whose process ignores SIGTERM")
 }
+
+// TestSessionCleanupAfterRun: what a session's command plants in the workspace's git
+// dir that must not outlive the sandbox (git commit mode's cleanup) is removed when the
+// session ends: by the supervisor on `session stop`, by the sandbox's init itself when
+// the supervisor is SIGKILLed.
+func TestSessionCleanupAfterRun(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, how := range []string{"stop", "kill"} {
+			t.Run(how, func(t *testing.T) {
+				e := newSessionEnv(t, c)
+				e.newRepo(e.ws, "host-commit")
+				e.start("c", "--policy", e.commitPolicy())
+				mustSucceed(t, e.in("c", nil, "git init -q --bare evil && echo ../evil > .git/commondir"), "plant")
+				commondir := filepath.Join(e.ws, ".git", "commondir")
+				if _, err := os.Lstat(commondir); err != nil {
+					t.Fatalf("the command could not plant %s: %v", commondir, err)
+				}
+				in := e.info("c")
+				if how == "stop" {
+					mustSucceed(t, e.gosbx("session", "stop", "c"), "stop")
+				} else {
+					must(t, syscall.Kill(in.Pid, syscall.SIGKILL))
+					// the init removes it itself once its owner is gone (the next
+					// session command would complete the journal otherwise)
+					for end := time.Now().Add(10 * time.Second); alive(in.InitPid) && time.Now().Before(end); {
+						time.Sleep(20 * time.Millisecond)
+					}
+					if _, err := os.Lstat(commondir); err == nil {
+						t.Errorf("the sandbox's init ended without removing %s", commondir)
+					}
+					mustSucceed(t, e.gosbx("session", "ls"), "session ls")
+				}
+				if _, err := os.Lstat(commondir); err == nil {
+					t.Errorf("the planted %s outlived the session (%s)", commondir, how)
+				}
+				e.checkNothingLeft(in, "", "after "+how)
+			})
+		}
+	})
+}

@@ -28,7 +28,7 @@ import (
 //	reqTerminate: SIGTERM to every process of the sandbox (kill(2) with pid -1; the
 //	          commands' pid 1 blocks it).
 //
-// End of file on fd 3 (the owner closed it) ends the sandbox, as the life pipe does.
+// End of file on fd 3 means the owner is gone: the life pipe ends the sandbox.
 const (
 	reqStart     byte = 'P'
 	reqSignal    byte = 'K'
@@ -74,9 +74,10 @@ func serveSession(s *sandboxInit, w syncWriter) {
 		body, fds, err := readFrame(specFd, 4)
 		if err != nil || len(body) == 0 {
 			closeFds(fds)
-			// The owner closed the control socket: the sandbox ends with it.
-			unix.Kill(-1, unix.SIGKILL)
-			os.Exit(ExitKilled)
+			// The owner is gone (it closes the socket only once this init is dead): the
+			// life pipe's watcher kills every process, and the reaper does the cleanup
+			// owed and exits once they are gone.
+			select {}
 		}
 		switch body[0] {
 		case reqStart:

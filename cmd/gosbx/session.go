@@ -87,7 +87,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if net == "" {
 				net = "none"
 			}
-			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(),
+			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Workspace: eff.Workspace.Path,
 				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
 			if err := startSupervisor(sd); err != nil {
 				return sessionFailure{err}

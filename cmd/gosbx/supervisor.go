@@ -34,6 +34,7 @@ type startData struct {
 	Name, Dir   string
 	Config      *config.Config
 	Policy      string        // the summary `session ls` shows
+	Workspace   string        // a request's relative --chdir is taken from it
 	IdleTimeout time.Duration // 0: none
 	Lifetime    time.Duration // the policy's --timeout: the session's own, 0: none
 }
@@ -51,6 +52,7 @@ type supervisor struct {
 	sess    *nsinit.Session
 	started time.Time
 	policy  string
+	ws      string
 
 	mu       sync.Mutex
 	active   int       // commands running for a client
@@ -102,7 +104,7 @@ func superviseMain() int {
 	lock.Truncate(0)
 	// Who to wait for once this supervisor is gone (sweepStale): it, and the init.
 	fmt.Fprintf(lock, "%d %d\n", os.Getpid(), sess.InitPid())
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, started: time.Now(), policy: sd.Policy,
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, started: time.Now(), policy: sd.Policy, ws: sd.Workspace,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
 	go sv.accept(lfd)
 	ready.Write([]byte("0"))
@@ -348,7 +350,7 @@ func (sv *supervisor) process(req *session.ExecRequest) (*specs.Process, error) 
 	}
 	if d := req.Chdir; d != "" {
 		if !filepath.IsAbs(d) {
-			d = filepath.Join(tpl.Cwd, d)
+			d = filepath.Join(sv.ws, d)
 		}
 		p.Cwd = filepath.Clean(d)
 	}
