@@ -469,3 +469,53 @@ func TestSessionCleanupAfterRun(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionJobs: `exec --session --detach` returns at once with a job id; the job's
+// output is in its log after the caller is gone; `job wait` exits with the job's
+// status; `job kill` ends the job's whole process group (checked on the host); and
+// `session stop` removes the logs with the rest.
+func TestSessionJobs(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("j")
+		start := time.Now()
+		r := e.gosbx("exec", "--session", "j", "--detach", "--", "sh", "-c", "echo out; echo err >&2; sleep 1; exit 6")
+		if r.code != 0 || r.stdout != "j/1\n" || time.Since(start) > 900*time.Millisecond {
+			t.Fatalf("--detach: want j/1 at once\n%v", r)
+		}
+		if r := e.gosbx("job", "wait", "j/1"); r.code != 6 {
+			t.Errorf("job wait: want the job's 6\n%v", r)
+		}
+		if r := e.gosbx("job", "logs", "j/1"); r.code != 0 || r.stdout != "out\nerr\n" {
+			t.Errorf("job logs\n%v", r)
+		}
+		link := e.sleepLink("job")
+		mustSucceed(t, e.gosbx("exec", "--session", "j", "--detach", "--", "sh", "-c",
+			`"$0" 1000 & "$0" 1001; echo never`, link), "a job of two sleeps")
+		if p := waitHostPIDs(link, 5*time.Second, func(n int) bool { return n == 2 }); len(p) != 2 {
+			t.Fatalf("the job's two sleeps on the host: %v", p)
+		}
+		mustSucceed(t, e.gosbx("job", "kill", "--signal", "KILL", "j/2"), "job kill")
+		if r := e.gosbx("job", "wait", "j/2"); r.code != 137 {
+			t.Errorf("job wait after kill: want 137\n%v", r)
+		}
+		if left := waitHostPIDs(link, 2*time.Second, func(n int) bool { return n == 0 }); len(left) > 0 {
+			t.Errorf("job kill left processes of the job's group: %v", left)
+		}
+		r = e.gosbx("job", "ls", "--json", "j")
+		var jobs []struct {
+			ID       int    `json:"id"`
+			State    string `json:"state"`
+			ExitCode *int   `json:"exit-code"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil || len(jobs) != 2 || jobs[0].ExitCode == nil || *jobs[0].ExitCode != 6 || jobs[1].State != "exited" {
+			t.Errorf("job ls --json: %v\n%v", err, r)
+		}
+		if r := e.gosbx("job", "wait", "j/7"); r.code != 125 {
+			t.Errorf("job wait of no job: want 125\n%v", r)
+		}
+		in := e.info("j")
+		mustSucceed(t, e.gosbx("session", "stop", "j"), "stop")
+		e.checkNothingLeft(in, link, "after stopping a session with jobs")
+	})
+}

@@ -69,6 +69,7 @@ type Cmd struct {
 	session bool     // the init of a Session (NewSession): it serves requests
 	sess    *Session // set by Session.Command: Start asks the session's init
 	sessPid int      // a session command's pid in the init's pid namespace
+	hostPid int      // and on the host
 }
 
 // Command returns a Cmd that runs cfg.Process in a sandbox built from cfg.

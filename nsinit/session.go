@@ -245,8 +245,9 @@ func (c *Cmd) startInSession() error {
 	switch {
 	case ok && m.Type == msgExec:
 		c.sessPid = m.Pid
+		c.hostPid = childPid(s.c.init.pid, m.Pid)
 		if c.Events != nil {
-			c.Events(Event{Exec: true, Pid: childPid(s.c.init.pid, m.Pid), Path: m.Path})
+			c.Events(Event{Exec: true, Pid: c.hostPid, Path: m.Path})
 		}
 		return nil
 	case ok && m.Type == msgExecError:
@@ -326,4 +327,17 @@ func (c *Cmd) signalInSession(sig syscall.Signal, group bool) error {
 // init's host pid and namespaces, the sandbox id, a root caller's host uid.
 func (s *Session) Event() Event {
 	return s.c.namespaceEvent()
+}
+
+// Pid is a session command's host pid, once started (0 if it ended before it could be
+// read).
+func (c *Cmd) Pid() int { return c.hostPid }
+
+// SignalGroup sends sig to a session command's process group (the command is its
+// session's leader: setsid), while the command runs: a detached job's whole tree.
+func (c *Cmd) SignalGroup(sig syscall.Signal) error {
+	if c.sess == nil {
+		return errors.New("nsinit: SignalGroup is for a command of a Session")
+	}
+	return c.signalInSession(sig, true)
 }

@@ -17,13 +17,13 @@ import (
 // narrowingFlags are the flags `exec --session` takes: each only narrows what the
 // session's policy allows. Any other (--rw, --ro, --net, --policy, --memory, ...) would
 // widen or rebuild the boundary, which a request cannot.
-var narrowingFlags = map[string]bool{"session": true, "env": true, "chdir": true, "timeout": true, "status-fd": true}
+var narrowingFlags = map[string]bool{"session": true, "env": true, "chdir": true, "timeout": true, "status-fd": true, "detach": true}
 
 // execInSession is `gosbx exec --session NAME`: the request goes to the session's
 // supervisor with the caller's own stdin, stdout and stderr (SCM_RIGHTS), signals are
 // forwarded, and the exit status and status lines follow gosbx exec's rules. No policy
 // is compiled here.
-func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []string, status *os.File) error {
+func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []string, status *os.File, detach bool) error {
 	var bad []string
 	c.Flags().Visit(func(f *pflag.Flag) {
 		if !narrowingFlags[f.Name] {
@@ -59,7 +59,7 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 		return fail(&setupFailure{step: "session", err: noSession(name, err)})
 	}
 	defer unix.Close(fd)
-	req := &session.ExecRequest{Args: args, Env: b.o.Env, Chdir: b.o.Chdir, Timeout: timeout, Status: status != nil}
+	req := &session.ExecRequest{Args: args, Env: b.o.Env, Chdir: b.o.Chdir, Timeout: timeout, Status: status != nil, Detach: detach}
 	if err := session.WriteFrame(fd, session.ReqExec, req.Encode(), []int{0, 1, 2}); err != nil {
 		return fail(&setupFailure{step: "session", err: fmt.Errorf("send the request to session %q: %w", name, err)})
 	}
@@ -82,6 +82,10 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 			}
 		case session.RepMessage:
 			os.Stderr.Write(body)
+		case session.RepJob:
+			if id, err := session.DecodeUint(body); err == nil {
+				fmt.Printf("%s/%d\n", name, id)
+			}
 		case session.RepExit:
 			code, err := session.DecodeUint(body)
 			if err != nil || code > 255 {

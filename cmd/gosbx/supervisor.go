@@ -58,6 +58,7 @@ type supervisor struct {
 	active   int       // commands running for a client
 	last     time.Time // the last request's end
 	requests int
+	jobs     jobs
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -207,6 +208,8 @@ func (sv *supervisor) handle(fd int) {
 	case session.ReqInfo:
 		b, _ := json.Marshal(sv.info())
 		session.WriteFrame(fd, session.RepInfo, b, nil)
+	case session.ReqJobs, session.ReqJobWait, session.ReqJobKill, session.ReqJobLogs:
+		sv.jobRequest(fd, kind, body)
 	case session.ReqStop:
 		sv.replies.Add(1)
 		defer sv.replies.Done()
@@ -280,8 +283,12 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 	}()
 	cmd := sv.sess.Command(proc)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
 	cmd.Timeout = req.Timeout
+	if req.Detach {
+		sv.detach(cmd, req, reply)
+		return
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
 	if req.Status {
 		cmd.Events = func(e nsinit.Event) {
 			b, _ := json.Marshal(e)
@@ -290,13 +297,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		cmd.Events(sv.sess.Event())
 	}
 	if err := cmd.Start(); err != nil {
-		code := nsinit.ExitSetup
-		var ec exitCoder
-		if errors.As(err, &ec) {
-			code = ec.ExitCode()
-		}
-		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
-		reply(session.RepExit, session.EncodeUint(uint64(code)))
+		replyStartError(err, reply)
 		return
 	}
 	// The client forwards its signals; should it go away before the command ends,
@@ -417,3 +418,17 @@ func startSupervisor(sd *startData) error {
 	syscall.Wait4(pid, &ws, 0, nil)
 	return fmt.Errorf("the session's supervisor ended before the session was ready (%v)", ws)
 }
+
+// replyStartError answers a command that did not start: the error for stderr, and
+// 125, 126 or 127.
+func replyStartError(err error, reply func(byte, []byte)) {
+	code := nsinit.ExitSetup
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	}
+	reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
+	reply(session.RepExit, session.EncodeUint(uint64(code)))
+}
+
+func sysSignal(n uint64) syscall.Signal { return syscall.Signal(n) }

@@ -20,9 +20,14 @@ import (
 //	ReqSignal a signal number, for the running command (after ReqExec)
 //	ReqInfo   nothing: the supervisor answers RepInfo
 //	ReqStop   nothing: the supervisor ends the session, answers RepDone and exits
+//	ReqJobs   nothing: the supervisor answers RepInfo with the jobs (JSON)
+//	ReqJobWait a job id: RepExit once the job has ended
+//	ReqJobKill a job id and a signal number, for the job's process group: RepExit 0
+//	ReqJobLogs a job id and whether to follow: RepData frames, then RepExit 0
 //
 // Supervisor to client: RepEvent (a JSON status line), RepMessage (text for stderr),
-// RepExit (the exit status, last), RepInfo (JSON), RepDone.
+// RepJob (a detached command's job id), RepData (log bytes), RepExit (the exit status,
+// last), RepInfo (JSON), RepDone.
 const (
 	ReqExec    byte = 'E'
 	ReqSignal  byte = 'G'
@@ -33,6 +38,12 @@ const (
 	RepExit    byte = 'X'
 	RepInfo    byte = 'I'
 	RepDone    byte = 'D'
+	ReqJobs    byte = 'J'
+	ReqJobWait byte = 'W'
+	ReqJobKill byte = 'K'
+	ReqJobLogs byte = 'O'
+	RepJob     byte = 'j'
+	RepData    byte = 'd'
 )
 
 // maxFrame bounds a frame (a command's arguments and environment, which execve(2)

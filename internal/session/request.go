@@ -15,6 +15,9 @@ type ExecRequest struct {
 	Chdir   string   // "" keeps the session's; a relative one is taken from it
 	Timeout time.Duration
 	Status  bool // the client wants the status events (RepEvent)
+	// Detach starts the command as a job: its output goes to the job's log, the
+	// answer is its id (RepJob) at once.
+	Detach bool
 }
 
 // Encode is the request's wire encoding.
@@ -25,6 +28,7 @@ func (r *ExecRequest) Encode() []byte {
 	e.Str(r.Chdir)
 	e.Uint(uint64(r.Timeout.Milliseconds()))
 	e.Bool(r.Status)
+	e.Bool(r.Detach)
 	return e.B
 }
 
@@ -34,6 +38,7 @@ func DecodeExec(b []byte) (*ExecRequest, error) {
 	r := &ExecRequest{Args: d.Strs(), Env: d.Strs(), Chdir: d.Str()}
 	r.Timeout = time.Duration(d.Uint()) * time.Millisecond
 	r.Status = d.Bool()
+	r.Detach = d.Bool()
 	return r, d.End("exec request")
 }
 
@@ -42,6 +47,25 @@ func EncodeUint(v uint64) []byte {
 	e := &wire.Encoder{}
 	e.Uint(v)
 	return e.B
+}
+
+// EncodeUints is a body of numbers (ReqJobKill, ReqJobLogs).
+func EncodeUints(v ...uint64) []byte {
+	e := &wire.Encoder{}
+	for _, x := range v {
+		e.Uint(x)
+	}
+	return e.B
+}
+
+// DecodeUints decodes EncodeUints's body of n numbers.
+func DecodeUints(b []byte, n int) ([]uint64, error) {
+	d := &wire.Decoder{B: b}
+	v := make([]uint64, n)
+	for i := range v {
+		v[i] = d.Uint()
+	}
+	return v, d.End("numbers")
 }
 
 // DecodeUint decodes EncodeUint's body.
@@ -65,4 +89,18 @@ type Info struct {
 	Memory     int64  `json:"memory-bytes"` // resident, of every process of the sandbox
 	Requests   int    `json:"requests"`     // commands started
 	Policy     string `json:"policy"`       // a summary: profile, workspace, network
+}
+
+// Job is one detached command of a session (`gosbx job ls`, JSON).
+type Job struct {
+	ID       int      `json:"id"`
+	Args     []string `json:"args"`
+	State    string   `json:"state"` // "running" or "exited"
+	Pid      int      `json:"pid,omitempty"`
+	Started  string   `json:"started"`         // RFC 3339
+	Ended    string   `json:"ended,omitempty"` // RFC 3339
+	ExitCode *int     `json:"exit-code,omitempty"`
+	Signal   int      `json:"signal,omitempty"`
+	TimedOut bool     `json:"timed-out,omitempty"`
+	Log      string   `json:"log"` // its log file (and .1, the rotated part)
 }

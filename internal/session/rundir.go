@@ -77,11 +77,13 @@ func CheckName(name string) error {
 type Files struct {
 	Sock string // the supervisor's control socket
 	Lock string // held (flock(2)) by the supervisor for its whole life
+	Jobs string // a directory of the detached commands' logs
 }
 
 // FilesOf returns the files of session name in dir.
 func FilesOf(dir, name string) Files {
-	return Files{Sock: filepath.Join(dir, name+".sock"), Lock: filepath.Join(dir, name+".lock")}
+	return Files{Sock: filepath.Join(dir, name+".sock"), Lock: filepath.Join(dir, name+".lock"),
+		Jobs: filepath.Join(dir, name+".jobs")}
 }
 
 // Lock takes the session's lock for its supervisor: nil and the open lock file when
@@ -115,5 +117,6 @@ var ErrExists = errors.New("a session of that name is running")
 // Remove removes the session's files; the caller holds its lock.
 func Remove(f Files) {
 	os.Remove(f.Sock)
+	os.RemoveAll(f.Jobs)
 	os.Remove(f.Lock)
 }
