@@ -11,6 +11,7 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/policy"
 )
@@ -121,4 +122,40 @@ func TestSessionInitKilled(t *testing.T) {
 		t.Errorf("a command in a dead session: %v", err)
 	}
 	_ = os.Remove(filepath.Join(ws, "x"))
+}
+
+// A session command's plan starts with its stdio: the three received descriptors
+// dup3'd onto 0, 1, 2 (step "stdio"), before the new session and everything else; the
+// other steps keep their names (a failure still names its own step).
+func TestPlanWithStdio(t *testing.T) {
+	dir, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	p, err := planProcess(stageSpec().Process, nil, dir, "/usr/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(p.ops)
+	p.withStdio([]int{7, 8, 9})
+	copy(p.cwd[:], "/work")
+	r := &recorder{}
+	if i, errno := runSteps(p, r); i >= 0 {
+		t.Fatalf("runSteps stopped at %d: %v", i, errno)
+	}
+	want := []string{"  dup3 7 to 0", "  dup3 8 to 1", "  dup3 9 to 2", "  setsid"}
+	if len(r.calls) != before+3 || strings.Join(r.calls[:4], "|") != strings.Join(want, "|") {
+		t.Fatalf("calls:\n%s", diffCalls(want, r.calls))
+	}
+	for i, op := range p.ops {
+		name := p.steps[op.step]
+		switch {
+		case i < 3 && name != "stdio":
+			t.Errorf("op %d (%s) is in step %q, want stdio", i, op.what, name)
+		case op.nr == unix.SYS_SETSID && name != "setsid", op.nr == unix.SYS_EXECVE && name != "exec",
+			op.nr == unix.SYS_FCHDIR && name != "chdir":
+			t.Errorf("op %s is in step %q after withStdio", op.what, name)
+		}
+	}
 }
