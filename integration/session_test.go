@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -9,9 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sessionInfo is one entry of `gosbx session ls --json`.
@@ -517,5 +521,75 @@ func TestSessionJobs(t *testing.T) {
 		in := e.info("j")
 		mustSucceed(t, e.gosbx("session", "stop", "j"), "stop")
 		e.checkNothingLeft(in, link, "after stopping a session with jobs")
+	})
+}
+
+// TestSessionTTY: `exec --session --tty` runs the command on a terminal of the
+// sandbox's own devpts (a pts of the sandbox, not the caller's), its controlling
+// terminal: `tty` names it, its window size is the caller's, Ctrl-C typed on the
+// caller's terminal (\x03, relayed raw) interrupts the foreground sleep while the
+// shell, which traps SIGINT, goes on; TIOCSTI on it is still refused.
+func TestSessionTTY(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("y")
+		m, sl := openPty(t)
+		must(t, unix.IoctlSetWinsize(int(sl.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 77}))
+		var hostTerm unix.Stat_t
+		must(t, unix.Fstat(int(sl.Fd()), &hostTerm))
+		ctx := e.limitCtx(runLimit)
+		script := `tty; test -t 0 && test -t 1 && echo ISATTY; stty size; stat -L -c DEV=%d: /dev/stdin
+python3 -c 'import fcntl,termios
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"x"); print("TIOCSTI-ALLOWED")
+except OSError as e: print("TIOCSTI", e.errno)'
+trap 'echo CAUGHT-INT' INT; "$0" 50; echo AFTER`
+		link := e.sleepLink("tty")
+		cmd := e.rawCommand(ctx, "exec", "--session", "y", "--tty", "--", "sh", "-c", script, link)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = sl, sl, sl
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		must(t, cmd.Start())
+		sl.Close()
+		var out bytes.Buffer
+		var mu sync.Mutex
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b := make([]byte, 4096)
+			for {
+				n, err := m.Read(b)
+				mu.Lock()
+				out.Write(b[:n])
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+		if p := waitHostPIDs(link, 20*time.Second, func(n int) bool { return n == 1 }); len(p) != 1 {
+			t.Fatalf("the foreground sleep did not start: %q", out.String())
+		}
+		m.Write([]byte{3})
+		code, ok := waitTimeout(t, cmd, 20*time.Second)
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			m.SetReadDeadline(time.Now())
+			<-done
+		}
+		got := out.String()
+		if !ok || code != 0 {
+			t.Errorf("exit %d (finished %v), want 0\n%q", code, ok, got)
+		}
+		for _, want := range []string{"/dev/pts/0", "ISATTY", "33 77", "TIOCSTI 1", "CAUGHT-INT", "AFTER"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("output lacks %q:\n%q", want, got)
+			}
+		}
+		// the terminal's file system is the sandbox's devpts instance, not the host's
+		if !strings.Contains(got, "DEV=") || strings.Contains(got, fmt.Sprintf("DEV=%d:", hostTerm.Dev)) {
+			t.Errorf("the command's terminal is not of the sandbox's devpts (host's: %d):\n%q", hostTerm.Dev, got)
+		}
 	})
 }

@@ -46,6 +46,12 @@ type Cmd struct {
 	// or the error that stopped the launch.
 	Events func(Event)
 
+	// TTY, for a command of a Session, gives it a new pseudo-terminal of the sandbox's
+	// own devpts as stdin, stdout, stderr and controlling terminal (so job control
+	// works); Stdin, Stdout and Stderr are then unused, and Terminal returns the master
+	// after Start.
+	TTY bool
+
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
 
@@ -70,6 +76,7 @@ type Cmd struct {
 	sess    *Session // set by Session.Command: Start asks the session's init
 	sessPid int      // a session command's pid in the init's pid namespace
 	hostPid int      // and on the host
+	pty     *os.File // a session command's terminal master (TTY)
 }
 
 // Command returns a Cmd that runs cfg.Process in a sandbox built from cfg.
@@ -96,6 +103,9 @@ func (c *Cmd) Start() error {
 	}
 	if c.sess != nil {
 		return c.startInSession()
+	}
+	if c.TTY {
+		return c.fail(&SetupError{Step: "config", Err: errors.New("TTY is for a command of a Session")})
 	}
 	if c.init != nil {
 		return errors.New("nsinit: already started")

@@ -212,7 +212,11 @@ func (c *Cmd) startInSession() error {
 	if err := s.c.Config.ValidateProcess(c.Config.Process); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
-	frame := append([]byte{reqStart}, config.EncodeProcess(c.Config.Process)...)
+	flags := byte(0)
+	if c.TTY {
+		flags |= startTTY
+	}
+	frame := append([]byte{reqStart, flags}, config.EncodeProcess(c.Config.Process)...)
 	if len(frame) > maxFrame {
 		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(frame), maxFrame)})
 	}
@@ -236,7 +240,15 @@ func (c *Cmd) startInSession() error {
 	}
 	stdio.sent()
 	stdio.run()
-	c.stdio, c.syncFile, c.sync, c.started = stdio, mine, newSyncReader(mine), true
+	c.stdio, c.syncFile, c.started = stdio, mine, true
+	if c.TTY {
+		// the terminal's master, or 'F' and the error that follows
+		fds, err := recvFds(int(mine.Fd()), 1)
+		if err == nil {
+			c.pty = os.NewFile(uintptr(fds[0]), "pty")
+		}
+	}
+	c.sync = newSyncReader(mine)
 	c.startTimer()
 	m, ok := c.sync.next()
 	if ok && m.Type == msgForking {
@@ -328,6 +340,11 @@ func (c *Cmd) signalInSession(sig syscall.Signal, group bool) error {
 func (s *Session) Event() Event {
 	return s.c.namespaceEvent()
 }
+
+// Terminal is the master of a session command's terminal (TTY), after Start: what is
+// written to it is the command's input, what the command writes is read from it; its
+// window size is set with TIOCSWINSZ. The caller closes it.
+func (c *Cmd) Terminal() *os.File { return c.pty }
 
 // Pid is a session command's host pid, once started (0 if it ended before it could be
 // read).

@@ -18,10 +18,14 @@ import (
 // serves its owner's requests on fd 3 instead of running one command (docs/decisions.md,
 // "Sessions"). Each request is one frame whose first byte says what it is:
 //
-//	reqStart: a specs.Process (config.EncodeProcess) with four descriptors: the command's
-//	          stdin, stdout, stderr, and a socket the init reports on for that command
-//	          alone (syncWriter messages: forking, then exec, exec-error or error, and
-//	          later exit with its wait status; then the socket is closed).
+//	reqStart: a flags byte (startTTY), then a specs.Process (config.EncodeProcess), with
+//	          four descriptors: the command's stdin, stdout, stderr, and a socket the
+//	          init reports on for that command alone (syncWriter messages: forking, then
+//	          exec, exec-error or error, and later exit with its wait status; then the
+//	          socket is closed). With startTTY the command's stdio is instead a new
+//	          pseudo-terminal of the sandbox's own devpts, its controlling terminal; the
+//	          report socket first gets one byte: 'T' with the terminal's master
+//	          (SCM_RIGHTS), or 'F' when none could be made (an error message follows).
 //	reqSignal: a pid (as the exec message gave it) and a signal number, and whether to
 //	          send it to the command's process group (its session: setsid made it the
 //	          leader): sent only while that command is unreaped, so never to a reused pid.
@@ -33,6 +37,8 @@ const (
 	reqStart     byte = 'P'
 	reqSignal    byte = 'K'
 	reqTerminate byte = 'T'
+
+	startTTY byte = 1 // reqStart's flag: the command gets a terminal of the sandbox
 )
 
 // sessionInit is a session init's state once its sandbox is built.
@@ -130,7 +136,28 @@ func (si *sessionInit) start(body []byte, fds []int) {
 		}
 		w.f.Close()
 	}
-	proc, err := config.DecodeProcess(body)
+	if len(body) == 0 {
+		fail(&stepError{"config", errors.New("empty request")})
+		return
+	}
+	stdio := fds[:3]
+	if body[0]&startTTY != 0 {
+		master, slave, err := openTerminal()
+		if err != nil {
+			unix.Sendmsg(rep, []byte{'F'}, nil, nil, 0)
+			fail(&stepError{"terminal", err})
+			return
+		}
+		defer unix.Close(slave)
+		err = unix.Sendmsg(rep, []byte{'T'}, unix.UnixRights(master), nil, 0)
+		unix.Close(master)
+		if err != nil {
+			fail(&stepError{"terminal", fmt.Errorf("send the terminal: %w", err)})
+			return
+		}
+		stdio = []int{slave, slave, slave}
+	}
+	proc, err := config.DecodeProcess(body[1:])
 	if err == nil && (proc == nil || len(proc.Args) == 0) {
 		err = errors.New("the process has no args")
 	}
@@ -156,7 +183,10 @@ func (si *sessionInit) start(body []byte, fds []int) {
 		fail(err)
 		return
 	}
-	plan.withStdio(fds[:3])
+	plan.withStdio(stdio)
+	if len(stdio) > 0 && stdio[0] != fds[0] {
+		plan.withControllingTerminal()
+	}
 	w.send(message{Type: msgForking})
 	si.mu.Lock()
 	pid, err := s.sys.fork(plan)
@@ -256,6 +286,39 @@ func (p *procPlan) withStdio(fds []int) {
 			what: fmt.Sprintf("dup3 %d to %d", fd, i)})
 	}
 	p.ops = append(ops, p.ops...)
+}
+
+// openTerminal makes a pseudo-terminal in the sandbox's own devpts instance (pts(4)):
+// its master (to be sent to the owner) and its slave (the command's stdio), both
+// close-on-exec. The slave is opened from the master (TIOCGPTPEER), not by a path.
+func openTerminal() (master, slave int, err error) {
+	master, err = unix.Open("/dev/pts/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, &os.PathError{Op: "open", Path: "/dev/pts/ptmx", Err: err}
+	}
+	if err = unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		unix.Close(master)
+		return -1, -1, fmt.Errorf("unlock the terminal (TIOCSPTLCK): %w", err)
+	}
+	r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		unix.Close(master)
+		return -1, -1, fmt.Errorf("open the terminal's slave (TIOCGPTPEER): %w", errno)
+	}
+	return master, int(r), nil
+}
+
+// withControllingTerminal makes the command's stdin (a terminal) its controlling
+// terminal right after it became a session leader (setsid): TIOCSCTTY, tty_ioctl(4).
+func (p *procPlan) withControllingTerminal() {
+	for i, op := range p.ops {
+		if op.nr == unix.SYS_SETSID {
+			ctty := procOp{step: op.step, nr: unix.SYS_IOCTL, a: [6]uintptr{0, unix.TIOCSCTTY, 0},
+				what: "ioctl TIOCSCTTY: the terminal as the controlling terminal"}
+			p.ops = append(p.ops[:i+1], append([]procOp{ctty}, p.ops[i+1:]...)...)
+			return
+		}
+	}
 }
 
 // encodeSignal is a reqSignal frame.

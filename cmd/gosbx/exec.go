@@ -37,7 +37,7 @@ const execExamples = `  # run a shell command with the current directory as the 
 func newExecCmd() *cobra.Command {
 	var b boundaryFlags
 	var statusFd, sessionName string
-	var detach bool
+	var detach, tty bool
 	c := &cobra.Command{
 		Use:   "exec [flags] -- CMD [ARGS...]",
 		Short: "Run a command in a new sandbox",
@@ -68,10 +68,10 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 				}
 			}
 			if sessionName != "" {
-				return execInSession(c, sessionName, &b, args, status, detach)
+				return execInSession(c, sessionName, &b, args, status, detach, tty)
 			}
-			if detach {
-				return usageError{fmt.Errorf("--detach needs --session NAME")}
+			if detach || tty {
+				return usageError{fmt.Errorf("--detach and --tty need --session NAME")}
 			}
 			o, err := b.options(args)
 			if err != nil {
@@ -86,6 +86,7 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	b.register(f)
 	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout and --status-fd may be given with it")
 	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job)")
+	f.BoolVar(&tty, "tty", false, "with --session: run CMD on a terminal of the sandbox's own (job control, Ctrl-C, window size), relayed to yours")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
 	return c
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,13 +20,13 @@ import (
 // narrowingFlags are the flags `exec --session` takes: each only narrows what the
 // session's policy allows. Any other (--rw, --ro, --net, --policy, --memory, ...) would
 // widen or rebuild the boundary, which a request cannot.
-var narrowingFlags = map[string]bool{"session": true, "env": true, "chdir": true, "timeout": true, "status-fd": true, "detach": true}
+var narrowingFlags = map[string]bool{"session": true, "env": true, "chdir": true, "timeout": true, "status-fd": true, "detach": true, "tty": true}
 
 // execInSession is `gosbx exec --session NAME`: the request goes to the session's
 // supervisor with the caller's own stdin, stdout and stderr (SCM_RIGHTS), signals are
 // forwarded, and the exit status and status lines follow gosbx exec's rules. No policy
 // is compiled here.
-func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []string, status *os.File, detach bool) error {
+func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []string, status *os.File, detach, tty bool) error {
 	var bad []string
 	c.Flags().Visit(func(f *pflag.Flag) {
 		if !narrowingFlags[f.Name] {
@@ -36,6 +39,9 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 	}
 	if len(bad) > 0 {
 		return fail(usageError{fmt.Errorf("%v cannot be used with --session: a command in a session runs under the session's policy, which a request can only narrow (--env, --chdir, --timeout)", bad)})
+	}
+	if detach && tty {
+		return fail(usageError{fmt.Errorf("--detach and --tty cannot be used together")})
 	}
 	if len(args) == 0 {
 		return fail(usageError{fmt.Errorf("no command given (usage: gosbx exec --session NAME -- CMD [ARGS...])")})
@@ -59,20 +65,29 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 		return fail(&setupFailure{step: "session", err: noSession(name, err)})
 	}
 	defer unix.Close(fd)
-	req := &session.ExecRequest{Args: args, Env: b.o.Env, Chdir: b.o.Chdir, Timeout: timeout, Status: status != nil, Detach: detach}
+	req := &session.ExecRequest{Args: args, Env: b.o.Env, Chdir: b.o.Chdir, Timeout: timeout, Status: status != nil, Detach: detach, TTY: tty}
+	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); tty && err == nil {
+		req.Rows, req.Cols = ws.Row, ws.Col
+	}
+	var termP atomic.Pointer[terminal] // set once the terminal's master came
 	if err := session.WriteFrame(fd, session.ReqExec, req.Encode(), []int{0, 1, 2}); err != nil {
 		return fail(&setupFailure{step: "session", err: fmt.Errorf("send the request to session %q: %w", name, err)})
 	}
 	go func() {
 		for s := range sigc {
+			if t := termP.Load(); s == unix.SIGWINCH && t != nil {
+				t.resize()
+				continue
+			}
 			if n, ok := s.(syscall.Signal); ok {
 				session.WriteFrame(fd, session.ReqSignal, session.EncodeUint(uint64(n)), nil)
 			}
 		}
 	}()
 	for {
-		kind, body, _, err := session.ReadFrame(fd, 0)
+		kind, body, fds, err := session.ReadFrame(fd, 1)
 		if err != nil {
+			termP.Load().restore()
 			return fail(&setupFailure{step: "session", err: fmt.Errorf("session %q ended before the command's exit status came: %w", name, err)})
 		}
 		switch kind {
@@ -86,7 +101,14 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 			if id, err := session.DecodeUint(body); err == nil {
 				fmt.Printf("%s/%d\n", name, id)
 			}
+		case session.RepPTY:
+			if tty && len(fds) == 1 && termP.Load() == nil {
+				termP.Store(relayTerminal(os.NewFile(uintptr(fds[0]), "pty")))
+			} else {
+				closeAll(fds)
+			}
 		case session.RepExit:
+			termP.Load().finish()
 			code, err := session.DecodeUint(body)
 			if err != nil || code > 255 {
 				code = nsinit.ExitSetup
@@ -96,5 +118,66 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 			}
 			return nil
 		}
+	}
+}
+
+// terminal relays the caller's terminal (or stdin and stdout) to and from a session
+// command's terminal master: the caller's terminal raw meanwhile (its keys, Ctrl-C
+// included, go to the command's terminal, whose line discipline makes the signals), and
+// its window size followed (SIGWINCH).
+type terminal struct {
+	pty    *os.File
+	saved  *unix.Termios // the caller's terminal settings, restored at the end
+	copied chan struct{} // closed once the command's output has been copied
+}
+
+func relayTerminal(pty *os.File) *terminal {
+	t := &terminal{pty: pty, copied: make(chan struct{})}
+	if st, err := unix.IoctlGetTermios(0, unix.TCGETS); err == nil {
+		raw := *st
+		raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+		raw.Oflag &^= unix.OPOST
+		raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+		raw.Cflag &^= unix.CSIZE | unix.PARENB
+		raw.Cflag |= unix.CS8
+		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+		if unix.IoctlSetTermios(0, unix.TCSETSW, &raw) == nil {
+			t.saved = st
+		}
+	}
+	t.resize()
+	go func() {
+		defer close(t.copied)
+		io.Copy(os.Stdout, pty) // ends with EIO once no process holds the terminal
+	}()
+	go io.Copy(pty, os.Stdin)
+	return t
+}
+
+// resize gives the command's terminal the caller's window size.
+func (t *terminal) resize() {
+	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); err == nil {
+		unix.IoctlSetWinsize(int(t.pty.Fd()), unix.TIOCSWINSZ, ws)
+	}
+}
+
+// finish lets the command's last output through (until the terminal is closed by
+// everyone inside, or 200 ms: a background process may hold it), then restores the
+// caller's terminal.
+func (t *terminal) finish() {
+	if t == nil {
+		return
+	}
+	select {
+	case <-t.copied:
+	case <-time.After(200 * time.Millisecond):
+	}
+	t.restore()
+}
+
+func (t *terminal) restore() {
+	if t != nil && t.saved != nil {
+		unix.IoctlSetTermios(0, unix.TCSETSW, t.saved)
+		t.saved = nil
 	}
 }

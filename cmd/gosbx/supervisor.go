@@ -289,6 +289,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		return
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
+	cmd.TTY = req.TTY
 	if req.Status {
 		cmd.Events = func(e nsinit.Event) {
 			b, _ := json.Marshal(e)
@@ -299,6 +300,18 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if err := cmd.Start(); err != nil {
 		replyStartError(err, reply)
 		return
+	}
+	if pty := cmd.Terminal(); pty != nil {
+		// The client copies its terminal to and from the master, and sets its window
+		// size; this process keeps no copy (the command sees a hangup when the client
+		// is gone).
+		if req.Rows > 0 && req.Cols > 0 {
+			unix.IoctlSetWinsize(int(pty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: req.Rows, Col: req.Cols})
+		}
+		wmu.Lock()
+		session.WriteFrame(fd, session.RepPTY, nil, []int{int(pty.Fd())})
+		wmu.Unlock()
+		pty.Close()
 	}
 	// The client forwards its signals; should it go away before the command ends,
 	// the command is killed (not what it started in the background).

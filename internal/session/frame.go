@@ -44,6 +44,7 @@ const (
 	ReqJobLogs byte = 'O'
 	RepJob     byte = 'j'
 	RepData    byte = 'd'
+	RepPTY     byte = 't' // with one descriptor: the command's terminal master (--tty)
 )
 
 // maxFrame bounds a frame (a command's arguments and environment, which execve(2)

@@ -18,6 +18,10 @@ type ExecRequest struct {
 	// Detach starts the command as a job: its output goes to the job's log, the
 	// answer is its id (RepJob) at once.
 	Detach bool
+	// TTY gives the command a terminal of the sandbox's own; the answer carries its
+	// master (RepPTY), the window size starts as Rows x Cols.
+	TTY        bool
+	Rows, Cols uint16
 }
 
 // Encode is the request's wire encoding.
@@ -29,6 +33,9 @@ func (r *ExecRequest) Encode() []byte {
 	e.Uint(uint64(r.Timeout.Milliseconds()))
 	e.Bool(r.Status)
 	e.Bool(r.Detach)
+	e.Bool(r.TTY)
+	e.Uint(uint64(r.Rows))
+	e.Uint(uint64(r.Cols))
 	return e.B
 }
 
@@ -39,6 +46,8 @@ func DecodeExec(b []byte) (*ExecRequest, error) {
 	r.Timeout = time.Duration(d.Uint()) * time.Millisecond
 	r.Status = d.Bool()
 	r.Detach = d.Bool()
+	r.TTY = d.Bool()
+	r.Rows, r.Cols = uint16(d.Uint()), uint16(d.Uint())
 	return r, d.End("exec request")
 }
 
