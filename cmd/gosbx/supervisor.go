@@ -289,7 +289,11 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		return
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
-	cmd.TTY = req.TTY
+	if cmd.TTY = req.TTY; cmd.TTY {
+		// The command's stdio is its own terminal: the caller's descriptors (maybe its
+		// terminal) stay here, and the init gets /dev/null in their place.
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+	}
 	if req.Status {
 		cmd.Events = func(e nsinit.Event) {
 			b, _ := json.Marshal(e)
