@@ -593,3 +593,32 @@ trap 'echo CAUGHT-INT' INT; "$0" 50; echo AFTER`
 		}
 	})
 }
+
+// TestSessionSocketFromSandbox: a sandboxed command that can reach the session's socket
+// (the runtime directory bound into its sandbox) runs as the caller's uid on the host,
+// which SO_PEERCRED accepts; it is refused all the same: it is in another user
+// namespace than the supervisor.
+func TestSessionSocketFromSandbox(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("s", "--net", "host")
+	sock := filepath.Join(e.rt, "gosbx", "s.sock")
+	probe := `import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1]); s.settimeout(10)
+s.sendall(b"\x01\x00\x00\x00L")
+try:
+    b = s.recv(4096)
+except OSError as e:
+    b = b""
+print("ANSWER" if b else "REFUSED")`
+	r := e.run("--rw", e.rt, "--", python, "-c", probe, sock)
+	if r.code != 0 || !strings.Contains(r.stdout, "REFUSED") {
+		t.Errorf("a sandboxed command of the same uid talked to the session's supervisor\n%v", r)
+	}
+	// the same probe from the host, as the owner, is answered
+	cmd := exec.Command("/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", probe, sock)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ANSWER") {
+		t.Errorf("the owner's probe from the host: %v\n%s", err, out)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,7 +196,7 @@ func (sv *supervisor) idleFor() time.Duration {
 func (sv *supervisor) handle(fd int) {
 	defer unix.Close(fd)
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
-	if err != nil || int(cred.Uid) != os.Getuid() {
+	if err != nil || int(cred.Uid) != os.Getuid() || !sameUserNamespace(fd, int(cred.Pid)) {
 		return
 	}
 	kind, body, fds, err := session.ReadFrame(fd, 3)
@@ -449,3 +450,35 @@ func replyStartError(err error, reply func(byte, []byte)) {
 }
 
 func sysSignal(n uint64) syscall.Signal { return syscall.Signal(n) }
+
+// soPeerPidfd is SO_PEERPIDFD (Linux 6.5, asm-generic/socket.h): a pidfd of the peer
+// that connected.
+const soPeerPidfd = 77
+
+// sameUserNamespace reports whether the peer pid of connection fd is in this process's
+// user namespace. A command of a sandbox runs as the caller's own uid on the host (an
+// unprivileged caller's), so SO_PEERCRED alone would answer it, were the socket within
+// its reach (a runtime directory bound into a sandbox); it is always in a user namespace
+// of its sandbox's. The peer's pidfd (SO_PEERPIDFD) checked alive after the
+// /proc/PID/ns/user read makes sure that pid was still the peer's; a kernel without it
+// leaves the pid from SO_PEERCRED.
+func sameUserNamespace(fd, pid int) bool {
+	pidfd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, soPeerPidfd)
+	switch {
+	case err == nil:
+		defer unix.Close(pidfd)
+	case err == unix.ENOPROTOOPT:
+		pidfd = -1
+	default:
+		return false
+	}
+	self, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		return false
+	}
+	peer, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/user")
+	if err != nil || peer != self {
+		return false
+	}
+	return pidfd < 0 || unix.PidfdSendSignal(pidfd, 0, nil, 0) == nil
+}
