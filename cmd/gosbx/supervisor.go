@@ -408,9 +408,10 @@ func startSupervisor(sd *startData) error {
 		return err
 	}
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{"gosbx", supervisorArg, sd.Name}, &syscall.ProcAttr{
-		Env:   os.Environ(),
+		Env:   supervisorEnv(),
 		Files: []uintptr{null.Fd(), null.Fd(), null.Fd(), cfgR.Fd(), readyW.Fd()},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
+		Dir:   "/", // keeps no directory of the caller's busy
 	})
 	null.Close()
 	cfgR.Close()
@@ -481,4 +482,18 @@ func sameUserNamespace(fd, pid int) bool {
 		return false
 	}
 	return pidfd < 0 || unix.PidfdSendSignal(pidfd, 0, nil, 0) == nil
+}
+
+// supervisorEnv is the caller's environment with GOMAXPROCS=1 first (the runtime reads
+// the first of a name): the supervisor idles, and serves a request in well under a
+// millisecond; a runtime started with one P has 0.3 MiB less unique memory on this
+// 2-core host (2.0-2.05 → 1.73 MiB, docs/decisions.md).
+func supervisorEnv() []string {
+	env := []string{"GOMAXPROCS=1"}
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GOMAXPROCS=") {
+			env = append(env, e)
+		}
+	}
+	return env
 }
