@@ -622,3 +622,59 @@ print("ANSWER" if b else "REFUSED")`
 		t.Errorf("the owner's probe from the host: %v\n%s", err, out)
 	}
 }
+
+// TestSessionKill: `session kill` ends a session at once, what ignores SIGTERM too.
+func TestSessionKill(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("k")
+	link := e.sleepLink("kill")
+	mustSucceed(t, e.in("k", nil, `trap '' TERM; "`+link+`" 1000 </dev/null >/dev/null 2>&1 &`), "a sleep ignoring SIGTERM")
+	in := e.info("k")
+	start := time.Now()
+	mustSucceed(t, e.gosbx("session", "kill", "k"), "kill")
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("session kill took %v; want no grace period", d)
+	}
+	e.checkNothingLeft(in, link, "after session kill")
+}
+
+// TestSessionAttach: `session attach` is an interactive shell on a terminal of the
+// session's: what is typed runs inside, and its exit status is the shell's.
+func TestSessionAttach(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("a")
+	m, sl := openPty(t)
+	ctx := e.limitCtx(runLimit)
+	cmd := e.rawCommand(ctx, "session", "attach", "a")
+	cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = sl, sl, sl
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	must(t, cmd.Start())
+	sl.Close()
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		for {
+			n, err := m.Read(b)
+			out.Write(b[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	m.Write([]byte("echo attached-$((20+22)) $(hostname); exit 3\n"))
+	code, ok := waitTimeout(t, cmd, 20*time.Second)
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		m.SetReadDeadline(time.Now())
+		<-done
+	}
+	if !ok || code != 3 || !strings.Contains(out.String(), "attached-42 gosbx") {
+		t.Errorf("attach: exit %d (finished %v), want 3 and the shell's output\n%q", code, ok, out.String())
+	}
+}

@@ -172,13 +172,13 @@ func descendants(pid int) []int {
 
 // Close ends the session: SIGTERM to every process of the sandbox, SIGKILL to what is
 // left after grace (the sandbox's pid 1: the kernel kills the rest of its pid
-// namespace), then the owner's part: the cgroup removed, the host id released, the
+// namespace; a grace of 0 kills at once, without SIGTERM), then the owner's part: the cgroup removed, the host id released, the
 // after-run cleanup done (Result.Removed, NotRemoved). It returns once every process
 // of the sandbox is gone; later calls return the same.
 func (s *Session) Close(grace time.Duration) *Result {
 	s.closeOnce.Do(func() {
 		c := s.c
-		if s.send([]byte{reqTerminate}, nil) == nil {
+		if grace > 0 && s.send([]byte{reqTerminate}, nil) == nil {
 			end := time.Now().Add(grace)
 			for s.Processes() > 0 && time.Now().Before(end) {
 				select {

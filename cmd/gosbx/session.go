@@ -32,7 +32,7 @@ for the next, on the same loopback, /tmp and HOME, as the same uid inside and on
 host. A detached supervisor owns the session; its control socket is in
 $XDG_RUNTIME_DIR/gosbx (or /run/gosbx for root) and answers only its own uid.`,
 	}
-	c.AddCommand(newSessionStartCmd(), newSessionStopCmd(), newSessionLsCmd())
+	c.AddCommand(newSessionStartCmd(), newSessionStopCmd(), newSessionKillCmd(), newSessionLsCmd(), newSessionAttachCmd())
 	return c
 }
 
@@ -108,42 +108,72 @@ func newSessionStopCmd() *cobra.Command {
 		Long: `End session NAME: SIGTERM to every process of its sandbox, SIGKILL to those left after
 2 seconds; returns once every process, its cgroup and its runtime files are gone.`,
 		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error { return stopSession(args[0], false) },
+	}
+}
+
+func newSessionKillCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "kill NAME",
+		Short: "End a session at once: SIGKILL to its processes",
+		Long: `End session NAME at once: every process of its sandbox is killed (no SIGTERM, no grace
+period); returns once every process, its cgroup and its runtime files are gone.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error { return stopSession(args[0], true) },
+	}
+}
+
+func newSessionAttachCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "attach NAME",
+		Short: "An interactive shell in a session, on a terminal of its own (exec --session NAME --tty)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			name := args[0]
-			if err := session.CheckName(name); err != nil {
-				return usageError{err}
-			}
-			dir, err := session.Dir()
-			if err != nil {
-				return &setupFailure{step: "session", err: err}
-			}
-			sweepStale(dir)
-			fd, err := session.Dial(session.FilesOf(dir, name).Sock)
-			if err != nil {
-				return &setupFailure{step: "session", err: noSession(name, err)}
-			}
-			defer unix.Close(fd)
-			pids := lockPids(session.FilesOf(dir, name).Lock)
-			if err := session.WriteFrame(fd, session.ReqStop, nil, nil); err != nil {
-				return &setupFailure{step: "session", err: err}
-			}
-			kind, _, _, err := session.ReadFrame(fd, 0)
-			if err != nil || kind != session.RepDone {
-				return &setupFailure{step: "session", err: fmt.Errorf("session %q: its supervisor did not confirm the stop: %v", name, err)}
-			}
-			// The supervisor exits right after: wait for its end of the socket, and for
-			// it to be gone.
-			for {
-				if _, _, _, err := session.ReadFrame(fd, 0); err != nil {
-					break
-				}
-			}
-			for _, p := range pids {
-				waitPid(p, "", 5*time.Second)
-			}
-			return nil
+			var b boundaryFlags
+			return execInSession(c, args[0], &b, []string{"/bin/sh", "-c", `exec "${SHELL:-/bin/sh}"`}, nil, false, true)
 		},
 	}
+}
+
+// stopSession ends session name (stop: SIGTERM, grace, SIGKILL; kill: SIGKILL) and
+// returns once its supervisor is gone.
+func stopSession(name string, kill bool) error {
+	if err := session.CheckName(name); err != nil {
+		return usageError{err}
+	}
+	dir, err := session.Dir()
+	if err != nil {
+		return &setupFailure{step: "session", err: err}
+	}
+	sweepStale(dir)
+	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
+	if err != nil {
+		return &setupFailure{step: "session", err: noSession(name, err)}
+	}
+	defer unix.Close(fd)
+	pids := lockPids(session.FilesOf(dir, name).Lock)
+	body := session.EncodeUint(0)
+	if kill {
+		body = session.EncodeUint(1)
+	}
+	if err := session.WriteFrame(fd, session.ReqStop, body, nil); err != nil {
+		return &setupFailure{step: "session", err: err}
+	}
+	kind, _, _, err := session.ReadFrame(fd, 0)
+	if err != nil || kind != session.RepDone {
+		return &setupFailure{step: "session", err: fmt.Errorf("session %q: its supervisor did not confirm the stop: %v", name, err)}
+	}
+	// The supervisor exits right after: wait for its end of the socket, and for it to
+	// be gone.
+	for {
+		if _, _, _, err := session.ReadFrame(fd, 0); err != nil {
+			break
+		}
+	}
+	for _, p := range pids {
+		waitPid(p, "", 5*time.Second)
+	}
+	return nil
 }
 
 func newSessionLsCmd() *cobra.Command {

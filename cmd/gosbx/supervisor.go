@@ -63,6 +63,7 @@ type supervisor struct {
 
 	stop     chan struct{}
 	stopOnce sync.Once
+	killNow  atomic.Bool   // session kill: no SIGTERM, no grace
 	finished chan struct{} // closed once the session has ended and its files are gone
 	replies  sync.WaitGroup
 }
@@ -140,7 +141,11 @@ wait:
 		}
 	}
 	unix.Shutdown(lfd, unix.SHUT_RDWR) // no new client
-	sess.Close(stopGrace)
+	if sv.killNow.Load() {
+		sess.Close(0)
+	} else {
+		sess.Close(stopGrace)
+	}
 	cgroup.CollectStale()
 	session.Remove(files)
 	close(sv.finished)
@@ -214,6 +219,9 @@ func (sv *supervisor) handle(fd int) {
 	case session.ReqStop:
 		sv.replies.Add(1)
 		defer sv.replies.Done()
+		if v, err := session.DecodeUint(body); err == nil && v == 1 {
+			sv.killNow.Store(true)
+		}
 		sv.requestStop()
 		<-sv.finished
 		session.WriteFrame(fd, session.RepDone, nil, nil)
