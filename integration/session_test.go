@@ -678,3 +678,26 @@ func TestSessionAttach(t *testing.T) {
 		t.Errorf("attach: exit %d (finished %v), want 3 and the shell's output\n%q", code, ok, out.String())
 	}
 }
+
+// TestSessionDieWithOwner: a session started with --die-with-owner PID ends when that
+// process does, and leaves nothing.
+func TestSessionDieWithOwner(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	owner := exec.Command("/usr/bin/sleep", "1000")
+	must(t, owner.Start())
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	e.start("d", "--die-with-owner", strconv.Itoa(owner.Process.Pid))
+	link := e.sleepLink("owned")
+	mustSucceed(t, e.in("d", nil, `"`+link+`" 1000 </dev/null >/dev/null 2>&1 &`), "background sleep")
+	in := e.info("d")
+	owner.Process.Kill()
+	owner.Wait()
+	for end := time.Now().Add(15 * time.Second); alive(in.Pid) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.checkNothingLeft(in, link, "after the owner's end")
+	if r := e.gosbx("session", "start", "bad", "--workspace", e.ws, "--die-with-owner", "999999999"); r.code != 125 {
+		t.Errorf("--die-with-owner of no process: want 125\n%v", r)
+	}
+}

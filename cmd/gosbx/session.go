@@ -39,6 +39,7 @@ $XDG_RUNTIME_DIR/gosbx (or /run/gosbx for root) and answers only its own uid.`,
 func newSessionStartCmd() *cobra.Command {
 	var b boundaryFlags
 	var idle string
+	var owner int
 	c := &cobra.Command{
 		Use:   "start NAME [flags]",
 		Short: "Build a session's sandbox and return once it is ready",
@@ -89,7 +90,17 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			}
 			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Workspace: eff.Workspace.Path,
 				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
-			if err := startSupervisor(sd); err != nil {
+			pidfd := -1
+			if owner != 0 {
+				// opened here, before the supervisor starts: a pid that ends meanwhile
+				// and is reused cannot be mistaken for the owner
+				if pidfd, err = unix.PidfdOpen(owner, 0); err != nil {
+					return usageError{fmt.Errorf("--die-with-owner %d: %w", owner, err)}
+				}
+				defer unix.Close(pidfd)
+				sd.DieWithOwner = true
+			}
+			if err := startSupervisor(sd, pidfd); err != nil {
 				return sessionFailure{err}
 			}
 			return nil
@@ -97,6 +108,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 	}
 	f := c.Flags()
 	b.register(f)
+	f.IntVar(&owner, "die-with-owner", 0, "end the session when process `PID` ends (an agent's server, a terminal's shell)")
 	f.StringVar(&idle, "idle-timeout", "", "end the session after `DURATION` with no command running and no process left (0 = never)")
 	return c
 }

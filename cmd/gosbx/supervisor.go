@@ -32,12 +32,14 @@ const supervisorArg = "gosbx-session-supervisor"
 
 // startData is what `session start` hands its supervisor.
 type startData struct {
-	Name, Dir   string
-	Config      *config.Config
-	Policy      string        // the summary `session ls` shows
-	Workspace   string        // a request's relative --chdir is taken from it
-	IdleTimeout time.Duration // 0: none
-	Lifetime    time.Duration // the policy's --timeout: the session's own, 0: none
+	Name, Dir string
+	Config    *config.Config
+	Policy    string // the summary `session ls` shows
+	Workspace string // a request's relative --chdir is taken from it
+	// DieWithOwner: fd 5 is a pidfd of a process whose end ends the session.
+	DieWithOwner bool
+	IdleTimeout  time.Duration // 0: none
+	Lifetime     time.Duration // the policy's --timeout: the session's own, 0: none
 }
 
 // stopGrace is how long `session stop` lets the session's processes end after SIGTERM
@@ -117,6 +119,18 @@ func superviseMain() int {
 	if sd.Lifetime > 0 {
 		lifetime = time.After(sd.Lifetime)
 	}
+	ownerGone := make(chan struct{})
+	if sd.DieWithOwner {
+		go func() {
+			fds := []unix.PollFd{{Fd: 5, Events: unix.POLLIN}}
+			for {
+				if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+					break
+				}
+			}
+			close(ownerGone)
+		}()
+	}
 	var idle <-chan time.Time
 	if sd.IdleTimeout > 0 {
 		t := time.NewTicker(min(max(sd.IdleTimeout/4, 10*time.Millisecond), time.Second))
@@ -133,6 +147,8 @@ wait:
 		case <-sigc:
 			break wait
 		case <-lifetime:
+			break wait
+		case <-ownerGone:
 			break wait
 		case <-idle:
 			if sv.idleFor() >= sd.IdleTimeout && sess.Processes() == 0 {
@@ -398,7 +414,7 @@ func setEnv(env []string, key, kv string) []string {
 // startSupervisor starts the supervisor of session sd.Name, detached from the caller,
 // and returns once the session is ready, or the error that stopped it (the supervisor
 // then has left nothing behind).
-func startSupervisor(sd *startData) error {
+func startSupervisor(sd *startData, ownerPidfd int) error {
 	b, err := json.Marshal(sd)
 	if err != nil {
 		return err
@@ -415,9 +431,13 @@ func startSupervisor(sd *startData) error {
 	if err != nil {
 		return err
 	}
+	files := []uintptr{null.Fd(), null.Fd(), null.Fd(), cfgR.Fd(), readyW.Fd()}
+	if ownerPidfd >= 0 {
+		files = append(files, uintptr(ownerPidfd))
+	}
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{"gosbx", supervisorArg, sd.Name}, &syscall.ProcAttr{
 		Env:   supervisorEnv(),
-		Files: []uintptr{null.Fd(), null.Fd(), null.Fd(), cfgR.Fd(), readyW.Fd()},
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 		Dir:   "/", // keeps no directory of the caller's busy
 	})
