@@ -3,8 +3,10 @@ package nsinit
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -156,6 +158,39 @@ func TestPlanWithStdio(t *testing.T) {
 		case op.nr == unix.SYS_SETSID && name != "setsid", op.nr == unix.SYS_EXECVE && name != "exec",
 			op.nr == unix.SYS_FCHDIR && name != "chdir":
 			t.Errorf("op %s is in step %q after withStdio", op.what, name)
+		}
+	}
+}
+
+// TestSessionShortCommands: commands that end at once, many at the same time, each
+// get their exec report and then their own exit status (the report of a command's
+// exec is sent before its exit can be).
+func TestSessionShortCommands(t *testing.T) {
+	ws := testWorkspace(t)
+	s, err := NewSession(compile(t, policy.Options{Args: []string{"true"}, Workspace: ws}, nil))
+	skipIfNoSandbox(t, err)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	defer s.Close(time.Second)
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func() {
+			for i := 0; i < 100; i++ {
+				code := (w*100 + i) % 200
+				err := s.Command(sessionProc(s, "/bin/sh", "-c", "exit "+strconv.Itoa(code))).Run()
+				var xe *ExitError
+				if code == 0 && err != nil || code != 0 && (!errors.As(err, &xe) || xe.ExitCode != code) {
+					errs <- fmt.Errorf("exit %d: %v", code, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }

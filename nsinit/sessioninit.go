@@ -192,13 +192,13 @@ func (si *sessionInit) start(body []byte, fds []int) {
 	pid, err := s.sys.fork(plan)
 	if err == nil {
 		si.live[pid] = w
+		// before the reaper may report its exit: a command can end at once
+		w.send(message{Type: msgExec, Path: path, Pid: pid})
 	}
 	si.mu.Unlock()
 	if err != nil {
 		fail(err)
-		return
 	}
-	w.send(message{Type: msgExec, Path: path, Pid: pid})
 }
 
 // signal sends a reqSignal's signal to a running command (or its process group).
