@@ -257,9 +257,8 @@ func (c *Cmd) startInSession() error {
 	switch {
 	case ok && m.Type == msgExec:
 		c.sessPid = m.Pid
-		c.hostPid = childPid(s.c.init.pid, m.Pid)
 		if c.Events != nil {
-			c.Events(Event{Exec: true, Pid: c.hostPid, Path: m.Path})
+			c.Events(Event{Exec: true, Pid: c.Pid(), Path: m.Path})
 		}
 		return nil
 	case ok && m.Type == msgExecError:
@@ -346,9 +345,16 @@ func (s *Session) Event() Event {
 // window size is set with TIOCSWINSZ. The caller closes it.
 func (c *Cmd) Terminal() *os.File { return c.pty }
 
-// Pid is a session command's host pid, once started (0 if it ended before it could be
-// read).
-func (c *Cmd) Pid() int { return c.hostPid }
+// Pid is a session command's host pid, once started: read from /proc the first time
+// (proc(5): the init's children and their NSpid), 0 if the command has ended by then.
+func (c *Cmd) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hostPid == 0 && c.sess != nil && c.sessPid != 0 {
+		c.hostPid = childPid(c.sess.c.init.pid, c.sessPid)
+	}
+	return c.hostPid
+}
 
 // SignalGroup sends sig to a session command's process group (the command is its
 // session's leader: setsid), while the command runs: a detached job's whole tree.

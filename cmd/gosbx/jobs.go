@@ -157,6 +157,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 		replyStartError(err, reply)
 		return
 	}
+	cmd.Pid() // read now, while the job runs, for job ls
 	sv.jobs.add(x)
 	go func() {
 		cmd.Wait()
