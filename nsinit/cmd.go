@@ -51,6 +51,8 @@ type Cmd struct {
 	// works); Stdin, Stdout and Stderr are then unused, and Terminal returns the master
 	// after Start.
 	TTY bool
+	// TTYSize is the terminal's size when the command starts (0: the kernel's 0x0).
+	TTYSize WindowSize
 
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result

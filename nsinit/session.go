@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -212,11 +213,13 @@ func (c *Cmd) startInSession() error {
 	if err := s.c.Config.ValidateProcess(c.Config.Process); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
-	flags := byte(0)
+	frame := []byte{reqStart, 0}
 	if c.TTY {
-		flags |= startTTY
+		frame[1] |= startTTY
+		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Rows)
+		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Cols)
 	}
-	frame := append([]byte{reqStart, flags}, config.EncodeProcess(c.Config.Process)...)
+	frame = append(frame, config.EncodeProcess(c.Config.Process)...)
 	if len(frame) > maxFrame {
 		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(frame), maxFrame)})
 	}
@@ -364,3 +367,6 @@ func (c *Cmd) SignalGroup(sig syscall.Signal) error {
 	}
 	return c.signalInSession(sig, true)
 }
+
+// WindowSize is a terminal's size in characters (TIOCSWINSZ, tty_ioctl(4)).
+type WindowSize struct{ Rows, Cols uint16 }

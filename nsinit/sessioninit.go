@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -18,7 +19,8 @@ import (
 // serves its owner's requests on fd 3 instead of running one command (docs/decisions.md,
 // "Sessions"). Each request is one frame whose first byte says what it is:
 //
-//	reqStart: a flags byte (startTTY), then a specs.Process (config.EncodeProcess), with
+//	reqStart: a flags byte (startTTY; with it, the terminal's rows and columns, two bytes
+//	          each, little-endian), then a specs.Process (config.EncodeProcess), with
 //	          four descriptors: the command's stdin, stdout, stderr, and a socket the
 //	          init reports on for that command alone (syncWriter messages: forking, then
 //	          exec, exec-error or error, and later exit with its wait status; then the
@@ -140,9 +142,16 @@ func (si *sessionInit) start(body []byte, fds []int) {
 		fail(&stepError{"config", errors.New("empty request")})
 		return
 	}
-	stdio := fds[:3]
-	if body[0]&startTTY != 0 {
-		master, slave, err := openTerminal()
+	stdio, rest := fds[:3], body[1:] // rest: the terminal's size if any, the process
+	if flags := body[0]; flags&startTTY != 0 {
+		if len(body) < 5 {
+			unix.Sendmsg(rep, []byte{'F'}, nil, nil, 0)
+			fail(&stepError{"config", errors.New("a terminal request without its size")})
+			return
+		}
+		size := &unix.Winsize{Row: binary.LittleEndian.Uint16(body[1:]), Col: binary.LittleEndian.Uint16(body[3:])}
+		rest = rest[4:]
+		master, slave, err := openTerminal(size)
 		if err != nil {
 			unix.Sendmsg(rep, []byte{'F'}, nil, nil, 0)
 			fail(&stepError{"terminal", err})
@@ -157,7 +166,7 @@ func (si *sessionInit) start(body []byte, fds []int) {
 		}
 		stdio = []int{slave, slave, slave}
 	}
-	proc, err := config.DecodeProcess(body[1:])
+	proc, err := config.DecodeProcess(rest)
 	if err == nil && (proc == nil || len(proc.Args) == 0) {
 		err = errors.New("the process has no args")
 	}
@@ -291,7 +300,7 @@ func (p *procPlan) withStdio(fds []int) {
 // openTerminal makes a pseudo-terminal in the sandbox's own devpts instance (pts(4)):
 // its master (to be sent to the owner) and its slave (the command's stdio), both
 // close-on-exec. The slave is opened from the master (TIOCGPTPEER), not by a path.
-func openTerminal() (master, slave int, err error) {
+func openTerminal(size *unix.Winsize) (master, slave int, err error) {
 	master, err = unix.Open("/dev/pts/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, -1, &os.PathError{Op: "open", Path: "/dev/pts/ptmx", Err: err}
@@ -299,6 +308,10 @@ func openTerminal() (master, slave int, err error) {
 	if err = unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
 		unix.Close(master)
 		return -1, -1, fmt.Errorf("unlock the terminal (TIOCSPTLCK): %w", err)
+	}
+	if size.Row > 0 && size.Col > 0 {
+		// before the command starts: its first look at the size is the caller's
+		unix.IoctlSetWinsize(master, unix.TIOCSWINSZ, size)
 	}
 	r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
 	if errno != 0 {

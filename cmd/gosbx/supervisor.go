@@ -315,6 +315,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
 	if cmd.TTY = req.TTY; cmd.TTY {
+		cmd.TTYSize = nsinit.WindowSize{Rows: req.Rows, Cols: req.Cols}
 		// The command's stdio is its own terminal: the caller's descriptors (maybe its
 		// terminal) stay here, and the init gets /dev/null in their place.
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
@@ -331,12 +332,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		return
 	}
 	if pty := cmd.Terminal(); pty != nil {
-		// The client copies its terminal to and from the master, and sets its window
-		// size; this process keeps no copy (the command sees a hangup when the client
+		// The client copies its terminal to and from the master, and follows its window
+		// size (pid 1 set the first); this process keeps no copy (the command sees a hangup when the client
 		// is gone).
-		if req.Rows > 0 && req.Cols > 0 {
-			unix.IoctlSetWinsize(int(pty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: req.Rows, Col: req.Cols})
-		}
 		wmu.Lock()
 		session.WriteFrame(fd, session.RepPTY, nil, []int{int(pty.Fd())})
 		wmu.Unlock()
