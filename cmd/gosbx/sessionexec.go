@@ -70,6 +70,11 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 		req.Rows, req.Cols = ws.Row, ws.Col
 	}
 	var termP atomic.Pointer[terminal] // set once the terminal's master came
+	if tty {
+		// Raw before the command can start: a key typed early (Ctrl-C) must reach its
+		// terminal, not signal this process.
+		defer restoreTerminal(makeRaw())
+	}
 	if err := session.WriteFrame(fd, session.ReqExec, req.Encode(), []int{0, 1, 2}); err != nil {
 		return fail(&setupFailure{step: "session", err: fmt.Errorf("send the request to session %q: %w", name, err)})
 	}
@@ -87,7 +92,6 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 	for {
 		kind, body, fds, err := session.ReadFrame(fd, 1)
 		if err != nil {
-			termP.Load().restore()
 			return fail(&setupFailure{step: "session", err: fmt.Errorf("session %q ended before the command's exit status came: %w", name, err)})
 		}
 		switch kind {
@@ -122,29 +126,16 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 }
 
 // terminal relays the caller's terminal (or stdin and stdout) to and from a session
-// command's terminal master: the caller's terminal raw meanwhile (its keys, Ctrl-C
-// included, go to the command's terminal, whose line discipline makes the signals), and
-// its window size followed (SIGWINCH).
+// command's terminal master, the caller's terminal in raw mode (makeRaw: its keys,
+// Ctrl-C included, go to the command's terminal, whose line discipline makes the
+// signals), its window size followed (SIGWINCH).
 type terminal struct {
 	pty    *os.File
-	saved  *unix.Termios // the caller's terminal settings, restored at the end
 	copied chan struct{} // closed once the command's output has been copied
 }
 
 func relayTerminal(pty *os.File) *terminal {
 	t := &terminal{pty: pty, copied: make(chan struct{})}
-	if st, err := unix.IoctlGetTermios(0, unix.TCGETS); err == nil {
-		raw := *st
-		raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-		raw.Oflag &^= unix.OPOST
-		raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-		raw.Cflag &^= unix.CSIZE | unix.PARENB
-		raw.Cflag |= unix.CS8
-		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-		if unix.IoctlSetTermios(0, unix.TCSETSW, &raw) == nil {
-			t.saved = st
-		}
-	}
 	t.resize()
 	go func() {
 		defer close(t.copied)
@@ -162,8 +153,7 @@ func (t *terminal) resize() {
 }
 
 // finish lets the command's last output through (until the terminal is closed by
-// everyone inside, or 200 ms: a background process may hold it), then restores the
-// caller's terminal.
+// everyone inside, or 200 ms: a background process may hold it).
 func (t *terminal) finish() {
 	if t == nil {
 		return
@@ -172,12 +162,32 @@ func (t *terminal) finish() {
 	case <-t.copied:
 	case <-time.After(200 * time.Millisecond):
 	}
-	t.restore()
 }
 
-func (t *terminal) restore() {
-	if t != nil && t.saved != nil {
-		unix.IoctlSetTermios(0, unix.TCSETSW, t.saved)
-		t.saved = nil
+// makeRaw puts the caller's terminal on stdin, if it is one, in raw mode (no echo, no
+// line editing, no signals from keys, no output processing: cfmakeraw(3)) and returns
+// its settings before, or nil.
+func makeRaw() *unix.Termios {
+	st, err := unix.IoctlGetTermios(0, unix.TCGETS)
+	if err != nil {
+		return nil
+	}
+	raw := *st
+	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	raw.Oflag &^= unix.OPOST
+	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	raw.Cflag &^= unix.CSIZE | unix.PARENB
+	raw.Cflag |= unix.CS8
+	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+	if unix.IoctlSetTermios(0, unix.TCSETSW, &raw) != nil {
+		return nil
+	}
+	return st
+}
+
+// restoreTerminal puts back the caller's terminal settings (once the output is flushed).
+func restoreTerminal(st *unix.Termios) {
+	if st != nil {
+		unix.IoctlSetTermios(0, unix.TCSETSW, st)
 	}
 }
