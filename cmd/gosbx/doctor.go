@@ -37,7 +37,9 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 						return usageError{fmt.Errorf("--workspace %s: not a directory", workspace)}
 					}
 				}
-				completeJournals() // what killed launches left undone
+				if err := completeJournals(nil); err != nil { // what killed launches left undone
+					fmt.Fprintf(os.Stderr, "gosbx: WARNING: %v\n", err)
+				}
 				r := doctor.RunFor(exe, workspace)
 				if asJSON {
 					r.WriteJSON(c.OutOrStdout())

@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Attack review round three, F1: the cleanup journal is carried out as the caller, so
+// nothing a sandbox can write may become one. The review's reproducer (a sandbox
+// writes a journal into XDG_RUNTIME_DIR/gosbx, which lies in its workspace; the next
+// launch, elsewhere, deletes a directory and makes a symlink as root) is refused at
+// the first launch; a journal planted anyway (one not written by gosbx, a hard-linked
+// one, another uid's, one naming a path outside its trees) is never carried out, while
+// a genuine one is.
+
+// forgedEntries remove victim and make link a symlink to /gosbx-review-evil.
+func forgedEntries(victim, link string) []map[string]string {
+	return []map[string]string{
+		{"kind": "remove-if-created", "path": victim},
+		{"kind": "restore-symlink", "path": link, "target": "/gosbx-review-evil"},
+	}
+}
+
+// unsignedJournal is the review's journal: owner and init pid 0 (gone), no MAC.
+func unsignedJournal(entries []map[string]string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"owner": map[string]int{"pid": 0, "start": 0}, "init": map[string]int{"pid": 0, "start": 0},
+		"entries": entries,
+	})
+	return b
+}
+
+// signedJournal is a journal as gosbx writes it, under key, with trees.
+func signedJournal(key []byte, trees []string, entries []map[string]string) []byte {
+	rec, _ := json.Marshal(map[string]any{
+		"owner": map[string]int{"pid": 0, "start": 0}, "init": map[string]int{"pid": 0, "start": 0},
+		"trees": trees, "entries": entries,
+	})
+	h := hmac.New(sha256.New, key)
+	h.Write(rec)
+	b, _ := json.Marshal(map[string]any{"record": json.RawMessage(rec), "mac": hex.EncodeToString(h.Sum(nil))})
+	return b
+}
+
+// journalKey returns the caller's journal key in dir (root: /run/gosbx), making it as
+// gosbx would (32 bytes, 0600, the caller's) when there is none yet.
+func journalKey(t *testing.T, s *sandbox, dir string) []byte {
+	t.Helper()
+	if s.c.uid == 0 {
+		dir = "/run/gosbx"
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(dir, "key")
+	if b, err := os.ReadFile(p); err == nil {
+		return b
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	tmp := p + "." + s.id
+	must(t, os.WriteFile(tmp, key, 0o600))
+	must(t, os.Lchown(tmp, s.c.uid, s.c.gid))
+	err := os.Link(tmp, p)
+	os.Remove(tmp)
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	must(t, err)
+	return b
+}
+
+// runtimeDir makes a journal directory of the caller's (XDG_RUNTIME_DIR/gosbx) outside
+// the workspace.
+func runtimeDir(t *testing.T, s *sandbox) (xdg, dir string) {
+	xdg = filepath.Join(s.base, "runtime")
+	dir = filepath.Join(xdg, "gosbx")
+	for _, d := range []string{xdg, dir} {
+		must(t, os.Mkdir(d, 0o700))
+		s.chown(d)
+	}
+	return xdg, dir
+}
+
+func TestJournalForgedByASandbox(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		rt := filepath.Join(s.ws, ".rt")
+		must(t, os.Mkdir(rt, 0o700))
+		s.chown(rt)
+		victim := filepath.Join(s.base, "victim")
+		must(t, os.Mkdir(victim, 0o755))
+		s.chown(victim)
+		link := filepath.Join(s.base, "planted-link")
+		j := string(unsignedJournal(forgedEntries(victim, link)))
+
+		// the review's reproducer, first launch: its sandbox could write the journal
+		// directory, so it does not run
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--", shellPath, "-c", `mkdir -m700 .rt/gosbx; printf '%s' "$1" > .rt/gosbx/1.json`, "_", j)
+		cmd.Env = s.env("XDG_RUNTIME_DIR=" + rt)
+		r := s.runCmd(ctx, cmd)
+		if r.code != 125 || !strings.Contains(r.stderr, "journal") {
+			t.Errorf("a launch whose workspace holds the journal directory ran (want 125 naming the journal):\n%v", r)
+		}
+		// the same through a symlink to the workspace (a string prefix would not see it)
+		wsLink := filepath.Join(s.base, "ws-link")
+		must(t, os.Symlink(s.ws, wsLink))
+		ctx = s.limitCtx(runLimit)
+		cmd = s.rawCommand(ctx, "exec", "--workspace", wsLink, "--", shellPath, "-c", `mkdir -m700 .rt/gosbx; printf '%s' "$1" > .rt/gosbx/1.json`, "_", j)
+		cmd.Env = s.env("XDG_RUNTIME_DIR=" + rt)
+		r = s.runCmd(ctx, cmd)
+		if r.code != 125 || !strings.Contains(r.stderr, "journal") {
+			t.Errorf("a launch whose workspace, named through a symlink, holds the journal directory ran:\n%v", r)
+		}
+
+		// planted anyway (as a sandbox of a launch with another XDG_RUNTIME_DIR could):
+		// the next launch, elsewhere, refuses it
+		dir := filepath.Join(rt, "gosbx")
+		if _, err := os.Lstat(dir); err != nil {
+			must(t, os.Mkdir(dir, 0o700))
+			s.chown(dir)
+		}
+		p := filepath.Join(dir, "1.json")
+		must(t, os.WriteFile(p, []byte(j), 0o600))
+		s.chown(p)
+		other := newSandbox(t, c)
+		ctx = other.limitCtx(runLimit)
+		cmd = other.command(ctx, "--", "true")
+		cmd.Env = other.env("XDG_RUNTIME_DIR=" + rt)
+		r = other.runCmd(ctx, cmd)
+		mustSucceed(t, r, "a launch elsewhere")
+		if _, err := os.Stat(victim); err != nil {
+			t.Errorf("a forged journal's remove-if-created was carried out: %v\n%v", err, r)
+		}
+		if _, err := os.Lstat(link); err == nil {
+			t.Errorf("a forged journal's restore-symlink was carried out\n%v", r)
+		}
+		if !strings.Contains(r.stderr, "not authentic") {
+			t.Errorf("the launch did not say it refused the forged journal:\n%v", r)
+		}
+	})
+}
+
+func TestJournalRefusedUnlessGenuine(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		xdg, dir := runtimeDir(t, s)
+		key := journalKey(t, s, dir)
+		planted := func(name string) string {
+			p := filepath.Join(s.ws, name)
+			must(t, os.WriteFile(p, nil, 0o644))
+			s.chown(p)
+			return p
+		}
+		write := func(name string, b []byte) string {
+			p := filepath.Join(dir, name)
+			must(t, os.WriteFile(p, b, 0o600))
+			s.chown(p)
+			return p
+		}
+		genuine := planted("genuine")
+		write("genuine.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": genuine}}))
+		hardLinked := planted("hard-linked")
+		hl := write("hardlinked.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": hardLinked}}))
+		must(t, os.Link(hl, filepath.Join(s.base, "second-name")))
+		foreign := planted("foreign")
+		fj := write("foreign.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": foreign}}))
+		must(t, os.Lchown(fj, 12345, 12345))
+		// signed, but naming a path outside its own trees, or a tree not the caller's
+		outside := filepath.Join(s.base, "outside")
+		must(t, os.Mkdir(outside, 0o755))
+		s.chown(outside)
+		write("outside.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": outside}}))
+		wrongKey := planted("wrong-key")
+		write("wrongkey.json", signedJournal(make([]byte, 32), []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": wrongKey}}))
+		var notOwn string
+		if c.uid != 0 {
+			rootTree := filepath.Join(s.base, "root-tree")
+			must(t, os.Mkdir(rootTree, 0o755))
+			notOwn = filepath.Join(rootTree, "f")
+			must(t, os.WriteFile(notOwn, nil, 0o644))
+			write("notown.json", signedJournal(key, []string{rootTree}, []map[string]string{{"kind": "remove-if-created", "path": notOwn}}))
+		}
+
+		other := newSandbox(t, c)
+		ctx := other.limitCtx(runLimit)
+		cmd := other.command(ctx, "--", "true")
+		cmd.Env = other.env("XDG_RUNTIME_DIR=" + xdg)
+		r := other.runCmd(ctx, cmd)
+		mustSucceed(t, r, "a launch elsewhere")
+		if _, err := os.Lstat(genuine); err == nil {
+			t.Errorf("a genuine journal was not carried out (the control)\n%v", r)
+		}
+		for what, p := range map[string]string{"a hard-linked": hardLinked, "another uid's": foreign,
+			"a wrongly signed": wrongKey, "an out-of-tree": outside, "a foreign tree's": notOwn} {
+			if p == "" {
+				continue
+			}
+			if _, err := os.Lstat(p); err != nil {
+				t.Errorf("%s journal was carried out: %s is gone\n%v", what, p, r)
+			}
+		}
+		for _, want := range []string{"hardlinked.json: refused", "has 2 hard links", "foreign.json: refused", "not authentic", "lies in none of the journal's trees"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("the launch did not say why it refused a journal (%q):\n%v", want, r)
+			}
+		}
+	})
+}
