@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,4 +217,46 @@ func TestJournalRefusedUnlessGenuine(t *testing.T) {
 			}
 		}
 	})
+}
+
+// F5: another user cannot stop a user's commit-mode launches by making the journal
+// directory first. With a home of its own (here XDG_STATE_HOME), the journal
+// directory is there, which no other user can make; without one the fallback in /tmp
+// is refused by name, saying who made it. uid 12345 (used by no other test) runs gosbx;
+// the squatter's /tmp/gosbx-12345 belongs to 65534, as in the review.
+func TestJournalDirNotSquattable(t *testing.T) {
+	requireBinary(t)
+	const uid = 12345
+	c := caller{"u12345", uid, uid, "/nonexistent", nil}
+	s := newSandbox(t, c)
+	git := exec.Command("git", "-C", s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "init", "-q")
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	must(t, exec.Command("chown", "-R", "12345:12345", s.ws).Run())
+	squat := "/tmp/gosbx-12345"
+	os.RemoveAll(squat)
+	must(t, os.Mkdir(squat, 0o700))
+	must(t, os.Chown(squat, nobodyID, nobodyID))
+	t.Cleanup(func() { os.RemoveAll(squat) })
+	state := filepath.Join(s.base, "state")
+	must(t, os.Mkdir(state, 0o755))
+	s.chown(state)
+
+	pol := s.commitPolicy()
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, "--policy", pol, "--", "true")
+	cmd.Env = s.env("XDG_STATE_HOME=" + state)
+	r := s.runCmd(ctx, cmd)
+	mustSucceed(t, r, "a commit-mode launch while another user squats /tmp/gosbx-12345")
+	if _, err := os.Stat(filepath.Join(state, "gosbx", "key")); err != nil {
+		t.Errorf("the journal key is not in XDG_STATE_HOME/gosbx: %v", err)
+	}
+
+	ctx = s.limitCtx(runLimit)
+	cmd = s.command(ctx, "--policy", pol, "--", "true")
+	r = s.runCmd(ctx, cmd)
+	if r.code != 125 || !strings.Contains(r.stderr, "uid 65534 made it") || !strings.Contains(r.stderr, "XDG_STATE_HOME") {
+		t.Errorf("without a home, a squatted /tmp/gosbx-12345 is not refused by name with the fix:\n%v", r)
+	}
 }

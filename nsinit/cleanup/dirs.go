@@ -148,25 +148,34 @@ func openJournalDir(dir string, create bool) (int, error) {
 	if errors.Is(err, unix.ENOENT) && !create {
 		return -1, nil
 	}
+	var st unix.Stat_t
 	if err != nil {
+		if unix.Lstat(dir, &st) == nil && int(st.Uid) != os.Geteuid() {
+			return -1, notOwn(dir, st)
+		}
 		return -1, fmt.Errorf("open the cleanup journal directory %s: %w", dir, err)
 	}
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("stat the cleanup journal directory %s: %w", dir, err)
 	}
 	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
 		unix.Close(fd)
-		fix := "remove it"
-		if int(st.Uid) != os.Geteuid() {
-			fix = fmt.Sprintf("uid %d made it, not you; have it removed, or set XDG_RUNTIME_DIR or XDG_STATE_HOME to a directory of your own", st.Uid)
-		}
-		return -1, fmt.Errorf("the cleanup journal directory %s is not the caller's alone (owner %d, mode %o): %s", dir, st.Uid, st.Mode&0o7777, fix)
+		return -1, notOwn(dir, st)
 	}
 	if err := checkParents(dir); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
 	return fd, nil
+}
+
+// notOwn is the error for a journal directory that is not the caller's alone, with
+// the fix: another user may have made it first (in /tmp, anyone can).
+func notOwn(dir string, st unix.Stat_t) error {
+	fix := "remove it"
+	if int(st.Uid) != os.Geteuid() {
+		fix = fmt.Sprintf("uid %d made it, not you; have it removed, or set XDG_RUNTIME_DIR or XDG_STATE_HOME to a directory of your own", st.Uid)
+	}
+	return fmt.Errorf("the cleanup journal directory %s is not the caller's alone (owner %d, mode %o): %s", dir, st.Uid, st.Mode&0o7777, fix)
 }
