@@ -194,6 +194,9 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if p.source != "" && inWritable(p.source) {
 		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
 	}
+	if err := policyLinks(p.source, trees); err != nil {
+		return nil, err
+	}
 	var protected, makeDirs []string
 	var cleanups []cleanup.Entry
 	if slices.Contains(f.Protected, ".git") {
