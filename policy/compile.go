@@ -199,10 +199,11 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	}
 	var protected, makeDirs []string
 	var cleanups []cleanup.Entry
+	rb := newReadBudget() // what this launch reads of files a sandbox could write
 	if slices.Contains(f.Protected, ".git") {
 		// the repositories that hold a writable tree from above
 		for _, t := range trees {
-			plan, err := guardEnclosing(t, trees, inWritable)
+			plan, err := guardEnclosing(t, trees, inWritable, rb)
 			if err != nil {
 				return nil, err
 			}
@@ -227,7 +228,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 				protected = append(protected, m)
 				continue
 			}
-			plan, err := guardGit(m, f.Git, inWritable)
+			plan, err := guardGit(m, f.Git, inWritable, rb)
 			if err != nil {
 				return nil, err
 			}
