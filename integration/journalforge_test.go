@@ -1,10 +1,6 @@
 package integration
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -18,8 +14,8 @@ import (
 // nothing a sandbox can write may become one. The review's reproducer (a sandbox
 // writes a journal into XDG_RUNTIME_DIR/gosbx, which lies in its workspace; the next
 // launch, elsewhere, deletes a directory and makes a symlink as root) is refused at
-// the first launch; a journal planted anyway (one not written by gosbx, a hard-linked
-// one, another uid's, one naming a path outside its trees) is never carried out, while
+// the first launch; a journal planted anyway (one without its seal or unlike it, a
+// hard-linked one, another uid's, one naming a path outside its trees) is never carried out, while
 // a genuine one is.
 
 // forgedEntries remove victim and make link a symlink to /gosbx-review-evil.
@@ -39,45 +35,31 @@ func unsignedJournal(entries []map[string]string) []byte {
 	return b
 }
 
-// signedJournal is a journal as gosbx writes it, under key, with trees.
-func signedJournal(key []byte, trees []string, entries []map[string]string) []byte {
-	rec, _ := json.Marshal(map[string]any{
+// genuineJournal is a journal as gosbx writes it, with trees.
+func genuineJournal(trees []string, entries []map[string]string) []byte {
+	b, _ := json.Marshal(map[string]any{
 		"owner": map[string]int{"pid": 0, "start": 0}, "init": map[string]int{"pid": 0, "start": 0},
 		"trees": trees, "entries": entries,
 	})
-	h := hmac.New(sha256.New, key)
-	h.Write(rec)
-	b, _ := json.Marshal(map[string]any{"record": json.RawMessage(rec), "mac": hex.EncodeToString(h.Sum(nil))})
 	return b
 }
 
-// journalKey returns the caller's journal key in dir (root: /run/gosbx), making it as
-// gosbx would (32 bytes, 0600, the caller's) when there is none yet.
-func journalKey(t *testing.T, s *sandbox, dir string) []byte {
+// sealDir is the caller's journal seal directory, made as gosbx makes it: root's in
+// /run/gosbx whatever the journal directory, another user's in the journal directory.
+func sealDir(t *testing.T, s *sandbox, journalDir string) string {
 	t.Helper()
+	key := journalDir
 	if s.c.uid == 0 {
-		dir = "/run/gosbx"
-		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		key = "/run/gosbx"
+	}
+	for _, d := range []string{key, filepath.Join(key, "sealed")} {
+		if err := os.Mkdir(d, 0o700); err == nil {
+			s.chown(d)
+		} else if !errors.Is(err, os.ErrExist) {
 			t.Fatal(err)
 		}
 	}
-	p := filepath.Join(dir, "key")
-	if b, err := os.ReadFile(p); err == nil {
-		return b
-	}
-	key := make([]byte, 32)
-	rand.Read(key)
-	tmp := p + "." + s.id
-	must(t, os.WriteFile(tmp, key, 0o600))
-	must(t, os.Lchown(tmp, s.c.uid, s.c.gid))
-	err := os.Link(tmp, p)
-	os.Remove(tmp)
-	if err != nil && !errors.Is(err, os.ErrExist) {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	must(t, err)
-	return b
+	return filepath.Join(key, "sealed")
 }
 
 // runtimeDir makes a journal directory of the caller's (XDG_RUNTIME_DIR/gosbx) outside
@@ -146,7 +128,7 @@ func TestJournalForgedByASandbox(t *testing.T) {
 		if _, err := os.Lstat(link); err == nil {
 			t.Errorf("a forged journal's restore-symlink was carried out\n%v", r)
 		}
-		if !strings.Contains(r.stderr, "not authentic") {
+		if !strings.Contains(r.stderr, "no launch of this user wrote it") {
 			t.Errorf("the launch did not say it refused the forged journal:\n%v", r)
 		}
 	})
@@ -156,41 +138,57 @@ func TestJournalRefusedUnlessGenuine(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
 		xdg, dir := runtimeDir(t, s)
-		key := journalKey(t, s, dir)
+		seals := sealDir(t, s, dir)
 		planted := func(name string) string {
 			p := filepath.Join(s.ws, name)
 			must(t, os.WriteFile(p, nil, 0o644))
 			s.chown(p)
 			return p
 		}
-		write := func(name string, b []byte) string {
+		// write puts a journal in the journal directory, and seal (nil: none) as its seal
+		write := func(name string, b, seal []byte) string {
+			name = s.id + "-" + name + ".json"
 			p := filepath.Join(dir, name)
 			must(t, os.WriteFile(p, b, 0o600))
 			s.chown(p)
+			if seal != nil {
+				sp := filepath.Join(seals, name)
+				must(t, os.WriteFile(sp, seal, 0o600))
+				s.chown(sp)
+				t.Cleanup(func() { os.Remove(sp) })
+			}
 			return p
 		}
+		sealed := func(name string, trees []string, path string) string {
+			j := genuineJournal(trees, []map[string]string{{"kind": "remove-if-created", "path": path}})
+			return write(name, j, j)
+		}
 		genuine := planted("genuine")
-		write("genuine.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": genuine}}))
+		sealed("genuine", []string{s.ws}, genuine)
 		hardLinked := planted("hard-linked")
-		hl := write("hardlinked.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": hardLinked}}))
+		hl := sealed("hardlinked", []string{s.ws}, hardLinked)
 		must(t, os.Link(hl, filepath.Join(s.base, "second-name")))
 		foreign := planted("foreign")
-		fj := write("foreign.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": foreign}}))
+		fj := sealed("foreign", []string{s.ws}, foreign)
 		must(t, os.Lchown(fj, 12345, 12345))
-		// signed, but naming a path outside its own trees, or a tree not the caller's
+		// sealed, but naming a path outside its own trees, or a tree not the caller's
 		outside := filepath.Join(s.base, "outside")
 		must(t, os.Mkdir(outside, 0o755))
 		s.chown(outside)
-		write("outside.json", signedJournal(key, []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": outside}}))
-		wrongKey := planted("wrong-key")
-		write("wrongkey.json", signedJournal(make([]byte, 32), []string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": wrongKey}}))
+		sealed("outside", []string{s.ws}, outside)
+		// not sealed, or its seal differs (a genuine journal rewritten)
+		unsealed := planted("unsealed")
+		write("unsealed", genuineJournal([]string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": unsealed}}), nil)
+		rewritten := planted("rewritten")
+		write("rewritten", genuineJournal([]string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": rewritten}}),
+			genuineJournal([]string{s.ws}, []map[string]string{{"kind": "remove-if-created", "path": genuine}}))
 		var notOwn string
 		if c.uid != 0 {
 			rootTree := filepath.Join(s.base, "root-tree")
 			must(t, os.Mkdir(rootTree, 0o755))
 			notOwn = filepath.Join(rootTree, "f")
 			must(t, os.WriteFile(notOwn, nil, 0o644))
-			write("notown.json", signedJournal(key, []string{rootTree}, []map[string]string{{"kind": "remove-if-created", "path": notOwn}}))
+			sealed("notown", []string{rootTree}, notOwn)
 		}
 
 		other := newSandbox(t, c)
@@ -203,7 +201,7 @@ func TestJournalRefusedUnlessGenuine(t *testing.T) {
 			t.Errorf("a genuine journal was not carried out (the control)\n%v", r)
 		}
 		for what, p := range map[string]string{"a hard-linked": hardLinked, "another uid's": foreign,
-			"a wrongly signed": wrongKey, "an out-of-tree": outside, "a foreign tree's": notOwn} {
+			"an unsealed": unsealed, "a rewritten": rewritten, "an out-of-tree": outside, "a foreign tree's": notOwn} {
 			if p == "" {
 				continue
 			}
@@ -211,10 +209,14 @@ func TestJournalRefusedUnlessGenuine(t *testing.T) {
 				t.Errorf("%s journal was carried out: %s is gone\n%v", what, p, r)
 			}
 		}
-		for _, want := range []string{"hardlinked.json: refused", "has 2 hard links", "foreign.json: refused", "not authentic", "lies in none of the journal's trees"} {
+		for _, want := range []string{"hardlinked.json: refused", "has 2 hard links", "foreign.json: refused",
+			"unsealed.json: refused", "rewritten.json: refused", "different content", "lies in none of the journal's trees"} {
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("the launch did not say why it refused a journal (%q):\n%v", want, r)
 			}
+		}
+		if _, err := os.Lstat(filepath.Join(seals, s.id+"-genuine.json")); err == nil {
+			t.Errorf("the genuine journal's seal was left behind")
 		}
 	})
 }
@@ -249,8 +251,8 @@ func TestJournalDirNotSquattable(t *testing.T) {
 	cmd.Env = s.env("XDG_STATE_HOME=" + state)
 	r := s.runCmd(ctx, cmd)
 	mustSucceed(t, r, "a commit-mode launch while another user squats /tmp/gosbx-12345")
-	if _, err := os.Stat(filepath.Join(state, "gosbx", "key")); err != nil {
-		t.Errorf("the journal key is not in XDG_STATE_HOME/gosbx: %v", err)
+	if _, err := os.Stat(filepath.Join(state, "gosbx", "sealed")); err != nil {
+		t.Errorf("the journal directory is not in XDG_STATE_HOME/gosbx: %v", err)
 	}
 
 	ctx = s.limitCtx(runLimit)

@@ -372,7 +372,12 @@ func (c *Cmd) beginJournal(spec *config.Config) error {
 			writable = append(writable, m.Source)
 		}
 	}
-	_, _, err := cleanup.CompleteJournals(writable)
+	err := cleanup.CheckOutside(writable)
+	if err == nil {
+		// what it cannot complete, a squatted directory included, fails only a launch
+		// that must write a journal there (BeginJournal)
+		cleanup.CompleteJournals(writable)
+	}
 	if err == nil && len(spec.Cleanup) > 0 {
 		if err = fault.Check("journal"); err == nil {
 			c.own.journal, err = cleanup.BeginJournal(spec.Cleanup, c.init.pid, writable)

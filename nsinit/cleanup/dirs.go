@@ -12,19 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Where the journals and their key live. Both are directories of the caller's alone
+// Where the journals and their seals live. Both are directories of the caller's alone
 // (owned by the effective uid, mode 0700), on a path whose every directory above is
 // owned by root or the caller and writable by no one else (a world-writable one only
 // with the sticky bit, as /tmp), as ssh(1) asks of ~/.ssh; and never inside a tree
 // any sandbox of this user may write: every launch refuses to run when one is
-// (CheckOutside), so no sandbox ever sees the key or plants a journal.
+// (CheckOutside), so no sandbox ever reads a seal or plants a journal.
 //
 // The journal directory is $XDG_RUNTIME_DIR/gosbx when the caller has one (a
 // directory of its own, mode 0700); else /run/gosbx for root; else
 // $XDG_STATE_HOME/gosbx, or ~/.local/state/gosbx (the home from passwd, when it is
 // the caller's), where no other user can make it first; else /tmp/gosbx-UID. Root's
-// key is always in /run/gosbx, whatever the environment of the launch that reads it;
-// another user's is in the journal directory.
+// seals are always in /run/gosbx/sealed, whatever the environment of the launch that
+// reads them; another user's are in the journal directory's sealed/.
 
 // JournalDir is the caller's journal directory (not created).
 func JournalDir() string {
@@ -50,7 +50,8 @@ func JournalDir() string {
 	return "/tmp/gosbx-" + strconv.Itoa(uid)
 }
 
-// KeyDir is the directory of the caller's journal key (not created).
+// KeyDir is the directory that holds the caller's journal seals, in sealed/ (not
+// created).
 func KeyDir() string {
 	if os.Geteuid() == 0 {
 		return "/run/gosbx"
@@ -78,7 +79,7 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// CheckOutside refuses when the journal or the key directory (canonical) lies in one
+// CheckOutside refuses when the journal or the seal (key) directory (canonical) lies in one
 // of writable (the host trees a sandbox of this launch can write, resolved the same
 // way), or contains one: a sandbox that could write either could forge a journal that
 // a later launch carries out as the caller. Every launch calls it, whatever its mode.
@@ -98,7 +99,7 @@ func CheckOutside(writable []string) error {
 func dirFix(d string) string {
 	switch {
 	case os.Geteuid() == 0 && d == "/run/gosbx":
-		return " (root's journal key is always there)"
+		return " (root's journal seals are always there)"
 	case os.Geteuid() == 0 || os.Getenv("XDG_RUNTIME_DIR") != "":
 		return ", or set XDG_RUNTIME_DIR to a directory of your own (mode 0700) outside it"
 	}

@@ -1,10 +1,7 @@
 package cleanup
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,10 +25,12 @@ import (
 // A journal names paths to delete and symlinks to make, as the caller: it is carried
 // out only when nothing a sandbox wrote can have made it. The directories are the
 // caller's alone and outside every writable tree (dirs.go); each journal file must be
-// the caller's, mode 0600, with one link, not a symlink; it must carry an HMAC-SHA256
-// of its content under a per-user key (KeyDir()/key, 0600, made by the first launch
-// that writes a journal), which no sandbox can read; and each entry must lie in a tree
-// the journal names, a real directory of the caller's.
+// the caller's, mode 0600, with one link, not a symlink; a copy of it, its seal, must
+// lie in the seal directory (KeyDir()/sealed: root's is /run/gosbx/sealed whatever
+// the environment, which no sandbox can reach), byte for byte; and each entry must lie
+// in a tree the journal names, a real directory of the caller's. A seal, not a MAC:
+// the hash would link the FIPS crypto module into every start (TestStartPathDeps), and
+// a sandbox that can read neither directory can forge neither.
 
 // A proc names a process across pid reuse: its pid and start time (clock ticks after
 // boot, proc(5) /proc/PID/stat field 22).
@@ -49,63 +48,23 @@ type record struct {
 	Entries []Entry  `json:"entries"`
 }
 
-// signed is a journal file: the record's JSON and its HMAC-SHA256 under the key.
-type signed struct {
-	Record json.RawMessage `json:"record"`
-	MAC    string          `json:"mac"`
-}
-
-// Journal is one launch's record of the cleanup it owes.
-type Journal struct{ path string }
+// Journal is one launch's record of the cleanup it owes: the journal file and its seal.
+type Journal struct{ path, seal string }
 
 var journalSeq atomic.Uint64
 
-const keyName = "key"
+// sealDir is the directory of the caller's journal seals (not created).
+func sealDir() string { return filepath.Join(canonical(KeyDir()), "sealed") }
 
-// journalKey reads the caller's journal key, creating it (32 random bytes, mode
-// 0600) when create is set and there is none. It returns nil and no error when there
-// is none and create is not set.
-func journalKey(create bool) ([]byte, error) {
-	dir := canonical(KeyDir())
-	dfd, err := openJournalDir(dir, create)
-	if err != nil || dfd < 0 {
-		return nil, err
+// openSealDir opens the seal directory (and the key directory above it, created when
+// create is set), checked as openJournalDir checks. -1 and no error: there is none.
+func openSealDir(create bool) (int, error) {
+	kfd, err := openJournalDir(KeyDir(), create)
+	if err != nil || kfd < 0 {
+		return -1, err
 	}
-	defer unix.Close(dfd)
-	key, err := readSmall(dfd, keyName, 32)
-	if errors.Is(err, unix.ENOENT) && create {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, fmt.Errorf("make the cleanup journal key: %w", err)
-		}
-		tmp := fmt.Sprintf(".key-%d.tmp", os.Getpid())
-		if err := writeAt(dfd, tmp, key); err != nil {
-			return nil, fmt.Errorf("write the cleanup journal key in %s: %w", dir, err)
-		}
-		// linkat, not rename: a key another launch made meanwhile stays
-		err = unix.Linkat(dfd, tmp, dfd, keyName, 0)
-		unix.Unlinkat(dfd, tmp, 0)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("write the cleanup journal key in %s: %w", dir, err)
-		}
-		key, err = readSmall(dfd, keyName, 32)
-	}
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the cleanup journal key %s: %w", filepath.Join(dir, keyName), err)
-	}
-	if len(key) != 32 {
-		return nil, fmt.Errorf("the cleanup journal key %s is not 32 bytes; remove it", filepath.Join(dir, keyName))
-	}
-	return key, nil
-}
-
-func mac(key, b []byte) string {
-	h := hmac.New(sha256.New, key)
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))
+	unix.Close(kfd)
+	return openJournalDir(sealDir(), create)
 }
 
 // writeAt writes b to a new file name in dfd (mode 0600, never through a symlink)
@@ -159,10 +118,11 @@ func readSmall(dfd int, name string, max int64) ([]byte, error) {
 	return b[:n], nil
 }
 
-// BeginJournal records, atomically (a temporary file renamed into place), that this
-// process owes entries for the sandbox whose init is initPid. writable are the host
-// trees the sandbox can write: a journal or key directory in one is refused
-// (CheckOutside), and so is an entry outside them.
+// BeginJournal records, atomically (temporary files renamed into place), that this
+// process owes entries for the sandbox whose init is initPid: the journal, and its
+// seal. writable are the host trees the sandbox can write: a journal or key directory
+// in one is refused (CheckOutside). Only entries inside one of them are journaled (a
+// sandbox changes nothing elsewhere; the launcher and the init still carry out all).
 func BeginJournal(entries []Entry, initPid int, writable []string) (*Journal, error) {
 	if err := CheckOutside(writable); err != nil {
 		return nil, err
@@ -171,15 +131,20 @@ func BeginJournal(entries []Entry, initPid int, writable []string) (*Journal, er
 	for _, w := range writable {
 		trees = append(trees, canonical(w))
 	}
+	var owed []Entry
 	for _, e := range entries {
-		if !inTrees(e.Path, trees) {
-			return nil, fmt.Errorf("cleanup entry %s lies in no tree the sandbox can write", e.Path)
+		if inTrees(e.Path, trees) {
+			owed = append(owed, e)
 		}
 	}
-	key, err := journalKey(true)
+	if len(owed) == 0 {
+		return nil, nil
+	}
+	sfd, err := openSealDir(true)
 	if err != nil {
 		return nil, err
 	}
+	defer unix.Close(sfd)
 	dir := canonical(JournalDir())
 	dfd, err := openJournalDir(dir, true)
 	if err != nil {
@@ -194,20 +159,26 @@ func BeginJournal(entries []Entry, initPid int, writable []string) (*Journal, er
 	if err != nil {
 		return nil, err
 	}
-	rb, _ := json.Marshal(record{Owner: self, Init: init, Trees: trees, Entries: entries})
-	b, _ := json.Marshal(signed{Record: rb, MAC: mac(key, rb)})
+	b, _ := json.Marshal(record{Owner: self, Init: init, Trees: trees, Entries: owed})
 	name := fmt.Sprintf("%d-%d-%d.json", self.Pid, self.Start, journalSeq.Add(1))
-	tmp := "." + name + ".tmp"
-	werr := writeAt(dfd, tmp, b)
-	if werr == nil {
-		if werr = unix.Renameat(dfd, tmp, dfd, name); werr != nil {
-			unix.Unlinkat(dfd, tmp, 0)
+	// the seal first: a journal without one is never carried out
+	for _, d := range []struct {
+		fd  int
+		dir string
+	}{{sfd, sealDir()}, {dfd, dir}} {
+		tmp := "." + name + ".tmp"
+		werr := writeAt(d.fd, tmp, b)
+		if werr == nil {
+			if werr = unix.Renameat(d.fd, tmp, d.fd, name); werr != nil {
+				unix.Unlinkat(d.fd, tmp, 0)
+			}
+		}
+		if werr != nil {
+			unix.Unlinkat(sfd, name, 0)
+			return nil, fmt.Errorf("write the cleanup journal in %s: %w", d.dir, werr)
 		}
 	}
-	if werr != nil {
-		return nil, fmt.Errorf("write the cleanup journal in %s: %w", dir, werr)
-	}
-	return &Journal{path: filepath.Join(dir, name)}, nil
+	return &Journal{path: filepath.Join(dir, name), seal: filepath.Join(sealDir(), name)}, nil
 }
 
 // inTrees reports whether p lies strictly inside one of trees, or is one.
@@ -220,20 +191,22 @@ func inTrees(p string, trees []string) bool {
 	return false
 }
 
-// Done removes the journal: its cleanup was carried out. A nil *Journal is none.
+// Done removes the journal and its seal: its cleanup was carried out. A nil *Journal
+// is none.
 func (j *Journal) Done() {
 	if j != nil {
 		os.Remove(j.path)
+		os.Remove(j.seal)
 	}
 }
 
 // CompleteJournals carries out the cleanup of every journal in the caller's journal
-// directory whose launcher and init are both gone, then removes it. writable are the
-// host trees the launch that calls it will let its sandbox write (nil for none): a
-// journal or key directory in one is refused with an error, and nothing is done. It
-// returns the paths removed and what could not be ("path: reason", including journals
-// refused: not the caller's, not authentic, or naming a path outside their trees;
-// those are removed).
+// directory whose launcher and init are both gone, then removes it and its seal.
+// writable are the host trees the launch that calls it will let its sandbox write (nil
+// for none): a journal or key directory in one is refused with an error, and nothing is
+// done. It returns the paths removed and what could not be ("path: reason", including
+// journals refused: not the caller's, hard-linked, without their seal, naming a path
+// outside their trees; those are removed).
 func CompleteJournals(writable []string) (removed, failed []string, err error) {
 	if err := CheckOutside(writable); err != nil {
 		return nil, nil, err
@@ -249,21 +222,29 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 	f := os.NewFile(uintptr(dfd), dir)
 	defer f.Close()
 	names, _ := f.Readdirnames(-1)
-	var key []byte
+	sfd := -2 // not opened yet
+	defer func() {
+		if sfd >= 0 {
+			unix.Close(sfd)
+		}
+	}()
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".json") || strings.HasPrefix(n, ".") {
 			continue
 		}
-		if key == nil {
-			if key, err = journalKey(false); err != nil {
+		if sfd == -2 {
+			if sfd, err = openSealDir(false); err != nil {
 				return nil, nil, err
 			}
 		}
-		rec, err := readJournal(dfd, n, key)
+		rec, err := readJournal(dfd, sfd, n)
 		if err != nil {
-			// not one this user's launches wrote: never carried out, removed so that
+			// not as this user's launches wrote it: never carried out, removed so that
 			// it is reported once
 			unix.Unlinkat(dfd, n, 0)
+			if sfd >= 0 {
+				unix.Unlinkat(sfd, n, 0)
+			}
 			failed = append(failed, filepath.Join(dir, n)+": refused and removed: "+err.Error())
 			continue
 		}
@@ -274,29 +255,37 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 		removed, failed = append(removed, r...), append(failed, fl...)
 		if len(fl) == 0 {
 			unix.Unlinkat(dfd, n, 0)
+			unix.Unlinkat(sfd, n, 0)
 		}
 	}
 	return removed, failed, nil
 }
 
-// readJournal reads and checks one journal file (readSmall: the caller's, mode 0600,
-// one link, at most 4 MiB): its MAC under key, its entries' paths absolute and clean,
-// each in one of its trees, and each tree a real directory (no symlink on its path)
-// of the caller's (any owner for root, whose workspaces may be its users').
-func readJournal(dfd int, name string, key []byte) (record, error) {
+// readJournal reads and checks the journal file name of the directory dfd (readSmall:
+// the caller's, mode 0600, one link, at most 4 MiB): its seal in sfd (-1: none) holds
+// the same bytes; its entries' paths are absolute and clean, each in one of its trees;
+// and each tree is a real directory (no symlink on its path) of the caller's (any
+// owner for root, whose workspaces may be its users').
+func readJournal(dfd, sfd int, name string) (record, error) {
 	var rec record
 	b, err := readSmall(dfd, name, 4<<20)
 	if err != nil {
 		return rec, err
 	}
-	var sg signed
-	if err := json.Unmarshal(b, &sg); err != nil {
-		return rec, err
+	var seal []byte
+	if sfd >= 0 {
+		seal, err = readSmall(sfd, name, 4<<20)
 	}
-	if key == nil || !hmac.Equal([]byte(mac(key, sg.Record)), []byte(sg.MAC)) {
-		return rec, errors.New("not authentic (its HMAC does not match this user's journal key)")
+	if sfd < 0 || err != nil || !bytes.Equal(b, seal) {
+		why := "none"
+		if err != nil {
+			why = err.Error()
+		} else if seal != nil {
+			why = "different content"
+		}
+		return rec, fmt.Errorf("no launch of this user wrote it: its seal in %s: %s", sealDir(), why)
 	}
-	if err := json.Unmarshal(sg.Record, &rec); err != nil {
+	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, err
 	}
 	for _, t := range rec.Trees {
