@@ -95,6 +95,9 @@ func TestJournalForgedByASandbox(t *testing.T) {
 		if r.code != 125 || !strings.Contains(r.stderr, "journal") {
 			t.Errorf("a launch whose workspace holds the journal directory ran (want 125 naming the journal):\n%v", r)
 		}
+		if _, err := os.Lstat(filepath.Join(rt, "gosbx")); err == nil {
+			t.Errorf("the refused launch's command ran: it made .rt/gosbx")
+		}
 		// the same through a symlink to the workspace (a string prefix would not see it)
 		wsLink := filepath.Join(s.base, "ws-link")
 		must(t, os.Symlink(s.ws, wsLink))

@@ -363,7 +363,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 // before the init may fork the command: should this process and the init both die
 // before it is done, the next launch of this user completes it. Journals that earlier
 // launches left (their launcher and init gone) are completed first. Every launch,
-// whatever it owes, refuses to run when the journal or key directory lies in a tree
+// whatever it owes, refuses to run when the journal or seal directory lies in a tree
 // its sandbox can write (cleanup.CheckOutside): a sandbox there could forge journals.
 func (c *Cmd) beginJournal(spec *config.Config) error {
 	var writable []string
