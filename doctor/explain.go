@@ -28,9 +28,8 @@ func explainUserns(err error, f Facts) (detail, fix string) {
 	case f.AppArmorRestrictUserns == "1" && !f.Root:
 		fix = apparmorFix
 	case f.Container != "" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)):
-		fix = fmt.Sprintf("inside %s, the container's seccomp profile or missing capabilities forbid user namespaces: "+
-			"run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER (e.g. --security-opt seccomp=unconfined), "+
-			"or run gosbx on the host", f.Container)
+		fix = fmt.Sprintf("inside %s, the container's seccomp profile refused clone with CLONE_NEWUSER: "+
+			"run the container with gosbx's seccomp profile: %s", f.Container, nsinit.FixSeccompProfile)
 	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES):
 		fix = nsinit.Hint("clone", err)
 	case errors.Is(err, unix.EINVAL):

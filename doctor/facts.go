@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -21,8 +22,15 @@ type Facts struct {
 	MaxUserNamespaces      string // user.max_user_namespaces
 	UnprivUsernsClone      string // kernel.unprivileged_userns_clone (Debian)
 	Container              string // "docker", "kubernetes", "podman", "lxc" or ""
+	ContainerHow           string // what said so: "/run/.containerenv", "/proc/self/cgroup", …
 	MaskedProc             []string
+	Seccomp                string // the Seccomp: field of /proc/self/status: 0 none, 1 strict, 2 filter
+	AppArmor               string // /proc/self/attr/current ("" when absent)
+	CapEff, CapBnd         uint64 // this process's effective and bounding capability sets
 }
+
+// SysAdmin says whether CAP_SYS_ADMIN is in the effective set.
+func (f Facts) SysAdmin() bool { return f.CapEff&(1<<unix.CAP_SYS_ADMIN) != 0 }
 
 func sysctl(name string) string {
 	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
@@ -45,26 +53,23 @@ func ReadFacts() Facts {
 	if unix.Uname(&u) == nil {
 		f.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	switch {
-	case exists("/.dockerenv"):
-		f.Container = "docker"
-	case exists("/run/.containerenv"):
-		f.Container = "podman"
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		f.Container = "kubernetes"
-	}
-	if f.Container == "" {
-		if b, err := os.ReadFile("/proc/1/cgroup"); err == nil {
-			s := string(b)
-			switch {
-			case strings.Contains(s, "kubepods"):
-				f.Container = "kubernetes"
-			case strings.Contains(s, "docker"):
-				f.Container = "docker"
-			case strings.Contains(s, "lxc"):
-				f.Container = "lxc"
+	f.Container, f.ContainerHow = container()
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(st), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			v = strings.TrimSpace(v)
+			switch k {
+			case "Seccomp":
+				f.Seccomp = v
+			case "CapEff":
+				f.CapEff, _ = strconv.ParseUint(v, 16, 64)
+			case "CapBnd":
+				f.CapBnd, _ = strconv.ParseUint(v, 16, 64)
 			}
 		}
+	}
+	if b, err := os.ReadFile("/proc/self/attr/current"); err == nil {
+		f.AppArmor = strings.TrimSpace(strings.TrimRight(string(b), "\x00"))
 	}
 	f.MaskedProc = maskedProc()
 	return f
@@ -85,6 +90,34 @@ func maskedProc() []string {
 		}
 	}
 	return out
+}
+
+// container says which container runtime this process runs under, and from what: the
+// files runtimes leave in the root (/.dockerenv, /run/.containerenv), the Kubernetes
+// service variables, or the cgroup path of this process.
+func container() (string, string) {
+	switch {
+	case exists("/run/.containerenv"):
+		return "podman", "/run/.containerenv"
+	case exists("/.dockerenv"):
+		return "docker", "/.dockerenv"
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		return "kubernetes", "KUBERNETES_SERVICE_HOST"
+	}
+	for _, p := range []string{"/proc/self/cgroup", "/proc/1/cgroup"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		for _, c := range []struct{ key, name string }{{"kubepods", "kubernetes"}, {"libpod", "podman"},
+			{"docker", "docker"}, {"containerd", "containerd"}, {"lxc", "lxc"}} {
+			if strings.Contains(s, c.key) {
+				return c.name, p
+			}
+		}
+	}
+	return "", ""
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
