@@ -53,9 +53,10 @@ func setupPodman() (*podmanHost, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
+	os.Chmod(dir, 0o755) // a container in a user namespace reaches its rootfs as another host id
 	h := &podmanHost{conf: filepath.Join(dir, "containers.conf"), rootfs: filepath.Join(dir, "rootfs")}
 	r := h.rootfs
-	for _, d := range []string{"etc", "tmp", "usr", "proc", "sys", "dev", "work", "outside"} {
+	for _, d := range []string{"etc", "tmp", "run", "usr", "proc", "sys", "dev", "work", "outside"} {
 		if err := os.MkdirAll(filepath.Join(r, d), 0o755); err != nil {
 			return nil, err.Error()
 		}
@@ -68,6 +69,9 @@ func setupPodman() (*podmanHost, string) {
 		"etc/passwd":      "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		"etc/group":       "root:x:0:\nnogroup:x:65534:\n",
 		"containers.conf": "[containers]\ndefault_ulimits = []\n",
+		// podman binds its own over these; made here so that a container in a user
+		// namespace need not create them in a rootfs owned by another host id
+		"etc/hosts": "", "etc/resolv.conf": "", "etc/hostname": "", "run/.containerenv": "",
 	}
 	for name, content := range files {
 		p := filepath.Join(r, name)
@@ -90,27 +94,36 @@ func setupPodman() (*podmanHost, string) {
 
 // posture is one way to run the container.
 type posture struct {
-	name string
-	opts []string
+	name   string
+	opts   []string
+	idBase int // the host id of uid 0 inside: a user namespace for the container when not 0
 }
 
+// usernsBase is the first host id of the user namespace of usernsPosture's containers.
+const usernsBase = 200000
+
 var (
-	defaultPosture = posture{"podman defaults", nil}
-	profilePosture = posture{"gosbx profile, masked /proc", []string{"--security-opt", "seccomp=" + containerProfile}}
+	defaultPosture = posture{"podman defaults", nil, 0}
+	profilePosture = posture{"gosbx profile, masked /proc", []string{"--security-opt", "seccomp=" + containerProfile}, 0}
 	shippedPosture = posture{"gosbx profile, unmasked /proc", []string{"--security-opt", "seccomp=" + containerProfile,
-		"--security-opt", "unmask=ALL"}}
+		"--security-opt", "unmask=ALL"}, 0}
+	// as above, in a user namespace: what the examples advise for a root container, whose
+	// root could otherwise write the host's /proc/sys once /proc is unmasked
+	usernsPosture = posture{"gosbx profile, unmasked /proc, user namespace", []string{"--security-opt", "seccomp=" + containerProfile,
+		"--security-opt", "unmask=ALL", "--uidmap", "0:200000:65536", "--gidmap", "0:200000:65536"}, usernsBase}
 )
 
 // run runs /gosbx args in a container of posture p as uid, with the host directory ws
 // at /work and outside at /outside (both writable in the container, so only the
-// sandbox can keep a command from them).
+// sandbox can keep a command from them), and a private /run (gosbx keeps its cleanup
+// journal there: not in the rootfs the parallel containers share).
 func (h *podmanHost) run(t *testing.T, p posture, uid int, ws, outside string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	prof, _ := filepath.Abs(containerProfile)
 	a := []string{"--runtime", "/usr/sbin/runc", "run", "--rm", "--network", "none", "--user", strconv.Itoa(uid),
-		"-v", "/usr:/usr:ro", "-v", ws + ":/work", "-v", outside + ":/outside"}
+		"--tmpfs", "/run", "-v", "/usr:/usr:ro", "-v", ws + ":/work", "-v", outside + ":/outside"}
 	for _, o := range p.opts {
 		a = append(a, strings.Replace(o, containerProfile, prof, 1))
 	}
@@ -146,12 +159,18 @@ cat /proc/self/uid_map; grep CapEff /proc/self/status`
 func TestContainer(t *testing.T) {
 	h := requirePodman(t)
 	for _, uid := range []int{0, nobodyID} {
-		for _, p := range []posture{defaultPosture, profilePosture, shippedPosture} {
+		for _, p := range []posture{defaultPosture, profilePosture, shippedPosture, usernsPosture} {
+			if p.idBase != 0 && uid != 0 {
+				continue
+			}
 			t.Run(p.name+"/uid "+strconv.Itoa(uid), func(t *testing.T) {
 				t.Parallel()
-				ws, outside := containerDirs(t, uid)
+				ws, outside := containerDirs(t, p.idBase+uid)
 				r := h.run(t, p, uid, ws, outside, "exec", "--workspace", "/work", "--", "/bin/sh", "-c", containerScript)
 				d := h.run(t, p, uid, ws, outside, "doctor", "--json", "--workspace", "/work")
+				if d.stdout == "" {
+					t.Fatalf("gosbx doctor in the container printed nothing:\n%v", d)
+				}
 				ok, checks := parseDoctorJSON(t, d.stdout, uid)
 				byName := map[string]doctorCheck{}
 				for _, c := range checks {
@@ -179,7 +198,7 @@ func TestContainer(t *testing.T) {
 					if ok || d.code != 1 || launch.Status != "fail" || !strings.Contains(launch.Fix, want) {
 						t.Errorf("doctor: want ok false, exit 1, sandbox launch fail naming %q; got ok %v exit %d %+v", want, ok, d.code, launch)
 					}
-				case shippedPosture.name:
+				case shippedPosture.name, usernsPosture.name:
 					mustSucceed(t, r, "a command under gosbx's profile with /proc unmasked")
 					if b, err := os.ReadFile(filepath.Join(ws, "ran")); err != nil || string(b) != "ran\n" {
 						t.Errorf("the workspace write did not reach the host: %q %v", b, err)
