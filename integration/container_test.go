@@ -298,7 +298,8 @@ func TestContainerProfileCalls(t *testing.T) {
 			if len(f) < 2 || strings.HasPrefix(f[1], "+++") || strings.HasPrefix(f[1], "---") || strings.HasPrefix(f[1], "<...") {
 				continue
 			}
-			if name, _, ok := strings.Cut(f[1], "("); ok && name != "" {
+			// "???(" is strace's name for a call it could not read (a thread killed in it)
+			if name, _, ok := strings.Cut(f[1], "("); ok && name != "" && name != "???" {
 				called[name] = true
 			}
 		}
