@@ -64,6 +64,11 @@ func explainSetup(se *nsinit.SetupError, f Facts) string {
 
 // explainCgroup says what to do when this caller has no usable cgroup.
 func explainCgroup(mode string, f Facts) string {
+	if f.Container != "" {
+		return "inside a container the cgroup file system is read-only or not delegated (Docker, Podman and Kubernetes mount it so): " +
+			"limits you ask for give 125; use --limits best-effort and limit the container itself (docker/podman run --memory, " +
+			"--pids-limit, --cpus; a Pod's resources.limits)"
+	}
 	if f.Root || mode == "none" {
 		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
 	}

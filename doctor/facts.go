@@ -26,7 +26,7 @@ type Facts struct {
 	MaskedProc             []string
 	Seccomp                string // the Seccomp: field of /proc/self/status: 0 none, 1 strict, 2 filter
 	AppArmor               string // /proc/self/attr/current ("" when absent)
-	CapEff, CapBnd         uint64 // this process's effective and bounding capability sets
+	CapEff                 uint64 // this process's effective capability set
 }
 
 // SysAdmin says whether CAP_SYS_ADMIN is in the effective set.
@@ -63,8 +63,6 @@ func ReadFacts() Facts {
 				f.Seccomp = v
 			case "CapEff":
 				f.CapEff, _ = strconv.ParseUint(v, 16, 64)
-			case "CapBnd":
-				f.CapBnd, _ = strconv.ParseUint(v, 16, 64)
 			}
 		}
 	}
