@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/nsinit"
 )
 
 // Facts are what the host says about itself, read only to explain a failed check.
@@ -53,7 +54,7 @@ func ReadFacts() Facts {
 	if unix.Uname(&u) == nil {
 		f.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	f.Container, f.ContainerHow = container()
+	f.Container, f.ContainerHow = nsinit.Container()
 	if st, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, l := range strings.Split(string(st), "\n") {
 			k, v, _ := strings.Cut(l, ":")
@@ -88,34 +89,6 @@ func maskedProc() []string {
 		}
 	}
 	return out
-}
-
-// container says which container runtime this process runs under, and from what: the
-// files runtimes leave in the root (/.dockerenv, /run/.containerenv), the Kubernetes
-// service variables, or the cgroup path of this process.
-func container() (string, string) {
-	switch {
-	case exists("/run/.containerenv"):
-		return "podman", "/run/.containerenv"
-	case exists("/.dockerenv"):
-		return "docker", "/.dockerenv"
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		return "kubernetes", "KUBERNETES_SERVICE_HOST"
-	}
-	for _, p := range []string{"/proc/self/cgroup", "/proc/1/cgroup"} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		for _, c := range []struct{ key, name string }{{"kubepods", "kubernetes"}, {"libpod", "podman"},
-			{"docker", "docker"}, {"containerd", "containerd"}, {"lxc", "lxc"}} {
-			if strings.Contains(s, c.key) {
-				return c.name, p
-			}
-		}
-	}
-	return "", ""
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -44,12 +44,15 @@ const (
 // a seccomp filter confines it (Seccomp: 2 in /proc/self/status, as inside a
 // container with its runtime's profile; the init inherits it) and its AppArmor label.
 type launchEnv struct {
-	filtered bool
-	apparmor string // /proc/self/attr/current, "" when none or unconfined
+	filtered  bool
+	container bool   // Container found one
+	apparmor  string // /proc/self/attr/current, "" when none or unconfined
 }
 
 var currentEnv = sync.OnceValue(func() launchEnv {
 	var e launchEnv
+	name, _ := Container()
+	e.container = name != ""
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
@@ -75,11 +78,15 @@ func hintIn(step string, err error, env launchEnv) string {
 	var me *mounts.Error
 	denied := errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
 	proc := errors.As(err, &me) && me.Op == "mount" && me.Source == "proc" && errors.Is(err, unix.EPERM)
-	if env.filtered && denied && !proc {
-		if call := filteredCall(step); call != "" {
+	if call := filteredCall(step); env.filtered && denied && !proc && call != "" {
+		switch {
+		case env.container:
 			return "the seccomp filter gosbx runs under (Seccomp: 2 in /proc/self/status: inside a container, its " +
 				"seccomp profile; Docker's and Podman's defaults allow this only with CAP_SYS_ADMIN) refused " + call +
 				": run the container with gosbx's profile: " + FixSeccompProfile
+		case step != "clone": // clone keeps hintUserns, which names this case too
+			return "a seccomp filter around gosbx (Seccomp: 2 in /proc/self/status: another sandbox, gosbx exec's own " +
+				"filter included, or a service manager's SystemCallFilter=) refused " + call + ": run gosbx outside it"
 		}
 	}
 	if env.apparmor != "" && errors.Is(err, unix.EACCES) && (step == "mount" || step == "pivot_root") {
@@ -114,3 +121,34 @@ func filteredCall(step string) string {
 	}
 	return ""
 }
+
+// Container says which container runtime this process runs under ("podman", "docker",
+// "kubernetes", "containerd", "lxc"; "" for none found) and what said so: the files
+// runtimes leave in the root (/run/.containerenv, /.dockerenv), the Kubernetes service
+// variables, or the cgroup path of this process or of pid 1 (cgroups(7)).
+func Container() (name, evidence string) {
+	switch {
+	case fileExists("/run/.containerenv"):
+		return "podman", "/run/.containerenv"
+	case fileExists("/.dockerenv"):
+		return "docker", "/.dockerenv"
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		return "kubernetes", "KUBERNETES_SERVICE_HOST"
+	}
+	for _, p := range []string{"/proc/self/cgroup", "/proc/1/cgroup"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		for _, c := range []struct{ key, name string }{{"kubepods", "kubernetes"}, {"libpod", "podman"},
+			{"docker", "docker"}, {"containerd", "containerd"}, {"lxc", "lxc"}} {
+			if strings.Contains(s, c.key) {
+				return c.name, p
+			}
+		}
+	}
+	return "", ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -401,7 +401,7 @@ func TestInitNotCalled(t *testing.T) {
 // refuse gets the fix that names gosbx's profile; a masked /proc keeps its own hint,
 // and without a filter the same errors get the host hints.
 func TestHintInContainer(t *testing.T) {
-	filtered := launchEnv{filtered: true}
+	filtered := launchEnv{filtered: true, container: true}
 	for _, c := range []struct {
 		step string
 		err  error
@@ -421,6 +421,13 @@ func TestHintInContainer(t *testing.T) {
 		if h := hintIn(c.step, c.err, launchEnv{}); strings.Contains(h, "gosbx.json") {
 			t.Errorf("hintIn(%s, %v) without a filter = %q: names the container profile", c.step, c.err, h)
 		}
+	}
+	// a filter outside a container (another sandbox) is not a container's profile
+	if h := hintIn("hostname", unix.EPERM, launchEnv{filtered: true}); !strings.Contains(h, "another sandbox") || strings.Contains(h, "gosbx.json") {
+		t.Errorf("hintIn(hostname, filtered, no container) = %q", h)
+	}
+	if h := hintIn("clone", unix.EPERM, launchEnv{filtered: true}); h != hintUserns {
+		t.Errorf("hintIn(clone, filtered, no container) = %q, want the user namespace hint", h)
 	}
 	proc := &mounts.Error{Op: "mount", Source: "proc", Target: "/proc", Err: unix.EPERM}
 	if h := hintIn("mount", proc, filtered); !strings.Contains(h, "unmask=ALL") || !strings.Contains(h, "procMount: Unmasked") || strings.Contains(h, "gosbx.json") {
