@@ -206,6 +206,14 @@ func TestContainer(t *testing.T) {
 					if strings.Contains(r.stdout, "WROTE") || !strings.Contains(r.stdout, "CapEff:\t0000000000000000") {
 						t.Errorf("the boundary does not hold inside the container:\n%v", r)
 					}
+					// item 1 inside the container: uid 0 (no CAP_SYS_ADMIN, or root of a user
+					// namespace) takes the unprivileged path, its files owned by the container's id
+					if owner, _ := ownerOf(t, filepath.Join(ws, "ran")); owner != p.idBase+uid {
+						t.Errorf("the command's file is owned by host uid %d, want %d", owner, p.idBase+uid)
+					}
+					if idm := byName["idmapped mounts (root callers)"]; uid == 0 && (idm.Status != "skip" || !strings.Contains(idm.Detail, "not a root caller")) {
+						t.Errorf("doctor takes container root for a root caller: %+v", idm)
+					}
 					if f := strings.Fields(r.stdout); len(f) < 3 || f[0] != strconv.Itoa(uid) || f[1] != strconv.Itoa(uid) || f[2] != "1" {
 						t.Errorf("uid_map inside %q, want %d mapped to itself alone", f, uid)
 					}
