@@ -90,12 +90,15 @@ func (e *sessionEnv) info(name string) sessionInfo {
 	return sessionInfo{}
 }
 
-// runtimeFiles lists what is left in the runtime directory.
+// runtimeFiles lists the sessions' files left in the runtime directory (NAME.lock,
+// NAME.sock, NAME.jobs; the cleanup journals and their seals share the directory).
 func (e *sessionEnv) runtimeFiles() []string {
 	ents, _ := os.ReadDir(filepath.Join(e.rt, "gosbx"))
 	var out []string
 	for _, x := range ents {
-		out = append(out, x.Name())
+		if ext := filepath.Ext(x.Name()); ext == ".lock" || ext == ".sock" || ext == ".jobs" {
+			out = append(out, x.Name())
+		}
 	}
 	return out
 }
@@ -126,9 +129,10 @@ func alive(pid int) bool {
 // its cgroups.
 func (e *sessionEnv) checkNothingLeft(in sessionInfo, link string, when string) {
 	e.t.Helper()
-	for _, p := range []int{in.Pid, in.InitPid} {
+	for i, p := range []int{in.Pid, in.InitPid} {
 		if alive(p) {
-			e.t.Errorf("%s: process %d of the session (supervisor, init) is alive", when, p)
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+			e.t.Errorf("%s: the session's %s, %d, is alive: %s", when, []string{"supervisor", "init"}[i], p, b)
 		}
 	}
 	if link != "" {

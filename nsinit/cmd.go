@@ -385,22 +385,26 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 // beginJournal records the after-run cleanup this launch owes (cleanup.BeginJournal),
 // before the init may fork the command: should this process and the init both die
 // before it is done, the next launch of this user completes it. Journals that earlier
-// launches left (their launcher and init gone) are completed first.
+// launches left (their launcher and init gone) are completed first. Every launch,
+// whatever it owes, refuses to run when the journal or seal directory lies in a tree
+// its sandbox can write (cleanup.CheckOutside): a sandbox there could forge journals.
 func (c *Cmd) beginJournal(spec *config.Config) error {
-	cleanup.CompleteJournals()
-	entries := spec.Cleanup
-	if len(entries) == 0 {
-		return nil
-	}
-	var err error
 	var writable []string
 	for _, m := range spec.Mounts {
 		if m.Type == "bind" && !slices.Contains(m.Options, "ro") {
 			writable = append(writable, m.Source)
 		}
 	}
-	if err = fault.Check("journal"); err == nil {
-		c.own.journal, err = cleanup.BeginJournal(entries, c.init.pid, writable)
+	err := cleanup.CheckOutside(writable)
+	if err == nil {
+		// what it cannot complete, a squatted directory included, fails only a launch
+		// that must write a journal there (BeginJournal)
+		cleanup.CompleteJournals(writable)
+	}
+	if err == nil && len(spec.Cleanup) > 0 {
+		if err = fault.Check("journal"); err == nil {
+			c.own.journal, err = cleanup.BeginJournal(spec.Cleanup, c.init.pid, writable)
+		}
 	}
 	if err != nil {
 		return &SetupError{Step: "journal", Err: err}

@@ -144,7 +144,11 @@ func execute(o policy.Options, status *os.File) error {
 	start := time.Now()
 	// The cleanup that earlier launches owe and could not do (their launcher and init
 	// killed): done before this launch looks at the workspace, which may be theirs.
-	completeJournals()
+	ws := o.Workspace
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	completeJournals(append([]string{ws}, o.ReadWrite...))
 	eff, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
@@ -289,13 +293,23 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 }
 
 // completeJournals completes the after-run cleanup of earlier launches of this user
-// whose launcher and sandbox are gone (cleanup.CompleteJournals), and says what it did.
-func completeJournals() {
-	removed, failed := cleanup.CompleteJournals()
+// whose launcher and sandbox are gone (cleanup.CompleteJournals), and says what it did
+// and what it could not. writable are the trees this launch's sandbox will write, as
+// the caller named them (the workspace, --rw): nothing is done when the journal
+// directory lies in one (the launch is refused later, in nsinit, once the policy has
+// named every writable tree).
+func completeJournals(writable []string) {
+	if cleanup.CheckOutside(writable) != nil {
+		return
+	}
+	removed, failed, err := cleanup.CompleteJournals(writable)
 	for _, p := range removed {
 		fmt.Fprintf(os.Stderr, "gosbx: an earlier sandbox's command created %s, and its launcher was killed before removing it; removed\n", p)
 	}
 	for _, f := range failed {
 		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete an earlier sandbox's cleanup: %s\n", f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete earlier sandboxes' cleanup: %v\n", err)
 	}
 }

@@ -71,7 +71,13 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return err
 			}
-			completeJournals()
+			// as gosbx exec does: the cleanup earlier launches owe, unless the journal
+			// directory lies in a tree this session will write
+			ws := o.Workspace
+			if ws == "" {
+				ws, _ = os.Getwd()
+			}
+			completeJournals(append([]string{ws}, o.ReadWrite...))
 			eff, err := policy.Effective(o, host)
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
@@ -182,8 +188,8 @@ func stopSession(name string, kill bool) error {
 			break
 		}
 	}
-	for _, p := range pids {
-		waitPid(p, "", 5*time.Second)
+	for i, p := range pids {
+		waitPid(p, []string{supervisorCmdline, initCmdline}[min(i, 1)], 5*time.Second)
 	}
 	return nil
 }
@@ -250,7 +256,7 @@ func sweepStale(dir string) []session.Info {
 		}
 		// Not answered: its supervisor may be exiting (killed), which frees its lock.
 		if pids := lockPids(files.Lock); len(pids) > 0 {
-			waitPid(pids[0], "", time.Second)
+			waitPid(pids[0], supervisorCmdline, time.Second)
 		}
 		lock, err := session.Lock(files)
 		if err == nil {
@@ -270,7 +276,7 @@ func sweepStale(dir string) []session.Info {
 	}
 	if swept {
 		cgroup.CollectStale()
-		completeJournals()
+		completeJournals(nil)
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	return infos
@@ -316,31 +322,34 @@ func lockPids(path string) []int {
 	return pids
 }
 
-// waitGone waits for the init of a session whose supervisor died (its pid, second in
-// the lock file lf): it ends by itself once the life pipe closes, or is killed after d.
+// waitGone waits for a dead supervisor's end (its pid, first in the lock file lf) and
+// its init's (second): the init ends by itself once the life pipe closes, or is
+// killed after d.
 func waitGone(lf *os.File, d time.Duration) {
-	if pids := lockPids(lf.Name()); len(pids) == 2 {
-		if !waitPid(pids[1], nsinit.InitArg, d) {
+	pids := lockPids(lf.Name())
+	if len(pids) > 0 {
+		waitPid(pids[0], supervisorCmdline, d) // its lock is free: it is exiting, if not gone
+	}
+	if len(pids) == 2 {
+		if !waitPid(pids[1], initCmdline, d) {
 			unix.Kill(pids[1], unix.SIGKILL)
-			waitPid(pids[1], nsinit.InitArg, d)
+			waitPid(pids[1], initCmdline, d)
 		}
 	}
 }
 
-// waitPid waits up to d for process pid to end (pidfd_open(2), poll(2)); with argv0
-// set, a process whose argv[0] is another is not the one meant (its pid reused). It
-// reports whether it is gone.
-func waitPid(pid int, argv0 string, d time.Duration) bool {
+// waitPid waits up to d for process pid to end (pidfd_open(2), poll(2)); a process
+// whose command line does not start with cmdline is not the one meant (its pid
+// reused). It reports whether it is gone.
+func waitPid(pid int, cmdline string, d time.Duration) bool {
 	pfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return true // ESRCH: gone
 	}
 	defer unix.Close(pfd)
-	if argv0 != "" {
-		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if a, _, _ := strings.Cut(string(cmd), "\x00"); a != argv0 {
-			return true
-		}
+	// A process already exiting has released its memory: its cmdline reads empty.
+	if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); len(cmd) > 0 && !strings.HasPrefix(string(cmd), cmdline) {
+		return true // another process, with the pid reused
 	}
 	fds := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
 	end := time.Now().Add(d)
@@ -352,3 +361,9 @@ func waitPid(pid int, argv0 string, d time.Duration) bool {
 		return n > 0
 	}
 }
+
+// The command lines a supervisor and a sandbox's init start with (/proc/PID/cmdline).
+const (
+	supervisorCmdline = "gosbx\x00" + supervisorArg + "\x00"
+	initCmdline       = nsinit.InitArg + "\x00"
+)

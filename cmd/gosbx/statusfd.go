@@ -21,7 +21,11 @@ const statusFdFix = "open it on a file outside the workspace and the --rw trees,
 // own stdio (0, 1, 2), or the same file (a pipe, a terminal, a file: same device and
 // inode by fstat(2); for a character device, the same device number, as another node
 // of the same terminal) as one of them, since the command could write status lines of
-// its own making there. /dev/null is accepted (nothing reads it).
+// its own making there. Any terminal is refused, whatever its name (/dev/tty is device
+// 5:0, the terminal behind it 136:N): it answers TCGETS (isatty(3)), or is a tty,
+// console or ptmx node (major 4 or 5); a command on a terminal reaches it through its
+// own stdio or /dev/tty, and a terminal is no status channel. /dev/null is accepted
+// (nothing reads it).
 func checkStatusShared(n int) error {
 	if n <= 2 {
 		return fmt.Errorf("--status-fd %d is the command's own stdio: it could write status lines of its own there; %s", n, statusFdFix)
@@ -32,6 +36,11 @@ func checkStatusShared(n int) error {
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(1, 3) {
 		return nil
+	}
+	_, terr := unix.IoctlGetTermios(n, unix.TCGETS)
+	if maj := unix.Major(st.Rdev); terr == nil || st.Mode&unix.S_IFMT == unix.S_IFCHR && (maj == 4 || maj == 5) {
+		return fmt.Errorf("--status-fd %d is open on a terminal (%s): the command can write to a terminal it runs on, by its stdio or /dev/tty; %s",
+			n, fdLink(n), statusFdFix)
 	}
 	for fd := 0; fd <= 2; fd++ {
 		var s unix.Stat_t
