@@ -599,6 +599,8 @@ func (c *Cmd) isTimedOut() bool {
 
 // Signal sends sig to the command; the sandbox's init forwards SIGINT, SIGTERM, SIGHUP,
 // SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH and SIGCONT to it. SIGKILL kills the whole sandbox.
+// For a command of a Session, any signal goes to the command alone, through the
+// session's init, while it runs (SignalGroup: to its process group).
 func (c *Cmd) Signal(sig os.Signal) error {
 	if c.sess != nil {
 		ss, ok := sig.(syscall.Signal)

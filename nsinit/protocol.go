@@ -27,7 +27,9 @@ import (
 //	     Both are sent after the clone, while the init's runtime starts. An init built
 //	     ahead by a Pool (argv word "pool") then reports "ready" on fd 4 and waits for
 //	     one more frame, the command's specs.Process, which comes with its stdin,
-//	     stdout and stderr as SCM_RIGHTS descriptors.
+//	     stdout and stderr as SCM_RIGHTS descriptors. A session's init (argv word
+//	     "session") reports "ready" too, then serves its owner's requests there, one
+//	     frame each, until the owner is gone (sessioninit.go).
 //	fd 4 (init → launcher): frames, one message per setup outcome (below).
 //	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
 //	     init forks the command only then), then an "ack" byte once the launcher has
