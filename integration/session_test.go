@@ -705,3 +705,25 @@ func TestSessionDieWithOwner(t *testing.T) {
 		t.Errorf("--die-with-owner of no process: want 125\n%v", r)
 	}
 }
+
+// TestSessionClientCompilesNoPolicy: `exec --session` does not compile a policy: from
+// /, which gosbx exec refuses as a workspace (the policy step), it runs in the session.
+func TestSessionClientCompilesNoPolicy(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("n")
+	for _, args := range [][]string{{"exec", "--", "true"}, {"exec", "--session", "n", "--", "true"}} {
+		ctx := e.limitCtx(runLimit)
+		cmd := e.rawCommand(ctx, args...)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		cmd.Dir = "/"
+		r := e.runCmd(ctx, cmd)
+		want := 0
+		if len(args) == 3 {
+			want = 125 // the policy step refuses / as the workspace
+		}
+		if r.code != want {
+			t.Errorf("%v from /: want %d\n%v", args, want, r)
+		}
+	}
+}
