@@ -727,3 +727,27 @@ func TestSessionClientCompilesNoPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionStatusFdInWorkspace: as gosbx exec, exec --session refuses a status file
+// the session's commands could write (one in its workspace): 125, the command not run.
+func TestSessionStatusFdInWorkspace(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, nobodyCaller)
+	e.start("f")
+	status := e.writeWS("status.json", "", 0o644)
+	f, err := os.OpenFile(status, os.O_WRONLY, 0)
+	must(t, err)
+	defer f.Close()
+	marker := filepath.Join(e.ws, "ran")
+	ctx := e.limitCtx(runLimit)
+	cmd := e.rawCommand(ctx, "exec", "--session", "f", "--status-fd", "3", "--", "touch", marker)
+	cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+	cmd.ExtraFiles = []*os.File{f}
+	r := e.runCmd(ctx, cmd)
+	if r.code != 125 || !strings.Contains(r.stderr, "which the command can write") {
+		t.Errorf("a status file in the workspace: want 125 and the refusal\n%v", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
+	}
+}

@@ -75,7 +75,12 @@ func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []strin
 		// terminal, not signal this process.
 		defer restoreTerminal(makeRaw())
 	}
-	if err := session.WriteFrame(fd, session.ReqExec, req.Encode(), []int{0, 1, 2}); err != nil {
+	stdio := []int{0, 1, 2}
+	if status != nil {
+		req.StatusFd = int(status.Fd())
+		stdio = append(stdio, req.StatusFd)
+	}
+	if err := session.WriteFrame(fd, session.ReqExec, req.Encode(), stdio); err != nil {
 		return fail(&setupFailure{step: "session", err: fmt.Errorf("send the request to session %q: %w", name, err)})
 	}
 	go func() {

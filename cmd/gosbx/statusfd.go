@@ -61,12 +61,16 @@ func checkStatusShared(n int) error {
 // the path the kernel names it by (/proc/self/fd/N), or, on the file system of such a
 // tree, a file with more than one hard link (another name may lie inside). A status
 // file the command could append to would end with a line of its making.
-func checkStatusOutside(n int, spec *config.Config) error {
+func checkStatusOutside(n int, spec *config.Config) error { return checkStatusOutsideAs(n, n, spec) }
+
+// checkStatusOutsideAs is checkStatusOutside of descriptor fd, which the caller names
+// n (a session's supervisor checks the client's descriptor, received as fd).
+func checkStatusOutsideAs(fd, n int, spec *config.Config) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(n, &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("--status-fd %d: fstat: %w", n, err)
 	}
-	link := fdLink(n)
+	link := fdLink(fd)
 	path := strings.TrimSuffix(link, " (deleted)")
 	for _, m := range spec.Mounts {
 		if m.Type != "bind" || slices.Contains(m.Options, "ro") {

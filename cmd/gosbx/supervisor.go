@@ -220,13 +220,14 @@ func (sv *supervisor) handle(fd int) {
 	if err != nil || int(cred.Uid) != os.Getuid() || !sameUserNamespace(fd, int(cred.Pid)) {
 		return
 	}
-	kind, body, fds, err := session.ReadFrame(fd, 3)
+	kind, body, fds, err := session.ReadFrame(fd, 4)
 	if err != nil {
 		return
 	}
 	switch kind {
 	case session.ReqExec:
-		sv.exec(fd, body, fds)
+		sv.exec(fd, body, fds) // takes the descriptors
+		return
 	case session.ReqInfo:
 		b, _ := json.Marshal(sv.info())
 		session.WriteFrame(fd, session.RepInfo, b, nil)
@@ -266,6 +267,17 @@ func (sv *supervisor) info() session.Info {
 // own descriptors. It answers the status events (when asked), messages for stderr, and
 // last the exit status, by the rules of gosbx exec.
 func (sv *supervisor) exec(fd int, body []byte, fds []int) {
+	// The client's descriptors, closed once done here (through their os.File alone: a
+	// descriptor closed twice could be another goroutine's by then).
+	files := make([]*os.File, len(fds))
+	for i, f := range fds {
+		files[i] = os.NewFile(uintptr(f), "client")
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	var wmu sync.Mutex
 	reply := func(kind byte, b []byte) {
 		wmu.Lock()
@@ -277,8 +289,12 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
 	}
 	req, err := session.DecodeExec(body)
-	if err == nil && len(fds) != 3 {
-		err = fmt.Errorf("the request came with %d descriptors, want 3 (stdin, stdout, stderr)", len(fds))
+	if err == nil && len(fds) != 3+btoi(req.Status) {
+		err = fmt.Errorf("the request came with %d descriptors, want stdin, stdout, stderr and, with --status-fd, it", len(fds))
+	}
+	if err == nil && req.Status {
+		// as gosbx exec refuses it: a status file the command could append to
+		err = checkStatusOutsideAs(fds[3], req.StatusFd, sv.sess.Config())
 	}
 	if err == nil && len(req.Args) == 0 {
 		err = errors.New("no command given")
@@ -301,12 +317,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		sv.last = time.Now()
 		sv.mu.Unlock()
 	}()
-	stdio := []*os.File{os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "stdout"), os.NewFile(uintptr(fds[2]), "stderr")}
-	defer func() {
-		for _, f := range stdio {
-			f.Close()
-		}
-	}()
+	stdio := files[:3]
 	cmd := sv.sess.Command(proc)
 	cmd.Timeout = req.Timeout
 	if req.Detach {
@@ -343,7 +354,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	// The client forwards its signals; should it go away before the command ends,
 	// the command is killed (not what it started in the background).
 	var done atomic.Bool
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		for {
 			kind, b, _, err := session.ReadFrame(fd, 0)
 			if done.Load() {
@@ -362,7 +375,8 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	}()
 	err = cmd.Wait()
 	done.Store(true)
-	unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above
+	unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above, at once
+	<-readerDone                    // before handle closes fd: its number could be reused
 	var ee *nsinit.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		refuse(err)
@@ -522,4 +536,11 @@ func supervisorEnv() []string {
 		}
 	}
 	return env
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

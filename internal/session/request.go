@@ -15,6 +15,9 @@ type ExecRequest struct {
 	Chdir   string   // "" keeps the session's; a relative one is taken from it
 	Timeout time.Duration
 	Status  bool // the client wants the status events (RepEvent)
+	// StatusFd is the client's number of its status descriptor, sent as a fourth
+	// descriptor, so that the supervisor refuses one the command could write.
+	StatusFd int
 	// Detach starts the command as a job: its output goes to the job's log, the
 	// answer is its id (RepJob) at once.
 	Detach bool
@@ -32,6 +35,7 @@ func (r *ExecRequest) Encode() []byte {
 	e.Str(r.Chdir)
 	e.Uint(uint64(r.Timeout.Milliseconds()))
 	e.Bool(r.Status)
+	e.Uint(uint64(r.StatusFd))
 	e.Bool(r.Detach)
 	e.Bool(r.TTY)
 	e.Uint(uint64(r.Rows))
@@ -45,6 +49,7 @@ func DecodeExec(b []byte) (*ExecRequest, error) {
 	r := &ExecRequest{Args: d.Strs(), Env: d.Strs(), Chdir: d.Str()}
 	r.Timeout = time.Duration(d.Uint()) * time.Millisecond
 	r.Status = d.Bool()
+	r.StatusFd = int(d.Uint32())
 	r.Detach = d.Bool()
 	r.TTY = d.Bool()
 	r.Rows, r.Cols = uint16(d.Uint()), uint16(d.Uint())
