@@ -67,6 +67,9 @@ func (d Decision) Message() string {
 }
 
 func hostPort(host string, port uint16) string {
+	if port == 0 { // a DNS question
+		return host
+	}
 	if a, err := netip.ParseAddr(host); err == nil && a.Is6() && !a.Is4In6() {
 		return "[" + host + "]:" + strconv.Itoa(int(port))
 	}
@@ -233,11 +236,11 @@ func addrClass(a netip.Addr) string {
 	case a.IsMulticast():
 		return "multicast"
 	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b, // 64:ff9b::/96 and /48 (NAT64)
-		b[0] == 0x20 && b[1] == 0x02, // 2002::/16 (6to4)
+		b[0] == 0x20 && b[1] == 0x02,                                 // 2002::/16 (6to4)
 		b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8, // documentation
-		b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0, // Teredo
-		b[0] == 0xfe && b[1]&0xc0 == 0xc0, // site-local
-		b[0] == 0 && b[1] == 0: // ::/16, IPv4-compatible and other reserved
+		b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0,       // Teredo
+		b[0] == 0xfe && b[1]&0xc0 == 0xc0,                            // site-local
+		b[0] == 0 && b[1] == 0:                                       // ::/16, IPv4-compatible and other reserved
 		return "reserved"
 	}
 	return ""

@@ -1,0 +1,271 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Event is one status-fd line of the proxy: {"net":"deny","host":…,"port":…,"rule":…}
+// when a connection is refused, {"net":"allow",…,"bytes-in":…,"bytes-out":…} when an
+// allowed one closes (in: to the sandbox, out: from it).
+type Event struct {
+	Net      string `json:"net"`   // "allow" or "deny"
+	Proto    string `json:"proto"` // "http-connect", "http", "socks5", "capture-tls", "capture-http", "dns"
+	Host     string `json:"host"`
+	Port     uint16 `json:"port"`
+	Rule     string `json:"rule"`
+	Addr     string `json:"addr,omitempty"` // with allow: the address dialled
+	BytesIn  int64  `json:"bytes-in,omitempty"`
+	BytesOut int64  `json:"bytes-out,omitempty"`
+	Error    string `json:"error,omitempty"` // an allowed connection that could not be made
+}
+
+// Proxy is the host-side half of a sandbox's egress, run by the sandbox's owner. It
+// serves listening sockets made inside the sandbox's network namespace (Listeners),
+// so every connection of the sandbox reaches it without a path on disk, and makes one
+// decision per connection (Policy.Host, the host's lookup, Policy.Resolved) before it
+// dials the address it checked. TLS is carried untouched.
+type Proxy struct {
+	Policy *Policy
+	// Lookup resolves a name on the host (nil: the host's resolver, both families).
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Events receives the status lines; called from the proxy's goroutines, one at a
+	// time.
+	Events func(Event)
+	// Denied receives each denial's message (Decision.Message), for the caller's
+	// stderr: an agent reads it there when its client prints only "403".
+	Denied func(msg string)
+	// DialTimeout bounds one dial (default 10 s).
+	DialTimeout time.Duration
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+	lns    []io.Closer
+	wg     sync.WaitGroup
+	evmu   sync.Mutex
+
+	// the DNS stub's names and the loopback addresses it gave them (dns.go)
+	names map[string]netip.Addr
+	addrs map[netip.Addr]string
+}
+
+// Listeners are the sockets made inside the sandbox's network namespace (by its init,
+// on loopback) that the proxy serves: any of them may be nil.
+type Listeners struct {
+	HTTP, SOCKS net.Listener   // the HTTP proxy (CONNECT and absolute-URI) and SOCKS5
+	CaptureHTTP net.Listener   // port 80: plain HTTP, by its Host header
+	CaptureTLS  net.Listener   // port 443: TLS, by its ClientHello's server name
+	DNS         net.PacketConn // the DNS stub, UDP
+	DNSStream   net.Listener   // the DNS stub, TCP
+}
+
+// Serve serves ls until Close; it returns at once.
+func (p *Proxy) Serve(ls Listeners) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		p.conns = map[net.Conn]struct{}{}
+	}
+	for _, s := range []struct {
+		l  net.Listener
+		fn func(net.Conn)
+	}{{ls.HTTP, p.serveHTTP}, {ls.SOCKS, p.serveSOCKS}, {ls.CaptureHTTP, p.serveCaptureHTTP},
+		{ls.CaptureTLS, p.serveCaptureTLS}, {ls.DNSStream, p.serveDNSStream}} {
+		if s.l == nil {
+			continue
+		}
+		p.lns = append(p.lns, s.l)
+		p.wg.Add(1)
+		go p.accept(s.l, s.fn)
+	}
+	if ls.DNS != nil {
+		p.lns = append(p.lns, ls.DNS)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.serveDNS(ls.DNS)
+		}()
+	}
+}
+
+func (p *Proxy) accept(l net.Listener, fn func(net.Conn)) {
+	defer p.wg.Done()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		if !p.track(c) {
+			c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			fn(c)
+		}()
+	}
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+// Close stops the proxy: its listeners and every connection closed, and waits until
+// each connection's last event is sent.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	for _, l := range p.lns {
+		l.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *Proxy) emit(e Event) {
+	if p.Events == nil {
+		return
+	}
+	p.evmu.Lock()
+	defer p.evmu.Unlock()
+	p.Events(e)
+}
+
+// decide is the decision on host:port: the name's, then, for a name, the host's lookup
+// and the resolved addresses'.
+func (p *Proxy) decide(host string, port uint16) Decision {
+	d := p.Policy.Host(host, port)
+	if !d.Allow || d.Addrs != nil {
+		return d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout())
+	defer cancel()
+	lookup := p.Lookup
+	if lookup == nil {
+		lookup = hostLookup()
+	}
+	addrs, err := lookup(ctx, d.Host)
+	if err != nil {
+		d.Allow, d.Rule, d.Why = false, "no-address", "host "+hostPort(d.Host, port)+" (lookup on the host: "+err.Error()+")"
+		return d
+	}
+	return p.Policy.Resolved(d, addrs)
+}
+
+func (p *Proxy) dialTimeout() time.Duration {
+	if p.DialTimeout > 0 {
+		return p.DialTimeout
+	}
+	return 10 * time.Second
+}
+
+// deny reports a denial (event, message) and returns its message.
+func (p *Proxy) deny(proto string, d Decision) string {
+	msg := d.Message()
+	p.emit(Event{Net: "deny", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule})
+	if p.Denied != nil {
+		p.Denied(msg)
+	}
+	return msg
+}
+
+// dial connects to the first of d's checked addresses that answers.
+func (p *Proxy) dial(d Decision) (net.Conn, error) {
+	var err error
+	for _, a := range d.Addrs {
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", netip.AddrPortFrom(a, d.Port).String(), p.dialTimeout())
+		if err == nil {
+			return c, nil
+		}
+	}
+	return nil, err
+}
+
+// relay carries bytes both ways between the sandbox's connection and the upstream one
+// until both directions end (half-closes passed on), then reports the allowed
+// connection with its byte counts. first is what was read from the sandbox's side
+// already and belongs upstream.
+func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		up.Close()
+		return
+	}
+	p.conns[up] = struct{}{}
+	p.mu.Unlock()
+	defer p.untrack(up)
+	var out, back int64
+	if len(first) > 0 {
+		n, _ := up.Write(first)
+		out += int64(n)
+	}
+	done := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(up, in)
+		closeWrite(up)
+		done <- n
+	}()
+	back, _ = io.Copy(in, up)
+	closeWrite(in)
+	out += <-done
+	p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out})
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+}
+
+// splitPort splits "host:port" (IPv6 in brackets), port 1-65535; def when absent.
+func splitPort(hp string, def uint16) (string, uint16, bool) {
+	host, ps, err := net.SplitHostPort(hp)
+	if err != nil {
+		if def == 0 {
+			return "", 0, false
+		}
+		h := hp
+		if len(h) > 1 && h[0] == '[' && h[len(h)-1] == ']' {
+			h = h[1 : len(h)-1]
+		}
+		return h, def, h != ""
+	}
+	n, err := strconv.ParseUint(ps, 10, 16)
+	if err != nil || n == 0 || host == "" {
+		return "", 0, false
+	}
+	return host, uint16(n), true
+}
