@@ -216,16 +216,15 @@ func (p *Proxy) dial(d Decision) (net.Conn, error) {
 // connection with its byte counts. first is what was read from the sandbox's side
 // already and belongs upstream.
 func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	var out, back int64
+	defer func() {
+		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out})
+	}()
+	if !p.track(up) { // closing: the sandbox is gone
 		up.Close()
 		return
 	}
-	p.conns[up] = struct{}{}
-	p.mu.Unlock()
 	defer p.untrack(up)
-	var out, back int64
 	if len(first) > 0 {
 		n, _ := up.Write(first)
 		out += int64(n)
@@ -239,7 +238,6 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte) {
 	back, _ = io.Copy(in, up)
 	closeWrite(in)
 	out += <-done
-	p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out})
 }
 
 func closeWrite(c net.Conn) {

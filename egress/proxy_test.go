@@ -172,18 +172,17 @@ func TestProxyConnect(t *testing.T) {
 	c.Close()
 	env.p.Close()
 	var allow, deny int
+	counted := false
 	for _, e := range env.eventsNow() {
 		switch e.Net {
 		case "allow":
 			allow++
-			if e.BytesOut == 0 || e.BytesIn == 0 {
-				t.Errorf("allow event without bytes: %+v", e)
-			}
+			counted = counted || e.BytesIn == int64(len("echo:frame-1\nframe-2\n")) && e.BytesOut == int64(len("frame-1\nframe-2\n"))
 		case "deny":
 			deny++
 		}
 	}
-	if allow != 2 || deny != 5 {
+	if allow != 2 || deny != 5 || !counted {
 		t.Errorf("events: %d allow, %d deny: %+v", allow, deny, env.eventsNow())
 	}
 }
