@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -45,6 +46,14 @@ type Cmd struct {
 	// of Start and Wait: the init's pid and namespaces, the command's exec, its exit,
 	// or the error that stopped the launch.
 	Events func(Event)
+
+	// NetEvents, if set, receives the egress proxy's status lines (Config.Egress): one
+	// per denied connection, one per allowed connection when it closes, from the
+	// proxy's goroutines, one at a time, the last before Wait returns. NetDenied, if
+	// set, receives each denial's message ("blocked by gosbx policy: …"), for the
+	// caller's stderr.
+	NetEvents func(egress.Event)
+	NetDenied func(msg string)
 
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
@@ -206,6 +215,22 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, lifeR, lifeW)
+	// fd 6, with egress: the socket pair on which the init sends its listening sockets
+	var egressR, egressW *os.File
+	var egressPolicy *egress.Policy
+	if spec.Egress != nil {
+		if egressPolicy, err = egress.NewPolicy(spec.Egress.Allow, spec.Egress.Deny); err != nil {
+			closeAll()
+			c.own.dropGroup()
+			return nil, c.fail(&SetupError{Step: "egress", Err: err})
+		}
+		if egressR, egressW, err = egressPair(); err != nil {
+			closeAll()
+			c.own.dropGroup()
+			return nil, c.fail(&SetupError{Step: "pipe", Err: err})
+		}
+		files = append(files, egressR, egressW)
+	}
 	args := []string{InitArg}
 	if pooled {
 		args = append(args, poolArg)
@@ -264,6 +289,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				specR.Fd(), syncW.Fd(), lifeR.Fd()},
 			Sys: sys,
 		}
+		if egressR != nil {
+			attr.Files = append(attr.Files, egressR.Fd())
+		}
 		switch {
 		case mapped:
 			// the sandbox's user namespace owned by its host id, which the kernel then
@@ -279,6 +307,17 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	specR.Close()
 	syncW.Close()
 	lifeR.Close()
+	if egressR != nil {
+		egressR.Close()
+	}
+	if err == nil && egressW != nil {
+		// served from when the init sends its sockets; ended by release
+		c.own.startEgress(egressPolicy, egressW, c.NetEvents, c.NetDenied)
+		egressW = nil
+	}
+	if egressW != nil {
+		egressW.Close()
+	}
 	if err != nil {
 		c.init = nil
 		specW.Close()

@@ -20,6 +20,10 @@ type initSys interface {
 	readConfig(pooled bool) (*config.Config, []int, error)
 	sethostname(name string) error
 	loopbackUp() error
+	// listenEgress makes the egress's listening sockets and sends them to the owner
+	// (egress.go); resolvConf covers the root's /etc/resolv.conf with the DNS stub's.
+	listenEgress() error
+	resolvConf(root *mounts.Root) error
 	// unsharePID makes the calling thread's next child the first process (pid 1) of
 	// a new pid namespace: the holder, started by startHolder, which sends a procfs
 	// context of it on a socket of holderFiles and executes the holder program from
@@ -58,6 +62,10 @@ func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 
 func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
 func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
+func (k *kernelInit) listenEgress() error           { return listenEgress() }
+func (k *kernelInit) resolvConf(root *mounts.Root) error {
+	return resolvConf(root)
+}
 
 func (k *kernelInit) unsharePID() error {
 	// unshare(2) CLONE_NEWPID changes only this (locked) thread's namespace for

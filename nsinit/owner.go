@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
@@ -36,6 +37,10 @@ type owner struct {
 	// journal records the after-run cleanup this launch owes, so that the next launch
 	// or doctor completes it if the owner dies first (cleanup.Journal).
 	journal *cleanup.Journal
+	// proxy is the sandbox's egress proxy (config.Egress; egress.go), served from when
+	// the init sends its listening sockets (proxyDone closed) until the sandbox ends.
+	proxy     *egress.Proxy
+	proxyDone chan struct{}
 }
 
 // sandboxID returns the owner's sandbox id, taking a new one the first time.
@@ -87,6 +92,7 @@ func (o *owner) dropGroup() {
 // release lets go of the sandbox once it is gone (its init reaped, and with it every
 // process of its pid namespace): the life pipe, and the host id, free again.
 func (o *owner) release() {
+	o.stopEgress()
 	o.life.Close()
 	o.hostID.release()
 	o.nsOwner.release()

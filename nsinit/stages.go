@@ -48,7 +48,10 @@ func (s *sandboxInit) buildSteps() []initStep {
 		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
+		// egress: after lo is up, while pid 1 may still bind ports below 1024 there
+		{"egress", (*sandboxInit).egress},
 		{"mount", (*sandboxInit).mount},
+		{"resolv.conf", (*sandboxInit).resolvConf},
 		{"pivot_root", (*sandboxInit).pivotRoot},
 		// Not dumpable: nothing inside can open /proc/<pid>/{exe,mem,fd/*} of pid 1 or
 		// of the commands' pid 1, or ptrace them.
@@ -132,6 +135,20 @@ func (s *sandboxInit) mount() error {
 	}
 	s.sources = nil
 	return nil
+}
+
+func (s *sandboxInit) egress() error {
+	if s.spec.Egress == nil {
+		return nil
+	}
+	return s.sys.listenEgress()
+}
+
+func (s *sandboxInit) resolvConf() error {
+	if s.spec.Egress == nil {
+		return nil
+	}
+	return s.sys.resolvConf(s.root)
 }
 
 func (s *sandboxInit) pivotRoot() error { return s.sys.pivotRoot(s.root) }

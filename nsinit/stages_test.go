@@ -40,6 +40,8 @@ func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 }
 func (r *recorder) sethostname(name string) error       { return r.rec("sethostname %s", name) }
 func (r *recorder) loopbackUp() error                   { return r.rec("loopbackUp") }
+func (r *recorder) listenEgress() error                 { return r.rec("listenEgress") }
+func (r *recorder) resolvConf(*mounts.Root) error       { return r.rec("resolvConf") }
 func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
 func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
 func (r *recorder) startHolder(p *procPlan) (int, error) {
@@ -215,6 +217,40 @@ func TestStageOrder(t *testing.T) {
 		want = append(want, start...)
 		if !reflect.DeepEqual(r.calls, want) {
 			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
+		}
+	})
+
+	// With egress: the listening sockets made right after lo is up (pid 1 still holds
+	// CAP_NET_BIND_SERVICE), resolv.conf covered once the root is built, before
+	// pivot_root seals it; a failure of either stops the launch.
+	t.Run("egress", func(t *testing.T) {
+		spec := stageSpec()
+		spec.Egress = &config.Egress{}
+		r := &recorder{spec: spec}
+		s := &sandboxInit{sys: r}
+		if _, _, err := runWithCwd(s, "/work"); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, c := range append(append([]string{}, build...), start...) {
+			want = append(want, c)
+			switch {
+			case c == "loopbackUp":
+				want = append(want, "listenEgress")
+			case strings.HasPrefix(c, "closeFds"):
+				want = append(want, "resolvConf")
+			}
+		}
+		if !reflect.DeepEqual(r.calls, want) {
+			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
+		}
+		for _, tc := range []struct{ failAt, step string }{{"listenEgress", "egress"}, {"resolvConf", "resolv.conf"}} {
+			r := &recorder{spec: spec, failAt: tc.failAt}
+			_, _, err := runWithCwd(&sandboxInit{sys: r}, "/work")
+			var se *stepError
+			if !errors.As(err, &se) || se.step != tc.step || strings.HasPrefix(r.calls[len(r.calls)-1], "pivotRoot") {
+				t.Errorf("failing %s: err %v, calls %v", tc.failAt, err, r.calls)
+			}
 		}
 	})
 

@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"slices"
+
 	"errors"
+	"github.com/gosbx/gosbx/egress"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -114,8 +117,14 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		e.Pass = append(e.Pass, k)
 	}
-	switch o.Net {
+	net := o.Net
+	if net == "" && len(o.AllowHosts) > 0 {
+		net = NetProxy
+	}
+	switch net {
 	case "":
+	case NetProxy:
+		p.Network.Mode = NetProxy
 	case NetNone:
 		p.Network.Mode = NetNone
 	case NetHost:
@@ -124,7 +133,16 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		p.Network.Mode = NetHost
 	default:
-		return nil, errorf("net", "", nil, "unknown network mode %q (want none or host)", o.Net)
+		return nil, errorf("net", "", nil, "unknown network mode %q (want none, host or proxy)", o.Net)
+	}
+	if len(o.AllowHosts) > 0 {
+		if p.Network.Mode != NetProxy {
+			return nil, errorf("allow-host", "", nil, "--allow-host needs --net proxy (the network mode is %s)", p.Network.Mode)
+		}
+		if _, err := egress.ParseRules("--allow-host", o.AllowHosts); err != nil {
+			return nil, errorf("allow-host", "", err, "bad host pattern")
+		}
+		p.Network.Allow = append(slices.Clip(p.Network.Allow), o.AllowHosts...)
 	}
 	if p.Network.Mode == "" {
 		p.Network.Mode = NetNone

@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -125,12 +127,16 @@ func execute(o policy.Options, status *os.File) error {
 	if err != nil {
 		return err
 	}
-	emit := func(e nsinit.Event) {
+	var statusMu sync.Mutex // the egress proxy's lines come from its goroutines
+	emitLine := func(v any) {
 		if status != nil {
-			b, _ := json.Marshal(e)
+			b, _ := json.Marshal(v)
+			statusMu.Lock()
 			status.Write(append(b, '\n'))
+			statusMu.Unlock()
 		}
 	}
+	emit := func(e nsinit.Event) { emitLine(e) }
 	start := time.Now()
 	// The cleanup that earlier launches owe and could not do (their launcher and init
 	// killed): done before this launch looks at the workspace, which may be theirs.
@@ -160,7 +166,9 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	if status != nil {
 		cmd.Events = emit
+		cmd.NetEvents = func(e egress.Event) { emitLine(e) }
 	}
+	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
 	<-notified
 	if err := cmd.Start(); err != nil {
 		return err

@@ -57,7 +57,35 @@ type Config struct {
 	// only names them, the launcher creates them (cleanup.MakeDirs) right before the
 	// clone. The launcher's alone.
 	MakeDirs []string `json:"makeDirs,omitempty"`
+	// Egress, when set, carries the sandbox's outbound connections through the owner's
+	// proxy (package egress): the sandbox keeps its own network namespace with only lo,
+	// where its init listens (EgressPorts) and hands the listening sockets to the owner;
+	// /etc/resolv.conf inside names the DNS stub. Requires a network namespace. Only
+	// its presence is sent to the init; the rules are the owner's.
+	Egress *Egress `json:"egress,omitempty"`
 }
+
+// Egress is the allow and deny lists of host patterns (egress.ParseRule: "pypi.org",
+// "*.githubusercontent.com", "api.example:8443", "10.0.0.0/8"), network.allow and
+// network.deny of the policy.
+type Egress struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// The loopback ports inside a sandbox with Egress where its init listens, on 127.0.0.1
+// (the HTTP proxy, SOCKS5, the DNS stub over UDP and TCP) and on every loopback address
+// (capture of plain HTTP and TLS for clients that ignore the proxy variables).
+const (
+	EgressHTTPPort  = 3128
+	EgressSOCKSPort = 1080
+	EgressDNSPort   = 53
+	CaptureHTTPPort = 80
+	CaptureTLSPort  = 443
+)
+
+// EgressResolvConf is /etc/resolv.conf inside a sandbox with Egress: the DNS stub.
+const EgressResolvConf = "nameserver 127.0.0.1\noptions ndots:1 attempts:1\n"
 
 // Linux is the part of runtime-spec's linux section gosbx implements, and the seccomp
 // program compiled from linux.seccomp.

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/gosbx/gosbx/egress"
+
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -108,6 +110,14 @@ func (c *Config) Validate() error {
 	for _, e := range c.Cleanup {
 		if err := e.Check(); err != nil {
 			return err
+		}
+	}
+	if c.Egress != nil {
+		if !have[specs.NetworkNamespace] {
+			return errors.New("egress needs a network namespace of the sandbox's own")
+		}
+		if _, err := egress.NewPolicy(c.Egress.Allow, c.Egress.Deny); err != nil {
+			return fmt.Errorf("egress: %w", err)
 		}
 	}
 	for _, d := range c.MakeDirs {

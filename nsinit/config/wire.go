@@ -56,7 +56,7 @@ func encodeProcess(e *wire.Encoder, p *specs.Process) {
 // Encode is what the init is sent of c (Decode reverses it): everything it reads. Not
 // sent are the launcher's own fields (Linux.Resources and Limits: the cgroup; RootID:
 // the host id, by then in the id mappings; MakeDirs, made before the clone) and
-// Linux.Seccomp, the source of Linux.Filter. Of Process, the fields Validate lets through but capabilities (all
+// Linux.Seccomp, the source of Linux.Filter; of Egress, only that it is set. Of Process, the fields Validate lets through but capabilities (all
 // dropped).
 func Encode(c *Config) []byte {
 	e := &wire.Encoder{B: make([]byte, 0, 4096)}
@@ -97,6 +97,7 @@ func Encode(c *Config) []byte {
 		e.Strs(x.Skip)
 		e.Str(x.Target)
 	}
+	e.Bool(c.Egress != nil)
 	return e.B
 }
 
@@ -186,6 +187,9 @@ func Decode(b []byte) (*Config, error) {
 		for i := range c.Cleanup {
 			c.Cleanup[i] = cleanup.Entry{Kind: cleanup.Kind(d.Str()), Path: d.Str(), Keep: d.Strs(), Skip: d.Strs(), Target: d.Str()}
 		}
+	}
+	if d.Bool() {
+		c.Egress = &Egress{} // the rules stay with the owner
 	}
 	if err := d.End("config"); err != nil {
 		return nil, err

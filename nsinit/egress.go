@@ -1,0 +1,141 @@
+package nsinit
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/egress"
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// Egress (config.Egress): the sandbox keeps its network namespace with only lo. Its
+// init, after the loopback step and while it still holds CAP_NET_BIND_SERVICE there,
+// makes the listening sockets of the egress (config.EgressHTTPPort and the others) and
+// sends them once, with SCM_RIGHTS, on fd 6, a unix socket pair inherited from the
+// owner; then it closes its copies and fd 6. The owner's proxy (egress.Proxy) accepts on
+// them: every connection of the sandbox to those ports is a socket of the sandbox's
+// namespace held by the owner on the host side, which decides, dials and copies (splice(2)
+// between the two TCP sockets). pid 1 copies nothing and keeps no egress state, and no
+// socket path exists on disk. docs/decisions.md, "Egress".
+const egressFd = 6
+
+// egressSockets, in the order they are sent.
+var egressSockets = [...]struct {
+	typ  int
+	any  bool // every loopback address (capture), not only 127.0.0.1
+	port int
+}{
+	{unix.SOCK_STREAM, false, config.EgressHTTPPort},
+	{unix.SOCK_STREAM, false, config.EgressSOCKSPort},
+	{unix.SOCK_STREAM, true, config.CaptureHTTPPort},
+	{unix.SOCK_STREAM, true, config.CaptureTLSPort},
+	{unix.SOCK_DGRAM, false, config.EgressDNSPort},
+	{unix.SOCK_STREAM, false, config.EgressDNSPort},
+}
+
+// listenEgress makes the egress's listening sockets in the init's network namespace
+// (IPv4 only: there is no IPv6 route for anything to use) and sends them to the owner.
+func listenEgress() error {
+	fds := make([]int, 0, len(egressSockets))
+	defer func() { closeFds(fds) }()
+	for _, s := range egressSockets {
+		fd, err := unix.Socket(unix.AF_INET, s.typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socket: %w", err)
+		}
+		fds = append(fds, fd)
+		addr := &unix.SockaddrInet4{Port: s.port, Addr: [4]byte{127, 0, 0, 1}}
+		if s.any {
+			addr.Addr = [4]byte{}
+		}
+		if err := unix.Bind(fd, addr); err != nil {
+			return fmt.Errorf("bind %d.%d.%d.%d:%d: %w", addr.Addr[0], addr.Addr[1], addr.Addr[2], addr.Addr[3], s.port, err)
+		}
+		if s.typ == unix.SOCK_STREAM {
+			if err := unix.Listen(fd, 1024); err != nil {
+				return fmt.Errorf("listen :%d: %w", s.port, err)
+			}
+		}
+	}
+	if err := unix.Sendmsg(egressFd, []byte{'E'}, unix.UnixRights(fds...), nil, 0); err != nil {
+		return fmt.Errorf("send the listening sockets to the owner: sendmsg: %w", err)
+	}
+	unix.Close(egressFd)
+	return nil
+}
+
+// resolvConf covers /etc/resolv.conf in the new root with the DNS stub's.
+func resolvConf(root *mounts.Root) error {
+	return root.File("/etc/resolv.conf", []byte(config.EgressResolvConf))
+}
+
+// egressPair makes the socket pair of a sandbox with egress: the init's end (fd 6
+// inside) and the owner's.
+func egressPair() (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "egress-init"), os.NewFile(uintptr(fds[1]), "egress"), nil
+}
+
+// startEgress receives the init's listening sockets on sock (in a goroutine: the
+// init sends them during its setup) and serves them with the owner's proxy until
+// stopEgress. An init that ends before it sends them closes its end: nothing is served.
+func (o *owner) startEgress(pol *egress.Policy, sock *os.File, events func(egress.Event), denied func(string)) {
+	o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied}
+	o.proxyDone = make(chan struct{})
+	go func() {
+		defer close(o.proxyDone)
+		defer sock.Close()
+		fds, err := recvFds(int(sock.Fd()), len(egressSockets))
+		if err != nil {
+			return
+		}
+		var ls egress.Listeners
+		for i, fd := range fds {
+			f := os.NewFile(uintptr(fd), "egress-listener")
+			if egressSockets[i].typ == unix.SOCK_DGRAM {
+				pc, err := net.FilePacketConn(f)
+				f.Close()
+				if err == nil {
+					ls.DNS = pc
+				}
+				continue
+			}
+			l, err := net.FileListener(f)
+			f.Close()
+			if err != nil {
+				continue
+			}
+			switch i {
+			case 0:
+				ls.HTTP = l
+			case 1:
+				ls.SOCKS = l
+			case 2:
+				ls.CaptureHTTP = l
+			case 3:
+				ls.CaptureTLS = l
+			case 5:
+				ls.DNSStream = l
+			}
+		}
+		o.proxy.Serve(ls)
+	}()
+}
+
+// stopEgress stops the owner's proxy once the sandbox is gone, after the last
+// connection's status line.
+func (o *owner) stopEgress() {
+	if o.proxy == nil {
+		return
+	}
+	<-o.proxyDone
+	o.proxy.Close()
+	o.proxy = nil
+}
