@@ -59,19 +59,7 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 }
 
 func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byte) {
-	if name == "" {
-		p.deny(proto, Decision{Host: "(none)", Port: port, Rule: "capture", Why: "a connection to loopback port " + itoa(port) + " without a server name"})
-		return
-	}
-	if local, ok := c.LocalAddr().(*net.TCPAddr); ok {
-		a, _ := netip.AddrFromSlice(local.IP)
-		if given, ok := p.dnsName(a.Unmap()); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
-			p.deny(proto, Decision{Host: name, Port: port, Rule: "capture",
-				Why: "server name " + name + " sent to the address the DNS stub gave " + given})
-			return
-		}
-	}
-	d := p.decide(name, port)
+	d := p.captureDecision(c, name, port)
 	if !d.Allow {
 		msg := p.deny(proto, d)
 		if proto == "capture-http" {
@@ -85,6 +73,23 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byt
 		return
 	}
 	p.relay(proto, d, c, up, first)
+}
+
+// captureDecision decides on a captured connection: it must name its server, the name
+// must be the one the DNS stub gave the address it came to (when it came through
+// one), and then the policy decides as for a proxied connection.
+func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
+	if name == "" {
+		return Decision{Host: "(none)", Port: port, Rule: "capture", Why: "a connection to loopback port " + itoa(port) + " without a server name"}
+	}
+	if local, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		a, _ := netip.AddrFromSlice(local.IP)
+		if given, ok := p.dnsName(a.Unmap()); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
+			return Decision{Host: name, Port: port, Rule: "capture",
+				Why: "server name " + name + " sent to the address the DNS stub gave " + given}
+		}
+	}
+	return p.decide(name, port)
 }
 
 // readClientHello reads the first TLS record of a connection, which must hold a whole
