@@ -123,6 +123,12 @@ func (p *Proxy) answer(q []byte) []byte {
 	}
 	question := q[12 : end+4]
 	qtype, qclass := binary.BigEndian.Uint16(q[end:]), binary.BigEndian.Uint16(q[end+2:])
+	if p.Hostname != "" && strings.EqualFold(name, p.Hostname) || name == "localhost" {
+		if qtype != dnsTypeA || qclass != dnsClassIN {
+			return reply(0, question)
+		}
+		return reply(0, question, aRecord(netip.AddrFrom4([4]byte{127, 0, 0, 1})))
+	}
 	if !p.Policy.AllowsName(name) {
 		d := p.Policy.Host(name, 0)
 		if qtype == dnsTypeA {
@@ -137,11 +143,15 @@ func (p *Proxy) answer(q []byte) []byte {
 	if !ok {
 		return reply(dnsRcodeRefused, question)
 	}
+	return reply(0, question, aRecord(a))
+}
+
+// aRecord is an answer for the question's name (a pointer to it) with address a.
+func aRecord(a netip.Addr) []byte {
 	rr := []byte{0xc0, 12, 0, dnsTypeA, 0, dnsClassIN}
 	rr = binary.BigEndian.AppendUint32(rr, dnsTTL)
 	b := a.As4()
-	rr = append(rr, 0, 4, b[0], b[1], b[2], b[3])
-	return reply(0, question, rr)
+	return append(rr, 0, 4, b[0], b[1], b[2], b[3])
 }
 
 // questionName reads the uncompressed name at off; it returns the name (dotted, lower

@@ -43,6 +43,9 @@ type Proxy struct {
 	Denied func(msg string)
 	// DialTimeout bounds one dial (default 10 s).
 	DialTimeout time.Duration
+	// Hostname is the sandbox's host name, which the DNS stub answers with 127.0.0.1
+	// (programs look their own name up), "" for none.
+	Hostname string
 
 	mu     sync.Mutex
 	closed bool

@@ -69,7 +69,7 @@ func newTestEnv(t *testing.T, allow, deny []string) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.p = &Proxy{Policy: pol,
+	env.p = &Proxy{Policy: pol, Hostname: "sandbox",
 		Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
 			switch host {
 			case "up.test", "other.test":
@@ -308,6 +308,11 @@ func TestProxyDNS(t *testing.T) {
 	}
 	if rc, a := dnsQuery(t, env.dns, "up.test", 28); rc != 0 || len(a) != 0 {
 		t.Errorf("AAAA up.test: rcode %d %v, want no data", rc, a)
+	}
+	for _, n := range []string{"sandbox", "SANDBOX", "localhost"} {
+		if rc, a := dnsQuery(t, env.dns, n, 1); rc != 0 || len(a) != 1 || a[0] != netip.MustParseAddr("127.0.0.1") {
+			t.Errorf("A %s: rcode %d %v, want 127.0.0.1", n, rc, a)
+		}
 	}
 	for _, n := range []string{"evil.test", "bad.pkg.test", "pkg.test"} {
 		if rc, a := dnsQuery(t, env.dns, n, 1); rc != dnsRcodeRefused || len(a) != 0 {

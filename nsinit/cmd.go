@@ -312,7 +312,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startEgress(egressPolicy, egressW, c.NetEvents, c.NetDenied)
+		c.own.startEgress(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied)
 		egressW = nil
 	}
 	if egressW != nil {

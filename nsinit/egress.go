@@ -86,8 +86,8 @@ func egressPair() (*os.File, *os.File, error) {
 // startEgress receives the init's listening sockets on sock (in a goroutine: the
 // init sends them during its setup) and serves them with the owner's proxy until
 // stopEgress. An init that ends before it sends them closes its end: nothing is served.
-func (o *owner) startEgress(pol *egress.Policy, sock *os.File, events func(egress.Event), denied func(string)) {
-	o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied}
+func (o *owner) startEgress(pol *egress.Policy, hostname string, sock *os.File, events func(egress.Event), denied func(string)) {
+	o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Hostname: hostname}
 	o.proxyDone = make(chan struct{})
 	go func() {
 		defer close(o.proxyDone)
