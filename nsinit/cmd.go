@@ -215,7 +215,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, lifeR, lifeW)
-	// fd 6, with egress: the socket pair on which the init sends its listening sockets
+	// fd 6, with egress or port forwards: the socket pair on which the init sends its
+	// listening sockets and connects the forwards (egress.go, publish.go)
 	var egressR, egressW *os.File
 	var egressPolicy *egress.Policy
 	if spec.Egress != nil {
@@ -224,6 +225,24 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			c.own.dropGroup()
 			return nil, c.fail(&SetupError{Step: "egress", Err: err})
 		}
+	}
+	var pub *publisher
+	if len(spec.Publish) > 0 {
+		if err = fault.Check("publish"); err == nil {
+			pub, err = listenPublish(spec.Publish)
+		}
+		if err != nil {
+			closeAll()
+			c.own.dropGroup()
+			return nil, c.fail(&SetupError{Step: "publish", Err: err})
+		}
+		defer func() {
+			if c.own.publisher != pub {
+				pub.close() // the launch failed before its owner took it
+			}
+		}()
+	}
+	if spec.Egress != nil || pub != nil {
 		if egressR, egressW, err = egressPair(); err != nil {
 			closeAll()
 			c.own.dropGroup()
@@ -312,7 +331,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startEgress(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied)
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish)
 		egressW = nil
 	}
 	if egressW != nil {

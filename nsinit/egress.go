@@ -38,8 +38,9 @@ var egressSockets = [...]struct {
 }
 
 // listenEgress makes the egress's listening sockets in the init's network namespace
-// (IPv4 only: there is no IPv6 route for anything to use) and sends them to the owner.
-func listenEgress() error {
+// (IPv4 only: there is no IPv6 route for anything to use) and sends them to the owner;
+// fd 6 is closed then unless keep (port forwards: serveDials).
+func listenEgress(keep bool) error {
 	fds := make([]int, 0, len(egressSockets))
 	defer func() { closeFds(fds) }()
 	for _, s := range egressSockets {
@@ -64,7 +65,9 @@ func listenEgress() error {
 	if err := unix.Sendmsg(egressFd, []byte{'E'}, unix.UnixRights(fds...), nil, 0); err != nil {
 		return fmt.Errorf("send the listening sockets to the owner: sendmsg: %w", err)
 	}
-	unix.Close(egressFd)
+	if !keep {
+		unix.Close(egressFd)
+	}
 	return nil
 }
 
@@ -83,59 +86,80 @@ func egressPair() (*os.File, *os.File, error) {
 	return os.NewFile(uintptr(fds[0]), "egress-init"), os.NewFile(uintptr(fds[1]), "egress"), nil
 }
 
-// startEgress receives the init's listening sockets on sock (in a goroutine: the
-// init sends them during its setup) and serves them with the owner's proxy until
-// stopEgress. An init that ends before it sends them closes its end: nothing is served.
-func (o *owner) startEgress(pol *egress.Policy, hostname string, sock *os.File, events func(egress.Event), denied func(string)) {
-	o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Hostname: hostname}
-	o.proxyDone = make(chan struct{})
+// startNet starts the owner's side of fd 6 (sock): the egress proxy (pol set), served
+// from when the init sends its listening sockets (received in a goroutine: the init
+// sends them during its setup), and the port forwards pub of list. An init that ends
+// before it sends them closes its end: nothing is served. Ended by stopNet.
+func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, events func(egress.Event), denied func(string),
+	pub *publisher, list []config.Publish) {
+	n := &netSock{f: sock, ready: make(chan struct{})}
+	o.net, o.publisher, o.netDone = n, pub, make(chan struct{})
+	if pol != nil {
+		o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Hostname: hostname}
+	}
 	go func() {
-		defer close(o.proxyDone)
-		defer sock.Close()
-		fds, err := recvFds(int(sock.Fd()), len(egressSockets))
-		if err != nil {
+		defer close(o.netDone)
+		defer close(n.ready)
+		if pol == nil {
 			return
 		}
-		var ls egress.Listeners
-		for i, fd := range fds {
-			f := os.NewFile(uintptr(fd), "egress-listener")
-			if egressSockets[i].typ == unix.SOCK_DGRAM {
-				pc, err := net.FilePacketConn(f)
-				f.Close()
-				if err == nil {
-					ls.DNS = pc
-				}
-				continue
-			}
-			l, err := net.FileListener(f)
-			f.Close()
-			if err != nil {
-				continue
-			}
-			switch i {
-			case 0:
-				ls.HTTP = l
-			case 1:
-				ls.SOCKS = l
-			case 2:
-				ls.CaptureHTTP = l
-			case 3:
-				ls.CaptureTLS = l
-			case 5:
-				ls.DNSStream = l
-			}
+		fds, err := recvFds(int(sock.Fd()), len(egressSockets))
+		if err != nil {
+			n.dead = true
+			return
 		}
-		o.proxy.Serve(ls)
+		o.proxy.Serve(egressListeners(fds))
 	}()
+	if pub != nil {
+		pub.serve(list, n)
+	}
 }
 
-// stopEgress stops the owner's proxy once the sandbox is gone, after the last
-// connection's status line.
-func (o *owner) stopEgress() {
-	if o.proxy == nil {
+// egressListeners wraps the descriptors the init sent, in egressSockets' order.
+func egressListeners(fds []int) egress.Listeners {
+	var ls egress.Listeners
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "egress-listener")
+		if egressSockets[i].typ == unix.SOCK_DGRAM {
+			pc, err := net.FilePacketConn(f)
+			f.Close()
+			if err == nil {
+				ls.DNS = pc
+			}
+			continue
+		}
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		switch i {
+		case 0:
+			ls.HTTP = l
+		case 1:
+			ls.SOCKS = l
+		case 2:
+			ls.CaptureHTTP = l
+		case 3:
+			ls.CaptureTLS = l
+		case 5:
+			ls.DNSStream = l
+		}
+	}
+	return ls
+}
+
+// stopNet stops the proxy and the port forwards once the sandbox is gone, after the
+// last connection's status line.
+func (o *owner) stopNet() {
+	if o.net == nil {
 		return
 	}
-	<-o.proxyDone
-	o.proxy.Close()
-	o.proxy = nil
+	<-o.netDone
+	o.publisher.close()
+	o.net.close()
+	if o.proxy != nil {
+		o.proxy.Close()
+	}
+	o.net, o.proxy, o.publisher = nil, nil, nil
 }

@@ -22,8 +22,11 @@ type initSys interface {
 	loopbackUp() error
 	// listenEgress makes the egress's listening sockets and sends them to the owner
 	// (egress.go); resolvConf covers the root's /etc/resolv.conf with the DNS stub's.
-	listenEgress() error
+	listenEgress(keep bool) error
 	resolvConf(root *mounts.Root) error
+	// serveDials connects, for the owner's port forwards, to the sandbox's loopback
+	// ports (publish.go), from a goroutine of its own, for the sandbox's life.
+	serveDials(ports []uint16)
 	// unsharePID makes the calling thread's next child the first process (pid 1) of
 	// a new pid namespace: the holder, started by startHolder, which sends a procfs
 	// context of it on a socket of holderFiles and executes the holder program from
@@ -62,7 +65,8 @@ func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 
 func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
 func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
-func (k *kernelInit) listenEgress() error           { return listenEgress() }
+func (k *kernelInit) listenEgress(keep bool) error  { return listenEgress(keep) }
+func (k *kernelInit) serveDials(ports []uint16)     { serveDials(ports) }
 func (k *kernelInit) resolvConf(root *mounts.Root) error {
 	return resolvConf(root)
 }

@@ -37,10 +37,14 @@ type owner struct {
 	// journal records the after-run cleanup this launch owes, so that the next launch
 	// or doctor completes it if the owner dies first (cleanup.Journal).
 	journal *cleanup.Journal
-	// proxy is the sandbox's egress proxy (config.Egress; egress.go), served from when
-	// the init sends its listening sockets (proxyDone closed) until the sandbox ends.
+	// net is the owner's end of the init's fd 6 (egress.go), with the egress proxy
+	// (config.Egress), served from when the init sends its listening sockets (netDone
+	// closed), and the port forwards (config.Publish; publish.go), until the sandbox
+	// ends.
+	net       *netSock
+	netDone   chan struct{}
 	proxy     *egress.Proxy
-	proxyDone chan struct{}
+	publisher *publisher
 }
 
 // sandboxID returns the owner's sandbox id, taking a new one the first time.
@@ -92,7 +96,7 @@ func (o *owner) dropGroup() {
 // release lets go of the sandbox once it is gone (its init reaped, and with it every
 // process of its pid namespace): the life pipe, and the host id, free again.
 func (o *owner) release() {
-	o.stopEgress()
+	o.stopNet()
 	o.life.Close()
 	o.hostID.release()
 	o.nsOwner.release()

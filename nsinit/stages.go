@@ -48,7 +48,8 @@ func (s *sandboxInit) buildSteps() []initStep {
 		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
-		// egress: after lo is up, while pid 1 may still bind ports below 1024 there
+		// egress: after lo is up, while pid 1 may still bind ports below 1024 there;
+		// and the port forwards' connections from then on
 		{"egress", (*sandboxInit).egress},
 		{"mount", (*sandboxInit).mount},
 		{"resolv.conf", (*sandboxInit).resolvConf},
@@ -138,10 +139,19 @@ func (s *sandboxInit) mount() error {
 }
 
 func (s *sandboxInit) egress() error {
-	if s.spec.Egress == nil {
-		return nil
+	if s.spec.Egress != nil {
+		if err := s.sys.listenEgress(len(s.spec.Publish) > 0); err != nil {
+			return err
+		}
 	}
-	return s.sys.listenEgress()
+	if len(s.spec.Publish) > 0 {
+		ports := make([]uint16, len(s.spec.Publish))
+		for i, p := range s.spec.Publish {
+			ports[i] = p.Port
+		}
+		s.sys.serveDials(ports)
+	}
+	return nil
 }
 
 func (s *sandboxInit) resolvConf() error {

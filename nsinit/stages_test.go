@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +41,8 @@ func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 }
 func (r *recorder) sethostname(name string) error       { return r.rec("sethostname %s", name) }
 func (r *recorder) loopbackUp() error                   { return r.rec("loopbackUp") }
-func (r *recorder) listenEgress() error                 { return r.rec("listenEgress") }
+func (r *recorder) listenEgress(keep bool) error        { return r.rec("listenEgress keep=%v", keep) }
+func (r *recorder) serveDials(ports []uint16)           { r.rec("serveDials %v", ports) }
 func (r *recorder) resolvConf(*mounts.Root) error       { return r.rec("resolvConf") }
 func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
 func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
@@ -236,13 +238,24 @@ func TestStageOrder(t *testing.T) {
 			want = append(want, c)
 			switch {
 			case c == "loopbackUp":
-				want = append(want, "listenEgress")
+				want = append(want, "listenEgress keep=false")
 			case strings.HasPrefix(c, "closeFds"):
 				want = append(want, "resolvConf")
 			}
 		}
 		if !reflect.DeepEqual(r.calls, want) {
 			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
+		}
+		// with port forwards: fd 6 kept, the dials served from the same step
+		spec2 := stageSpec()
+		spec2.Egress = &config.Egress{}
+		spec2.Publish = []config.Publish{{HostIP: "127.0.0.1", HostPort: 8000, Port: 8000}, {HostIP: "127.0.0.1", HostPort: 9000, Port: 3000}}
+		r2 := &recorder{spec: spec2}
+		if _, _, err := runWithCwd(&sandboxInit{sys: r2}, "/work"); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(r2.calls, "loopbackUp"); i < 0 || !slices.Equal(r2.calls[i+1:i+3], []string{"listenEgress keep=true", "serveDials [8000 3000]"}) {
+			t.Errorf("calls with port forwards: %v", r2.calls)
 		}
 		for _, tc := range []struct{ failAt, step string }{{"listenEgress", "egress"}, {"resolvConf", "resolv.conf"}} {
 			r := &recorder{spec: spec, failAt: tc.failAt}

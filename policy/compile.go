@@ -332,6 +332,10 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if p.Network.Mode != NetHost {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
+	publish, err := ParsePublish(p.Network.Publish)
+	if err != nil {
+		return nil, errorf("publish", "", err, "bad port forward")
+	}
 	resources, rlimits, limitsInfo, err := limits(p.Resources, p.defaults)
 	if err != nil {
 		return nil, err
@@ -404,6 +408,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		Cleanup:          cleanups,
 		MakeDirs:         makeDirs,
 		Egress:           egressConfig(p.Network),
+		Publish:          publish,
 	}, nil
 }
 

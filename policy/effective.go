@@ -144,6 +144,15 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		p.Network.Allow = append(slices.Clip(p.Network.Allow), o.AllowHosts...)
 	}
+	if len(o.Publish) > 0 {
+		if p.Network.Mode == NetHost {
+			return nil, errorf("publish", "", nil, "--publish needs a network namespace of the sandbox's own (not --net host)")
+		}
+		if _, err := ParsePublish(o.Publish); err != nil {
+			return nil, errorf("publish", "", err, "bad port forward")
+		}
+		p.Network.Publish = append(slices.Clip(p.Network.Publish), o.Publish...)
+	}
 	if p.Network.Mode == "" {
 		p.Network.Mode = NetNone
 	}

@@ -1,6 +1,13 @@
 package policy
 
-import "github.com/gosbx/gosbx/nsinit/config"
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/gosbx/gosbx/nsinit/config"
+)
 
 // egressConfig is the config's egress for network mode proxy, nil otherwise.
 func egressConfig(n Network) *config.Egress {
@@ -31,4 +38,27 @@ var proxyEnv = []string{
 	"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
 	"NODE_USE_ENV_PROXY=1",
 	"npm_config_proxy=" + httpProxy, "npm_config_https_proxy=" + httpProxy,
+}
+
+// ParsePublish parses port forwards "[HOSTIP:]HOSTPORT:PORT" (an IPv6 HOSTIP in
+// brackets); the host side is 127.0.0.1 unless HOSTIP is given.
+func ParsePublish(list []string) ([]config.Publish, error) {
+	var out []config.Publish
+	for _, s := range list {
+		hostIP, rest := "127.0.0.1", s
+		if i := strings.LastIndex(s, ":"); i >= 0 {
+			if j := strings.LastIndex(s[:i], ":"); j >= 0 {
+				hostIP, rest = strings.Trim(s[:j], "[]"), s[j+1:]
+			}
+		}
+		hp, p, ok := strings.Cut(rest, ":")
+		a, err := netip.ParseAddr(hostIP)
+		hport, err1 := strconv.ParseUint(hp, 10, 16)
+		port, err2 := strconv.ParseUint(p, 10, 16)
+		if !ok || err != nil || a.Zone() != "" || err1 != nil || err2 != nil || hport == 0 || port == 0 {
+			return nil, fmt.Errorf("%q: want [HOSTIP:]HOSTPORT:PORT, ports 1-65535", s)
+		}
+		out = append(out, config.Publish{HostIP: a.String(), HostPort: uint16(hport), Port: uint16(port)})
+	}
+	return out, nil
 }

@@ -72,3 +72,41 @@ func TestNetProxy(t *testing.T) {
 		})
 	}
 }
+
+func TestParsePublish(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want config.Publish
+		err  bool
+	}{
+		{in: "8000:8000", want: config.Publish{HostIP: "127.0.0.1", HostPort: 8000, Port: 8000}},
+		{in: "127.0.0.1:8080:3000", want: config.Publish{HostIP: "127.0.0.1", HostPort: 8080, Port: 3000}},
+		{in: "0.0.0.0:80:8000", want: config.Publish{HostIP: "0.0.0.0", HostPort: 80, Port: 8000}},
+		{in: "[::1]:8080:80", want: config.Publish{HostIP: "::1", HostPort: 8080, Port: 80}},
+		{in: "8000", err: true},
+		{in: "0:8000", err: true},
+		{in: "8000:70000", err: true},
+		{in: "host:8000:80", err: true},
+		{in: "[fe80::1%eth0]:8000:80", err: true},
+	} {
+		got, err := ParsePublish([]string{tc.in})
+		if tc.err {
+			if err == nil {
+				t.Errorf("%q: %+v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%q: %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+	ws := canonTempDir(t)
+	if _, err := Compile(Options{Args: []string{"true"}, Workspace: ws, Net: NetHost, Publish: []string{"8000:8000"}}, fakeHost(ws)); err == nil ||
+		!strings.Contains(err.Error(), "--publish needs a network namespace") {
+		t.Errorf("--publish with --net host: %v", err)
+	}
+	spec, err := Compile(Options{Args: []string{"true"}, Workspace: ws, Publish: []string{"8000:8000"}}, fakeHost(ws))
+	if err != nil || len(spec.Publish) != 1 || spec.Egress != nil {
+		t.Errorf("--publish alone: %+v, %v", spec, err)
+	}
+}

@@ -36,8 +36,10 @@ type Options struct {
 	// AllowHosts are --allow-host patterns, added to network.allow; they imply
 	// --net proxy when no mode is asked for.
 	AllowHosts []string
-	Hostname   string        // "" means "gosbx"
-	Timeout    time.Duration // may only shorten the policy's
+	// Publish are --publish port forwards, added to network.publish.
+	Publish  []string
+	Hostname string        // "" means "gosbx"
+	Timeout  time.Duration // may only shorten the policy's
 	// Tmpfs are --tmpfs flags, "PATH" or "PATH:size=SIZE": a private tmpfs at PATH, or the
 	// size of the policy's own tmpfs there (/dev/shm included).
 	Tmpfs []string

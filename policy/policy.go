@@ -202,6 +202,11 @@ type Network struct {
 	Allow []string `json:"allow,omitempty"`
 	// Deny are host patterns refused even when Allow names them.
 	Deny []string `json:"deny,omitempty"`
+	// Publish are port forwards from the host into the sandbox (--publish adds to
+	// them): "[HOSTIP:]HOSTPORT:PORT", the host side on 127.0.0.1 unless HOSTIP is
+	// given; each connection there reaches PORT on the sandbox's loopback. Not with
+	// mode host.
+	Publish []string `json:"publish,omitempty"`
 }
 
 // Process is how the command runs.

@@ -35,6 +35,12 @@ func (p *Policy) validate() error {
 	if _, err := egress.NewPolicy(p.Network.Allow, p.Network.Deny); err != nil {
 		return bad("network", "%v", err)
 	}
+	if _, err := ParsePublish(p.Network.Publish); err != nil {
+		return bad("network.publish", "%v", err)
+	}
+	if len(p.Network.Publish) > 0 && p.Network.Mode == NetHost {
+		return bad("network.publish", "port forwards need a network namespace of the sandbox's own (the mode is host)")
+	}
 	switch p.Filesystem.Git {
 	case "", GitReadOnly, GitCommit:
 	default:

@@ -43,6 +43,7 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
 	f.StringArrayVar(&b.o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
 	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo), proxy (only lo, and connections to --allow-host hosts through gosbx's proxy) or host (default: the policy's, none)")
+	f.StringArrayVar(&b.o.Publish, "publish", nil, "forward `[HOSTIP:]HOSTPORT:PORT` from the host (127.0.0.1 unless HOSTIP is given) to PORT on the sandbox's loopback (repeatable; not with --net host)")
 	f.StringArrayVar(&b.o.AllowHosts, "allow-host", nil, "with --net proxy (implied): let the sandbox reach `PATTERN` (pypi.org, *.githubusercontent.com, HOST:PORT; default ports 443 and 80; repeatable)")
 	f.StringVar(&b.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124; may only shorten the policy's")
 	f.StringVar(&b.o.Hostname, "hostname", "", "hostname `NAME` inside (default: the policy's, \"gosbx\")")

@@ -63,6 +63,18 @@ type Config struct {
 	// /etc/resolv.conf inside names the DNS stub. Requires a network namespace. Only
 	// its presence is sent to the init; the rules are the owner's.
 	Egress *Egress `json:"egress,omitempty"`
+	// Publish are port forwards from the host into the sandbox: the owner listens on
+	// HostIP:HostPort and carries each connection to Port on the sandbox's loopback,
+	// connected by its init. Requires a network namespace. Only the ports are sent to
+	// the init, which connects to no other.
+	Publish []Publish `json:"publish,omitempty"`
+}
+
+// Publish is one port forward (--publish [HOSTIP:]HOSTPORT:PORT).
+type Publish struct {
+	HostIP   string `json:"hostIP"`
+	HostPort uint16 `json:"hostPort"`
+	Port     uint16 `json:"port"`
 }
 
 // Egress is the allow and deny lists of host patterns (egress.ParseRule: "pypi.org",

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"net/netip"
+
 	"github.com/gosbx/gosbx/egress"
 
 	"errors"
@@ -110,6 +112,14 @@ func (c *Config) Validate() error {
 	for _, e := range c.Cleanup {
 		if err := e.Check(); err != nil {
 			return err
+		}
+	}
+	for _, p := range c.Publish {
+		if !have[specs.NetworkNamespace] {
+			return errors.New("publish needs a network namespace of the sandbox's own")
+		}
+		if a, err := netip.ParseAddr(p.HostIP); err != nil || a.Zone() != "" || p.HostPort == 0 || p.Port == 0 {
+			return fmt.Errorf("publish %s:%d:%d: want an IP address and two ports 1-65535", p.HostIP, p.HostPort, p.Port)
 		}
 	}
 	if c.Egress != nil {

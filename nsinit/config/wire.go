@@ -56,7 +56,8 @@ func encodeProcess(e *wire.Encoder, p *specs.Process) {
 // Encode is what the init is sent of c (Decode reverses it): everything it reads. Not
 // sent are the launcher's own fields (Linux.Resources and Limits: the cgroup; RootID:
 // the host id, by then in the id mappings; MakeDirs, made before the clone) and
-// Linux.Seccomp, the source of Linux.Filter; of Egress, only that it is set. Of Process, the fields Validate lets through but capabilities (all
+// Linux.Seccomp, the source of Linux.Filter; of Egress, only that it is set; of Publish,
+// the ports inside. Of Process, the fields Validate lets through but capabilities (all
 // dropped).
 func Encode(c *Config) []byte {
 	e := &wire.Encoder{B: make([]byte, 0, 4096)}
@@ -98,6 +99,10 @@ func Encode(c *Config) []byte {
 		e.Str(x.Target)
 	}
 	e.Bool(c.Egress != nil)
+	e.Uint(uint64(len(c.Publish)))
+	for _, p := range c.Publish {
+		e.Uint(uint64(p.Port))
+	}
 	return e.B
 }
 
@@ -190,6 +195,12 @@ func Decode(b []byte) (*Config, error) {
 	}
 	if d.Bool() {
 		c.Egress = &Egress{} // the rules stay with the owner
+	}
+	if n := d.Count(1); n > 0 {
+		c.Publish = make([]Publish, n)
+		for i := range c.Publish {
+			c.Publish[i].Port = uint16(d.Uint32()) // the host side stays with the owner
+		}
 	}
 	if err := d.End("config"); err != nil {
 		return nil, err

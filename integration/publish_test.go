@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freePort returns a loopback port free at the time of the call.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// --publish: a server the command starts on the sandbox's loopback answers on the
+// host's port while the sandbox runs (for every connection, the init connects inside),
+// and the port is closed once it ends; the sandbox still has only lo (--net none). With
+// --net host it is refused.
+func TestPublish(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.writeWS("index.html", "served from inside "+s.id, 0o644)
+		stop := filepath.Join(s.ws, "stop-"+s.id)
+		port := freePort(t)
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--publish", fmt.Sprintf("%d:8000", port), "--", shellPath, "-c",
+			`python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & while [ ! -e "$1" ]; do sleep 0.05; done; kill $!; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '`,
+			"_", stop)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		must(t, cmd.Start())
+		url := fmt.Sprintf("http://127.0.0.1:%d/index.html", port)
+		var body string
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			// until the server inside listens, the init's connect is refused and the
+			// forwarded connection is closed at once
+			if resp, err := http.Get(url); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					body = string(b)
+					break
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		must(t, os.WriteFile(stop, nil, 0o644))
+		err := cmd.Wait()
+		if body != "served from inside "+s.id {
+			t.Errorf("through the forward: %q", body)
+		}
+		if err != nil || strings.TrimSpace(out.String()) != "lo" {
+			t.Errorf("gosbx: %v, stdout %q (want only lo), stderr %q", err, out.String(), errb.String())
+		}
+		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+			conn.Close()
+			t.Errorf("port %d still open after the sandbox ended", port)
+		}
+		r := s.run("--net", "host", "--publish", fmt.Sprintf("%d:8000", port), "--", "true")
+		if r.code != 125 || !strings.Contains(r.stderr, "--publish needs a network namespace") {
+			t.Errorf("--publish with --net host: %v", r)
+		}
+	})
+}
