@@ -72,7 +72,7 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byt
 		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
 		return
 	}
-	p.relay(proto, d, c, up, first)
+	p.relay(proto, d, c, up, first, false)
 }
 
 // captureDecision decides on a captured connection: it must name its server, the name
@@ -93,20 +93,21 @@ func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
 }
 
 // readClientHello reads the first TLS record of a connection, which must hold a whole
-// ClientHello, and returns the bytes read and its server_name (host_name) extension.
+// ClientHello, and returns the bytes read (on error too) and its server_name
+// (host_name) extension.
 func readClientHello(r io.Reader) ([]byte, string, error) {
 	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, "", err
+	if got, err := io.ReadFull(r, hdr[:]); err != nil {
+		return hdr[:got], "", err
 	}
 	n := int(binary.BigEndian.Uint16(hdr[3:]))
 	if hdr[0] != 22 || n > 16384+2048 {
-		return nil, "", errors.New("not a TLS handshake record")
+		return hdr[:], "", errors.New("not a TLS handshake record")
 	}
 	rec := make([]byte, 5+n)
 	copy(rec, hdr[:])
-	if _, err := io.ReadFull(r, rec[5:]); err != nil {
-		return nil, "", err
+	if got, err := io.ReadFull(r, rec[5:]); err != nil {
+		return rec[:5+got], "", err
 	}
 	name, err := serverName(rec[5:])
 	return rec, name, err

@@ -82,7 +82,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			up.Close()
 			return
 		}
-		p.relay("http-connect", d, c, up, buffered(br))
+		p.relay("http-connect", d, c, up, buffered(br), true)
 		return
 	}
 	rest, ok := strings.CutPrefix(target, "http://")
@@ -123,7 +123,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...))
+	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...), false)
 }
 
 func splitRequestLine(line string) (method, target, version string, ok bool) {

@@ -1,12 +1,14 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -103,11 +105,13 @@ func (p *Proxy) accept(l net.Listener, fn func(net.Conn)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// out of descriptors (EMFILE) or another passing error: the sandbox can
+			// open many connections, but must not stop the proxy for good
+			time.Sleep(20 * time.Millisecond)
+			continue
 		}
 		if !p.track(c) {
 			c.Close()
@@ -217,30 +221,76 @@ func (p *Proxy) dial(d Decision) (net.Conn, error) {
 // relay carries bytes both ways between the sandbox's connection and the upstream one
 // until both directions end (half-closes passed on), then reports the allowed
 // connection with its byte counts. first is what was read from the sandbox's side
-// already and belongs upstream.
-func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte) {
+// already and belongs upstream. With checkSNI (a tunnel to a name: CONNECT, SOCKS5),
+// when the client's first bytes are a TLS ClientHello, its server name must be that
+// name, or the tunnel is closed and denied (rule "sni"): an allowed name's address
+// (a CDN's) must not carry a TLS session to another name it serves (domain fronting by
+// SNI; fronting by the Host header inside TLS cannot be seen without decrypting).
+func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, checkSNI bool) {
 	var out, back int64
+	denied := false
 	defer func() {
-		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out})
+		if !denied {
+			p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out})
+		}
 	}()
 	if !p.track(up) { // closing: the sandbox is gone
 		up.Close()
 		return
 	}
 	defer p.untrack(up)
-	if len(first) > 0 {
-		n, _ := up.Write(first)
-		out += int64(n)
+	if _, err := netip.ParseAddr(d.Host); err == nil {
+		checkSNI = false // an address rule's tunnel: no name to compare
 	}
 	done := make(chan int64, 1)
 	go func() {
-		n, _ := io.Copy(up, in)
+		// server to client flows meanwhile: a protocol where the server speaks first
+		// is not held up by the check
+		var n int64
+		if checkSNI {
+			fr := bytes.NewReader(first)
+			head, name, isTLS := peekHello(io.MultiReader(fr, in))
+			if isTLS && name != "" && !strings.EqualFold(strings.TrimSuffix(name, "."), d.Host) {
+				denied = true
+				p.deny(proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni",
+					Why: "a TLS server name " + name + " in the tunnel to " + hostPort(d.Host, d.Port)})
+				up.Close()
+				in.Close()
+				done <- 0
+				return
+			}
+			rest, _ := io.ReadAll(fr)
+			first = append(head, rest...)
+		}
+		if len(first) > 0 {
+			w, _ := up.Write(first)
+			n = int64(w)
+		}
+		m, _ := io.Copy(up, in)
 		closeWrite(up)
-		done <- n
+		done <- n + m
 	}()
 	back, _ = io.Copy(in, up)
 	closeWrite(in)
 	out += <-done
+}
+
+// peekHello reads the client's first bytes: a whole TLS record when they start one
+// (isTLS, and its server name if it is a ClientHello with one), else what one read
+// gave. head is everything read, to pass on.
+func peekHello(in io.Reader) (head []byte, name string, isTLS bool) {
+	var b [1]byte
+	if n, _ := in.Read(b[:]); n == 0 {
+		return nil, "", false
+	}
+	if b[0] != 22 {
+		return b[:], "", false
+	}
+	rec, name, err := readClientHello(io.MultiReader(bytes.NewReader(b[:]), in))
+	if err != nil {
+		return rec, "", false
+	}
+	return rec, name, true
 }
 
 func closeWrite(c net.Conn) {

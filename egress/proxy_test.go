@@ -364,3 +364,68 @@ func TestProxyCaptureHTTP(t *testing.T) {
 		t.Errorf("captured HTTP to a denied host: %q", got)
 	}
 }
+
+// A TLS session through a tunnel to an allowed name must name that name: a ClientHello
+// for another server (domain fronting through the allowed name's CDN address) closes
+// the tunnel with a denial, whether it came with the CONNECT or after the 200.
+func TestProxyTunnelSNI(t *testing.T) {
+	env := newTestEnv(t, []string{"up.test:*"}, nil)
+	hello := func(name string) []byte {
+		// a ClientHello as crypto/tls writes it, captured from a pipe
+		a, b := net.Pipe()
+		go func() {
+			tls.Client(a, &tls.Config{ServerName: name, InsecureSkipVerify: true}).Handshake()
+		}()
+		b.SetReadDeadline(time.Now().Add(5 * time.Second))
+		rec, got, err := readClientHello(b)
+		a.Close()
+		b.Close()
+		if err != nil || got != name {
+			t.Fatalf("ClientHello for %s: %q %v", name, got, err)
+		}
+		return rec
+	}
+	for _, tc := range []struct {
+		name     string
+		withHead bool
+		sent     bool
+	}{{"up.test", false, true}, {"evil.test", false, false}, {"evil.test", true, false}, {"UP.test", true, true}} {
+		c := dial(t, env.http)
+		head := fmt.Sprintf("CONNECT up.test:%d HTTP/1.1\r\n\r\n", env.upPort)
+		if tc.withHead {
+			c.Write(append([]byte(head), hello(strings.ToLower(tc.name))...))
+		} else {
+			c.Write([]byte(head))
+		}
+		br := bufio.NewReader(c)
+		if st, _ := br.ReadString('\n'); !strings.Contains(st, " 200 ") {
+			t.Fatalf("CONNECT: %q", st)
+		}
+		for {
+			if l, err := br.ReadString('\n'); err != nil || l == "\r\n" {
+				break
+			}
+		}
+		if !tc.withHead {
+			c.Write(hello(strings.ToLower(tc.name)))
+		}
+		c.Write([]byte("\n")) // the echo server answers a line
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got := make([]byte, 5)
+		n, _ := io.ReadFull(br, got)
+		if echoed := string(got[:n]) == "echo:"; echoed != tc.sent {
+			t.Errorf("SNI %s (with the CONNECT: %v): echoed %v (%q)", tc.name, tc.withHead, echoed, got)
+		}
+		c.Close()
+	}
+	env.p.Close()
+	deny := 0
+	for _, e := range env.eventsNow() {
+		if e.Net == "deny" && e.Rule == "sni" && e.Host == "up.test" {
+			deny++
+		}
+	}
+	if deny != 2 {
+		t.Errorf("%d sni denials: %+v", deny, env.eventsNow())
+	}
+}

@@ -110,7 +110,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 		up.Close()
 		return
 	}
-	p.relay("socks5", d, c, up, nil)
+	p.relay("socks5", d, c, up, nil, true)
 }
 
 // socksReply sends a reply with the bound address 0.0.0.0:0 (the client has no use
