@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -163,7 +164,11 @@ func (p *publisher) serve(list []config.Publish, n *netSock) {
 			for {
 				c, err := l.Accept()
 				if err != nil {
-					return
+					if errors.Is(err, net.ErrClosed) {
+						return
+					}
+					time.Sleep(20 * time.Millisecond) // EMFILE and the like: not for good
+					continue
 				}
 				if !p.track(c) {
 					c.Close()

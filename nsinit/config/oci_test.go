@@ -34,7 +34,8 @@ func profileConfigs(t *testing.T) map[string]*config.Config {
 			ws := t.TempDir()
 			h.Cwd = ws
 			c, err := policy.Compile(policy.Options{Policy: pol, Workspace: ws, Args: []string{"/bin/true"},
-				Resources: policy.Resources{Memory: "1G", Limits: "best-effort"}}, h)
+				Resources:  policy.Resources{Memory: "1G", Limits: "best-effort"},
+				AllowHosts: []string{"pypi.org", "*.example.com:8443"}, Publish: []string{"8000:8000"}}, h)
 			if err != nil {
 				t.Fatalf("%s, uid %d: %v", profile, uid, err)
 			}

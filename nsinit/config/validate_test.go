@@ -80,6 +80,11 @@ func TestValidate(t *testing.T) {
 		{"cleanup of /", func(c *Config) { c.Cleanup[2].Path = "/" }, "clean path"},
 		{"relative directory to make", func(c *Config) { c.MakeDirs[0] = "w/.git/hooks" }, "canonical"},
 		{"directory to make /", func(c *Config) { c.MakeDirs[0] = "/" }, "canonical"},
+		{"egress without a network namespace", func(c *Config) { c.Linux.Namespaces = c.Linux.Namespaces[:3]; c.Publish = nil }, "egress needs a network namespace"},
+		{"publish without a network namespace", func(c *Config) { c.Linux.Namespaces = c.Linux.Namespaces[:3] }, "publish needs a network namespace"},
+		{"bad egress pattern", func(c *Config) { c.Egress.Allow = []string{"*"} }, "network.allow[0]"},
+		{"bad publish address", func(c *Config) { c.Publish[0].HostIP = "localhost" }, "want an IP address"},
+		{"publish port 0", func(c *Config) { c.Publish[0].Port = 0 }, "two ports"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
