@@ -320,3 +320,19 @@ func splitPort(hp string, def uint16) (string, uint16, bool) {
 	}
 	return host, uint16(n), true
 }
+
+// Probe decides on host:port as for a connection of the sandbox (the name, the host's
+// lookup, the resolved addresses) and, when allowed, dials it and hangs up: gosbx
+// doctor's check that the host can resolve and reach an allowed name. The error is the
+// dial's.
+func (p *Proxy) Probe(host string, port uint16) (Decision, error) {
+	d := p.decide(host, port)
+	if !d.Allow {
+		return d, nil
+	}
+	c, err := p.dial(d)
+	if err == nil {
+		c.Close()
+	}
+	return d, err
+}
