@@ -4,10 +4,15 @@ BIN     ?= bin/gosbx
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 export CGO_ENABLED = 0
 
-.PHONY: build demo test unit integration cases vet fuzz soak bench clean
+.PHONY: build demo test unit integration cases vet fuzz soak bench clean seccomp-profile
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gosbx
+
+# contrib/seccomp/gosbx.json: Podman's default seccomp profile plus what gosbx calls
+# (seccomp.ContainerNeeds); TestContainerProfileCalls checks it is current.
+seccomp-profile: build
+	$(BIN) seccomp container-profile --base /usr/share/containers/seccomp.json > contrib/seccomp/gosbx.json
 
 demo: build
 	examples/demo.sh $(BIN)

@@ -221,6 +221,14 @@ kib() { # kib PID FIELD: a /proc/PID/status (VmRSS) or smaps_rollup (Pss) value 
 	awk -v k="$2:" '$1 == k {print $2; exit}' "/proc/$1/$f" 2>/dev/null || echo 0
 }
 child() { pgrep -P "$1" | head -n 1; }
+# sleepchild PID: the child of PID running sleep (the sandbox's init has two children: the
+# commands' pid 1, the holder, and the command itself)
+sleepchild() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		[ "$(cat "/proc/$c/comm" 2>/dev/null)" = sleep ] && { echo "$c"; return; }
+	done
+}
 rss_one() { # rss_one LABEL CMD...: start CMD (which runs sleep 2), read its tree, wait
 	local label=$1
 	shift
@@ -230,7 +238,7 @@ rss_one() { # rss_one LABEL CMD...: start CMD (which runs sleep 2), read its tre
 	reaper= cmd=
 	for i in $(seq 150); do
 		reaper=$(child "$launcher" || true)
-		[ -n "$reaper" ] && cmd=$(child "$reaper" || true)
+		[ -n "$reaper" ] && cmd=$(sleepchild "$reaper" || true)
 		[ -n "$cmd" ] && [ "$(cat "/proc/$cmd/comm" 2>/dev/null)" = sleep ] && break
 		sleep 0.01
 	done

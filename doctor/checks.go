@@ -33,6 +33,7 @@ func RunFor(exe, workspace string) *Report {
 	r := &Report{Version: ReportVersion, OK: true, UID: os.Getuid()}
 	f := ReadFacts()
 	r.add(Check{Name: "kernel", Status: OK, Detail: "Linux " + f.Kernel})
+	r.add(checkContainer(f))
 
 	userns := checkUserns(exe, f)
 	r.add(userns)
@@ -65,6 +66,44 @@ func RunFor(exe, workspace string) *Report {
 		r.add(Check{Name: "sandbox launch", Status: Skip, Detail: "needs a user namespace"})
 	}
 	return r
+}
+
+// checkContainer says whether gosbx runs in a container, from what, and what of the
+// container's posture matters to gosbx: its seccomp filter, CAP_SYS_ADMIN, its
+// AppArmor label, masked /proc entries. A masked /proc is a warning with its fix (the
+// kernel refuses a new procfs there); the rest is proven by the checks that follow.
+func checkContainer(f Facts) Check {
+	c := Check{Name: "container", Status: OK}
+	if f.Container == "" {
+		c.Status, c.Detail = Skip, "none found (no /.dockerenv, /run/.containerenv, container cgroup path)"
+		if f.Seccomp == "2" {
+			c.Detail += "; a seccomp filter confines this process"
+		}
+		return c
+	}
+	parts := []string{f.Container + " (" + f.ContainerHow + ")"}
+	switch f.Seccomp {
+	case "2":
+		parts = append(parts, "a seccomp filter confines it (its profile: if a check below fails with EPERM, run it with gosbx's: "+nsinit.FixSeccompProfile+")")
+	case "0":
+		parts = append(parts, "no seccomp filter")
+	}
+	if f.UID == 0 && !f.SysAdmin() {
+		parts = append(parts, "uid 0 without CAP_SYS_ADMIN: the unprivileged path (its own user namespace)")
+	} else if f.SysAdmin() {
+		parts = append(parts, "CAP_SYS_ADMIN in its effective set")
+	}
+	if f.AppArmor != "" {
+		parts = append(parts, "AppArmor "+f.AppArmor)
+	}
+	if len(f.MaskedProc) > 0 {
+		parts = append(parts, fmt.Sprintf("/proc has %d entries hidden by mounts (%s)", len(f.MaskedProc), strings.Join(f.MaskedProc, ", ")))
+		c.Status, c.Fix = Warn, "the kernel refuses a new procfs (also subset=pid) under a masked /proc: "+nsinit.FixUnmaskProc
+	} else {
+		parts = append(parts, "/proc not masked")
+	}
+	c.Detail = strings.Join(parts, "; ")
+	return c
 }
 
 // clone starts exe ProbeArg args in new namespaces with the id maps of nsinit (the

@@ -28,9 +28,8 @@ func explainUserns(err error, f Facts) (detail, fix string) {
 	case f.AppArmorRestrictUserns == "1" && !f.Root:
 		fix = apparmorFix
 	case f.Container != "" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)):
-		fix = fmt.Sprintf("inside %s, the container's seccomp profile or missing capabilities forbid user namespaces: "+
-			"run the container with a seccomp profile that allows clone/unshare with CLONE_NEWUSER (e.g. --security-opt seccomp=unconfined), "+
-			"or run gosbx on the host", f.Container)
+		fix = fmt.Sprintf("inside %s, the container's seccomp profile refused clone with CLONE_NEWUSER: "+
+			"run the container with gosbx's seccomp profile: %s", f.Container, nsinit.FixSeccompProfile)
 	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES):
 		fix = nsinit.Hint("clone", err)
 	case errors.Is(err, unix.EINVAL):
@@ -65,6 +64,11 @@ func explainSetup(se *nsinit.SetupError, f Facts) string {
 
 // explainCgroup says what to do when this caller has no usable cgroup.
 func explainCgroup(mode string, f Facts) string {
+	if f.Container != "" {
+		return "inside a container the cgroup file system is read-only or not delegated (Docker, Podman and Kubernetes mount it so): " +
+			"limits you ask for give 125; use --limits best-effort and limit the container itself (docker/podman run --memory, " +
+			"--pids-limit, --cpus; a Pod's resources.limits)"
+	}
 	if f.Root || mode == "none" {
 		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
 	}

@@ -133,7 +133,7 @@ func TestExplainUsernsContainer(t *testing.T) {
 	for _, c := range []string{"docker", "kubernetes", "podman"} {
 		for _, uid := range []int{0, 1000} {
 			_, fix := explainUserns(forkErr(unix.EPERM), Facts{UID: uid, MaxUserNamespaces: "15000", Container: c})
-			wantAll(t, c+" fix", fix, "inside "+c, "seccomp profile", "CLONE_NEWUSER", "seccomp=unconfined", "on the host")
+			wantAll(t, c+" fix", fix, "inside "+c, "seccomp profile", "CLONE_NEWUSER", "seccomp=contrib/seccomp/gosbx.json", "localhostProfile")
 			wantNone(t, c+" fix", fix, "contrib/apparmor", "max_user_namespaces=")
 		}
 	}
@@ -258,4 +258,23 @@ func TestExplainCgroupNoneNonRoot(t *testing.T) {
 	fix := explainCgroup("none", Facts{UID: 65534})
 	wantNone(t, "non-root, no cgroup fs", fix, "delegated", "Delegate=yes")
 	wantAll(t, "non-root, no cgroup fs", fix, "/sys/fs/cgroup")
+}
+
+// The container check names the runtime and what said so, and warns of a masked
+// /proc with the flags that unmask it; outside a container it is skipped.
+func TestCheckContainer(t *testing.T) {
+	c := checkContainer(Facts{UID: 0, Container: "podman", ContainerHow: "/run/.containerenv", Seccomp: "2",
+		MaskedProc: []string{"/proc/kcore", "/proc/keys"}})
+	if c.Status != Warn {
+		t.Errorf("masked /proc: status %s, want warn", c.Status)
+	}
+	wantAll(t, "container detail", c.Detail, "podman (/run/.containerenv)", "seccomp filter", "without CAP_SYS_ADMIN", "/proc/kcore, /proc/keys")
+	wantAll(t, "container fix", c.Fix, "unmask=ALL", "systempaths=unconfined", "procMount: Unmasked", "hostUsers: false")
+	c = checkContainer(Facts{UID: 65534, Container: "docker", ContainerHow: "/.dockerenv"})
+	if c.Status != OK || c.Fix != "" {
+		t.Errorf("unmasked /proc: %+v", c)
+	}
+	if c := checkContainer(Facts{}); c.Status != Skip {
+		t.Errorf("no container: %+v", c)
+	}
 }

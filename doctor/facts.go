@@ -2,11 +2,13 @@ package doctor
 
 import (
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/nsinit"
 )
 
 // Facts are what the host says about itself, read only to explain a failed check.
@@ -21,8 +23,15 @@ type Facts struct {
 	MaxUserNamespaces      string // user.max_user_namespaces
 	UnprivUsernsClone      string // kernel.unprivileged_userns_clone (Debian)
 	Container              string // "docker", "kubernetes", "podman", "lxc" or ""
+	ContainerHow           string // what said so: "/run/.containerenv", "/proc/self/cgroup", …
 	MaskedProc             []string
+	Seccomp                string // the Seccomp: field of /proc/self/status: 0 none, 1 strict, 2 filter
+	AppArmor               string // /proc/self/attr/current ("" when absent)
+	CapEff                 uint64 // this process's effective capability set
 }
+
+// SysAdmin says whether CAP_SYS_ADMIN is in the effective set.
+func (f Facts) SysAdmin() bool { return f.CapEff&(1<<unix.CAP_SYS_ADMIN) != 0 }
 
 func sysctl(name string) string {
 	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
@@ -45,26 +54,21 @@ func ReadFacts() Facts {
 	if unix.Uname(&u) == nil {
 		f.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	switch {
-	case exists("/.dockerenv"):
-		f.Container = "docker"
-	case exists("/run/.containerenv"):
-		f.Container = "podman"
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		f.Container = "kubernetes"
-	}
-	if f.Container == "" {
-		if b, err := os.ReadFile("/proc/1/cgroup"); err == nil {
-			s := string(b)
-			switch {
-			case strings.Contains(s, "kubepods"):
-				f.Container = "kubernetes"
-			case strings.Contains(s, "docker"):
-				f.Container = "docker"
-			case strings.Contains(s, "lxc"):
-				f.Container = "lxc"
+	f.Container, f.ContainerHow = nsinit.Container()
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(st), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			v = strings.TrimSpace(v)
+			switch k {
+			case "Seccomp":
+				f.Seccomp = v
+			case "CapEff":
+				f.CapEff, _ = strconv.ParseUint(v, 16, 64)
 			}
 		}
+	}
+	if b, err := os.ReadFile("/proc/self/attr/current"); err == nil {
+		f.AppArmor = strings.TrimSpace(strings.TrimRight(string(b), "\x00"))
 	}
 	f.MaskedProc = maskedProc()
 	return f

@@ -2,6 +2,9 @@ package nsinit
 
 import (
 	"errors"
+	"os"
+	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -16,23 +19,84 @@ const (
 		"kernel.unprivileged_userns_clone kernel.apparmor_restrict_unprivileged_userns` (ENOSPC: " +
 		"user.max_user_namespaces is exhausted)"
 	hintMaskedProc = "the kernel refuses a new procfs when the host's /proc has entries hidden by mounts, " +
-		"as inside Docker or Kubernetes: run the container with an unmasked /proc (docker --security-opt " +
-		"systempaths=unconfined, Kubernetes procMount: Unmasked) or run gosbx on the host; gosbx never falls " +
-		"back to the host's /proc"
+		"as inside Docker, Podman or Kubernetes (a subset=pid procfs is refused too): run the container with an unmasked /proc " +
+		"(" + FixUnmaskProc + ") or run gosbx on the host; gosbx never falls back to the host's /proc"
 	hintNoSys   = "the kernel lacks a feature gosbx needs (the new mount API, openat2: Linux 5.12 or later)"
 	hintSeccomp = "loading the seccomp filter failed: an outer seccomp filter may forbid seccomp(2); run gosbx where seccomp is allowed"
+
+	// FixSeccompProfile is how a container is given gosbx's seccomp profile
+	// (contrib/seccomp/gosbx.json, made by `gosbx seccomp container-profile`).
+	FixSeccompProfile = "docker run / podman run --security-opt seccomp=contrib/seccomp/gosbx.json; compose: " +
+		"security_opt: [\"seccomp=gosbx.json\"]; Kubernetes: securityContext.seccompProfile: {type: Localhost, " +
+		"localhostProfile: gosbx.json} (see contrib/docker/)"
+	// FixUnmaskProc is how a container's /proc is left unmasked. With it, a container
+	// whose root is the host's root can write /proc/sys: give it a user namespace too.
+	FixUnmaskProc = "docker run --security-opt systempaths=unconfined; podman run --security-opt unmask=ALL; compose: " +
+		"security_opt: [\"systempaths=unconfined\"]; Kubernetes: securityContext.procMount: Unmasked with hostUsers: false. " +
+		"A container running as the host's root then has a writable /proc/sys: run it in a user namespace " +
+		"(podman --userns=auto, Docker userns-remap, hostUsers: false) or as a non-root user"
+	// FixAppArmor is how a container is run without an AppArmor profile that denies mounts.
+	FixAppArmor = "docker run / podman run --security-opt apparmor=unconfined (or a profile that allows mount and " +
+		"userns: contrib/apparmor/gosbx); Kubernetes: securityContext.appArmorProfile: {type: Unconfined} or Localhost"
 )
 
+// launchEnv is what the launcher knows of the process it runs in, for hints: whether
+// a seccomp filter confines it (Seccomp: 2 in /proc/self/status, as inside a
+// container with its runtime's profile; the init inherits it) and its AppArmor label.
+type launchEnv struct {
+	filtered  bool
+	container bool   // Container found one
+	apparmor  string // /proc/self/attr/current, "" when none or unconfined
+}
+
+var currentEnv = sync.OnceValue(func() launchEnv {
+	var e launchEnv
+	name, _ := Container()
+	e.container = name != ""
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
+				e.filtered = strings.TrimSpace(v) == "2"
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/attr/current"); err == nil {
+		if l := strings.TrimSpace(strings.TrimRight(string(b), "\x00")); l != "" && l != "unconfined" {
+			e.apparmor = l
+		}
+	}
+	return e
+})
+
 // Hint says what usually fixes a setup failure at step with err, decided from the
-// error's fields (the step, a *mounts.Error's operation and source, the errno), never
-// from its text; "" when nothing specific is known.
-func Hint(step string, err error) string {
+// error's fields (the step, a *mounts.Error's operation and source, the errno) and
+// from whether a seccomp filter or AppArmor profile confines gosbx itself, never from
+// the error's text; "" when nothing specific is known.
+func Hint(step string, err error) string { return hintIn(step, err, currentEnv()) }
+
+func hintIn(step string, err error, env launchEnv) string {
 	var me *mounts.Error
+	denied := errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
+	proc := errors.As(err, &me) && me.Op == "mount" && me.Source == "proc" && errors.Is(err, unix.EPERM)
+	if call := filteredCall(step); env.filtered && denied && !proc && call != "" {
+		switch {
+		case env.container:
+			return "the seccomp filter gosbx runs under (Seccomp: 2 in /proc/self/status: inside a container, its " +
+				"seccomp profile; Docker's and Podman's defaults allow this only with CAP_SYS_ADMIN) refused " + call +
+				": run the container with gosbx's profile: " + FixSeccompProfile
+		case step != "clone": // clone keeps hintUserns, which names this case too
+			return "a seccomp filter around gosbx (Seccomp: 2 in /proc/self/status: another sandbox, gosbx exec's own " +
+				"filter included, or a service manager's SystemCallFilter=) refused " + call + ": run gosbx outside it"
+		}
+	}
+	if env.apparmor != "" && errors.Is(err, unix.EACCES) && (step == "mount" || step == "pivot_root") {
+		return "the AppArmor profile " + env.apparmor + " that confines gosbx refused a mount: " + FixAppArmor
+	}
 	switch {
 	case step == "clone" && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) ||
 		errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL)):
 		return hintUserns
-	case errors.As(err, &me) && me.Op == "mount" && me.Source == "proc" && errors.Is(err, unix.EPERM):
+	case proc:
 		return hintMaskedProc
 	case errors.Is(err, unix.ENOSYS):
 		return hintNoSys
@@ -41,3 +105,50 @@ func Hint(step string, err error) string {
 	}
 	return ""
 }
+
+// filteredCall names the system call of a setup step that container seccomp profiles
+// refuse (seccomp.ContainerNeeds), "" for other steps.
+func filteredCall(step string) string {
+	switch step {
+	case "clone":
+		return "clone with CLONE_NEWUSER"
+	case "pid namespace":
+		return "unshare(CLONE_NEWPID)"
+	case "hostname":
+		return "sethostname"
+	case "mount", "pivot_root":
+		return "a mount call (mount, umount2, pivot_root, open_tree, fsopen, fsconfig, fsmount, move_mount, mount_setattr)"
+	}
+	return ""
+}
+
+// Container says which container runtime this process runs under ("podman", "docker",
+// "kubernetes", "containerd", "lxc"; "" for none found) and what said so: the files
+// runtimes leave in the root (/run/.containerenv, /.dockerenv), the Kubernetes service
+// variables, or the cgroup path of this process or of pid 1 (cgroups(7)).
+func Container() (name, evidence string) {
+	switch {
+	case fileExists("/run/.containerenv"):
+		return "podman", "/run/.containerenv"
+	case fileExists("/.dockerenv"):
+		return "docker", "/.dockerenv"
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		return "kubernetes", "KUBERNETES_SERVICE_HOST"
+	}
+	for _, p := range []string{"/proc/self/cgroup", "/proc/1/cgroup"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		for _, c := range []struct{ key, name string }{{"kubepods", "kubernetes"}, {"libpod", "podman"},
+			{"docker", "docker"}, {"containerd", "containerd"}, {"lxc", "lxc"}} {
+			if strings.Contains(s, c.key) {
+				return c.name, p
+			}
+		}
+	}
+	return "", ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -396,3 +396,47 @@ func TestInitNotCalled(t *testing.T) {
 		t.Errorf("want the hint to call nsinit.Init, got %q", out)
 	}
 }
+
+// Under a seccomp filter (a container's profile), a step whose call container profiles
+// refuse gets the fix that names gosbx's profile; a masked /proc keeps its own hint,
+// and without a filter the same errors get the host hints.
+func TestHintInContainer(t *testing.T) {
+	filtered := launchEnv{filtered: true, container: true}
+	for _, c := range []struct {
+		step string
+		err  error
+		call string
+	}{
+		{"hostname", unix.EPERM, "sethostname"},
+		{"clone", fmt.Errorf("fork/exec: %w", unix.EPERM), "clone with CLONE_NEWUSER"},
+		{"pid namespace", unix.EPERM, "unshare"},
+		{"mount", &mounts.Error{Op: "bind", Source: "/usr", Target: "/usr", Err: unix.EPERM}, "open_tree"},
+		{"mount", &mounts.Error{Op: "mount", Source: "tmpfs", Target: "/", Err: unix.ENOSYS}, "fsopen"},
+	} {
+		h := hintIn(c.step, c.err, filtered)
+		if !strings.Contains(h, "seccomp filter") || !strings.Contains(h, c.call) || !strings.Contains(h, "seccomp=contrib/seccomp/gosbx.json") ||
+			!strings.Contains(h, "localhostProfile") {
+			t.Errorf("hintIn(%s, %v, filtered) = %q", c.step, c.err, h)
+		}
+		if h := hintIn(c.step, c.err, launchEnv{}); strings.Contains(h, "gosbx.json") {
+			t.Errorf("hintIn(%s, %v) without a filter = %q: names the container profile", c.step, c.err, h)
+		}
+	}
+	// a filter outside a container (another sandbox) is not a container's profile
+	if h := hintIn("hostname", unix.EPERM, launchEnv{filtered: true}); !strings.Contains(h, "another sandbox") || strings.Contains(h, "gosbx.json") {
+		t.Errorf("hintIn(hostname, filtered, no container) = %q", h)
+	}
+	if h := hintIn("clone", unix.EPERM, launchEnv{filtered: true}); h != hintUserns {
+		t.Errorf("hintIn(clone, filtered, no container) = %q, want the user namespace hint", h)
+	}
+	proc := &mounts.Error{Op: "mount", Source: "proc", Target: "/proc", Err: unix.EPERM}
+	if h := hintIn("mount", proc, filtered); !strings.Contains(h, "unmask=ALL") || !strings.Contains(h, "procMount: Unmasked") || strings.Contains(h, "gosbx.json") {
+		t.Errorf("hintIn(mount proc EPERM, filtered) = %q", h)
+	}
+	if h := hintIn("hostname", unix.EINVAL, filtered); h != "" {
+		t.Errorf("hintIn(hostname EINVAL) = %q; want none", h)
+	}
+	if h := hintIn("mount", &mounts.Error{Op: "bind", Source: "/usr", Err: unix.EACCES}, launchEnv{apparmor: "docker-default (enforce)"}); !strings.Contains(h, "docker-default") || !strings.Contains(h, "apparmor=unconfined") {
+		t.Errorf("hintIn(mount EACCES, AppArmor) = %q", h)
+	}
+}

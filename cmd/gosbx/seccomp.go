@@ -49,6 +49,36 @@ func newSeccompCmd() *cobra.Command {
 	}
 	export.Flags().StringVar(&pol, "policy", "", "a built-in profile (agent, strict, build) or a policy `FILE` (default agent)")
 	export.Flags().StringVar(&format, "format", "bpf", "`bpf` (struct sock_filter array, native endian) or text")
-	c.AddCommand(export)
+	c.AddCommand(export, newContainerProfileCmd())
+	return c
+}
+
+// defaultContainerBase is Podman's default seccomp profile (Debian's package
+// golang-github-containers-common installs it with podman).
+const defaultContainerBase = "/usr/share/containers/seccomp.json"
+
+func newContainerProfileCmd() *cobra.Command {
+	var base string
+	c := &cobra.Command{
+		Use:   "container-profile [--base FILE]",
+		Short: "Write a container seccomp profile (Docker, Podman, Kubernetes) that lets gosbx build its sandbox inside: the runtime's default profile plus exactly what gosbx calls",
+		Example: `  gosbx seccomp container-profile > gosbx.json    # from Podman's /usr/share/containers/seccomp.json
+  gosbx seccomp container-profile --base docker-default.json > gosbx.json
+  docker run --security-opt seccomp=gosbx.json ...`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			b, err := os.ReadFile(base)
+			if err != nil {
+				return usageError{fmt.Errorf("--base: %w (name a container runtime's default seccomp profile)", err)}
+			}
+			out, err := seccomp.ContainerProfile(b)
+			if err != nil {
+				return usageError{fmt.Errorf("--base %s: %w", base, err)}
+			}
+			_, err = os.Stdout.Write(out)
+			return err
+		},
+	}
+	c.Flags().StringVar(&base, "base", defaultContainerBase, "the container runtime's default seccomp profile (JSON) to add gosbx's calls to")
 	return c
 }
