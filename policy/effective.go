@@ -136,6 +136,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 		return nil, errorf("net", "", nil, "unknown network mode %q (want none, host or proxy)", o.Net)
 	}
 	if len(o.AllowHosts) > 0 {
+		if !allowed(p.Network.AllowExtraHosts) {
+			return nil, errorf("allow-host", "", nil, "the policy does not allow extra hosts (network.allow_extra_hosts)")
+		}
 		if p.Network.Mode != NetProxy {
 			return nil, errorf("allow-host", "", nil, "--allow-host needs --net proxy (the network mode is %s)", p.Network.Mode)
 		}

@@ -202,6 +202,8 @@ type Network struct {
 	Allow []string `json:"allow,omitempty"`
 	// Deny are host patterns refused even when Allow names them.
 	Deny []string `json:"deny,omitempty"`
+	// AllowExtraHosts says whether --allow-host may add to Allow (default true).
+	AllowExtraHosts *bool `json:"allow_extra_hosts,omitempty"`
 	// Publish are port forwards from the host into the sandbox (--publish adds to
 	// them): "[HOSTIP:]HOSTPORT:PORT", the host side on 127.0.0.1 unless HOSTIP is
 	// given; each connection there reaches PORT on the sandbox's loopback. Not with
