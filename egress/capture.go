@@ -29,33 +29,36 @@ func (p *Proxy) serveCaptureTLS(c net.Conn) {
 	p.capture(c, "capture-tls", name, 443, hello)
 }
 
-// serveCaptureHTTP carries a plain HTTP connection to port 80 of its Host header's
-// name (the first request's; the connection stays with that host).
+// serveCaptureHTTP carries a plain HTTP request to port 80 of its Host header's name,
+// sent with Connection: close (as the proxy's absolute-URI requests): one request per
+// connection, so that a later request on it cannot name another host served at the
+// same address.
 func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(headTimeout))
 	br := bufio.NewReaderSize(c, 4096)
-	var head []byte
+	line, fields, err := readHead(br)
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
 	name := ""
-	for total := 0; ; {
-		s, err := br.ReadString('\n')
-		total += len(s)
-		if err != nil || total > maxHeader {
-			return
-		}
-		head = append(head, s...)
-		t := strings.TrimRight(s, "\r\n")
-		if t == "" {
-			break
-		}
-		if k, v, ok := strings.Cut(t, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "host") {
+	var b strings.Builder
+	b.WriteString(line + "\r\n")
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, ":")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "host":
 			name = strings.TrimSpace(v)
 			if h, _, ok := splitPort(name, 80); ok {
 				name = h
 			}
+		case "connection", "keep-alive", "proxy-connection":
+			continue
 		}
+		b.WriteString(f + "\r\n")
 	}
-	c.SetReadDeadline(time.Time{})
-	p.capture(c, "capture-http", name, 80, append(head, buffered(br)...))
+	b.WriteString("Connection: close\r\n\r\n")
+	p.capture(c, "capture-http", name, 80, append([]byte(b.String()), buffered(br)...))
 }
 
 func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byte) {

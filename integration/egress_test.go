@@ -100,6 +100,10 @@ func startEgressServers(t *testing.T, dir, captureAddr string) *egressServers {
 	must(t, err)
 	_, err = serve(captureAddr+":443", true)
 	es.capture = err == nil
+	if es.capture {
+		_, err = serve(captureAddr+":80", false)
+		es.capture = err == nil
+	}
 	echo, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	t.Cleanup(func() { echo.Close() })
@@ -172,6 +176,7 @@ for frame in (b'\x81\x05hello', b'\x81\x05world'):
 print(st.split()[1].decode(), b''.join(out) == b'\x81\x05hello\x81\x05world')"
 if [ -n "$6" ]; then
 r capture curl -sS --cacert "$ca" --noproxy '*' https://pkg2.test/f
+r capture-http-ok curl -sS --noproxy '*' http://pkg2.test/g
 r capture-http curl -sS --noproxy '*' -o /dev/null -w '%{http_code}' -H 'Host: pkg.test' http://pkg2.test/
 fi
 echo elapsed-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -211,7 +216,7 @@ func TestEgressProxy(t *testing.T) {
 			t.Logf("capture not tested: %s:443 cannot be bound here", capAddr)
 		}
 		if es.capture {
-			args = append(args, "--allow-host", "pkg2.test:443", "--allow-host", capAddr+":443", "--allow-host", "pkg2.test:80")
+			args = append(args, "--allow-host", "pkg2.test:443", "--allow-host", capAddr+":443", "--allow-host", "pkg2.test:80", "--allow-host", capAddr+":80")
 			capture = "1"
 		}
 		args = append(args, "--", shellPath, "-c", egressScript, "_", es.caFile,
@@ -254,6 +259,7 @@ func TestEgressProxy(t *testing.T) {
 		if es.capture {
 			want["capture"] = "ok-tls host=pkg2.test rc=0"
 			want["capture-http"] = "403 rc=0" // Host pkg.test sent to the address given for pkg2.test
+			want["capture-http-ok"] = "ok-plain host=pkg2.test rc=0"
 		}
 		for k, v := range want {
 			if got[k] != v {
