@@ -59,6 +59,8 @@ type Proxy struct {
 	// the DNS stub's names and the loopback addresses it gave them (dns.go)
 	names map[string]netip.Addr
 	addrs map[netip.Addr]string
+	// lookups caches the host's answers (lookupCached)
+	lookups map[string]lookupResult
 }
 
 // Listeners are the sockets made inside the sandbox's network namespace (by its init,
@@ -176,16 +178,54 @@ func (p *Proxy) decide(host string, port uint16) Decision {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout())
 	defer cancel()
-	lookup := p.Lookup
-	if lookup == nil {
-		lookup = hostLookup()
-	}
-	addrs, err := lookup(ctx, d.Host)
+	addrs, err := p.lookupCached(ctx, d.Host)
 	if err != nil {
 		d.Allow, d.Rule, d.Why = false, "no-address", "host "+hostPort(d.Host, port)+" (lookup on the host: "+err.Error()+")"
 		return d
 	}
 	return p.Policy.Resolved(d, addrs)
+}
+
+// The host's answers are kept for lookupTTL (a failure for lookupFailTTL), at most
+// maxLookups names: a package manager's hundred connections to one index cost one
+// lookup, not a hundred (Go's resolver gives no TTL). Every decision still checks the
+// addresses, cached or not.
+const (
+	lookupTTL     = 30 * time.Second
+	lookupFailTTL = 5 * time.Second
+	maxLookups    = 4096
+)
+
+type lookupResult struct {
+	addrs []netip.Addr
+	err   error
+	until time.Time
+}
+
+func (p *Proxy) lookupCached(ctx context.Context, host string) ([]netip.Addr, error) {
+	now := time.Now()
+	p.mu.Lock()
+	r, ok := p.lookups[host]
+	p.mu.Unlock()
+	if ok && now.Before(r.until) {
+		return r.addrs, r.err
+	}
+	lookup := p.Lookup
+	if lookup == nil {
+		lookup = hostLookup()
+	}
+	addrs, err := lookup(ctx, host)
+	r = lookupResult{addrs, err, now.Add(lookupTTL)}
+	if err != nil {
+		r.until = now.Add(lookupFailTTL)
+	}
+	p.mu.Lock()
+	if p.lookups == nil || len(p.lookups) >= maxLookups {
+		p.lookups = map[string]lookupResult{}
+	}
+	p.lookups[host] = r
+	p.mu.Unlock()
+	return addrs, err
 }
 
 func (p *Proxy) dialTimeout() time.Duration {

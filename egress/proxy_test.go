@@ -429,3 +429,28 @@ func TestProxyTunnelSNI(t *testing.T) {
 		t.Errorf("%d sni denials: %+v", deny, env.eventsNow())
 	}
 }
+
+// The host's answer for a name is looked up once for many connections, and checked for
+// each.
+func TestProxyLookupCache(t *testing.T) {
+	calls := 0
+	pol, _ := NewPolicy([]string{"a.test", "m.test"}, nil)
+	p := &Proxy{Policy: pol, Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+		calls++
+		if host == "m.test" {
+			return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
+		}
+		return nil, fmt.Errorf("no such host")
+	}}
+	for i := 0; i < 3; i++ {
+		if d := p.decide("m.test", 443); d.Allow || d.Rule != "metadata" {
+			t.Errorf("m.test: %+v", d)
+		}
+		if d := p.decide("a.test", 443); d.Allow || d.Rule != "no-address" {
+			t.Errorf("a.test: %+v", d)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("%d lookups for 6 decisions on 2 names, want 2", calls)
+	}
+}
