@@ -16,7 +16,8 @@ import (
 // init, after the loopback step and while it still holds CAP_NET_BIND_SERVICE there,
 // makes the listening sockets of the egress (config.EgressHTTPPort and the others) and
 // sends them once, with SCM_RIGHTS, on fd 6, a unix socket pair inherited from the
-// owner; then it closes its copies and fd 6. The owner's proxy (egress.Proxy) accepts on
+// owner; then it closes its copies, and fd 6 unless it serves port forwards
+// (publish.go). The owner's proxy (egress.Proxy) accepts on
 // them: every connection of the sandbox to those ports is a socket of the sandbox's
 // namespace held by the owner on the host side, which decides, dials and copies (splice(2)
 // between the two TCP sockets). pid 1 copies nothing and keeps no egress state, and no
