@@ -105,3 +105,53 @@ func publishOnce(t *testing.T, c caller, mode string) {
 		t.Errorf("--publish with --net host: %v", r)
 	}
 }
+
+// --host-port: the host's 127.0.0.1:PORT answers at the sandbox's own 127.0.0.1:PORT
+// (the connection reported on the status fd), and only that port: the host's other
+// loopback servers stay out of reach.
+func TestHostPort(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, mode := range []string{"none", "proxy"} {
+			t.Run(mode, func(t *testing.T) {
+				s := newSandbox(t, c)
+				mux := http.NewServeMux()
+				mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "host server "+s.id) })
+				var ports []int
+				for i := 0; i < 2; i++ {
+					l, err := net.Listen("tcp", "127.0.0.1:0")
+					must(t, err)
+					srv := &http.Server{Handler: mux}
+					go srv.Serve(l)
+					t.Cleanup(func() { srv.Close() })
+					ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+				}
+				status := filepath.Join(s.base, "status.json")
+				sf, err := os.Create(status)
+				must(t, err)
+				defer sf.Close()
+				ctx := s.limitCtx(runLimit)
+				cmd := s.command(ctx, "--net", mode, "--status-fd", "3", "--host-port", fmt.Sprint(ports[0]), "--", shellPath, "-c",
+					`curl -sS --noproxy '*' http://127.0.0.1:$1/; echo " rc=$?"; curl -sS --noproxy '*' -m 5 http://127.0.0.1:$2/; echo " rc=$?"`,
+					"_", fmt.Sprint(ports[0]), fmt.Sprint(ports[1]))
+				cmd.ExtraFiles = []*os.File{sf}
+				r := s.runCmd(ctx, cmd)
+				mustSucceed(t, r, "host-port script")
+				want := "host server " + s.id + " rc=0\n rc=7\n"
+				if r.stdout != want {
+					t.Errorf("stdout %q, want %q", r.stdout, want)
+				}
+				b, _ := os.ReadFile(status)
+				if !strings.Contains(string(b), fmt.Sprintf(`{"net":"allow","proto":"host-port","host":"127.0.0.1","port":%d,"rule":"network.host_ports"`, ports[0])) {
+					t.Errorf("no host-port status line:\n%s", b)
+				}
+			})
+		}
+		s := newSandbox(t, c)
+		if r := s.run("--net", "host", "--host-port", "5432", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "--host-port needs a network namespace") {
+			t.Errorf("--host-port with --net host: %v", r)
+		}
+		if r := s.run("--policy", "strict", "--host-port", "5432", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "network.allow_extra_hosts") {
+			t.Errorf("--host-port under strict: %v", r)
+		}
+	})
+}

@@ -47,9 +47,9 @@ type Cmd struct {
 	// or the error that stopped the launch.
 	Events func(Event)
 
-	// NetEvents, if set, receives the egress proxy's status lines (Config.Egress): one
-	// per denied connection, one per allowed connection when it closes, from the
-	// proxy's goroutines, one at a time, the last before Wait returns. NetDenied, if
+	// NetEvents, if set, receives the egress proxy's status lines (Config.Egress,
+	// Config.HostPorts): one per denied connection, one per allowed connection when it
+	// closes, from the proxy's goroutines, one at a time, the last before Wait returns. NetDenied, if
 	// set, receives each denial's message ("blocked by gosbx policy: …"), for the
 	// caller's stderr.
 	NetEvents func(egress.Event)
@@ -242,7 +242,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			}
 		}()
 	}
-	if spec.Egress != nil || pub != nil {
+	if spec.Egress != nil || pub != nil || len(spec.HostPorts) > 0 {
 		if egressR, egressW, err = egressPair(); err != nil {
 			closeAll()
 			c.own.dropGroup()
@@ -331,7 +331,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish)
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts)
 		egressW = nil
 	}
 	if egressW != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -25,11 +26,7 @@ import (
 const egressFd = 6
 
 // egressSockets, in the order they are sent.
-var egressSockets = [...]struct {
-	typ  int
-	any  bool // every loopback address (capture), not only 127.0.0.1
-	port int
-}{
+var egressSockets = [...]listenSocket{
 	{unix.SOCK_STREAM, false, config.EgressHTTPPort},
 	{unix.SOCK_STREAM, false, config.EgressSOCKSPort},
 	{unix.SOCK_STREAM, true, config.CaptureHTTPPort},
@@ -38,13 +35,32 @@ var egressSockets = [...]struct {
 	{unix.SOCK_STREAM, false, config.EgressDNSPort},
 }
 
+// listenSocket is one listening socket the init makes for its owner.
+type listenSocket struct {
+	typ  int
+	any  bool // every loopback address (capture), not only 127.0.0.1
+	port int
+}
+
 // listenEgress makes the egress's listening sockets in the init's network namespace
 // (IPv4 only: there is no IPv6 route for anything to use) and sends them to the owner;
-// fd 6 is closed then unless keep (port forwards: serveDials).
-func listenEgress(keep bool) error {
-	fds := make([]int, 0, len(egressSockets))
+// fd 6 is closed then unless keep (more to send, or port forwards: serveDials).
+func listenEgress(keep bool) error { return listenAndSend(egressSockets[:], keep) }
+
+// listenHostPorts makes a listening socket on 127.0.0.1:PORT for each of the host's
+// loopback ports the sandbox may reach (config.HostPorts) and sends them to the owner.
+func listenHostPorts(ports []uint16, keep bool) error {
+	list := make([]listenSocket, len(ports))
+	for i, p := range ports {
+		list[i] = listenSocket{unix.SOCK_STREAM, false, int(p)}
+	}
+	return listenAndSend(list, keep)
+}
+
+func listenAndSend(list []listenSocket, keep bool) error {
+	fds := make([]int, 0, len(list))
 	defer func() { closeFds(fds) }()
-	for _, s := range egressSockets {
+	for _, s := range list {
 		fd, err := unix.Socket(unix.AF_INET, s.typ|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("socket: %w", err)
@@ -63,6 +79,7 @@ func listenEgress(keep bool) error {
 			}
 		}
 	}
+	// one message (config.Validate bounds the host ports below SCM_MAX_FD)
 	if err := unix.Sendmsg(egressFd, []byte{'E'}, unix.UnixRights(fds...), nil, 0); err != nil {
 		return fmt.Errorf("send the listening sockets to the owner: sendmsg: %w", err)
 	}
@@ -92,8 +109,21 @@ func egressPair() (*os.File, *os.File, error) {
 // sends them during its setup), and the port forwards pub of list. An init that ends
 // before it sends them closes its end: nothing is served. Ended by stopNet.
 func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, events func(egress.Event), denied func(string),
-	pub *publisher, list []config.Publish) {
+	pub *publisher, list []config.Publish, hostPorts []uint16) {
 	n := &netSock{f: sock, ready: make(chan struct{})}
+	if events != nil {
+		// the proxy's and the host ports' goroutines: one line at a time
+		var mu sync.Mutex
+		inner := events
+		events = func(e egress.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			inner(e)
+		}
+	}
+	if pub == nil {
+		pub = &publisher{conns: map[net.Conn]struct{}{}} // for the host ports' connections
+	}
 	o.net, o.publisher, o.netDone = n, pub, make(chan struct{})
 	if pol != nil {
 		o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Hostname: hostname}
@@ -101,19 +131,24 @@ func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, eve
 	go func() {
 		defer close(o.netDone)
 		defer close(n.ready)
-		if pol == nil {
-			return
+		if pol != nil {
+			fds, err := recvFds(int(sock.Fd()), len(egressSockets))
+			if err != nil {
+				n.dead = true
+				return
+			}
+			o.proxy.Serve(egressListeners(fds))
 		}
-		fds, err := recvFds(int(sock.Fd()), len(egressSockets))
-		if err != nil {
-			n.dead = true
-			return
+		if len(hostPorts) > 0 {
+			fds, err := recvFds(int(sock.Fd()), len(hostPorts))
+			if err != nil {
+				n.dead = true
+				return
+			}
+			pub.serveHostPorts(fds, hostPorts, events)
 		}
-		o.proxy.Serve(egressListeners(fds))
 	}()
-	if pub != nil {
-		pub.serve(list, n)
-	}
+	pub.serve(list, n)
 }
 
 // egressListeners wraps the descriptors the init sent, in egressSockets' order.

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -194,6 +195,68 @@ func (p *publisher) serve(list []config.Publish, n *netSock) {
 	}
 }
 
+// serveHostPorts carries the connections accepted on the init's listening sockets fds
+// (127.0.0.1:PORT inside, one per port of ports) to the host's 127.0.0.1:PORT, and
+// reports each with its byte counts when it closes.
+func (p *publisher) serveHostPorts(fds []int, ports []uint16, events func(egress.Event)) {
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "host-port")
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		p.mu.Lock()
+		if p.done {
+			p.mu.Unlock()
+			l.Close()
+			continue
+		}
+		p.lns = append(p.lns, l)
+		p.wg.Add(1)
+		p.mu.Unlock()
+		port := ports[i]
+		go func() {
+			defer p.wg.Done()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					if errors.Is(err, net.ErrClosed) {
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				if !p.track(c) {
+					c.Close()
+					return
+				}
+				p.wg.Add(1)
+				go func() {
+					defer p.wg.Done()
+					defer p.untrack(c)
+					ev := egress.Event{Net: "allow", Proto: "host-port", Host: "127.0.0.1", Port: port, Rule: "network.host_ports"}
+					up, err := net.DialTimeout("tcp", netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port).String(), 10*time.Second)
+					if err == nil && !p.track(up) {
+						up.Close()
+						return
+					}
+					if err != nil {
+						ev.Error = err.Error()
+					} else {
+						defer p.untrack(up)
+						ev.Addr = up.RemoteAddr().String()
+						ev.BytesOut, ev.BytesIn = copyBothCount(c, up)
+					}
+					if events != nil {
+						events(ev)
+					}
+				}()
+			}
+		}()
+	}
+}
+
 func (p *publisher) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -229,16 +292,19 @@ func (p *publisher) close() {
 }
 
 // copyBoth copies a to b and b to a until both directions end, passing half-closes on.
-func copyBoth(a, b net.Conn) {
-	done := make(chan struct{})
+func copyBoth(a, b net.Conn) { copyBothCount(a, b) }
+
+// copyBothCount is copyBoth, returning the bytes copied from a to b and from b to a.
+func copyBothCount(a, b net.Conn) (ab, ba int64) {
+	done := make(chan int64, 1)
 	go func() {
-		io.Copy(b, a)
+		n, _ := io.Copy(b, a)
 		closeWrite(b)
-		close(done)
+		done <- n
 	}()
-	io.Copy(a, b)
+	ba, _ = io.Copy(a, b)
 	closeWrite(a)
-	<-done
+	return <-done, ba
 }
 
 func closeWrite(c net.Conn) {

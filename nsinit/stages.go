@@ -139,12 +139,18 @@ func (s *sandboxInit) mount() error {
 }
 
 func (s *sandboxInit) egress() error {
+	forwards := len(s.spec.Publish) > 0
 	if s.spec.Egress != nil {
-		if err := s.sys.listenEgress(len(s.spec.Publish) > 0); err != nil {
+		if err := s.sys.listenEgress(forwards || len(s.spec.HostPorts) > 0); err != nil {
 			return err
 		}
 	}
-	if len(s.spec.Publish) > 0 {
+	if len(s.spec.HostPorts) > 0 {
+		if err := s.sys.listenHostPorts(s.spec.HostPorts, forwards); err != nil {
+			return err
+		}
+	}
+	if forwards {
 		ports := make([]uint16, len(s.spec.Publish))
 		for i, p := range s.spec.Publish {
 			ports[i] = p.Port

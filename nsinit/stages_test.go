@@ -39,10 +39,13 @@ func (r *recorder) rec(format string, a ...any) error {
 func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 	return r.spec, []int{7, 8}, r.rec("readConfig")
 }
-func (r *recorder) sethostname(name string) error       { return r.rec("sethostname %s", name) }
-func (r *recorder) loopbackUp() error                   { return r.rec("loopbackUp") }
-func (r *recorder) listenEgress(keep bool) error        { return r.rec("listenEgress keep=%v", keep) }
-func (r *recorder) serveDials(ports []uint16)           { r.rec("serveDials %v", ports) }
+func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
+func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
+func (r *recorder) listenEgress(keep bool) error  { return r.rec("listenEgress keep=%v", keep) }
+func (r *recorder) serveDials(ports []uint16)     { r.rec("serveDials %v", ports) }
+func (r *recorder) listenHostPorts(ports []uint16, keep bool) error {
+	return r.rec("listenHostPorts %v keep=%v", ports, keep)
+}
 func (r *recorder) resolvConf(*mounts.Root) error       { return r.rec("resolvConf") }
 func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
 func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
@@ -256,6 +259,16 @@ func TestStageOrder(t *testing.T) {
 		}
 		if i := slices.Index(r2.calls, "loopbackUp"); i < 0 || !slices.Equal(r2.calls[i+1:i+3], []string{"listenEgress keep=true", "serveDials [8000 3000]"}) {
 			t.Errorf("calls with port forwards: %v", r2.calls)
+		}
+		// with host ports: sent after the egress's sockets, fd 6 closed after them
+		spec3 := stageSpec()
+		spec3.Egress, spec3.HostPorts = &config.Egress{}, []uint16{5432}
+		r3 := &recorder{spec: spec3}
+		if _, _, err := runWithCwd(&sandboxInit{sys: r3}, "/work"); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(r3.calls, "loopbackUp"); i < 0 || !slices.Equal(r3.calls[i+1:i+3], []string{"listenEgress keep=true", "listenHostPorts [5432] keep=false"}) {
+			t.Errorf("calls with host ports: %v", r3.calls)
 		}
 		for _, tc := range []struct{ failAt, step string }{{"listenEgress", "egress"}, {"resolvConf", "resolv.conf"}} {
 			r := &recorder{spec: spec, failAt: tc.failAt}

@@ -409,6 +409,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		MakeDirs:         makeDirs,
 		Egress:           egressConfig(p.Network),
 		Publish:          publish,
+		HostPorts:        p.Network.HostPorts,
 	}, nil
 }
 

@@ -147,6 +147,15 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		p.Network.Allow = append(slices.Clip(p.Network.Allow), o.AllowHosts...)
 	}
+	if len(o.HostPorts) > 0 {
+		if !allowed(p.Network.AllowExtraHosts) {
+			return nil, errorf("host-port", "", nil, "the policy does not allow extra hosts (network.allow_extra_hosts)")
+		}
+		if p.Network.Mode == NetHost {
+			return nil, errorf("host-port", "", nil, "--host-port needs a network namespace of the sandbox's own (with --net host the whole loopback is shared)")
+		}
+		p.Network.HostPorts = append(slices.Clip(p.Network.HostPorts), o.HostPorts...)
+	}
 	if len(o.Publish) > 0 {
 		if p.Network.Mode == NetHost {
 			return nil, errorf("publish", "", nil, "--publish needs a network namespace of the sandbox's own (not --net host)")

@@ -37,9 +37,11 @@ type Options struct {
 	// --net proxy when no mode is asked for.
 	AllowHosts []string
 	// Publish are --publish port forwards, added to network.publish.
-	Publish  []string
-	Hostname string        // "" means "gosbx"
-	Timeout  time.Duration // may only shorten the policy's
+	Publish []string
+	// HostPorts are --host-port ports, added to network.host_ports.
+	HostPorts []uint16
+	Hostname  string        // "" means "gosbx"
+	Timeout   time.Duration // may only shorten the policy's
 	// Tmpfs are --tmpfs flags, "PATH" or "PATH:size=SIZE": a private tmpfs at PATH, or the
 	// size of the policy's own tmpfs there (/dev/shm included).
 	Tmpfs []string

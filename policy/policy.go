@@ -202,13 +202,19 @@ type Network struct {
 	Allow []string `json:"allow,omitempty"`
 	// Deny are host patterns refused even when Allow names them.
 	Deny []string `json:"deny,omitempty"`
-	// AllowExtraHosts says whether --allow-host may add to Allow (default true).
+	// AllowExtraHosts says whether --allow-host and --host-port may add to Allow and
+	// HostPorts (default true).
 	AllowExtraHosts *bool `json:"allow_extra_hosts,omitempty"`
 	// Publish are port forwards from the host into the sandbox (--publish adds to
 	// them): "[HOSTIP:]HOSTPORT:PORT", the host side on 127.0.0.1 unless HOSTIP is
 	// given; each connection there reaches PORT on the sandbox's loopback. Not with
 	// mode host.
 	Publish []string `json:"publish,omitempty"`
+	// HostPorts are ports of the host's loopback the sandbox may reach at the same
+	// port of its own loopback (--host-port adds to them, where AllowExtraHosts
+	// allows): a database or a dev server of the host, named one port at a time. Not
+	// with mode host (where the whole loopback is shared).
+	HostPorts []uint16 `json:"host_ports,omitempty"`
 }
 
 // Process is how the command runs.

@@ -38,6 +38,9 @@ func (p *Policy) validate() error {
 	if _, err := ParsePublish(p.Network.Publish); err != nil {
 		return bad("network.publish", "%v", err)
 	}
+	if len(p.Network.HostPorts) > 0 && p.Network.Mode == NetHost {
+		return bad("network.host_ports", "host ports need a network namespace of the sandbox's own (the mode is host)")
+	}
 	if len(p.Network.Publish) > 0 && p.Network.Mode == NetHost {
 		return bad("network.publish", "port forwards need a network namespace of the sandbox's own (the mode is host)")
 	}

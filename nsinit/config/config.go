@@ -68,7 +68,15 @@ type Config struct {
 	// connected by its init. Requires a network namespace. Only the ports are sent to
 	// the init, which connects to no other.
 	Publish []Publish `json:"publish,omitempty"`
+	// HostPorts are ports of the host's loopback the sandbox may reach at the same
+	// port of its own loopback (--host-port): its init listens on 127.0.0.1:PORT and
+	// the owner carries each connection to the host's 127.0.0.1:PORT. At most
+	// MaxHostPorts; requires a network namespace.
+	HostPorts []uint16 `json:"hostPorts,omitempty"`
 }
+
+// MaxHostPorts bounds HostPorts: their sockets go to the owner in one message.
+const MaxHostPorts = 64
 
 // Publish is one port forward (--publish [HOSTIP:]HOSTPORT:PORT).
 type Publish struct {

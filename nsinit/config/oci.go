@@ -36,6 +36,8 @@ const (
 	EgressAnnotation = "org.gosbx.egress"
 	// PublishAnnotation: Publish, [{"hostIP": A, "hostPort": H, "port": P}, …].
 	PublishAnnotation = "org.gosbx.publish"
+	// HostPortsAnnotation: HostPorts, [5432, …].
+	HostPortsAnnotation = "org.gosbx.host-ports"
 )
 
 // annotationPrefix starts every gosbx annotation: FromSpec refuses one it does not know
@@ -82,6 +84,9 @@ func ToSpec(c *Config) (*specs.Spec, error) {
 	}
 	if err == nil && len(c.Publish) > 0 {
 		err = put(PublishAnnotation, c.Publish)
+	}
+	if err == nil && len(c.HostPorts) > 0 {
+		err = put(HostPortsAnnotation, c.HostPorts)
 	}
 	if err == nil && c.RootID != nil {
 		err = put(IDRangeAnnotation, c.RootID.Range)
@@ -225,6 +230,8 @@ func fromAnnotations(c *Config, a map[string]string) error {
 			err = json.Unmarshal(raw, c.Egress)
 		case PublishAnnotation:
 			err = json.Unmarshal(raw, &c.Publish)
+		case HostPortsAnnotation:
+			err = json.Unmarshal(raw, &c.HostPorts)
 		default:
 			if strings.HasPrefix(k, annotationPrefix) {
 				return fmt.Errorf("annotation %s: not one gosbx knows", k)

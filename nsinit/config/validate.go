@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/gosbx/gosbx/egress"
 
@@ -120,6 +121,18 @@ func (c *Config) Validate() error {
 		}
 		if a, err := netip.ParseAddr(p.HostIP); err != nil || a.Zone() != "" || p.HostPort == 0 || p.Port == 0 {
 			return fmt.Errorf("publish %s:%d:%d: want an IP address and two ports 1-65535", p.HostIP, p.HostPort, p.Port)
+		}
+	}
+	if len(c.HostPorts) > 0 && !have[specs.NetworkNamespace] {
+		return errors.New("host ports need a network namespace of the sandbox's own")
+	}
+	if len(c.HostPorts) > MaxHostPorts {
+		return fmt.Errorf("%d host ports: at most %d", len(c.HostPorts), MaxHostPorts)
+	}
+	for i, p := range c.HostPorts {
+		if p == 0 || slices.Contains(c.HostPorts[:i], p) || p == EgressDNSPort && c.Egress != nil ||
+			c.Egress != nil && slices.Contains([]uint16{EgressHTTPPort, EgressSOCKSPort, CaptureHTTPPort, CaptureTLSPort}, p) {
+			return fmt.Errorf("host port %d: want a port 1-65535, each once, none of the proxy's (53, 80, 443, 1080, 3128)", p)
 		}
 	}
 	if c.Egress != nil {

@@ -103,6 +103,10 @@ func Encode(c *Config) []byte {
 	for _, p := range c.Publish {
 		e.Uint(uint64(p.Port))
 	}
+	e.Uint(uint64(len(c.HostPorts)))
+	for _, p := range c.HostPorts {
+		e.Uint(uint64(p))
+	}
 	return e.B
 }
 
@@ -200,6 +204,12 @@ func Decode(b []byte) (*Config, error) {
 		c.Publish = make([]Publish, n)
 		for i := range c.Publish {
 			c.Publish[i].Port = uint16(d.Uint32()) // the host side stays with the owner
+		}
+	}
+	if n := d.Count(1); n > 0 {
+		c.HostPorts = make([]uint16, n)
+		for i := range c.HostPorts {
+			c.HostPorts[i] = uint16(d.Uint32())
 		}
 	}
 	if err := d.End("config"); err != nil {

@@ -46,9 +46,10 @@ func fullConfig() *Config {
 			{Kind: cleanup.RemoveNewEntries, Path: "/w/.git/modules", Keep: []string{"a", "b"}},
 			{Kind: cleanup.RemoveSpecialUnder, Path: "/w/.git", Skip: []string{"objects/??"}},
 			{Kind: cleanup.RestoreSymlink, Path: "/w/sub/.git", Target: "../.repo/sub.git"}},
-		MakeDirs: []string{"/w/.git/hooks"},
-		Egress:   &Egress{Allow: []string{"pypi.org"}, Deny: []string{"*.evil.example"}},
-		Publish:  []Publish{{HostIP: "127.0.0.1", HostPort: 8080, Port: 8000}, {HostIP: "::1", HostPort: 9, Port: 65535}},
+		MakeDirs:  []string{"/w/.git/hooks"},
+		Egress:    &Egress{Allow: []string{"pypi.org"}, Deny: []string{"*.evil.example"}},
+		Publish:   []Publish{{HostIP: "127.0.0.1", HostPort: 8080, Port: 8000}, {HostIP: "::1", HostPort: 9, Port: 65535}},
+		HostPorts: []uint16{5432, 6379},
 	}
 }
 
