@@ -61,6 +61,9 @@ type Proxy struct {
 	addrs map[netip.Addr]string
 	// lookups caches the host's answers (lookupCached)
 	lookups map[string]lookupResult
+	// slots bounds the connections served at once (MaxConns); stop is closed by Close
+	slots chan struct{}
+	stop  chan struct{}
 }
 
 // Listeners are the sockets made inside the sandbox's network namespace (by its init,
@@ -79,6 +82,10 @@ func (p *Proxy) Serve(ls Listeners) {
 	defer p.mu.Unlock()
 	if p.conns == nil {
 		p.conns = map[net.Conn]struct{}{}
+	}
+	if p.slots == nil {
+		p.slots = make(chan struct{}, MaxConns)
+		p.stop = make(chan struct{})
 	}
 	for _, s := range []struct {
 		l  net.Listener
@@ -102,6 +109,11 @@ func (p *Proxy) Serve(ls Listeners) {
 	}
 }
 
+// MaxConns bounds the connections a proxy serves at once: its goroutines and buffers
+// live on the host, outside the sandbox's memory limit. Beyond it, new connections wait
+// in the listening socket's backlog (then the kernel's SYN queue) until one ends.
+const MaxConns = 1024
+
 func (p *Proxy) accept(l net.Listener, fn func(net.Conn)) {
 	defer p.wg.Done()
 	for {
@@ -115,13 +127,23 @@ func (p *Proxy) accept(l net.Listener, fn func(net.Conn)) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
+		// a slot after the accept: a listener with nothing to accept holds none, and
+		// this loop accepts no more until one frees
+		select {
+		case p.slots <- struct{}{}:
+		case <-p.stop:
+			c.Close()
+			return
+		}
 		if !p.track(c) {
+			<-p.slots
 			c.Close()
 			return
 		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
+			defer func() { <-p.slots }()
 			defer p.untrack(c)
 			fn(c)
 		}()
@@ -149,6 +171,9 @@ func (p *Proxy) untrack(c net.Conn) {
 // each connection's last event is sent.
 func (p *Proxy) Close() {
 	p.mu.Lock()
+	if !p.closed && p.stop != nil {
+		close(p.stop)
+	}
 	p.closed = true
 	for _, l := range p.lns {
 		l.Close()

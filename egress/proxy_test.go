@@ -454,3 +454,42 @@ func TestProxyLookupCache(t *testing.T) {
 		t.Errorf("%d lookups for 6 decisions on 2 names, want 2", calls)
 	}
 }
+
+// The sandbox cannot make the proxy hold more than MaxConns connections (goroutines
+// and buffers on the host): beyond, connections wait in the backlog, and are served
+// as others end.
+func TestProxyMaxConns(t *testing.T) {
+	env := newTestEnv(t, []string{"up.test:*"}, nil)
+	var idle []net.Conn
+	for i := 0; i < MaxConns; i++ {
+		c, err := net.Dial("tcp", env.socks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(env.p.slots) < MaxConns && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(env.p.slots); n != MaxConns {
+		t.Fatalf("%d connections held, want %d", n, MaxConns)
+	}
+	// one more: accepted or in the backlog, but not served while all are held
+	extra := dial(t, env.socks)
+	extra.Write([]byte{5, 1, 0})
+	extra.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var m [2]byte
+	if _, err := io.ReadFull(extra, m[:]); err == nil {
+		t.Fatalf("served beyond MaxConns")
+	}
+	idle[0].Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(extra, m[:]); err != nil || m != [2]byte{5, 0} {
+		t.Fatalf("not served once a slot freed: %v %v", m, err)
+	}
+	for _, c := range idle[1:] {
+		c.Close()
+	}
+	extra.Close()
+}

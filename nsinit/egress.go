@@ -122,7 +122,7 @@ func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, eve
 		}
 	}
 	if pub == nil {
-		pub = &publisher{conns: map[net.Conn]struct{}{}} // for the host ports' connections
+		pub = newPublisher() // for the host ports' connections
 	}
 	o.net, o.publisher, o.netDone = n, pub, make(chan struct{})
 	if pol != nil {

@@ -138,11 +138,41 @@ type publisher struct {
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 	done  bool
+	// slots bounds the connections carried at once (egress.MaxConns, as the proxy's:
+	// their goroutines live on the host); stop is closed by close
+	slots chan struct{}
+	stop  chan struct{}
+}
+
+func newPublisher() *publisher {
+	return &publisher{conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, egress.MaxConns), stop: make(chan struct{})}
+}
+
+// take tracks the accepted connection c once a slot is free; false when closing.
+func (p *publisher) take(c net.Conn) bool {
+	select {
+	case p.slots <- struct{}{}:
+	case <-p.stop:
+		c.Close()
+		return false
+	}
+	if !p.track(c) {
+		<-p.slots
+		c.Close()
+		return false
+	}
+	return true
+}
+
+// give back c's slot (and close it).
+func (p *publisher) give(c net.Conn) {
+	p.untrack(c)
+	<-p.slots
 }
 
 // listenPublish binds the host side of each port forward.
 func listenPublish(list []config.Publish) (*publisher, error) {
-	p := &publisher{conns: map[net.Conn]struct{}{}}
+	p := newPublisher()
 	for _, f := range list {
 		a, _ := netip.ParseAddr(f.HostIP)
 		l, err := net.Listen("tcp", netip.AddrPortFrom(a, f.HostPort).String())
@@ -171,14 +201,13 @@ func (p *publisher) serve(list []config.Publish, n *netSock) {
 					time.Sleep(20 * time.Millisecond) // EMFILE and the like: not for good
 					continue
 				}
-				if !p.track(c) {
-					c.Close()
+				if !p.take(c) {
 					return
 				}
 				p.wg.Add(1)
 				go func() {
 					defer p.wg.Done()
-					defer p.untrack(c)
+					defer p.give(c)
 					in, err := n.dial(port)
 					if err != nil {
 						return
@@ -227,14 +256,13 @@ func (p *publisher) serveHostPorts(fds []int, ports []uint16, events func(egress
 					time.Sleep(20 * time.Millisecond)
 					continue
 				}
-				if !p.track(c) {
-					c.Close()
+				if !p.take(c) {
 					return
 				}
 				p.wg.Add(1)
 				go func() {
 					defer p.wg.Done()
-					defer p.untrack(c)
+					defer p.give(c)
 					ev := egress.Event{Net: "allow", Proto: "host-port", Host: "127.0.0.1", Port: port, Rule: "network.host_ports"}
 					up, err := net.DialTimeout("tcp", netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port).String(), 10*time.Second)
 					if err == nil && !p.track(up) {
@@ -280,6 +308,9 @@ func (p *publisher) close() {
 		return
 	}
 	p.mu.Lock()
+	if !p.done {
+		close(p.stop)
+	}
 	p.done = true
 	for _, l := range p.lns {
 		l.Close()
