@@ -58,7 +58,8 @@ func publishOnce(t *testing.T, c caller, mode string) {
 	var first struct {
 		ChildPid int `json:"child-pid"`
 	}
-	line, err := bufio.NewReader(statusR).ReadString('\n')
+	statusBuf := bufio.NewReader(statusR)
+	line, err := statusBuf.ReadString('\n')
 	must(t, err)
 	must(t, json.Unmarshal([]byte(line), &first))
 	dev, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", first.ChildPid))
@@ -92,6 +93,10 @@ func publishOnce(t *testing.T, c caller, mode string) {
 	err = cmd.Wait()
 	if body != "served from inside "+s.id {
 		t.Errorf("through the forward: %q", body)
+	}
+	rest, _ := io.ReadAll(statusBuf)
+	if !strings.Contains(string(rest), fmt.Sprintf(`{"net":"allow","proto":"publish","host":"127.0.0.1","port":%d,"rule":"network.publish"`, port)) {
+		t.Errorf("no publish status line:\n%s", rest)
 	}
 	if err != nil || strings.TrimSpace(out.String()) != "lo" {
 		t.Errorf("gosbx: %v, stdout %q (want only lo), stderr %q", err, out.String(), errb.String())

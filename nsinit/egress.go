@@ -148,7 +148,7 @@ func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, eve
 			pub.serveHostPorts(fds, hostPorts, events)
 		}
 	}()
-	pub.serve(list, n)
+	pub.serve(list, n, events)
 }
 
 // egressListeners wraps the descriptors the init sent, in egressSockets' order.

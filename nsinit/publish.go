@@ -133,7 +133,8 @@ func (n *netSock) close() {
 
 // publisher is the owner's port forwards: its host listeners and open connections.
 type publisher struct {
-	lns   []net.Listener
+	pub   []net.Listener // the forwards' host listeners, in config.Publish's order
+	lns   []net.Listener // every listener, the host ports' too: closed by close
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
@@ -180,14 +181,16 @@ func listenPublish(list []config.Publish) (*publisher, error) {
 			p.close()
 			return nil, fmt.Errorf("publish %s:%d: %w", f.HostIP, f.HostPort, err)
 		}
+		p.pub = append(p.pub, l)
 		p.lns = append(p.lns, l)
 	}
 	return p, nil
 }
 
-// serve carries the connections of each listener to its port inside, through n.
-func (p *publisher) serve(list []config.Publish, n *netSock) {
-	for i, l := range p.lns {
+// serve carries the connections of each forward's listener to its port inside, through
+// n, and reports each with its byte counts when it closes.
+func (p *publisher) serve(list []config.Publish, n *netSock, events func(egress.Event)) {
+	for i, l := range p.pub {
 		port := list[i].Port
 		p.wg.Add(1)
 		go func() {
@@ -208,16 +211,22 @@ func (p *publisher) serve(list []config.Publish, n *netSock) {
 				go func() {
 					defer p.wg.Done()
 					defer p.give(c)
+					ev := egress.Event{Net: "allow", Proto: "publish", Host: list[i].HostIP, Port: list[i].HostPort,
+						Rule: "network.publish", Addr: c.RemoteAddr().String()}
 					in, err := n.dial(port)
-					if err != nil {
-						return
-					}
-					if !p.track(in) {
+					if err == nil && !p.track(in) {
 						in.Close()
 						return
 					}
-					defer p.untrack(in)
-					copyBoth(c, in)
+					if err != nil {
+						ev.Error = err.Error()
+					} else {
+						defer p.untrack(in)
+						ev.BytesOut, ev.BytesIn = copyBothCount(in, c)
+					}
+					if events != nil {
+						events(ev)
+					}
 				}()
 			}
 		}()
@@ -322,10 +331,8 @@ func (p *publisher) close() {
 	p.wg.Wait()
 }
 
-// copyBoth copies a to b and b to a until both directions end, passing half-closes on.
-func copyBoth(a, b net.Conn) { copyBothCount(a, b) }
-
-// copyBothCount is copyBoth, returning the bytes copied from a to b and from b to a.
+// copyBothCount copies a to b and b to a until both directions end, passing
+// half-closes on, and returns the bytes copied from a to b and from b to a.
 func copyBothCount(a, b net.Conn) (ab, ba int64) {
 	done := make(chan int64, 1)
 	go func() {
