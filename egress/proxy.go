@@ -18,7 +18,7 @@ import (
 // allowed one closes (in: to the sandbox, out: from it).
 type Event struct {
 	Net      string `json:"net"`   // "allow" or "deny"
-	Proto    string `json:"proto"` // "http-connect", "http", "socks5", "capture-tls", "capture-http", "dns"
+	Proto    string `json:"proto"` // "http-connect", "http", "socks5", "capture-tls", "capture-http", "dns"; nsinit's "host-port", "publish"
 	Host     string `json:"host"`
 	Port     uint16 `json:"port"`
 	Rule     string `json:"rule"`
@@ -32,7 +32,9 @@ type Event struct {
 // serves listening sockets made inside the sandbox's network namespace (Listeners),
 // so every connection of the sandbox reaches it without a path on disk, and makes one
 // decision per connection (Policy.Host, the host's lookup, Policy.Resolved) before it
-// dials the address it checked. TLS is carried untouched.
+// dials the address it checked. TLS is carried untouched. A Proxy is an owner-held
+// value: whoever holds a sandbox from outside (gosbx exec's process, a session
+// supervisor) serves it for the sandbox's life and closes it after.
 type Proxy struct {
 	Policy *Policy
 	// Lookup resolves a name on the host (nil: the host's resolver, both families).
