@@ -21,17 +21,20 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // testnetBinary builds gosbx with -tags gosbxtestnet (the proxy resolves the names of
-// $GOSBX_TEST_HOSTS, egress/lookup_testnet.go) into a directory any user can read.
+// $GOSBX_TEST_HOSTS, egress/lookup_testnet.go) into a directory any user can read,
+// once for the tests that need it; TestMain removes it (removeTestnetBinary).
 var testnetBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-testnet-")
 	if err != nil {
 		return "", err
 	}
+	testnetDir.Store(&dir)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -46,6 +49,14 @@ var testnetBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, os.Chmod(bin, 0o755)
 })
+
+var testnetDir atomic.Pointer[string]
+
+func removeTestnetBinary() {
+	if d := testnetDir.Load(); d != nil {
+		os.RemoveAll(*d)
+	}
+}
 
 // egressServers are the host's side of the egress tests, all on loopback: a plain
 // HTTP server, an HTTPS server (a self-signed certificate for pkg.test and pkg2.test,
