@@ -39,6 +39,9 @@ import (
 //	     the sandbox's pid namespace.
 //	     A pipe end is held by the process, not by one thread, unlike PR_SET_PDEATHSIG,
 //	     which fires when the cloning thread exits.
+//	fd 6 (both ways), only with egress or port forwards: a unix seqpacket socket on
+//	     which the init sends its egress listening sockets (egress.go) and answers
+//	     the owner's requests for connections inside (publish.go).
 //
 // Bytes on the life pipe, in this order.
 const (

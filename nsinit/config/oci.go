@@ -32,6 +32,12 @@ const (
 	CleanupAnnotation = "org.gosbx.cleanup"
 	// MakeDirsAnnotation: MakeDirs, an array of paths.
 	MakeDirsAnnotation = "org.gosbx.make-dirs"
+	// EgressAnnotation: Egress, {"allow": [...], "deny": [...]}.
+	EgressAnnotation = "org.gosbx.egress"
+	// PublishAnnotation: Publish, [{"hostIP": A, "hostPort": H, "port": P}, …].
+	PublishAnnotation = "org.gosbx.publish"
+	// HostPortsAnnotation: HostPorts, [5432, …].
+	HostPortsAnnotation = "org.gosbx.host-ports"
 )
 
 // annotationPrefix starts every gosbx annotation: FromSpec refuses one it does not know
@@ -72,6 +78,15 @@ func ToSpec(c *Config) (*specs.Spec, error) {
 	}
 	if err == nil && c.Linux != nil && c.Linux.Resources != nil {
 		err = put(LimitsAnnotation, c.Limits)
+	}
+	if err == nil && c.Egress != nil {
+		err = put(EgressAnnotation, c.Egress)
+	}
+	if err == nil && len(c.Publish) > 0 {
+		err = put(PublishAnnotation, c.Publish)
+	}
+	if err == nil && len(c.HostPorts) > 0 {
+		err = put(HostPortsAnnotation, c.HostPorts)
 	}
 	if err == nil && c.RootID != nil {
 		err = put(IDRangeAnnotation, c.RootID.Range)
@@ -210,6 +225,13 @@ func fromAnnotations(c *Config, a map[string]string) error {
 			err = json.Unmarshal(raw, &c.Cleanup)
 		case MakeDirsAnnotation:
 			err = json.Unmarshal(raw, &c.MakeDirs)
+		case EgressAnnotation:
+			c.Egress = &Egress{}
+			err = json.Unmarshal(raw, c.Egress)
+		case PublishAnnotation:
+			err = json.Unmarshal(raw, &c.Publish)
+		case HostPortsAnnotation:
+			err = json.Unmarshal(raw, &c.HostPorts)
 		default:
 			if strings.HasPrefix(k, annotationPrefix) {
 				return fmt.Errorf("annotation %s: not one gosbx knows", k)
