@@ -4,6 +4,7 @@ package egress
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -16,6 +17,16 @@ import (
 // resolver. The decision on the addresses is unchanged: a test maps a name to
 // 127.0.0.1 and names that address in an allow rule, or sees it denied.
 const TestNet = true
+
+// dialGuard keeps a test build on this machine: it dials loopback only, so that a
+// regression in the decisions a test exercises (a name mapped to 169.254.169.254 or
+// 10.1.2.3 must be refused) never sends a packet off the host.
+var dialGuard = func(a netip.Addr) error {
+	if a.Unmap().IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("test build (gosbxtestnet): dial of %v refused, only loopback is dialled", a)
+}
 
 func hostLookup() func(context.Context, string) ([]netip.Addr, error) {
 	m := map[string][]netip.Addr{}

@@ -276,6 +276,9 @@ func (p *Proxy) deny(proto string, d Decision) string {
 func (p *Proxy) dial(d Decision) (net.Conn, error) {
 	var err error
 	for _, a := range d.Addrs {
+		if err = dialGuard(a); err != nil {
+			continue
+		}
 		var c net.Conn
 		c, err = net.DialTimeout("tcp", netip.AddrPortFrom(a, d.Port).String(), p.dialTimeout())
 		if err == nil {
