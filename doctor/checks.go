@@ -55,6 +55,7 @@ func RunFor(exe, workspace string) *Report {
 	r.add(checkSyscalls())
 	r.add(checkIDMap(workspace))
 	r.add(checkLandlock())
+	r.add(checkSessions())
 	for _, c := range checkCgroup(exe, f) {
 		r.add(c)
 	}

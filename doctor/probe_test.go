@@ -195,3 +195,35 @@ func TestRunHere(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 }
+
+// The sessions check passes here (Linux 6.18, root or a caller with XDG_RUNTIME_DIR),
+// makes nothing, and warns, naming the fix, when the caller has no runtime directory.
+func TestCheckSessions(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: /run/gosbx is root's runtime directory")
+	}
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	if c := checkSessions(); c.Status != OK || !strings.Contains(c.Detail, "/run/gosbx") {
+		t.Fatalf("sessions check as root: %+v", c)
+	}
+	x := t.TempDir()
+	if err := os.Chmod(x, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", x)
+	if c := checkSessions(); c.Status != OK {
+		t.Fatalf("XDG_RUNTIME_DIR of mode 0755 falls back to /run/gosbx for root: %+v", c)
+	}
+	if _, err := os.Stat(x + "/gosbx"); err == nil {
+		t.Fatalf("the check made %s/gosbx", x)
+	}
+	if err := os.Chmod(x, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(x+"/gosbx", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if c := checkSessions(); c.Status != Warn || !strings.Contains(c.Detail, "mode") || c.Fix == "" {
+		t.Fatalf("a runtime directory open to others: %+v", c)
+	}
+}

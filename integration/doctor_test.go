@@ -251,7 +251,7 @@ func TestDoctor(t *testing.T) {
 				t.Errorf("check %q: %+v, want ok", n, ch)
 			}
 		}
-		for _, n := range []string{"kernel", "overlayfs in a user namespace", "Landlock", "cgroup mode", "cgroup limits"} {
+		for _, n := range []string{"kernel", "overlayfs in a user namespace", "Landlock", "sessions", "cgroup mode", "cgroup limits"} {
 			if _, found := names[n]; !found {
 				t.Errorf("no %q check", n)
 			}

@@ -19,6 +19,24 @@ import (
 // 0700, and not a symbolic link; anything else is refused (the control sockets of the
 // caller's sessions are there, and their names tell what runs).
 func Dir() (string, error) {
+	d, err := DirPath()
+	if err != nil {
+		return "", err
+	}
+	uid := os.Getuid()
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("make the runtime directory %s: %w", d, err)
+	}
+	if err := ownPrivateDir(d, uid); err != nil {
+		return "", fmt.Errorf("runtime directory %s: %w", d, err)
+	}
+	return d, nil
+}
+
+// DirPath is Dir without making the directory: which directory the caller's sessions
+// use, or why the caller has none. A directory already there is checked as Dir checks
+// it (doctor uses this: it leaves nothing behind).
+func DirPath() (string, error) {
 	uid := os.Getuid()
 	var base string
 	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) && ownPrivateDir(x, uid) == nil {
@@ -33,11 +51,10 @@ func Dir() (string, error) {
 		return "", fmt.Errorf("no runtime directory for sessions: %s; set XDG_RUNTIME_DIR to a directory of yours of mode 0700", why)
 	}
 	d := filepath.Join(base, "gosbx")
-	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("make the runtime directory %s: %w", d, err)
-	}
-	if err := ownPrivateDir(d, uid); err != nil {
-		return "", fmt.Errorf("runtime directory %s: %w", d, err)
+	if _, err := os.Lstat(d); err == nil {
+		if err := ownPrivateDir(d, uid); err != nil {
+			return "", fmt.Errorf("runtime directory %s: %w", d, err)
+		}
 	}
 	return d, nil
 }
