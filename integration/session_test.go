@@ -397,23 +397,25 @@ func TestSessionIdleTimeout(t *testing.T) {
 	mustSucceed(t, e.gosbx("session", "stop", "busy"), "stop")
 }
 
-// TestSessionMany: 20 sessions started and stopped leave nothing behind.
+const manySessions = 50
+
+// TestSessionMany: 50 sessions (issue 16), all alive at once, started and stopped leave nothing behind.
 func TestSessionMany(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		e := newSessionEnv(t, c)
 		var infos []sessionInfo
-		for i := 0; i < 20; i++ {
+		for i := 0; i < manySessions; i++ {
 			e.start("m" + strconv.Itoa(i))
 		}
 		infos = e.ls()
-		if len(infos) != 20 {
-			t.Fatalf("session ls lists %d sessions, want 20", len(infos))
+		if len(infos) != manySessions {
+			t.Fatalf("session ls lists %d sessions, want %d", len(infos), manySessions)
 		}
-		for i := 0; i < 20; i++ {
+		for i := 0; i < manySessions; i++ {
 			mustSucceed(t, e.gosbx("session", "stop", "m"+strconv.Itoa(i)), "stop")
 		}
 		for _, in := range infos {
-			e.checkNothingLeft(in, "", "after 20 sessions")
+			e.checkNothingLeft(in, "", "after many sessions")
 		}
 		if l := e.ls(); len(l) != 0 {
 			t.Errorf("session ls after the stops: %+v", l)
