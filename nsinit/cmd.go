@@ -38,7 +38,8 @@ type Cmd struct {
 	Stdout, Stderr io.Writer
 
 	// Timeout, if positive, kills the whole sandbox after this wall-clock time
-	// (Result.TimedOut, ExitCode 124).
+	// (Result.TimedOut, ExitCode 124). Config.Timeout (the policy's) applies too: the
+	// shorter of the two wins, so a caller can only shorten the policy's limit.
 	Timeout time.Duration
 
 	// Events, if set, receives the status events as they happen, from the goroutines
@@ -451,9 +452,19 @@ func (c *Cmd) sendSpec(spec *config.Config, sock *os.File, mapped bool, hid *hos
 }
 
 func (c *Cmd) startTimer() {
-	if c.Timeout > 0 {
-		c.timer = time.AfterFunc(c.Timeout, c.expire)
+	if d := c.limit(); d > 0 {
+		c.timer = time.AfterFunc(d, c.expire)
 	}
+}
+
+// limit is the wall-clock limit in force: the shorter positive one of Cmd.Timeout and
+// Config.Timeout, or 0 for none.
+func (c *Cmd) limit() time.Duration {
+	d := c.Timeout
+	if c.Config != nil && c.Config.Timeout > 0 && (d <= 0 || c.Config.Timeout < d) {
+		d = c.Config.Timeout
+	}
+	return max(d, 0)
 }
 
 // awaitExec waits for the init's report on the command's execve and, when placed is
@@ -500,7 +511,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	oom := c.own.group != nil && c.own.group.Stats().OOMKilled
 	c.reapFailed()
 	if c.isTimedOut() {
-		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
+		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.limit())})
 	}
 	if oom {
 		return c.fail(&SetupError{Step: "memory", Err: setupOOM(c.Config, c.init.wait())})

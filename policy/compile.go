@@ -403,6 +403,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		RootID:           rootID,
 		Cleanup:          cleanups,
 		MakeDirs:         makeDirs,
+		Timeout:          p.Timeout(),
 	}, nil
 }
 

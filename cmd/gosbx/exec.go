@@ -135,7 +135,7 @@ func execute(o policy.Options, status *os.File) error {
 	// The cleanup that earlier launches owe and could not do (their launcher and init
 	// killed): done before this launch looks at the workspace, which may be theirs.
 	completeJournals()
-	eff, spec, err := policyStep(o, host, sigc, notified)
+	_, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
 		if errors.As(err, &ss) {
@@ -154,9 +154,11 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	cmd := nsinit.Command(spec)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// --timeout bounds the whole launch, the policy step included.
-	if cmd.Timeout = eff.Timeout(); cmd.Timeout > 0 {
-		cmd.Timeout = max(cmd.Timeout-time.Since(start), time.Millisecond)
+	// The config carries the timeout (the policy's, or --timeout), which Cmd applies
+	// from Start; --timeout bounds the whole launch, the policy step included, so what
+	// the policy step took is taken off (Cmd keeps the shorter of the two).
+	if spec.Timeout > 0 {
+		cmd.Timeout = max(spec.Timeout-time.Since(start), time.Millisecond)
 	}
 	if status != nil {
 		cmd.Events = emit
@@ -182,7 +184,7 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created at %s; it would redirect git outside the sandbox: remove it before running git there\n", p)
 	}
 	if cmd.Result.TimedOut {
-		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", eff.Timeout())
+		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}
 	if cmd.Result.ExitCode != 0 {
 		return statusError(cmd.Result.ExitCode)

@@ -13,6 +13,8 @@
 package config
 
 import (
+	"time"
+
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -57,6 +59,11 @@ type Config struct {
 	// only names them, the launcher creates them (cleanup.MakeDirs) right before the
 	// clone. The launcher's alone.
 	MakeDirs []string `json:"makeDirs,omitempty"`
+	// Timeout, if positive, is the sandbox's wall-clock limit (a policy's
+	// process.timeout, or policy.Options.Timeout): nsinit.Cmd kills the whole sandbox
+	// after the shorter of this and Cmd.Timeout. The launcher's alone; in OCI JSON,
+	// TimeoutAnnotation.
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // Linux is the part of runtime-spec's linux section gosbx implements, and the seccomp

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -32,6 +33,8 @@ const (
 	CleanupAnnotation = "org.gosbx.cleanup"
 	// MakeDirsAnnotation: MakeDirs, an array of paths.
 	MakeDirsAnnotation = "org.gosbx.make-dirs"
+	// TimeoutAnnotation: Timeout, a Go duration ("30s", "1m30s").
+	TimeoutAnnotation = "org.gosbx.timeout"
 )
 
 // annotationPrefix starts every gosbx annotation: FromSpec refuses one it does not know
@@ -72,6 +75,9 @@ func ToSpec(c *Config) (*specs.Spec, error) {
 	}
 	if err == nil && c.Linux != nil && c.Linux.Resources != nil {
 		err = put(LimitsAnnotation, c.Limits)
+	}
+	if c.Timeout > 0 {
+		a[TimeoutAnnotation] = c.Timeout.String()
 	}
 	if err == nil && c.RootID != nil {
 		err = put(IDRangeAnnotation, c.RootID.Range)
@@ -210,6 +216,11 @@ func fromAnnotations(c *Config, a map[string]string) error {
 			err = json.Unmarshal(raw, &c.Cleanup)
 		case MakeDirsAnnotation:
 			err = json.Unmarshal(raw, &c.MakeDirs)
+		case TimeoutAnnotation:
+			c.Timeout, err = time.ParseDuration(a[k])
+			if err == nil && c.Timeout <= 0 {
+				err = fmt.Errorf("%q is not a positive duration", a[k])
+			}
 		default:
 			if strings.HasPrefix(k, annotationPrefix) {
 				return fmt.Errorf("annotation %s: not one gosbx knows", k)
