@@ -66,6 +66,8 @@ type Cmd struct {
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
+
+	setupOut *setupOutput // the init's fd 2 until it restores the command's stderr
 }
 
 // Command returns a Cmd that runs cfg.Process in a sandbox built from cfg.
@@ -207,6 +209,15 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, lifeR, lifeW)
+	// fd 2 of the init while it builds the sandbox: a pipe read here (setuppids.go), the
+	// command's stderr passed beside it as stderrFd.
+	setupR, setupW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		c.own.dropGroup()
+		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
+	}
+	files = append(files, setupR, setupW)
 	args := []string{InitArg}
 	if pooled {
 		args = append(args, poolArg)
@@ -260,9 +271,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	c.start = time.Now()
 	if err = fault.Check("clone"); err == nil {
 		attr := &syscall.ProcAttr{
-			Env: fault.Env(),
-			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), uintptr(stdio.fds[2]),
-				specR.Fd(), syncW.Fd(), lifeR.Fd()},
+			// GOMAXPROCS bounds the init's runtime threads, which count against the
+			// pids limit (SetupPids), on a host of any size.
+			Env: append(fault.Env(), "GOMAXPROCS=2"),
+			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), setupW.Fd(),
+				specR.Fd(), syncW.Fd(), lifeR.Fd(), uintptr(stdio.fds[2])},
 			Sys: sys,
 		}
 		switch {
@@ -280,11 +293,13 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	specR.Close()
 	syncW.Close()
 	lifeR.Close()
+	setupW.Close()
 	if err != nil {
 		c.init = nil
 		specW.Close()
 		syncR.Close()
 		lifeW.Close()
+		setupR.Close()
 		stdio.abort()
 		c.own.dropGroup()
 		if mapped && errors.Is(err, unix.EACCES) {
@@ -294,6 +309,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "clone", Err: err})
 	}
 	c.own.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
+	c.setupOut = readSetupOutput(setupR)
 	c.started = true
 	if err := c.sendSpec(spec, specW, mapped, hid); err != nil {
 		specW.Close()
@@ -303,7 +319,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		if ws := c.init.wait(); ws.Exited() && (errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)) {
 			// it closed its socket by exiting before it read its config: say why that is
 			// (a quick start ends before the spec is sent)
-			err = &SetupError{Step: "init", Err: diedEarly(ws)}
+			err = &SetupError{Step: "init", Err: diedEarly(ws, c.setupOut.summary())}
 		}
 		allow := spec.RootID != nil && spec.RootID.AllowHostRoot
 		var me *mounts.Error
@@ -497,7 +513,12 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		c.reapFailed()
 		return c.fail(&ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)})
 	case ok && m.Type == msgError:
+		pids := c.own.group != nil && c.own.group.Stats().PidsMaxHit
 		c.reapFailed()
+		if pids {
+			// a fork or thread the pids limit refused (EAGAIN), said as such
+			return c.fail(&SetupError{Step: "pids", Err: fmt.Errorf("%s: %w; %w", m.Step, m.err(), setupPidsError(c.Config, ""))})
+		}
 		return c.fail(&SetupError{Step: m.Step, Err: m.err()})
 	}
 	if forking {
@@ -508,15 +529,22 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	}
 	// The init died before reporting: killed (timeout, by the memory limit, or by
 	// someone) or crashed.
-	oom := c.own.group != nil && c.own.group.Stats().OOMKilled
+	var stats cgroup.Stats
+	if c.own.group != nil {
+		stats = c.own.group.Stats()
+	}
 	c.reapFailed()
+	crash := c.setupOut.summary()
 	if c.isTimedOut() {
 		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.limit())})
 	}
-	if oom {
+	if stats.OOMKilled {
 		return c.fail(&SetupError{Step: "memory", Err: setupOOM(c.Config, c.init.wait())})
 	}
-	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
+	if stats.PidsMaxHit {
+		return c.fail(&SetupError{Step: "pids", Err: setupPidsError(c.Config, diedHow(c.init.wait(), crash))})
+	}
+	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait(), crash)})
 }
 
 // fail reports err as an event and returns it; a *SetupError gets its Hint.

@@ -29,6 +29,9 @@ import (
 //	     one more frame, the command's specs.Process, which comes with its stdin,
 //	     stdout and stderr as SCM_RIGHTS descriptors.
 //	fd 4 (init → launcher): frames, one message per setup outcome (below).
+//	fd 2 (init → launcher): a pipe until the init restores the command's stderr from
+//	     fd 6 (before forking the command, or reading a pooled process): what the init's
+//	     runtime writes when it crashes during setup.
 //	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
 //	     init forks the command only then), then an "ack" byte once the launcher has
 //	     seen the exec message (the reaper waits for it before reaping, so the command's
@@ -48,6 +51,11 @@ const (
 	specFd = 3
 	syncFd = 4
 	lifeFd = 5
+	// stderrFd is the command's stderr while the init builds the sandbox: the init's
+	// own fd 2 is then a pipe the launcher reads (a Go runtime crash during setup, such
+	// as a thread the pids limit refused, becomes the launch's error, not a stack dump
+	// on the caller's terminal); the init moves this onto fd 2 before the command.
+	stderrFd = 6
 )
 
 // InitArg is the argv[0] under which the binary is re-executed as the init stage.

@@ -79,6 +79,7 @@ func (r *recorder) lookPath(dir *os.File, name string, env []string) (string, er
 func (r *recorder) awaitGoAhead()         { r.rec("awaitGoAhead") }
 func (r *recorder) defaultSignals() error { return r.rec("defaultSignals") }
 func (r *recorder) claimTerminal()        { r.rec("claimTerminal") }
+func (r *recorder) restoreStderr()        { r.rec("restoreStderr") }
 func (r *recorder) dropAllCaps()          { r.rec("dropAllCaps") }
 func (r *recorder) fork(p *procPlan) (int, error) {
 	if err := r.rec("fork"); err != nil {
@@ -154,6 +155,7 @@ func TestStageOrder(t *testing.T) {
 		"lookPath sh",
 		"awaitGoAhead",
 		"defaultSignals",
+		"restoreStderr",
 		"claimTerminal",
 		"send forking",
 		"fork",
@@ -211,7 +213,7 @@ func TestStageOrder(t *testing.T) {
 				break
 			}
 		}
-		want = append(want, "send ready", "readProcess")
+		want = append(want, "restoreStderr", "send ready", "readProcess")
 		want = append(want, start...)
 		if !reflect.DeepEqual(r.calls, want) {
 			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
