@@ -557,6 +557,10 @@ func TestLimitsUnprivileged(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the command did not run with --limits best-effort: %v", err)
 	}
+	// the downgrade is said on stderr too, once, not only on the status fd
+	if strings.Count(r.stderr, "gosbx: warning: running without the limits asked for (memory)") != 1 {
+		t.Errorf("--limits best-effort without a cgroup: stderr %q; want one warning naming the limit", r.stderr)
+	}
 	ev := exitEvent(t, r.events, r.raw)
 	wantKey(t, ev, "limits", "none")
 	if note, _ := ev["limits-note"].(string); !strings.Contains(note, "cgroup") {

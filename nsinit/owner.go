@@ -101,3 +101,9 @@ func (o *owner) afterRun(spec *config.Config) (removed, failed []string) {
 	}
 	return removed, failed
 }
+
+// IdentityMapNote says, after Start, why a root caller's command runs as host uid 0
+// after all (its config's RootID.AllowHostRoot, and a read-write bind that could not be
+// idmapped: the mounts error), "" when it runs as a host id of its range or the caller
+// is not root. Result.IdentityMap says the same after Wait.
+func (c *Cmd) IdentityMapNote() string { return c.identityMap }

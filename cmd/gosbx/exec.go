@@ -167,6 +167,7 @@ func execute(o policy.Options, status *os.File) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	warnDowngrades(cmd, spec)
 	go func() {
 		for s := range sigc {
 			cmd.Signal(s)
@@ -190,6 +191,24 @@ func execute(o policy.Options, status *os.File) error {
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil
+}
+
+// warnDowngrades says on stderr, one line each, where the sandbox runs with less than
+// the best the policy allows, as it allows: a root caller's command as host uid 0 (a
+// read-write bind that cannot be idmapped, root_identity_map: allow), and limits asked
+// for with --limits best-effort that could not be applied. The status line has the same
+// facts (identity-map, limits-note); a caller without --status-fd should not miss them.
+// A profile's default limit not applied is no warning: it is applied where the host
+// allows, as documented.
+func warnDowngrades(cmd *nsinit.Cmd, spec *config.Config) {
+	if why := cmd.IdentityMapNote(); why != "" {
+		fmt.Fprintf(os.Stderr, "gosbx: warning: the command runs as host uid 0, not an id of its own: a read-write bind "+
+			"cannot be idmapped (%s); files it makes there are root's. Set root_identity_map: deny in the policy to refuse instead\n", why)
+	}
+	if note := cmd.LimitsNote(); note != "" && len(spec.Limits.Required) > 0 {
+		fmt.Fprintf(os.Stderr, "gosbx: warning: running without the limits asked for (%s), as best-effort allows: %s\n",
+			strings.Join(spec.Limits.Required, ", "), note)
+	}
 }
 
 // setupFailure is a launch stopped before the sandbox existed (a bad policy): exit 125.
