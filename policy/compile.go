@@ -401,7 +401,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		ReadonlyOptional: procReadOnly,
 		Limits:           limitsInfo,
 		RootID:           rootID,
-		Cleanup:          cleanups,
+		Cleanup:          append(cleanups, mountPointCleanups(b.mounts)...),
 		MakeDirs:         makeDirs,
 		Timeout:          p.Timeout(),
 	}, nil

@@ -179,6 +179,9 @@ func execute(o policy.Options, status *os.File) error {
 		return err
 	}
 	for _, p := range cmd.Result.Removed {
+		if madeForMount(spec, p) {
+			continue // a tmpfs mount point the launch made in a host tree, as expected
+		}
 		fmt.Fprintf(os.Stderr, "gosbx: the command created %s, which would redirect git outside the sandbox; removed\n", p)
 	}
 	for _, p := range cmd.Result.NotRemoved {
@@ -191,6 +194,18 @@ func execute(o policy.Options, status *os.File) error {
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil
+}
+
+// madeForMount reports whether p is, or holds, the mount point of one of spec's tmpfs
+// mounts: a directory the launch made in a host tree, removed after the run (the
+// policy's cleanup entry), not something the command made.
+func madeForMount(spec *config.Config, p string) bool {
+	for _, m := range spec.Mounts {
+		if m.Type == "tmpfs" && (m.Destination == p || strings.HasPrefix(m.Destination, p+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // warnDowngrades says on stderr, one line each, where the sandbox runs with less than
