@@ -667,3 +667,15 @@ func TestLimitsRootDefaultNproc(t *testing.T) {
 		}
 	}
 }
+
+// --cgroup-parent names a cgroup v2 group; on a host whose controllers are in v1 a
+// root caller's launch with limits is refused (125) saying to drop it, not "run as
+// root" (a new user's trial, as root).
+func TestCgroupParentOnV1AsRoot(t *testing.T) {
+	requireV1(t)
+	s := newSandbox(t, rootCaller)
+	r := s.run("--cgroup-parent", "gosbx-test-parent", "--pids", "64", "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "drop --cgroup-parent") || strings.Contains(r.stderr, "run as root") {
+		t.Errorf("--cgroup-parent on a v1 host as root: want 125 saying to drop it, not to run as root\n%v", r)
+	}
+}

@@ -68,9 +68,16 @@ func (o *owner) makeGroup(spec *config.Config) error {
 		return nil
 	}
 	if len(info.Required) > 0 && !info.BestEffort {
-		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; "+
-			"run as root, name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts), or accept running without them with --limits best-effort",
-			strings.Join(info.Required, ", "), err)}
+		var ways []string
+		switch {
+		case info.CgroupParent != "" && cgroup.Mode() != cgroup.V2:
+			ways = append(ways, "drop --cgroup-parent (it names a cgroup v2 group, and this host keeps its controllers in cgroup v1)")
+		case os.Geteuid() != 0:
+			ways = append(ways, "run as root", "name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts)")
+		}
+		ways = append(ways, "accept running without them with --limits best-effort")
+		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; %s",
+			strings.Join(info.Required, ", "), err, strings.Join(ways, ", or "))}
 	}
 	o.limits = err.Error()
 	return nil

@@ -87,6 +87,9 @@ func openStatusFd(s string) (*os.File, error) {
 		return nil, fmt.Errorf("--status-fd %q: want a file descriptor number", s)
 	}
 	fl, err := unix.FcntlInt(uintptr(n), unix.F_GETFL, 0)
+	if errors.Is(err, unix.EBADF) {
+		return nil, fmt.Errorf("--status-fd %d: file descriptor %d is not open in gosbx: the caller must open it, e.g. %d>status.json: %w", n, n, n, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--status-fd %d: %w", n, err)
 	}
