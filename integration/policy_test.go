@@ -437,3 +437,22 @@ func TestPolicyExportOCI(t *testing.T) {
 		}
 	})
 }
+
+// `policy check` of a valid policy whose required read_only path is missing here says
+// so (a launch would stop, 125), naming the path as written and `optional: true`; it
+// stays ok (exit 0): another host may have it. An optional missing path is no warning.
+func TestPolicyCheckMissingRequiredBind(t *testing.T) {
+	s := newSandbox(t, rootCaller)
+	missing := filepath.Join(s.base, "absent")
+	pol := filepath.Join(s.base, "p.yaml")
+	must(t, os.WriteFile(pol, []byte("extends: agent\nfilesystem:\n  read_only:\n    - "+missing+
+		"\n    - {path: "+missing+"-opt, optional: true}\n    - /usr\n"), 0o644))
+	r := s.rawRun("policy", "check", pol)
+	if r.code != 0 || strings.Count(r.stderr, "gosbx: warning:") != 1 || !strings.Contains(r.stderr, missing+" does not exist") ||
+		!strings.Contains(r.stderr, "{path: "+missing+", optional: true}") {
+		t.Errorf("policy check with a missing required read_only path: want ok with one warning naming it and optional: true\n%v", r)
+	}
+	if r := s.run("--policy", pol, "--", "true"); r.code != 125 {
+		t.Errorf("a launch under it: want 125 (the warning's claim)\n%v", r)
+	}
+}
