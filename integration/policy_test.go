@@ -456,3 +456,27 @@ func TestPolicyCheckMissingRequiredBind(t *testing.T) {
 		t.Errorf("a launch under it: want 125 (the warning's claim)\n%v", r)
 	}
 }
+
+// The wall-clock limit is part of the exported config (annotation org.gosbx.timeout):
+// from --timeout, and from a policy file's process.timeout.
+func TestPolicyExportTimeout(t *testing.T) {
+	s := newSandbox(t, rootCaller)
+	pol := filepath.Join(s.base, "p.yaml")
+	must(t, os.WriteFile(pol, []byte("extends: agent\nprocess:\n  timeout: 90s\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "30s"}, "30s"},
+		{[]string{"--policy", pol}, "1m30s"},
+	} {
+		r := s.rawRun(append(append([]string{"policy", "export", "--oci", "--workspace", s.ws}, tc.args...), "--", "true")...)
+		var spec struct{ Annotations map[string]string }
+		if err := json.Unmarshal([]byte(r.stdout), &spec); err != nil || r.code != 0 {
+			t.Fatalf("export %q: %v\n%v", tc.args, err, r)
+		}
+		if got := spec.Annotations["org.gosbx.timeout"]; got != tc.want {
+			t.Errorf("export %q: org.gosbx.timeout %q; want %q", tc.args, got, tc.want)
+		}
+	}
+}
