@@ -54,7 +54,10 @@ command -v "$GO" >/dev/null || die "go not found (set GO=/path/to/go)"
 # --- build -------------------------------------------------------------------------------
 TMP=$(mktemp -d)
 WORK=$(mktemp -d /var/tmp/gosbx-bench.XXXXXX)
-cleanup() { rm -rf "$TMP" "$WORK"; }
+cleanup() {
+	[ "$(type -t sessions_cleanup)" = function ] && sessions_cleanup
+	rm -rf "$TMP" "$WORK"
+}
 trap cleanup EXIT
 say "building gosbx and bench/libbench (CGO_ENABLED=0) into $TMP"
 VERSION=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo devel)
@@ -258,6 +261,10 @@ for r in $(seq "$RSS_REPS"); do
 	rss_one gosbx-none $GN /bin/sleep 2
 	rss_one library "$LIB" -workspace "$WS" -n 1 -warmup 0 -label rss -- /bin/sleep 2
 done
+
+# --- sessions (issue 16) -----------------------------------------------------------------
+# shellcheck source=bench/sessions.sh
+. "$ROOT/bench/sessions.sh"
 
 # --- report ------------------------------------------------------------------------------
 say "report"

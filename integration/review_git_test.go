@@ -133,6 +133,26 @@ func TestPolicyFileInWorkspaceRefused(t *testing.T) {
 	})
 }
 
+// A policy file outside the workspace with a hard link inside it could be rewritten
+// through that link by the sandbox it defines: refused (125) (attack review round
+// three, F6). The control: the same file with one link runs.
+func TestPolicyFileHardLinkedIntoWorkspaceRefused(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		p := s.writePolicy("linked.yaml", "extends: agent\n")
+		s.chown(p) // the caller's own file, as a policy usually is
+		r := s.run("--policy", p, "--", "true")
+		mustSucceed(t, r, "a policy file with one link")
+		must(t, os.Link(p, filepath.Join(s.ws, "hl.yaml")))
+		m := s.marker("policy-hard-link")
+		r = s.run("--policy", p, "--", shellPath, "-c", `echo "# rewritten" >> hl.yaml; touch "$1"`, "_", m)
+		wantRefused(t, "policy file hard-linked into the workspace", r, m, "policy", "hard links")
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), "rewritten") {
+			t.Errorf("the command rewrote the policy file through its hard link")
+		}
+	})
+}
+
 func itoa(i int) string {
 	if i == 0 {
 		return "0"

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // runStatusFd runs gosbx exec with --status-fd 3 on f (nil: a pipe whose lines are
@@ -111,6 +114,38 @@ func TestStatusFdCommandCannotWrite(t *testing.T) {
 		must(t, err)
 		if !strings.Contains(string(b), `"exit-code":3`) {
 			t.Errorf("status file: %q", b)
+		}
+	})
+}
+
+// A --status-fd on the command's terminal by another name, /dev/tty (device 5:0, the
+// terminal 136:N), is refused: the command, on that terminal, could write a status
+// line of its own there (attack review round three, F4). The status fd is opened by a
+// shell on the pty gosbx then runs on, as a caller would type it.
+func TestStatusFdTerminalByAnotherName(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		m, sl := openPty(t)
+		ctx := s.limitCtx(runLimit)
+		inner := s.command(ctx, "--status-fd", "3", "--", shellPath, "-c", `echo '{"exit-code":0,"forged":true}'; echo RAN`)
+		cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `exec "$@" 3>/dev/tty`, "sh", inner.Path}, inner.Args[1:]...)...)
+		cmd.Env, cmd.Dir = inner.Env, inner.Dir
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = sl, sl, sl
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		must(t, cmd.Start())
+		sl.Close()
+		var out bytes.Buffer
+		done := make(chan struct{})
+		go func() { io.Copy(&out, m); close(done) }()
+		code, ok := waitTimeout(t, cmd, 30*time.Second)
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			m.SetReadDeadline(time.Now())
+			<-done
+		}
+		if !ok || code != 125 || strings.Contains(out.String(), "RAN") || !strings.Contains(out.String(), "terminal") {
+			t.Errorf("--status-fd 3>/dev/tty on the command's terminal: exit %d (finished %v), want 125 naming the terminal, the command not run\n%q", code, ok, out.String())
 		}
 	})
 }

@@ -47,6 +47,14 @@ type Cmd struct {
 	// or the error that stopped the launch.
 	Events func(Event)
 
+	// TTY, for a command of a Session, gives it a new pseudo-terminal of the sandbox's
+	// own devpts as stdin, stdout, stderr and controlling terminal (so job control
+	// works); Stdin, Stdout and Stderr are then unused, and Terminal returns the master
+	// after Start.
+	TTY bool
+	// TTYSize is the terminal's size when the command starts (0: the kernel's 0x0).
+	TTYSize WindowSize
+
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
 
@@ -66,6 +74,12 @@ type Cmd struct {
 	pool  *Pool      // set by Pool.Command: Start takes a sandbox built ahead
 	ctl   *os.File   // a pooled init's socket (fd 3 inside): the process and its stdio go there
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
+
+	session bool     // the init of a Session (NewSession): it serves requests
+	sess    *Session // set by Session.Command: Start asks the session's init
+	sessPid int      // a session command's pid in the init's pid namespace
+	hostPid int      // and on the host
+	pty     *os.File // a session command's terminal master (TTY)
 
 	setupOut *setupOutput // the init's fd 2 until it restores the command's stderr
 }
@@ -91,6 +105,12 @@ func (c *Cmd) Run() error {
 func (c *Cmd) Start() error {
 	if c.pool != nil {
 		return c.startPooled()
+	}
+	if c.sess != nil {
+		return c.startInSession()
+	}
+	if c.TTY {
+		return c.fail(&SetupError{Step: "config", Err: errors.New("TTY is for a command of a Session")})
 	}
 	if c.init != nil {
 		return errors.New("nsinit: already started")
@@ -219,7 +239,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	files = append(files, setupR, setupW)
 	args := []string{InitArg}
-	if pooled {
+	switch {
+	case c.session:
+		args = append(args, sessionArg)
+	case pooled:
 		args = append(args, poolArg)
 	}
 	if mapped {
@@ -379,22 +402,26 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 // beginJournal records the after-run cleanup this launch owes (cleanup.BeginJournal),
 // before the init may fork the command: should this process and the init both die
 // before it is done, the next launch of this user completes it. Journals that earlier
-// launches left (their launcher and init gone) are completed first.
+// launches left (their launcher and init gone) are completed first. Every launch,
+// whatever it owes, refuses to run when the journal or seal directory lies in a tree
+// its sandbox can write (cleanup.CheckOutside): a sandbox there could forge journals.
 func (c *Cmd) beginJournal(spec *config.Config) error {
-	cleanup.CompleteJournals()
-	entries := spec.Cleanup
-	if len(entries) == 0 {
-		return nil
-	}
-	var err error
 	var writable []string
 	for _, m := range spec.Mounts {
 		if m.Type == "bind" && !slices.Contains(m.Options, "ro") {
 			writable = append(writable, m.Source)
 		}
 	}
-	if err = fault.Check("journal"); err == nil {
-		c.own.journal, err = cleanup.BeginJournal(entries, c.init.pid, writable)
+	err := cleanup.CheckOutside(writable)
+	if err == nil {
+		// what it cannot complete, a squatted directory included, fails only a launch
+		// that must write a journal there (BeginJournal)
+		cleanup.CompleteJournals(writable)
+	}
+	if err == nil && len(spec.Cleanup) > 0 {
+		if err = fault.Check("journal"); err == nil {
+			c.own.journal, err = cleanup.BeginJournal(spec.Cleanup, c.init.pid, writable)
+		}
 	}
 	if err != nil {
 		return &SetupError{Step: "journal", Err: err}
@@ -596,6 +623,10 @@ func (c *Cmd) expire() {
 	c.mu.Lock()
 	c.timedOut = true
 	c.mu.Unlock()
+	if c.sess != nil {
+		c.signalInSession(unix.SIGKILL, true) // the command's process group, not the session
+		return
+	}
 	c.init.kill()
 }
 
@@ -607,7 +638,16 @@ func (c *Cmd) isTimedOut() bool {
 
 // Signal sends sig to the command; the sandbox's init forwards SIGINT, SIGTERM, SIGHUP,
 // SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH and SIGCONT to it. SIGKILL kills the whole sandbox.
+// For a command of a Session, any signal goes to the command alone, through the
+// session's init, while it runs (SignalGroup: to its process group).
 func (c *Cmd) Signal(sig os.Signal) error {
+	if c.sess != nil {
+		ss, ok := sig.(syscall.Signal)
+		if !ok {
+			return errors.New("nsinit: unsupported signal type")
+		}
+		return c.signalInSession(ss, false)
+	}
 	if c.init == nil {
 		return errors.New("nsinit: not started")
 	}
@@ -627,6 +667,9 @@ func (c *Cmd) Wait() error {
 	}
 	if c.waited {
 		return errors.New("nsinit: Wait was already called, or Start failed")
+	}
+	if c.sess != nil {
+		return c.waitInSession()
 	}
 	var status *int
 	for {

@@ -53,6 +53,10 @@ func Init() {
 	for _, a := range os.Args[1:] {
 		s.pooled = s.pooled || a == poolArg
 		s.trees = s.trees || a == treesArg
+		s.session = s.session || a == sessionArg
+	}
+	if s.session {
+		serveSession(s, w)
 	}
 	path, pid, err := s.run()
 	if err != nil {

@@ -27,7 +27,9 @@ import (
 //	     Both are sent after the clone, while the init's runtime starts. An init built
 //	     ahead by a Pool (argv word "pool") then reports "ready" on fd 4 and waits for
 //	     one more frame, the command's specs.Process, which comes with its stdin,
-//	     stdout and stderr as SCM_RIGHTS descriptors.
+//	     stdout and stderr as SCM_RIGHTS descriptors. A session's init (argv word
+//	     "session") reports "ready" too, then serves its owner's requests there, one
+//	     frame each, until the owner is gone (sessioninit.go).
 //	fd 4 (init → launcher): frames, one message per setup outcome (below).
 //	fd 2 (init → launcher): a pipe until the init restores the command's stderr from
 //	     fd 6 (before forking the command, or reading a pooled process): what the init's
@@ -66,8 +68,9 @@ const InitArg = "gosbx-init"
 // idmapped) by the launcher, to attach as they are (mounts.SetupTrees), not O_PATH
 // descriptors of the sources to open again.
 const (
-	poolArg  = "pool"
-	treesArg = "trees"
+	poolArg    = "pool"
+	treesArg   = "trees"
+	sessionArg = "session" // a session's init: serves its owner's requests (sessioninit.go)
 )
 
 // maxFrame bounds a frame on a pooled init's socket: the spec or the process (its

@@ -23,6 +23,7 @@ import (
 type sandboxInit struct {
 	sys           initSys
 	pooled, trees bool
+	session       bool // serves its owner's requests (sessioninit.go)
 
 	spec    *config.Config
 	sources []int
@@ -75,7 +76,7 @@ func (s *sandboxInit) run() (string, int, error) {
 
 func (s *sandboxInit) readConfig() error {
 	var err error
-	s.spec, s.sources, err = s.sys.readConfig(s.pooled)
+	s.spec, s.sources, err = s.sys.readConfig(s.pooled || s.session)
 	return err
 }
 

@@ -194,12 +194,16 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if p.source != "" && inWritable(p.source) {
 		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
 	}
+	if err := policyLinks(p.source, trees); err != nil {
+		return nil, err
+	}
 	var protected, makeDirs []string
 	var cleanups []cleanup.Entry
+	rb := newReadBudget() // what this launch reads of files a sandbox could write
 	if slices.Contains(f.Protected, ".git") {
 		// the repositories that hold a writable tree from above
 		for _, t := range trees {
-			plan, err := guardEnclosing(t, trees, inWritable)
+			plan, err := guardEnclosing(t, trees, inWritable, rb)
 			if err != nil {
 				return nil, err
 			}
@@ -224,7 +228,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 				protected = append(protected, m)
 				continue
 			}
-			plan, err := guardGit(m, f.Git, inWritable)
+			plan, err := guardGit(m, f.Git, inWritable, rb)
 			if err != nil {
 				return nil, err
 			}

@@ -23,8 +23,8 @@ import (
 // worktrees whose .git file lies in a writable tree, and that .git file. A tree that is
 // itself a submodule path not checked out is refused: the command could make the
 // repository there, and nothing of the tree can be read-only.
-func guardEnclosing(t string, trees []string, inWritable func(string) bool) (gitPlan, error) {
-	var plan gitPlan
+func guardEnclosing(t string, trees []string, inWritable func(string) bool, rb *readBudget) (gitPlan, error) {
+	plan := gitPlan{reads: gitReads{rb: rb}}
 	for a := filepath.Dir(t); ; a = filepath.Dir(a) {
 		if err := plan.guardEnclosingRepo(a, inWritable); err != nil {
 			return plan, err

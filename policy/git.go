@@ -65,6 +65,16 @@ func (plan *gitPlan) noSymlinks(gd string) {
 type gitReads struct {
 	commondirs map[string]fileRead
 	configs    map[string]configRead
+	// rb is the launch's read budget (readBudget), shared by every plan of one Build.
+	rb *readBudget
+}
+
+// budget is g's read budget; nil (unbounded) for a nil *gitReads.
+func (g *gitReads) budget() *readBudget {
+	if g == nil {
+		return nil
+	}
+	return g.rb
 }
 
 type fileRead struct {
@@ -100,7 +110,7 @@ func (g *gitReads) config(p string) ([]byte, error) {
 	}
 	v, ok := g.configs[p]
 	if !ok {
-		v.b, v.err = readRegular(p, 1<<20)
+		v.b, v.err = g.rb.readRegular(p, 1<<20)
 		if g.configs == nil {
 			g.configs = map[string]configRead{}
 		}
@@ -113,8 +123,8 @@ func (g *gitReads) config(p string) ([]byte, error) {
 // a .git file that points at a git dir) found in a writable tree, in mode. It refuses a
 // repository whose own git dir holds a commondir (git would read config and hooks from
 // where it points: only a linked worktree's git dir, <repo>/worktrees/<name>, has one).
-func guardGit(entry, mode string, inWritable func(string) bool) (gitPlan, error) {
-	var plan gitPlan
+func guardGit(entry, mode string, inWritable func(string) bool, rb *readBudget) (gitPlan, error) {
+	plan := gitPlan{reads: gitReads{rb: rb}}
 	st, err := os.Lstat(entry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return plan, nil

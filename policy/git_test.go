@@ -289,7 +289,7 @@ func TestGuardGitPlan(t *testing.T) {
 	touch(t, filepath.Join(gd, "objects", "info", "alternates"))
 	inside := func(p string) bool { return strings.HasPrefix(p, base+"/") }
 
-	plan, _ := guardGit(gd, GitCommit, inside)
+	plan, _ := guardGit(gd, GitCommit, inside, nil)
 	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
 	// info/ is missing, and so is modules/ (no submodule git dir yet: none may be made)
@@ -299,11 +299,11 @@ func TestGuardGitPlan(t *testing.T) {
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)
 	}
-	plan, _ = guardGit(gd, GitReadOnly, inside)
+	plan, _ = guardGit(gd, GitReadOnly, inside, nil)
 	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.makeDirs) != 0 {
 		t.Errorf("readonly plan = %+v", plan)
 	}
-	if plan, _ := guardGit(filepath.Join(base, "missing"), GitCommit, inside); len(plan.readOnly) != 0 {
+	if plan, _ := guardGit(filepath.Join(base, "missing"), GitCommit, inside, nil); len(plan.readOnly) != 0 {
 		t.Errorf("plan for a missing entry: %+v", plan)
 	}
 	// A .git file with garbage: only the file itself.
@@ -312,7 +312,7 @@ func TestGuardGitPlan(t *testing.T) {
 	if err := os.WriteFile(f, []byte("not a gitdir line"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if plan, _ := guardGit(f, GitCommit, inside); !slices.Equal(plan.readOnly, []string{f}) || len(plan.bindRW) != 0 {
+	if plan, _ := guardGit(f, GitCommit, inside, nil); !slices.Equal(plan.readOnly, []string{f}) || len(plan.bindRW) != 0 {
 		t.Errorf("plan for a garbage .git file: %+v", plan)
 	}
 }
@@ -402,7 +402,7 @@ func TestGitmodulesPaths(t *testing.T) {
 	path = p"2"
 	path = "p3"x
 `), 0o644)
-	got, err := gitmodulesPaths(dir)
+	got, err := gitmodulesPaths(dir, nil)
 	if err != nil || strings.Join(got, ",") != "a,b,c,d d,e,p1,p2,p3x" {
 		t.Errorf("paths %q (%v)", got, err)
 	}

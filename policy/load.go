@@ -329,3 +329,27 @@ func yamlParserProblem(msg string) bool {
 	}
 	return false
 }
+
+// policyLinks refuses a policy file with more than one hard link on the file system of
+// a writable tree: another name of it may lie inside the tree, where the command could
+// rewrite it (the name the caller gave is outside; checkStatusOutside does the same
+// for --status-fd). "" (a built-in profile) is none.
+func policyLinks(source string, trees []string) error {
+	if source == "" {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(source, &st); err != nil {
+		return errorf("policy", source, err, "cannot stat the policy file")
+	}
+	if st.Nlink <= 1 {
+		return nil
+	}
+	for _, t := range trees {
+		var ts unix.Stat_t
+		if unix.Stat(t, &ts) == nil && ts.Dev == st.Dev {
+			return errorf("policy", source, nil, "the policy file has %d hard links on the file system of %s, which the sandbox can write: one may lie inside it, where the command could rewrite the policy; copy the file (cp, not ln) and use the copy", st.Nlink, t)
+		}
+	}
+	return nil
+}

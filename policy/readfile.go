@@ -33,37 +33,11 @@ func readRegularFollow(p string, limit int64) ([]byte, error) {
 }
 
 func readBounded(p string, limit int64, flags int) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
-	}
+	fd, st, err := openRegular(p, limit, flags)
 	if err != nil {
-		switch {
-		case errors.Is(err, unix.ENOENT):
-			return nil, os.ErrNotExist
-		case errors.Is(err, unix.ELOOP) && flags&unix.O_NOFOLLOW != 0:
-			return nil, fmt.Errorf("%s is a symlink where git keeps a file; refusing to follow it: %w", p, err)
-		case errors.Is(err, unix.ENXIO):
-			// a socket, or a FIFO opened for writing only: never a file git wrote
-			return nil, fmt.Errorf("%s is a socket, not a regular file: %w", p, err)
-		}
-		return nil, fmt.Errorf("open %s: %w", p, err)
+		return nil, err
 	}
-	// The descriptor itself, not an *os.File (whose set-up costs more system calls than
-	// the read); errors as an *os.File's.
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	for err = unix.Fstat(fd, &st); err == unix.EINTR; err = unix.Fstat(fd, &st) {
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "stat", Path: p, Err: err}
-	}
-	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG {
-		return nil, fmt.Errorf("%s is %s, not a regular file", p, fileKind(t))
-	}
-	if st.Size > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", p, st.Size, limit)
-	}
 	// io.ReadAll(io.LimitReader(f, limit)): up to the end, or limit bytes.
 	b := make([]byte, 0, min(st.Size+1, limit))
 	for int64(len(b)) < limit {
@@ -83,6 +57,47 @@ func readBounded(p string, limit int64, flags int) ([]byte, error) {
 		b = b[:len(b)+n]
 	}
 	return b, nil
+}
+
+// openRegular opens p as readBounded does (O_NONBLOCK, flags), and checks on the
+// descriptor that it is a regular file of at most limit bytes. The caller closes fd.
+func openRegular(p string, limit int64, flags int) (fd int, st unix.Stat_t, err error) {
+	fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return -1, st, os.ErrNotExist
+		case errors.Is(err, unix.ELOOP) && flags&unix.O_NOFOLLOW != 0:
+			return -1, st, fmt.Errorf("%s is a symlink where git keeps a file; refusing to follow it: %w", p, err)
+		case errors.Is(err, unix.ENXIO):
+			// a socket, or a FIFO opened for writing only: never a file git wrote
+			return -1, st, fmt.Errorf("%s is a socket, not a regular file: %w", p, err)
+		}
+		return -1, st, fmt.Errorf("open %s: %w", p, err)
+	}
+	// The descriptor itself, not an *os.File (whose set-up costs more system calls than
+	// the read); errors as an *os.File's.
+	defer func() {
+		if err != nil {
+			unix.Close(fd)
+			fd = -1
+		}
+	}()
+	for err = unix.Fstat(fd, &st); err == unix.EINTR; err = unix.Fstat(fd, &st) {
+	}
+	if err != nil {
+		return fd, st, &os.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG {
+		return fd, st, fmt.Errorf("%s is %s, not a regular file", p, fileKind(t))
+	}
+	if st.Size > limit {
+		return fd, st, fmt.Errorf("%s is %d bytes, more than %d", p, st.Size, limit)
+	}
+	return fd, st, nil
 }
 
 // fileKind names a file type (the S_IFMT bits of st_mode, inode(7)).
@@ -133,4 +148,40 @@ func readDirCapped(dir string) ([]os.DirEntry, error) {
 	}
 	slices.SortFunc(out, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
+}
+
+// launchReadBudget is how many bytes one launch's policy step reads, in all, from the
+// repositories' files it parses at length (indexes, configs, .gitmodules): a sandbox
+// that could write them (commit mode) may plant large files for every later launch to
+// read. Past it the launch stops (125) naming the file. 256 MiB is an index of about
+// 2.5 million entries, and about a quarter of a second of reading here.
+const launchReadBudget = 256 << 20
+
+// readBudget is what is left of a launch's read budget. A nil *readBudget is
+// unbounded (a package's own tests).
+type readBudget struct{ left int64 }
+
+func newReadBudget() *readBudget { return &readBudget{left: launchReadBudget} }
+
+// charge takes n bytes read from p out of the budget; an error names p once it is
+// spent.
+func (rb *readBudget) charge(p string, n int64) error {
+	if rb == nil {
+		return nil
+	}
+	rb.left -= n
+	if rb.left < 0 {
+		return fmt.Errorf("%s: reading it takes this launch past %d MiB read from files a sandbox could have written (indexes, configs, .gitmodules); an earlier sandbox may have planted large files: remove them", p, launchReadBudget>>20)
+	}
+	return nil
+}
+
+// readRegular is readRegular, charged to rb.
+func (rb *readBudget) readRegular(p string, limit int64) ([]byte, error) {
+	b, err := readRegular(p, limit) // limit is small (1 MiB): charged after
+
+	if err == nil {
+		err = rb.charge(p, int64(len(b)))
+	}
+	return b, err
 }

@@ -78,6 +78,8 @@ func tmpfsFlags(list []Tmpfs, flags []string, cwd string) ([]Tmpfs, error) {
 // memory limit of res
 // when it has one (a tmpfs page is charged to the memory cgroup of the process that
 // writes it, so the limit bounds their sum too). The sizes are in bytes (tmpfs(5)).
+// Each gets nr_inodes= in proportion to its size (scratchInodes): the inodes' kernel
+// memory is not counted by size=.
 func sizeScratch(mounts []specs.Mount, list []Tmpfs, home, policyHome string, res *Resources, memTotal int64) error {
 	asked := map[string]Tmpfs{}
 	for _, t := range list {
@@ -133,9 +135,25 @@ func sizeScratch(mounts []specs.Mount, list []Tmpfs, home, policyHome string, re
 			}
 			opts = append(opts, o)
 		}
-		m.Options = append(opts, "size="+strconv.FormatInt(size, 10))
+		m.Options = append(opts, "size="+strconv.FormatInt(size, 10), "nr_inodes="+strconv.FormatInt(scratchInodes(size), 10))
 	}
 	return nil
+}
+
+// inodeBytes is the scratch size that buys one inode, and minInodes the least a
+// scratch tmpfs gets: a tmpfs inode costs about 1 KiB of unreclaimable kernel memory
+// (shmem_inode_cache and its dentry; measured: 300,000 empty files raised SUnreclaim
+// by 250 MB) that size= does not count, and the kernel's default nr_inodes is half
+// the host's pages for every mount. One inode per 4 KiB keeps that memory under a
+// quarter of the size.
+const (
+	inodeBytes = 4096
+	minInodes  = 1024
+)
+
+// scratchInodes is the nr_inodes of a scratch tmpfs of size bytes (tmpfs(5)).
+func scratchInodes(size int64) int64 {
+	return max(size/inodeBytes, minInodes)
 }
 
 // memTotal is the host's memory in bytes (sysinfo(2) totalram, /proc/meminfo's

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxSubmoduleDepth bounds the recursion into nested submodules.
@@ -31,7 +34,7 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 	if err != nil {
 		return errorf("protected", filepath.Join(gd, "index"), err, "cannot read the repository's index to find its submodules (read the same way git does); fix it with git, or remove the repository from the workspace")
 	}
-	mods, err := gitmodulesPaths(worktree)
+	mods, err := gitmodulesPaths(worktree, plan.reads.budget())
 	if err != nil {
 		return errorf("protected", filepath.Join(worktree, ".gitmodules"), err, "cannot read .gitmodules")
 	}
@@ -91,8 +94,8 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 // config parser reads this key: "path" in any case, on its own line or after a section
 // header (whose quoted subsection may hold "]"), its value with quotes removed wherever
 // they are, backslash escapes, and a ; or # comment outside quotes.
-func gitmodulesPaths(worktree string) ([]string, error) {
-	b, err := readRegular(filepath.Join(worktree, ".gitmodules"), 1<<20)
+func gitmodulesPaths(worktree string, rb *readBudget) ([]string, error) {
+	b, err := rb.readRegular(filepath.Join(worktree, ".gitmodules"), 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -191,11 +194,11 @@ func (g *gitReads) gitlinks(gd string) ([]string, error) {
 	if format == "sha256" {
 		hashLen = 32
 	}
-	out, shared, err := readIndex(filepath.Join(gd, "index"), hashLen)
+	out, shared, err := readIndex(filepath.Join(gd, "index"), hashLen, g.budget())
 	if err != nil || shared == "" {
 		return out, err
 	}
-	more, _, err := readIndex(filepath.Join(gd, "sharedindex."+shared), hashLen)
+	more, _, err := readIndex(filepath.Join(gd, "sharedindex."+shared), hashLen, g.budget())
 	return append(out, more...), err
 }
 
@@ -232,71 +235,103 @@ func (g *gitReads) objectFormat(gd string) (string, error) {
 	return "", nil
 }
 
-// readIndex reads one index file: its gitlinks, and the name (hex) of the shared index
-// of a split index, if any. A missing file has none.
-func readIndex(p string, hashLen int) (links []string, shared string, err error) {
-	b, err := readRegular(p, 512<<20)
+// maxIndexFile bounds one index file's size (bytes); the launch's read budget bounds
+// what is read of all of them together.
+const maxIndexFile = 512 << 20
+
+// maxIndexName bounds one path name in an index (git's own are at most PATH_MAX on
+// checkout; the bound keeps a name without a NUL from being held whole).
+const maxIndexName = 64 << 10
+
+// readIndex reads one index file (gitformat-index(5)), streamed through a 64 KiB
+// buffer (never held whole) and charged to rb: its gitlinks, and the name (hex) of the
+// shared index of a split index, if any. A missing file has none. An index whose
+// header counts more entries than its size can hold, or with an extension git would
+// refuse (a signature that is not an optional, upper-case one or a known lower-case
+// one), is an error before more is read: a sparse file of zeros planted as an index
+// costs nothing.
+func readIndex(p string, hashLen int, rb *readBudget) (links []string, shared string, err error) {
+	fd, st, err := openRegular(p, maxIndexFile, unix.O_NOFOLLOW)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, "", nil
 	}
 	if err != nil {
 		return nil, "", err
 	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
 	bad := func(what string) ([]string, string, error) {
 		return nil, "", fmt.Errorf("%s: %s", p, what)
 	}
-	if len(b) < 12+hashLen || string(b[:4]) != "DIRC" {
+	end := st.Size - int64(hashLen) // the trailing checksum
+	if end < 12 {
 		return bad("not an index")
 	}
-	ver := binary.BigEndian.Uint32(b[4:8])
-	n := binary.BigEndian.Uint32(b[8:12])
+	r := &indexReader{br: bufio.NewReaderSize(f, 64<<10), p: p, rb: rb, left: end}
+	hdr, err := r.next(12)
+	if err != nil {
+		return nil, "", err
+	}
+	if string(hdr[:4]) != "DIRC" {
+		return bad("not an index")
+	}
+	ver := binary.BigEndian.Uint32(hdr[4:8])
+	n := binary.BigEndian.Uint32(hdr[8:12])
 	if ver < 2 || ver > 4 {
 		return bad(fmt.Sprintf("index version %d", ver))
 	}
-	end := len(b) - hashLen // the trailing checksum
-	off, prev := 12, ""
+	// the least an entry takes: its fixed part, a name of one byte and its NUL (or a
+	// version 4 prefix varint and a NUL)
+	if minEntry := int64(40 + hashLen + 4); int64(n) > (end-12)/minEntry {
+		return bad(fmt.Sprintf("its header counts %d entries, more than its %d bytes can hold", n, st.Size))
+	}
+	fixed := 40 + hashLen + 2
+	prev := ""
 	for i := uint32(0); i < n; i++ {
-		start := off
-		if off+40+hashLen+2 > end {
-			return bad("an entry runs past the end")
+		e, err := r.next(fixed)
+		if err != nil {
+			return nil, "", err
 		}
-		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
-		off += 40 + hashLen
-		flags := binary.BigEndian.Uint16(b[off : off+2])
-		off += 2
+		mode := binary.BigEndian.Uint32(e[24:28])
+		flags := binary.BigEndian.Uint16(e[fixed-2 : fixed])
+		size := fixed
 		if flags&0x4000 != 0 {
 			if ver < 3 {
 				return bad("extended flags in a version 2 index")
 			}
-			off += 2
+			if _, err := r.next(2); err != nil {
+				return nil, "", err
+			}
+			size += 2
 		}
 		var name string
 		if ver == 4 {
-			strip, k := indexVarint(b[off:end])
-			if k == 0 || strip > uint64(len(prev)) {
+			strip, err := r.varint()
+			if err != nil || strip > uint64(len(prev)) {
 				return bad("a bad name prefix")
 			}
-			off += k
-			z := bytes.IndexByte(b[off:end], 0)
-			if z < 0 {
-				return bad("a name runs past the end")
+			rest, err := r.upToNUL()
+			if err != nil {
+				return nil, "", err
 			}
-			name = prev[:len(prev)-int(strip)] + string(b[off:off+z])
-			off += z + 1
+			name = prev[:len(prev)-int(strip)] + rest
 		} else {
 			l := int(flags & 0xfff)
-			if l == 0xfff { // longer names: up to the NUL
-				if l = bytes.IndexByte(b[off:end], 0); l < 0 {
-					return bad("a name runs past the end")
+			if l == 0xfff { // longer names: up to the NUL, which is part of the padding
+				rest, err := r.peekUpToNUL()
+				if err != nil {
+					return nil, "", err
 				}
+				l = len(rest)
 			}
-			if off+l > end {
-				return bad("a name runs past the end")
+			b, err := r.next(l)
+			if err != nil {
+				return nil, "", err
 			}
-			name = string(b[off : off+l])
-			off = start + (off-start+l+8)&^7
-			if off > end {
-				return bad("an entry runs past the end")
+			name = string(b)
+			// entries are padded with NULs to a multiple of 8 bytes (at least one)
+			if err := r.skip(int64((size+l+8)&^7 - size - l)); err != nil {
+				return nil, "", err
 			}
 		}
 		prev = name
@@ -304,29 +339,119 @@ func readIndex(p string, hashLen int) (links []string, shared string, err error)
 			links = append(links, name)
 		}
 	}
-	for off < end {
-		if off+8 > end {
+	for r.left > 0 {
+		h, err := r.next(8)
+		if err != nil {
 			return bad("an extension runs past the end")
 		}
-		sig := string(b[off : off+4])
-		size := int(binary.BigEndian.Uint32(b[off+4 : off+8]))
-		off += 8
-		if size < 0 || off+size > end {
-			return bad("extension " + sig + " runs past the end")
+		sig := string(h[:4])
+		size := int64(binary.BigEndian.Uint32(h[4:8]))
+		if size > r.left {
+			return bad(fmt.Sprintf("extension %q runs past the end", sig))
 		}
-		data := b[off : off+size]
-		off += size
 		switch {
 		case sig == "link":
-			if len(data) < hashLen {
+			if size < int64(hashLen) {
 				return bad("a short link extension")
 			}
-			shared = hex.EncodeToString(data[:hashLen])
-		case sig[0] >= 'a' && sig[0] <= 'z' && sig != "sdir":
+			b, err := r.next(hashLen)
+			if err != nil {
+				return nil, "", err
+			}
+			shared = hex.EncodeToString(b)
+			size -= int64(hashLen)
+		case sig == "sdir":
+		case sig[0] >= 'a' && sig[0] <= 'z':
 			return bad("the mandatory extension " + sig + " is not known here")
+		case sig[0] < 'A' || sig[0] > 'Z':
+			return bad(fmt.Sprintf("extension %q is not one git writes (git refuses such an index)", sig))
+		}
+		if err := r.skip(size); err != nil {
+			return nil, "", err
 		}
 	}
 	return links, shared, nil
+}
+
+// indexReader reads an index up to its checksum (left bytes), every byte charged to
+// a launch's read budget.
+type indexReader struct {
+	br   *bufio.Reader
+	p    string
+	rb   *readBudget
+	left int64
+}
+
+var errIndexEnd = errors.New("runs past the end")
+
+func (r *indexReader) take(n int64) error {
+	if n > r.left {
+		return fmt.Errorf("%s: an entry %w", r.p, errIndexEnd)
+	}
+	r.left -= n
+	return r.rb.charge(r.p, n)
+}
+
+// next returns the next n bytes (valid until the next call; n at most 64 KiB).
+func (r *indexReader) next(n int) ([]byte, error) {
+	if err := r.take(int64(n)); err != nil {
+		return nil, err
+	}
+	b, err := r.br.Peek(n)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.p, err)
+	}
+	r.br.Discard(n)
+	return b, nil
+}
+
+// skip reads past n bytes.
+func (r *indexReader) skip(n int64) error {
+	if err := r.take(n); err != nil {
+		return err
+	}
+	if _, err := r.br.Discard(int(n)); err != nil {
+		return fmt.Errorf("read %s: %w", r.p, err)
+	}
+	return nil
+}
+
+// peekUpToNUL returns the bytes before the next NUL without reading past them.
+func (r *indexReader) peekUpToNUL() (string, error) {
+	for k := 64; ; k *= 2 {
+		b, err := r.br.Peek(int(min(int64(k), r.left, int64(r.br.Size()))))
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			return string(b[:i]), nil
+		}
+		if len(b) >= r.br.Size() || int64(len(b)) >= r.left || len(b) >= maxIndexName {
+			return "", fmt.Errorf("%s: a name without its NUL (or longer than %d bytes)", r.p, maxIndexName)
+		}
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", r.p, err)
+		}
+	}
+}
+
+// upToNUL reads a name and its NUL.
+func (r *indexReader) upToNUL() (string, error) {
+	s, err := r.peekUpToNUL()
+	if err != nil {
+		return "", err
+	}
+	if err := r.skip(int64(len(s)) + 1); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// varint reads git's offset varint (index version 4).
+func (r *indexReader) varint() (uint64, error) {
+	b, _ := r.br.Peek(int(min(10, r.left)))
+	v, k := indexVarint(b)
+	if k == 0 {
+		return 0, errors.New("bad varint")
+	}
+	return v, r.skip(int64(k))
 }
 
 // indexVarint decodes git's offset varint (index version 4).

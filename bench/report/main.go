@@ -89,6 +89,7 @@ type report struct {
 	Seccomp  map[string]map[string]float64 `json:"seccomp_overhead_pct"`
 	RSS      map[string]rssMedians         `json:"memory_median"`
 	Library  map[string]libResult          `json:"library"`
+	Sessions *sessionResults               `json:"sessions,omitempty"`
 	Targets  []target                      `json:"targets"`
 	RawFiles []string                      `json:"raw_files"`
 }
@@ -307,7 +308,20 @@ func main() {
 		fmt.Sprintf("library-pool Start %s ms, bwrap-gap %s ms (bwrap %s ms, Start %s×); full run %s ms, %s× bwrap-gap",
 			f2(ct["library-pool-start"]), f2(ct["bwrap-gap"]), f2(ct["bwrap"]), f2(crt["library-pool-start"]),
 			f2(ct["library-pool"]), f2(crt["library-pool_vs_bwrap-gap"]))})
-	p("\nTargets (issue 8)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
+	if _, err := os.Stat(filepath.Join(*raw, "session-true.json")); err == nil {
+		r.Sessions = readSessions(*raw)
+		se := r.Sessions
+		p("\nSessions (issue 16): a whole `gosbx exec --session S -- /bin/true` call, `session start`, median ms; idle memory\n\n")
+		p("| bwrap | gosbx exec | exec --session | session start | exec --session/bwrap | session start/gosbx exec | USS, 1 session | USS per session, 20 |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		p("| %s | %s | %s | %s | %s× | %s× | %s MiB | %s MiB |\n", f2(se.BwrapMs), f2(se.GosbxMs), f2(se.SessionExecMs), f2(se.StartMs),
+			f2(se.SessionExecMs/se.BwrapMs), f2(se.StartMs/se.StartGosbxMs), mib(se.USS1KiB), mib(se.USS20KiB))
+		r.Targets = append(r.Targets,
+			target{"exec into a running session (/bin/true, whole call)", "≤ 0.5× bwrap", se.SessionExecMs / se.BwrapMs, "× bwrap",
+				se.SessionExecMs <= se.BwrapMs/2, fmt.Sprintf("exec --session %s ms, bwrap %s ms", f2(se.SessionExecMs), f2(se.BwrapMs))},
+			target{"idle session memory at 20 sessions", "≤ 2 MiB a session", se.USS20KiB / 1024, "MiB USS", se.USS20KiB <= 2048,
+				fmt.Sprintf("supervisor + init + the commands' pid 1; 1 session %s MiB", mib(se.USS1KiB))})
+	}
+	p("\nTargets (issues 8, 16)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "**no**"
 		if t.Met {
@@ -430,4 +444,38 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
+}
+
+// sessionResults are bench/sessions.sh's measures.
+type sessionResults struct {
+	BwrapMs       float64 `json:"bwrap_median_ms"`
+	GosbxMs       float64 `json:"gosbx_exec_median_ms"`
+	SessionExecMs float64 `json:"exec_session_median_ms"`
+	StartMs       float64 `json:"session_start_median_ms"`
+	StartGosbxMs  float64 `json:"session_start_run_gosbx_exec_median_ms"`
+	USS1KiB       float64 `json:"uss_kib_1_session"`
+	USS20KiB      float64 `json:"uss_kib_per_session_at_20"`
+}
+
+func readSessions(raw string) *sessionResults {
+	h := readHF(filepath.Join(raw, "session-true.json"), "bwrap", "gosbx-session", "gosbx")
+	st := readHF(filepath.Join(raw, "session-start.json"), "session-start", "gosbx")
+	se := &sessionResults{BwrapMs: h["bwrap"].Median * 1e3, GosbxMs: h["gosbx"].Median * 1e3, SessionExecMs: h["gosbx-session"].Median * 1e3,
+		StartMs: st["session-start"].Median * 1e3, StartGosbxMs: st["gosbx"].Median * 1e3}
+	data, err := os.ReadFile(filepath.Join(raw, "session-memory.jsonl"))
+	check(err)
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m struct {
+			Sessions int     `json:"sessions"`
+			USS      float64 `json:"uss_kib"`
+		}
+		check(json.Unmarshal([]byte(line), &m))
+		switch m.Sessions {
+		case 1:
+			se.USS1KiB = m.USS
+		case 20:
+			se.USS20KiB = m.USS / 20
+		}
+	}
+	return se
 }

@@ -37,7 +37,7 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 						return usageError{fmt.Errorf("--workspace %s: not a directory", workspace)}
 					}
 				}
-				completeJournals() // what killed launches left undone
+				completeJournals(nil) // what killed launches left undone
 				r := doctor.RunFor(exe, workspace)
 				if asJSON {
 					r.WriteJSON(c.OutOrStdout())

@@ -36,7 +36,8 @@ const execExamples = `  # run a shell command with the current directory as the 
 
 func newExecCmd() *cobra.Command {
 	var b boundaryFlags
-	var statusFd string
+	var statusFd, sessionName string
+	var detach, tty bool
 	c := &cobra.Command{
 		Use:   "exec [flags] -- CMD [ARGS...]",
 		Short: "Run a command in a new sandbox",
@@ -66,6 +67,12 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 					return usageError{err}
 				}
 			}
+			if sessionName != "" {
+				return execInSession(c, sessionName, &b, args, status, detach, tty)
+			}
+			if detach || tty {
+				return usageError{fmt.Errorf("--detach and --tty need --session NAME")}
+			}
 			o, err := b.options(args)
 			if err != nil {
 				emitError(status, err)
@@ -77,6 +84,9 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	b.register(f)
+	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout and --status-fd may be given with it")
+	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job)")
+	f.BoolVar(&tty, "tty", false, "with --session: run CMD on a terminal of the sandbox's own (job control, Ctrl-C, window size), relayed to yours")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
 	return c
 }
@@ -137,7 +147,11 @@ func execute(o policy.Options, status *os.File) error {
 	start := time.Now()
 	// The cleanup that earlier launches owe and could not do (their launcher and init
 	// killed): done before this launch looks at the workspace, which may be theirs.
-	completeJournals()
+	ws := o.Workspace
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	completeJournals(append([]string{ws}, o.ReadWrite...))
 	_, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
@@ -318,13 +332,23 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 }
 
 // completeJournals completes the after-run cleanup of earlier launches of this user
-// whose launcher and sandbox are gone (cleanup.CompleteJournals), and says what it did.
-func completeJournals() {
-	removed, failed := cleanup.CompleteJournals()
+// whose launcher and sandbox are gone (cleanup.CompleteJournals), and says what it did
+// and what it could not. writable are the trees this launch's sandbox will write, as
+// the caller named them (the workspace, --rw): nothing is done when the journal
+// directory lies in one (the launch is refused later, in nsinit, once the policy has
+// named every writable tree).
+func completeJournals(writable []string) {
+	if cleanup.CheckOutside(writable) != nil {
+		return
+	}
+	removed, failed, err := cleanup.CompleteJournals(writable)
 	for _, p := range removed {
 		fmt.Fprintf(os.Stderr, "gosbx: an earlier sandbox's command created %s, and its launcher was killed before removing it; removed\n", p)
 	}
 	for _, f := range failed {
 		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete an earlier sandbox's cleanup: %s\n", f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete earlier sandboxes' cleanup: %v\n", err)
 	}
 }

@@ -20,6 +20,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == doctor.ProbeArg {
 		os.Exit(doctor.Probe(os.Args[2:])) // gosbx doctor's probes, in a new namespace or a sandbox
 	}
+	if len(os.Args) > 1 && os.Args[1] == supervisorArg {
+		os.Exit(superviseMain()) // a session's supervisor, started by gosbx session start
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

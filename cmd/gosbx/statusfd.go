@@ -21,7 +21,11 @@ const statusFdFix = "open it on a file outside the workspace and the --rw trees,
 // own stdio (0, 1, 2), or the same file (a pipe, a terminal, a file: same device and
 // inode by fstat(2); for a character device, the same device number, as another node
 // of the same terminal) as one of them, since the command could write status lines of
-// its own making there. /dev/null is accepted (nothing reads it).
+// its own making there. Any terminal is refused, whatever its name (/dev/tty is device
+// 5:0, the terminal behind it 136:N): it answers TCGETS (isatty(3)), or is a tty,
+// console or ptmx node (major 4 or 5); a command on a terminal reaches it through its
+// own stdio or /dev/tty, and a terminal is no status channel. /dev/null is accepted
+// (nothing reads it).
 func checkStatusShared(n int) error {
 	if n <= 2 {
 		return fmt.Errorf("--status-fd %d is the command's own stdio: it could write status lines of its own there; %s", n, statusFdFix)
@@ -32,6 +36,11 @@ func checkStatusShared(n int) error {
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(1, 3) {
 		return nil
+	}
+	_, terr := unix.IoctlGetTermios(n, unix.TCGETS)
+	if maj := unix.Major(st.Rdev); terr == nil || st.Mode&unix.S_IFMT == unix.S_IFCHR && (maj == 4 || maj == 5) {
+		return fmt.Errorf("--status-fd %d is open on a terminal (%s): the command can write to a terminal it runs on, by its stdio or /dev/tty; %s",
+			n, fdLink(n), statusFdFix)
 	}
 	for fd := 0; fd <= 2; fd++ {
 		var s unix.Stat_t
@@ -52,12 +61,16 @@ func checkStatusShared(n int) error {
 // the path the kernel names it by (/proc/self/fd/N), or, on the file system of such a
 // tree, a file with more than one hard link (another name may lie inside). A status
 // file the command could append to would end with a line of its making.
-func checkStatusOutside(n int, spec *config.Config) error {
+func checkStatusOutside(n int, spec *config.Config) error { return checkStatusOutsideAs(n, n, spec) }
+
+// checkStatusOutsideAs is checkStatusOutside of descriptor fd, which the caller names
+// n (a session's supervisor checks the client's descriptor, received as fd).
+func checkStatusOutsideAs(fd, n int, spec *config.Config) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(n, &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("--status-fd %d: fstat: %w", n, err)
 	}
-	link := fdLink(n)
+	link := fdLink(fd)
 	path := strings.TrimSuffix(link, " (deleted)")
 	for _, m := range spec.Mounts {
 		if m.Type != "bind" || slices.Contains(m.Options, "ro") {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,6 +45,39 @@ func TestCheckStatusShared(t *testing.T) {
 	defer null.Close()
 	if err := checkStatusShared(int(null.Fd())); err != nil {
 		t.Errorf("/dev/null: %v", err)
+	}
+}
+
+// A terminal is refused as a status descriptor under any name: a pty's slave, its
+// master, /dev/tty (attack review round three, F4: 5:0 is not the slave's 136:N).
+func TestCheckStatusTerminal(t *testing.T) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no /dev/ptmx:", err)
+	}
+	defer m.Close()
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	pn, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl, err := os.OpenFile("/dev/pts/"+strconv.Itoa(pn), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sl.Close()
+	for what, f := range map[string]*os.File{"the slave": sl, "the master": m} {
+		if err := checkStatusShared(int(f.Fd())); err == nil || !strings.Contains(err.Error(), "terminal") {
+			t.Errorf("%s of a pty: %v", what, err)
+		}
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if err := checkStatusShared(int(tty.Fd())); err == nil || !strings.Contains(err.Error(), "terminal") {
+			t.Errorf("/dev/tty: %v", err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,15 +17,20 @@ import (
 // The after-run cleanup must not depend on the process that launched the sandbox
 // surviving it (a harness's SIGKILL, the OOM killer), nor on the sandbox's own init
 // (which the command may have crippled). Before the command may run, the launcher writes
-// a journal of the cleanup it owes: the entries, and who owes them (its own pid and
-// start time, and the sandbox init's). The journal is removed once the cleanup is done;
-// the next launch by the same user (any workspace) and `gosbx doctor` complete every
-// journal whose launcher and init are both gone.
+// a journal of the cleanup it owes: the entries, the trees they lie in, and who owes
+// them (its own pid and start time, and the sandbox init's). The journal is removed
+// once the cleanup is done; the next launch by the same user (any workspace) and
+// `gosbx doctor` complete every journal whose launcher and init are both gone.
 //
-// The journal directory is the caller's alone, outside every tree a sandbox can write
-// (a journal names paths to delete): $XDG_RUNTIME_DIR/gosbx for a caller that has one,
-// /run/gosbx for root, else /tmp/gosbx-UID; mode 0700, owned by the caller, never
-// reached through a symlink.
+// A journal names paths to delete and symlinks to make, as the caller: it is carried
+// out only when nothing a sandbox wrote can have made it. The directories are the
+// caller's alone and outside every writable tree (dirs.go); each journal file must be
+// the caller's, mode 0600, with one link, not a symlink; a copy of it, its seal, must
+// lie in the seal directory (KeyDir()/sealed: root's is /run/gosbx/sealed whatever
+// the environment, which no sandbox can reach), byte for byte; and each entry must lie
+// in a tree the journal names, a real directory of the caller's. A seal, not a MAC:
+// the hash would link the FIPS crypto module into every start (TestStartPathDeps), and
+// a sandbox that can read neither directory can forge neither.
 
 // A proc names a process across pid reuse: its pid and start time (clock ticks after
 // boot, proc(5) /proc/PID/stat field 22).
@@ -34,70 +40,112 @@ type proc struct {
 }
 
 type record struct {
-	Owner   proc    `json:"owner"`
-	Init    proc    `json:"init"`
-	Entries []Entry `json:"entries"`
+	Owner proc `json:"owner"`
+	Init  proc `json:"init"`
+	// Trees are the host trees the sandbox could write (canonical): every entry lies
+	// in one.
+	Trees   []string `json:"trees"`
+	Entries []Entry  `json:"entries"`
 }
 
-// Journal is one launch's record of the cleanup it owes.
-type Journal struct{ path string }
+// Journal is one launch's record of the cleanup it owes: the journal file and its seal.
+type Journal struct{ path, seal string }
 
 var journalSeq atomic.Uint64
 
-// JournalDir is the caller's journal directory (not created).
-func JournalDir() string {
-	uid := os.Geteuid()
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
-		var st unix.Stat_t
-		if unix.Lstat(x, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == uid && st.Mode&0o077 == 0 {
-			return filepath.Join(x, "gosbx")
-		}
+// sealDir is the directory of the caller's journal seals (not created).
+func sealDir() string { return filepath.Join(canonical(KeyDir()), "sealed") }
+
+// openSealDir opens the seal directory (and the key directory above it, created when
+// create is set), checked as openJournalDir checks. -1 and no error: there is none.
+func openSealDir(create bool) (int, error) {
+	kfd, err := openJournalDir(KeyDir(), create)
+	if err != nil || kfd < 0 {
+		return -1, err
 	}
-	if uid == 0 {
-		return "/run/gosbx"
-	}
-	return "/tmp/gosbx-" + strconv.Itoa(uid)
+	unix.Close(kfd)
+	return openJournalDir(sealDir(), create)
 }
 
-// openJournalDir opens dir (creating it, mode 0700, when create is set) and checks that
-// it is a directory of the caller's alone: not a symlink, owned by the effective uid,
-// no access for group or others. It returns -1 and no error when dir does not exist
-// and create is not set.
-func openJournalDir(dir string, create bool) (int, error) {
-	if create {
-		if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-			return -1, fmt.Errorf("create the cleanup journal directory %s: %w", dir, err)
-		}
-	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) && !create {
-		return -1, nil
-	}
+// writeAt writes b to a new file name in dfd (mode 0600, never through a symlink)
+// and syncs it.
+func writeAt(dfd int, name string, b []byte) error {
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return -1, fmt.Errorf("open the cleanup journal directory %s: %w", dir, err)
+		return err
 	}
+	_, err = unix.Write(fd, b)
+	if err == nil {
+		err = unix.Fsync(fd)
+	}
+	unix.Close(fd)
+	if err != nil {
+		unix.Unlinkat(dfd, name, 0)
+	}
+	return err
+}
+
+// readSmall reads the file name in dfd: regular, never through a symlink or blocking
+// on a FIFO, the caller's, no access for group or others, one link (not a name of a
+// file that lives elsewhere too), at most max bytes.
+func readSmall(dfd int, name string, max int64) ([]byte, error) {
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("stat the cleanup journal directory %s: %w", dir, err)
+		return nil, err
 	}
-	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
-		unix.Close(fd)
-		return -1, fmt.Errorf("the cleanup journal directory %s is not the caller's alone (owner %d, mode %o); remove it", dir, st.Uid, st.Mode&0o7777)
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, errors.New("not a regular file")
+	case int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("owned by uid %d, not the caller", st.Uid)
+	case st.Mode&0o077 != 0:
+		return nil, fmt.Errorf("mode %o gives access to others", st.Mode&0o7777)
+	case st.Nlink != 1:
+		return nil, fmt.Errorf("has %d hard links", st.Nlink)
+	case st.Size > max:
+		return nil, fmt.Errorf("larger than %d bytes", max)
 	}
-	return fd, nil
+	b := make([]byte, st.Size)
+	n, err := unix.Pread(fd, b, 0)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
 }
 
-// BeginJournal records, atomically (a temporary file renamed into place), that this
-// process owes entries for the sandbox whose init is initPid. writable are the host
-// trees the sandbox can write: a journal directory inside one is refused.
+// BeginJournal records, atomically (temporary files renamed into place), that this
+// process owes entries for the sandbox whose init is initPid: the journal, and its
+// seal. writable are the host trees the sandbox can write: a journal or key directory
+// in one is refused (CheckOutside). Only entries inside one of them are journaled (a
+// sandbox changes nothing elsewhere; the launcher and the init still carry out all).
 func BeginJournal(entries []Entry, initPid int, writable []string) (*Journal, error) {
-	dir := JournalDir()
+	if err := CheckOutside(writable); err != nil {
+		return nil, err
+	}
+	var trees []string
 	for _, w := range writable {
-		if dir == w || strings.HasPrefix(dir, w+"/") || w == "/" {
-			return nil, fmt.Errorf("the cleanup journal directory %s lies in %s, which the sandbox can write; set XDG_RUNTIME_DIR to a directory of your own outside it", dir, w)
+		trees = append(trees, canonical(w))
+	}
+	var owed []Entry
+	for _, e := range entries {
+		if inTrees(e.Path, trees) {
+			owed = append(owed, e)
 		}
 	}
+	if len(owed) == 0 {
+		return nil, nil
+	}
+	sfd, err := openSealDir(true)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(sfd)
+	dir := canonical(JournalDir())
 	dfd, err := openJournalDir(dir, true)
 	if err != nil {
 		return nil, err
@@ -111,58 +159,93 @@ func BeginJournal(entries []Entry, initPid int, writable []string) (*Journal, er
 	if err != nil {
 		return nil, err
 	}
-	b, _ := json.Marshal(record{Owner: self, Init: init, Entries: entries})
+	b, _ := json.Marshal(record{Owner: self, Init: init, Trees: trees, Entries: owed})
 	name := fmt.Sprintf("%d-%d-%d.json", self.Pid, self.Start, journalSeq.Add(1))
-	tmp := "." + name + ".tmp"
-	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("write the cleanup journal in %s: %w", dir, err)
+	// the seal first: a journal without one is never carried out
+	for _, d := range []struct {
+		fd  int
+		dir string
+	}{{sfd, sealDir()}, {dfd, dir}} {
+		tmp := "." + name + ".tmp"
+		werr := writeAt(d.fd, tmp, b)
+		if werr == nil {
+			if werr = unix.Renameat(d.fd, tmp, d.fd, name); werr != nil {
+				unix.Unlinkat(d.fd, tmp, 0)
+			}
+		}
+		if werr != nil {
+			unix.Unlinkat(sfd, name, 0)
+			return nil, fmt.Errorf("write the cleanup journal in %s: %w", d.dir, werr)
+		}
 	}
-	_, werr := unix.Write(fd, b)
-	if werr == nil {
-		werr = unix.Fsync(fd)
-	}
-	unix.Close(fd)
-	if werr == nil {
-		werr = unix.Renameat(dfd, tmp, dfd, name)
-	}
-	if werr != nil {
-		unix.Unlinkat(dfd, tmp, 0)
-		return nil, fmt.Errorf("write the cleanup journal in %s: %w", dir, werr)
-	}
-	return &Journal{path: filepath.Join(dir, name)}, nil
+	return &Journal{path: filepath.Join(dir, name), seal: filepath.Join(sealDir(), name)}, nil
 }
 
-// Done removes the journal: its cleanup was carried out. A nil *Journal is none.
+// inTrees reports whether p lies strictly inside one of trees, or is one.
+func inTrees(p string, trees []string) bool {
+	for _, t := range trees {
+		if t != "/" && within(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Done removes the journal and its seal: its cleanup was carried out. A nil *Journal
+// is none.
 func (j *Journal) Done() {
 	if j != nil {
 		os.Remove(j.path)
+		os.Remove(j.seal)
 	}
 }
 
 // CompleteJournals carries out the cleanup of every journal in the caller's journal
-// directory whose launcher and init are both gone, then removes it. It returns the
-// paths removed and what could not be ("path: reason", including journals it could not
-// read).
-func CompleteJournals() (removed, failed []string) {
-	dir := JournalDir()
+// directory whose launcher and init are both gone, then removes it and its seal.
+// writable are the host trees the launch that calls it will let its sandbox write (nil
+// for none): a journal or key directory in one is refused with an error, and nothing is
+// done. It returns the paths removed and what could not be ("path: reason", including
+// journals refused: not the caller's, hard-linked, without their seal, naming a path
+// outside their trees; those are removed).
+func CompleteJournals(writable []string) (removed, failed []string, err error) {
+	if err := CheckOutside(writable); err != nil {
+		return nil, nil, err
+	}
+	dir := canonical(JournalDir())
 	dfd, err := openJournalDir(dir, false)
 	if err != nil {
-		return nil, []string{err.Error()}
+		return nil, nil, err
 	}
 	if dfd < 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	f := os.NewFile(uintptr(dfd), dir)
 	defer f.Close()
 	names, _ := f.Readdirnames(-1)
+	sfd := -2 // not opened yet
+	defer func() {
+		if sfd >= 0 {
+			unix.Close(sfd)
+		}
+	}()
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".json") || strings.HasPrefix(n, ".") {
 			continue
 		}
-		rec, err := readJournal(dfd, n)
+		if sfd == -2 {
+			if sfd, err = openSealDir(false); err != nil {
+				return nil, nil, err
+			}
+		}
+		rec, err := readJournal(dfd, sfd, n)
 		if err != nil {
-			failed = append(failed, filepath.Join(dir, n)+": "+err.Error())
+			// not as this user's launches wrote it: never carried out, removed so that
+			// it is reported once
+			unix.Unlinkat(dfd, n, 0)
+			if sfd >= 0 {
+				unix.Unlinkat(sfd, n, 0)
+			}
+			failed = append(failed, filepath.Join(dir, n)+": refused and removed: "+err.Error())
 			continue
 		}
 		if alive(rec.Owner) || alive(rec.Init) {
@@ -172,38 +255,58 @@ func CompleteJournals() (removed, failed []string) {
 		removed, failed = append(removed, r...), append(failed, fl...)
 		if len(fl) == 0 {
 			unix.Unlinkat(dfd, n, 0)
+			unix.Unlinkat(sfd, n, 0)
 		}
 	}
-	return removed, failed
+	return removed, failed, nil
 }
 
-// readJournal reads one journal file: regular, the caller's, at most 4 MiB, never
-// through a symlink or blocking on a FIFO.
-func readJournal(dfd int, name string) (record, error) {
+// readJournal reads and checks the journal file name of the directory dfd (readSmall:
+// the caller's, mode 0600, one link, at most 4 MiB): its seal in sfd (-1: none) holds
+// the same bytes; its entries' paths are absolute and clean, each in one of its trees;
+// and each tree is a real directory (no symlink on its path) of the caller's (any
+// owner for root, whose workspaces may be its users').
+func readJournal(dfd, sfd int, name string) (record, error) {
 	var rec record
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	b, err := readSmall(dfd, name, 4<<20)
 	if err != nil {
 		return rec, err
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return rec, err
+	var seal []byte
+	if sfd >= 0 {
+		seal, err = readSmall(sfd, name, 4<<20)
 	}
-	if !st.Mode().IsRegular() || st.Size() > 4<<20 {
-		return rec, errors.New("not a regular file of at most 4 MiB")
-	}
-	b := make([]byte, st.Size())
-	if _, err := f.ReadAt(b, 0); err != nil {
-		return rec, err
+	if sfd < 0 || err != nil || !bytes.Equal(b, seal) {
+		why := "none"
+		if err != nil {
+			why = err.Error()
+		} else if seal != nil {
+			why = "different content"
+		}
+		return rec, fmt.Errorf("no launch of this user wrote it: its seal in %s: %s", sealDir(), why)
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, err
 	}
+	for _, t := range rec.Trees {
+		var st unix.Stat_t
+		switch {
+		case !filepath.IsAbs(t) || filepath.Clean(t) != t || t == "/":
+			return rec, fmt.Errorf("tree %q is not absolute and clean", t)
+		case canonical(t) != t:
+			continue // reached through a symlink now: nothing in it is touched
+		case unix.Lstat(t, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			continue
+		case os.Geteuid() != 0 && int(st.Uid) != os.Geteuid():
+			return rec, fmt.Errorf("tree %s belongs to uid %d, not the caller", t, st.Uid)
+		}
+	}
 	for _, e := range rec.Entries {
-		if !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/" {
-			return rec, fmt.Errorf("entry path %q is not absolute and clean", e.Path)
+		if err := e.Check(); err != nil {
+			return rec, err
+		}
+		if !inTrees(e.Path, rec.Trees) {
+			return rec, fmt.Errorf("entry path %s lies in none of the journal's trees", e.Path)
 		}
 	}
 	return rec, nil

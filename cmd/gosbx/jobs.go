@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/nsinit"
+)
+
+// A job is a command started with `exec --session --detach`: its stdin /dev/null, its
+// stdout and stderr copied by the supervisor into its log, NAME.jobs/ID.log in the
+// runtime directory, rotated to ID.log.1 at jobLogMax (at most twice that on disk); its
+// end recorded. `gosbx job` asks the supervisor about it.
+const (
+	jobLogMax = 1 << 20
+	maxJobs   = 100 // ended jobs beyond this are forgotten, oldest first, logs removed
+)
+
+type job struct {
+	id      int
+	args    []string
+	started time.Time
+	cmd     *nsinit.Cmd
+	log     *jobLog
+	done    chan struct{} // closed once ended and recorded
+
+	mu     sync.Mutex
+	ended  time.Time
+	result *nsinit.Result
+	code   int // the exit status by gosbx exec's rules, once ended
+}
+
+// jobLog is a job's log file, rotated at jobLogMax; readers follow its writes.
+type jobLog struct {
+	path string
+
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+	gen  int           // rotations so far
+	more chan struct{} // closed at each write, then replaced
+}
+
+func newJobLog(path string) (*jobLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &jobLog{path: path, f: f, more: make(chan struct{})}, nil
+}
+
+func (l *jobLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.size > 0 && l.size+int64(len(p)) > jobLogMax {
+		l.f.Close()
+		os.Rename(l.path, l.path+".1")
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		l.f, l.size = f, 0
+		l.gen++
+	}
+	n, err := l.f.Write(p)
+	l.size += int64(n)
+	close(l.more)
+	l.more = make(chan struct{})
+	return n, err
+}
+
+func (l *jobLog) state() (int, chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gen, l.more
+}
+
+// jobs is the supervisor's table of jobs.
+type jobs struct {
+	mu   sync.Mutex
+	next int
+	all  []*job
+}
+
+func (j *jobs) get(id uint64) *job {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, x := range j.all {
+		if uint64(x.id) == id {
+			return x
+		}
+	}
+	return nil
+}
+
+// add records a new job, forgetting the oldest ended ones beyond maxJobs.
+func (j *jobs) add(x *job) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.all = append(j.all, x)
+	for i := 0; len(j.all) > maxJobs && i < len(j.all); {
+		old := j.all[i]
+		select {
+		case <-old.done:
+			os.Remove(old.log.path)
+			os.Remove(old.log.path + ".1")
+			j.all = append(j.all[:i], j.all[i+1:]...)
+		default:
+			i++
+		}
+	}
+}
+
+func (x *job) info() session.Job {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	in := session.Job{ID: x.id, Args: x.args, State: "running", Started: x.started.UTC().Format(time.RFC3339Nano), Log: x.log.path}
+	if x.cmd != nil {
+		in.Pid = x.cmd.Pid()
+	}
+	if r := x.result; r != nil {
+		code := r.ExitCode
+		in.State, in.Ended, in.ExitCode, in.Signal, in.TimedOut = "exited", x.ended.UTC().Format(time.RFC3339Nano), &code, int(r.Signal), r.TimedOut
+	}
+	return in
+}
+
+// detach starts cmd as a job and answers its id.
+func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply func(byte, []byte)) {
+	if err := os.MkdirAll(sv.files.Jobs, 0o700); err != nil {
+		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
+		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
+		return
+	}
+	sv.jobs.mu.Lock()
+	sv.jobs.next++
+	id := sv.jobs.next
+	sv.jobs.mu.Unlock()
+	l, err := newJobLog(filepath.Join(sv.files.Jobs, strconv.Itoa(id)+".log"))
+	if err != nil {
+		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
+		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
+		return
+	}
+	x := &job{id: id, args: req.Args, started: time.Now(), cmd: cmd, log: l, done: make(chan struct{})}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, l, l
+	if err := cmd.Start(); err != nil {
+		l.f.Close()
+		os.Remove(l.path)
+		replyStartError(err, reply)
+		return
+	}
+	cmd.Pid() // read now, while the job runs, for job ls
+	sv.jobs.add(x)
+	go func() {
+		cmd.Wait()
+		x.mu.Lock()
+		x.ended, x.result, x.code = time.Now(), cmd.Result, cmd.Result.ExitCode
+		x.mu.Unlock()
+		l.mu.Lock()
+		l.f.Close()
+		close(l.more)
+		l.mu.Unlock()
+		close(x.done)
+	}()
+	reply(session.RepJob, session.EncodeUint(uint64(id)))
+	reply(session.RepExit, session.EncodeUint(0))
+}
+
+// jobRequest serves ReqJobs, ReqJobWait, ReqJobKill and ReqJobLogs on fd.
+func (sv *supervisor) jobRequest(fd int, kind byte, body []byte) {
+	reply := func(k byte, b []byte) { session.WriteFrame(fd, k, b, nil) }
+	fail := func(msg string) {
+		reply(session.RepMessage, []byte("gosbx: "+msg+"\n"))
+		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
+	}
+	if kind == session.ReqJobs {
+		sv.jobs.mu.Lock()
+		all := append([]*job(nil), sv.jobs.all...)
+		sv.jobs.mu.Unlock()
+		infos := []session.Job{}
+		for _, x := range all {
+			infos = append(infos, x.info())
+		}
+		b, _ := json.Marshal(infos)
+		reply(session.RepInfo, b)
+		return
+	}
+	n := map[byte]int{session.ReqJobWait: 1, session.ReqJobKill: 2, session.ReqJobLogs: 2}[kind]
+	v, err := session.DecodeUints(body, n)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	x := sv.jobs.get(v[0])
+	if x == nil {
+		fail(fmt.Sprintf("session %s has no job %d (gosbx job ls %s)", sv.name, v[0], sv.name))
+		return
+	}
+	switch kind {
+	case session.ReqJobWait:
+		<-x.done
+		reply(session.RepExit, session.EncodeUint(uint64(x.code)))
+	case session.ReqJobKill:
+		select {
+		case <-x.done:
+			fail(fmt.Sprintf("job %d has ended", x.id))
+			return
+		default:
+		}
+		if v[1] == 0 || v[1] > 64 {
+			fail(fmt.Sprintf("signal %d", v[1]))
+			return
+		}
+		if err := x.cmd.SignalGroup(sysSignal(v[1])); err != nil {
+			fail(err.Error())
+			return
+		}
+		reply(session.RepExit, session.EncodeUint(0))
+	case session.ReqJobLogs:
+		sv.streamLog(x, v[1] != 0, reply)
+		reply(session.RepExit, session.EncodeUint(0))
+	}
+}
+
+// streamLog sends the job's log (its rotated part first); with follow, what is written
+// after, until the job has ended.
+func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
+	buf := make([]byte, 64<<10)
+	send := func(path string, off int64) int64 {
+		f, err := os.Open(path)
+		if err != nil {
+			return off
+		}
+		defer f.Close()
+		for {
+			n, err := f.ReadAt(buf, off)
+			if n > 0 {
+				reply(session.RepData, buf[:n])
+				off += int64(n)
+			}
+			if err == io.EOF || n == 0 || err != nil {
+				return off
+			}
+		}
+	}
+	gen, more := x.log.state()
+	send(x.log.path+".1", 0)
+	off := send(x.log.path, 0)
+	for follow {
+		select {
+		case <-more:
+		case <-x.done:
+			follow = false
+		}
+		g, m := x.log.state()
+		if g != gen {
+			send(x.log.path+".1", off) // the rest of what was rotated away
+			off, gen = 0, g
+		}
+		more = m
+		off = send(x.log.path, off)
+	}
+}

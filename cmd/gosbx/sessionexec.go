@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/nsinit"
+)
+
+// narrowingFlags are the flags `exec --session` takes: each only narrows what the
+// session's policy allows. Any other (--rw, --ro, --net, --policy, --memory, ...) would
+// widen or rebuild the boundary, which a request cannot.
+var narrowingFlags = map[string]bool{"session": true, "env": true, "chdir": true, "timeout": true, "status-fd": true, "detach": true, "tty": true}
+
+// execInSession is `gosbx exec --session NAME`: the request goes to the session's
+// supervisor with the caller's own stdin, stdout and stderr (SCM_RIGHTS), signals are
+// forwarded, and the exit status and status lines follow gosbx exec's rules. No policy
+// is compiled here.
+func execInSession(c *cobra.Command, name string, b *boundaryFlags, args []string, status *os.File, detach, tty bool) error {
+	var bad []string
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if !narrowingFlags[f.Name] {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	fail := func(err error) error {
+		emitError(status, err)
+		return err
+	}
+	if len(bad) > 0 {
+		return fail(usageError{fmt.Errorf("%v cannot be used with --session: a command in a session runs under the session's policy, which a request can only narrow (--env, --chdir, --timeout)", bad)})
+	}
+	if detach && tty {
+		return fail(usageError{fmt.Errorf("--detach and --tty cannot be used together")})
+	}
+	if len(args) == 0 {
+		return fail(usageError{fmt.Errorf("no command given (usage: gosbx exec --session NAME -- CMD [ARGS...])")})
+	}
+	if err := session.CheckName(name); err != nil {
+		return fail(usageError{err})
+	}
+	timeout, err := parseTimeout(b.timeout)
+	if err != nil {
+		return fail(usageError{err})
+	}
+	dir, err := session.Dir()
+	if err != nil {
+		return fail(&setupFailure{step: "session", err: err})
+	}
+	sigc := make(chan os.Signal, 16)
+	signal.Notify(sigc, forwardedSignals...)
+	defer signal.Stop(sigc)
+	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
+	if err != nil {
+		return fail(&setupFailure{step: "session", err: noSession(name, err)})
+	}
+	defer unix.Close(fd)
+	req := &session.ExecRequest{Args: args, Env: b.o.Env, Chdir: b.o.Chdir, Timeout: timeout, Status: status != nil, Detach: detach, TTY: tty}
+	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); tty && err == nil {
+		req.Rows, req.Cols = ws.Row, ws.Col
+	}
+	var termP atomic.Pointer[terminal] // set once the terminal's master came
+	if tty {
+		// Raw before the command can start: a key typed early (Ctrl-C) must reach its
+		// terminal, not signal this process.
+		defer restoreTerminal(makeRaw())
+	}
+	stdio := []int{0, 1, 2}
+	if status != nil {
+		req.StatusFd = int(status.Fd())
+		stdio = append(stdio, req.StatusFd)
+	}
+	if err := session.WriteFrame(fd, session.ReqExec, req.Encode(), stdio); err != nil {
+		return fail(&setupFailure{step: "session", err: fmt.Errorf("send the request to session %q: %w", name, err)})
+	}
+	go func() {
+		for s := range sigc {
+			if t := termP.Load(); s == unix.SIGWINCH && t != nil {
+				t.resize()
+				continue
+			}
+			if n, ok := s.(syscall.Signal); ok {
+				session.WriteFrame(fd, session.ReqSignal, session.EncodeUint(uint64(n)), nil)
+			}
+		}
+	}()
+	for {
+		kind, body, fds, err := session.ReadFrame(fd, 1)
+		if err != nil {
+			return fail(&setupFailure{step: "session", err: fmt.Errorf("session %q ended before the command's exit status came: %w", name, err)})
+		}
+		switch kind {
+		case session.RepEvent:
+			if status != nil {
+				status.Write(append(body, '\n'))
+			}
+		case session.RepMessage:
+			os.Stderr.Write(body)
+		case session.RepJob:
+			if id, err := session.DecodeUint(body); err == nil {
+				fmt.Printf("%s/%d\n", name, id)
+			}
+		case session.RepPTY:
+			if tty && len(fds) == 1 && termP.Load() == nil {
+				termP.Store(relayTerminal(os.NewFile(uintptr(fds[0]), "pty")))
+			} else {
+				closeAll(fds)
+			}
+		case session.RepExit:
+			termP.Load().finish()
+			code, err := session.DecodeUint(body)
+			if err != nil || code > 255 {
+				code = nsinit.ExitSetup
+			}
+			if code != 0 {
+				return statusError(int(code))
+			}
+			return nil
+		}
+	}
+}
+
+// terminal relays the caller's terminal (or stdin and stdout) to and from a session
+// command's terminal master, the caller's terminal in raw mode (makeRaw: its keys,
+// Ctrl-C included, go to the command's terminal, whose line discipline makes the
+// signals), its window size followed (SIGWINCH).
+type terminal struct {
+	pty    *os.File
+	copied chan struct{} // closed once the command's output has been copied
+}
+
+func relayTerminal(pty *os.File) *terminal {
+	t := &terminal{pty: pty, copied: make(chan struct{})}
+	t.resize()
+	go func() {
+		defer close(t.copied)
+		io.Copy(os.Stdout, pty) // ends with EIO once no process holds the terminal
+	}()
+	go io.Copy(pty, os.Stdin)
+	return t
+}
+
+// resize gives the command's terminal the caller's window size.
+func (t *terminal) resize() {
+	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); err == nil {
+		unix.IoctlSetWinsize(int(t.pty.Fd()), unix.TIOCSWINSZ, ws)
+	}
+}
+
+// finish lets the command's last output through (until the terminal is closed by
+// everyone inside, or 200 ms: a background process may hold it).
+func (t *terminal) finish() {
+	if t == nil {
+		return
+	}
+	select {
+	case <-t.copied:
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// makeRaw puts the caller's terminal on stdin, if it is one, in raw mode (no echo, no
+// line editing, no signals from keys, no output processing: cfmakeraw(3)) and returns
+// its settings before, or nil.
+func makeRaw() *unix.Termios {
+	st, err := unix.IoctlGetTermios(0, unix.TCGETS)
+	if err != nil {
+		return nil
+	}
+	raw := *st
+	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	raw.Oflag &^= unix.OPOST
+	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	raw.Cflag &^= unix.CSIZE | unix.PARENB
+	raw.Cflag |= unix.CS8
+	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+	if unix.IoctlSetTermios(0, unix.TCSETSW, &raw) != nil {
+		return nil
+	}
+	return st
+}
+
+// restoreTerminal puts back the caller's terminal settings (once the output is flushed).
+func restoreTerminal(st *unix.Termios) {
+	if st != nil {
+		unix.IoctlSetTermios(0, unix.TCSETSW, st)
+	}
+}

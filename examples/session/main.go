@@ -1,0 +1,62 @@
+// Command session shows an nsinit.Session: one sandbox, built once from a compiled
+// policy, that runs every line of standard input as a shell command, one after the
+// other, in the same namespaces: what a line starts in the background is there for the
+// next (a server on the sandbox's loopback, a file in its /tmp).
+//
+//	printf 'python3 -m http.server 8000 >/dev/null 2>&1 &\nsleep 1; curl -sI localhost:8000\n' |
+//		go run ./examples/session /path/to/workspace
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/policy"
+)
+
+func main() {
+	nsinit.Init() // must come first: this binary is re-executed as the sandbox's init
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: session WORKSPACE < commands")
+		os.Exit(2)
+	}
+	host, err := policy.CurrentHost()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(nsinit.ExitSetup)
+	}
+	// The session's boundary; Compile wants a command, each line brings its own.
+	cfg, err := policy.Compile(policy.Options{Workspace: os.Args[1], Args: []string{"sh"}}, host)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "policy:", err)
+		os.Exit(nsinit.ExitSetup)
+	}
+	sess, err := nsinit.NewSession(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err) // a *nsinit.SetupError: nothing was left behind
+		os.Exit(nsinit.ExitSetup)
+	}
+	// Everything the lines started ends here: SIGTERM, then SIGKILL after a second.
+	defer sess.Close(time.Second)
+
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		proc := *cfg.Process // the session's environment, working directory and user
+		proc.Args = []string{"sh", "-c", lines.Text()}
+		cmd := sess.Command(&proc)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.Timeout = time.Minute // this command's process group, not the session
+		err := cmd.Run()
+		var exitErr *nsinit.ExitError
+		switch {
+		case err == nil, errors.As(err, &exitErr):
+			fmt.Printf("$ %s  (exit %d)\n", lines.Text(), cmd.Result.ExitCode)
+		default:
+			fmt.Printf("$ %s  (not run: %v)\n", lines.Text(), err) // *SetupError, *ExecError
+		}
+	}
+}

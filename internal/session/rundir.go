@@ -1,0 +1,122 @@
+// Package session holds what the session supervisor and its clients share: the
+// per-user runtime directory, a session's files there and the lock that says its
+// supervisor is alive, and the framing of requests on the control socket. It is small
+// on purpose: `gosbx exec --session` links nothing else (no policy compiler runs).
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir returns the caller's runtime directory for sessions, made if missing:
+// $XDG_RUNTIME_DIR/gosbx when $XDG_RUNTIME_DIR is a directory of the caller's of mode
+// 0700, else /run/gosbx for uid 0. The directory itself must be the caller's, mode
+// 0700, and not a symbolic link; anything else is refused (the control sockets of the
+// caller's sessions are there, and their names tell what runs).
+func Dir() (string, error) {
+	uid := os.Getuid()
+	var base string
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) && ownPrivateDir(x, uid) == nil {
+		base = x
+	} else if uid == 0 {
+		base = "/run"
+	} else {
+		why := "XDG_RUNTIME_DIR is not set"
+		if x != "" {
+			why = fmt.Sprintf("XDG_RUNTIME_DIR=%s: %v", x, ownPrivateDir(x, uid))
+		}
+		return "", fmt.Errorf("no runtime directory for sessions: %s; set XDG_RUNTIME_DIR to a directory of yours of mode 0700", why)
+	}
+	d := filepath.Join(base, "gosbx")
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("make the runtime directory %s: %w", d, err)
+	}
+	if err := ownPrivateDir(d, uid); err != nil {
+		return "", fmt.Errorf("runtime directory %s: %w", d, err)
+	}
+	return d, nil
+}
+
+// ownPrivateDir checks that path is a directory (not a symbolic link) owned by uid
+// with no access for group or others.
+func ownPrivateDir(path string, uid int) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("%s is not a directory", path)
+	case int(st.Uid) != uid:
+		return fmt.Errorf("%s is owned by uid %d, not %d", path, st.Uid, uid)
+	case st.Mode&0o077 != 0:
+		return fmt.Errorf("%s has mode %#o, want 0700", path, st.Mode&0o777)
+	}
+	return nil
+}
+
+// CheckName refuses a session name that is not 1-64 letters, digits, '.', '_' or '-'
+// (starting with a letter or digit).
+func CheckName(name string) error {
+	ok := len(name) > 0 && len(name) <= 64 && name[0] != '.' && name[0] != '-' && name[0] != '_'
+	for _, r := range name {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}
+	if !ok {
+		return fmt.Errorf("session name %q: want 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// Files are a session's files in the runtime directory.
+type Files struct {
+	Sock string // the supervisor's control socket
+	Lock string // held (flock(2)) by the supervisor for its whole life
+	Jobs string // a directory of the detached commands' logs
+}
+
+// FilesOf returns the files of session name in dir.
+func FilesOf(dir, name string) Files {
+	return Files{Sock: filepath.Join(dir, name+".sock"), Lock: filepath.Join(dir, name+".lock"),
+		Jobs: filepath.Join(dir, name+".jobs")}
+}
+
+// Lock takes the session's lock for its supervisor: nil and the open lock file when
+// no live supervisor holds it (a crashed one's file is taken over), ErrExists when one
+// does. The lock is the file's own: a file unlinked meanwhile by a supervisor ending is
+// not taken.
+func Lock(f Files) (*os.File, error) {
+	for {
+		lf, err := os.OpenFile(f.Lock, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			lf.Close()
+			if err == unix.EWOULDBLOCK {
+				return nil, ErrExists
+			}
+			return nil, &os.PathError{Op: "flock", Path: f.Lock, Err: err}
+		}
+		var a, b unix.Stat_t
+		if unix.Fstat(int(lf.Fd()), &a) == nil && unix.Stat(f.Lock, &b) == nil && a.Ino == b.Ino && a.Dev == b.Dev {
+			return lf, nil
+		}
+		lf.Close() // unlinked by the supervisor that held it: try the new one
+	}
+}
+
+// ErrExists is Lock's answer when a live supervisor holds the session's lock.
+var ErrExists = errors.New("a session of that name is running")
+
+// Remove removes the session's files; the caller holds its lock.
+func Remove(f Files) {
+	os.Remove(f.Sock)
+	os.RemoveAll(f.Jobs)
+	os.Remove(f.Lock)
+}

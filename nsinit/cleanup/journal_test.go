@@ -1,0 +1,95 @@
+package cleanup
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A journal directory inside a writable tree is refused however the tree is named
+// (through a symlink to it, or the journal directory through one); one beside it is not.
+func TestCheckOutside(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(base, "ws")
+	rt := filepath.Join(ws, ".rt")
+	if err := os.MkdirAll(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "ws-link")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(link, ".rt"))
+	for _, tree := range []string{ws, link, base} {
+		if err := CheckOutside([]string{tree}); err == nil || !strings.Contains(err.Error(), "which the sandbox can write") {
+			t.Errorf("writable %s: %v", tree, err)
+		}
+	}
+	if err := CheckOutside([]string{filepath.Join(base, "other")}); err != nil {
+		t.Errorf("a tree beside it: %v", err)
+	}
+}
+
+// A journal is carried out only with its seal, byte for byte; one rewritten after
+// BeginJournal is refused and removed, its entries not carried out.
+func TestJournalSeal(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := filepath.Join(base, "rt")
+	ws := filepath.Join(base, "ws")
+	for _, d := range []string{rt, ws} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	victim := filepath.Join(ws, "planted")
+	for i, tamper := range []bool{false, true} {
+		if err := os.WriteFile(victim, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// initPid: a process that is gone by the time the journal is completed
+		j, err := BeginJournal([]Entry{{Kind: RemoveIfCreated, Path: victim}, {Kind: RemoveIfCreated, Path: "/elsewhere"}}, os.Getpid(), []string{ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(j.Done)
+		b, err := os.ReadFile(j.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "/elsewhere") {
+			t.Errorf("an entry outside the writable trees was journaled: %s", b)
+		}
+		// as if this process were gone: its pid 0 in the journal and the seal
+		for _, p := range []string{j.path, j.seal} {
+			s := strings.ReplaceAll(string(b), `"pid":`+strconv.Itoa(os.Getpid()), `"pid":0`)
+			if tamper && p == j.path {
+				s = strings.Replace(s, victim, filepath.Join(ws, "other"), 1)
+			}
+			if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		removed, failed, err := CompleteJournals(nil)
+		_, statErr := os.Lstat(victim)
+		switch {
+		case err != nil:
+			t.Fatalf("%d: %v", i, err)
+		case !tamper && (statErr == nil || len(removed) != 1):
+			t.Errorf("a sealed journal was not carried out: %v %v", removed, failed)
+		case tamper && (statErr != nil || len(failed) != 1 || !strings.Contains(failed[0], "different content")):
+			t.Errorf("a rewritten journal: removed %v, failed %v, victim %v", removed, failed, statErr)
+		}
+		if _, err := os.Lstat(j.path); err == nil {
+			t.Errorf("%d: the journal was left", i)
+		}
+	}
+}

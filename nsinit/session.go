@@ -1,0 +1,372 @@
+package nsinit
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// Session is a sandbox built once that runs any number of commands, one after the
+// other or at once, in the same namespaces, root, cgroup and host identity: a server a
+// command starts in the background answers the next command on the sandbox's loopback,
+// /tmp and HOME persist. Its pid 1 forks each command through the process stage
+// (capabilities dropped, no_new_privs, the seccomp filter, the config's user and
+// rlimits); nothing from outside joins its namespaces (docs/decisions.md, "Sessions").
+//
+// The process that calls NewSession is the session's owner: the sandbox ends when it
+// calls Close, or when the owner dies (the life pipe), or when every process of the
+// sandbox is killed from outside. A Session is safe for concurrent use.
+type Session struct {
+	c    *Cmd       // the init's launch state: its pid, owner, sync pipe, control socket
+	mu   sync.Mutex // one frame at a time on the control socket
+	done chan struct{}
+
+	closeOnce sync.Once
+	result    *Result
+}
+
+// NewSession builds the sandbox of cfg (its Process, if any, is only the template of
+// each command's: user, rlimits, env and cwd) and returns once the sandbox is ready for
+// commands. A sandbox that cannot be built gives a *SetupError and leaves nothing
+// behind.
+func NewSession(cfg *config.Config) (*Session, error) {
+	c := &Cmd{Config: cfg, session: true}
+	placed, err := c.spawn(true)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := c.sync.next()
+	if err := <-placed; err != nil {
+		c.reapFailed()
+		var se *SetupError
+		if errors.As(err, &se) {
+			return nil, c.fail(se)
+		}
+		return nil, c.fail(&SetupError{Step: "cgroup", Err: err})
+	}
+	switch {
+	case ok && m.Type == msgReady:
+	case ok && m.Type == msgError:
+		c.reapFailed()
+		return nil, c.fail(&SetupError{Step: m.Step, Err: m.err()})
+	default:
+		c.reapFailed()
+		return nil, c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait(), c.setupOut.summary())})
+	}
+	s := &Session{c: c, done: make(chan struct{})}
+	go func() {
+		for {
+			if _, ok := c.sync.next(); !ok {
+				break
+			}
+		}
+		c.init.wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// Done is closed once the sandbox has ended (its init exited: Close, the owner's end,
+// or its processes killed from outside).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// InitPid is the host pid of the sandbox's pid 1.
+func (s *Session) InitPid() int { return s.c.init.pid }
+
+// SandboxID is the sandbox's own id: its cgroup is gosbx-<id>.
+func (s *Session) SandboxID() string { return s.c.own.id }
+
+// HostUID is the host uid a root caller's commands run as, or -1.
+func (s *Session) HostUID() int64 {
+	if s.c.own.hostID != nil {
+		return int64(s.c.own.hostID.id)
+	}
+	return -1
+}
+
+// Config is the config the session was built from.
+func (s *Session) Config() *config.Config { return s.c.Config }
+
+// Command returns a Cmd that runs process in the session. Set its Stdin, Stdout,
+// Stderr, Timeout and Events as for Command; Start, Wait, Run and Signal behave the
+// same, but a Timeout kills the command's process group, not the sandbox, and the
+// command's end does not end the sandbox (what it left running goes on).
+func (s *Session) Command(process *specs.Process) *Cmd {
+	spec := *s.c.Config
+	spec.Process = process
+	return &Cmd{Config: &spec, sess: s}
+}
+
+// send writes one request frame on the control socket.
+func (s *Session) send(frame []byte, fds []int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return errors.New("the session has ended")
+	default:
+	}
+	return writeFrame(s.c.ctl, frame, fds)
+}
+
+// Processes counts the processes of the sandbox but its two pid 1s (the init and the
+// commands' pid 1), from the children files of /proc (proc(5)).
+func (s *Session) Processes() int {
+	n := len(descendants(s.c.init.pid)) - 1 // the commands' pid 1
+	return max(n, 0)
+}
+
+// Memory is the resident memory of every process of the sandbox, the init included,
+// in bytes (the sum of their RSS, /proc/PID/statm).
+func (s *Session) Memory() int64 {
+	var sum int64
+	for _, p := range append(descendants(s.c.init.pid), s.c.init.pid) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/statm")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 1 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += n * int64(os.Getpagesize())
+		}
+	}
+	return sum
+}
+
+// descendants lists the host pids of every descendant of pid.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		dir := "/proc/" + strconv.Itoa(p) + "/task"
+		tasks, _ := os.ReadDir(dir)
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					out = append(out, n)
+					queue = append(queue, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Close ends the session: SIGTERM to every process of the sandbox, SIGKILL to what is
+// left after grace (the sandbox's pid 1: the kernel kills the rest of its pid
+// namespace; a grace of 0 kills at once, without SIGTERM), then the owner's part: the cgroup removed, the host id released, the
+// after-run cleanup done (Result.Removed, NotRemoved). It returns once every process
+// of the sandbox is gone; later calls return the same.
+func (s *Session) Close(grace time.Duration) *Result {
+	s.closeOnce.Do(func() {
+		c := s.c
+		if grace > 0 && s.send([]byte{reqTerminate}, nil) == nil {
+			end := time.Now().Add(grace)
+			for s.Processes() > 0 && time.Now().Before(end) {
+				select {
+				case <-s.done:
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}
+		c.init.kill()
+		<-s.done
+		wall := time.Since(c.start)
+		c.release()
+		r := &Result{Wall: wall, HostUID: s.HostUID(), Limits: string(cgroup.None)}
+		r.Removed, r.NotRemoved = c.own.afterRun(c.Config)
+		if c.own.group != nil {
+			r.Limits = string(c.own.group.Kind())
+			c.own.dropGroup()
+		}
+		s.result = r
+	})
+	return s.result
+}
+
+// startInSession is Start for a Cmd of a Session: the process, its stdio and a socket
+// for its reports go to the session's init, which forks it.
+func (c *Cmd) startInSession() error {
+	if c.started {
+		return errors.New("nsinit: already started")
+	}
+	s := c.sess
+	if err := s.c.Config.ValidateProcess(c.Config.Process); err != nil {
+		return c.fail(&SetupError{Step: "config", Err: err})
+	}
+	frame := []byte{reqStart, 0}
+	if c.TTY {
+		frame[1] |= startTTY
+		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Rows)
+		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Cols)
+	}
+	frame = append(frame, config.EncodeProcess(c.Config.Process)...)
+	if len(frame) > maxFrame {
+		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(frame), maxFrame)})
+	}
+	theirs, mine, err := socketPair()
+	if err != nil {
+		return c.fail(&SetupError{Step: "session", Err: err})
+	}
+	stdio, err := newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
+	if err != nil {
+		theirs.Close()
+		mine.Close()
+		return c.fail(&SetupError{Step: "stdio", Err: err})
+	}
+	c.start = time.Now()
+	err = s.send(frame, []int{stdio.fds[0], stdio.fds[1], stdio.fds[2], int(theirs.Fd())})
+	theirs.Close()
+	if err != nil {
+		mine.Close()
+		stdio.abort()
+		return c.fail(&SetupError{Step: "session", Err: fmt.Errorf("send the process: %w", err)})
+	}
+	stdio.sent()
+	stdio.run()
+	c.stdio, c.syncFile, c.started = stdio, mine, true
+	if c.TTY {
+		// the terminal's master, or 'F' and the error that follows
+		fds, err := recvFds(int(mine.Fd()), 1)
+		if err == nil {
+			c.pty = os.NewFile(uintptr(fds[0]), "pty")
+		}
+	}
+	c.sync = newSyncReader(mine)
+	c.startTimer()
+	m, ok := c.sync.next()
+	if ok && m.Type == msgForking {
+		m, ok = c.sync.next()
+	}
+	switch {
+	case ok && m.Type == msgExec:
+		c.sessPid = m.Pid
+		if c.Events != nil {
+			c.Events(Event{Exec: true, Pid: c.Pid(), Path: m.Path})
+		}
+		return nil
+	case ok && m.Type == msgExecError:
+		c.endInSession()
+		return c.fail(&ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)})
+	case ok && m.Type == msgError:
+		c.endInSession()
+		return c.fail(&SetupError{Step: m.Step, Err: m.err()})
+	}
+	c.endInSession()
+	return c.fail(&SetupError{Step: "session", Err: errors.New("the session ended before the command started")})
+}
+
+// endInSession releases what a session command holds on this side.
+func (c *Cmd) endInSession() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.syncFile.Close()
+	if c.stdio != nil {
+		c.stdio.wait()
+	}
+	c.waited = true
+}
+
+// waitInSession is Wait for a Cmd of a Session.
+func (c *Cmd) waitInSession() error {
+	var status *int
+	for {
+		m, ok := c.sync.next()
+		if !ok {
+			break
+		}
+		if m.Type == msgExit {
+			st := m.Status
+			status = &st
+			break
+		}
+	}
+	wall := time.Since(c.start)
+	c.endInSession()
+	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: c.sess.HostUID(), Limits: string(cgroup.None)}
+	switch {
+	case r.TimedOut:
+		r.ExitCode = ExitTimeout
+	case status != nil:
+		ws := unix.WaitStatus(*status)
+		r.ExitCode = exitCode(ws)
+		if ws.Signaled() {
+			r.Signal = syscall.Signal(ws.Signal())
+		}
+	default:
+		// The session ended under the command (stopped, or killed from outside).
+		r.Signal = syscall.SIGKILL
+		r.ExitCode = 128 + int(r.Signal)
+	}
+	c.Result = r
+	if c.Events != nil {
+		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
+		c.Events(Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms})
+	}
+	if r.Success() {
+		return nil
+	}
+	return &ExitError{r}
+}
+
+// signalInSession sends sig to the command (to its process group with group).
+func (c *Cmd) signalInSession(sig syscall.Signal, group bool) error {
+	if c.sessPid == 0 {
+		return errors.New("nsinit: not started")
+	}
+	return c.sess.send(encodeSignal(c.sessPid, sig, group), nil)
+}
+
+// Event is the session's first status event, as a command of gosbx exec gets: the
+// init's host pid and namespaces, the sandbox id, a root caller's host uid.
+func (s *Session) Event() Event {
+	return s.c.namespaceEvent()
+}
+
+// Terminal is the master of a session command's terminal (TTY), after Start: what is
+// written to it is the command's input, what the command writes is read from it; its
+// window size is set with TIOCSWINSZ. The caller closes it.
+func (c *Cmd) Terminal() *os.File { return c.pty }
+
+// Pid is a session command's host pid, once started: read from /proc the first time
+// (proc(5): the init's children and their NSpid), 0 if the command has ended by then.
+func (c *Cmd) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hostPid == 0 && c.sess != nil && c.sessPid != 0 {
+		c.hostPid = childPid(c.sess.c.init.pid, c.sessPid)
+	}
+	return c.hostPid
+}
+
+// SignalGroup sends sig to a session command's process group (the command is its
+// session's leader: setsid), while the command runs: a detached job's whole tree.
+func (c *Cmd) SignalGroup(sig syscall.Signal) error {
+	if c.sess == nil {
+		return errors.New("nsinit: SignalGroup is for a command of a Session")
+	}
+	return c.signalInSession(sig, true)
+}
+
+// WindowSize is a terminal's size in characters (TIOCSWINSZ, tty_ioctl(4)).
+type WindowSize struct{ Rows, Cols uint16 }
