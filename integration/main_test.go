@@ -61,6 +61,7 @@ func TestMain(m *testing.M) {
 	if cleanup != nil {
 		cleanup()
 	}
+	removeTestnetBinary()
 	os.Exit(code)
 }
 

@@ -43,6 +43,7 @@ var scenarios = map[string]func(c *checker, base string){
 	"readonly":     scenarioReadOnly,
 	"mask":         scenarioMask,
 	"cache":        scenarioCache,
+	"file":         scenarioFile,
 }
 
 type checker struct{ failed bool }
@@ -486,5 +487,53 @@ func scenarioCache(c *checker, base string) {
 	}
 	if entries, err := os.ReadDir("/m"); err != nil || len(entries) != 0 {
 		c.errorf("the masked /m lists %v, %v; want nothing", entries, err)
+	}
+}
+
+// TestFile covers a file of a read-only bind with a file of gosbx's own, and, through
+// a symlink, the file the symlink leads to inside the root; the host's files are
+// unchanged.
+func TestFile(t *testing.T) {
+	base := t.TempDir()
+	writeFile(t, filepath.Join(base, "etc", "resolv.conf"), "nameserver 10.0.0.1\n")
+	must2(t, os.MkdirAll(filepath.Join(base, "etc2"), 0o755))
+	must2(t, os.Symlink("../run/resolve/stub.conf", filepath.Join(base, "etc2", "resolv.conf")))
+	runInNamespace(t, "file", baseEnv+"="+base)
+	if s, _ := os.ReadFile(filepath.Join(base, "etc", "resolv.conf")); string(s) != "nameserver 10.0.0.1\n" {
+		t.Errorf("the host's file now holds %q", s)
+	}
+	if l, _ := os.Readlink(filepath.Join(base, "etc2", "resolv.conf")); l != "../run/resolve/stub.conf" {
+		t.Errorf("the host's symlink now says %q", l)
+	}
+}
+
+func must2(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func scenarioFile(c *checker, base string) {
+	spec := &config.Config{Mounts: []specs.Mount{
+		{Destination: "/etc", Type: "bind", Source: filepath.Join(base, "etc"), Options: []string{"rbind", "ro", "nosuid", "nodev"}},
+		{Destination: "/etc2", Type: "bind", Source: filepath.Join(base, "etc2"), Options: []string{"rbind", "ro", "nosuid", "nodev"}},
+		{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev"}},
+	}}
+	r, err := Setup(spec, nil)
+	must(err)
+	const mine = "nameserver 127.0.0.1\n"
+	c.ok("File over a file", r.File("/etc/resolv.conf", []byte(mine)))
+	c.ok("File through a symlink", r.File("/etc2/resolv.conf", []byte(mine)))
+	must(r.PivotRoot())
+	for _, p := range []string{"/etc/resolv.conf", "/etc2/resolv.conf", "/run/resolve/stub.conf"} {
+		if s, err := readString(p); err != nil || s != mine {
+			c.errorf("%s: %q, %v; want %q", p, s, err, mine)
+		}
+	}
+	c.errno("write to the file", os.WriteFile("/etc/resolv.conf", []byte("x"), 0), unix.EROFS)
+	c.errno("write through the symlink", os.WriteFile("/etc2/resolv.conf", []byte("x"), 0), unix.EROFS)
+	if l, err := os.Readlink("/etc2/resolv.conf"); err != nil || l != "../run/resolve/stub.conf" {
+		c.errorf("the symlink inside: %q, %v", l, err)
 	}
 }

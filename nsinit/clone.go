@@ -16,6 +16,7 @@ var initCaps = []uintptr{
 	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER,
 	unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN,
 	unix.CAP_SYS_CHROOT, unix.CAP_SYS_ADMIN, unix.CAP_SYS_RESOURCE, unix.CAP_MKNOD,
+	unix.CAP_NET_BIND_SERVICE, // the egress's DNS stub and capture ports (egress.go)
 }
 
 var nsFlags = map[specs.LinuxNamespaceType]uintptr{

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -54,6 +55,13 @@ type Cmd struct {
 	TTY bool
 	// TTYSize is the terminal's size when the command starts (0: the kernel's 0x0).
 	TTYSize WindowSize
+	// NetEvents, if set, receives the egress proxy's status lines (Config.Egress,
+	// Config.HostPorts): one per denied connection, one per allowed connection when it
+	// closes, from the proxy's goroutines, one at a time, the last before Wait returns. NetDenied, if
+	// set, receives each denial's message ("blocked by gosbx policy: …"), for the
+	// caller's stderr.
+	NetEvents func(egress.Event)
+	NetDenied func(msg string)
 
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
@@ -238,6 +246,41 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, setupR, setupW)
+	// fd 7, with egress or port forwards: the socket pair on which the init sends its
+	// listening sockets and connects the forwards (egress.go, publish.go)
+	var egressR, egressW *os.File
+	var egressPolicy *egress.Policy
+	if spec.Egress != nil {
+		if egressPolicy, err = egress.NewPolicy(spec.Egress.Allow, spec.Egress.Deny); err != nil {
+			closeAll()
+			c.own.dropGroup()
+			return nil, c.fail(&SetupError{Step: "egress", Err: err})
+		}
+	}
+	var pub *publisher
+	if len(spec.Publish) > 0 {
+		if err = fault.Check("publish"); err == nil {
+			pub, err = listenPublish(spec.Publish)
+		}
+		if err != nil {
+			closeAll()
+			c.own.dropGroup()
+			return nil, c.fail(&SetupError{Step: "publish", Err: err})
+		}
+		defer func() {
+			if c.own.publisher != pub {
+				pub.close() // the launch failed before its owner took it
+			}
+		}()
+	}
+	if spec.Egress != nil || pub != nil || len(spec.HostPorts) > 0 {
+		if egressR, egressW, err = egressPair(); err != nil {
+			closeAll()
+			c.own.dropGroup()
+			return nil, c.fail(&SetupError{Step: "pipe", Err: err})
+		}
+		files = append(files, egressR, egressW)
+	}
 	args := []string{InitArg}
 	switch {
 	case c.session:
@@ -301,6 +344,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				specR.Fd(), syncW.Fd(), lifeR.Fd(), uintptr(stdio.fds[2])},
 			Sys: sys,
 		}
+		if egressR != nil {
+			attr.Files = append(attr.Files, egressR.Fd())
+		}
 		switch {
 		case mapped:
 			// the sandbox's user namespace owned by its host id, which the kernel then
@@ -317,6 +363,17 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	syncW.Close()
 	lifeR.Close()
 	setupW.Close()
+	if egressR != nil {
+		egressR.Close()
+	}
+	if err == nil && egressW != nil {
+		// served from when the init sends its sockets; ended by release
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts)
+		egressW = nil
+	}
+	if egressW != nil {
+		egressW.Close()
+	}
 	if err != nil {
 		c.init = nil
 		specW.Close()

@@ -20,6 +20,16 @@ type initSys interface {
 	readConfig(pooled bool) (*config.Config, []int, error)
 	sethostname(name string) error
 	loopbackUp() error
+	// listenEgress makes the egress's listening sockets and sends them to the owner
+	// (egress.go); resolvConf covers the root's /etc/resolv.conf with the DNS stub's.
+	listenEgress(keep bool) error
+	resolvConf(root *mounts.Root) error
+	// serveDials connects, for the owner's port forwards, to the sandbox's loopback
+	// ports (publish.go), from a goroutine of its own, for the sandbox's life.
+	serveDials(ports []uint16)
+	// listenHostPorts makes listening sockets for the host ports the sandbox may
+	// reach and sends them to the owner (egress.go).
+	listenHostPorts(ports []uint16, keep bool) error
 	// unsharePID makes the calling thread's next child the first process (pid 1) of
 	// a new pid namespace: the holder, started by startHolder, which sends a procfs
 	// context of it on a socket of holderFiles and executes the holder program from
@@ -60,6 +70,14 @@ func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 
 func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
 func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
+func (k *kernelInit) listenEgress(keep bool) error  { return listenEgress(keep) }
+func (k *kernelInit) serveDials(ports []uint16)     { serveDials(ports) }
+func (k *kernelInit) listenHostPorts(ports []uint16, keep bool) error {
+	return listenHostPorts(ports, keep)
+}
+func (k *kernelInit) resolvConf(root *mounts.Root) error {
+	return resolvConf(root)
+}
 
 func (k *kernelInit) unsharePID() error {
 	// unshare(2) CLONE_NEWPID changes only this (locked) thread's namespace for

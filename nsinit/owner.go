@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
@@ -36,6 +37,14 @@ type owner struct {
 	// journal records the after-run cleanup this launch owes, so that the next launch
 	// or doctor completes it if the owner dies first (cleanup.Journal).
 	journal *cleanup.Journal
+	// net is the owner's end of the init's fd 7 (egress.go), with the egress proxy
+	// (config.Egress), served from when the init sends its listening sockets (netDone
+	// closed), and the port forwards (config.Publish; publish.go), until the sandbox
+	// ends.
+	net       *netSock
+	netDone   chan struct{}
+	proxy     *egress.Proxy
+	publisher *publisher
 }
 
 // sandboxID returns the owner's sandbox id, taking a new one the first time.
@@ -94,6 +103,7 @@ func (o *owner) dropGroup() {
 // release lets go of the sandbox once it is gone (its init reaped, and with it every
 // process of its pid namespace): the life pipe, and the host id, free again.
 func (o *owner) release() {
+	o.stopNet()
 	o.life.Close()
 	o.hostID.release()
 	o.nsOwner.release()

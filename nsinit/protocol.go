@@ -42,6 +42,10 @@ import (
 //	     the sandbox's pid namespace.
 //	     A pipe end is held by the process, not by one thread, unlike PR_SET_PDEATHSIG,
 //	     which fires when the cloning thread exits.
+//	fd 6 (launcher → init): the command's stderr, moved onto fd 2 (above).
+//	fd 7 (both ways), only with egress or port forwards: a unix seqpacket socket on
+//	     which the init sends its egress listening sockets (egress.go) and answers
+//	     the owner's requests for connections inside (publish.go).
 //
 // Bytes on the life pipe, in this order.
 const (

@@ -49,7 +49,11 @@ func (s *sandboxInit) buildSteps() []initStep {
 		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
+		// egress: after lo is up, while pid 1 may still bind ports below 1024 there;
+		// and the port forwards' connections from then on
+		{"egress", (*sandboxInit).egress},
 		{"mount", (*sandboxInit).mount},
+		{"resolv.conf", (*sandboxInit).resolvConf},
 		{"pivot_root", (*sandboxInit).pivotRoot},
 		// Not dumpable: nothing inside can open /proc/<pid>/{exe,mem,fd/*} of pid 1 or
 		// of the commands' pid 1, or ptrace them.
@@ -133,6 +137,35 @@ func (s *sandboxInit) mount() error {
 	}
 	s.sources = nil
 	return nil
+}
+
+func (s *sandboxInit) egress() error {
+	forwards := len(s.spec.Publish) > 0
+	if s.spec.Egress != nil {
+		if err := s.sys.listenEgress(forwards || len(s.spec.HostPorts) > 0); err != nil {
+			return err
+		}
+	}
+	if len(s.spec.HostPorts) > 0 {
+		if err := s.sys.listenHostPorts(s.spec.HostPorts, forwards); err != nil {
+			return err
+		}
+	}
+	if forwards {
+		ports := make([]uint16, len(s.spec.Publish))
+		for i, p := range s.spec.Publish {
+			ports[i] = p.Port
+		}
+		s.sys.serveDials(ports)
+	}
+	return nil
+}
+
+func (s *sandboxInit) resolvConf() error {
+	if s.spec.Egress == nil {
+		return nil
+	}
+	return s.sys.resolvConf(s.root)
 }
 
 func (s *sandboxInit) pivotRoot() error { return s.sys.pivotRoot(s.root) }

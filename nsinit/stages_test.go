@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,8 +39,14 @@ func (r *recorder) rec(format string, a ...any) error {
 func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 	return r.spec, []int{7, 8}, r.rec("readConfig")
 }
-func (r *recorder) sethostname(name string) error       { return r.rec("sethostname %s", name) }
-func (r *recorder) loopbackUp() error                   { return r.rec("loopbackUp") }
+func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
+func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
+func (r *recorder) listenEgress(keep bool) error  { return r.rec("listenEgress keep=%v", keep) }
+func (r *recorder) serveDials(ports []uint16)     { r.rec("serveDials %v", ports) }
+func (r *recorder) listenHostPorts(ports []uint16, keep bool) error {
+	return r.rec("listenHostPorts %v keep=%v", ports, keep)
+}
+func (r *recorder) resolvConf(*mounts.Root) error       { return r.rec("resolvConf") }
 func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
 func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
 func (r *recorder) startHolder(p *procPlan) (int, error) {
@@ -217,6 +224,61 @@ func TestStageOrder(t *testing.T) {
 		want = append(want, start...)
 		if !reflect.DeepEqual(r.calls, want) {
 			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
+		}
+	})
+
+	// With egress: the listening sockets made right after lo is up (pid 1 still holds
+	// CAP_NET_BIND_SERVICE), resolv.conf covered once the root is built, before
+	// pivot_root seals it; a failure of either stops the launch.
+	t.Run("egress", func(t *testing.T) {
+		spec := stageSpec()
+		spec.Egress = &config.Egress{}
+		r := &recorder{spec: spec}
+		s := &sandboxInit{sys: r}
+		if _, _, err := runWithCwd(s, "/work"); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, c := range append(append([]string{}, build...), start...) {
+			want = append(want, c)
+			switch {
+			case c == "loopbackUp":
+				want = append(want, "listenEgress keep=false")
+			case strings.HasPrefix(c, "closeFds"):
+				want = append(want, "resolvConf")
+			}
+		}
+		if !reflect.DeepEqual(r.calls, want) {
+			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
+		}
+		// with port forwards: fd 6 kept, the dials served from the same step
+		spec2 := stageSpec()
+		spec2.Egress = &config.Egress{}
+		spec2.Publish = []config.Publish{{HostIP: "127.0.0.1", HostPort: 8000, Port: 8000}, {HostIP: "127.0.0.1", HostPort: 9000, Port: 3000}}
+		r2 := &recorder{spec: spec2}
+		if _, _, err := runWithCwd(&sandboxInit{sys: r2}, "/work"); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(r2.calls, "loopbackUp"); i < 0 || !slices.Equal(r2.calls[i+1:i+3], []string{"listenEgress keep=true", "serveDials [8000 3000]"}) {
+			t.Errorf("calls with port forwards: %v", r2.calls)
+		}
+		// with host ports: sent after the egress's sockets, fd 7 closed after them
+		spec3 := stageSpec()
+		spec3.Egress, spec3.HostPorts = &config.Egress{}, []uint16{5432}
+		r3 := &recorder{spec: spec3}
+		if _, _, err := runWithCwd(&sandboxInit{sys: r3}, "/work"); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(r3.calls, "loopbackUp"); i < 0 || !slices.Equal(r3.calls[i+1:i+3], []string{"listenEgress keep=true", "listenHostPorts [5432] keep=false"}) {
+			t.Errorf("calls with host ports: %v", r3.calls)
+		}
+		for _, tc := range []struct{ failAt, step string }{{"listenEgress", "egress"}, {"resolvConf", "resolv.conf"}} {
+			r := &recorder{spec: spec, failAt: tc.failAt}
+			_, _, err := runWithCwd(&sandboxInit{sys: r}, "/work")
+			var se *stepError
+			if !errors.As(err, &se) || se.step != tc.step || strings.HasPrefix(r.calls[len(r.calls)-1], "pivotRoot") {
+				t.Errorf("failing %s: err %v, calls %v", tc.failAt, err, r.calls)
+			}
 		}
 	})
 

@@ -336,6 +336,10 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if p.Network.Mode != NetHost {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
+	publish, err := ParsePublish(p.Network.Publish)
+	if err != nil {
+		return nil, errorf("publish", "", err, "bad port forward")
+	}
 	resources, rlimits, limitsInfo, err := limits(p.Resources, p.defaults)
 	if err != nil {
 		return nil, err
@@ -408,6 +412,9 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		Cleanup:          append(cleanups, mountPointCleanups(b.mounts)...),
 		MakeDirs:         makeDirs,
 		Timeout:          p.Timeout(),
+		Egress:           egressConfig(p.Network),
+		Publish:          publish,
+		HostPorts:        p.Network.HostPorts,
 	}, nil
 }
 

@@ -642,7 +642,8 @@ func TestNetwork(t *testing.T) {
 		{NetHost, false, false},
 		{"bridge", false, true},
 		{"None", false, true},
-		{"proxy", false, true},
+		{NetProxy, true, false},
+		{"Proxy", false, true},
 	}
 	for _, tt := range tests {
 		t.Run("net="+tt.net, func(t *testing.T) {

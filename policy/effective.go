@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"slices"
+
 	"errors"
+	"github.com/gosbx/gosbx/egress"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -114,8 +117,14 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		e.Pass = append(e.Pass, k)
 	}
-	switch o.Net {
+	net := o.Net
+	if net == "" && len(o.AllowHosts) > 0 {
+		net = NetProxy
+	}
+	switch net {
 	case "":
+	case NetProxy:
+		p.Network.Mode = NetProxy
 	case NetNone:
 		p.Network.Mode = NetNone
 	case NetHost:
@@ -124,7 +133,37 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		p.Network.Mode = NetHost
 	default:
-		return nil, errorf("net", "", nil, "unknown network mode %q (want none or host)", o.Net)
+		return nil, errorf("net", "", nil, "unknown network mode %q (want none, host or proxy)", o.Net)
+	}
+	if len(o.AllowHosts) > 0 {
+		if !allowed(p.Network.AllowExtraHosts) {
+			return nil, errorf("allow-host", "", nil, "the policy does not allow extra hosts (network.allow_extra_hosts)")
+		}
+		if p.Network.Mode != NetProxy {
+			return nil, errorf("allow-host", "", nil, "--allow-host needs --net proxy (the network mode is %s)", p.Network.Mode)
+		}
+		if _, err := egress.ParseRules("--allow-host", o.AllowHosts); err != nil {
+			return nil, errorf("allow-host", "", err, "bad host pattern")
+		}
+		p.Network.Allow = append(slices.Clip(p.Network.Allow), o.AllowHosts...)
+	}
+	if len(o.HostPorts) > 0 {
+		if !allowed(p.Network.AllowExtraHosts) {
+			return nil, errorf("host-port", "", nil, "the policy does not allow extra hosts (network.allow_extra_hosts)")
+		}
+		if p.Network.Mode == NetHost {
+			return nil, errorf("host-port", "", nil, "--host-port needs a network namespace of the sandbox's own (with --net host the whole loopback is shared)")
+		}
+		p.Network.HostPorts = append(slices.Clip(p.Network.HostPorts), o.HostPorts...)
+	}
+	if len(o.Publish) > 0 {
+		if p.Network.Mode == NetHost {
+			return nil, errorf("publish", "", nil, "--publish needs a network namespace of the sandbox's own (not --net host)")
+		}
+		if _, err := ParsePublish(o.Publish); err != nil {
+			return nil, errorf("publish", "", err, "bad port forward")
+		}
+		p.Network.Publish = append(slices.Clip(p.Network.Publish), o.Publish...)
 	}
 	if p.Network.Mode == "" {
 		p.Network.Mode = NetNone

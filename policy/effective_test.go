@@ -29,6 +29,7 @@ func TestEffectiveFlagsRefused(t *testing.T) {
 		reason string
 	}{
 		{"host network", func(p *Policy) { p.Network.AllowHost = &no }, Options{Net: NetHost}, "net", "network.allow_host"},
+		{"extra hosts", func(p *Policy) { p.Network.AllowExtraHosts = &no }, Options{AllowHosts: []string{"pypi.org"}}, "allow-host", "network.allow_extra_hosts"},
 		{"extra read-write", func(p *Policy) { p.Filesystem.AllowExtraReadWrite = &no }, Options{ReadWrite: []string{ws}}, "rw", "allow_extra_read_write"},
 		{"extra read-only", func(p *Policy) { p.Filesystem.AllowExtraReadOnly = &no }, Options{ReadOnly: []string{"/opt"}}, "ro", "allow_extra_read_only"},
 		{"extra env", func(p *Policy) { p.Environment.AllowExtra = &no }, Options{Env: []string{"A=1"}}, "env", "allow_extra"},

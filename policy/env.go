@@ -54,6 +54,12 @@ func environment(p *Policy, h Host, home string) ([]string, error) {
 	}
 	put("HOME", home)
 	put("TMPDIR", "/tmp")
+	if p.Network.Mode == NetProxy {
+		for _, kv := range proxyEnv {
+			k, v, _ := strings.Cut(kv, "=")
+			put(k, v)
+		}
+	}
 	for _, k := range e.Pass {
 		if v, ok := caller[k]; ok {
 			put(k, v)

@@ -17,21 +17,29 @@ import (
 
 // Network modes.
 const (
-	NetNone = "none" // a new network namespace with only lo, up
-	NetHost = "host" // the host's network namespace
+	NetNone  = "none"  // a new network namespace with only lo, up
+	NetHost  = "host"  // the host's network namespace
+	NetProxy = "proxy" // a new network namespace with only lo; egress through gosbx's proxy
 )
 
 // Options are the caller's choices, as `gosbx exec` flags give them, on top of a policy.
 type Options struct {
-	Policy    *Policy       // the boundary; nil means the built-in "agent" profile
-	Args      []string      // the command and its arguments; Args[0] is looked up on PATH inside
-	Workspace string        // the read-write directory; "" means the current directory
-	Chdir     string        // working directory inside; relative to the workspace; "" = default
-	ReadOnly  []string      // extra read-only binds, at the same path as on the host
-	ReadWrite []string      // extra read-write binds, at the same path as on the host
-	Env       []string      // KEY=VALUE set inside, on top of the allowlist
-	PassEnv   []string      // names of caller variables passed through
-	Net       string        // NetNone or NetHost; "" means the policy's (none by default)
+	Policy    *Policy  // the boundary; nil means the built-in "agent" profile
+	Args      []string // the command and its arguments; Args[0] is looked up on PATH inside
+	Workspace string   // the read-write directory; "" means the current directory
+	Chdir     string   // working directory inside; relative to the workspace; "" = default
+	ReadOnly  []string // extra read-only binds, at the same path as on the host
+	ReadWrite []string // extra read-write binds, at the same path as on the host
+	Env       []string // KEY=VALUE set inside, on top of the allowlist
+	PassEnv   []string // names of caller variables passed through
+	Net       string   // NetNone, NetHost or NetProxy; "" means the policy's (none by default)
+	// AllowHosts are --allow-host patterns, added to network.allow; they imply
+	// --net proxy when no mode is asked for.
+	AllowHosts []string
+	// Publish are --publish port forwards, added to network.publish.
+	Publish []string
+	// HostPorts are --host-port ports, added to network.host_ports.
+	HostPorts []uint16
 	Hostname  string        // "" means "gosbx"
 	Timeout   time.Duration // may only shorten the policy's
 	// Tmpfs are --tmpfs flags, "PATH" or "PATH:size=SIZE": a private tmpfs at PATH, or the

@@ -187,10 +187,34 @@ type Environment struct {
 
 // Network is the network of the sandbox.
 type Network struct {
-	// Mode is "none" (a new network namespace with only lo, the default) or "host".
+	// Mode is "none" (a new network namespace with only lo, the default), "host", or
+	// "proxy": a new network namespace with only lo, and outbound connections to the
+	// hosts of Allow carried by gosbx's own proxy (HTTP and SOCKS5 proxies and a DNS
+	// stub on loopback inside, decided on the host side).
 	Mode string `json:"mode,omitempty"`
 	// AllowHost says whether --net host may share the host's network (default true).
 	AllowHost *bool `json:"allow_host,omitempty"`
+	// Allow are the host patterns mode proxy lets the sandbox reach (--allow-host adds
+	// to them): "pypi.org", "*.githubusercontent.com" (subdomains only), an IP address or
+	// prefix, each with an optional ":PORT" or ":*" (default ports 443 and 80). IP
+	// literals, loopback, link-local, private and cloud metadata addresses, asked for or
+	// resolved to, are denied unless a pattern names the address.
+	Allow []string `json:"allow,omitempty"`
+	// Deny are host patterns refused even when Allow names them.
+	Deny []string `json:"deny,omitempty"`
+	// AllowExtraHosts says whether --allow-host and --host-port may add to Allow and
+	// HostPorts (default true).
+	AllowExtraHosts *bool `json:"allow_extra_hosts,omitempty"`
+	// Publish are port forwards from the host into the sandbox (--publish adds to
+	// them): "[HOSTIP:]HOSTPORT:PORT", the host side on 127.0.0.1 unless HOSTIP is
+	// given; each connection there reaches PORT on the sandbox's loopback. Not with
+	// mode host.
+	Publish []string `json:"publish,omitempty"`
+	// HostPorts are ports of the host's loopback the sandbox may reach at the same
+	// port of its own loopback (--host-port adds to them, where AllowExtraHosts
+	// allows): a database or a dev server of the host, named one port at a time. Not
+	// with mode host (where the whole loopback is shared).
+	HostPorts []uint16 `json:"host_ports,omitempty"`
 }
 
 // Process is how the command runs.

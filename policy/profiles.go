@@ -96,15 +96,17 @@ var strictEtc = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf
 	"/etc/alternatives", "/etc/protocols", "/etc/services", "/etc/mime.types"}
 
 // strictProfile narrows agent: only the parts of /etc programs need to start, resolve
-// names and verify TLS; no host network, no extra read-write binds, no extra variables.
+// names and verify TLS; no host network, no hosts added by flags, no extra read-write
+// binds, no extra variables.
 func strictProfile() *Policy {
 	no := false
 	p := agentProfile()
-	p.Description = "agent, narrowed: only the parts of /etc that the dynamic loader, TLS and name lookup need; --net host, --rw, --env and --pass-env refused."
+	p.Description = "agent, narrowed: only the parts of /etc that the dynamic loader, TLS and name lookup need; --net host, --allow-host, --rw, --env and --pass-env refused."
 	p.Filesystem.ReadOnly = append(clone(systemReadOnly), optional(strictEtc...)...)
 	p.Filesystem.AllowExtraReadWrite = &no
 	p.Environment.AllowExtra = &no
 	p.Network.AllowHost = &no
+	p.Network.AllowExtraHosts = &no
 	return p
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gosbx/gosbx/egress"
 	"reflect"
 	"strconv"
 	"strings"
@@ -25,9 +26,24 @@ func (p *Policy) validate() error {
 		return bad(field, "control characters are not allowed")
 	}
 	switch p.Network.Mode {
-	case "", NetNone, NetHost:
+	case "", NetNone, NetHost, NetProxy:
 	default:
-		return bad("network.mode", "%q: want none or host", p.Network.Mode)
+		return bad("network.mode", "%q: want none, host or proxy", p.Network.Mode)
+	}
+	if (len(p.Network.Allow) > 0 || len(p.Network.Deny) > 0) && p.Network.Mode != NetProxy && p.Network.Mode != "" {
+		return bad("network.allow", "host patterns need network.mode proxy (the mode is %s)", p.Network.Mode)
+	}
+	if _, err := egress.NewPolicy(p.Network.Allow, p.Network.Deny); err != nil {
+		return bad("network", "%v", err)
+	}
+	if _, err := ParsePublish(p.Network.Publish); err != nil {
+		return bad("network.publish", "%v", err)
+	}
+	if len(p.Network.HostPorts) > 0 && p.Network.Mode == NetHost {
+		return bad("network.host_ports", "host ports need a network namespace of the sandbox's own (the mode is host)")
+	}
+	if len(p.Network.Publish) > 0 && p.Network.Mode == NetHost {
+		return bad("network.publish", "port forwards need a network namespace of the sandbox's own (the mode is host)")
 	}
 	switch p.Filesystem.Git {
 	case "", GitReadOnly, GitCommit:

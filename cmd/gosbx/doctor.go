@@ -12,6 +12,7 @@ import (
 func newDoctorCmd() *cobra.Command {
 	var asJSON bool
 	var workspace string
+	var allowHosts []string
 	return func() *cobra.Command {
 		c := &cobra.Command{
 			Use:   "doctor [--json]",
@@ -39,6 +40,9 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 				}
 				completeJournals(nil) // what killed launches left undone
 				r := doctor.RunFor(exe, workspace)
+				if len(allowHosts) > 0 {
+					r.Checks = append(r.Checks, doctor.CheckEgress(allowHosts)...)
+				}
 				if asJSON {
 					r.WriteJSON(c.OutOrStdout())
 				} else {
@@ -51,6 +55,7 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 			},
 		}
 		c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+		c.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "also check, from the host side, that --net proxy's `PATTERN` resolves to addresses the proxy accepts and answers (repeatable)")
 		c.Flags().StringVar(&workspace, "workspace", "", "for a root caller: check that `DIR` (default: the current directory) can be idmapped")
 		return c
 	}()

@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -31,8 +33,14 @@ const execExamples = `  # run a shell command with the current directory as the 
   # git identity from the real home, read-only (HOME inside is a private, empty tmpfs)
   gosbx exec --ro ~/.gitconfig -- git log -1
 
-  # allow the network, and report progress as JSON lines on fd 3 (outside the workspace)
-  gosbx exec --net host --status-fd 3 -- curl -sI https://example.com 3>~/gosbx-status.json`
+  # reach only PyPI, through gosbx's proxy; each connection reported on fd 3 (outside the workspace)
+  gosbx exec --allow-host pypi.org --allow-host files.pythonhosted.org --status-fd 3 -- pip download requests 3>~/gosbx-status.json
+
+  # a dev server inside, opened from the host's browser at http://127.0.0.1:8000
+  gosbx exec --publish 8000:8000 -- python3 -m http.server 8000
+
+  # allow the whole network
+  gosbx exec --net host -- curl -sI https://example.com`
 
 func newExecCmd() *cobra.Command {
 	var b boundaryFlags
@@ -45,7 +53,8 @@ func newExecCmd() *cobra.Command {
 agent policy, inside: the system directories (/usr, /etc, and the /bin /lib /sbin links)
 read-only; the workspace read-write at its own path (its .git read-only); private tmpfs
 /tmp, /var/tmp, /run, /dev/shm and HOME; a fresh /proc and a minimal /dev; no network but
-lo (unless --net host); a cleared environment (PATH, LANG, LC_*, TZ, TERM, USER,
+lo (--net proxy: and the --allow-host hosts through gosbx's proxy; --net host: the host's
+network); a cleared environment (PATH, LANG, LC_*, TZ, TERM, USER,
 LOGNAME, SHELL kept; HOME and TMPDIR private); every capability dropped; no_new_privs;
 a seccomp filter (no mounts, namespaces, keyrings, bpf, io_uring, TIOCSTI; foreign ABIs
 killed); a cgroup with the limits asked for (--memory, --pids, --cpus; the profile's
@@ -138,12 +147,16 @@ func execute(o policy.Options, status *os.File) error {
 	if err != nil {
 		return err
 	}
-	emit := func(e nsinit.Event) {
+	var statusMu sync.Mutex // the egress proxy's lines come from its goroutines
+	emitLine := func(v any) {
 		if status != nil {
-			b, _ := json.Marshal(e)
+			b, _ := json.Marshal(v)
+			statusMu.Lock()
 			status.Write(append(b, '\n'))
+			statusMu.Unlock()
 		}
 	}
+	emit := func(e nsinit.Event) { emitLine(e) }
 	start := time.Now()
 	// The cleanup that earlier launches owe and could not do (their launcher and init
 	// killed): done before this launch looks at the workspace, which may be theirs.
@@ -179,7 +192,9 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	if status != nil {
 		cmd.Events = emit
+		cmd.NetEvents = func(e egress.Event) { emitLine(e) }
 	}
+	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
 	<-notified
 	if err := cmd.Start(); err != nil {
 		return err

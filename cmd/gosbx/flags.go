@@ -19,6 +19,8 @@ type boundaryFlags struct {
 	timeout  string
 	uid, gid string
 	idRange  string
+	// hostPorts are --host-port's, checked to be ports by options
+	hostPorts []uint
 }
 
 func (b *boundaryFlags) registerLimits(f *pflag.FlagSet) {
@@ -42,7 +44,10 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&b.o.Tmpfs, "tmpfs", nil, "a private tmpfs at `PATH[:size=SIZE]`, or the size of the policy's scratch tmpfs there (/tmp, /dev/shm, ...; repeatable)")
 	f.StringArrayVar(&b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
 	f.StringArrayVar(&b.o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
-	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo) or host (default: the policy's, none)")
+	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo), proxy (only lo, and connections to --allow-host hosts through gosbx's proxy) or host (default: the policy's, none)")
+	f.StringArrayVar(&b.o.Publish, "publish", nil, "forward `[HOSTIP:]HOSTPORT:PORT` from the host (127.0.0.1 unless HOSTIP is given) to PORT on the sandbox's loopback (repeatable; not with --net host)")
+	f.UintSliceVar(&b.hostPorts, "host-port", nil, "let the sandbox reach the host's 127.0.0.1:`PORT` at its own 127.0.0.1:PORT (repeatable; not with --net host)")
+	f.StringArrayVar(&b.o.AllowHosts, "allow-host", nil, "with --net proxy (implied): let the sandbox reach `PATTERN` (pypi.org, *.githubusercontent.com, HOST:PORT; default ports 443 and 80; repeatable)")
 	f.StringVar(&b.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124; may only shorten the policy's")
 	f.StringVar(&b.o.Hostname, "hostname", "", "hostname `NAME` inside (default: the policy's, \"gosbx\")")
 	f.StringVar(&b.uid, "uid", "", "the command's uid `N` inside (default: 0 for a root caller, else your own)")
@@ -60,6 +65,12 @@ func (b *boundaryFlags) options(args []string) (policy.Options, error) {
 		return o, usageError{err}
 	}
 	o.Timeout = d
+	for _, p := range b.hostPorts {
+		if p == 0 || p > 65535 {
+			return o, usageError{fmt.Errorf("--host-port %d: want a port 1-65535", p)}
+		}
+		o.HostPorts = append(o.HostPorts, uint16(p))
+	}
 	for _, id := range []struct {
 		flag, v string
 		dst     **uint32

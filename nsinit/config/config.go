@@ -59,12 +59,60 @@ type Config struct {
 	// only names them, the launcher creates them (cleanup.MakeDirs) right before the
 	// clone. The launcher's alone.
 	MakeDirs []string `json:"makeDirs,omitempty"`
+	// Egress, when set, carries the sandbox's outbound connections through the owner's
+	// proxy (package egress): the sandbox keeps its own network namespace with only lo,
+	// where its init listens (EgressPorts) and hands the listening sockets to the owner;
+	// /etc/resolv.conf inside names the DNS stub. Requires a network namespace. Only
+	// its presence is sent to the init; the rules are the owner's.
+	Egress *Egress `json:"egress,omitempty"`
+	// Publish are port forwards from the host into the sandbox: the owner listens on
+	// HostIP:HostPort and carries each connection to Port on the sandbox's loopback,
+	// connected by its init. Requires a network namespace. Only the ports are sent to
+	// the init, which connects to no other.
+	Publish []Publish `json:"publish,omitempty"`
+	// HostPorts are ports of the host's loopback the sandbox may reach at the same
+	// port of its own loopback (--host-port): its init listens on 127.0.0.1:PORT and
+	// the owner carries each connection to the host's 127.0.0.1:PORT. At most
+	// MaxHostPorts; requires a network namespace.
+	HostPorts []uint16 `json:"hostPorts,omitempty"`
 	// Timeout, if positive, is the sandbox's wall-clock limit (a policy's
 	// process.timeout, or policy.Options.Timeout): nsinit.Cmd kills the whole sandbox
 	// after the shorter of this and Cmd.Timeout. The launcher's alone; in OCI JSON,
 	// TimeoutAnnotation.
 	Timeout time.Duration `json:"timeout,omitempty"`
 }
+
+// MaxHostPorts bounds HostPorts: their sockets go to the owner in one message.
+const MaxHostPorts = 64
+
+// Publish is one port forward (--publish [HOSTIP:]HOSTPORT:PORT).
+type Publish struct {
+	HostIP   string `json:"hostIP"`
+	HostPort uint16 `json:"hostPort"`
+	Port     uint16 `json:"port"`
+}
+
+// Egress is the allow and deny lists of host patterns (egress.ParseRule: "pypi.org",
+// "*.githubusercontent.com", "api.example:8443", "10.0.0.0/8"), network.allow and
+// network.deny of the policy.
+type Egress struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// The loopback ports inside a sandbox with Egress where its init listens, on 127.0.0.1
+// (the HTTP proxy, SOCKS5, the DNS stub over UDP and TCP) and on every loopback address
+// (capture of plain HTTP and TLS for clients that ignore the proxy variables).
+const (
+	EgressHTTPPort  = 3128
+	EgressSOCKSPort = 1080
+	EgressDNSPort   = 53
+	CaptureHTTPPort = 80
+	CaptureTLSPort  = 443
+)
+
+// EgressResolvConf is /etc/resolv.conf inside a sandbox with Egress: the DNS stub.
+const EgressResolvConf = "nameserver 127.0.0.1\noptions ndots:1 attempts:1\n"
 
 // Linux is the part of runtime-spec's linux section gosbx implements, and the seccomp
 // program compiled from linux.seccomp.

@@ -35,6 +35,12 @@ const (
 	MakeDirsAnnotation = "org.gosbx.make-dirs"
 	// TimeoutAnnotation: Timeout, a Go duration ("30s", "1m30s").
 	TimeoutAnnotation = "org.gosbx.timeout"
+	// EgressAnnotation: Egress, {"allow": [...], "deny": [...]}.
+	EgressAnnotation = "org.gosbx.egress"
+	// PublishAnnotation: Publish, [{"hostIP": A, "hostPort": H, "port": P}, …].
+	PublishAnnotation = "org.gosbx.publish"
+	// HostPortsAnnotation: HostPorts, [5432, …].
+	HostPortsAnnotation = "org.gosbx.host-ports"
 )
 
 // annotationPrefix starts every gosbx annotation: FromSpec refuses one it does not know
@@ -75,6 +81,15 @@ func ToSpec(c *Config) (*specs.Spec, error) {
 	}
 	if err == nil && c.Linux != nil && c.Linux.Resources != nil {
 		err = put(LimitsAnnotation, c.Limits)
+	}
+	if err == nil && c.Egress != nil {
+		err = put(EgressAnnotation, c.Egress)
+	}
+	if err == nil && len(c.Publish) > 0 {
+		err = put(PublishAnnotation, c.Publish)
+	}
+	if err == nil && len(c.HostPorts) > 0 {
+		err = put(HostPortsAnnotation, c.HostPorts)
 	}
 	if c.Timeout > 0 {
 		a[TimeoutAnnotation] = c.Timeout.String()
@@ -221,6 +236,13 @@ func fromAnnotations(c *Config, a map[string]string) error {
 			if err == nil && c.Timeout <= 0 {
 				err = fmt.Errorf("%q is not a positive duration", a[k])
 			}
+		case EgressAnnotation:
+			c.Egress = &Egress{}
+			err = json.Unmarshal(raw, c.Egress)
+		case PublishAnnotation:
+			err = json.Unmarshal(raw, &c.Publish)
+		case HostPortsAnnotation:
+			err = json.Unmarshal(raw, &c.HostPorts)
 		default:
 			if strings.HasPrefix(k, annotationPrefix) {
 				return fmt.Errorf("annotation %s: not one gosbx knows", k)

@@ -44,6 +44,9 @@ func profileConfigs(t *testing.T) map[string]*config.Config {
 				cleanup.Entry{Kind: cleanup.RemoveSpecialUnder, Path: ws + "/.git", Skip: []string{"objects/??"}},
 				cleanup.Entry{Kind: cleanup.RestoreSymlink, Path: ws + "/sub/.git", Target: "../x.git"})
 			c.MakeDirs = append(c.MakeDirs, ws+"/.git/hooks")
+			c.Egress = &config.Egress{Allow: []string{"pypi.org", "*.example.com:8443"}, Deny: []string{"x.example.com"}}
+			c.Publish = []config.Publish{{HostIP: "127.0.0.1", HostPort: 8000, Port: 8000}}
+			c.HostPorts = []uint16{5432}
 			out[profile+"/"+string(rune('0'+uid/1000))] = c
 		}
 	}

@@ -1,6 +1,11 @@
 package config
 
 import (
+	"net/netip"
+	"slices"
+
+	"github.com/gosbx/gosbx/egress"
+
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -111,6 +116,34 @@ func (c *Config) Validate() error {
 	for _, e := range c.Cleanup {
 		if err := e.Check(); err != nil {
 			return err
+		}
+	}
+	for _, p := range c.Publish {
+		if !have[specs.NetworkNamespace] {
+			return errors.New("publish needs a network namespace of the sandbox's own")
+		}
+		if a, err := netip.ParseAddr(p.HostIP); err != nil || a.Zone() != "" || p.HostPort == 0 || p.Port == 0 {
+			return fmt.Errorf("publish %s:%d:%d: want an IP address and two ports 1-65535", p.HostIP, p.HostPort, p.Port)
+		}
+	}
+	if len(c.HostPorts) > 0 && !have[specs.NetworkNamespace] {
+		return errors.New("host ports need a network namespace of the sandbox's own")
+	}
+	if len(c.HostPorts) > MaxHostPorts {
+		return fmt.Errorf("%d host ports: at most %d", len(c.HostPorts), MaxHostPorts)
+	}
+	for i, p := range c.HostPorts {
+		if p == 0 || slices.Contains(c.HostPorts[:i], p) || p == EgressDNSPort && c.Egress != nil ||
+			c.Egress != nil && slices.Contains([]uint16{EgressHTTPPort, EgressSOCKSPort, CaptureHTTPPort, CaptureTLSPort}, p) {
+			return fmt.Errorf("host port %d: want a port 1-65535, each once, none of the proxy's (53, 80, 443, 1080, 3128)", p)
+		}
+	}
+	if c.Egress != nil {
+		if !have[specs.NetworkNamespace] {
+			return errors.New("egress needs a network namespace of the sandbox's own")
+		}
+		if _, err := egress.NewPolicy(c.Egress.Allow, c.Egress.Deny); err != nil {
+			return fmt.Errorf("egress: %w", err)
 		}
 	}
 	for _, d := range c.MakeDirs {

@@ -80,6 +80,17 @@ func TestValidate(t *testing.T) {
 		{"cleanup of /", func(c *Config) { c.Cleanup[2].Path = "/" }, "clean path"},
 		{"relative directory to make", func(c *Config) { c.MakeDirs[0] = "w/.git/hooks" }, "canonical"},
 		{"directory to make /", func(c *Config) { c.MakeDirs[0] = "/" }, "canonical"},
+		{"egress without a network namespace", func(c *Config) { c.Linux.Namespaces = c.Linux.Namespaces[:3]; c.Publish, c.HostPorts = nil, nil }, "egress needs a network namespace"},
+		{"publish without a network namespace", func(c *Config) { c.Linux.Namespaces = c.Linux.Namespaces[:3]; c.HostPorts = nil }, "publish needs a network namespace"},
+		{"bad egress pattern", func(c *Config) { c.Egress.Allow = []string{"*"} }, "network.allow[0]"},
+		{"bad publish address", func(c *Config) { c.Publish[0].HostIP = "localhost" }, "want an IP address"},
+		{"publish port 0", func(c *Config) { c.Publish[0].Port = 0 }, "two ports"},
+		{"host port twice", func(c *Config) { c.HostPorts = []uint16{5432, 5432} }, "each once"},
+		{"host port of the proxy", func(c *Config) { c.HostPorts = []uint16{3128} }, "none of the proxy's"},
+		{"host ports without a network namespace", func(c *Config) {
+			c.Linux.Namespaces = c.Linux.Namespaces[:3]
+			c.Egress, c.Publish = nil, nil
+		}, "host ports need a network namespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,7 +57,8 @@ func encodeProcess(e *wire.Encoder, p *specs.Process) {
 // sent are the launcher's own fields (Linux.Resources and Limits: the cgroup; RootID:
 // the host id, by then in the id mappings; MakeDirs, made before the clone; Timeout,
 // the launcher's timer) and
-// Linux.Seccomp, the source of Linux.Filter. Of Process, the fields Validate lets through but capabilities (all
+// Linux.Seccomp, the source of Linux.Filter; of Egress, only that it is set; of Publish,
+// the ports inside. Of Process, the fields Validate lets through but capabilities (all
 // dropped).
 func Encode(c *Config) []byte {
 	e := &wire.Encoder{B: make([]byte, 0, 4096)}
@@ -97,6 +98,15 @@ func Encode(c *Config) []byte {
 		e.Strs(x.Keep)
 		e.Strs(x.Skip)
 		e.Str(x.Target)
+	}
+	e.Bool(c.Egress != nil)
+	e.Uint(uint64(len(c.Publish)))
+	for _, p := range c.Publish {
+		e.Uint(uint64(p.Port))
+	}
+	e.Uint(uint64(len(c.HostPorts)))
+	for _, p := range c.HostPorts {
+		e.Uint(uint64(p))
 	}
 	return e.B
 }
@@ -186,6 +196,21 @@ func Decode(b []byte) (*Config, error) {
 		c.Cleanup = make([]cleanup.Entry, n)
 		for i := range c.Cleanup {
 			c.Cleanup[i] = cleanup.Entry{Kind: cleanup.Kind(d.Str()), Path: d.Str(), Keep: d.Strs(), Skip: d.Strs(), Target: d.Str()}
+		}
+	}
+	if d.Bool() {
+		c.Egress = &Egress{} // the rules stay with the owner
+	}
+	if n := d.Count(1); n > 0 {
+		c.Publish = make([]Publish, n)
+		for i := range c.Publish {
+			c.Publish[i].Port = uint16(d.Uint32()) // the host side stays with the owner
+		}
+	}
+	if n := d.Count(1); n > 0 {
+		c.HostPorts = make([]uint16, n)
+		for i := range c.HostPorts {
+			c.HostPorts[i] = uint16(d.Uint32())
 		}
 	}
 	if err := d.End("config"); err != nil {

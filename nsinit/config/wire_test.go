@@ -30,7 +30,7 @@ func fullConfig() *Config {
 		Linux: &Linux{
 			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 1000, HostID: 1000, Size: 1}},
 			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 1001, HostID: 1001, Size: 1}},
-			Namespaces:  []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}},
+			Namespaces:  []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}},
 			Filter: seccomp.Program{{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4},
 				{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}},
 			Seccomp:       &specs.LinuxSeccomp{DefaultAction: specs.ActAllow},
@@ -46,7 +46,10 @@ func fullConfig() *Config {
 			{Kind: cleanup.RemoveNewEntries, Path: "/w/.git/modules", Keep: []string{"a", "b"}},
 			{Kind: cleanup.RemoveSpecialUnder, Path: "/w/.git", Skip: []string{"objects/??"}},
 			{Kind: cleanup.RestoreSymlink, Path: "/w/sub/.git", Target: "../.repo/sub.git"}},
-		MakeDirs: []string{"/w/.git/hooks"},
+		MakeDirs:  []string{"/w/.git/hooks"},
+		Egress:    &Egress{Allow: []string{"pypi.org"}, Deny: []string{"*.evil.example"}},
+		Publish:   []Publish{{HostIP: "127.0.0.1", HostPort: 8080, Port: 8000}, {HostIP: "::1", HostPort: 9, Port: 65535}},
+		HostPorts: []uint16{5432, 6379},
 	}
 }
 
@@ -62,6 +65,8 @@ func TestWireRoundTrip(t *testing.T) {
 	l := *c.Linux
 	l.Resources, l.Seccomp = nil, nil
 	want.Linux, want.Limits, want.RootID, want.MakeDirs = &l, Limits{}, nil, nil
+	// of egress only that it is there, of the forwards the ports inside
+	want.Egress, want.Publish = &Egress{}, []Publish{{Port: 8000}, {Port: 65535}}
 	gotJSON, _ := json.Marshal(got)
 	wantJSON, _ := json.Marshal(&want)
 	if string(gotJSON) != string(wantJSON) {

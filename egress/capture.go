@@ -1,0 +1,205 @@
+package egress
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Transparent capture: a client that ignores the proxy variables asks the DNS stub,
+// which answers an allowed name with a loopback address of its own (dnsAddr) where the
+// sandbox's init listens on ports 80 and 443. The proxy reads the server name the
+// client sends (TLS ClientHello's server_name, RFC 6066; HTTP's Host), requires it to
+// be the name the address was given for when the client came through that address,
+// and decides on it as for a proxied connection.
+
+// serveCaptureTLS carries a TLS connection to port 443 of the name in its ClientHello.
+func (p *Proxy) serveCaptureTLS(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(headTimeout))
+	hello, name, err := readClientHello(c)
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	p.capture(c, "capture-tls", name, 443, hello)
+}
+
+// serveCaptureHTTP carries a plain HTTP request to port 80 of its Host header's name,
+// sent with Connection: close (as the proxy's absolute-URI requests): one request per
+// connection, so that a later request on it cannot name another host served at the
+// same address.
+func (p *Proxy) serveCaptureHTTP(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(headTimeout))
+	br := bufio.NewReaderSize(c, 4096)
+	line, fields, err := readHead(br)
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	name := ""
+	var b strings.Builder
+	b.WriteString(line + "\r\n")
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, ":")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "host":
+			name = strings.TrimSpace(v)
+			if h, _, ok := splitPort(name, 80); ok {
+				name = h
+			}
+		case "connection", "keep-alive", "proxy-connection":
+			continue
+		}
+		b.WriteString(f + "\r\n")
+	}
+	b.WriteString("Connection: close\r\n\r\n")
+	p.capture(c, "capture-http", name, 80, append([]byte(b.String()), buffered(br)...))
+}
+
+func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byte) {
+	d := p.captureDecision(c, name, port)
+	if !d.Allow {
+		msg := p.deny(proto, d)
+		if proto == "capture-http" {
+			httpError(c, 403, "Forbidden", msg, d.Rule)
+		}
+		return
+	}
+	up, err := p.dial(d)
+	if err != nil {
+		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+		return
+	}
+	p.relay(proto, d, c, up, first, false)
+}
+
+// captureDecision decides on a captured connection: it must name its server, the name
+// must be the one the DNS stub gave the address it came to (when it came through
+// one), and then the policy decides as for a proxied connection.
+func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
+	if name == "" {
+		return Decision{Host: "(none)", Port: port, Rule: "capture", Why: "a connection to loopback port " + itoa(port) + " without a server name"}
+	}
+	if local, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		a, _ := netip.AddrFromSlice(local.IP)
+		if given, ok := p.dnsName(a.Unmap()); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
+			return Decision{Host: name, Port: port, Rule: "capture",
+				Why: "server name " + name + " sent to the address the DNS stub gave " + given}
+		}
+	}
+	return p.decide(name, port)
+}
+
+// readClientHello reads the first TLS record of a connection, which must hold a whole
+// ClientHello, and returns the bytes read (on error too) and its server_name
+// (host_name) extension.
+func readClientHello(r io.Reader) ([]byte, string, error) {
+	var hdr [5]byte
+	if got, err := io.ReadFull(r, hdr[:]); err != nil {
+		return hdr[:got], "", err
+	}
+	n := int(binary.BigEndian.Uint16(hdr[3:]))
+	if hdr[0] != 22 || n > 16384+2048 {
+		return hdr[:], "", errors.New("not a TLS handshake record")
+	}
+	rec := make([]byte, 5+n)
+	copy(rec, hdr[:])
+	if got, err := io.ReadFull(r, rec[5:]); err != nil {
+		return rec[:5+got], "", err
+	}
+	name, err := serverName(rec[5:])
+	return rec, name, err
+}
+
+// serverName parses a handshake message holding a ClientHello (RFC 8446 4.1.2) for its
+// server_name extension; "" when it has none.
+func serverName(b []byte) (string, error) {
+	bad := errors.New("malformed ClientHello")
+	if len(b) < 4 || b[0] != 1 {
+		return "", bad
+	}
+	b = b[4:]
+	skip := func(n int) bool {
+		if len(b) < n {
+			return false
+		}
+		b = b[n:]
+		return true
+	}
+	vec := func(lenBytes int) ([]byte, bool) {
+		if len(b) < lenBytes {
+			return nil, false
+		}
+		n := 0
+		for i := 0; i < lenBytes; i++ {
+			n = n<<8 | int(b[i])
+		}
+		if len(b) < lenBytes+n {
+			return nil, false
+		}
+		v := b[lenBytes : lenBytes+n]
+		b = b[lenBytes+n:]
+		return v, true
+	}
+	if !skip(2 + 32) { // legacy_version, random
+		return "", bad
+	}
+	for _, l := range []int{1, 2, 1} { // session id, cipher suites, compression methods
+		if _, ok := vec(l); !ok {
+			return "", bad
+		}
+	}
+	if len(b) == 0 {
+		return "", nil
+	}
+	exts, ok := vec(2)
+	if !ok {
+		return "", bad
+	}
+	for len(exts) >= 4 {
+		typ := binary.BigEndian.Uint16(exts)
+		n := int(binary.BigEndian.Uint16(exts[2:]))
+		if len(exts) < 4+n {
+			return "", bad
+		}
+		data := exts[4 : 4+n]
+		exts = exts[4+n:]
+		if typ != 0 {
+			continue
+		}
+		if len(data) < 2 {
+			return "", bad
+		}
+		list := data[2:]
+		for len(list) >= 3 {
+			kind, l := list[0], int(binary.BigEndian.Uint16(list[1:]))
+			if len(list) < 3+l {
+				return "", bad
+			}
+			if kind == 0 {
+				return string(list[3 : 3+l]), nil
+			}
+			list = list[3+l:]
+		}
+		return "", bad
+	}
+	return "", nil
+}
+
+func itoa(n uint16) string {
+	var b [5]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package egress
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+)
+
+// Policy is the allow and deny lists of a sandbox's egress. A connection is allowed
+// when an allow rule names its host (and port), no deny rule does, and every address
+// the host resolves to is public or named by an allow rule. Deny wins.
+type Policy struct {
+	Allow, Deny []Rule
+}
+
+// NewPolicy parses the allow and deny lists (ParseRules): what --allow-host and
+// network.allow / network.deny give.
+func NewPolicy(allow, deny []string) (*Policy, error) {
+	a, err := ParseRules("network.allow", allow)
+	if err != nil {
+		return nil, err
+	}
+	d, err := ParseRules("network.deny", deny)
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{Allow: a, Deny: d}, nil
+}
+
+// Decision is the outcome for one connection: allowed or not, and the rule that
+// decided, e.g. "network.allow pypi.org", "network.deny *.evil.example",
+// "network.allow" (no allow rule names it), "ip-literal", "loopback", "private",
+// "link-local", "metadata".
+type Decision struct {
+	Allow bool
+	Host  string // as asked for (a name or an address literal)
+	Port  uint16
+	Rule  string
+	// Why says what about the request the rule applied to, for the message:
+	// "host evil.example:443", "address 10.0.0.5 of host db.example".
+	Why string
+	// Addrs, when allowed, are the addresses checked, to dial (in the resolver's order).
+	Addrs []netip.Addr
+}
+
+// Message is the text a denied client sees (HTTP 403 body, gosbx's stderr): what was
+// blocked, by which rule, and the fix.
+func (d Decision) Message() string {
+	if d.Allow {
+		return ""
+	}
+	hp := hostPort(d.Host, d.Port)
+	switch d.Rule {
+	case "network.allow":
+		return fmt.Sprintf("blocked by gosbx policy: host %s not in network.allow; to allow it, pass --allow-host %s or add it to network.allow", hp, hp)
+	case "invalid-host":
+		return fmt.Sprintf("blocked by gosbx policy: %q is not a host name", d.Host)
+	}
+	if d.Why == "" {
+		d.Why = "host " + hp
+	}
+	fix := "name the address in network.allow (or --allow-host ADDRESS) to reach it"
+	if len(d.Rule) > len("network.deny") && d.Rule[:len("network.deny")] == "network.deny" {
+		fix = "remove the rule from network.deny to reach it"
+	}
+	return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule %s; %s", d.Why, d.Rule, fix)
+}
+
+func hostPort(host string, port uint16) string {
+	if port == 0 { // a DNS question
+		return host
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.Is6() && !a.Is4In6() {
+		return "[" + host + "]:" + strconv.Itoa(int(port))
+	}
+	return host + ":" + strconv.Itoa(int(port))
+}
+
+// Host decides on a host (a name or an address literal) and port before any lookup.
+// An allowed name still needs Resolved on its addresses; an allowed address literal is
+// done (its Addrs set).
+func (p *Policy) Host(host string, port uint16) Decision {
+	d := Decision{Host: host, Port: port}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" {
+			d.Rule = "invalid-host"
+			return d
+		}
+		a = a.Unmap()
+		for i := range p.Deny {
+			if r := &p.Deny[i]; r.matchAddr(a) && r.matchPort(port) {
+				d.Rule = "network.deny " + r.Text
+				return d
+			}
+		}
+		for i := range p.Allow {
+			if r := &p.Allow[i]; r.matchAddr(a) && r.matchPort(port) {
+				d.Allow, d.Rule, d.Addrs = true, "network.allow "+r.Text, []netip.Addr{a}
+				return d
+			}
+		}
+		// An address no rule names: denied as a literal, whatever its class, so that a
+		// client cannot step around the names the policy allows.
+		d.Rule = "ip-literal"
+		if c := addrClass(a); c != "" {
+			d.Rule = c
+		}
+		d.Why = "address literal " + hostPort(a.String(), port)
+		return d
+	}
+	name, ok := normalName(host)
+	if !ok {
+		d.Rule = "invalid-host"
+		return d
+	}
+	d.Host = name
+	for i := range p.Deny {
+		if r := &p.Deny[i]; r.matchName(name) && r.matchPort(port) {
+			d.Rule = "network.deny " + r.Text
+			return d
+		}
+	}
+	for i := range p.Allow {
+		if r := &p.Allow[i]; r.matchName(name) && r.matchPort(port) {
+			d.Allow, d.Rule = true, "network.allow "+r.Text
+			return d
+		}
+	}
+	d.Rule = "network.allow"
+	return d
+}
+
+// Resolved checks the addresses an allowed name resolved to (d from Host): every one
+// must be public or named by an allow rule, and none named by a deny rule, else the
+// whole name is denied (a name that resolves to a public and a private address is a
+// rebinding attempt as likely as a mistake). An empty list is denied ("no-address").
+func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
+	if !d.Allow || d.Addrs != nil {
+		return d
+	}
+	if len(addrs) == 0 {
+		d.Allow, d.Rule, d.Why = false, "no-address", "host "+hostPort(d.Host, d.Port)+" (it resolves to no address)"
+		return d
+	}
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		a = a.Unmap()
+		for i := range p.Deny {
+			if r := &p.Deny[i]; r.matchAddr(a) && r.matchPort(d.Port) {
+				d.Allow, d.Rule, d.Why = false, "network.deny "+r.Text, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
+				return d
+			}
+		}
+		if c := addrClass(a); c != "" && !p.namesAddr(a, d.Port) {
+			d.Allow, d.Rule, d.Why = false, c, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
+			return d
+		}
+		out = append(out, a)
+	}
+	d.Addrs = out
+	return d
+}
+
+func (p *Policy) namesAddr(a netip.Addr, port uint16) bool {
+	for i := range p.Allow {
+		if r := &p.Allow[i]; r.matchAddr(a) && r.matchPort(port) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsName says whether some allow rule, on any port, names host and no deny rule
+// with any port does: the DNS stub's question (a lookup has no port).
+func (p *Policy) AllowsName(host string) bool {
+	name, ok := normalName(host)
+	if !ok {
+		return false
+	}
+	for i := range p.Deny {
+		if r := &p.Deny[i]; r.matchName(name) && r.AnyPort {
+			return false
+		}
+	}
+	for i := range p.Allow {
+		if p.Allow[i].matchName(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// addrClass names the class of an address denied unless a rule names it: "metadata"
+// (cloud instance metadata: 169.254.169.254, 169.254.170.2, 100.100.100.200,
+// fd00:ec2::254), "loopback", "link-local", "private" (RFC 1918, RFC 6598 shared
+// space, unique-local fc00::/7), "unspecified", "multicast", "reserved" (0/8, 240/4,
+// broadcast, the documentation and benchmarking ranges, NAT64 and 6to4 embeddings of an
+// IPv4 address, deprecated site-local fec0::/10); "" for a public unicast address.
+// Built per call, not at package init: the proxy is not on --net none's start path.
+func addrClass(a netip.Addr) string {
+	a = a.Unmap()
+	if a.Is4() {
+		b := a.As4()
+		switch {
+		case a == netip.AddrFrom4([4]byte{169, 254, 169, 254}), a == netip.AddrFrom4([4]byte{169, 254, 170, 2}),
+			a == netip.AddrFrom4([4]byte{100, 100, 100, 200}):
+			return "metadata"
+		case a.IsLoopback():
+			return "loopback"
+		case a.IsLinkLocalUnicast():
+			return "link-local"
+		case a.IsPrivate(), b[0] == 100 && b[1]&0xc0 == 64:
+			return "private"
+		case a.IsUnspecified():
+			return "unspecified"
+		case a.IsMulticast():
+			return "multicast"
+		case b[0] == 0, b[0] >= 240, b[0] == 192 && b[1] == 0 && (b[2] == 0 || b[2] == 2),
+			b[0] == 198 && (b[1] == 18 || b[1] == 19 || b[1] == 51 && b[2] == 100), b[0] == 203 && b[1] == 0 && b[2] == 113:
+			return "reserved"
+		}
+		return ""
+	}
+	b := a.As16()
+	switch {
+	case a == netip.AddrFrom16([16]byte{0xfd, 0, 0x0e, 0xc2, 14: 0x02, 15: 0x54}):
+		return "metadata"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsPrivate():
+		return "private"
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsMulticast():
+		return "multicast"
+	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b, // 64:ff9b::/96 and /48 (NAT64)
+		b[0] == 0x20 && b[1] == 0x02,                                 // 2002::/16 (6to4)
+		b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8, // documentation
+		b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0,       // Teredo
+		b[0] == 0xfe && b[1]&0xc0 == 0xc0,                            // site-local
+		b[0] == 0 && b[1] == 0:                                       // ::/16, IPv4-compatible and other reserved
+		return "reserved"
+	}
+	return ""
+}

@@ -1,0 +1,153 @@
+package egress
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// maxHeader bounds a request's head (request line and header fields) read by the proxy.
+const maxHeader = 64 << 10
+
+// headTimeout bounds the wait for a request's head (or a SOCKS5 request, a
+// ClientHello): a client that connects and says nothing holds nothing for long.
+const headTimeout = 30 * time.Second
+
+// readHead reads an HTTP request's head: the request line and the header lines, as
+// they came (CRLF or LF), up to the empty line.
+func readHead(br *bufio.Reader) (line string, fields []string, err error) {
+	total := 0
+	for {
+		s, err := br.ReadString('\n')
+		total += len(s)
+		if err != nil {
+			return "", nil, err
+		}
+		if total > maxHeader {
+			return "", nil, errors.New("request head too long")
+		}
+		s = strings.TrimRight(s, "\r\n")
+		if line == "" {
+			if s == "" {
+				continue // RFC 9112 2.2: empty lines before the request line are ignored
+			}
+			line = s
+			continue
+		}
+		if s == "" {
+			return line, fields, nil
+		}
+		fields = append(fields, s)
+	}
+}
+
+// serveHTTP is the HTTP proxy: CONNECT host:port (any bytes after it carried as they
+// are: TLS, a WebSocket upgrade), or a request in absolute form (http://host/path),
+// sent to the host in origin form with Connection: close. A denial is a 403 whose body
+// and X-Gosbx-Rule header name the rule and the fix.
+func (p *Proxy) serveHTTP(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(headTimeout))
+	br := bufio.NewReaderSize(c, 4096)
+	line, fields, err := readHead(br)
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	method, target, version, ok := splitRequestLine(line)
+	if !ok {
+		httpError(c, 400, "Bad Request", "gosbx proxy: malformed request line", "")
+		return
+	}
+	if method == "CONNECT" {
+		host, port, ok := splitPort(target, 0)
+		if !ok {
+			httpError(c, 400, "Bad Request", "gosbx proxy: CONNECT wants host:port", "")
+			return
+		}
+		d := p.decide(host, port)
+		if !d.Allow {
+			httpError(c, 403, "Forbidden", p.deny("http-connect", d), d.Rule)
+			return
+		}
+		up, err := p.dial(d)
+		if err != nil {
+			p.emit(Event{Net: "allow", Proto: "http-connect", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+			httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
+			return
+		}
+		if _, err := c.Write([]byte(version + " 200 Connection established\r\n\r\n")); err != nil {
+			up.Close()
+			return
+		}
+		p.relay("http-connect", d, c, up, buffered(br), true)
+		return
+	}
+	rest, ok := strings.CutPrefix(target, "http://")
+	if !ok {
+		httpError(c, 400, "Bad Request", "gosbx proxy: want CONNECT host:port or an absolute http:// URI (https:// goes through CONNECT)", "")
+		return
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	if i := strings.IndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:] // userinfo is not part of the host
+	}
+	host, port, ok := splitPort(authority, 80)
+	if !ok {
+		httpError(c, 400, "Bad Request", "gosbx proxy: bad host in "+target, "")
+		return
+	}
+	d := p.decide(host, port)
+	if !d.Allow {
+		httpError(c, 403, "Forbidden", p.deny("http", d), d.Rule)
+		return
+	}
+	up, err := p.dial(d)
+	if err != nil {
+		p.emit(Event{Net: "allow", Proto: "http", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+		httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
+		return
+	}
+	// One request per upstream connection: the head rewritten (origin form, the URI's
+	// host as Host, no proxy fields, Connection: close); the body follows as it comes.
+	var b strings.Builder
+	b.WriteString(method + " /" + path + " " + version + "\r\nHost: " + authority + "\r\n")
+	for _, f := range fields {
+		name, _, _ := strings.Cut(f, ":")
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "host", "connection", "proxy-connection", "proxy-authorization", "keep-alive":
+			continue
+		}
+		b.WriteString(f + "\r\n")
+	}
+	b.WriteString("Connection: close\r\n\r\n")
+	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...), false)
+}
+
+func splitRequestLine(line string) (method, target, version string, ok bool) {
+	parts := strings.Split(line, " ")
+	if len(parts) != 3 || !strings.HasPrefix(parts[2], "HTTP/1.") || parts[0] == "" || parts[1] == "" {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
+}
+
+// buffered returns what br holds beyond what was parsed.
+func buffered(br *bufio.Reader) []byte {
+	n := br.Buffered()
+	if n == 0 {
+		return nil
+	}
+	b, _ := br.Peek(n)
+	return append([]byte(nil), b...)
+}
+
+func httpError(c net.Conn, code int, status, msg, rule string) {
+	h := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n", code, status, len(msg)+1)
+	if rule != "" {
+		h += "X-Gosbx-Rule: " + rule + "\r\n"
+	}
+	c.Write([]byte(h + "\r\n" + msg + "\n"))
+}

@@ -1,0 +1,405 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Event is one status-fd line of the proxy: {"net":"deny","host":…,"port":…,"rule":…}
+// when a connection is refused, {"net":"allow",…,"bytes-in":…,"bytes-out":…} when an
+// allowed one closes (in: to the sandbox, out: from it).
+type Event struct {
+	Net      string `json:"net"`   // "allow" or "deny"
+	Proto    string `json:"proto"` // "http-connect", "http", "socks5", "capture-tls", "capture-http", "dns"; nsinit's "host-port", "publish"
+	Host     string `json:"host"`
+	Port     uint16 `json:"port"`
+	Rule     string `json:"rule"`
+	Addr     string `json:"addr,omitempty"` // with allow: the address dialled
+	BytesIn  int64  `json:"bytes-in,omitempty"`
+	BytesOut int64  `json:"bytes-out,omitempty"`
+	Error    string `json:"error,omitempty"` // an allowed connection that could not be made
+}
+
+// Proxy is the host-side half of a sandbox's egress, run by the sandbox's owner. It
+// serves listening sockets made inside the sandbox's network namespace (Listeners),
+// so every connection of the sandbox reaches it without a path on disk, and makes one
+// decision per connection (Policy.Host, the host's lookup, Policy.Resolved) before it
+// dials the address it checked. TLS is carried untouched. A Proxy is an owner-held
+// value: whoever holds a sandbox from outside (gosbx exec's process, a session
+// supervisor) serves it for the sandbox's life and closes it after.
+type Proxy struct {
+	Policy *Policy
+	// Lookup resolves a name on the host (nil: the host's resolver, both families).
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Events receives the status lines; called from the proxy's goroutines, one at a
+	// time.
+	Events func(Event)
+	// Denied receives each denial's message (Decision.Message), for the caller's
+	// stderr: an agent reads it there when its client prints only "403".
+	Denied func(msg string)
+	// DialTimeout bounds one dial (default 10 s).
+	DialTimeout time.Duration
+	// Hostname is the sandbox's host name, which the DNS stub answers with 127.0.0.1
+	// (programs look their own name up), "" for none.
+	Hostname string
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+	lns    []io.Closer
+	wg     sync.WaitGroup
+	evmu   sync.Mutex
+
+	// the DNS stub's names and the loopback addresses it gave them (dns.go)
+	names map[string]netip.Addr
+	addrs map[netip.Addr]string
+	// lookups caches the host's answers (lookupCached)
+	lookups map[string]lookupResult
+	// slots bounds the connections served at once (MaxConns); stop is closed by Close
+	slots chan struct{}
+	stop  chan struct{}
+}
+
+// Listeners are the sockets made inside the sandbox's network namespace (by its init,
+// on loopback) that the proxy serves: any of them may be nil.
+type Listeners struct {
+	HTTP, SOCKS net.Listener   // the HTTP proxy (CONNECT and absolute-URI) and SOCKS5
+	CaptureHTTP net.Listener   // port 80: plain HTTP, by its Host header
+	CaptureTLS  net.Listener   // port 443: TLS, by its ClientHello's server name
+	DNS         net.PacketConn // the DNS stub, UDP
+	DNSStream   net.Listener   // the DNS stub, TCP
+}
+
+// Serve serves ls until Close; it returns at once.
+func (p *Proxy) Serve(ls Listeners) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		p.conns = map[net.Conn]struct{}{}
+	}
+	if p.slots == nil {
+		p.slots = make(chan struct{}, MaxConns)
+		p.stop = make(chan struct{})
+	}
+	for _, s := range []struct {
+		l  net.Listener
+		fn func(net.Conn)
+	}{{ls.HTTP, p.serveHTTP}, {ls.SOCKS, p.serveSOCKS}, {ls.CaptureHTTP, p.serveCaptureHTTP},
+		{ls.CaptureTLS, p.serveCaptureTLS}, {ls.DNSStream, p.serveDNSStream}} {
+		if s.l == nil {
+			continue
+		}
+		p.lns = append(p.lns, s.l)
+		p.wg.Add(1)
+		go p.accept(s.l, s.fn)
+	}
+	if ls.DNS != nil {
+		p.lns = append(p.lns, ls.DNS)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.serveDNS(ls.DNS)
+		}()
+	}
+}
+
+// MaxConns bounds the connections a proxy serves at once: its goroutines and buffers
+// live on the host, outside the sandbox's memory limit. Beyond it, new connections wait
+// in the listening socket's backlog (then the kernel's SYN queue) until one ends.
+const MaxConns = 1024
+
+func (p *Proxy) accept(l net.Listener, fn func(net.Conn)) {
+	defer p.wg.Done()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// out of descriptors (EMFILE) or another passing error: the sandbox can
+			// open many connections, but must not stop the proxy for good
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		// a slot after the accept: a listener with nothing to accept holds none, and
+		// this loop accepts no more until one frees
+		select {
+		case p.slots <- struct{}{}:
+		case <-p.stop:
+			c.Close()
+			return
+		}
+		if !p.track(c) {
+			<-p.slots
+			c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-p.slots }()
+			defer p.untrack(c)
+			fn(c)
+		}()
+	}
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+// Close stops the proxy: its listeners and every connection closed, and waits until
+// each connection's last event is sent.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if !p.closed && p.stop != nil {
+		close(p.stop)
+	}
+	p.closed = true
+	for _, l := range p.lns {
+		l.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *Proxy) emit(e Event) {
+	if p.Events == nil {
+		return
+	}
+	p.evmu.Lock()
+	defer p.evmu.Unlock()
+	p.Events(e)
+}
+
+// decide is the decision on host:port: the name's, then, for a name, the host's lookup
+// and the resolved addresses'.
+func (p *Proxy) decide(host string, port uint16) Decision {
+	d := p.Policy.Host(host, port)
+	if !d.Allow || d.Addrs != nil {
+		return d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout())
+	defer cancel()
+	addrs, err := p.lookupCached(ctx, d.Host)
+	if err != nil {
+		d.Allow, d.Rule, d.Why = false, "no-address", "host "+hostPort(d.Host, port)+" (lookup on the host: "+err.Error()+")"
+		return d
+	}
+	return p.Policy.Resolved(d, addrs)
+}
+
+// The host's answers are kept for lookupTTL (a failure for lookupFailTTL), at most
+// maxLookups names: a package manager's hundred connections to one index cost one
+// lookup, not a hundred (Go's resolver gives no TTL). Every decision still checks the
+// addresses, cached or not.
+const (
+	lookupTTL     = 30 * time.Second
+	lookupFailTTL = 5 * time.Second
+	maxLookups    = 4096
+)
+
+type lookupResult struct {
+	addrs []netip.Addr
+	err   error
+	until time.Time
+}
+
+func (p *Proxy) lookupCached(ctx context.Context, host string) ([]netip.Addr, error) {
+	now := time.Now()
+	p.mu.Lock()
+	r, ok := p.lookups[host]
+	p.mu.Unlock()
+	if ok && now.Before(r.until) {
+		return r.addrs, r.err
+	}
+	lookup := p.Lookup
+	if lookup == nil {
+		lookup = hostLookup()
+	}
+	addrs, err := lookup(ctx, host)
+	r = lookupResult{addrs, err, now.Add(lookupTTL)}
+	if err != nil {
+		r.until = now.Add(lookupFailTTL)
+	}
+	p.mu.Lock()
+	if p.lookups == nil || len(p.lookups) >= maxLookups {
+		p.lookups = map[string]lookupResult{}
+	}
+	p.lookups[host] = r
+	p.mu.Unlock()
+	return addrs, err
+}
+
+func (p *Proxy) dialTimeout() time.Duration {
+	if p.DialTimeout > 0 {
+		return p.DialTimeout
+	}
+	return 10 * time.Second
+}
+
+// deny reports a denial (event, message) and returns its message.
+func (p *Proxy) deny(proto string, d Decision) string {
+	msg := d.Message()
+	p.emit(Event{Net: "deny", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule})
+	if p.Denied != nil {
+		p.Denied(msg)
+	}
+	return msg
+}
+
+// dial connects to the first of d's checked addresses that answers.
+func (p *Proxy) dial(d Decision) (net.Conn, error) {
+	var err error
+	for _, a := range d.Addrs {
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", netip.AddrPortFrom(a, d.Port).String(), p.dialTimeout())
+		if err == nil {
+			return c, nil
+		}
+	}
+	return nil, err
+}
+
+// relay carries bytes both ways between the sandbox's connection and the upstream one
+// until both directions end (half-closes passed on), then reports the allowed
+// connection with its byte counts. first is what was read from the sandbox's side
+// already and belongs upstream. With checkSNI (a tunnel to a name: CONNECT, SOCKS5),
+// when the client's first bytes are a TLS ClientHello, its server name must be that
+// name, or the tunnel is closed and denied (rule "sni"): an allowed name's address
+// (a CDN's) must not carry a TLS session to another name it serves (domain fronting by
+// SNI; fronting by the Host header inside TLS cannot be seen without decrypting).
+func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, checkSNI bool) {
+	var out, back int64
+	denied := false
+	defer func() {
+		if !denied {
+			p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out})
+		}
+	}()
+	if !p.track(up) { // closing: the sandbox is gone
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	if _, err := netip.ParseAddr(d.Host); err == nil {
+		checkSNI = false // an address rule's tunnel: no name to compare
+	}
+	done := make(chan int64, 1)
+	go func() {
+		// server to client flows meanwhile: a protocol where the server speaks first
+		// is not held up by the check
+		var n int64
+		if checkSNI {
+			fr := bytes.NewReader(first)
+			head, name, isTLS := peekHello(io.MultiReader(fr, in))
+			if isTLS && name != "" && !strings.EqualFold(strings.TrimSuffix(name, "."), d.Host) {
+				denied = true
+				p.deny(proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni",
+					Why: "a TLS server name " + name + " in the tunnel to " + hostPort(d.Host, d.Port)})
+				up.Close()
+				in.Close()
+				done <- 0
+				return
+			}
+			rest, _ := io.ReadAll(fr)
+			first = append(head, rest...)
+		}
+		if len(first) > 0 {
+			w, _ := up.Write(first)
+			n = int64(w)
+		}
+		m, _ := io.Copy(up, in)
+		closeWrite(up)
+		done <- n + m
+	}()
+	back, _ = io.Copy(in, up)
+	closeWrite(in)
+	out += <-done
+}
+
+// peekHello reads the client's first bytes: a whole TLS record when they start one
+// (isTLS, and its server name if it is a ClientHello with one), else what one read
+// gave. head is everything read, to pass on.
+func peekHello(in io.Reader) (head []byte, name string, isTLS bool) {
+	var b [1]byte
+	if n, _ := in.Read(b[:]); n == 0 {
+		return nil, "", false
+	}
+	if b[0] != 22 {
+		return b[:], "", false
+	}
+	rec, name, err := readClientHello(io.MultiReader(bytes.NewReader(b[:]), in))
+	if err != nil {
+		return rec, "", false
+	}
+	return rec, name, true
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+}
+
+// splitPort splits "host:port" (IPv6 in brackets), port 1-65535; def when absent.
+func splitPort(hp string, def uint16) (string, uint16, bool) {
+	host, ps, err := net.SplitHostPort(hp)
+	if err != nil {
+		if def == 0 {
+			return "", 0, false
+		}
+		h := hp
+		if len(h) > 1 && h[0] == '[' && h[len(h)-1] == ']' {
+			h = h[1 : len(h)-1]
+		}
+		return h, def, h != ""
+	}
+	n, err := strconv.ParseUint(ps, 10, 16)
+	if err != nil || n == 0 || host == "" {
+		return "", 0, false
+	}
+	return host, uint16(n), true
+}
+
+// Probe decides on host:port as for a connection of the sandbox (the name, the host's
+// lookup, the resolved addresses) and, when allowed, dials it and hangs up: gosbx
+// doctor's check that the host can resolve and reach an allowed name. The error is the
+// dial's.
+func (p *Proxy) Probe(host string, port uint16) (Decision, error) {
+	d := p.decide(host, port)
+	if !d.Allow {
+		return d, nil
+	}
+	c, err := p.dial(d)
+	if err == nil {
+		c.Close()
+	}
+	return d, err
+}

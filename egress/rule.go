@@ -1,0 +1,155 @@
+// Package egress decides, and carries, a sandbox's outbound connections: host patterns
+// allowed and denied by the policy (network.allow, network.deny, --allow-host), the
+// address classes denied unless a rule names them (IP literals, loopback, link-local,
+// private ranges, cloud metadata), and the host-side proxy its owner runs (HTTP CONNECT
+// and absolute-URI requests, SOCKS5 CONNECT, a DNS stub, capture of loopback ports 80
+// and 443), served on listening sockets made inside the sandbox's network namespace.
+//
+// One decision per connection, on the host side: the name is checked, resolved by the
+// host, and every resolved address checked again before the proxy dials the one it
+// checked (no second lookup).
+package egress
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// DefaultPorts are the ports of a rule that names none.
+var defaultPorts = [...]uint16{443, 80}
+
+// Rule is one host pattern of network.allow or network.deny: an exact name
+// ("pypi.org"), a wildcard for every name below a domain ("*.githubusercontent.com",
+// not the domain itself), an IP address ("10.0.0.5", "fd00::1") or prefix
+// ("10.0.0.0/8"), each with optional ports (":8443", ":*" for any; default 443 and 80).
+// The text of an IPv6 rule with a port is bracketed: "[fd00::1]:8443".
+type Rule struct {
+	Text     string       // as written, to name the rule in decisions
+	Name     string       // lower case, no trailing dot; "" for an address rule
+	Wildcard bool         // Name matches its subdomains only
+	Prefix   netip.Prefix // an address rule (a single address is a /32 or /128)
+	Ports    []uint16     // nil with AnyPort
+	AnyPort  bool
+}
+
+// ParseRule parses one host pattern. Errors name the pattern and what is wrong with it.
+func ParseRule(s string) (Rule, error) {
+	r := Rule{Text: s}
+	host, port := s, ""
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 {
+			return r, fmt.Errorf("host pattern %q: unclosed [", s)
+		}
+		host, port = s[1:end], s[end+1:]
+		if port != "" && !strings.HasPrefix(port, ":") {
+			return r, fmt.Errorf("host pattern %q: want [ADDRESS]:PORT", s)
+		}
+		port = strings.TrimPrefix(port, ":")
+	} else if strings.Count(s, ":") == 1 {
+		host, port, _ = strings.Cut(s, ":")
+	}
+	switch {
+	case port == "*":
+		r.AnyPort = true
+	case port != "":
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 {
+			return r, fmt.Errorf("host pattern %q: port %q: want 1-65535 or *", s, port)
+		}
+		r.Ports = []uint16{uint16(n)}
+	default:
+		r.Ports = defaultPorts[:]
+	}
+	if p, err := netip.ParsePrefix(host); err == nil {
+		r.Prefix = p.Masked()
+		return r, nil
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" {
+			return r, fmt.Errorf("host pattern %q: an address with a zone", s)
+		}
+		a = a.Unmap()
+		r.Prefix = netip.PrefixFrom(a, a.BitLen())
+		return r, nil
+	}
+	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	if rest, ok := strings.CutPrefix(name, "*."); ok {
+		r.Wildcard, name = true, rest
+	}
+	if !validName(name) || !strings.Contains(name, ".") && r.Wildcard {
+		return r, fmt.Errorf("host pattern %q: want a host name (letters, digits, '-', dot-separated), *.DOMAIN, an IP address or prefix, each with an optional :PORT", s)
+	}
+	r.Name = name
+	return r, nil
+}
+
+// ParseRules parses each pattern of list; field names the list in errors
+// ("network.allow").
+func ParseRules(field string, list []string) ([]Rule, error) {
+	rules := make([]Rule, 0, len(list))
+	for i, s := range list {
+		r, err := ParseRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// validName says whether s is a host name of LDH labels (RFC 1123), 1-253 bytes.
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// normalName is host as rules compare it: lower case, no trailing dot; ok=false when it
+// is not a valid host name.
+func normalName(host string) (string, bool) {
+	n := strings.ToLower(strings.TrimSuffix(host, "."))
+	return n, validName(n)
+}
+
+func (r *Rule) matchPort(port uint16) bool {
+	if r.AnyPort {
+		return true
+	}
+	for _, p := range r.Ports {
+		if p == port {
+			return true
+		}
+	}
+	return false
+}
+
+// matchName says whether the rule names the host name (normalized).
+func (r *Rule) matchName(name string) bool {
+	if r.Name == "" {
+		return false
+	}
+	if r.Wildcard {
+		return strings.HasSuffix(name, "."+r.Name)
+	}
+	return name == r.Name
+}
+
+// matchAddr says whether the rule is an address rule containing a.
+func (r *Rule) matchAddr(a netip.Addr) bool {
+	return r.Name == "" && r.Prefix.IsValid() && r.Prefix.Contains(a.Unmap())
+}

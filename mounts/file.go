@@ -1,0 +1,71 @@
+package mounts
+
+import (
+	"fmt"
+	"path"
+
+	"golang.org/x/sys/unix"
+)
+
+// File puts a read-only file holding content at dest inside the root (an existing file
+// there is covered; a missing one is created, which needs its directory writable at
+// this point): a small tmpfs instance of its own, the file written in it, and only that
+// file bound at dest (open_tree(2) OPEN_TREE_CLONE of the file, then move_mount(2)),
+// read-only, nosuid, nodev, noexec. When dest is a symlink inside the root (a systemd
+// host's /etc/resolv.conf -> ../run/systemd/resolve/stub-resolv.conf), its target, as
+// resolved inside the root, is covered instead. Nothing of the host is read or written;
+// the tmpfs lives as long as the bind. Used for /etc/resolv.conf of a sandbox with
+// egress.
+func (r *Root) File(dest string, content []byte) error {
+	dest = r.followLink(dest)
+	const attr = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
+	mfd, err := newFS(-1, "tmpfs", map[string]string{"mode": "0755", "size": "64k", "nr_inodes": "4"}, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return errorf("mount", "tmpfs", dest, attr, err)
+	}
+	defer unix.Close(mfd)
+	fd, err := unix.Openat(mfd, "f", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return errorf("mount", "tmpfs", dest, attr, fmt.Errorf("create the file: %w", err))
+	}
+	_, err = unix.Write(fd, content)
+	unix.Close(fd)
+	if err != nil {
+		return errorf("mount", "tmpfs", dest, attr, fmt.Errorf("write the file: %w", err))
+	}
+	tree, err := unix.OpenTree(mfd, "f", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return errorf("bind", "tmpfs", dest, attr, fmt.Errorf("open_tree: %w", err))
+	}
+	defer unix.Close(tree)
+	if err := setattrPrivate(tree, attr, false); err != nil {
+		return errorf("bind", "tmpfs", dest, attr, fmt.Errorf("mount_setattr: %w", err))
+	}
+	if err := r.attach(tree, dest, false); err != nil {
+		return errorf("bind", "tmpfs", dest, attr, err)
+	}
+	return nil
+}
+
+// followLink returns where p leads when it is a symlink inside the root (up to 8
+// links, relative targets taken from the link's directory, ".." never above the root),
+// else p.
+func (r *Root) followLink(p string) string {
+	for i := 0; i < 8; i++ {
+		dir := dirOf(p)
+		fd, err := r.lookup(dir)
+		if err != nil {
+			return p
+		}
+		target, err := readlinkat(fd, baseOf(p))
+		unix.Close(fd)
+		if err != nil {
+			return p
+		}
+		if !path.IsAbs(target) {
+			target = dir + "/" + target
+		}
+		p = path.Clean("/" + target)
+	}
+	return p
+}

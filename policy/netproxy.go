@@ -1,0 +1,64 @@
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// egressConfig is the config's egress for network mode proxy, nil otherwise.
+func egressConfig(n Network) *config.Egress {
+	if n.Mode != NetProxy {
+		return nil
+	}
+	return &config.Egress{Allow: n.Allow, Deny: n.Deny}
+}
+
+// The proxies inside (config.EgressHTTPPort, config.EgressSOCKSPort; a test keeps
+// them equal): constants, so that no start of gosbx pays for building them.
+const (
+	httpProxy  = "http://127.0.0.1:3128"
+	socksProxy = "socks5h://127.0.0.1:1080"
+	noProxy    = "localhost,127.0.0.1,::1"
+)
+
+// proxyEnv is the environment of network mode proxy, before the policy's and the
+// flags' own variables: the proxy variables in both cases (curl reads only lower-case
+// http_proxy; Go, Python, pip, git (libcurl) and Node 24's NODE_USE_ENV_PROXY read
+// them), ALL_PROXY as SOCKS5 with names resolved by the proxy (socks5h), and npm's own
+// settings (npm_config_*, which npm reads before the proxy variables). Go's module
+// proxy, pip's index and git over http(s) need nothing more: they honour HTTPS_PROXY.
+var proxyEnv = []string{
+	"HTTP_PROXY=" + httpProxy, "http_proxy=" + httpProxy,
+	"HTTPS_PROXY=" + httpProxy, "https_proxy=" + httpProxy,
+	"ALL_PROXY=" + socksProxy, "all_proxy=" + socksProxy,
+	"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
+	"NODE_USE_ENV_PROXY=1",
+	"npm_config_proxy=" + httpProxy, "npm_config_https_proxy=" + httpProxy,
+}
+
+// ParsePublish parses port forwards "[HOSTIP:]HOSTPORT:PORT" (an IPv6 HOSTIP in
+// brackets); the host side is 127.0.0.1 unless HOSTIP is given.
+func ParsePublish(list []string) ([]config.Publish, error) {
+	var out []config.Publish
+	for _, s := range list {
+		hostIP, rest := "127.0.0.1", s
+		if i := strings.LastIndex(s, ":"); i >= 0 {
+			if j := strings.LastIndex(s[:i], ":"); j >= 0 {
+				hostIP, rest = strings.Trim(s[:j], "[]"), s[j+1:]
+			}
+		}
+		hp, p, ok := strings.Cut(rest, ":")
+		a, err := netip.ParseAddr(hostIP)
+		hport, err1 := strconv.ParseUint(hp, 10, 16)
+		port, err2 := strconv.ParseUint(p, 10, 16)
+		if !ok || err != nil || a.Zone() != "" || err1 != nil || err2 != nil || hport == 0 || port == 0 {
+			return nil, fmt.Errorf("%q: want [HOSTIP:]HOSTPORT:PORT, ports 1-65535", s)
+		}
+		out = append(out, config.Publish{HostIP: a.String(), HostPort: uint16(hport), Port: uint16(port)})
+	}
+	return out, nil
+}
