@@ -51,6 +51,9 @@ func RunFor(exe, workspace string) *Report {
 	if userns.Status == OK {
 		r.add(childCheck(exe, "new mount API", "mountapi", Fail, "fsopen, fsmount, move_mount, mount_setattr need Linux 5.12 or later"))
 		r.add(childCheck(exe, "overlayfs in a user namespace", "overlay", Warn, "not needed by the default policy: the kernel refused an overlayfs mount in a user namespace for this caller (it needs Linux 5.11, and an upper file system that allows whiteouts there)"))
+	} else {
+		r.add(Check{Name: "new mount API", Status: Skip, Detail: "needs a user namespace"})
+		r.add(Check{Name: "overlayfs in a user namespace", Status: Skip, Detail: "needs a user namespace"})
 	}
 	r.add(checkSyscalls())
 	r.add(checkIDMap(workspace))
@@ -65,8 +68,30 @@ func RunFor(exe, workspace string) *Report {
 		}
 	} else {
 		r.add(Check{Name: "sandbox launch", Status: Skip, Detail: "needs a user namespace"})
+		for _, c := range escapesSkipped("needs a user namespace") {
+			r.add(c)
+		}
 	}
 	return r
+}
+
+// launchFailed is the failed sandbox launch check, then the escape checks it stops.
+func launchFailed(c Check) []Check {
+	return append([]Check{c}, escapesSkipped("not reached: the sandbox launch failed")...)
+}
+
+// escapeChecks name the escape checks of checkSandbox, in order.
+var escapeChecks = []string{"write outside the workspace", "read a host file", "connect to the host's loopback",
+	"TIOCSTI", "create a user namespace", "seccomp filter denies", "capabilities and no_new_privs"}
+
+// escapesSkipped are the escape checks, each skip with why: every check appears in
+// the report, in order (docs/doctor.md), whatever stopped the ones before.
+func escapesSkipped(why string) []Check {
+	out := make([]Check, 0, len(escapeChecks))
+	for _, n := range escapeChecks {
+		out = append(out, Check{Name: "escape: " + n, Status: Skip, Detail: why})
+	}
+	return out
 }
 
 // checkContainer says whether gosbx runs in a container, from what, and what of the
@@ -174,28 +199,39 @@ func nsInode(name string) uint64 {
 }
 
 // checkSyscalls exercises pidfd_open, close_range and openat2 (RESOLVE_IN_ROOT).
+// The fix comes from the first error (nsinit.Hint with the call's name: a seccomp
+// filter around the doctor, as inside a sandbox, is named as such, not an old kernel).
 func checkSyscalls() Check {
 	c := Check{Name: "pidfd_open, close_range, openat2", Status: OK}
 	var bad []string
+	var fix string
+	failed := func(call string, err error) {
+		bad = append(bad, call+": "+err.Error())
+		if fix == "" {
+			fix = nsinit.Hint(call, err)
+		}
+	}
 	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
-		bad = append(bad, "pidfd_open: "+err.Error())
+		failed("pidfd_open", err)
 	} else {
 		unix.Close(fd)
 	}
 	if fd, err := unix.Dup(2); err == nil {
 		if err := unix.CloseRange(uint(fd), uint(fd), 0); err != nil {
-			bad = append(bad, "close_range: "+err.Error())
+			failed("close_range", err)
 			unix.Close(fd)
 		}
 	}
 	if fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT}); err != nil {
-		bad = append(bad, "openat2: "+err.Error())
+		failed("openat2", err)
 	} else {
 		unix.Close(fd)
 	}
 	if len(bad) > 0 {
-		c.Status, c.Detail = Fail, strings.Join(bad, "; ")
-		c.Fix = "gosbx needs Linux 5.12 or later (openat2 5.6, close_range 5.9, pidfd_open 5.3)"
+		c.Status, c.Detail, c.Fix = Fail, strings.Join(bad, "; "), fix
+		if c.Fix == "" {
+			c.Fix = "gosbx needs Linux 5.12 or later (openat2 5.6, close_range 5.9, pidfd_open 5.3)"
+		}
 		return c
 	}
 	c.Detail = "all present"
@@ -246,7 +282,7 @@ func checkCgroup(exe string, f Facts) []Check {
 	}
 	if err := sleeper.Start(); err != nil {
 		limitCheck.Status, limitCheck.Detail = Warn, "cannot start a process in the group: "+err.Error()
-		return []Check{modeCheck, limitCheck}
+		return []Check{modeCheck, limitCheck, {Name: "CLONE_INTO_CGROUP", Status: Skip, Detail: "not reached: no process could start in a group"}}
 	}
 	if err := g.Add(sleeper.Process.Pid); err != nil {
 		limitCheck.Status, limitCheck.Detail = Warn, err.Error()
@@ -312,7 +348,7 @@ func checkSandbox(exe string, f Facts) []Check {
 		base, err = os.MkdirTemp("", prefix)
 	}
 	if err != nil {
-		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "cannot make a scratch directory: " + err.Error()}}
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: "cannot make a scratch directory: " + err.Error()})
 	}
 	defer os.RemoveAll(base)
 	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
@@ -323,7 +359,7 @@ func checkSandbox(exe string, f Facts) []Check {
 	os.WriteFile(canary, []byte("host secret"), 0o644)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "cannot listen on the host's loopback: " + err.Error()}}
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: "cannot listen on the host's loopback: " + err.Error()})
 	}
 	defer ln.Close()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
@@ -337,13 +373,13 @@ func checkSandbox(exe string, f Facts) []Check {
 	}()
 	host, err := policy.CurrentHost()
 	if err != nil {
-		return []Check{{Name: "sandbox launch", Status: Fail, Detail: err.Error()}}
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: err.Error()})
 	}
 	host.Cwd = ws
 	spec, err := policy.Compile(policy.Options{Workspace: ws, ReadOnly: []string{exe},
 		Args: []string{exe, ProbeArg, "escape", canary, outside, port}}, host)
 	if err != nil {
-		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "policy: " + err.Error()}}
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: "policy: " + err.Error()})
 	}
 	var out bytes.Buffer
 	cmd := nsinit.Command(spec)
@@ -355,16 +391,16 @@ func checkSandbox(exe string, f Facts) []Check {
 		var ee *nsinit.ExitError
 		switch {
 		case errors.As(err, &se):
-			return []Check{{Name: "sandbox launch", Status: Fail, Detail: fmt.Sprintf("step %s: %v", se.Step, se.Err),
-				Fix: explainSetup(se, f)}}
+			return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: fmt.Sprintf("step %s: %v", se.Step, se.Err),
+				Fix: explainSetup(se, f)})
 		case errors.As(err, &ee):
-			return []Check{{Name: "sandbox launch", Status: Fail, Detail: "the probe failed: " + ee.Error() + " " + strings.TrimSpace(out.String())}}
+			return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: "the probe failed: " + ee.Error() + " " + strings.TrimSpace(out.String())})
 		}
-		return []Check{{Name: "sandbox launch", Status: Fail, Detail: err.Error()}}
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: err.Error()})
 	}
 	var res EscapeResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return []Check{{Name: "sandbox launch", Status: Fail, Detail: "the probe's report: " + err.Error() + ": " + out.String()}}
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: "the probe's report: " + err.Error() + ": " + out.String()})
 	}
 	checks := []Check{{Name: "sandbox launch", Status: OK, Detail: "a real gosbx exec under the agent policy: " + strings.Join(steps, "; ")}}
 	verdict := func(name, got, hostSide string) {

@@ -41,14 +41,16 @@ func explainUserns(err error, f Facts) (detail, fix string) {
 }
 
 // explainSetup says why a sandbox launch failed at a setup step, from the error's
-// fields (its step, a *mounts.Error's operation and source, the errno: nsinit.Hint)
+// fields (its Hint, else nsinit.Hint of its step, a *mounts.Error's operation and
+// source, the errno)
 // and the host's facts, never from its text.
 func explainSetup(se *nsinit.SetupError, f Facts) string {
-	hint := nsinit.Hint(se.Step, se.Err)
+	hint := se.Hint // the launch's own (a root caller's binary not executable by its host id)
+	if hint == "" {
+		hint = nsinit.Hint(se.Step, se.Err)
+	}
 	var me *mounts.Error
 	switch {
-	case se.Step == "clone":
-		return "see the user namespace check"
 	case se.Step == "cgroup":
 		return "see the cgroup checks"
 	case errors.As(se.Err, &me) && me.Op == "mount" && me.Source == "proc" && errors.Is(se.Err, unix.EPERM):

@@ -206,7 +206,7 @@ func TestExplainSetupMaskedProc(t *testing.T) {
 // A clone failure at the sandbox launch is the user namespace, not a masked /proc.
 func TestExplainSetupCloneIsNotMaskedProc(t *testing.T) {
 	fix := explainSetup(&nsinit.SetupError{Step: "clone", Err: forkErr(unix.EPERM)}, Facts{})
-	wantAll(t, "clone fix", fix, "user namespace check")
+	wantAll(t, "clone fix", fix, "user namespace")
 	wantNone(t, "clone fix", fix, "procfs", "systempaths")
 }
 
@@ -276,5 +276,15 @@ func TestCheckContainer(t *testing.T) {
 	}
 	if c := checkContainer(Facts{}); c.Status != Skip {
 		t.Errorf("no container: %+v", c)
+	}
+}
+
+// A launch error's own hint wins: a root caller's init (an unprivileged host id) could
+// not execute a 0700 binary, which the launch says (the user namespace check passed).
+func TestExplainSetupKeepsTheErrorsHint(t *testing.T) {
+	hint := "a root caller's init runs as the unprivileged host id 2100000000: the gosbx binary must be executable by other users, e.g. mode 0755"
+	fix := explainSetup(&nsinit.SetupError{Step: "clone", Err: forkErr(unix.EACCES), Hint: hint}, Facts{})
+	if fix != hint {
+		t.Errorf("fix %q; want the error's hint %q", fix, hint)
 	}
 }

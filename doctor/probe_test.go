@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -225,5 +226,45 @@ func TestCheckSessions(t *testing.T) {
 	}
 	if c := checkSessions(); c.Status != Warn || !strings.Contains(c.Detail, "mode") || c.Fix == "" {
 		t.Fatalf("a runtime directory open to others: %+v", c)
+	}
+}
+
+// Every check appears in the report, in the same order, whatever fails: with no user
+// namespace (a probe binary that fails, as inside a sandbox) the mount API, overlayfs,
+// sandbox and escape checks are skip with the reason; a failed sandbox launch leaves
+// the escape checks skip, not absent (docs/doctor.md: "every check, in order").
+func TestEveryCheckAlwaysPresent(t *testing.T) {
+	requireUserns(t)
+	if testing.Short() {
+		t.Skip("launches a sandbox")
+	}
+	names := func(r []Check) []string {
+		var out []string
+		for _, c := range r {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	want := names(Run(testExe(t)).Checks)
+	failing := Run("/bin/false")
+	if got := names(failing.Checks); !slices.Equal(got, want) {
+		t.Errorf("with no user namespace the checks are\n%q\nwant\n%q", got, want)
+	}
+	for _, c := range failing.Checks {
+		if c.Status == Skip && c.Detail == "" {
+			t.Errorf("%q skipped without a reason", c.Name)
+		}
+		if strings.HasPrefix(c.Name, "escape: ") && c.Status != Skip {
+			t.Errorf("%+v with no user namespace: want skip", c)
+		}
+	}
+	launch := checkSandbox("/bin/false", ReadFacts())
+	if len(launch) != len(escapeChecks)+1 || launch[0].Status != Fail {
+		t.Fatalf("a failed launch gives %+v; want the launch failed, then every escape check", launch)
+	}
+	for i, c := range launch[1:] {
+		if c.Name != "escape: "+escapeChecks[i] || c.Status != Skip || !strings.Contains(c.Detail, "sandbox launch failed") {
+			t.Errorf("after a failed launch: %+v; want escape: %s, skip", c, escapeChecks[i])
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -259,6 +260,55 @@ func TestDoctor(t *testing.T) {
 	})
 }
 
+// allDoctorChecks are the checks every report holds (docs/doctor.md's table).
+var allDoctorChecks = []string{"kernel", "container", "user namespace + id maps", "mnt namespace", "pid namespace",
+	"net namespace", "ipc namespace", "uts namespace", "cgroup namespace", "new mount API", "overlayfs in a user namespace",
+	"pidfd_open, close_range, openat2", "idmapped mounts (root callers)", "Landlock", "cgroup mode", "cgroup limits",
+	"CLONE_INTO_CGROUP", "sandbox launch", "escape: write outside the workspace", "escape: read a host file",
+	"escape: connect to the host's loopback", "escape: TIOCSTI", "escape: create a user namespace",
+	"escape: seccomp filter denies", "escape: capabilities and no_new_privs"}
+
+// A root caller's init runs as an unprivileged host id, which cannot execute a gosbx
+// binary of mode 0700: the doctor's fix says so (as exec's does), not "see the user
+// namespace check" (which passed), and the escape checks are skip, not absent.
+func TestDoctorBinaryNotExecutableByOthers(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	dir, err := os.MkdirTemp("/var/tmp", "gosbx-test-bin-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "gosbx")
+	b, err := os.ReadFile(gosbxBin) // a copy: the shared binary keeps its mode
+	must(t, err)
+	must(t, os.WriteFile(bin, b, 0o700))
+	doctorMu.Lock()
+	defer doctorMu.Unlock()
+	cmd := exec.Command(bin, "doctor", "--json")
+	cmd.Dir = s.ws
+	out, _ := cmd.Output()
+	_, checks := parseDoctorJSON(t, string(out), 0)
+	have := map[string]doctorCheck{}
+	for _, ch := range checks {
+		have[ch.Name] = ch
+	}
+	if u := have["user namespace + id maps"]; u.Status != "ok" {
+		t.Fatalf("userns check %+v; want ok", u)
+	}
+	launch := have["sandbox launch"]
+	if launch.Status != "fail" || !strings.Contains(launch.Fix, "executable by other users") || strings.Contains(launch.Fix, "user namespace check") {
+		t.Errorf("sandbox launch with a 0700 binary: %+v; want a fix naming the binary's mode", launch)
+	}
+	for _, n := range allDoctorChecks {
+		ch, found := have[n]
+		if !found {
+			t.Errorf("check %q missing", n)
+		} else if strings.HasPrefix(n, "escape: ") && ch.Status != "skip" {
+			t.Errorf("%+v after a failed launch: want skip", ch)
+		}
+	}
+}
+
 func TestDoctorUsage(t *testing.T) {
 	requireBinary(t)
 	s := newSandbox(t, rootCaller)
@@ -311,13 +361,28 @@ func TestDoctorInsideSandbox(t *testing.T) {
 					}
 				case ch.Status == "fail" && c.uid == 0 && ch.Name == "pidfd_open, close_range, openat2" &&
 					ch.Detail == "openat2: function not implemented":
-					// a root caller's filter denies openat2 (its mode cannot be checked for set-ID bits)
+					// a root caller's filter denies openat2 (its mode cannot be checked for
+					// set-ID bits): the fix names that filter, not an old kernel
+					if !strings.Contains(ch.Fix, "seccomp filter") || strings.Contains(ch.Fix, "5.12") {
+						t.Errorf("openat2 under the sandbox's filter: fix %q; want the seccomp filter named, not Linux 5.12", ch.Fix)
+					}
 				case ch.Status == "fail":
 					t.Errorf("only the user namespace check should fail, not %+v", ch)
-				case strings.HasSuffix(ch.Name, " namespace") || ch.Name == "sandbox launch":
+				case strings.HasSuffix(ch.Name, " namespace") || ch.Name == "sandbox launch" || ch.Name == "new mount API" ||
+					ch.Name == "overlayfs in a user namespace" || strings.HasPrefix(ch.Name, "escape: "):
 					if ch.Status != "skip" || ch.Detail == "" {
 						t.Errorf("%+v: want skip, with the reason", ch)
 					}
+				}
+			}
+			// every check appears, skip or not (docs/doctor.md)
+			have := map[string]bool{}
+			for _, ch := range checks {
+				have[ch.Name] = true
+			}
+			for _, n := range allDoctorChecks {
+				if !have[n] {
+					t.Errorf("check %q missing from the report inside a sandbox", n)
 				}
 			}
 		}

@@ -75,6 +75,10 @@ cat "$B/status" >&2`, 1)
 					!strings.Contains(r.stderr, `"identity-map":`) {
 					t.Errorf("root, overlay workspace: want it run as host uid 0, the status saying so\n%v", r)
 				}
+				// ...and stderr too, in one line, for a caller without --status-fd
+				if strings.Count(r.stderr, "gosbx: warning: the command runs as host uid 0") != 1 {
+					t.Errorf("root, overlay workspace: want one warning line on stderr\n%v", r)
+				}
 				if strings.Contains(r.stdout, "GIT-WRITABLE") || strings.Contains(r.stdout, "GIT-CHANGED") {
 					t.Errorf("%s workspace: .git is writable inside\n%v", kind, r)
 				}

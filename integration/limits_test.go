@@ -557,6 +557,10 @@ func TestLimitsUnprivileged(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the command did not run with --limits best-effort: %v", err)
 	}
+	// the downgrade is said on stderr too, once, not only on the status fd
+	if strings.Count(r.stderr, "gosbx: warning: running without the limits asked for (memory)") != 1 {
+		t.Errorf("--limits best-effort without a cgroup: stderr %q; want one warning naming the limit", r.stderr)
+	}
 	ev := exitEvent(t, r.events, r.raw)
 	wantKey(t, ev, "limits", "none")
 	if note, _ := ev["limits-note"].(string); !strings.Contains(note, "cgroup") {
@@ -661,5 +665,17 @@ func TestLimitsRootDefaultNproc(t *testing.T) {
 		if _, ok := ev[k]; ok {
 			t.Errorf("exit line has %s without a cgroup: %v", k, ev)
 		}
+	}
+}
+
+// --cgroup-parent names a cgroup v2 group; on a host whose controllers are in v1 a
+// root caller's launch with limits is refused (125) saying to drop it, not "run as
+// root" (a new user's trial, as root).
+func TestCgroupParentOnV1AsRoot(t *testing.T) {
+	requireV1(t)
+	s := newSandbox(t, rootCaller)
+	r := s.run("--cgroup-parent", "gosbx-test-parent", "--pids", "64", "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "drop --cgroup-parent") || strings.Contains(r.stderr, "run as root") {
+		t.Errorf("--cgroup-parent on a v1 host as root: want 125 saying to drop it, not to run as root\n%v", r)
 	}
 }

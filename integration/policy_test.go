@@ -437,3 +437,46 @@ func TestPolicyExportOCI(t *testing.T) {
 		}
 	})
 }
+
+// `policy check` of a valid policy whose required read_only path is missing here says
+// so (a launch would stop, 125), naming the path as written and `optional: true`; it
+// stays ok (exit 0): another host may have it. An optional missing path is no warning.
+func TestPolicyCheckMissingRequiredBind(t *testing.T) {
+	s := newSandbox(t, rootCaller)
+	missing := filepath.Join(s.base, "absent")
+	pol := filepath.Join(s.base, "p.yaml")
+	must(t, os.WriteFile(pol, []byte("extends: agent\nfilesystem:\n  read_only:\n    - "+missing+
+		"\n    - {path: "+missing+"-opt, optional: true}\n    - /usr\n"), 0o644))
+	r := s.rawRun("policy", "check", pol)
+	if r.code != 0 || strings.Count(r.stderr, "gosbx: warning:") != 1 || !strings.Contains(r.stderr, missing+" does not exist") ||
+		!strings.Contains(r.stderr, "{path: "+missing+", optional: true}") {
+		t.Errorf("policy check with a missing required read_only path: want ok with one warning naming it and optional: true\n%v", r)
+	}
+	if r := s.run("--policy", pol, "--", "true"); r.code != 125 {
+		t.Errorf("a launch under it: want 125 (the warning's claim)\n%v", r)
+	}
+}
+
+// The wall-clock limit is part of the exported config (annotation org.gosbx.timeout):
+// from --timeout, and from a policy file's process.timeout.
+func TestPolicyExportTimeout(t *testing.T) {
+	s := newSandbox(t, rootCaller)
+	pol := filepath.Join(s.base, "p.yaml")
+	must(t, os.WriteFile(pol, []byte("extends: agent\nprocess:\n  timeout: 90s\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "30s"}, "30s"},
+		{[]string{"--policy", pol}, "1m30s"},
+	} {
+		r := s.rawRun(append(append([]string{"policy", "export", "--oci", "--workspace", s.ws}, tc.args...), "--", "true")...)
+		var spec struct{ Annotations map[string]string }
+		if err := json.Unmarshal([]byte(r.stdout), &spec); err != nil || r.code != 0 {
+			t.Fatalf("export %q: %v\n%v", tc.args, err, r)
+		}
+		if got := spec.Annotations["org.gosbx.timeout"]; got != tc.want {
+			t.Errorf("export %q: org.gosbx.timeout %q; want %q", tc.args, got, tc.want)
+		}
+	}
+}

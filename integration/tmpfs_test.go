@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,6 +137,43 @@ func TestTmpfsChargedToMemoryLimit(t *testing.T) {
 	if oom, _ := r.exit["oom-killed"].(bool); !oom && !strings.Contains(r.stdout, "DONE 1") {
 		t.Errorf("64 MiB into /dev/shm under --memory 32M: neither OOM-killed nor refused\n%v\n%v", r.result, r.exit)
 	}
+}
+
+// A --tmpfs inside the workspace whose path does not exist (relative: from the current
+// directory; or absolute, with a missing parent) leaves nothing on the host: the mount
+// point the launch made there, parents included, is removed after the run (a new user
+// found an empty dr-xr-xr-x directory left behind). A directory that existed stays; the
+// command's own files in the workspace stay; what it wrote in the tmpfs never reached
+// the host.
+func TestTmpfsMountPointRemoved(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		kept := filepath.Join(s.ws, "kept")
+		must(t, os.Mkdir(kept, 0o755))
+		s.chown(kept)
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--tmpfs", "rel", "--tmpfs", filepath.Join(s.ws, "a/b"), "--tmpfs", kept, "--",
+			shellPath, "-c", `touch rel/x a/b/y kept/z own && test -f "$1/rel/x" && test -f "$1/a/b/y"`, "_", s.ws)
+		cmd.Dir = s.ws // a relative --tmpfs PATH is taken from here
+		r := s.runCmd(ctx, cmd)
+		mustSucceed(t, r, "--tmpfs inside the workspace")
+		for _, p := range []string{"rel", "a"} {
+			if _, err := os.Lstat(filepath.Join(s.ws, p)); err == nil {
+				t.Errorf("%s: the mount point the launch made is still on the host", p)
+			}
+		}
+		if fi, err := os.Lstat(kept); err != nil || !fi.IsDir() {
+			t.Errorf("the existing directory %s was removed: %v", kept, err)
+		} else if _, err := os.Lstat(filepath.Join(kept, "z")); err == nil {
+			t.Error("a write to the tmpfs reached the host")
+		}
+		if _, err := os.Lstat(filepath.Join(s.ws, "own")); err != nil {
+			t.Errorf("the command's own file in the workspace is gone: %v", err)
+		}
+		if strings.Contains(r.stderr, "gosbx:") {
+			t.Errorf("stderr %q; want no gosbx line for the mount points it removed", r.stderr)
+		}
+	})
 }
 
 // Every scratch tmpfs has nr_inodes= in proportion to its size (attack review round

@@ -39,7 +39,8 @@ type Cmd struct {
 	Stdout, Stderr io.Writer
 
 	// Timeout, if positive, kills the whole sandbox after this wall-clock time
-	// (Result.TimedOut, ExitCode 124).
+	// (Result.TimedOut, ExitCode 124). Config.Timeout (the policy's) applies too: the
+	// shorter of the two wins, so a caller can only shorten the policy's limit.
 	Timeout time.Duration
 
 	// Events, if set, receives the status events as they happen, from the goroutines
@@ -87,6 +88,8 @@ type Cmd struct {
 	sessPid int      // a session command's pid in the init's pid namespace
 	hostPid int      // and on the host
 	pty     *os.File // a session command's terminal master (TTY)
+
+	setupOut *setupOutput // the init's fd 2 until it restores the command's stderr
 }
 
 // Command returns a Cmd that runs cfg.Process in a sandbox built from cfg.
@@ -234,7 +237,16 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 	}
 	files = append(files, lifeR, lifeW)
-	// fd 6, with egress or port forwards: the socket pair on which the init sends its
+	// fd 2 of the init while it builds the sandbox: a pipe read here (setuppids.go), the
+	// command's stderr passed beside it as stderrFd.
+	setupR, setupW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		c.own.dropGroup()
+		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
+	}
+	files = append(files, setupR, setupW)
+	// fd 7, with egress or port forwards: the socket pair on which the init sends its
 	// listening sockets and connects the forwards (egress.go, publish.go)
 	var egressR, egressW *os.File
 	var egressPolicy *egress.Policy
@@ -325,9 +337,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	c.start = time.Now()
 	if err = fault.Check("clone"); err == nil {
 		attr := &syscall.ProcAttr{
-			Env: fault.Env(),
-			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), uintptr(stdio.fds[2]),
-				specR.Fd(), syncW.Fd(), lifeR.Fd()},
+			// GOMAXPROCS bounds the init's runtime threads, which count against the
+			// pids limit (SetupPids), on a host of any size.
+			Env: append(fault.Env(), "GOMAXPROCS=2"),
+			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), setupW.Fd(),
+				specR.Fd(), syncW.Fd(), lifeR.Fd(), uintptr(stdio.fds[2])},
 			Sys: sys,
 		}
 		if egressR != nil {
@@ -348,6 +362,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	specR.Close()
 	syncW.Close()
 	lifeR.Close()
+	setupW.Close()
 	if egressR != nil {
 		egressR.Close()
 	}
@@ -364,6 +379,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		specW.Close()
 		syncR.Close()
 		lifeW.Close()
+		setupR.Close()
 		stdio.abort()
 		c.own.dropGroup()
 		if mapped && errors.Is(err, unix.EACCES) {
@@ -373,6 +389,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "clone", Err: err})
 	}
 	c.own.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
+	c.setupOut = readSetupOutput(setupR)
 	c.started = true
 	if err := c.sendSpec(spec, specW, mapped, hid); err != nil {
 		specW.Close()
@@ -382,7 +399,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		if ws := c.init.wait(); ws.Exited() && (errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)) {
 			// it closed its socket by exiting before it read its config: say why that is
 			// (a quick start ends before the spec is sent)
-			err = &SetupError{Step: "init", Err: diedEarly(ws)}
+			err = &SetupError{Step: "init", Err: diedEarly(ws, c.setupOut.summary())}
 		}
 		allow := spec.RootID != nil && spec.RootID.AllowHostRoot
 		var me *mounts.Error
@@ -535,9 +552,19 @@ func (c *Cmd) sendSpec(spec *config.Config, sock *os.File, mapped bool, hid *hos
 }
 
 func (c *Cmd) startTimer() {
-	if c.Timeout > 0 {
-		c.timer = time.AfterFunc(c.Timeout, c.expire)
+	if d := c.limit(); d > 0 {
+		c.timer = time.AfterFunc(d, c.expire)
 	}
+}
+
+// limit is the wall-clock limit in force: the shorter positive one of Cmd.Timeout and
+// Config.Timeout, or 0 for none.
+func (c *Cmd) limit() time.Duration {
+	d := c.Timeout
+	if c.Config != nil && c.Config.Timeout > 0 && (d <= 0 || c.Config.Timeout < d) {
+		d = c.Config.Timeout
+	}
+	return max(d, 0)
 }
 
 // awaitExec waits for the init's report on the command's execve and, when placed is
@@ -570,7 +597,12 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		c.reapFailed()
 		return c.fail(&ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)})
 	case ok && m.Type == msgError:
+		pids := c.own.group != nil && c.own.group.Stats().PidsMaxHit
 		c.reapFailed()
+		if pids {
+			// a fork or thread the pids limit refused (EAGAIN), said as such
+			return c.fail(&SetupError{Step: "pids", Err: fmt.Errorf("%s: %w; %w", m.Step, m.err(), setupPidsError(c.Config, ""))})
+		}
 		return c.fail(&SetupError{Step: m.Step, Err: m.err()})
 	}
 	if forking {
@@ -581,15 +613,22 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 	}
 	// The init died before reporting: killed (timeout, by the memory limit, or by
 	// someone) or crashed.
-	oom := c.own.group != nil && c.own.group.Stats().OOMKilled
-	c.reapFailed()
-	if c.isTimedOut() {
-		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.Timeout)})
+	var stats cgroup.Stats
+	if c.own.group != nil {
+		stats = c.own.group.Stats()
 	}
-	if oom {
+	c.reapFailed()
+	crash := c.setupOut.summary()
+	if c.isTimedOut() {
+		return c.fail(&SetupError{Step: "timeout", Err: fmt.Errorf("the %v wall-clock limit expired before the command started", c.limit())})
+	}
+	if stats.OOMKilled {
 		return c.fail(&SetupError{Step: "memory", Err: setupOOM(c.Config, c.init.wait())})
 	}
-	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
+	if stats.PidsMaxHit {
+		return c.fail(&SetupError{Step: "pids", Err: setupPidsError(c.Config, diedHow(c.init.wait(), crash))})
+	}
+	return c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait(), crash)})
 }
 
 // fail reports err as an event and returns it; a *SetupError gets its Hint.

@@ -16,14 +16,14 @@ import (
 // Egress (config.Egress): the sandbox keeps its network namespace with only lo. Its
 // init, after the loopback step and while it still holds CAP_NET_BIND_SERVICE there,
 // makes the listening sockets of the egress (config.EgressHTTPPort and the others) and
-// sends them once, with SCM_RIGHTS, on fd 6, a unix socket pair inherited from the
-// owner; then it closes its copies, and fd 6 unless it serves port forwards
+// sends them once, with SCM_RIGHTS, on fd 7, a unix socket pair inherited from the
+// owner; then it closes its copies, and fd 7 unless it serves port forwards
 // (publish.go). The owner's proxy (egress.Proxy) accepts on
 // them: every connection of the sandbox to those ports is a socket of the sandbox's
 // namespace held by the owner on the host side, which decides, dials and copies (splice(2)
 // between the two TCP sockets). pid 1 copies nothing and keeps no egress state, and no
 // socket path exists on disk. docs/decisions.md, "Egress".
-const egressFd = 6
+const egressFd = 7
 
 // egressSockets, in the order they are sent.
 var egressSockets = [...]listenSocket{
@@ -44,7 +44,7 @@ type listenSocket struct {
 
 // listenEgress makes the egress's listening sockets in the init's network namespace
 // (IPv4 only: there is no IPv6 route for anything to use) and sends them to the owner;
-// fd 6 is closed then unless keep (more to send, or port forwards: serveDials).
+// fd 7 is closed then unless keep (more to send, or port forwards: serveDials).
 func listenEgress(keep bool) error { return listenAndSend(egressSockets[:], keep) }
 
 // listenHostPorts makes a listening socket on 127.0.0.1:PORT for each of the host's
@@ -94,7 +94,7 @@ func resolvConf(root *mounts.Root) error {
 	return root.File("/etc/resolv.conf", []byte(config.EgressResolvConf))
 }
 
-// egressPair makes the socket pair of a sandbox with egress: the init's end (fd 6
+// egressPair makes the socket pair of a sandbox with egress: the init's end (fd 7
 // inside) and the owner's.
 func egressPair() (*os.File, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -104,7 +104,7 @@ func egressPair() (*os.File, *os.File, error) {
 	return os.NewFile(uintptr(fds[0]), "egress-init"), os.NewFile(uintptr(fds[1]), "egress"), nil
 }
 
-// startNet starts the owner's side of fd 6 (sock): the egress proxy (pol set), served
+// startNet starts the owner's side of fd 7 (sock): the egress proxy (pol set), served
 // from when the init sends its listening sockets (received in a goroutine: the init
 // sends them during its setup), and the port forwards pub of list. An init that ends
 // before it sends them closes its end: nothing is served. Ended by stopNet.

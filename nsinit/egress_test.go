@@ -15,7 +15,7 @@ import (
 )
 
 // A library caller's sandboxes with egress, a port forward and a host port, run one
-// after another: each one's proxy, forwards and fd 6 carry traffic while it runs and
+// after another: each one's proxy, forwards and fd 7 carry traffic while it runs and
 // are gone once Wait returns: the same descriptors and goroutines as before, the
 // forwarded port closed, and every status line delivered before Wait returned.
 func TestEgressLeavesNothing(t *testing.T) {

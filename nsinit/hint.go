@@ -71,7 +71,9 @@ var currentEnv = sync.OnceValue(func() launchEnv {
 // Hint says what usually fixes a setup failure at step with err, decided from the
 // error's fields (the step, a *mounts.Error's operation and source, the errno) and
 // from whether a seccomp filter or AppArmor profile confines gosbx itself, never from
-// the error's text; "" when nothing specific is known.
+// the error's text; "" when nothing specific is known. A step may also be the name of a
+// system call gosbx needs ("openat2", "close_range", "pidfd_open"), as doctor's probes
+// give it.
 func Hint(step string, err error) string { return hintIn(step, err, currentEnv()) }
 
 func hintIn(step string, err error, env launchEnv) string {
@@ -118,6 +120,8 @@ func filteredCall(step string) string {
 		return "sethostname"
 	case "mount", "pivot_root":
 		return "a mount call (mount, umount2, pivot_root, open_tree, fsopen, fsconfig, fsmount, move_mount, mount_setattr)"
+	case "openat2", "close_range", "pidfd_open": // doctor's probes of these calls, named as the step
+		return step
 	}
 	return ""
 }

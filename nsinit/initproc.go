@@ -79,11 +79,16 @@ func describe(ws unix.WaitStatus) string {
 // diedEarly is the error for an init that ended before its report. The init reports
 // every failure it can; one that exits on its own without a word is most often not the
 // init at all: a program that links nsinit but does not call Init first in main runs
-// its own main again when re-executed.
-func diedEarly(ws unix.WaitStatus) error {
-	if ws.Exited() {
-		return fmt.Errorf("the init stage exited (%s) before reporting: a program that links nsinit must call "+
-			"nsinit.Init() first in main (or the init crashed: see its stderr)", describe(ws))
+// its own main again when re-executed. stderr is the start of what it wrote on its fd 2
+// during setup (setupOutput.summary: a Go runtime crash's cause), or "".
+func diedEarly(ws unix.WaitStatus, stderr string) error {
+	said := ""
+	if stderr != "" {
+		said = "; it said: " + stderr
 	}
-	return fmt.Errorf("the init stage died during setup: %s", describe(ws))
+	if ws.Exited() {
+		return fmt.Errorf("the init stage exited (%s) before reporting%s: a program that links nsinit must call "+
+			"nsinit.Init() first in main (or the init crashed)", describe(ws), said)
+	}
+	return fmt.Errorf("the init stage died during setup: %s%s", describe(ws), said)
 }

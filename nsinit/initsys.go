@@ -51,6 +51,7 @@ type initSys interface {
 	lookPath(dir *os.File, name string, env []string) (string, error)
 	awaitGoAhead()
 	defaultSignals() error
+	restoreStderr()
 	claimTerminal()
 	fork(p *procPlan) (int, error)
 	dropAllCaps()
@@ -60,6 +61,7 @@ type initSys interface {
 type kernelInit struct {
 	w            syncWriter
 	holderReport int
+	stderrMoved  bool // restoreStderr ran: stderrFd's number may be another file's now
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
@@ -174,6 +176,18 @@ func (k *kernelInit) awaitGoAhead() {
 
 func (k *kernelInit) defaultSignals() error { return defaultFaultSignals() }
 func (k *kernelInit) claimTerminal()        { claimTerminal() }
+
+// restoreStderr makes the command's stderr (stderrFd) the init's fd 2, in place of the
+// launcher's setup pipe; once only (stderrFd is closed then, and its number reused).
+func (k *kernelInit) restoreStderr() {
+	if k.stderrMoved {
+		return
+	}
+	k.stderrMoved = true
+	if unix.Dup3(stderrFd, 2, 0) == nil {
+		unix.Close(stderrFd)
+	}
+}
 
 func (k *kernelInit) fork(p *procPlan) (int, error) { return forkPlan(p) }
 func (k *kernelInit) dropAllCaps()                  { dropThreadCaps() }

@@ -37,7 +37,7 @@ type owner struct {
 	// journal records the after-run cleanup this launch owes, so that the next launch
 	// or doctor completes it if the owner dies first (cleanup.Journal).
 	journal *cleanup.Journal
-	// net is the owner's end of the init's fd 6 (egress.go), with the egress proxy
+	// net is the owner's end of the init's fd 7 (egress.go), with the egress proxy
 	// (config.Egress), served from when the init sends its listening sockets (netDone
 	// closed), and the port forwards (config.Publish; publish.go), until the sandbox
 	// ends.
@@ -77,9 +77,16 @@ func (o *owner) makeGroup(spec *config.Config) error {
 		return nil
 	}
 	if len(info.Required) > 0 && !info.BestEffort {
-		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; "+
-			"run as root, name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts), or accept running without them with --limits best-effort",
-			strings.Join(info.Required, ", "), err)}
+		var ways []string
+		switch {
+		case info.CgroupParent != "" && cgroup.Mode() != cgroup.V2:
+			ways = append(ways, "drop --cgroup-parent (it names a cgroup v2 group, and this host keeps its controllers in cgroup v1)")
+		case os.Geteuid() != 0:
+			ways = append(ways, "run as root", "name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts)")
+		}
+		ways = append(ways, "accept running without them with --limits best-effort")
+		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; %s",
+			strings.Join(info.Required, ", "), err, strings.Join(ways, ", or "))}
 	}
 	o.limits = err.Error()
 	return nil
@@ -111,3 +118,9 @@ func (o *owner) afterRun(spec *config.Config) (removed, failed []string) {
 	}
 	return removed, failed
 }
+
+// IdentityMapNote says, after Start, why a root caller's command runs as host uid 0
+// after all (its config's RootID.AllowHostRoot, and a read-write bind that could not be
+// idmapped: the mounts error), "" when it runs as a host id of its range or the caller
+// is not root. Result.IdentityMap says the same after Wait.
+func (c *Cmd) IdentityMapNote() string { return c.identityMap }

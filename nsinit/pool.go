@@ -123,7 +123,7 @@ func (p *Pool) build() built {
 		return built{err: &SetupError{Step: m.Step, Err: m.err()}}
 	}
 	c.reapFailed()
-	return built{err: &SetupError{Step: "init", Err: diedEarly(c.init.wait())}}
+	return built{err: &SetupError{Step: "init", Err: diedEarly(c.init.wait(), c.setupOut.summary())}}
 }
 
 func (b built) discard() {

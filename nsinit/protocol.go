@@ -31,6 +31,9 @@ import (
 //	     "session") reports "ready" too, then serves its owner's requests there, one
 //	     frame each, until the owner is gone (sessioninit.go).
 //	fd 4 (init → launcher): frames, one message per setup outcome (below).
+//	fd 2 (init → launcher): a pipe until the init restores the command's stderr from
+//	     fd 6 (before forking the command, or reading a pooled process): what the init's
+//	     runtime writes when it crashes during setup.
 //	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
 //	     init forks the command only then), then an "ack" byte once the launcher has
 //	     seen the exec message (the reaper waits for it before reaping, so the command's
@@ -39,7 +42,8 @@ import (
 //	     the sandbox's pid namespace.
 //	     A pipe end is held by the process, not by one thread, unlike PR_SET_PDEATHSIG,
 //	     which fires when the cloning thread exits.
-//	fd 6 (both ways), only with egress or port forwards: a unix seqpacket socket on
+//	fd 6 (launcher → init): the command's stderr, moved onto fd 2 (above).
+//	fd 7 (both ways), only with egress or port forwards: a unix seqpacket socket on
 //	     which the init sends its egress listening sockets (egress.go) and answers
 //	     the owner's requests for connections inside (publish.go).
 //
@@ -53,6 +57,11 @@ const (
 	specFd = 3
 	syncFd = 4
 	lifeFd = 5
+	// stderrFd is the command's stderr while the init builds the sandbox: the init's
+	// own fd 2 is then a pipe the launcher reads (a Go runtime crash during setup, such
+	// as a thread the pids limit refused, becomes the launch's error, not a stack dump
+	// on the caller's terminal); the init moves this onto fd 2 before the command.
+	stderrFd = 6
 )
 
 // InitArg is the argv[0] under which the binary is re-executed as the init stage.

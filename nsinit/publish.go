@@ -20,13 +20,13 @@ import (
 
 // Port forwards (config.Publish, --publish): the owner listens on the host (bound
 // before the clone, so a port in use is a setup error), and for each connection asks
-// the sandbox's init, on fd 6 (the socket pair of egress.go), for a connection to the
+// the sandbox's init, on fd 7 (the socket pair of egress.go), for a connection to the
 // sandbox's loopback port; the init connects (no capability needed) and sends the
 // connected socket back with SCM_RIGHTS, or the errno. The owner then copies both ways.
 // A request is two bytes (the port, big-endian); a reply four (0 with the descriptor,
 // else the errno). The init connects only to the ports of its config.
 
-// serveDials answers the owner's requests on fd 6 until it closes.
+// serveDials answers the owner's requests on fd 7 until it closes.
 func serveDials(ports []uint16) {
 	go func() {
 		defer unix.Close(egressFd)
@@ -85,7 +85,7 @@ func dialLoopback(port uint16, ports []uint16) (int, unix.Errno) {
 	return fd, 0
 }
 
-// netSock is the owner's end of fd 6: the egress's listening sockets come first (when
+// netSock is the owner's end of fd 7: the egress's listening sockets come first (when
 // the sandbox has egress), then the replies to dial requests, one at a time.
 type netSock struct {
 	f     *os.File

@@ -408,3 +408,49 @@ func TestExecEventPidShortCommand(t *testing.T) {
 		t.Errorf("the exec event of a short command (true) had no pid (Event.Pid = 0)")
 	}
 }
+
+// The policy's timeout reaches the launch through the config, with no Cmd.Timeout set:
+// from policy.Options.Timeout and from a policy file's process.timeout; a Cmd.Timeout
+// longer than the config's does not lengthen it, a shorter one wins.
+func TestConfigTimeout(t *testing.T) {
+	ws := testWorkspace(t)
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(file, []byte("extends: agent\nprocess:\n  timeout: 300ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"sh", "-c", "sleep 30 & sleep 30"}
+	for _, tc := range []struct {
+		name string
+		o    policy.Options
+		cmd  time.Duration // Cmd.Timeout
+	}{
+		{"options", policy.Options{Args: args, Workspace: ws, Timeout: 300 * time.Millisecond}, 0},
+		{"policy file", policy.Options{Args: args, Workspace: ws, Policy: pol}, 0},
+		{"Cmd.Timeout longer", policy.Options{Args: args, Workspace: ws, Timeout: 300 * time.Millisecond}, time.Hour},
+		{"Cmd.Timeout shorter", policy.Options{Args: args, Workspace: ws, Timeout: time.Hour}, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := compile(t, tc.o, nil)
+			if cfg.Timeout <= 0 {
+				t.Fatalf("config.Timeout = %v; the policy's timeout did not reach the config", cfg.Timeout)
+			}
+			c := Command(cfg)
+			c.Timeout = tc.cmd
+			begin := time.Now()
+			err := c.Run()
+			skipIfNoSandbox(t, err)
+			elapsed := time.Since(begin)
+			var ee *ExitError
+			if !errors.As(err, &ee) || !ee.TimedOut || ee.ExitCode != ExitTimeout {
+				t.Fatalf("Run = %v (%T) after %v; want a timed-out *ExitError", err, err, elapsed)
+			}
+			if elapsed < 300*time.Millisecond || elapsed > 10*time.Second {
+				t.Errorf("Run took %v with a 300ms limit", elapsed)
+			}
+		})
+	}
+}

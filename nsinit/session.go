@@ -63,7 +63,7 @@ func NewSession(cfg *config.Config) (*Session, error) {
 		return nil, c.fail(&SetupError{Step: m.Step, Err: m.err()})
 	default:
 		c.reapFailed()
-		return nil, c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait())})
+		return nil, c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait(), c.setupOut.summary())})
 	}
 	s := &Session{c: c, done: make(chan struct{})}
 	go func() {

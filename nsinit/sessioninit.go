@@ -68,6 +68,7 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	if err := step("signal dispositions", s.sys.defaultSignals()); err != nil {
 		reportInitError(w, err)
 	}
+	s.sys.restoreStderr() // set up: the init's fd 2 is its owner's stderr again, not the setup pipe
 	cleanupSpec = s.spec
 	// From here commands may run: should the owner die, the reaper cleans up after them.
 	forked.Store(true)

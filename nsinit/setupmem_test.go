@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -43,6 +44,43 @@ func TestSetupOOMNamed(t *testing.T) {
 			// the init survived its setup; the command was killed instead, and says so
 		default:
 			t.Errorf("a 64 KiB limit: %v (%T)", err, err)
+		}
+	}
+}
+
+// The policy package refuses a pids limit below what the sandbox's setup needs, and its
+// floor is this package's.
+func TestMinPidsIsSetupPids(t *testing.T) {
+	if policy.MinPids != SetupPids {
+		t.Errorf("policy.MinPids %d, nsinit.SetupPids %d", policy.MinPids, SetupPids)
+	}
+}
+
+// A setup stopped by the sandbox's own pids limit is named as such (step "pids", the
+// limit, what the sandbox needs), and the init's Go runtime crash report (a new user's
+// --pids 8: "failed to create new OS thread", ~150 lines of stacks) does not reach the
+// command's stderr. The library takes a spec's limit as it is, so 4 reaches the kernel.
+func TestSetupPidsNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a pids limit needs a cgroup: root on this host")
+	}
+	ws := testWorkspace(t)
+	for i := 0; i < 5; i++ {
+		spec := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws, Resources: policy.Resources{Pids: 64}}, nil)
+		small := int64(4)
+		spec.Linux.Resources.Pids.Limit = &small
+		var stderr bytes.Buffer
+		c := Command(spec)
+		c.Stderr = &stderr
+		err := c.Run()
+		skipIfNoSandbox(t, err)
+		var se *SetupError
+		if !errors.As(err, &se) || se.Step != "pids" || !strings.Contains(se.Error(), "pids limit (4)") ||
+			!strings.Contains(se.Error(), "up to 16 tasks") {
+			t.Errorf("setup under a pids limit of 4: %v (%T); want step pids naming the limit and the need", err, err)
+		}
+		if strings.Contains(stderr.String(), "goroutine") || strings.Contains(stderr.String(), "runtime") {
+			t.Errorf("the init's crash report reached the command's stderr:\n%.2000s", stderr.String())
 		}
 	}
 }

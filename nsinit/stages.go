@@ -171,6 +171,7 @@ func (s *sandboxInit) resolvConf() error {
 func (s *sandboxInit) pivotRoot() error { return s.sys.pivotRoot(s.root) }
 
 func (s *sandboxInit) readProcess() error {
+	s.sys.restoreStderr() // before the process's own stdio replaces fd 0-2
 	s.sys.send(message{Type: msgReady})
 	proc, err := s.sys.readProcess()
 	if err != nil {
@@ -205,6 +206,7 @@ func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
 		dir.Close()
 		return "", 0, err
 	}
+	s.sys.restoreStderr()
 	s.sys.claimTerminal()
 	// From here the command may run: should the init die before its exec report, the
 	// launcher must not say the command never ran.

@@ -86,6 +86,7 @@ func (r *recorder) lookPath(dir *os.File, name string, env []string) (string, er
 func (r *recorder) awaitGoAhead()         { r.rec("awaitGoAhead") }
 func (r *recorder) defaultSignals() error { return r.rec("defaultSignals") }
 func (r *recorder) claimTerminal()        { r.rec("claimTerminal") }
+func (r *recorder) restoreStderr()        { r.rec("restoreStderr") }
 func (r *recorder) dropAllCaps()          { r.rec("dropAllCaps") }
 func (r *recorder) fork(p *procPlan) (int, error) {
 	if err := r.rec("fork"); err != nil {
@@ -161,6 +162,7 @@ func TestStageOrder(t *testing.T) {
 		"lookPath sh",
 		"awaitGoAhead",
 		"defaultSignals",
+		"restoreStderr",
 		"claimTerminal",
 		"send forking",
 		"fork",
@@ -218,7 +220,7 @@ func TestStageOrder(t *testing.T) {
 				break
 			}
 		}
-		want = append(want, "send ready", "readProcess")
+		want = append(want, "restoreStderr", "send ready", "readProcess")
 		want = append(want, start...)
 		if !reflect.DeepEqual(r.calls, want) {
 			t.Errorf("calls:\n%s", diffCalls(want, r.calls))
@@ -260,7 +262,7 @@ func TestStageOrder(t *testing.T) {
 		if i := slices.Index(r2.calls, "loopbackUp"); i < 0 || !slices.Equal(r2.calls[i+1:i+3], []string{"listenEgress keep=true", "serveDials [8000 3000]"}) {
 			t.Errorf("calls with port forwards: %v", r2.calls)
 		}
-		// with host ports: sent after the egress's sockets, fd 6 closed after them
+		// with host ports: sent after the egress's sockets, fd 7 closed after them
 		spec3 := stageSpec()
 		spec3.Egress, spec3.HostPorts = &config.Egress{}, []uint16{5432}
 		r3 := &recorder{spec: spec3}

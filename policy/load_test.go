@@ -223,7 +223,7 @@ func TestParseRefused(t *testing.T) {
 		{"network.mode wifi", "network:\n  mode: wifi\n", "network.mode", 2, "wifi"},
 		// read fine, but no filter can express it: refused here, not at launch
 		{"seccomp masked_eq never holds", "seccomp:\n  rules:\n    - {syscalls: [ioctl], action: errno, args: [{index: 1, op: masked_eq, mask: 255, value: 256}]}\n",
-			"seccomp", 0, "never hold"},
+			"seccomp.rules[0]", 3, "never hold"},
 		{"filesystem.git rw", "filesystem:\n  git: rw\n", "filesystem.git", 2, "readonly or commit"},
 		{"process.timeout soon", "process:\n  timeout: soon\n", "process.timeout", 2, "soon"},
 		{"negative timeout", "process:\n  timeout: -5s\n", "process.timeout", 2, "positive"},

@@ -57,6 +57,9 @@ func (r *Resources) validate(field string) error {
 	if r.Pids < 0 {
 		return bad("pids", "%d: want a positive number", r.Pids)
 	}
+	if err := checkMinPids(r.Pids); err != nil {
+		return bad("pids", "%v", err)
+	}
 	if r.CPUs < 0 || math.IsNaN(r.CPUs) || math.IsInf(r.CPUs, 0) || (r.CPUs > 0 && r.CPUs < 0.01) {
 		return bad("cpus", "%v: want a number of cores, at least 0.01", r.CPUs)
 	}
@@ -81,6 +84,21 @@ func checkMinMemory(s string, n int64) error {
 	if n > 0 && n < MinMemory {
 		return fmt.Errorf("%s is below what the sandbox itself needs: its init uses up to about 1.3 MiB before the "+
 			"command starts (measured peak); ask for at least %dM, plus what the command needs", s, MinMemory>>20)
+	}
+	return nil
+}
+
+// MinPids is the smallest pids limit a sandbox is built with: the tasks its own setup
+// needs before the command's (nsinit.SetupPids, measured there). Below it the init's
+// Go runtime crashed, or a fork failed, during setup.
+const MinPids = 16
+
+// checkMinPids refuses a pids limit n below MinPids.
+func checkMinPids(n int64) error {
+	if n > 0 && n < MinPids {
+		return fmt.Errorf("%d is below what the sandbox itself needs: its init's threads, pid 1 of the commands and "+
+			"the command's first process count against it (measured peak 8-12 for /bin/true); ask for at least %d, "+
+			"plus what the command needs", n, MinPids)
 	}
 	return nil
 }
@@ -176,6 +194,9 @@ func limits(required, defaults *Resources) (*specs.LinuxResources, []specs.POSIX
 		}
 	} else if req.MemorySwap != "" {
 		return nil, nil, config.Limits{}, errorf("memory-swap", "", nil, "a swap limit needs a memory limit")
+	}
+	if err := checkMinPids(all.Pids); err != nil {
+		return nil, nil, config.Limits{}, errorf("pids", "", nil, "%v", err)
 	}
 	if all.Pids > 0 {
 		p := all.Pids

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/gosbx/gosbx/egress"
 	"reflect"
@@ -61,6 +62,25 @@ func (p *Policy) validate() error {
 		return err
 	}
 	if p.Seccomp != nil {
+		// Each rule alone first, so that the error's field (and the file's line) is the
+		// rule's: seccomp.rules[i].
+		for i, r := range p.Seccomp.Rules {
+			field := fmt.Sprintf("seccomp.rules[%d]", i)
+			one := &seccomp.Config{Profile: "none", Rules: []seccomp.Rule{r}}
+			if err := one.Validate(); err != nil {
+				if inner := errors.Unwrap(err); inner != nil {
+					err = inner // not "rules[0]", the index in a list of one
+				}
+				return bad(field, "%v", err)
+			}
+			s, err := one.Spec()
+			if err == nil {
+				_, err = seccomp.Compile(s)
+			}
+			if err != nil {
+				return bad(field, "%v", err)
+			}
+		}
 		if err := p.Seccomp.Validate(); err != nil {
 			return bad("seccomp", "%v", err)
 		}

@@ -106,6 +106,9 @@ func openStatusFd(s string) (*os.File, error) {
 		return nil, fmt.Errorf("--status-fd %q: want a file descriptor number", s)
 	}
 	fl, err := unix.FcntlInt(uintptr(n), unix.F_GETFL, 0)
+	if errors.Is(err, unix.EBADF) {
+		return nil, fmt.Errorf("--status-fd %d: file descriptor %d is not open in gosbx: the caller must open it, e.g. %d>status.json: %w", n, n, n, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--status-fd %d: %w", n, err)
 	}
@@ -162,7 +165,7 @@ func execute(o policy.Options, status *os.File) error {
 		ws, _ = os.Getwd()
 	}
 	completeJournals(append([]string{ws}, o.ReadWrite...))
-	eff, spec, err := policyStep(o, host, sigc, notified)
+	_, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
 		if errors.As(err, &ss) {
@@ -181,9 +184,11 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	cmd := nsinit.Command(spec)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// --timeout bounds the whole launch, the policy step included.
-	if cmd.Timeout = eff.Timeout(); cmd.Timeout > 0 {
-		cmd.Timeout = max(cmd.Timeout-time.Since(start), time.Millisecond)
+	// The config carries the timeout (the policy's, or --timeout), which Cmd applies
+	// from Start; --timeout bounds the whole launch, the policy step included, so what
+	// the policy step took is taken off (Cmd keeps the shorter of the two).
+	if spec.Timeout > 0 {
+		cmd.Timeout = max(spec.Timeout-time.Since(start), time.Millisecond)
 	}
 	if status != nil {
 		cmd.Events = emit
@@ -194,6 +199,7 @@ func execute(o policy.Options, status *os.File) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	warnDowngrades(cmd, spec)
 	go func() {
 		for s := range sigc {
 			cmd.Signal(s)
@@ -205,18 +211,51 @@ func execute(o policy.Options, status *os.File) error {
 		return err
 	}
 	for _, p := range cmd.Result.Removed {
+		if madeForMount(spec, p) {
+			continue // a tmpfs mount point the launch made in a host tree, as expected
+		}
 		fmt.Fprintf(os.Stderr, "gosbx: the command created %s, which would redirect git outside the sandbox; removed\n", p)
 	}
 	for _, p := range cmd.Result.NotRemoved {
 		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created at %s; it would redirect git outside the sandbox: remove it before running git there\n", p)
 	}
 	if cmd.Result.TimedOut {
-		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", eff.Timeout())
+		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}
 	if cmd.Result.ExitCode != 0 {
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil
+}
+
+// madeForMount reports whether p is, or holds, the mount point of one of spec's tmpfs
+// mounts: a directory the launch made in a host tree, removed after the run (the
+// policy's cleanup entry), not something the command made.
+func madeForMount(spec *config.Config, p string) bool {
+	for _, m := range spec.Mounts {
+		if m.Type == "tmpfs" && (m.Destination == p || strings.HasPrefix(m.Destination, p+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// warnDowngrades says on stderr, one line each, where the sandbox runs with less than
+// the best the policy allows, as it allows: a root caller's command as host uid 0 (a
+// read-write bind that cannot be idmapped, root_identity_map: allow), and limits asked
+// for with --limits best-effort that could not be applied. The status line has the same
+// facts (identity-map, limits-note); a caller without --status-fd should not miss them.
+// A profile's default limit not applied is no warning: it is applied where the host
+// allows, as documented.
+func warnDowngrades(cmd *nsinit.Cmd, spec *config.Config) {
+	if why := cmd.IdentityMapNote(); why != "" {
+		fmt.Fprintf(os.Stderr, "gosbx: warning: the command runs as host uid 0, not an id of its own: a read-write bind "+
+			"cannot be idmapped (%s); files it makes there are root's. Set root_identity_map: deny in the policy to refuse instead\n", why)
+	}
+	if note := cmd.LimitsNote(); note != "" && len(spec.Limits.Required) > 0 {
+		fmt.Fprintf(os.Stderr, "gosbx: warning: running without the limits asked for (%s), as best-effort allows: %s\n",
+			strings.Join(spec.Limits.Required, ", "), note)
+	}
 }
 
 // setupFailure is a launch stopped before the sandbox existed (a bad policy): exit 125.

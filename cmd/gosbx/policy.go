@@ -74,6 +74,13 @@ func newPolicyCheckCmd() *cobra.Command {
 					ext = " (extends " + p.Base() + ")"
 				}
 				fmt.Fprintf(c.OutOrStdout(), "%s: ok%s\n", f, ext)
+				// valid, but a launch on this host would stop at a required bind
+				if host, err := policy.CurrentHost(); err == nil {
+					for _, m := range p.MissingBinds(host) {
+						fmt.Fprintf(c.ErrOrStderr(), "gosbx: warning: %s: %s does not exist here, and a launch under this policy "+
+							"stops there (125); mark it {path: %s, optional: true} if it may be absent\n", f, m.Path, m.Given)
+					}
+				}
 			}
 			if bad > 0 {
 				return statusError(125)

@@ -13,6 +13,8 @@
 package config
 
 import (
+	"time"
+
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -73,6 +75,11 @@ type Config struct {
 	// the owner carries each connection to the host's 127.0.0.1:PORT. At most
 	// MaxHostPorts; requires a network namespace.
 	HostPorts []uint16 `json:"hostPorts,omitempty"`
+	// Timeout, if positive, is the sandbox's wall-clock limit (a policy's
+	// process.timeout, or policy.Options.Timeout): nsinit.Cmd kills the whole sandbox
+	// after the shorter of this and Cmd.Timeout. The launcher's alone; in OCI JSON,
+	// TimeoutAnnotation.
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // MaxHostPorts bounds HostPorts: their sockets go to the owner in one message.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -32,6 +33,8 @@ const (
 	CleanupAnnotation = "org.gosbx.cleanup"
 	// MakeDirsAnnotation: MakeDirs, an array of paths.
 	MakeDirsAnnotation = "org.gosbx.make-dirs"
+	// TimeoutAnnotation: Timeout, a Go duration ("30s", "1m30s").
+	TimeoutAnnotation = "org.gosbx.timeout"
 	// EgressAnnotation: Egress, {"allow": [...], "deny": [...]}.
 	EgressAnnotation = "org.gosbx.egress"
 	// PublishAnnotation: Publish, [{"hostIP": A, "hostPort": H, "port": P}, …].
@@ -87,6 +90,9 @@ func ToSpec(c *Config) (*specs.Spec, error) {
 	}
 	if err == nil && len(c.HostPorts) > 0 {
 		err = put(HostPortsAnnotation, c.HostPorts)
+	}
+	if c.Timeout > 0 {
+		a[TimeoutAnnotation] = c.Timeout.String()
 	}
 	if err == nil && c.RootID != nil {
 		err = put(IDRangeAnnotation, c.RootID.Range)
@@ -225,6 +231,11 @@ func fromAnnotations(c *Config, a map[string]string) error {
 			err = json.Unmarshal(raw, &c.Cleanup)
 		case MakeDirsAnnotation:
 			err = json.Unmarshal(raw, &c.MakeDirs)
+		case TimeoutAnnotation:
+			c.Timeout, err = time.ParseDuration(a[k])
+			if err == nil && c.Timeout <= 0 {
+				err = fmt.Errorf("%q is not a positive duration", a[k])
+			}
 		case EgressAnnotation:
 			c.Egress = &Egress{}
 			err = json.Unmarshal(raw, c.Egress)

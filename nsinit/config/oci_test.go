@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -34,7 +35,7 @@ func profileConfigs(t *testing.T) map[string]*config.Config {
 			ws := t.TempDir()
 			h.Cwd = ws
 			c, err := policy.Compile(policy.Options{Policy: pol, Workspace: ws, Args: []string{"/bin/true"},
-				Resources: policy.Resources{Memory: "1G", Limits: "best-effort"}}, h)
+				Resources: policy.Resources{Memory: "1G", Limits: "best-effort"}, Timeout: 90 * time.Second}, h)
 			if err != nil {
 				t.Fatalf("%s, uid %d: %v", profile, uid, err)
 			}

@@ -55,6 +55,9 @@ func (c *Config) Validate() error {
 	if l == nil {
 		return errors.New("the config has no linux section")
 	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("timeout %v is negative", c.Timeout)
+	}
 	have := map[specs.LinuxNamespaceType]bool{}
 	for _, ns := range l.Namespaces {
 		if !knownNamespaces[ns.Type] {

@@ -55,7 +55,8 @@ func encodeProcess(e *wire.Encoder, p *specs.Process) {
 
 // Encode is what the init is sent of c (Decode reverses it): everything it reads. Not
 // sent are the launcher's own fields (Linux.Resources and Limits: the cgroup; RootID:
-// the host id, by then in the id mappings; MakeDirs, made before the clone) and
+// the host id, by then in the id mappings; MakeDirs, made before the clone; Timeout,
+// the launcher's timer) and
 // Linux.Seccomp, the source of Linux.Filter; of Egress, only that it is set; of Publish,
 // the ports inside. Of Process, the fields Validate lets through but capabilities (all
 // dropped).
