@@ -109,8 +109,10 @@ func superviseMain() int {
 		return fail(err)
 	}
 	lock.Truncate(0)
-	// Who to wait for once this supervisor is gone (sweepStale): it, and the init.
-	fmt.Fprintf(lock, "%d %d\n", os.Getpid(), sess.InitPid())
+	// Who to wait for once this supervisor is gone (sweepStale): it, and the init, each
+	// with its start time (the init is this process's child: its pid cannot be reused
+	// before this process is gone).
+	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
 	sv := &supervisor{name: sd.Name, files: files, sess: sess, started: time.Now(), policy: sd.Policy, bounds: sd.Bounds,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
 	go sv.accept(lfd)
