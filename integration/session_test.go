@@ -817,3 +817,39 @@ func TestSessionRequestNarrows(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionRunDirNotBound: no bind may show a sandbox the caller's sessions' runtime
+// directory (from an attack review, F7: a command holding a shared flock on a session's
+// lock file stops the sweep of that session once its supervisor is gone): a --ro or
+// --rw of the directory, of a tree holding it or of a file in it is refused with 125, by
+// gosbx exec and by session start, and the command does not run.
+func TestSessionRunDirNotBound(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("a")
+		marker := filepath.Join(e.ws, "ran")
+		lock := filepath.Join(e.rt, "gosbx", "a.lock")
+		for _, flags := range [][]string{{"--ro", e.rt}, {"--ro", e.base}, {"--ro", lock}, {"--rw", e.rt}} {
+			r := e.gosbx(append(append([]string{"exec", "--workspace", e.ws}, flags...), "--", "touch", marker)...)
+			if r.code != 125 || !strings.Contains(r.stderr, "runtime directory") {
+				t.Errorf("exec %v: want 125 and the refusal\n%v", flags, r)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("exec %v: the command ran", flags)
+			}
+			r = e.gosbx(append([]string{"session", "start", "b", "--workspace", e.ws}, flags...)...)
+			if r.code != 125 || !strings.Contains(r.stderr, "runtime directory") {
+				t.Errorf("session start %v: want 125 and the refusal\n%v", flags, r)
+			}
+		}
+		for _, in := range e.ls() {
+			if in.Name != "a" {
+				t.Errorf("a refused session is listed: %+v", in)
+			}
+		}
+		// A --ro beside the runtime directory is still allowed.
+		other := filepath.Join(e.base, "other")
+		must(t, os.Mkdir(other, 0o755))
+		mustSucceed(t, e.gosbx("exec", "--workspace", e.ws, "--ro", other, "--", "touch", marker), "exec --ro beside the runtime directory")
+	})
+}

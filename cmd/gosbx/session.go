@@ -82,6 +82,9 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 				return &setupFailure{step: "policy", err: err}
 			}
 			spec, err := policy.Build(eff, o.Args, host)
+			if err == nil {
+				err = checkRunDirHidden(spec)
+			}
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
