@@ -28,7 +28,7 @@ func checkRunDirHidden(spec *config.Config) error {
 		}
 		src := canonicalPath(m.Source)
 		if within(rd, src) || within(src, rd) {
-			return fmt.Errorf("bind %s: it holds, or is in, the sessions' runtime directory %s, whose lock files a command could hold to stop the cleanup of a crashed session; bind a narrower tree", m.Source, rd)
+			return fmt.Errorf("bind %s: it holds, or is in, the runtime directory %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, rd)
 		}
 	}
 	return nil
