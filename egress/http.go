@@ -16,6 +16,9 @@ const maxHeader = 64 << 10
 // ClientHello): a client that connects and says nothing holds nothing for long.
 const headTimeout = 30 * time.Second
 
+// headWait is how long a connection may take to send its head now.
+func (p *Proxy) headWait() time.Duration { return headTimeout }
+
 // readHead reads an HTTP request's head: the request line and the header lines, as
 // they came (CRLF or LF), up to the empty line.
 func readHead(br *bufio.Reader) (line string, fields []string, err error) {

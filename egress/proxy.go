@@ -292,10 +292,13 @@ func (p *Proxy) dial(d Decision) (net.Conn, error) {
 // until both directions end (half-closes passed on), then reports the allowed
 // connection with its byte counts. first is what was read from the sandbox's side
 // already and belongs upstream. With checkSNI (a tunnel to a name: CONNECT, SOCKS5),
-// when the client's first bytes are a TLS ClientHello, its server name must be that
-// name, or the tunnel is closed and denied (rule "sni"): an allowed name's address
-// (a CDN's) must not carry a TLS session to another name it serves (domain fronting by
-// SNI; fronting by the Host header inside TLS cannot be seen without decrypting).
+// when the client's first byte starts a TLS handshake record, the ClientHello (across
+// records, bounded: readClientHello) must name that name as its server name, or the
+// tunnel is closed and denied (rule "sni"): an allowed name's address (a CDN's) must not
+// carry a TLS session to another name it serves (domain fronting by SNI; fronting by
+// the Host header inside TLS cannot be seen without decrypting). A ClientHello without
+// a server name, or one that cannot be read, is denied too (fail closed). Other first
+// bytes (ssh, a WebSocket over plain HTTP) pass unchecked.
 func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, checkSNI bool) {
 	var out, back int64
 	denied := false
@@ -319,11 +322,10 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, c
 		var n int64
 		if checkSNI {
 			fr := bytes.NewReader(first)
-			head, name, isTLS := peekHello(io.MultiReader(fr, in))
-			if isTLS && name != "" && !strings.EqualFold(strings.TrimSuffix(name, "."), d.Host) {
+			head, why := p.checkHello(in, io.MultiReader(fr, in), d.Host)
+			if why != "" {
 				denied = true
-				p.deny(proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni",
-					Why: "a TLS server name " + name + " in the tunnel to " + hostPort(d.Host, d.Port)})
+				p.deny(proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni", Why: why + " in the tunnel to " + hostPort(d.Host, d.Port)})
 				up.Close()
 				in.Close()
 				done <- 0
@@ -345,22 +347,32 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, c
 	out += <-done
 }
 
-// peekHello reads the client's first bytes: a whole TLS record when they start one
-// (isTLS, and its server name if it is a ClientHello with one), else what one read
-// gave. head is everything read, to pass on.
-func peekHello(in io.Reader) (head []byte, name string, isTLS bool) {
+// checkHello reads the client's first bytes from r (in's, after what was buffered):
+// when the first is a TLS handshake record's type, the whole ClientHello, within the
+// head timeout, whose server name must be host. head is everything read, to pass on;
+// why is "" when the tunnel may go on, else what about it is denied.
+func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, why string) {
 	var b [1]byte
-	if n, _ := in.Read(b[:]); n == 0 {
-		return nil, "", false
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return nil, "" // closed before a byte: nothing to check or carry
 	}
 	if b[0] != 22 {
-		return b[:], "", false
+		return b[:], ""
 	}
-	rec, name, err := readClientHello(io.MultiReader(bytes.NewReader(b[:]), in))
-	if err != nil {
-		return rec, "", false
+	// the client has begun its ClientHello: the rest comes now or the tunnel is refused
+	// (no deadline before the first byte: a protocol where the server speaks first)
+	in.SetReadDeadline(time.Now().Add(p.headWait()))
+	defer in.SetReadDeadline(time.Time{})
+	head, name, err := readClientHello(io.MultiReader(bytes.NewReader(b[:]), r))
+	switch {
+	case err != nil:
+		return head, "a TLS handshake whose ClientHello gosbx cannot read (" + err.Error() + ")"
+	case name == "":
+		return head, "a TLS ClientHello without a server name"
+	case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
+		return head, "a TLS server name " + name
 	}
-	return rec, name, true
+	return head, ""
 }
 
 func closeWrite(c net.Conn) {
