@@ -59,8 +59,7 @@ type Proxy struct {
 	evmu   sync.Mutex
 
 	// the DNS stub's names and the loopback addresses it gave them (dns.go)
-	names map[string]netip.Addr
-	addrs map[netip.Addr]string
+	names dnsNames
 	// lookups caches the host's answers (lookupCached)
 	lookups map[string]lookupResult
 	// slots bounds the connections served at once (MaxConns); stop is closed by Close
