@@ -21,11 +21,12 @@ import (
 
 // serveCaptureTLS carries a TLS connection to port 443 of the name in its ClientHello.
 func (p *Proxy) serveCaptureTLS(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(headTimeout))
+	c.SetReadDeadline(time.Now().Add(p.headWait()))
 	hello, name, err := readClientHello(c)
 	if err != nil {
 		return
 	}
+	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
 	p.capture(c, "capture-tls", name, 443, hello)
 }
@@ -35,12 +36,13 @@ func (p *Proxy) serveCaptureTLS(c net.Conn) {
 // connection, so that a later request on it cannot name another host served at the
 // same address.
 func (p *Proxy) serveCaptureHTTP(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(headTimeout))
+	c.SetReadDeadline(time.Now().Add(p.headWait()))
 	br := bufio.NewReaderSize(c, 4096)
 	line, fields, err := readHead(br)
 	if err != nil {
 		return
 	}
+	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
 	name := ""
 	var b strings.Builder

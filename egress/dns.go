@@ -129,7 +129,7 @@ func (p *Proxy) serveDNS(pc net.PacketConn) {
 // serveDNSStream serves DNS over TCP: messages with a two-byte length.
 func (p *Proxy) serveDNSStream(c net.Conn) {
 	for {
-		c.SetReadDeadline(time.Now().Add(headTimeout))
+		c.SetReadDeadline(time.Now().Add(p.headWait()))
 		var l [2]byte
 		if _, err := io.ReadFull(c, l[:]); err != nil {
 			return

@@ -2,8 +2,8 @@ package egress
 
 import (
 	"bytes"
+	"container/list"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -62,9 +62,12 @@ type Proxy struct {
 	names dnsNames
 	// lookups caches the host's answers (lookupCached)
 	lookups map[string]lookupResult
-	// slots bounds the connections served at once (MaxConns); stop is closed by Close
-	slots chan struct{}
-	stop  chan struct{}
+	// the connections served at once (MaxConns, slots.go): how many, and those still
+	// waiting for their head, oldest first (waitEl: each one's element)
+	used      int
+	slotFreed sync.Cond // on mu
+	waiting   list.List
+	waitEl    map[net.Conn]*list.Element
 }
 
 // Listeners are the sockets made inside the sandbox's network namespace (by its init,
@@ -84,10 +87,7 @@ func (p *Proxy) Serve(ls Listeners) {
 	if p.conns == nil {
 		p.conns = map[net.Conn]struct{}{}
 	}
-	if p.slots == nil {
-		p.slots = make(chan struct{}, MaxConns)
-		p.stop = make(chan struct{})
-	}
+	p.slotFreed.L = &p.mu
 	for _, s := range []struct {
 		l  net.Listener
 		fn func(net.Conn)
@@ -106,47 +106,6 @@ func (p *Proxy) Serve(ls Listeners) {
 		go func() {
 			defer p.wg.Done()
 			p.serveDNS(ls.DNS)
-		}()
-	}
-}
-
-// MaxConns bounds the connections a proxy serves at once: its goroutines and buffers
-// live on the host, outside the sandbox's memory limit. Beyond it, new connections wait
-// in the listening socket's backlog (then the kernel's SYN queue) until one ends.
-const MaxConns = 1024
-
-func (p *Proxy) accept(l net.Listener, fn func(net.Conn)) {
-	defer p.wg.Done()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// out of descriptors (EMFILE) or another passing error: the sandbox can
-			// open many connections, but must not stop the proxy for good
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		// a slot after the accept: a listener with nothing to accept holds none, and
-		// this loop accepts no more until one frees
-		select {
-		case p.slots <- struct{}{}:
-		case <-p.stop:
-			c.Close()
-			return
-		}
-		if !p.track(c) {
-			<-p.slots
-			c.Close()
-			return
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer func() { <-p.slots }()
-			defer p.untrack(c)
-			fn(c)
 		}()
 	}
 }
@@ -172,10 +131,10 @@ func (p *Proxy) untrack(c net.Conn) {
 // each connection's last event is sent.
 func (p *Proxy) Close() {
 	p.mu.Lock()
-	if !p.closed && p.stop != nil {
-		close(p.stop)
-	}
 	p.closed = true
+	if p.slotFreed.L != nil {
+		p.slotFreed.Broadcast()
+	}
 	for _, l := range p.lns {
 		l.Close()
 	}
