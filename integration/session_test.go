@@ -753,3 +753,103 @@ func TestSessionStatusFdInWorkspace(t *testing.T) {
 		t.Error("the command ran")
 	}
 }
+
+// TestSessionRequestNarrows: a request to a session is held to the session's policy as
+// gosbx exec's flags are (from an attack review: --env went through under strict).
+// Under strict, --env is refused with 125 and gosbx exec's own message, and the command
+// does not run; under a policy with a timeout, a longer --timeout is refused, and so is
+// a --chdir under /proc; what the policy allows still works.
+func TestSessionRequestNarrows(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		marker := filepath.Join(e.ws, "ran")
+		notRun := func(what string) {
+			t.Helper()
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("%s: the command ran", what)
+			}
+		}
+		const envRefusal = "sandbox setup failed at policy: env: the policy does not allow extra variables (environment.allow_extra)"
+		r := e.gosbx("exec", "--policy", "strict", "--workspace", e.ws, "--env", "LD_PRELOAD=/x", "--", "true")
+		if r.code != 125 || !strings.Contains(r.stderr, envRefusal) {
+			t.Fatalf("gosbx exec --policy strict --env: want 125 and %q\n%v", envRefusal, r)
+		}
+		e.start("st", "--policy", "strict")
+		for _, env := range [][]string{{"--env", "LD_PRELOAD=/nonexist.so"}, {"--env", "PATH=" + e.ws},
+			{"--env", "HTTPS_PROXY=http://evil", "--chdir", "."}} {
+			r := e.in("st", env, "touch "+marker)
+			if r.code != 125 || !strings.Contains(r.stderr, "gosbx: "+envRefusal) {
+				t.Errorf("strict session, %v: want 125 and %q\n%v", env, envRefusal, r)
+			}
+			notRun(fmt.Sprint(env))
+		}
+		r = e.in("st", nil, "touch "+marker+"; env")
+		mustSucceed(t, r, "strict session, no --env")
+		if strings.Contains(r.stdout, "LD_PRELOAD") || strings.Contains(r.stdout, "HTTPS_PROXY") {
+			t.Errorf("strict session: a refused variable is set\n%v", r)
+		}
+		must(t, os.Remove(marker))
+
+		pol := e.writePolicy("narrow.yaml", "extends: agent\nprocess: {timeout: 5m}\n")
+		e.start("ag", "--policy", pol)
+		for _, bad := range []struct {
+			flags []string
+			msg   string
+		}{
+			{[]string{"--timeout", "10m"}, "timeout: 10m0s is longer than the policy's 5m0s: a flag may only shorten it"},
+			{[]string{"--chdir", "/proc/self"}, "chdir /proc/self: refusing a working directory under /proc or /dev/fd"},
+			{[]string{"--env", "=x"}, `env: want KEY=VALUE, got "=x"`},
+		} {
+			r := e.in("ag", bad.flags, "touch "+marker)
+			if r.code != 125 || !strings.Contains(r.stderr, "gosbx: sandbox setup failed at policy: "+bad.msg) {
+				t.Errorf("agent session, %v: want 125 and %q\n%v", bad.flags, bad.msg, r)
+			}
+			notRun(fmt.Sprint(bad.flags))
+			// gosbx exec says the same of the same flag
+			args := append(append([]string{"exec", "--policy", pol, "--workspace", e.ws}, bad.flags...), "--", "true")
+			if r := e.gosbx(args...); r.code != 125 || !strings.Contains(r.stderr, bad.msg) {
+				t.Errorf("gosbx exec %v: want 125 and %q\n%v", bad.flags, bad.msg, r)
+			}
+		}
+		r = e.in("ag", []string{"--env", "FOO=bar", "--timeout", "4m", "--chdir", "/tmp"}, `touch `+marker+`; echo "$FOO $PWD"`)
+		if r.code != 0 || r.stdout != "bar /tmp\n" {
+			t.Errorf("agent session: --env, a shorter --timeout and --chdir /tmp\n%v", r)
+		}
+	})
+}
+
+// TestSessionRunDirNotBound: no bind may show a sandbox the caller's sessions' runtime
+// directory (from an attack review, F7: a command holding a shared flock on a session's
+// lock file stops the sweep of that session once its supervisor is gone): a --ro or
+// --rw of the directory, of a tree holding it or of a file in it is refused with 125, by
+// gosbx exec and by session start, and the command does not run.
+func TestSessionRunDirNotBound(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("a")
+		marker := filepath.Join(e.ws, "ran")
+		lock := filepath.Join(e.rt, "gosbx", "a.lock")
+		for _, flags := range [][]string{{"--ro", e.rt}, {"--ro", e.base}, {"--ro", lock}, {"--rw", e.rt}} {
+			r := e.gosbx(append(append([]string{"exec", "--workspace", e.ws}, flags...), "--", "touch", marker)...)
+			if r.code != 125 || !strings.Contains(r.stderr, "runtime directory") {
+				t.Errorf("exec %v: want 125 and the refusal\n%v", flags, r)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("exec %v: the command ran", flags)
+			}
+			r = e.gosbx(append([]string{"session", "start", "b", "--workspace", e.ws}, flags...)...)
+			if r.code != 125 || !strings.Contains(r.stderr, "runtime directory") {
+				t.Errorf("session start %v: want 125 and the refusal\n%v", flags, r)
+			}
+		}
+		for _, in := range e.ls() {
+			if in.Name != "a" {
+				t.Errorf("a refused session is listed: %+v", in)
+			}
+		}
+		// A --ro beside the runtime directory is still allowed.
+		other := filepath.Join(e.base, "other")
+		must(t, os.Mkdir(other, 0o755))
+		mustSucceed(t, e.gosbx("exec", "--workspace", e.ws, "--ro", other, "--", "touch", marker), "exec --ro beside the runtime directory")
+	})
+}

@@ -97,13 +97,13 @@ func Effective(o Options, h Host) (*Policy, error) {
 		f.ReadWrite = append(f.ReadWrite, Bind{Path: absFrom(r, h.Cwd), flag: true, relative: !filepath.IsAbs(r)})
 	}
 	e := &p.Environment
-	if (len(o.Env) > 0 || len(o.PassEnv) > 0) && !allowed(e.AllowExtra) {
-		return nil, errorf("env", "", nil, "the policy does not allow extra variables (environment.allow_extra)")
+	if err := checkExtraEnv(allowed(e.AllowExtra), o.Env, o.PassEnv); err != nil {
+		return nil, err
 	}
 	for _, kv := range o.Env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !validEnvName(k) {
-			return nil, errorf("env", "", nil, "want KEY=VALUE, got %q", kv)
+		k, v, err := envFlag(kv)
+		if err != nil {
+			return nil, err
 		}
 		if e.Set == nil {
 			e.Set = map[string]string{}
@@ -170,8 +170,8 @@ func Effective(o Options, h Host) (*Policy, error) {
 	}
 	limit, _ := ParseTimeout(p.Process.Timeout)
 	if o.Timeout > 0 {
-		if limit > 0 && o.Timeout > limit {
-			return nil, errorf("timeout", "", nil, "%v is longer than the policy's %v: a flag may only shorten it", o.Timeout, limit)
+		if err := checkShorter(limit, o.Timeout); err != nil {
+			return nil, err
 		}
 		p.Process.Timeout = o.Timeout.String()
 	}

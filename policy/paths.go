@@ -133,14 +133,7 @@ func sandboxHome(r *resolver, home string) string {
 // workspace root.
 func workdir(r *resolver, chdir, ws, cwd string) (string, error) {
 	if chdir != "" {
-		if !filepath.IsAbs(chdir) {
-			chdir = filepath.Join(ws, chdir)
-		}
-		chdir = filepath.Clean(chdir)
-		if under(chdir, "/proc", "/dev/fd") {
-			return "", errorf("chdir", chdir, nil, "refusing a working directory under /proc or /dev/fd")
-		}
-		return chdir, nil
+		return checkChdir(chdir, ws)
 	}
 	if c, err := r.evalSymlinks(cwd); err == nil && under(c, ws) {
 		return c, nil

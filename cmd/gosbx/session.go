@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -83,6 +82,9 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 				return &setupFailure{step: "policy", err: err}
 			}
 			spec, err := policy.Build(eff, o.Args, host)
+			if err == nil {
+				err = checkRunDirHidden(spec)
+			}
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
@@ -94,7 +96,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if net == "" {
 				net = "none"
 			}
-			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Workspace: eff.Workspace.Path,
+			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(),
 				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
 			pidfd := -1
 			if owner != 0 {
@@ -169,7 +171,7 @@ func stopSession(name string, kill bool) error {
 		return &setupFailure{step: "session", err: noSession(name, err)}
 	}
 	defer unix.Close(fd)
-	pids := lockPids(session.FilesOf(dir, name).Lock)
+	procs := lockProcs(session.FilesOf(dir, name).Lock)
 	body := session.EncodeUint(0)
 	if kill {
 		body = session.EncodeUint(1)
@@ -188,8 +190,8 @@ func stopSession(name string, kill bool) error {
 			break
 		}
 	}
-	for i, p := range pids {
-		waitPid(p, []string{supervisorCmdline, initCmdline}[min(i, 1)], 5*time.Second)
+	for i, p := range procs {
+		waitProc(p, []string{supervisorCmdline, initCmdline}[i], 5*time.Second, false)
 	}
 	return nil
 }
@@ -255,8 +257,8 @@ func sweepStale(dir string) []session.Info {
 			continue
 		}
 		// Not answered: its supervisor may be exiting (killed), which frees its lock.
-		if pids := lockPids(files.Lock); len(pids) > 0 {
-			waitPid(pids[0], supervisorCmdline, time.Second)
+		if procs := lockProcs(files.Lock); len(procs) > 0 {
+			waitProc(procs[0], supervisorCmdline, time.Second, false)
 		}
 		lock, err := session.Lock(files)
 		if err == nil {
@@ -310,55 +312,16 @@ func (e sessionFailure) Error() string { return e.err.Error() }
 func (e sessionFailure) Unwrap() error { return e.err }
 func (e sessionFailure) ExitCode() int { return 125 }
 
-// lockPids reads the pids a supervisor wrote in its lock file: its own, its init's.
-func lockPids(path string) []int {
-	b, _ := os.ReadFile(path)
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil && n > 0 {
-			pids = append(pids, n)
-		}
-	}
-	return pids
-}
-
-// waitGone waits for a dead supervisor's end (its pid, first in the lock file lf) and
-// its init's (second): the init ends by itself once the life pipe closes, or is
-// killed after d.
+// waitGone waits for a dead supervisor's end (first in the lock file lf) and its
+// init's (second): the init ends by itself once the life pipe closes, or is killed
+// after d, through the pidfd its identity was checked on.
 func waitGone(lf *os.File, d time.Duration) {
-	pids := lockPids(lf.Name())
-	if len(pids) > 0 {
-		waitPid(pids[0], supervisorCmdline, d) // its lock is free: it is exiting, if not gone
+	procs := lockProcs(lf.Name())
+	if len(procs) > 0 {
+		waitProc(procs[0], supervisorCmdline, d, false) // its lock is free: it is exiting, if not gone
 	}
-	if len(pids) == 2 {
-		if !waitPid(pids[1], initCmdline, d) {
-			unix.Kill(pids[1], unix.SIGKILL)
-			waitPid(pids[1], initCmdline, d)
-		}
-	}
-}
-
-// waitPid waits up to d for process pid to end (pidfd_open(2), poll(2)); a process
-// whose command line does not start with cmdline is not the one meant (its pid
-// reused). It reports whether it is gone.
-func waitPid(pid int, cmdline string, d time.Duration) bool {
-	pfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return true // ESRCH: gone
-	}
-	defer unix.Close(pfd)
-	// A process already exiting has released its memory: its cmdline reads empty.
-	if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); len(cmd) > 0 && !strings.HasPrefix(string(cmd), cmdline) {
-		return true // another process, with the pid reused
-	}
-	fds := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
-	end := time.Now().Add(d)
-	for {
-		n, err := unix.Poll(fds, int(max(time.Until(end), 0).Milliseconds()))
-		if err == unix.EINTR {
-			continue
-		}
-		return n > 0
+	if len(procs) == 2 {
+		waitProc(procs[1], initCmdline, d, true)
 	}
 }
 

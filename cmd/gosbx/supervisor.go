@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/config"
+	"github.com/gosbx/gosbx/policy"
 )
 
 // supervisorArg, as argv[1], makes the binary a session's supervisor (started by
@@ -35,7 +35,9 @@ type startData struct {
 	Name, Dir string
 	Config    *config.Config
 	Policy    string // the summary `session ls` shows
-	Workspace string // a request's relative --chdir is taken from it
+	// Bounds are what the session's policy lets a request set (--env, --chdir,
+	// --timeout), held to the rules of gosbx exec's flags.
+	Bounds policy.Bounds
 	// DieWithOwner: fd 5 is a pidfd of a process whose end ends the session.
 	DieWithOwner bool
 	IdleTimeout  time.Duration // 0: none
@@ -55,7 +57,7 @@ type supervisor struct {
 	sess    *nsinit.Session
 	started time.Time
 	policy  string
-	ws      string
+	bounds  policy.Bounds
 
 	mu       sync.Mutex
 	active   int       // commands running for a client
@@ -107,9 +109,11 @@ func superviseMain() int {
 		return fail(err)
 	}
 	lock.Truncate(0)
-	// Who to wait for once this supervisor is gone (sweepStale): it, and the init.
-	fmt.Fprintf(lock, "%d %d\n", os.Getpid(), sess.InitPid())
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, started: time.Now(), policy: sd.Policy, ws: sd.Workspace,
+	// Who to wait for once this supervisor is gone (sweepStale): it, and the init, each
+	// with its start time (the init is this process's child: its pid cannot be reused
+	// before this process is gone).
+	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, started: time.Now(), policy: sd.Policy, bounds: sd.Bounds,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
 	go sv.accept(lfd)
 	ready.Write([]byte("0"))
@@ -383,31 +387,36 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		return
 	}
 	if cmd.Result.TimedOut {
-		reply(session.RepMessage, []byte(fmt.Sprintf("gosbx: timed out after %v; the command's process group was killed\n", req.Timeout)))
+		limit := req.Timeout // Cmd keeps the shorter of it and the policy's
+		if t := sv.bounds.Timeout; t > 0 && (limit <= 0 || t < limit) {
+			limit = t
+		}
+		reply(session.RepMessage, []byte(fmt.Sprintf("gosbx: timed out after %v; the command's process group was killed\n", limit)))
 	}
 	reply(session.RepExit, session.EncodeUint(uint64(cmd.Result.ExitCode)))
 }
 
 // process is the session's process with what req asks: its args, its env added to the
-// session's, its working directory (a relative one from the session's). Nothing else
-// of the session's policy can be changed by a request.
+// session's, its working directory (a relative one from the workspace), each allowed
+// only where the session's policy allows gosbx exec's flag (policy.Bounds.Check:
+// environment.allow_extra, a working directory outside /proc, a timeout no longer than
+// the policy's); a refusal is a *nsinit.SetupError at step policy, as gosbx exec says
+// it. Nothing else of the session's policy can be changed by a request.
 func (sv *supervisor) process(req *session.ExecRequest) (*specs.Process, error) {
+	cwd, err := sv.bounds.Check(policy.Request{Env: req.Env, Chdir: req.Chdir, Timeout: req.Timeout})
+	if err != nil {
+		return nil, &nsinit.SetupError{Step: "policy", Err: err}
+	}
 	tpl := sv.sess.Config().Process
 	p := *tpl
 	p.Args = req.Args
 	p.Env = append([]string(nil), tpl.Env...)
 	for _, kv := range req.Env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--env %q: want KEY=VALUE", kv)
-		}
+		k, _, _ := strings.Cut(kv, "=") // checked above
 		p.Env = setEnv(p.Env, k, kv)
 	}
-	if d := req.Chdir; d != "" {
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(sv.ws, d)
-		}
-		p.Cwd = filepath.Clean(d)
+	if cwd != "" {
+		p.Cwd = cwd
 	}
 	return &p, nil
 }

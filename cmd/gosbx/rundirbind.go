@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// checkRunDirHidden refuses a spec that binds the caller's sessions' runtime directory
+// into the sandbox, read-only or not, or a tree that holds it, or anything inside it (a
+// --ro, --rw or a policy's bind; the workspace is refused already, as the cleanup
+// journals' directory): a command that can open a session's lock file can hold a shared
+// flock(2) on it, and the sweep would take that session's supervisor for alive for as
+// long (its leftovers kept, its name taken) (from an attack review, F7). A caller with
+// no runtime directory for sessions has nothing to hide.
+func checkRunDirHidden(spec *config.Config) error {
+	d, err := session.DirPath()
+	if err != nil {
+		return nil
+	}
+	rd := canonicalPath(d)
+	for _, m := range spec.Mounts {
+		if m.Type != "bind" || !filepath.IsAbs(m.Source) {
+			continue
+		}
+		src := canonicalPath(m.Source)
+		if within(rd, src) || within(src, rd) {
+			return fmt.Errorf("bind %s: it holds, or is in, the sessions' runtime directory %s, whose lock files a command could hold to stop the cleanup of a crashed session; bind a narrower tree", m.Source, rd)
+		}
+	}
+	return nil
+}
+
+// canonicalPath is p with every symlink resolved; a missing tail stays as named.
+func canonicalPath(p string) string {
+	if c, err := filepath.EvalSymlinks(p); err == nil {
+		return c
+	}
+	if c, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(c, filepath.Base(p))
+	}
+	return filepath.Clean(p)
+}
+
+// within reports whether p is dir or lies under it.
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
