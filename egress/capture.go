@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -20,11 +21,12 @@ import (
 
 // serveCaptureTLS carries a TLS connection to port 443 of the name in its ClientHello.
 func (p *Proxy) serveCaptureTLS(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(headTimeout))
+	c.SetReadDeadline(time.Now().Add(p.headWait()))
 	hello, name, err := readClientHello(c)
 	if err != nil {
 		return
 	}
+	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
 	p.capture(c, "capture-tls", name, 443, hello)
 }
@@ -34,12 +36,13 @@ func (p *Proxy) serveCaptureTLS(c net.Conn) {
 // connection, so that a later request on it cannot name another host served at the
 // same address.
 func (p *Proxy) serveCaptureHTTP(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(headTimeout))
+	c.SetReadDeadline(time.Now().Add(p.headWait()))
 	br := bufio.NewReaderSize(c, 4096)
 	line, fields, err := readHead(br)
 	if err != nil {
 		return
 	}
+	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
 	name := ""
 	var b strings.Builder
@@ -95,30 +98,70 @@ func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
 	return p.decide(name, port)
 }
 
-// readClientHello reads the first TLS record of a connection, which must hold a whole
-// ClientHello, and returns the bytes read (on error too) and its server_name
-// (host_name) extension.
-func readClientHello(r io.Reader) ([]byte, string, error) {
-	var hdr [5]byte
-	if got, err := io.ReadFull(r, hdr[:]); err != nil {
-		return hdr[:got], "", err
+// Bounds of a ClientHello the proxy reads: a handshake message may span records
+// (RFC 8446 5.1), so the records are reassembled, up to maxHelloLen bytes of the
+// message's body in at most maxHelloRecords records of at most maxRecordLen bytes each
+// (TLSPlaintext.length), within the head timeout. Real clients send one record of
+// 0.3-2 KiB (a post-quantum key share included).
+const (
+	maxHelloLen     = 16 << 10
+	maxHelloRecords = 16
+	maxRecordLen    = 16384
+)
+
+// readClientHello reads TLS handshake records from r until they hold a whole
+// ClientHello (RFC 8446 4.1.2), and returns the bytes read (on error too, to pass on or
+// drop) and its server_name (host_name) extension's name, "" when it has none. Errors:
+// a record that is not a handshake record, an empty or oversized record, a first
+// message that is not a ClientHello, beyond the bounds above, a malformed ClientHello,
+// or r's (a deadline, EOF).
+func readClientHello(r io.Reader) (head []byte, name string, err error) {
+	var msg []byte
+	for records := 0; ; records++ {
+		if records == maxHelloRecords {
+			return head, "", fmt.Errorf("ClientHello spans more than %d records", maxHelloRecords)
+		}
+		var hdr [5]byte
+		got, err := io.ReadFull(r, hdr[:])
+		head = append(head, hdr[:got]...)
+		if err != nil {
+			return head, "", fmt.Errorf("TLS record header: %w", err)
+		}
+		if hdr[0] != 22 {
+			return head, "", fmt.Errorf("TLS record of type %d before the ClientHello's end, want a handshake record (22)", hdr[0])
+		}
+		n := int(binary.BigEndian.Uint16(hdr[3:]))
+		if n == 0 || n > maxRecordLen {
+			return head, "", fmt.Errorf("TLS handshake record of %d bytes, want 1-%d", n, maxRecordLen)
+		}
+		start := len(head)
+		head = append(head, make([]byte, n)...)
+		got, err = io.ReadFull(r, head[start:])
+		head = head[:start+got]
+		if err != nil {
+			return head, "", fmt.Errorf("TLS record: %w", err)
+		}
+		msg = append(msg, head[start:]...)
+		if len(msg) < 4 {
+			continue
+		}
+		if msg[0] != 1 {
+			return head, "", fmt.Errorf("TLS handshake message of type %d, want a ClientHello (1)", msg[0])
+		}
+		l := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
+		if l > maxHelloLen {
+			return head, "", fmt.Errorf("ClientHello of %d bytes, more than %d", l, maxHelloLen)
+		}
+		if len(msg) >= 4+l {
+			name, err := serverName(msg[:4+l])
+			return head, name, err
+		}
 	}
-	n := int(binary.BigEndian.Uint16(hdr[3:]))
-	if hdr[0] != 22 || n > 16384+2048 {
-		return hdr[:], "", errors.New("not a TLS handshake record")
-	}
-	rec := make([]byte, 5+n)
-	copy(rec, hdr[:])
-	if got, err := io.ReadFull(r, rec[5:]); err != nil {
-		return rec[:5+got], "", err
-	}
-	name, err := serverName(rec[5:])
-	return rec, name, err
 }
 
 // serverName parses a handshake message holding a ClientHello (RFC 8446 4.1.2) for its
 // server_name extension; "" when it has none.
-func serverName(b []byte) (string, error) {
+func serverName(b []byte) (name string, err error) {
 	bad := errors.New("malformed ClientHello")
 	if len(b) < 4 || b[0] != 1 {
 		return "", bad
@@ -161,6 +204,7 @@ func serverName(b []byte) (string, error) {
 	if !ok {
 		return "", bad
 	}
+	seen := false
 	for len(exts) >= 4 {
 		typ := binary.BigEndian.Uint16(exts)
 		n := int(binary.BigEndian.Uint16(exts[2:]))
@@ -172,23 +216,34 @@ func serverName(b []byte) (string, error) {
 		if typ != 0 {
 			continue
 		}
-		if len(data) < 2 {
+		// one server_name extension with one host_name (RFC 6066 3, RFC 8446 4.2):
+		// a server could read another than the one checked
+		if seen || len(data) < 2 || int(binary.BigEndian.Uint16(data)) != len(data)-2 {
 			return "", bad
 		}
+		seen = true
 		list := data[2:]
-		for len(list) >= 3 {
+		for len(list) > 0 {
+			if len(list) < 3 {
+				return "", bad
+			}
 			kind, l := list[0], int(binary.BigEndian.Uint16(list[1:]))
 			if len(list) < 3+l {
 				return "", bad
 			}
 			if kind == 0 {
-				return string(list[3 : 3+l]), nil
+				if name != "" || l == 0 {
+					return "", bad
+				}
+				name = string(list[3 : 3+l])
 			}
 			list = list[3+l:]
 		}
+	}
+	if len(exts) != 0 {
 		return "", bad
 	}
-	return "", nil
+	return name, nil
 }
 
 func itoa(n uint16) string {

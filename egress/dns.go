@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"container/list"
 	"encoding/binary"
 	"io"
 	"net"
@@ -25,32 +26,91 @@ const (
 	dnsTTL          = 60
 )
 
-// dnsAddr returns the loopback address given to name, a new one the first time:
-// 127.77.x.y, from 127.77.0.1, for up to 65534 names.
-func (p *Proxy) dnsAddr(name string) (netip.Addr, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if a, ok := p.names[name]; ok {
-		return a, true
-	}
-	if len(p.names) >= 65534 {
-		return netip.Addr{}, false
-	}
-	if p.names == nil {
-		p.names, p.addrs = map[string]netip.Addr{}, map[netip.Addr]string{}
-	}
-	n := len(p.names) + 1
-	a := netip.AddrFrom4([4]byte{127, 77, byte(n >> 8), byte(n)})
-	p.names[name], p.addrs[a] = a, name
-	return a, true
+// The stub's name table: at most maxDNSNames names, the least recently asked for (or
+// connected to) given up first when a new one comes, and any unused for dnsNameIdle
+// dropped, so that a flood of names costs the owner a bounded table and never stops
+// new allowed names from being answered. Addresses are handed out in turn over
+// 127.77.0.1-127.77.255.254 (65534), so a given-up name's address is given again only
+// after some 61,000 other new names: until then a client that kept it (past the
+// answer's 60 s TTL) still reaches its name.
+const (
+	maxDNSNames = 4096
+	dnsNameIdle = 10 * time.Minute
+)
+
+// dnsNames is the stub's table: a name's address, and back, in least-recently-used
+// order (lru's front the most recent).
+type dnsNames struct {
+	byName map[string]*list.Element
+	byAddr map[netip.Addr]*list.Element
+	lru    list.List // of *dnsEntry
+	next   uint16    // the last address handed out: 127.77.next>>8.next&0xff
 }
 
-// dnsName is the name the stub gave address a for.
+type dnsEntry struct {
+	name string
+	addr netip.Addr
+	used time.Time
+}
+
+// dnsAddr returns the loopback address given to name, a new one the first time.
+func (p *Proxy) dnsAddr(name string) netip.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := &p.names
+	if t.byName == nil {
+		t.byName, t.byAddr = map[string]*list.Element{}, map[netip.Addr]*list.Element{}
+	}
+	now := time.Now()
+	t.expire(now)
+	if el, ok := t.byName[name]; ok {
+		el.Value.(*dnsEntry).used = now
+		t.lru.MoveToFront(el)
+		return el.Value.(*dnsEntry).addr
+	}
+	if t.lru.Len() >= maxDNSNames {
+		t.remove(t.lru.Back())
+	}
+	var a netip.Addr
+	for { // at most maxDNSNames+1 steps: fewer than that are in use
+		t.next++
+		if t.next == 0 || t.next == 0xffff {
+			continue // 127.77.0.0 and 127.77.255.255
+		}
+		a = netip.AddrFrom4([4]byte{127, 77, byte(t.next >> 8), byte(t.next)})
+		if _, used := t.byAddr[a]; !used {
+			break
+		}
+	}
+	el := t.lru.PushFront(&dnsEntry{name, a, now})
+	t.byName[name], t.byAddr[a] = el, el
+	return a
+}
+
+// expire drops the names unused for dnsNameIdle (from the back of the list).
+func (t *dnsNames) expire(now time.Time) {
+	for el := t.lru.Back(); el != nil && now.Sub(el.Value.(*dnsEntry).used) > dnsNameIdle; el = t.lru.Back() {
+		t.remove(el)
+	}
+}
+
+func (t *dnsNames) remove(el *list.Element) {
+	e := t.lru.Remove(el).(*dnsEntry)
+	delete(t.byName, e.name)
+	delete(t.byAddr, e.addr)
+}
+
+// dnsName is the name the stub gave address a for (a connection to it counts as a use).
 func (p *Proxy) dnsName(a netip.Addr) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n, ok := p.addrs[a]
-	return n, ok
+	el, ok := p.names.byAddr[a]
+	if !ok {
+		return "", false
+	}
+	el.Value.(*dnsEntry).used = time.Now()
+	p.names.lru.MoveToFront(el)
+	return el.Value.(*dnsEntry).name, true
 }
 
 func (p *Proxy) serveDNS(pc net.PacketConn) {
@@ -69,7 +129,7 @@ func (p *Proxy) serveDNS(pc net.PacketConn) {
 // serveDNSStream serves DNS over TCP: messages with a two-byte length.
 func (p *Proxy) serveDNSStream(c net.Conn) {
 	for {
-		c.SetReadDeadline(time.Now().Add(headTimeout))
+		c.SetReadDeadline(time.Now().Add(p.headWait()))
 		var l [2]byte
 		if _, err := io.ReadFull(c, l[:]); err != nil {
 			return
@@ -139,11 +199,7 @@ func (p *Proxy) answer(q []byte) []byte {
 	if qtype != dnsTypeA || qclass != dnsClassIN {
 		return reply(0, question) // no data: no IPv6 route, no other records
 	}
-	a, ok := p.dnsAddr(strings.ToLower(name))
-	if !ok {
-		return reply(dnsRcodeRefused, question)
-	}
-	return reply(0, question, aRecord(a))
+	return reply(0, question, aRecord(p.dnsAddr(strings.ToLower(name))))
 }
 
 // aRecord is an answer for the question's name (a pointer to it) with address a.

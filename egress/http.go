@@ -49,12 +49,13 @@ func readHead(br *bufio.Reader) (line string, fields []string, err error) {
 // sent to the host in origin form with Connection: close. A denial is a 403 whose body
 // and X-Gosbx-Rule header name the rule and the fix.
 func (p *Proxy) serveHTTP(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(headTimeout))
+	c.SetReadDeadline(time.Now().Add(p.headWait()))
 	br := bufio.NewReaderSize(c, 4096)
 	line, fields, err := readHead(br)
 	if err != nil {
 		return
 	}
+	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
 	method, target, version, ok := splitRequestLine(line)
 	if !ok {

@@ -2,8 +2,8 @@ package egress
 
 import (
 	"bytes"
+	"container/list"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -59,13 +59,15 @@ type Proxy struct {
 	evmu   sync.Mutex
 
 	// the DNS stub's names and the loopback addresses it gave them (dns.go)
-	names map[string]netip.Addr
-	addrs map[netip.Addr]string
+	names dnsNames
 	// lookups caches the host's answers (lookupCached)
 	lookups map[string]lookupResult
-	// slots bounds the connections served at once (MaxConns); stop is closed by Close
-	slots chan struct{}
-	stop  chan struct{}
+	// the connections served at once (MaxConns, slots.go): how many, and those still
+	// waiting for their head, oldest first (waitEl: each one's element)
+	used      int
+	slotFreed sync.Cond // on mu
+	waiting   list.List
+	waitEl    map[net.Conn]*list.Element
 }
 
 // Listeners are the sockets made inside the sandbox's network namespace (by its init,
@@ -85,10 +87,7 @@ func (p *Proxy) Serve(ls Listeners) {
 	if p.conns == nil {
 		p.conns = map[net.Conn]struct{}{}
 	}
-	if p.slots == nil {
-		p.slots = make(chan struct{}, MaxConns)
-		p.stop = make(chan struct{})
-	}
+	p.slotFreed.L = &p.mu
 	for _, s := range []struct {
 		l  net.Listener
 		fn func(net.Conn)
@@ -107,47 +106,6 @@ func (p *Proxy) Serve(ls Listeners) {
 		go func() {
 			defer p.wg.Done()
 			p.serveDNS(ls.DNS)
-		}()
-	}
-}
-
-// MaxConns bounds the connections a proxy serves at once: its goroutines and buffers
-// live on the host, outside the sandbox's memory limit. Beyond it, new connections wait
-// in the listening socket's backlog (then the kernel's SYN queue) until one ends.
-const MaxConns = 1024
-
-func (p *Proxy) accept(l net.Listener, fn func(net.Conn)) {
-	defer p.wg.Done()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// out of descriptors (EMFILE) or another passing error: the sandbox can
-			// open many connections, but must not stop the proxy for good
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		// a slot after the accept: a listener with nothing to accept holds none, and
-		// this loop accepts no more until one frees
-		select {
-		case p.slots <- struct{}{}:
-		case <-p.stop:
-			c.Close()
-			return
-		}
-		if !p.track(c) {
-			<-p.slots
-			c.Close()
-			return
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer func() { <-p.slots }()
-			defer p.untrack(c)
-			fn(c)
 		}()
 	}
 }
@@ -173,10 +131,10 @@ func (p *Proxy) untrack(c net.Conn) {
 // each connection's last event is sent.
 func (p *Proxy) Close() {
 	p.mu.Lock()
-	if !p.closed && p.stop != nil {
-		close(p.stop)
-	}
 	p.closed = true
+	if p.slotFreed.L != nil {
+		p.slotFreed.Broadcast()
+	}
 	for _, l := range p.lns {
 		l.Close()
 	}
@@ -292,10 +250,13 @@ func (p *Proxy) dial(d Decision) (net.Conn, error) {
 // until both directions end (half-closes passed on), then reports the allowed
 // connection with its byte counts. first is what was read from the sandbox's side
 // already and belongs upstream. With checkSNI (a tunnel to a name: CONNECT, SOCKS5),
-// when the client's first bytes are a TLS ClientHello, its server name must be that
-// name, or the tunnel is closed and denied (rule "sni"): an allowed name's address
-// (a CDN's) must not carry a TLS session to another name it serves (domain fronting by
-// SNI; fronting by the Host header inside TLS cannot be seen without decrypting).
+// when the client's first byte starts a TLS handshake record, the ClientHello (across
+// records, bounded: readClientHello) must name that name as its server name, or the
+// tunnel is closed and denied (rule "sni"): an allowed name's address (a CDN's) must not
+// carry a TLS session to another name it serves (domain fronting by SNI; fronting by
+// the Host header inside TLS cannot be seen without decrypting). A ClientHello without
+// a server name, or one that cannot be read, is denied too (fail closed). Other first
+// bytes (ssh, a WebSocket over plain HTTP) pass unchecked.
 func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, checkSNI bool) {
 	var out, back int64
 	denied := false
@@ -319,11 +280,10 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, c
 		var n int64
 		if checkSNI {
 			fr := bytes.NewReader(first)
-			head, name, isTLS := peekHello(io.MultiReader(fr, in))
-			if isTLS && name != "" && !strings.EqualFold(strings.TrimSuffix(name, "."), d.Host) {
+			head, why := p.checkHello(in, io.MultiReader(fr, in), d.Host)
+			if why != "" {
 				denied = true
-				p.deny(proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni",
-					Why: "a TLS server name " + name + " in the tunnel to " + hostPort(d.Host, d.Port)})
+				p.deny(proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni", Why: why + " in the tunnel to " + hostPort(d.Host, d.Port)})
 				up.Close()
 				in.Close()
 				done <- 0
@@ -345,22 +305,32 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, c
 	out += <-done
 }
 
-// peekHello reads the client's first bytes: a whole TLS record when they start one
-// (isTLS, and its server name if it is a ClientHello with one), else what one read
-// gave. head is everything read, to pass on.
-func peekHello(in io.Reader) (head []byte, name string, isTLS bool) {
+// checkHello reads the client's first bytes from r (in's, after what was buffered):
+// when the first is a TLS handshake record's type, the whole ClientHello, within the
+// head timeout, whose server name must be host. head is everything read, to pass on;
+// why is "" when the tunnel may go on, else what about it is denied.
+func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, why string) {
 	var b [1]byte
-	if n, _ := in.Read(b[:]); n == 0 {
-		return nil, "", false
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return nil, "" // closed before a byte: nothing to check or carry
 	}
 	if b[0] != 22 {
-		return b[:], "", false
+		return b[:], ""
 	}
-	rec, name, err := readClientHello(io.MultiReader(bytes.NewReader(b[:]), in))
-	if err != nil {
-		return rec, "", false
+	// the client has begun its ClientHello: the rest comes now or the tunnel is refused
+	// (no deadline before the first byte: a protocol where the server speaks first)
+	in.SetReadDeadline(time.Now().Add(p.headWait()))
+	defer in.SetReadDeadline(time.Time{})
+	head, name, err := readClientHello(io.MultiReader(bytes.NewReader(b[:]), r))
+	switch {
+	case err != nil:
+		return head, "a TLS handshake whose ClientHello gosbx cannot read (" + err.Error() + ")"
+	case name == "":
+		return head, "a TLS ClientHello without a server name"
+	case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
+		return head, "a TLS server name " + name
 	}
-	return rec, name, true
+	return head, ""
 }
 
 func closeWrite(c net.Conn) {

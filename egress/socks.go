@@ -30,7 +30,7 @@ const (
 // message goes to the status line and the caller's stderr, as the protocol has no
 // room for text.
 func (p *Proxy) serveSOCKS(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(headTimeout))
+	c.SetReadDeadline(time.Now().Add(p.headWait()))
 	var hdr [2]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil || hdr[0] != socksVersion {
 		return
@@ -84,6 +84,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 	if _, err := io.ReadFull(c, pb[:]); err != nil {
 		return
 	}
+	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
 	if req[1] != 1 { // CONNECT
 		socksReply(c, socksCmdNotSupp)
