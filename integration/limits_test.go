@@ -529,15 +529,16 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 	})
 }
 
-// nobody cannot make v1 groups: limits asked for → 125 naming cgroup and the way out,
-// nothing ran; --limits best-effort → runs and says limits none; no flags at all → runs
-// (the profile's pids default is best effort) with no gosbx words on stderr.
+// nobody cannot make v1 groups: limits asked for (but the process limit, which holds as
+// RLIMIT_NPROC: nproc_test.go) → 125 naming cgroup and the way out, nothing ran;
+// --limits best-effort → runs and says why there is no cgroup; no flags at all → runs
+// with the profile's process limit and no gosbx words on stderr.
 func TestLimitsUnprivileged(t *testing.T) {
 	requireV1(t)
 	t.Parallel()
 	s := newSandbox(t, nobodyCaller)
 	marker := filepath.Join(s.ws, "marker")
-	for _, flags := range [][]string{{"--memory", "64M"}, {"--pids", "64"}, {"--cpus", "0.5"}, {"--memory", "64M", "--limits", "required"}} {
+	for _, flags := range [][]string{{"--memory", "64M"}, {"--memory", "64M", "--pids", "64"}, {"--cpus", "0.5"}, {"--memory", "64M", "--limits", "required"}} {
 		os.Remove(marker)
 		r := s.run(append(flags, "--", "touch", marker)...)
 		if r.code != 125 {
@@ -561,8 +562,9 @@ func TestLimitsUnprivileged(t *testing.T) {
 	if strings.Count(r.stderr, "gosbx: warning: running without the limits asked for (memory)") != 1 {
 		t.Errorf("--limits best-effort without a cgroup: stderr %q; want one warning naming the limit", r.stderr)
 	}
+	// the memory limit is not applied; the profile's process limit is, as RLIMIT_NPROC
 	ev := exitEvent(t, r.events, r.raw)
-	wantKey(t, ev, "limits", "none")
+	wantKey(t, ev, "limits", "rlimit")
 	if note, _ := ev["limits-note"].(string); !strings.Contains(note, "cgroup") {
 		t.Errorf("limits-note %q; want why there is no cgroup", note)
 	}
@@ -581,10 +583,11 @@ func TestLimitsUnprivileged(t *testing.T) {
 	}
 	r3 := s.runStatus("--", "true")
 	mustSucceed(t, r3.result, "no limit flags as nobody, with --status-fd")
+	// the profile's default process limit holds as RLIMIT_NPROC (nproc_test.go)
 	ev = exitEvent(t, r3.events, r3.raw)
-	wantKey(t, ev, "limits", "none")
-	if note, _ := ev["limits-note"].(string); note == "" {
-		t.Errorf("no limits-note: the result must say the profile's default was not applied")
+	wantKey(t, ev, "limits", "rlimit")
+	if note, _ := ev["limits-note"].(string); note != "" {
+		t.Errorf("limits-note %q; want none, the profile's default process limit is applied", note)
 	}
 	if r3.stderr != "" {
 		t.Errorf("stderr %q; want empty", r3.stderr)

@@ -200,8 +200,17 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// period, up to ~15 ms after an idle spell).
 		spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
 		c.own.nproc = true
-	} else if err := c.own.makeGroup(c.Config); err != nil {
-		return nil, c.fail(err)
+	} else {
+		// Where no cgroup can be had, the process limit is RLIMIT_NPROC in the
+		// sandbox's fresh user namespace (nprocInUserNS).
+		limit, ok := nprocLimit(spec)
+		ok = ok && !pooled && nprocInUserNS(spec)
+		if err := c.own.makeGroup(c.Config, ok); err != nil {
+			return nil, c.fail(err)
+		}
+		if c.own.nproc {
+			spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
+		}
 	}
 	var files []*os.File // the parent's ends, closed on failure
 	closeAll := func() {

@@ -33,7 +33,9 @@ type owner struct {
 	// that is not a root caller, a root caller's uid 0 fallback): ownerRange. Held until
 	// the sandbox has ended.
 	nsOwner *hostID
-	nproc   bool // the default process limit is RLIMIT_NPROC on hostID, no cgroup
+	// nproc: the process limit is RLIMIT_NPROC, no cgroup (a root caller's default on
+	// hostID, or any limit where no cgroup can be had: nprocInUserNS)
+	nproc bool
 	// journal records the after-run cleanup this launch owes, so that the next launch
 	// or doctor completes it if the owner dies first (cleanup.Journal).
 	journal *cleanup.Journal
@@ -63,7 +65,10 @@ var newSandboxID = cgroup.NewID
 // resources. A host or caller without a usable cgroup stops the launch when a limit is
 // required (spec.Limits), and is noted otherwise (the profile's defaults, or best
 // effort).
-func (o *owner) makeGroup(spec *config.Config) error {
+//
+// nproc says that the process limit, should no group be made, can be held as
+// RLIMIT_NPROC instead (the caller sets it): then it is no longer missing.
+func (o *owner) makeGroup(spec *config.Config, nproc bool) error {
 	if spec.Linux == nil || spec.Linux.Resources == nil {
 		return nil
 	}
@@ -76,7 +81,21 @@ func (o *owner) makeGroup(spec *config.Config) error {
 		o.group = g
 		return nil
 	}
-	if len(info.Required) > 0 && !info.BestEffort {
+	required := info.Required
+	if nproc {
+		// the process limit holds without the group: RLIMIT_NPROC (nprocInUserNS)
+		o.nproc = true
+		required = nil
+		for _, r := range info.Required {
+			if r != "pids" {
+				required = append(required, r)
+			}
+		}
+		if onlyPids(spec.Linux.Resources) {
+			return nil
+		}
+	}
+	if len(required) > 0 && !info.BestEffort {
 		var ways []string
 		switch {
 		case info.CgroupParent != "" && cgroup.Mode() != cgroup.V2:
@@ -86,7 +105,7 @@ func (o *owner) makeGroup(spec *config.Config) error {
 		}
 		ways = append(ways, "accept running without them with --limits best-effort")
 		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; %s",
-			strings.Join(info.Required, ", "), err, strings.Join(ways, ", or "))}
+			strings.Join(required, ", "), err, strings.Join(ways, ", or "))}
 	}
 	o.limits = err.Error()
 	return nil
