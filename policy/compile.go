@@ -80,7 +80,12 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	type alias struct{ path, target string }
 	var aliases []alias
 	b.origin = "a read-only bind"
+	var moved []movedBind // binds at another path inside (destbind.go)
 	for _, ro := range f.ReadOnly {
+		if ro.Dest != "" {
+			moved = append(moved, movedBind{ro, true})
+			continue
+		}
 		given, canon, err := canonical(r, "ro", ro.Path, h.Cwd)
 		if err != nil {
 			if ro.Optional && isNotExist(err) {
@@ -92,7 +97,8 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			return nil, errorf("ro", given, nil, "refusing to bind %s: the sandbox has its own root, /proc and /dev", canon)
 		}
 		if given != canon {
-			aliases = append(aliases, alias{given, linkText(r, given, canon)})
+			path, text := aliasFor(r, given, canon)
+			aliases = append(aliases, alias{path, text})
 		}
 		if !contains(roDests, canon) {
 			b.origin = "the read-only bind " + ro.Path
@@ -153,6 +159,10 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	b.bind(ws, ws, false)
 	trees := []string{ws}
 	for _, rw := range f.ReadWrite {
+		if rw.Dest != "" {
+			moved = append(moved, movedBind{rw, false})
+			continue
+		}
 		given, canon, err := canonical(r, "rw", rw.Path, h.Cwd)
 		if err != nil {
 			if rw.Optional && isNotExist(err) {
@@ -186,7 +196,8 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		linked = linked || given != canon
 		trees = append(trees, canon)
 		if given != canon {
-			aliases = append(aliases, alias{given, linkText(r, given, canon)})
+			path, text := aliasFor(r, given, canon)
+			aliases = append(aliases, alias{path, text})
 		}
 	}
 	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
@@ -314,13 +325,26 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	}
 	// Never in a bound tree: there the name exists already, and creating it would
 	// write the host.
+	var made []string
 	for _, a := range aliases {
+		if contains(made, a.path) {
+			continue // /bin for both /bin and /bin/false
+		}
+		made = append(made, a.path)
 		if !under(a.path, roDests...) && !under(a.path, trees...) {
 			b.links = append(b.links, config.Symlink{Path: a.path, Target: a.target})
 		}
 	}
 	if p.workspaceGiven != ws && !under(p.workspaceGiven, roDests...) && !under(p.workspaceGiven, trees...) {
 		b.links = append(b.links, config.Symlink{Path: p.workspaceGiven, Target: ws})
+	}
+	movedLinked, err := b.destBinds(r, moved, p, h, masked, ws)
+	if err != nil {
+		return nil, err
+	}
+	linked = linked || movedLinked
+	if err := b.userLinks(f.Symlinks); err != nil {
+		return nil, err
 	}
 	if err := b.check(); err != nil {
 		return nil, err
@@ -449,6 +473,30 @@ func deepest(p string, trees []string) string {
 		}
 	}
 	return best
+}
+
+// aliasFor is the symlink that makes given reach canon inside: given itself when its
+// directory is canonical, else the first component of given that is a symlink on the
+// host (/bin for /bin/false on merged-usr, with its own text "usr/bin"). A link at
+// /bin/false could not be made inside: /bin there is that symlink already.
+func aliasFor(r *resolver, given, canon string) (path, text string) {
+	for p := given; ; {
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		if c, err := r.evalSymlinks(parent); err != nil || c == parent {
+			if p == given {
+				return given, linkText(r, given, canon)
+			}
+			if t, err := r.evalSymlinks(p); err == nil {
+				return p, linkText(r, p, t)
+			}
+			break
+		}
+		p = parent
+	}
+	return given, linkText(r, given, canon)
 }
 
 // linkText is what a symlink at given should say: the host's own text when given itself

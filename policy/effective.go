@@ -85,16 +85,25 @@ func Effective(o Options, h Host) (*Policy, error) {
 		return nil, errorf("rw", o.ReadWrite[0], nil, "the policy does not allow extra read-write binds (filesystem.allow_extra_read_write)")
 	}
 	for _, r := range o.ReadOnly {
+		r, dst := splitDest(r)
 		if r == "" {
 			return nil, errorf("ro", r, nil, "empty path")
 		}
-		f.ReadOnly = append(f.ReadOnly, Bind{Path: absFrom(r, h.Cwd), flag: true})
+		f.ReadOnly = append(f.ReadOnly, Bind{Path: absFrom(r, h.Cwd), Dest: dst, flag: true})
 	}
 	for _, r := range o.ReadWrite {
+		r, dst := splitDest(r)
 		if r == "" {
 			return nil, errorf("rw", r, nil, "empty path")
 		}
-		f.ReadWrite = append(f.ReadWrite, Bind{Path: absFrom(r, h.Cwd), flag: true, relative: !filepath.IsAbs(r)})
+		f.ReadWrite = append(f.ReadWrite, Bind{Path: absFrom(r, h.Cwd), Dest: dst, flag: true, relative: !filepath.IsAbs(r)})
+	}
+	for _, l := range o.Symlinks {
+		target, path, ok := strings.Cut(l, ":")
+		if !ok || target == "" || path == "" {
+			return nil, errorf("symlink", l, nil, "want TARGET:PATH (a symbolic link at PATH inside saying TARGET)")
+		}
+		f.Symlinks = append(f.Symlinks, Symlink{Path: path, Target: target})
 	}
 	e := &p.Environment
 	if err := checkExtraEnv(allowed(e.AllowExtra), o.Env, o.PassEnv); err != nil {
@@ -203,6 +212,11 @@ func Effective(o Options, h Host) (*Policy, error) {
 		for i := range *list {
 			if (*list)[i].Path, err = exPath("bind", (*list)[i].Path); err != nil {
 				return nil, err
+			}
+			if d := (*list)[i].Dest; d != "" {
+				if (*list)[i].Dest, err = ex("bind", d); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

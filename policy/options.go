@@ -28,8 +28,9 @@ type Options struct {
 	Args      []string // the command and its arguments; Args[0] is looked up on PATH inside
 	Workspace string   // the read-write directory; "" means the current directory
 	Chdir     string   // working directory inside; relative to the workspace; "" = default
-	ReadOnly  []string // extra read-only binds, at the same path as on the host
-	ReadWrite []string // extra read-write binds, at the same path as on the host
+	ReadOnly  []string // extra read-only binds: PATH at the same path, or SRC:DST
+	ReadWrite []string // extra read-write binds: PATH at the same path, or SRC:DST
+	Symlinks  []string // --symlink TARGET:PATH, symbolic links made inside
 	Env       []string // KEY=VALUE set inside, on top of the allowlist
 	PassEnv   []string // names of caller variables passed through
 	Net       string   // NetNone, NetHost or NetProxy; "" means the policy's (none by default)

@@ -63,6 +63,9 @@ type Filesystem struct {
 	ReadOnly []Bind `json:"read_only,omitempty"`
 	// ReadWrite are host paths bound read-write at the same path, besides the workspace.
 	ReadWrite []Bind `json:"read_write,omitempty"`
+	// Symlinks are symbolic links made inside (bwrap's --symlink), each at an absolute
+	// path outside every bind.
+	Symlinks []Symlink `json:"symlinks,omitempty"`
 	// Tmpfs are private, empty, writable file systems (scratch space, HOME).
 	Tmpfs []Tmpfs `json:"tmpfs,omitempty"`
 	// Protected are paths inside each writable tree (the workspace, each read-write
@@ -90,9 +93,12 @@ type Filesystem struct {
 }
 
 // Bind is a host path to bind. In a file it is a string, or an object to mark it
-// optional (a missing optional source is skipped; a missing required one is an error).
+// optional (a missing optional source is skipped; a missing required one is an error)
+// or to bind it at another path inside (Dest, absolute; its source is resolved on the
+// host first: destbind.go).
 type Bind struct {
 	Path     string `json:"path"`
+	Dest     string `json:"dest,omitempty"`
 	Optional bool   `json:"optional,omitempty"`
 
 	flag     bool // added by a --ro/--rw flag
@@ -108,24 +114,32 @@ func (b *Bind) UnmarshalJSON(data []byte) error {
 	}
 	var p struct {
 		Path     string `json:"path"`
+		Dest     string `json:"dest,omitempty"`
 		Optional bool   `json:"optional,omitempty"`
 	}
 	if err := strictUnmarshal(data, &p); err != nil {
-		return fmt.Errorf("a bind is a path or {path, optional}: %w", err)
+		return fmt.Errorf("a bind is a path or {path, dest, optional}: %w", err)
 	}
-	*b = Bind{Path: p.Path, Optional: p.Optional}
+	*b = Bind{Path: p.Path, Dest: p.Dest, Optional: p.Optional}
 	return nil
+}
+
+// Symlink is a symbolic link at Path (absolute, inside) saying Target.
+type Symlink struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
 }
 
 // MarshalJSON writes the short form when the bind is required.
 func (b Bind) MarshalJSON() ([]byte, error) {
-	if !b.Optional {
+	if !b.Optional && b.Dest == "" {
 		return json.Marshal(b.Path)
 	}
 	return json.Marshal(struct {
 		Path     string `json:"path"`
-		Optional bool   `json:"optional"`
-	}{b.Path, true})
+		Dest     string `json:"dest,omitempty"`
+		Optional bool   `json:"optional,omitempty"`
+	}{b.Path, b.Dest, b.Optional})
 }
 
 // Tmpfs is a private tmpfs mount. In a file it is a path, or an object with a mode and

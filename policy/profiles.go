@@ -146,6 +146,7 @@ func merge(base, child *Policy) *Policy {
 	f.ReadOnly = append(clone(f.ReadOnly), c.ReadOnly...)
 	f.ReadWrite = append(clone(f.ReadWrite), c.ReadWrite...)
 	f.Tmpfs = append(clone(f.Tmpfs), c.Tmpfs...)
+	f.Symlinks = append(clone(f.Symlinks), c.Symlinks...)
 	f.Protected = append(clone(f.Protected), c.Protected...)
 	f.Masked = append(clone(f.Masked), c.Masked...)
 	f.Credentials = append(clone(f.Credentials), c.Credentials...)

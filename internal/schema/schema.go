@@ -55,11 +55,13 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 	switch t {
 	case reflect.TypeOf(policy.Bind{}):
 		return &jsonschema.Schema{
-			Description: "A host path bound at the same path: a string, or an object to mark it optional (a missing optional source is skipped).",
+			Description: "A host path bound at the same path: a string, or an object to mark it optional (a missing optional source is skipped) " +
+				"or to bind it at another path inside (dest, absolute, outside every other bind; the source is resolved on the host).",
 			OneOf: []*jsonschema.Schema{
 				{Type: "string"},
 				{Type: "object", AdditionalProperties: jsonschema.FalseSchema, Required: []string{"path"},
-					Properties: props("path", &jsonschema.Schema{Type: "string"}, "optional", &jsonschema.Schema{Type: "boolean"})},
+					Properties: props("path", &jsonschema.Schema{Type: "string"}, "dest", &jsonschema.Schema{Type: "string", Pattern: "^/"},
+						"optional", &jsonschema.Schema{Type: "boolean"})},
 			},
 		}
 	case reflect.TypeOf(policy.Tmpfs{}):
