@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 )
 
 // Status of a check.
@@ -51,14 +51,33 @@ func (r *Report) add(c Check) {
 	}
 }
 
-// WriteTable prints the report as an aligned table.
-func (r *Report) WriteTable(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
+// WriteTable prints the report as an aligned table: CHECK, STATUS, DETAIL. Each
+// detail is printed whole (its line breaks as spaces): with width > 0 (a terminal's
+// columns) a detail longer than the space after the first two columns wraps at spaces
+// onto indented continuation lines; with width 0 (a pipe or a file) it stays on one line.
+func (r *Report) WriteTable(w io.Writer, width int) {
+	nameW, statW := len("CHECK"), len("STATUS")
 	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Status, oneLine(c.Detail))
+		nameW = max(nameW, utf8.RuneCountInString(c.Name))
+		statW = max(statW, len(c.Status))
 	}
-	tw.Flush()
+	indent := nameW + 2 + statW + 2
+	room := 0 // runes a detail line may hold; 0: no limit
+	if width > 0 {
+		room = max(width-indent, 30) // a too narrow terminal still gets readable pieces
+	}
+	row := func(name, status, detail string) {
+		pad := func(s string, n int) string { return s + strings.Repeat(" ", n-utf8.RuneCountInString(s)) }
+		lines := wrap(strings.Join(strings.Fields(detail), " "), room)
+		fmt.Fprintln(w, strings.TrimRight(pad(name, nameW+2)+pad(status, statW+2)+lines[0], " "))
+		for _, l := range lines[1:] {
+			fmt.Fprintln(w, strings.Repeat(" ", indent)+l)
+		}
+	}
+	row("CHECK", "STATUS", "DETAIL")
+	for _, c := range r.Checks {
+		row(c.Name, string(c.Status), c.Detail)
+	}
 	fixes := false
 	for _, c := range r.Checks {
 		if c.Fix != "" && (c.Status == Fail || c.Status == Warn) {
@@ -83,10 +102,19 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > 110 {
-		s = string(r[:107]) + "..."
+// wrap cuts s into lines of at most room runes, at spaces where it can (a word longer
+// than room is cut inside); room 0 keeps s whole.
+func wrap(s string, room int) []string {
+	var lines []string
+	for room > 0 && utf8.RuneCountInString(s) > room {
+		r := []rune(s)
+		cut := strings.LastIndex(string(r[:room+1]), " ")
+		if cut <= 0 {
+			cut = len(string(r[:room]))
+			lines, s = append(lines, s[:cut]), s[cut:]
+			continue
+		}
+		lines, s = append(lines, s[:cut]), s[cut+1:]
 	}
-	return s
+	return append(lines, s)
 }

@@ -183,7 +183,7 @@ func TestRunHere(t *testing.T) {
 	before, _ := filepath.Glob("/var/tmp/gosbx-doctor-*")
 	r := Run(testExe(t))
 	var b bytes.Buffer
-	r.WriteTable(&b)
+	r.WriteTable(&b, 0)
 	if !r.OK {
 		t.Fatalf("doctor failed here:\n%s", b.String())
 	}

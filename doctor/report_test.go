@@ -3,6 +3,7 @@ package doctor
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestWriteTable(t *testing.T) {
 	r := sampleReport()
 	r.add(Check{Name: "user namespace + id maps", Status: Fail, Detail: "fork/exec gosbx: operation not permitted", Fix: "fix-of-fail"})
 	var b bytes.Buffer
-	r.WriteTable(&b)
+	r.WriteTable(&b, 0)
 	out := b.String()
 	for _, c := range r.Checks {
 		wantAll(t, "table", out, c.Name, string(c.Status))
@@ -50,39 +51,80 @@ func TestWriteTable(t *testing.T) {
 	wantNone(t, "table", out, "never shown")
 
 	var ok bytes.Buffer
-	sampleReport().WriteTable(&ok)
+	sampleReport().WriteTable(&ok, 0)
 	wantAll(t, "passing table", ok.String(), "can build its default sandbox here")
 
 	var clean bytes.Buffer
-	(&Report{Version: ReportVersion, OK: true, Checks: []Check{{Name: "kernel", Status: OK, Detail: "x"}}}).WriteTable(&clean)
+	(&Report{Version: ReportVersion, OK: true, Checks: []Check{{Name: "kernel", Status: OK, Detail: "x"}}}).WriteTable(&clean, 0)
 	wantNone(t, "all-ok table", clean.String(), "How to fix")
 }
 
-func TestWriteTableOneLine(t *testing.T) {
+// A detail is never cut: whole on one line for a pipe (width 0), wrapped at spaces
+// under the DETAIL column for a terminal, every word kept.
+func TestWriteTableWholeDetail(t *testing.T) {
+	words := []string{"line", "one"}
+	for i := range 60 {
+		words = append(words, fmt.Sprintf("word%d", i))
+	}
+	words = append(words, "/"+strings.Repeat("é", 90)+"/tail") // longer than a line: cut inside, still whole
 	r := &Report{OK: true}
-	r.add(Check{Name: "sandbox launch", Status: OK, Detail: "line one\nline two " + strings.Repeat("x", 300)})
-	var b bytes.Buffer
-	r.WriteTable(&b)
-	for _, line := range strings.Split(b.String(), "\n") {
-		if strings.HasPrefix(line, "sandbox launch") {
-			if strings.Contains(line, "line two") && len(line) < 250 {
-				return
-			}
-			t.Fatalf("detail not folded to one short line: %q", line)
+	r.add(Check{Name: "sandbox launch", Status: OK, Detail: "line one\n" + strings.Join(words[2:], " ")})
+	r.add(Check{Name: "kernel", Status: OK, Detail: "short"})
+
+	var piped bytes.Buffer
+	r.WriteTable(&piped, 0)
+	want := "sandbox launch  ok      " + strings.Join(words, " ") + "\n"
+	if !strings.Contains(piped.String(), want) || strings.Contains(piped.String(), "...") {
+		t.Errorf("piped: want the whole detail on one line %q\n%s", want, piped.String())
+	}
+
+	var tty bytes.Buffer
+	r.WriteTable(&tty, 80)
+	var joined []string
+	lines := strings.Split(strings.TrimSuffix(tty.String(), "\n"), "\n")
+	for i, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("line %d has %d columns, more than 80: %q", i, n, l)
+		}
+		switch {
+		case strings.HasPrefix(l, "sandbox launch  ok      "):
+			joined = append(joined, strings.TrimPrefix(l, "sandbox launch  ok      "))
+		case len(joined) > 0 && strings.HasPrefix(l, strings.Repeat(" ", 24)) && !strings.HasPrefix(l, strings.Repeat(" ", 25)):
+			joined = append(joined, strings.TrimPrefix(l, strings.Repeat(" ", 24)))
+		case len(joined) > 0 && strings.HasPrefix(l, "kernel"):
+			goto done
 		}
 	}
-	t.Fatalf("no row for the check:\n%s", b.String())
+done:
+	if len(joined) < 3 {
+		t.Fatalf("terminal: the detail is not wrapped onto continuation lines:\n%s", tty.String())
+	}
+	got := strings.Join(joined, " ")
+	if !sameRunes(got, strings.Join(words, " ")) {
+		t.Errorf("terminal: wrapped detail lost words\ngot  %q\nwant %q", got, strings.Join(words, " "))
+	}
+	if strings.Contains(tty.String(), "...") {
+		t.Errorf("terminal: detail cut with ...:\n%s", tty.String())
+	}
 }
 
-// Details are error messages that can hold any path: shortening one must not cut a
-// UTF-8 sequence in half (doctor/doctor.go oneLine slices bytes).
+// sameRunes compares ignoring spaces (wrapping turns a space into a line break, and
+// cuts a word longer than a line inside it).
+func sameRunes(a, b string) bool {
+	return strings.ReplaceAll(a, " ", "") == strings.ReplaceAll(b, " ", "")
+}
+
+// Details are error messages that can hold any path: wrapping one must not cut a
+// UTF-8 sequence in half.
 func TestWriteTableKeepsUTF8(t *testing.T) {
 	r := &Report{OK: true}
 	r.add(Check{Name: "sandbox launch", Status: Fail, Detail: "bind /" + strings.Repeat("é", 80) + ": permission denied"})
-	var b bytes.Buffer
-	r.WriteTable(&b)
-	if !utf8.Valid(b.Bytes()) {
-		t.Errorf("table is not valid UTF-8:\n%q", b.String())
+	for _, width := range []int{0, 40, 80} {
+		var b bytes.Buffer
+		r.WriteTable(&b, width)
+		if !utf8.Valid(b.Bytes()) {
+			t.Errorf("width %d: table is not valid UTF-8:\n%q", width, b.String())
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -278,23 +277,59 @@ func testUnshare(t *testing.T) {
 	})
 }
 
-// gosbx seccomp export writes the program: 8 bytes an instruction, or one line each.
+// gosbx seccomp export writes the program (8 bytes an instruction, never to a
+// terminal) or a listing that names system calls, arguments and actions.
 func testExport(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
 		bin := s.rawRun("seccomp", "export", "--format", "bpf")
 		mustSucceed(t, bin, "export bpf")
+		if len(bin.stdout) == 0 || len(bin.stdout)%8 != 0 {
+			t.Errorf("bpf: %d bytes, want whole 8-byte instructions", len(bin.stdout))
+		}
 		txt := s.rawRun("seccomp", "export", "--format", "text")
 		mustSucceed(t, txt, "export text")
-		lines := strings.Split(strings.TrimSuffix(txt.stdout, "\n"), "\n")
-		if len(bin.stdout) == 0 || len(bin.stdout)%8 != 0 || len(bin.stdout) != 8*len(lines) {
-			t.Errorf("bpf: %d bytes, text: %d lines; want 8 bytes per line", len(bin.stdout), len(lines))
-		}
-		for i, l := range lines {
-			if f := strings.Fields(l); len(f) < 2 || f[0] != strconv.Itoa(i) {
-				t.Errorf("text line %d: %q", i, l)
-				break
+		rules := map[string]string{} // first line naming each call
+		for _, l := range strings.Split(txt.stdout, "\n") {
+			if head, _, ok := strings.Cut(l, " if "); ok || strings.Contains(l, ": ") {
+				if !ok {
+					head, _, _ = strings.Cut(l, ": ")
+				}
+				for _, n := range strings.Fields(head) {
+					if _, seen := rules[n]; !seen {
+						rules[n] = l
+					}
+				}
 			}
+		}
+		if l := rules["mount"]; !strings.HasSuffix(l, ": fail with EPERM") {
+			t.Errorf("text: mount's rule %q, want it named and failing with EPERM\n%s", l, txt.stdout)
+		}
+		if l := rules["socket"]; !strings.Contains(l, "socket if domain != AF_UNIX and") || !strings.Contains(l, "AF_INET6") ||
+			!strings.HasSuffix(l, ": fail with EAFNOSUPPORT") {
+			t.Errorf("text: socket's rule %q, want its family condition and EAFNOSUPPORT\n%s", l, txt.stdout)
+		}
+		if l := rules["clone"]; !strings.Contains(l, "CLONE_NEWUSER") {
+			t.Errorf("text: clone's first rule %q, want its namespace flags named", l)
+		}
+		if l, ok := rules["ptrace"]; ok || !strings.Contains(txt.stdout, "\nevery other call: allow\n") {
+			t.Errorf("text: ptrace must stay allowed (no rule %q, every other call allowed)\n%s", l, txt.stdout)
+		}
+		if strings.Contains(txt.stdout, "jeq") || strings.Contains(txt.stdout, "ld [") {
+			t.Errorf("text is a BPF listing, not the rules\n%s", txt.stdout)
+		}
+		// Binary to a terminal is refused, naming the two ways out; nothing is written.
+		m, sl := openPty(t)
+		ctx := s.limitCtx(runLimit)
+		cmd := s.rawCommand(ctx, "seccomp", "export")
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = sl, &stderr
+		err := cmd.Run()
+		sl.Close()
+		_ = m.SetReadDeadline(time.Now().Add(time.Second))
+		got, _ := m.Read(make([]byte, 64))
+		if err == nil || !strings.Contains(stderr.String(), "--format text") || !strings.Contains(stderr.String(), "redirect") || got != 0 {
+			t.Errorf("bpf to a terminal: want a refusal naming --format text and a redirect, nothing written (%d bytes); err %v, stderr %q", got, err, stderr.String())
 		}
 		if def := s.rawRun("seccomp", "export"); def.stdout != bin.stdout {
 			t.Error("the default format is not bpf")

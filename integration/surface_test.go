@@ -197,21 +197,44 @@ print("HOSTNAME", open("/proc/sys/kernel/hostname").read().strip())
 	})
 }
 
-// /sys is absent inside (no sysfs mount at all), while the host has it.
-func TestSysAbsent(t *testing.T) {
-	if _, err := os.Stat("/sys/kernel"); err != nil {
-		t.Skip("the host has no /sys to hide")
+// /sys inside holds the CPU topology and nothing else: a read-only tmpfs with
+// /sys/devices/system/cpu (the online CPUs the host shows) read-only below it, so
+// lscpu works; no firmware, kernel, class, bus, module or cgroup tree, and no write
+// lands. With --net none a sysfs of the sandbox's own gives it; with --net host (the
+// kernel refuses sysfs there) a read-only bind of the host's.
+func TestSysCPUOnly(t *testing.T) {
+	hostOnline, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Skip("the host has no /sys/devices/system/cpu/online")
 	}
+	_, lscpuErr := os.Stat("/usr/bin/lscpu")
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
-		r := s.sh(nil, `test -e /sys && echo "SYS-EXISTS $(ls -A /sys | head -5 | tr '\n' ' ')"
-test -e /sys/kernel/notes && echo SYS-KERNEL
-awk '$9 == "sysfs" || $5 ~ "^/sys" { print "MOUNT", $5, $9 }' /proc/self/mountinfo
+		for _, net := range []string{"none", "host"} {
+			r := s.sh([]string{"--net", net}, `echo "LS $(ls -A /sys | tr '\n' ' ')"
+echo "LSDEV $(ls -A /sys/devices | tr '\n' ' ')"
+echo "ONLINE $(cat /sys/devices/system/cpu/online)"
+for d in /sys/firmware /sys/kernel /sys/class /sys/bus /sys/block /sys/module /sys/fs /sys/dev /sys/power /sys/devices/virtual /sys/devices/platform; do test -e "$d" && echo "PRESENT $d"; done
+if [ -x /usr/bin/lscpu ]; then /usr/bin/lscpu >/dev/null 2>&1 && echo LSCPU-OK; fi
+touch /sys/new 2>/dev/null && echo WROTE-SYS
+mkdir /sys/devices/system/cpu/new 2>/dev/null && echo WROTE-CPU
+awk '$5 ~ "^/sys" { print "MOUNT", $5, $6 }' /proc/self/mountinfo
 exit 0`)
-		mustSucceed(t, r, "sys probe")
-		for _, bad := range []string{"SYS-EXISTS", "SYS-KERNEL", "MOUNT"} {
-			if strings.Contains(r.stdout, bad) {
-				t.Errorf("/sys is reachable inside (%s):\n%s", bad, r.stdout)
+			mustSucceed(t, r, "sys probe --net "+net)
+			want := []string{"LS devices \n", "LSDEV system \n", "ONLINE " + strings.TrimSpace(string(hostOnline)) + "\n",
+				"MOUNT /sys ro,", "MOUNT /sys/devices/system/cpu ro,"}
+			if lscpuErr == nil {
+				want = append(want, "LSCPU-OK")
+			}
+			for _, w := range want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("--net %s: want %q inside:\n%s", net, w, r.stdout)
+				}
+			}
+			for _, bad := range []string{"PRESENT", "WROTE", "MOUNT /sys/fs", "MOUNT /sys/kernel"} {
+				if strings.Contains(r.stdout, bad) {
+					t.Errorf("--net %s: %s inside:\n%s", net, bad, r.stdout)
+				}
 			}
 		}
 	})

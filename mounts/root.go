@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -293,6 +294,41 @@ func (r *Root) fs(fsfd int, fstype, dest string, opts map[string]string, attr ui
 		r.roLater = append(r.roLater, sealed{fd, dest})
 	} else {
 		unix.Close(fd)
+	}
+	return nil
+}
+
+// SysfsSubtree attaches at dest, a path below /sys, only the same subtree of a new
+// sysfs instance (dest "/sys/devices/system/cpu": the CPU topology), with the
+// MOUNT_ATTR_* bits attr: the rest of sysfs (devices, firmware, the kernel's and the
+// debug trees) is never attached. sysfs(5); the kernel lets a user namespace mount it
+// only with a network namespace of its own (EPERM otherwise).
+func (r *Root) SysfsSubtree(dest string, attr uint64) error {
+	sub, ok := strings.CutPrefix(dest, "/sys/")
+	if !ok || sub == "" {
+		return errorf("mount", "sysfs", dest, attr, errors.New("a sysfs subtree goes below /sys, at its own path"))
+	}
+	whole, err := newFS(-1, "sysfs", nil, 0)
+	if err != nil {
+		return errorf("mount", "sysfs", dest, attr, err)
+	}
+	tree, err := cloneTree(whole, "sysfs", false, true)
+	unix.Close(whole)
+	if err != nil {
+		return errorf("mount", "sysfs", dest, attr, err)
+	}
+	defer tree.Close()
+	// the subtree's clone: open_tree(2) of a path inside the detached instance
+	part, err := unix.OpenTree(tree.fd, sub, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return errorf("mount", "sysfs", dest, attr, fmt.Errorf("open_tree %s: %w", sub, err))
+	}
+	defer unix.Close(part)
+	if err := setattrPrivate(part, attr, false); err != nil {
+		return errorf("mount", "sysfs", dest, attr, fmt.Errorf("mount_setattr: %w", err))
+	}
+	if err := r.attach(part, dest, true); err != nil {
+		return errorf("mount", "sysfs", dest, attr, err)
 	}
 	return nil
 }

@@ -172,6 +172,17 @@ func setup(spec *config.Config, sourceFds []int, detached bool, opts []Option) (
 			mark("bind", p.m.Destination)
 			continue
 		}
+		if p.m.Type == "sysfs" {
+			attr := p.attr
+			if p.ro {
+				attr |= unix.MOUNT_ATTR_RDONLY
+			}
+			if err = r.SysfsSubtree(p.m.Destination, attr); err != nil {
+				break
+			}
+			mark("sysfs", p.m.Destination)
+			continue
+		}
 		fsfd := -1
 		if p.m.Type == "proc" && procGiven {
 			if fsfd = so.procFS; fsfd <= 0 {

@@ -147,6 +147,8 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	}
 	b.origin = "the sandbox's own /proc"
 	b.add(specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "nodev", "noexec"}})
+	b.origin = "the sandbox's own /sys"
+	b.sys()
 
 	cwd, err := workdir(r, p.Process.Cwd, ws, h.Cwd)
 	if err != nil {
@@ -560,6 +562,18 @@ func (b *builder) bind(src, dst string, ro bool) {
 
 func (b *builder) tmpfs(dst, mode string) {
 	b.add(specs.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=" + mode}})
+}
+
+// sys is a read-only /sys holding only what programs read to size themselves: the
+// CPU topology and online CPUs (/sys/devices/system/cpu, which lscpu and sysconf's
+// _SC_NPROCESSORS_CONF read), bound read-only from the host's. No device, firmware,
+// kernel, module or debug tree is there. Not a sysfs of the sandbox's own: the kernel
+// refuses one with the host's network, and inside a container whose /sys has masked
+// parts, as it refuses procfs (docs/decisions.md, "A /sys of CPU topology only").
+func (b *builder) sys() {
+	const cpu = "/sys/devices/system/cpu"
+	b.add(specs.Mount{Destination: "/sys", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=0755", "ro"}})
+	b.add(specs.Mount{Destination: cpu, Type: "bind", Source: cpu, Options: []string{"bind", "nosuid", "nodev", "noexec", "ro"}})
 }
 
 // dev is a minimal /dev: a read-only tmpfs with binds of the host's harmless character

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/doctor"
 )
@@ -46,7 +48,7 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 				if asJSON {
 					r.WriteJSON(c.OutOrStdout())
 				} else {
-					r.WriteTable(c.OutOrStdout())
+					r.WriteTable(c.OutOrStdout(), terminalWidth(c.OutOrStdout()))
 				}
 				if !r.OK {
 					return statusError(1)
@@ -59,4 +61,19 @@ otherwise. --json prints {"version": 1, "ok": bool, "uid": N, "checks": [{"name"
 		c.Flags().StringVar(&workspace, "workspace", "", "for a root caller: check that `DIR` (default: the current directory) can be idmapped")
 		return c
 	}()
+}
+
+// terminalWidth is the columns of the terminal w writes to (TIOCGWINSZ, tty_ioctl(4)),
+// or 0 when w is not a terminal (a pipe, a file): the doctor's table then prints each
+// detail whole.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 0
+	}
+	return int(ws.Col)
 }

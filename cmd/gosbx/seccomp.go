@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/policy"
 	"github.com/gosbx/gosbx/seccomp"
@@ -18,7 +19,7 @@ func newSeccompCmd() *cobra.Command {
 	var pol, format string
 	export := &cobra.Command{
 		Use:   "export [--policy P] [--format bpf|text]",
-		Short: "Write the policy's seccomp filter (for root, with the set-ID rules a root caller's launch adds): raw sock_filter array (bwrap --seccomp reads it) or a listing",
+		Short: "Write the policy's seccomp filter (for root, with the set-ID rules a root caller's launch adds): raw sock_filter array (bwrap --seccomp reads it; refused on a terminal) or a listing naming calls, arguments and actions",
 		Example: `  gosbx seccomp export --format text | less
   gosbx seccomp export --policy strict > filter.bpf && bwrap --seccomp 3 ... 3<filter.bpf`,
 		Args: cobra.NoArgs,
@@ -38,9 +39,17 @@ func newSeccompCmd() *cobra.Command {
 			}
 			switch format {
 			case "bpf":
+				// Binary on a terminal is noise at best and escape sequences at worst.
+				if _, terr := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS); terr == nil {
+					return usageError{fmt.Errorf("--format bpf writes binary and stdout is a terminal: redirect it (> filter.bpf) or read it with --format text")}
+				}
 				_, err = os.Stdout.Write(prog.Bytes())
 			case "text":
-				_, err = fmt.Fprint(os.Stdout, prog.Text())
+				var text string
+				if text, err = seccomp.Listing(spec); err != nil {
+					return &setupFailure{step: "seccomp", err: err}
+				}
+				_, err = fmt.Fprint(os.Stdout, text)
 			default:
 				return usageError{fmt.Errorf("--format %q: want bpf or text", format)}
 			}
@@ -48,7 +57,7 @@ func newSeccompCmd() *cobra.Command {
 		},
 	}
 	export.Flags().StringVar(&pol, "policy", "", "a built-in profile (agent, strict, build) or a policy `FILE` (default agent)")
-	export.Flags().StringVar(&format, "format", "bpf", "`bpf` (struct sock_filter array, native endian) or text")
+	export.Flags().StringVar(&format, "format", "bpf", "`bpf` (struct sock_filter array, native endian; stdout must not be a terminal) or text (rules with calls, arguments and actions named)")
 	c.AddCommand(export, newContainerProfileCmd())
 	return c
 }

@@ -1,0 +1,177 @@
+package seccomp
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// Listing is the filter of s for people: one line a rule, in the order the filter
+// tries them (the first that matches decides), as "NAMES [if CONDITIONS]: ACTION",
+// arguments named as in the calls' man pages (socket(2)'s domain, clone(2)'s flags,
+// open(2)'s flags and mode, ioctl(2)'s request) and their values by their constants
+// (AF_UNIX, CLONE_NEWUSER, O_CREAT, S_ISUID, TIOCSTI) where known; then the default
+// action for every call no rule names. It fails as Compile does on an action it does
+// not support.
+func Listing(s *specs.LinuxSeccomp) (string, error) {
+	var b strings.Builder
+	if s == nil {
+		return "no seccomp filter\n", nil
+	}
+	b.WriteString("# seccomp filter (seccomp(2)): x86_64 calls only; a call through the i386 or x32 ABI kills the process\n")
+	b.WriteString("# rules in order, the first that matches decides; conditions joined by \"and\" must all hold\n")
+	for i, sc := range s.Syscalls {
+		act, err := actionText(sc.Action, sc.ErrnoRet)
+		if err != nil {
+			return "", fmt.Errorf("syscalls[%d]: %w", i, err)
+		}
+		b.WriteString(strings.Join(sc.Names, " "))
+		if len(sc.Args) > 0 {
+			call := ""
+			if len(sc.Names) == 1 {
+				call = sc.Names[0]
+			}
+			conds := make([]string, len(sc.Args))
+			for j, a := range sc.Args {
+				conds[j] = conditionText(call, a)
+			}
+			b.WriteString(" if " + strings.Join(conds, " and "))
+		}
+		b.WriteString(": " + act + "\n")
+	}
+	def, err := actionText(s.DefaultAction, s.DefaultErrnoRet)
+	if err != nil {
+		return "", fmt.Errorf("default action: %w", err)
+	}
+	b.WriteString("every other call: " + def + "\n")
+	return b.String(), nil
+}
+
+func actionText(a specs.LinuxSeccompAction, errno *uint) (string, error) {
+	if _, err := action(a, errno); err != nil {
+		return "", err
+	}
+	switch a {
+	case specs.ActAllow:
+		return "allow", nil
+	case specs.ActKillProcess:
+		return "kill process", nil
+	case specs.ActLog:
+		return "allow and log", nil
+	}
+	e := syscall.Errno(unix.EPERM)
+	if errno != nil {
+		e = syscall.Errno(*errno)
+	}
+	if n := unix.ErrnoName(e); n != "" {
+		return "fail with " + n, nil
+	}
+	return fmt.Sprintf("fail with errno %d", uint(e)), nil
+}
+
+// argKinds names the arguments of the calls the profiles test (their man pages), and
+// says how their values read: "family", "clone", "open", "mode", "ioctl" or "" (a number).
+var argKinds = map[string][]struct{ name, kind string }{
+	"socket":      {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
+	"socketpair":  {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
+	"clone":       {{"flags", "clone"}},
+	"unshare":     {{"flags", "clone"}},
+	"personality": {{"persona", ""}},
+	"ioctl":       {{"fd", ""}, {"request", "ioctl"}},
+	"chmod":       {{"pathname", ""}, {"mode", "mode"}},
+	"fchmod":      {{"fd", ""}, {"mode", "mode"}},
+	"fchmodat":    {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+	"fchmodat2":   {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+	"creat":       {{"pathname", ""}, {"mode", "mode"}},
+	"mknod":       {{"pathname", ""}, {"mode", "mode"}},
+	"mknodat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+	"mkdir":       {{"pathname", ""}, {"mode", "mode"}},
+	"mkdirat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+	"open":        {{"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
+	"openat":      {{"dirfd", ""}, {"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
+}
+
+var families = map[uint64]string{
+	unix.AF_UNIX: "AF_UNIX", unix.AF_INET: "AF_INET", unix.AF_INET6: "AF_INET6", unix.AF_NETLINK: "AF_NETLINK",
+	unix.AF_PACKET: "AF_PACKET", unix.AF_VSOCK: "AF_VSOCK", unix.AF_BLUETOOTH: "AF_BLUETOOTH", unix.AF_ALG: "AF_ALG",
+}
+
+type flagName struct {
+	v    uint64
+	name string
+}
+
+var kindFlags = map[string][]flagName{
+	"clone": {{unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {unix.CLONE_NEWUTS, "CLONE_NEWUTS"},
+		{unix.CLONE_NEWIPC, "CLONE_NEWIPC"}, {unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWPID, "CLONE_NEWPID"},
+		{unix.CLONE_NEWNET, "CLONE_NEWNET"}, {unix.CLONE_NEWTIME, "CLONE_NEWTIME"}},
+	"open":  {{unix.O_CREAT, "O_CREAT"}, {0x400000, "__O_TMPFILE"}, {unix.O_DIRECTORY, "O_DIRECTORY"}},
+	"mode":  {{unix.S_ISUID, "S_ISUID"}, {unix.S_ISGID, "S_ISGID"}, {unix.S_ISVTX, "S_ISVTX"}},
+	"ioctl": {{tiocsti, "TIOCSTI"}, {tioclinux, "TIOCLINUX"}},
+}
+
+// valueText is v by its constant for the argument's kind, else in hex.
+func valueText(kind string, v uint64) string {
+	if kind == "family" {
+		if n, ok := families[v]; ok {
+			return n
+		}
+		return fmt.Sprint(v)
+	}
+	fl := kindFlags[kind]
+	if kind == "ioctl" { // a request is one number, not flags
+		for _, f := range fl {
+			if f.v == v {
+				return f.name
+			}
+		}
+		return fmt.Sprintf("%#x", v)
+	}
+	if v == 0 {
+		return "0"
+	}
+	if len(fl) == 0 {
+		return fmt.Sprintf("%#x", v)
+	}
+	var names []string
+	rest := v
+	for _, f := range fl {
+		if rest&f.v == f.v {
+			names = append(names, f.name)
+			rest &^= f.v
+		}
+	}
+	if rest != 0 {
+		names = append(names, fmt.Sprintf("%#x", rest))
+	}
+	return strings.Join(names, "|")
+}
+
+// conditionText is one argument comparison, e.g. "domain != AF_UNIX" or
+// "flags & (CLONE_NEWNS|CLONE_NEWUSER) == 0".
+func conditionText(call string, a specs.LinuxSeccompArg) string {
+	name, kind := fmt.Sprintf("arg%d", a.Index), ""
+	if ks := argKinds[call]; int(a.Index) < len(ks) {
+		name, kind = ks[a.Index].name, ks[a.Index].kind
+	}
+	ops := map[specs.LinuxSeccompOperator]string{
+		specs.OpEqualTo: "==", specs.OpNotEqual: "!=", specs.OpLessThan: "<", specs.OpLessEqual: "<=",
+		specs.OpGreaterThan: ">", specs.OpGreaterEqual: ">=",
+	}
+	if a.Op == specs.OpMaskedEqual {
+		if a.Value == 0xffffffff { // the low 32 bits: an int argument compared as the kernel does
+			return fmt.Sprintf("%s (32 bits) == %s", name, valueText(kind, a.ValueTwo))
+		}
+		if a.Value == a.ValueTwo {
+			return fmt.Sprintf("%s has %s", name, valueText(kind, a.Value))
+		}
+		return fmt.Sprintf("%s & (%s) == %s", name, valueText(kind, a.Value), valueText(kind, a.ValueTwo))
+	}
+	if op, ok := ops[a.Op]; ok {
+		return fmt.Sprintf("%s %s %s", name, op, valueText(kind, a.Value))
+	}
+	return fmt.Sprintf("%s %s %#x", name, a.Op, a.Value)
+}
