@@ -223,7 +223,7 @@ func readFrame(fd int, wantFds int) ([]byte, []int, error) {
 			return nil, nil, fmt.Errorf("recvmsg: %w", err)
 		}
 		if oobn > 0 {
-			fds = append(fds, parseRights(oob[:oobn])...)
+			fds = append(fds, wire.Rights(oob[:oobn])...)
 		}
 		if n == 0 {
 			closeFds(fds)
@@ -253,20 +253,6 @@ func readFrame(fd int, wantFds int) ([]byte, []int, error) {
 		fds = fds[:wantFds]
 	}
 	return body, fds, nil
-}
-
-func parseRights(oob []byte) []int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var fds []int
-	for _, m := range msgs {
-		if r, err := unix.ParseUnixRights(&m); err == nil {
-			fds = append(fds, r...)
-		}
-	}
-	return fds
 }
 
 func closeFds(fds []int) {
@@ -308,7 +294,7 @@ func recvFds(fd int, n int) ([]int, error) {
 		}
 		var batch []int
 		if err == nil {
-			batch = parseRights(oob[:oobn])
+			batch = wire.Rights(oob[:oobn])
 			if len(batch) == 0 || flags&unix.MSG_CTRUNC != 0 || len(fds)+len(batch) > n {
 				err = fmt.Errorf("%d descriptors received, want %d", len(fds)+len(batch), n)
 			}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/egress"
+	"github.com/gosbx/gosbx/internal/wire"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -114,7 +115,7 @@ func (n *netSock) dial(port uint16) (net.Conn, error) {
 		n.dead = true
 		return nil, fmt.Errorf("the sandbox's init did not answer: %v", err)
 	}
-	fds := parseRights(oob[:oobn])
+	fds := wire.Rights(oob[:oobn])
 	if errno := binary.BigEndian.Uint32(reply[:]); errno != 0 || len(fds) != 1 {
 		closeFds(fds)
 		return nil, fmt.Errorf("connect to port %d inside: %w", port, unix.Errno(errno))

@@ -59,7 +59,9 @@ func TestMinPidsIsSetupPids(t *testing.T) {
 // A setup stopped by the sandbox's own pids limit is named as such (step "pids", the
 // limit, what the sandbox needs), and the init's Go runtime crash report (a new user's
 // --pids 8: "failed to create new OS thread", ~150 lines of stacks) does not reach the
-// command's stderr. The library takes a spec's limit as it is, so 4 reaches the kernel.
+// command's stderr. The library takes a spec's limit as it is, so 2 reaches the kernel:
+// the init then fails before it forks, every time (with 4 it sometimes reached the fork
+// and died after it: README, Known limits).
 func TestSetupPidsNamed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a pids limit needs a cgroup: root on this host")
@@ -67,7 +69,7 @@ func TestSetupPidsNamed(t *testing.T) {
 	ws := testWorkspace(t)
 	for i := 0; i < 5; i++ {
 		spec := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws, Resources: policy.Resources{Pids: 64}}, nil)
-		small := int64(4)
+		small := int64(2)
 		spec.Linux.Resources.Pids.Limit = &small
 		var stderr bytes.Buffer
 		c := Command(spec)
@@ -75,9 +77,9 @@ func TestSetupPidsNamed(t *testing.T) {
 		err := c.Run()
 		skipIfNoSandbox(t, err)
 		var se *SetupError
-		if !errors.As(err, &se) || se.Step != "pids" || !strings.Contains(se.Error(), "pids limit (4)") ||
+		if !errors.As(err, &se) || se.Step != "pids" || !strings.Contains(se.Error(), "pids limit (2)") ||
 			!strings.Contains(se.Error(), "up to 16 tasks") {
-			t.Errorf("setup under a pids limit of 4: %v (%T); want step pids naming the limit and the need", err, err)
+			t.Errorf("setup under a pids limit of 2: %v (%T); want step pids naming the limit and the need", err, err)
 		}
 		if strings.Contains(stderr.String(), "goroutine") || strings.Contains(stderr.String(), "runtime") {
 			t.Errorf("the init's crash report reached the command's stderr:\n%.2000s", stderr.String())

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/wire"
 )
 
 // The control socket (a unix stream socket, NAME.sock) carries frames: a 4-byte
@@ -96,7 +98,7 @@ func ReadFrame(fd int, maxFds int) (kind byte, body []byte, fds []int, err error
 			return fail(fmt.Errorf("recvmsg: %w", err))
 		}
 		if oobn > 0 {
-			fds = append(fds, parseRights(oob[:oobn])...)
+			fds = append(fds, wire.Rights(oob[:oobn])...)
 		}
 		if n == 0 {
 			if got == 0 {
@@ -128,20 +130,6 @@ func ReadFrame(fd int, maxFds int) (kind byte, body []byte, fds []int, err error
 		fds = fds[:maxFds]
 	}
 	return b[0], b[1:], fds, nil
-}
-
-func parseRights(oob []byte) []int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var fds []int
-	for _, m := range msgs {
-		if r, err := unix.ParseUnixRights(&m); err == nil {
-			fds = append(fds, r...)
-		}
-	}
-	return fds
 }
 
 // Dial connects to the control socket at path (blocking, close-on-exec).
