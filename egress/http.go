@@ -19,7 +19,32 @@ const headTimeout = 30 * time.Second
 // readHead reads an HTTP request's head: the request line and the header lines, as
 // they came (CRLF or LF), up to the empty line.
 func readHead(br *bufio.Reader) (line string, fields []string, err error) {
-	total := 0
+	return readFields(br, "")
+}
+
+// readRequestLine reads the first line of what should be an HTTP request, at most
+// br's size (bufio.ErrBufferFull beyond), and says whether it is a request line: a
+// capture port learns at once that a client speaks something else.
+func readRequestLine(br *bufio.Reader) (string, bool) {
+	for {
+		b, err := br.ReadSlice('\n')
+		if err != nil {
+			return "", false
+		}
+		s := strings.TrimRight(string(b), "\r\n")
+		if s == "" {
+			continue // RFC 9112 2.2
+		}
+		_, _, _, ok := splitRequestLine(s)
+		return s, ok
+	}
+}
+
+// readFields reads the header lines after line (the request line, read already, or
+// "" to read it first) up to the empty line.
+func readFields(br *bufio.Reader, line string) (string, []string, error) {
+	total := len(line)
+	var fields []string
 	for {
 		s, err := br.ReadString('\n')
 		total += len(s)

@@ -78,6 +78,10 @@ type Listeners struct {
 	CaptureTLS  net.Listener   // port 443: TLS, by its ClientHello's server name
 	DNS         net.PacketConn // the DNS stub, UDP
 	DNSStream   net.Listener   // the DNS stub, TCP
+	// Capture are the other ports captured (CapturePorts), by port: TLS by its
+	// ClientHello's server name, HTTP by its Host header, any protocol to an address
+	// the DNS stub gave (serveCapturePort)
+	Capture map[uint16]net.Listener
 }
 
 // Serve serves ls until Close; it returns at once.
@@ -99,6 +103,11 @@ func (p *Proxy) Serve(ls Listeners) {
 		p.lns = append(p.lns, s.l)
 		p.wg.Add(1)
 		go p.accept(s.l, s.fn)
+	}
+	for port, l := range ls.Capture {
+		p.lns = append(p.lns, l)
+		p.wg.Add(1)
+		go p.accept(l, func(c net.Conn) { p.serveCapturePort(c, port) })
 	}
 	if ls.DNS != nil {
 		p.lns = append(p.lns, ls.DNS)

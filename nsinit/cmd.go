@@ -377,7 +377,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts)
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts, capturePorts(spec))
 		egressW = nil
 	}
 	if egressW != nil {
