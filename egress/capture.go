@@ -84,15 +84,15 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		p.headDone(c)
 		d := p.decide(given, port)
 		if !d.Allow {
-			p.deny("capture", d)
+			p.deny(c, "capture", d)
 			return
 		}
 		up, err := p.dial(d)
 		if err != nil {
-			p.emit(Event{Net: "allow", Proto: "capture", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+			p.emit(Event{Net: "allow", Proto: "capture", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 			return
 		}
-		p.relay("capture", d, c, up, nil, true)
+		p.relay("capture", d, c, up, nil, sniCheck)
 		return
 	}
 	c.SetReadDeadline(time.Now().Add(p.headWait()))
@@ -104,7 +104,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 	if first[0] == 22 {
 		hello, name, err := readClientHello(br)
 		if err != nil {
-			p.deny("capture-tls", Decision{Host: "(none)", Port: port, Rule: "capture",
+			p.deny(c, "capture-tls", Decision{Host: "(none)", Port: port, Rule: "capture",
 				Why: "a TLS handshake to loopback port " + itoa(port) + " whose ClientHello gosbx cannot read (" + err.Error() + ")"})
 			return
 		}
@@ -123,7 +123,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		_, fields, err = readFields(br, line)
 	}
 	if !ok || err != nil {
-		p.deny("capture", Decision{Host: "(none)", Port: port, Rule: "capture",
+		p.deny(c, "capture", Decision{Host: "(none)", Port: port, Rule: "capture",
 			Why: "a connection to loopback port " + itoa(port) + " that is neither TLS with a server name nor HTTP with a Host header, to an address the DNS stub did not give"})
 		return
 	}
@@ -145,7 +145,7 @@ func (p *Proxy) givenName(c net.Conn) (string, bool) {
 func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byte) {
 	d := p.captureDecision(c, name, port)
 	if !d.Allow {
-		msg := p.deny(proto, d)
+		msg := p.deny(c, proto, d)
 		if proto == "capture-http" {
 			httpError(c, 403, "Forbidden", msg, d.Rule)
 		}
@@ -153,10 +153,14 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byt
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 		return
 	}
-	p.relay(proto, d, c, up, first, false)
+	mode := sniNone
+	if proto == "capture-tls" {
+		mode = sniChecked // first is the ClientHello that named d.Host
+	}
+	p.relay(proto, d, c, up, first, mode)
 }
 
 // captureDecision decides on a captured connection: it must name its server, the name

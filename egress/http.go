@@ -95,12 +95,12 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		}
 		d := p.decide(host, port)
 		if !d.Allow {
-			httpError(c, 403, "Forbidden", p.deny("http-connect", d), d.Rule)
+			httpError(c, 403, "Forbidden", p.deny(c, "http-connect", d), d.Rule)
 			return
 		}
 		up, err := p.dial(d)
 		if err != nil {
-			p.emit(Event{Net: "allow", Proto: "http-connect", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+			p.emit(Event{Net: "allow", Proto: "http-connect", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 			httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
 			return
 		}
@@ -108,7 +108,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			up.Close()
 			return
 		}
-		p.relay("http-connect", d, c, up, buffered(br), true)
+		p.relay("http-connect", d, c, up, buffered(br), sniCheck)
 		return
 	}
 	rest, ok := strings.CutPrefix(target, "http://")
@@ -127,12 +127,12 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	}
 	d := p.decide(host, port)
 	if !d.Allow {
-		httpError(c, 403, "Forbidden", p.deny("http", d), d.Rule)
+		httpError(c, 403, "Forbidden", p.deny(c, "http", d), d.Rule)
 		return
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: "http", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+		p.emit(Event{Net: "allow", Proto: "http", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 		httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
 		return
 	}
@@ -149,7 +149,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...), false)
+	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...), sniNone)
 }
 
 func splitRequestLine(line string) (method, target, version string, ok bool) {
