@@ -356,7 +356,22 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, m
 			n = int64(w)
 		}
 		if tls {
-			if hrr := <-retry; hrr {
+			// the server answers a ClientHello at once; one that says nothing within the
+			// head timeout does not hold the client's side (and its check) for good
+			t := time.NewTimer(p.headWait())
+			var hrr, answered bool
+			select {
+			case hrr = <-retry:
+				answered = true
+			case <-t.C:
+			}
+			t.Stop()
+			if !answered {
+				refuse("a TLS server that did not answer the ClientHello")
+				done <- n
+				return
+			}
+			if hrr {
 				m, why := p.checkRetry(in, up, d.Host)
 				n += m
 				if why != "" {

@@ -113,15 +113,29 @@ func (r *netRoutes) opened(pid int) {
 	}
 }
 
-// lookup is pid's route, waiting while a request is starting when it has none yet.
+// lookup is pid's route, waiting while a request is starting when it has none yet (at
+// most startWait: requests started one after another must not hold the proxy's lines).
 func (r *netRoutes) lookup(pid int) *netRoute {
 	rt := r.byPid[pid]
-	for rt == nil && pid != 0 && r.starting > 0 {
+	if rt != nil || pid == 0 || r.starting == 0 {
+		return rt
+	}
+	deadline := time.Now().Add(startWait)
+	timer := time.AfterFunc(startWait, func() {
+		r.mu.Lock()
+		r.closed.Broadcast()
+		r.mu.Unlock()
+	})
+	defer timer.Stop()
+	for rt == nil && r.starting > 0 && time.Now().Before(deadline) {
 		r.closed.Wait()
 		rt = r.byPid[pid]
 	}
 	return rt
 }
+
+// startWait bounds how long a line waits for its request's registration.
+const startWait = 500 * time.Millisecond
 
 // route delivers e, under the lock: once remove returned, nothing more is written
 // for that request (its connection is answered and closed next).
