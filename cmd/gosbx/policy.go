@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -48,6 +49,7 @@ func newPolicyShowCmd() *cobra.Command {
 				name = policy.DefaultProfile
 			}
 			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n%s", name, out)
+			printToolchains(c.OutOrStdout(), eff)
 			return nil
 		},
 	}
@@ -142,5 +144,24 @@ func newPolicySchemaCmd() *cobra.Command {
 			_, err := os.Stdout.Write(policy.Schema())
 			return err
 		},
+	}
+}
+
+// printToolchains lists, as YAML comments after the policy, the toolchain roots
+// filesystem.toolchains bound read-only and what led to each, and what auto mode left out.
+func printToolchains(w io.Writer, eff *policy.Policy) {
+	bound, skipped := eff.Toolchains()
+	if len(bound) == 0 && len(skipped) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "# toolchains bound read-only (filesystem.toolchains):")
+	for _, b := range bound {
+		fmt.Fprintf(w, "#   %s  <- %s\n", b.Path, b.Why)
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintln(w, "# toolchain paths not bound:")
+		for _, s := range skipped {
+			fmt.Fprintf(w, "#   %s  <- %s\n", s.Path, s.Why)
+		}
 	}
 }
