@@ -160,32 +160,7 @@ func (p *Policy) resolveToolchains(h Host, ws string, exPath func(field, s strin
 		}
 		list.Paths = append(list.Paths, v)
 	}
-	r := newResolver()
-	th := toolchainHost{homes: h.Homes, creds: p.Filesystem.Credentials, environ: map[string]string{}}
-	th.home = p.home
-	if c, err := r.evalSymlinks(p.home); err == nil {
-		th.home = c
-	}
-	for _, kv := range h.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			th.environ[k] = v
-		}
-	}
-	th.writable = []string{ws}
-	for _, b := range p.Filesystem.ReadWrite {
-		if c, err := r.evalSymlinks(b.Path); err == nil && b.Dest == "" {
-			th.writable = append(th.writable, c)
-		}
-	}
-	for _, b := range p.Filesystem.ReadOnly {
-		if c, err := r.evalSymlinks(b.Path); err == nil && b.Dest == "" {
-			th.bound = append(th.bound, c)
-		}
-	}
-	th.from = ws
-	if c, err := r.evalSymlinks(h.Cwd); err == nil && under(c, ws) {
-		th.from = c
-	}
+	th := p.toolchainHost(h, ws)
 	p.toolchains = resolveToolchains(list, th)
 	p.Environment.PathPrepend = append(p.Environment.PathPrepend, p.toolchains.prepend...)
 	return nil
@@ -215,4 +190,20 @@ func (p *Policy) substPath(path string) string {
 		out = append(out, e)
 	}
 	return strings.Join(out, ":")
+}
+
+// checkToolchains is checkFields for filesystem.toolchains: a string or a list of strings.
+func checkToolchains(v any, path string) (field, reason string) {
+	switch x := v.(type) {
+	case string:
+		return "", ""
+	case []any:
+		for i, e := range x {
+			if _, ok := e.(string); !ok {
+				return fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("want a path, got %s", jsonKind(e))
+			}
+		}
+		return "", ""
+	}
+	return path, fmt.Sprintf("want auto, none or a list of paths, got %s", jsonKind(v))
 }
