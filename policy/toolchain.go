@@ -161,7 +161,10 @@ func (p *Policy) resolveToolchains(h Host, ws string, exPath func(field, s strin
 		list.Paths = append(list.Paths, v)
 	}
 	th := p.toolchainHost(h, ws)
-	p.toolchains = resolveToolchains(list, th)
+	var err error
+	if p.toolchains, err = resolveToolchains(list, th); err != nil {
+		return err
+	}
 	p.Environment.PathPrepend = append(p.Environment.PathPrepend, p.toolchains.prepend...)
 	return nil
 }

@@ -311,3 +311,20 @@ func TestNotFoundHint(t *testing.T) {
 		t.Errorf("#! hint %q", got)
 	}
 }
+
+func TestToolchainListed(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.host("/usr/bin")
+	p := l.effective(h, "~/apps/tool-1")
+	if got := boundPaths(p); !slices.Equal(got, []string{l.home + "/apps/tool-1"}) {
+		t.Fatalf("bound %q", got)
+	}
+	if !slices.Contains(p.Environment.PathPrepend, l.home+"/apps/tool-1/bin") {
+		t.Errorf("its bin is not first on PATH: %q", p.Environment.PathPrepend)
+	}
+	// a root named that cannot be bound stops the launch, as a required --ro does
+	for _, bad := range []string{"~/.ssh", "~", "~/missing", filepath.Dir(l.ws)} {
+		_, err := Effective(Options{Workspace: l.ws, Toolchains: []string{bad}}, h)
+		policyError(t, err, "toolchain")
+	}
+}

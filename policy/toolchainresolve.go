@@ -51,10 +51,10 @@ type tcResolver struct {
 // shim directory by the version its shims would run), what the links of those
 // directories lead to, and the interpreter of the workspace's venvs; then the listed
 // roots. Nothing is created; a path that cannot be read is skipped with its reason.
-func resolveToolchains(t *Toolchains, h toolchainHost) toolchainState {
+func resolveToolchains(t *Toolchains, h toolchainHost) (toolchainState, error) {
 	tr := &tcResolver{r: newResolver(), h: h, st: toolchainState{subst: map[string][]string{}}}
 	if t == nil || t.Mode == ToolchainNone {
-		return tr.st
+		return tr.st, nil
 	}
 	if t.Mode == ToolchainAuto {
 		for _, e := range filepath.SplitList(h.environ["PATH"]) {
@@ -62,19 +62,24 @@ func resolveToolchains(t *Toolchains, h toolchainHost) toolchainState {
 		}
 		tr.venvs()
 	}
+	// A root named is asked for: one that cannot be bound stops the launch, as a
+	// required --ro does.
 	for _, p := range t.Paths {
 		canon, err := tr.r.evalSymlinks(p)
 		if err != nil {
-			tr.skip(p, "cannot be resolved: "+err.Error())
-			continue
+			return tr.st, errorf("toolchain", p, err, "cannot resolve the toolchain root")
 		}
-		if tr.add(canon, "filesystem.toolchains (or --toolchain) names "+p) {
-			if fi, err := os.Stat(filepath.Join(canon, "bin")); err == nil && fi.IsDir() {
-				tr.st.prepend = append(tr.st.prepend, filepath.Join(canon, "bin"))
+		if !tr.covered(canon) {
+			if why := tr.refused(canon); why != "" {
+				return tr.st, errorf("toolchain", p, nil, "refusing to bind %s: %s", canon, why)
 			}
 		}
+		tr.add(canon, "filesystem.toolchains (or --toolchain) names "+p)
+		if isDir(filepath.Join(canon, "bin")) {
+			tr.st.prepend = append(tr.st.prepend, filepath.Join(canon, "bin"))
+		}
 	}
-	return tr.st
+	return tr.st, nil
 }
 
 func (tr *tcResolver) skip(p, why string) {

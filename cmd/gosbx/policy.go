@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -156,12 +158,20 @@ func printToolchains(w io.Writer, eff *policy.Policy) {
 	}
 	fmt.Fprintln(w, "# toolchains bound read-only (filesystem.toolchains):")
 	for _, b := range bound {
-		fmt.Fprintf(w, "#   %s  <- %s\n", b.Path, b.Why)
+		fmt.Fprintf(w, "#   %s  <- %s\n", commentSafe(b.Path), commentSafe(b.Why))
 	}
 	if len(skipped) > 0 {
 		fmt.Fprintln(w, "# toolchain paths not bound:")
 		for _, s := range skipped {
-			fmt.Fprintf(w, "#   %s  <- %s\n", s.Path, s.Why)
+			fmt.Fprintf(w, "#   %s  <- %s\n", commentSafe(s.Path), commentSafe(s.Why))
 		}
 	}
+}
+
+// commentSafe keeps a path (a PATH entry is the caller's, any bytes) on its comment line.
+func commentSafe(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
