@@ -134,8 +134,16 @@ func TestToolchainPyenvVersion(t *testing.T) {
 func TestToolchainRoots(t *testing.T) {
 	l := newToolchainLab(t)
 	h := l.home
+	// a pipx app: ~/.local/bin/black -> its venv, whose python is pyenv's
+	pipx := h + "/.local/share/pipx/venvs/black"
+	mkdirs(t, pipx+"/bin")
+	os.WriteFile(pipx+"/bin/black", []byte("#!"+pipx+"/bin/python\n"), 0o755)
+	os.WriteFile(pipx+"/pyvenv.cfg", []byte("home = "+h+"/.pyenv/versions/3.12.1/bin\n"), 0o644)
+	l.symlink(h+"/.pyenv/versions/3.12.1/bin/python3", pipx+"/bin/python")
+	l.symlink(pipx+"/bin/black", ".local/bin/black")
 	p := l.effective(l.host("~/.nvm/versions/node/v20.1.0/bin:~/.local/bin:~/.cargo/bin:~/bin:/usr/bin"), "auto")
-	want := []string{h + "/.nvm/versions/node/v20.1.0", h + "/.local/bin", h + "/apps/tool-1", h + "/.cargo/bin", h + "/.rustup", h + "/bin"}
+	want := []string{h + "/.nvm/versions/node/v20.1.0", h + "/.local/bin", pipx, h + "/.pyenv/versions/3.12.1", h + "/apps/tool-1",
+		h + "/.cargo/bin", h + "/.rustup", h + "/bin"}
 	if got := boundPaths(p); !slices.Equal(got, want) {
 		t.Fatalf("bound %q; want %q", got, want)
 	}
