@@ -162,18 +162,18 @@ func TestToolchainRoots(t *testing.T) {
 func TestToolchainNeverBound(t *testing.T) {
 	l := newToolchainLab(t)
 	h := l.home
-	mkdirs(t, l.ws+"/bin", filepath.Dir(l.ws)+"/bin")
-	p := l.effective(l.host("~/.ssh:~/.aws/bin:~:/:/tmp:"+l.ws+"/bin:"+filepath.Dir(l.ws)+"/bin:relative/bin:/proc/self"), "auto")
+	mkdirs(t, l.ws+"/bin", filepath.Dir(l.ws)+"/bin", l.root+"/bin")
+	p := l.effective(l.host("~/.ssh:~/.aws/bin:~:/:/tmp:"+l.ws+"/bin:"+filepath.Dir(l.ws)+"/bin:relative/bin:/proc/self:"+l.root+"/bin:"+l.root), "auto")
 	for _, b := range boundPaths(p) {
 		switch {
-		case under(b, h+"/.ssh", h+"/.aws"), b == h, b == "/", b == "/tmp", under(b, l.ws), under(l.ws, b), under(b, "/proc"):
+		case under(b, h+"/.ssh", h+"/.aws"), under(h, b), b == "/", b == "/tmp", under(b, l.ws), under(l.ws, b), under(b, "/proc"):
 			t.Errorf("bound %s", b)
 		}
 	}
 	// the workspace's parent's bin is a toolchain dir of its own: bound alone, never
 	// its parent (which holds the workspace)
-	if got := boundPaths(p); !slices.Equal(got, []string{filepath.Dir(l.ws) + "/bin"}) {
-		t.Errorf("bound %q; want only %s/bin", got, filepath.Dir(l.ws))
+	if got := boundPaths(p); !slices.Equal(got, []string{filepath.Dir(l.ws) + "/bin", l.root + "/bin"}) {
+		t.Errorf("bound %q; want only %s/bin and %s/bin (never %s, which holds the home)", got, filepath.Dir(l.ws), l.root, l.root)
 	}
 }
 
@@ -334,5 +334,17 @@ func TestToolchainListed(t *testing.T) {
 	for _, bad := range []string{"~/.ssh", "~", "~/missing", filepath.Dir(l.ws)} {
 		_, err := Effective(Options{Workspace: l.ws, Toolchains: []string{bad}}, h)
 		policyError(t, err, "toolchain")
+	}
+}
+
+func TestToolchainRefused(t *testing.T) {
+	tr := &tcResolver{h: toolchainHost{home: "/u/h/me", homes: []string{"/u/h/me", "/home/me"}, writable: []string{"/w/app"},
+		creds: []string{"/u/h/me/.ssh"}, environ: map[string]string{"XDG_RUNTIME_DIR": "/x/run/1000"}}}
+	for p, bad := range map[string]bool{"/": true, "/opt": true, "/u/h": true, "/u/h/me": true, "/home/me": true,
+		"/u/h/me/.ssh": true, "/u/h/me/.ssh/keys": true, "/w": true, "/w/app": true, "/proc/self": true, "/run/user/1000/x": true,
+		"/x/run": true, "/u/h/me/.pyenv/versions/3.12.1": false, "/opt/go": false, "/w/tools": false} {
+		if got := tr.refused(p) != ""; got != bad {
+			t.Errorf("refused(%s) = %q; want refused %v", p, tr.refused(p), bad)
+		}
 	}
 }

@@ -246,7 +246,7 @@ func (tr *tcResolver) toolVersions() ([][]string, string) {
 		var out [][]string
 		for _, l := range lines {
 			w := strings.Fields(l)
-			if len(w) >= 2 && !strings.Contains(w[0], "/") {
+			if len(w) >= 2 && !strings.Contains(w[0], "/") && w[0] != "." && w[0] != ".." {
 				var vs []string
 				for _, v := range w[1:] {
 					if !strings.Contains(v, "/") && v != ".." && v != "." {
@@ -387,8 +387,13 @@ func (tr *tcResolver) refused(root string) string {
 		return "a top-level directory"
 	case under(root, "/proc", "/dev", "/sys", "/run/user", "/run/gosbx"):
 		return "the kernel's or a runtime directory"
-	case root == tr.h.home || contains(tr.h.homes, root):
-		return "the home directory whole"
+	case under(tr.h.home, root):
+		return "the home directory whole, or a directory holding it"
+	}
+	for _, h := range tr.h.homes {
+		if under(h, root) {
+			return "the home directory whole, or a directory holding it"
+		}
 	}
 	if x := tr.h.environ["XDG_RUNTIME_DIR"]; filepath.IsAbs(x) && under(filepath.Clean(x), root) {
 		return "holds the runtime directory " + x
