@@ -29,6 +29,7 @@ func newToolchainLab(t *testing.T) *toolchainLab {
 	l.write(".pyenv/shims/python3", "#!/bin/sh\nexec pyenv exec python3 \"$@\"\n")
 	l.write(".pyenv/versions/3.12.1/bin/python3.12", "#!/bin/sh\n")
 	l.symlink("python3.12", ".pyenv/versions/3.12.1/bin/python3")
+	l.write(".pyenv/versions/3.11.0/bin/python3", "#!/bin/sh\n")
 	l.write(".pyenv/version", "3.11.0\n")
 	l.write(".ssh/id_ed25519", "KEY")
 	l.write("apps/tool-1/bin/tool", "#!/bin/sh\n")
@@ -302,6 +303,13 @@ func TestNotFoundHint(t *testing.T) {
 	shim := l.home + "/.pyenv/shims/python3"
 	want := "python3: not found inside the sandbox (on the host it is " + shim + "): add --ro " + l.home + "/.pyenv/versions/3.11.0 or --toolchain auto"
 	if got := p.NotFoundHint(h, s, "python3", "python3"); got != want {
+		t.Errorf("hint\n%q; want\n%q", got, want)
+	}
+	// a command only an unselected version has: that version, and not auto (which
+	// binds the selected one)
+	os.WriteFile(l.home+"/.pyenv/shims/python3.12", []byte("#!/bin/sh\n"), 0o755)
+	want = "python3.12: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/shims/python3.12): add --ro " + l.home + "/.pyenv/versions/3.12.1"
+	if got := p.NotFoundHint(h, s, "python3.12", "python3.12"); got != want {
 		t.Errorf("hint\n%q; want\n%q", got, want)
 	}
 	if got := p.NotFoundHint(h, s, "nosuch", "nosuch"); got != "" {

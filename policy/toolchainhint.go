@@ -22,6 +22,7 @@ import (
 func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) string {
 	tr := &tcResolver{r: newResolver(), h: p.toolchainHost(h, p.Workspace.Path), st: toolchainState{subst: map[string][]string{}}}
 	v := visibility(spec)
+	auto := true // --toolchain auto would bind it
 	fix := func(roots []string) string {
 		var adds []string
 		for _, r := range roots {
@@ -33,7 +34,7 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 			return ""
 		}
 		s := ": add " + strings.Join(adds, " ")
-		if t := p.Filesystem.Toolchains; t == nil || t.Mode != ToolchainAuto {
+		if t := p.Filesystem.Toolchains; auto && (t == nil || t.Mode != ToolchainAuto) {
 			s += " or --toolchain auto"
 		}
 		return s
@@ -49,9 +50,19 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 			if c, err := tr.r.evalSymlinks(dir); err == nil {
 				tr.shims(dir, c)
 			}
-			roots = tr.st.subst[dir]
-			for i := range roots {
-				roots[i] = filepath.Dir(roots[i])
+			for _, bin := range tr.st.subst[dir] {
+				if isFile(filepath.Join(bin, name)) {
+					roots = append(roots, filepath.Dir(bin))
+				}
+			}
+			if len(roots) == 0 {
+				// the selected version lacks it (pyenv says "command not found" too):
+				// the installed versions that have it
+				auto = false
+				m, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "versions", "*", "bin", name))
+				for _, f := range m {
+					roots = append(roots, filepath.Dir(filepath.Dir(f)))
+				}
 			}
 		} else {
 			roots = tr.outside(hostPath, v)
