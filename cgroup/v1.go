@@ -232,6 +232,15 @@ func (g *v1Group) Stats() Stats {
 	return s
 }
 
+// Dirs lists the group's directory in each hierarchy it was made in.
+func (g *v1Group) Dirs() []Dir {
+	out := make([]Dir, len(g.dirs))
+	for i, d := range g.dirs {
+		out[i] = Dir{Controller: d.sub, Path: d.dir}
+	}
+	return out
+}
+
 // dir is the group's directory in the hierarchy sub, "" when it has none.
 func (g *v1Group) dir(sub string) string {
 	for _, d := range g.dirs {
