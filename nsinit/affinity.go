@@ -44,25 +44,36 @@ func sandboxCPUs(spec *config.Config, id string) (*unix.CPUSet, string, error) {
 			cpus = append(cpus, i)
 		}
 	}
-	if n >= len(cpus) {
+	pick := pickCPUs(cpus, n, id)
+	if pick == nil {
 		return nil, "", nil
-	}
-	start := 0
-	if v, err := strconv.ParseUint(id, 16, 64); err == nil {
-		start = int(v % uint64(len(cpus)))
-	}
-	pick := make([]int, 0, n)
-	for i := range n {
-		pick = append(pick, cpus[(start+i)%len(cpus)])
 	}
 	var set unix.CPUSet
 	names := make([]string, len(pick))
-	slices.Sort(pick)
 	for i, c := range pick {
 		set.Set(c)
 		names[i] = strconv.Itoa(c)
 	}
 	return &set, strings.Join(names, ","), nil
+}
+
+// pickCPUs chooses n of the CPUs own (ascending), starting at an offset drawn from
+// the sandbox id (hex) and wrapping around; it returns them in ascending order, or nil
+// when n covers them all.
+func pickCPUs(own []int, n int, id string) []int {
+	if n >= len(own) {
+		return nil
+	}
+	start := 0
+	if v, err := strconv.ParseUint(id, 16, 64); err == nil {
+		start = int(v % uint64(len(own)))
+	}
+	pick := make([]int, 0, n)
+	for i := range n {
+		pick = append(pick, own[(start+i)%len(own)])
+	}
+	slices.Sort(pick)
+	return pick
 }
 
 // cpuCount is ceil(quota/period) of spec's CPU limit, 0 without one.

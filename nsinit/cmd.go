@@ -204,11 +204,14 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// Where no cgroup can be had, the process limit is RLIMIT_NPROC in the
 		// sandbox's fresh user namespace (nprocInUserNS).
 		limit, ok := nprocLimit(spec)
-		ok = ok && !pooled && nprocInUserNS(spec)
+		ok = ok && nprocInUserNS(spec)
 		if err := c.own.makeGroup(c.Config, ok); err != nil {
 			return nil, c.fail(err)
 		}
-		if c.own.nproc {
+		switch {
+		case c.own.nproc && pooled:
+			c.own.nprocLimit = limit // the process, when it comes, gets it (startPooled)
+		case c.own.nproc:
 			spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
 		}
 	}

@@ -209,10 +209,6 @@ func (c *Cmd) startPooled() (err error) {
 	if err := c.pool.template.ValidateProcess(c.Config.Process); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
-	proc := config.EncodeProcess(c.Config.Process)
-	if len(proc) > maxFrame {
-		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame)})
-	}
 	for attempt := 0; ; attempt++ {
 		b, err := c.pool.take()
 		if err != nil {
@@ -222,6 +218,17 @@ func (c *Cmd) startPooled() (err error) {
 			return c.fail(b.err)
 		}
 		c.adopt(b.cmd)
+		process := c.Config.Process
+		if c.own.nproc && c.own.nprocLimit > 0 {
+			// the sandbox's process limit where no cgroup could be had: RLIMIT_NPROC in
+			// its own user namespace (nprocInUserNS), as for an unpooled launch
+			process = withNproc(process, c.own.nprocLimit)
+		}
+		proc := config.EncodeProcess(process)
+		if len(proc) > maxFrame {
+			c.reapFailed()
+			return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame)})
+		}
 		stdio, err := newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
 		if err != nil {
 			c.reapFailed()
