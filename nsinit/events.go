@@ -10,7 +10,9 @@ import (
 
 // Event is one status event, with bwrap's --json-status-fd keys.
 type Event struct {
-	ChildPid int    `json:"child-pid,omitempty"` // host pid of the sandbox init (pid 1 inside)
+	ChildPid int `json:"child-pid,omitempty"` // host pid of the sandbox init (pid 1 inside)
+	// CgroupNS is the sandbox's cgroup namespace as cloned; once the init is in the
+	// sandbox's cgroup, its commands get one rooted there (sysfs.go), a child of it.
 	CgroupNS uint64 `json:"cgroup-namespace,omitempty"`
 	IpcNS    uint64 `json:"ipc-namespace,omitempty"`
 	MntNS    uint64 `json:"mnt-namespace,omitempty"`
