@@ -209,6 +209,10 @@ func (c *Cmd) startPooled() (err error) {
 	if err := c.pool.template.ValidateProcess(c.Config.Process); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
+	proc := config.EncodeProcess(c.Config.Process)
+	if len(proc) > maxFrame-rlimitFrame {
+		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame-rlimitFrame)})
+	}
 	for attempt := 0; ; attempt++ {
 		b, err := c.pool.take()
 		if err != nil {
@@ -218,16 +222,10 @@ func (c *Cmd) startPooled() (err error) {
 			return c.fail(b.err)
 		}
 		c.adopt(b.cmd)
-		process := c.Config.Process
 		if c.own.nproc && c.own.nprocLimit > 0 {
 			// the sandbox's process limit where no cgroup could be had: RLIMIT_NPROC in
 			// its own user namespace (nprocInUserNS), as for an unpooled launch
-			process = withNproc(process, c.own.nprocLimit)
-		}
-		proc := config.EncodeProcess(process)
-		if len(proc) > maxFrame {
-			c.reapFailed()
-			return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame)})
+			proc = config.EncodeProcess(withNproc(c.Config.Process, c.own.nprocLimit))
 		}
 		stdio, err := newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
 		if err != nil {
@@ -260,6 +258,9 @@ func (c *Cmd) startPooled() (err error) {
 	time.AfterFunc(refillDelay, c.pool.refill)
 	return c.awaitExec(nil)
 }
+
+// rlimitFrame is room left in a process frame for the RLIMIT_NPROC startPooled may add.
+const rlimitFrame = 64
 
 // refillDelay is how long a pooled command runs before its replacement is built
 // beside it.
