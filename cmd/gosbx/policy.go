@@ -48,6 +48,9 @@ func newPolicyShowCmd() *cobra.Command {
 				name = policy.DefaultProfile
 			}
 			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n%s", name, out)
+			if note := eff.Resources.CPUPlacement(); note != "" {
+				fmt.Fprintf(c.OutOrStdout(), "# %s\n", note)
+			}
 			return nil
 		},
 	}
