@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -110,6 +111,9 @@ func startBackgroundSandbox(t *testing.T, s *sandbox, args ...string) string {
 	must(t, err)
 	cmd := s.command(ctx, append([]string{"--status-fd", "3"}, args...)...)
 	cmd.ExtraFiles = []*os.File{pw}
+	// ended by SIGTERM, which gosbx forwards: its group is removed as it ends, not left
+	// for the next launch to sweep (a SIGKILLed launcher's)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	must(t, cmd.Start())
 	pw.Close()
 	t.Cleanup(func() { cancel(); cmd.Wait(); pr.Close() })
