@@ -28,7 +28,7 @@ func (b *boundaryFlags) registerLimits(f *pflag.FlagSet) {
 	f.StringVar(&r.Memory, "memory", "", "cap memory (tmpfs included) at `SIZE` (512M, 2G); required: exit 125 if it cannot be applied")
 	f.StringVar(&r.MemorySwap, "memory-swap", "", "allow `SIZE` of swap beyond --memory (default 0; -1: any)")
 	f.Int64Var(&r.Pids, "pids", 0, "cap processes and threads at `N`")
-	f.Float64Var(&r.CPUs, "cpus", 0, "cap CPU time at `N` cores (0.5: half a core)")
+	f.Float64Var(&r.CPUs, "cpus", 0, "cap CPU time at `N` cores (0.5: half a core), on ceil(N) of your CPUs")
 	f.Uint64Var(&r.NoFile, "nofile", 0, "cap open files at `N` (RLIMIT_NOFILE)")
 	f.StringVar(&r.FSize, "fsize", "", "cap the size of a written file at `SIZE` (RLIMIT_FSIZE)")
 	f.StringVar(&r.Limits, "limits", "", "required (default): exit 125 if a limit asked for cannot be applied; best-effort: run without it and say so")

@@ -52,6 +52,9 @@ func newPolicyShowCmd() *cobra.Command {
 			}
 			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n%s", name, out)
 			printToolchains(c.OutOrStdout(), eff)
+			if note := eff.Resources.CPUPlacement(); note != "" {
+				fmt.Fprintf(c.OutOrStdout(), "# %s\n", note)
+			}
 			return nil
 		},
 	}
