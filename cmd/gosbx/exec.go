@@ -165,7 +165,7 @@ func execute(o policy.Options, status *os.File) error {
 		ws, _ = os.Getwd()
 	}
 	completeJournals(append([]string{ws}, o.ReadWrite...))
-	_, spec, err := policyStep(o, host, sigc, notified)
+	eff, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
 		if errors.As(err, &ss) {
@@ -179,6 +179,10 @@ func execute(o policy.Options, status *os.File) error {
 	if err := checkRunDirHidden(spec); err != nil {
 		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
+	}
+	if err := prepareCache(eff); err != nil {
+		emit(nsinit.Event{Error: err.Error(), Step: "cache", Status: nsinit.ExitSetup})
+		return &nsinit.SetupError{Step: "cache", Err: err}
 	}
 	if status != nil {
 		if err := checkStatusOutside(int(status.Fd()), spec); err != nil {
