@@ -286,4 +286,3 @@ func TestCacheRefused(t *testing.T) {
 		}
 	})
 }
-
