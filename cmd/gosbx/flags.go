@@ -43,6 +43,7 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Chdir, "chdir", "", "working `DIR` inside (a relative DIR is taken from the workspace); default: the current directory if inside the workspace, else the workspace")
 	f.StringArrayVar(&b.o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
 	f.StringArrayVar(&b.o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
+	f.StringArrayVar(&b.o.Toolchains, "toolchain", nil, "auto: bind read-only the roots of your PATH's toolchains (pyenv's version, nvm's node, ~/.local/bin, /opt/*) and of the workspace venv's python; none: no toolchains; or a toolchain root `PATH` (repeatable; default: the policy's, auto under build)")
 	f.StringArrayVar(&b.o.Symlinks, "symlink", nil, "make a symbolic link `TARGET:PATH` inside, at PATH outside every bind (repeatable)")
 	f.StringArrayVar(&b.o.Tmpfs, "tmpfs", nil, "a private tmpfs at `PATH[:size=SIZE]`, or the size of the policy's scratch tmpfs there (/tmp, /dev/shm, ...; repeatable)")
 	f.StringArrayVar(&b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
