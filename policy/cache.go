@@ -192,7 +192,7 @@ func (b *builder) bindCache(c *Cache, home string, trees []string, p *Policy, h 
 	}
 	for i, m := range b.mounts {
 		if (m.Type == "bind" && under(dst, m.Destination)) || (m.Destination != dst && under(m.Destination, dst)) || m.Destination == dst {
-			return errorf("cache", dst, nil, "is the workspace's cache inside, but %s is %s there; bind it elsewhere or use --no-cache", m.Destination, b.origins[i])
+			return errorf("cache", dst, nil, "is the workspace's cache inside, but %s is %s there; bind it elsewhere, or use --no-cache (or --toolchain none for a toolchain there)", m.Destination, b.origins[i])
 		}
 	}
 	b.origin = "the workspace's cache (--cache)"
