@@ -276,6 +276,10 @@ done
 # shellcheck source=bench/egress.sh
 . "$ROOT/bench/egress.sh"
 
+# --- warm caches (issue 19) --------------------------------------------------------------
+# shellcheck source=bench/cache.sh
+. "$ROOT/bench/cache.sh"
+
 # --- report ------------------------------------------------------------------------------
 say "report"
 "$TMP/report" -raw "$RAW" -out "$RESULTS/latest.json" -markdown "$RESULTS/latest.md"
