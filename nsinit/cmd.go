@@ -62,6 +62,7 @@ type Cmd struct {
 	// caller's stderr.
 	NetEvents func(egress.Event)
 	NetDenied func(msg string)
+	sessNet   *SessionNet // a session's routing of NetEvents (egress_origin.go)
 
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
@@ -388,7 +389,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts)
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts, capturePorts(spec), c.netOrigin())
 		egressW = nil
 	}
 	if egressW != nil {

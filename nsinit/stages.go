@@ -144,7 +144,7 @@ func (s *sandboxInit) mount() error {
 func (s *sandboxInit) egress() error {
 	forwards := len(s.spec.Publish) > 0
 	if s.spec.Egress != nil {
-		if err := s.sys.listenEgress(forwards || len(s.spec.HostPorts) > 0); err != nil {
+		if err := s.sys.listenEgress(s.spec.Egress.CapturePorts, forwards || len(s.spec.HostPorts) > 0); err != nil {
 			return err
 		}
 	}
