@@ -154,6 +154,13 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
+	if spec.Linux != nil && spec.Linux.Resources != nil && spec.Linux.Resources.Pids != nil &&
+		spec.Linux.Resources.Pids.Limit != nil && *spec.Linux.Resources.Pids.Limit > 0 &&
+		*spec.Linux.Resources.Pids.Limit < SetupPids {
+		// Refused before the clone: under it the init could fork and then die on a
+		// thread it cannot create, with its runtime's crash report on the command's stderr.
+		return nil, c.fail(&SetupError{Step: "pids", Err: setupPidsError(spec, "")})
+	}
 	// What the sandbox's binds need and the policy only named: created now, by the
 	// owner of the launch (policy.Build writes nothing).
 	if err := cleanup.MakeDirs(spec.MakeDirs); err != nil {
