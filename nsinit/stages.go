@@ -47,6 +47,9 @@ func (s *sandboxInit) buildSteps() []initStep {
 	steps := []initStep{
 		{"read config", (*sandboxInit).readConfig},
 		{"pid namespace", (*sandboxInit).pidNamespace},
+		// the set-ID handler's procfs (setid.go): pid 1's own pid namespace, made while
+		// the host's /proc is still in view and pid 1 may still mount
+		{"set-ID procfs", (*sandboxInit).setIDProc},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
 		// egress: after lo is up, while pid 1 may still bind ports below 1024 there;
@@ -82,6 +85,13 @@ func (s *sandboxInit) readConfig() error {
 	var err error
 	s.spec, s.sources, err = s.sys.readConfig(s.pooled || s.session)
 	return err
+}
+
+func (s *sandboxInit) setIDProc() error {
+	if !s.spec.Linux.Filter.Notifies() {
+		return nil
+	}
+	return s.sys.setIDProc()
 }
 
 func (s *sandboxInit) hostname() error {
