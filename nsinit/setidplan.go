@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/wire"
 )
 
@@ -55,6 +56,9 @@ func (p *procPlan) serveListener(err error) {
 	defer runtime.KeepAlive(p)
 	if err != nil {
 		return
+	}
+	if fault.Check("set-ID handler") != nil {
+		return // a test build: nobody answers, the calls fail with ENOSYS
 	}
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
