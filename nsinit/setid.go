@@ -147,11 +147,20 @@ func confineThread() error {
 	return nil
 }
 
+// ioctlPtr is ioctl(2) on a seccomp listener, again when a signal interrupted it (the
+// listener's ioctls wait for its mutex interruptibly, and are not restarted: an answer
+// lost so would leave the caller waiting for good).
 func ioctlPtr(fd int, req uint, arg unsafe.Pointer) error {
-	if _, _, e := syscall.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(arg)); e != 0 {
-		return e
+	for {
+		_, _, e := syscall.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(arg))
+		if e == unix.EINTR && req != unix.SECCOMP_IOCTL_NOTIF_RECV {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
 	}
-	return nil
 }
 
 // setidCall is one notification being answered.
