@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/mounts"
 )
 
 // The set-ID handler (issue 19 item 6; docs/decisions.md, "Set-ID calls answered by the
@@ -60,7 +62,8 @@ func openSetIDProc() error {
 	fd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC,
 		unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
-		return fmt.Errorf("fsmount proc: %w", err)
+		// as the root's own procfs: EPERM under a masked /proc (Hint)
+		return &mounts.Error{Op: "mount", Source: "proc", Target: "(the set-ID handler's, detached)", Err: fmt.Errorf("fsmount: %w", err)}
 	}
 	setidProcFd = fd
 	return nil

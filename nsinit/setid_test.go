@@ -16,8 +16,8 @@ var notifyFilter = seccomp.Program{
 	{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 }
 
-// With a filter that notifies, pid 1 makes its own procfs right after the commands'
-// pid namespace, and the process stage loads the filter with a listener, sends it
+// With a filter that notifies, pid 1 makes its own procfs once the root is built,
+// before it enters it (the host's /proc still in view), and the process stage loads the filter with a listener, sends it
 // to pid 1 and closes it, last before execve; without one, neither happens
 // (TestStageOrder).
 func TestSetIDStages(t *testing.T) {
@@ -29,8 +29,8 @@ func TestSetIDStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := slices.Index(r.calls, "setIDProc")
-	if i < 0 || r.calls[i-1] != "  execveat the holder (a memfd: vm.memfd_noexec=2 forbids it)" || r.calls[i+1] != "sethostname gosbx" {
-		t.Errorf("setIDProc is not right after the pid namespace step:\n%q", r.calls)
+	if i < 0 || r.calls[i-1] != "closeFds [7 8]" || r.calls[i+1] != "pivotRoot" {
+		t.Errorf("setIDProc is not between the mount and pivot_root steps:\n%q", r.calls)
 	}
 	tail := []string{
 		"  set no_new_privs",

@@ -47,15 +47,15 @@ func (s *sandboxInit) buildSteps() []initStep {
 	steps := []initStep{
 		{"read config", (*sandboxInit).readConfig},
 		{"pid namespace", (*sandboxInit).pidNamespace},
-		// the set-ID handler's procfs (setid.go): pid 1's own pid namespace, made while
-		// the host's /proc is still in view and pid 1 may still mount
-		{"set-ID procfs", (*sandboxInit).setIDProc},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
 		// egress: after lo is up, while pid 1 may still bind ports below 1024 there;
 		// and the port forwards' connections from then on
 		{"egress", (*sandboxInit).egress},
 		{"mount", (*sandboxInit).mount},
+		// the set-ID handler's procfs (setid.go): pid 1's own pid namespace, made while
+		// the host's /proc is still in view and pid 1 may still mount
+		{"set-ID procfs", (*sandboxInit).setIDProc},
 		{"resolv.conf", (*sandboxInit).resolvConf},
 		{"pivot_root", (*sandboxInit).pivotRoot},
 		// Not dumpable: nothing inside can open /proc/<pid>/{exe,mem,fd/*} of pid 1 or
