@@ -2,11 +2,13 @@ package nsinit
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/policy"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -94,3 +96,29 @@ func TestSetIDPlanListener(t *testing.T) {
 }
 
 func openDevNull() (*os.File, error) { return os.Open(os.DevNull) }
+
+// A pooled sandbox's command is served too (as root, whose filter notifies): chmod
+// 4755 and chmod g+s succeed, and the host sees the modes without the bits.
+func TestSetIDPooled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a root caller's filter: run as root")
+	}
+	template, ws := poolTemplate(t, policy.Options{})
+	if !template.Linux.Filter.Notifies() {
+		t.Fatal("a root caller's filter does not notify")
+	}
+	p := newTestPool(t, template, 1)
+	c := p.Command(poolProc(template, "sh", "-c", "umask 022; touch f && chmod 4755 f && mkdir d && chmod g+s d"))
+	if err := runPooled(t, c); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	for name, want := range map[string]os.FileMode{"f": 0o755, "d": 0o755} {
+		fi, err := os.Stat(filepath.Join(ws, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid); m != want {
+			t.Errorf("host: %s is %v, want %v", name, m, want)
+		}
+	}
+}
