@@ -237,8 +237,8 @@ func (c *setidCall) checkCaller() (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	buf := make([]byte, 4096)
-	nr, err := unix.Read(fd, buf)
+	buf := make([]byte, 32<<10) // the Groups line may be long; a cut one fails the check
+	nr, err := readFull(fd, buf)
 	unix.Close(fd)
 	if err != nil {
 		return 0, err
