@@ -276,12 +276,32 @@ kill $!; echo "fds $n"`)
 }
 
 // A session's commands are served too, each by its own listener; a command started
-// after another ended still is.
+// after another ended still is. A session's pid 1 keeps CAP_DAC_OVERRIDE and
+// CAP_DAC_READ_SEARCH for the commands to come; the handler thread has neither: a file
+// under a directory of mode 000 (which the command, without capabilities, cannot
+// search) is out of its reach too, the answer the kernel's own (EACCES).
 func TestSetIDSession(t *testing.T) {
 	requireBinary(t)
 	t.Parallel()
 	e := newSessionEnv(t, rootCaller)
 	e.start("sid")
+	// chmod(2) itself (chmod(1) would stat the file first, and stop there)
+	r := e.in("sid", nil, `mkdir locked && touch locked/f && chmod 644 locked/f && chmod 000 locked || exit 9
+exec `+python+` -c '
+import os
+for m in (0o4755, 0o755):
+    try:
+        os.chmod("locked/f", m); print(oct(m), "OK")
+    except OSError as e:
+        print(oct(m), e.strerror)'`)
+	mustSucceed(t, r, "locked directory")
+	if !strings.Contains(r.stdout, "0o4755 Permission denied") || !strings.Contains(r.stdout, "0o755 Permission denied") {
+		t.Errorf("chmod through a 000 directory: want both to fail (EACCES) as the command cannot search it\n%v", r)
+	}
+	if m := modeOf(t, filepath.Join(e.ws, "locked", "f")); m != 0o644 {
+		t.Errorf("host: locked/f is %v, want -rw-r--r--", m)
+	}
+	must(t, os.Chmod(filepath.Join(e.ws, "locked"), 0o755)) // for the cleanup
 	for _, name := range []string{"one", "two"} {
 		r := e.in("sid", nil, "umask 022; touch "+name+"; chmod 6755 "+name+" && mkdir d-"+name+" && chmod g+s d-"+name)
 		mustSucceed(t, r, "chmod in the session")
