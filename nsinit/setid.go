@@ -420,12 +420,28 @@ func (c *setidCall) fchmod(fd int32, mode uint64) (int64, unix.Errno, bool) {
 }
 
 // fchmodEmpty is fchmodat2(fd, "", mode, AT_EMPTY_PATH|flags): the mode of the file an
-// O_PATH descriptor holds, which fchmod(2) refuses (EBADF).
+// O_PATH descriptor holds, which fchmod(2) refuses (EBADF). Where fchmodat2 is missing
+// (ENOSYS: Linux before 6.6, or a container's seccomp profile that predates it, as
+// Podman's does), it is chmod(2) through pid 1's own procfs, self/fd/N, as glibc does
+// for fchmodat's AT_SYMLINK_NOFOLLOW; a symlink's mode cannot be changed (EOPNOTSUPP).
 func fchmodEmpty(fd int, mode uint32, flags uint64) unix.Errno {
 	empty := [1]byte{}
 	_, _, e := syscall.Syscall6(unix.SYS_FCHMODAT2, uintptr(fd), uintptr(unsafe.Pointer(&empty[0])), uintptr(mode),
 		uintptr(unix.AT_EMPTY_PATH|flags), 0, 0)
-	return e
+	if e != unix.ENOSYS {
+		return e
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err.(unix.Errno)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return unix.EOPNOTSUPP
+	}
+	if err := unix.Fchmodat(setidProcFd, "self/fd/"+strconv.Itoa(fd), mode, 0); err != nil {
+		return err.(unix.Errno)
+	}
+	return 0
 }
 
 // openFlags are the flags open(2) knows; openat2(2) refuses any other bit, open(2)
