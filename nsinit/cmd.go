@@ -204,14 +204,25 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// Where no cgroup can be had, the process limit is RLIMIT_NPROC in the
 		// sandbox's fresh user namespace (nprocInUserNS).
 		limit, ok := nprocLimit(spec)
-		ok = ok && !pooled && nprocInUserNS(spec)
+		ok = ok && nprocInUserNS(spec)
 		if err := c.own.makeGroup(c.Config, ok); err != nil {
 			return nil, c.fail(err)
 		}
-		if c.own.nproc {
+		switch {
+		case c.own.nproc && pooled:
+			c.own.nprocLimit = limit // the process, when it comes, gets it (startPooled)
+		case c.own.nproc:
 			spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
 		}
 	}
+	// the group's limits, seen under /sys/fs/cgroup (sysfs.go)
+	spec = withCgroupMounts(spec, c.own.group)
+	cpus, cpuList, err := sandboxCPUs(spec, c.own.sandboxID()) // --cpus N: on ceil(N) CPUs (affinity.go)
+	if err != nil {
+		c.own.dropGroup()
+		return nil, c.fail(&SetupError{Step: "cpu affinity", Err: err})
+	}
+	c.own.cpus = cpuList
 	var files []*os.File // the parent's ends, closed on failure
 	closeAll := func() {
 		for _, f := range files {
@@ -360,11 +371,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		case mapped:
 			// the sandbox's user namespace owned by its host id, which the kernel then
 			// charges for the sandbox's per-user counts, not host root (usercounts.go)
-			c.init, err = startInitAs(hid.id, args, attr)
+			c.init, err = startInitAs(hid.id, args, attr, cpus)
 		case nsOwner != nil:
-			c.init, err = startInitAs(nsOwner.id, args, attr)
+			c.init, err = startInitAs(nsOwner.id, args, attr, cpus)
 		default:
-			c.init, err = startInit(args, attr)
+			c.init, err = startInit(args, attr, cpus)
 		}
 	}
 	stdio.sent() // the init holds its ends now
@@ -781,6 +792,7 @@ func (c *Cmd) Wait() error {
 	if c.own.nproc {
 		r.Limits = string(cgroup.Rlimit)
 	}
+	r.CPUs = c.own.cpus
 	if c.own.group != nil {
 		st := c.own.group.Stats()
 		r.Limits = string(c.own.group.Kind())
@@ -808,11 +820,14 @@ func (c *Cmd) Wait() error {
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
 		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed, NotRemoved: r.NotRemoved,
-			Limits: r.Limits, LimitsNote: c.own.limits}
+			Limits: r.Limits, LimitsNote: c.own.limits, CPUs: r.CPUs}
 		if r.Limits == string(cgroup.V1) || r.Limits == string(cgroup.V2) { // usage is known only through a cgroup
 			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
 			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak
 			e.CPUUserUsec, e.CPUSystemUsec = r.CPUUser.Microseconds(), r.CPUSystem.Microseconds()
+		} else if r.Limits == string(cgroup.Rlimit) {
+			e.UsageNote = "unknown: no cgroup counts the sandbox's processes, memory or CPU time; " +
+				"the process limit holds as RLIMIT_NPROC, whose peak and hits the kernel does not report"
 		}
 		c.Events(e)
 	}

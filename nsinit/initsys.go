@@ -46,6 +46,9 @@ type initSys interface {
 	pivotRoot(root *mounts.Root) error
 	setNotDumpable() error
 	joinSessionKeyring() error
+	// unshareCgroup gives the calling thread, and so the commands it forks, a new
+	// cgroup namespace rooted at its cgroups (sysfs.go).
+	unshareCgroup() error
 	limitCaps() error
 	send(m message)
 	readProcess() (*specs.Process, error)

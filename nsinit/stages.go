@@ -62,6 +62,8 @@ func (s *sandboxInit) buildSteps() []initStep {
 		// of the commands' pid 1, or ptrace them.
 		{"set not dumpable", func(s *sandboxInit) error { return s.sys.setNotDumpable() }},
 		{"session keyring", func(s *sandboxInit) error { return s.sys.joinSessionKeyring() }},
+		// once placed in the sandbox's cgroup, while CAP_SYS_ADMIN is kept (sysfs.go)
+		{"cgroup namespace", (*sandboxInit).cgroupNamespace},
 		{"limit capabilities", func(s *sandboxInit) error { return s.sys.limitCaps() }},
 	}
 	if s.pooled {

@@ -71,6 +71,7 @@ func (r *recorder) pivotRoot(root *mounts.Root) error { return r.rec("pivotRoot"
 func (r *recorder) setNotDumpable() error             { return r.rec("setNotDumpable") }
 func (r *recorder) joinSessionKeyring() error         { return r.rec("joinSessionKeyring") }
 func (r *recorder) limitCaps() error                  { return r.rec("limitCaps") }
+func (r *recorder) unshareCgroup() error              { return r.rec("unshare CLONE_NEWCGROUP") }
 func (r *recorder) send(m message)                    { r.rec("send %s", m.Type) }
 func (r *recorder) readProcess() (*specs.Process, error) {
 	return r.spec.Process, r.rec("readProcess")
@@ -124,6 +125,7 @@ func stageSpec() *config.Config {
 		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc", Options: []string{"nosuid"}}},
 		Linux: &config.Linux{Namespaces: []specs.LinuxNamespace{
 			{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace},
+			{Type: specs.CgroupNamespace},
 		}, Filter: seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}},
 	}
 }
@@ -156,6 +158,8 @@ func TestStageOrder(t *testing.T) {
 		"pivotRoot",
 		"setNotDumpable",
 		"joinSessionKeyring",
+		"awaitGoAhead",
+		"unshare CLONE_NEWCGROUP",
 		"limitCaps",
 	}
 	start := []string{
@@ -287,7 +291,7 @@ func TestStageOrder(t *testing.T) {
 	t.Run("fail closed", func(t *testing.T) {
 		for _, tc := range []struct{ failAt, step string }{
 			{"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
-			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
+			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"unshare CLONE_NEWCGROUP", "cgroup namespace"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
 			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
 		} {
 			r := &recorder{spec: stageSpec(), failAt: tc.failAt}

@@ -81,7 +81,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	var aliases []alias
 	b.origin = "a read-only bind"
 	var moved []movedBind // binds at another path inside (destbind.go)
-	for _, ro := range f.ReadOnly {
+	for _, ro := range append(clone(f.ReadOnly), p.toolchainBinds()...) {
 		if ro.Dest != "" {
 			moved = append(moved, movedBind{ro, true})
 			continue

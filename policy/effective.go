@@ -105,6 +105,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		f.Symlinks = append(f.Symlinks, Symlink{Path: path, Target: target})
 	}
+	if f.Toolchains, err = toolchainFlags(f.Toolchains, o.Toolchains, allowed(f.AllowExtraReadOnly)); err != nil {
+		return nil, err
+	}
 	e := &p.Environment
 	if err := checkExtraEnv(allowed(e.AllowExtra), o.Env, o.PassEnv); err != nil {
 		return nil, err
@@ -254,6 +257,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 		if e.Path, err = ex("environment.path", e.Path); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.resolveToolchains(h, canon, exPath); err != nil {
+		return nil, err
 	}
 	if p.Process.Cwd != "" {
 		cwd, err := ex("cwd", p.Process.Cwd)

@@ -46,6 +46,7 @@ func environment(p *Policy, h Host, home string) ([]string, error) {
 	if _, ok := set["PATH"]; !ok {
 		put("PATH", DefaultPath)
 	}
+	set["PATH"] = p.substPath(set["PATH"])
 	if len(e.PathPrepend) > 0 {
 		put("PATH", strings.Join(e.PathPrepend, ":")+":"+set["PATH"])
 	}

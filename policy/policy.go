@@ -46,6 +46,7 @@ type Policy struct {
 	defaults       *Resources // a built-in profile's limits, applied where the host allows
 	uid, gid       *uint32    // the command's ids inside (Options)
 	idRange        *IDRange   // where a root caller's host ids come from (Options)
+	toolchains     toolchainState
 }
 
 // Workspace is the one read-write directory, bound at its own path.
@@ -86,6 +87,14 @@ type Filesystem struct {
 	// ScanLimit is how many directories the search for protected paths may read in each
 	// writable tree (default 4096); a tree that needs more is refused.
 	ScanLimit int `json:"scan_limit,omitempty"`
+	// Toolchains are the caller's own toolchains outside the system roots (pyenv, nvm,
+	// asdf, mise, ~/.local/bin, ~/go/bin, ~/.cargo/bin, /opt/*): "auto" binds, read-only,
+	// the root of each PATH entry not shown already (a shim directory by the version its
+	// shims run, which takes its place on PATH) and of a workspace venv's interpreter;
+	// never a credential path, the home whole or a parent of the workspace. "none" (the
+	// default) binds none; a list names roots to bind (their bin/ first on PATH), and may
+	// hold auto too.
+	Toolchains *Toolchains `json:"toolchains,omitempty"`
 	// AllowExtraReadOnly and AllowExtraReadWrite say whether the --ro and --rw flags may
 	// add binds (default true).
 	AllowExtraReadOnly  *bool `json:"allow_extra_read_only,omitempty"`

@@ -119,6 +119,7 @@ func buildProfile() *Policy {
 		"${home}/go/pkg/mod", "${home}/sdk", "${home}/.cargo/registry", "${home}/.cargo/git",
 		"${home}/.cargo/bin", "${home}/.rustup", "${home}/.npm", "${home}/.cache/pip",
 		"${home}/.m2/repository", "${home}/.gradle/caches", "${home}/.gitconfig")...)
+	p.Filesystem.Toolchains = &Toolchains{Mode: ToolchainAuto}
 	p.Environment = Environment{
 		Set: map[string]string{"GOMODCACHE": "${home}/go/pkg/mod", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
 			"CARGO_NET_OFFLINE": "true", "PIP_NO_INDEX": "1", "npm_config_offline": "true"},
@@ -152,6 +153,9 @@ func merge(base, child *Policy) *Policy {
 	f.Credentials = append(clone(f.Credentials), c.Credentials...)
 	if c.Git != "" {
 		f.Git = c.Git
+	}
+	if c.Toolchains != nil {
+		f.Toolchains = c.Toolchains
 	}
 	if c.ScanLimit != 0 {
 		f.ScanLimit = c.ScanLimit
