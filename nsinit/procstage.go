@@ -315,6 +315,7 @@ func forkPlan(p *procPlan) (int, error) {
 	pid, report, err := startPlan(p, false)
 	if p.listen[1] > 0 {
 		unix.Close(p.listen[1]) // the child's end: the child has its own copy
+		p.listen[1] = -1
 	}
 	if err != nil {
 		p.closeListen()
