@@ -266,6 +266,10 @@ done
 # shellcheck source=bench/sessions.sh
 . "$ROOT/bench/sessions.sh"
 
+# --- warm caches (issue 19) --------------------------------------------------------------
+# shellcheck source=bench/cache.sh
+. "$ROOT/bench/cache.sh"
+
 # --- report ------------------------------------------------------------------------------
 say "report"
 "$TMP/report" -raw "$RAW" -out "$RESULTS/latest.json" -markdown "$RESULTS/latest.md"

@@ -202,6 +202,11 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			aliases = append(aliases, alias{path, text})
 		}
 	}
+	if p.cache != nil {
+		if err := b.bindCache(p.cache, home, trees, p, h); err != nil {
+			return nil, err
+		}
+	}
 	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
 	// A policy file the command could rewrite would decide the next sandbox.
 	if p.source != "" && inWritable(p.source) {

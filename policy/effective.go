@@ -70,6 +70,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 	p.Workspace.Path, p.workspaceGiven = canon, given
 	vars["workspace"] = canon
 	p.uid, p.gid, p.idRange = o.UID, o.GID, o.IDRange
+	if err := cacheFor(p, o, h, canon); err != nil {
+		return nil, err
+	}
 	if o.IDRange != nil {
 		if err := o.IDRange.Check(); err != nil {
 			return nil, errorf("id-range", "", nil, "%v", err)

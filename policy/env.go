@@ -61,6 +61,14 @@ func environment(p *Policy, h Host, home string) ([]string, error) {
 			put(k, v)
 		}
 	}
+	if p.cache != nil {
+		dir := home + "/.cache"
+		for _, v := range cacheVars {
+			if _, set := e.Set[v[0]]; !set {
+				put(v[0], strings.TrimSuffix(dir+"/"+v[1], "/"))
+			}
+		}
+	}
 	for _, k := range e.Pass {
 		if v, ok := caller[k]; ok {
 			put(k, v)

@@ -45,6 +45,8 @@ type Policy struct {
 	source         string     // the canonical path of the file it was read from
 	defaults       *Resources // a built-in profile's limits, applied where the host allows
 	uid, gid       *uint32    // the command's ids inside (Options)
+	cache          *Cache     // the workspace's cache directory, when on (Effective)
+	cacheNote      string     // why the profile's cache is off on this host (Effective)
 	idRange        *IDRange   // where a root caller's host ids come from (Options)
 	toolchains     toolchainState
 }
@@ -99,6 +101,12 @@ type Filesystem struct {
 	// add binds (default true).
 	AllowExtraReadOnly  *bool `json:"allow_extra_read_only,omitempty"`
 	AllowExtraReadWrite *bool `json:"allow_extra_read_write,omitempty"`
+	// Cache gives the sandbox the workspace's own cache directory on the host,
+	// $XDG_CACHE_HOME/gosbx/<workspace id>/cache (~/.cache/gosbx/... when unset), bound
+	// read-write as its ~/.cache, with GOCACHE, PIP_CACHE_DIR, npm_config_cache and
+	// XDG_CACHE_HOME pointed into it (default false; true in the build profile). Never
+	// shared between workspaces. --cache and --no-cache choose per launch.
+	Cache *bool `json:"cache,omitempty"`
 }
 
 // Bind is a host path to bind. In a file it is a string, or an object to mark it

@@ -180,6 +180,10 @@ func execute(o policy.Options, status *os.File) error {
 		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
 	}
+	if err := prepareCache(eff); err != nil {
+		emit(nsinit.Event{Error: err.Error(), Step: "cache", Status: nsinit.ExitSetup})
+		return &nsinit.SetupError{Step: "cache", Err: err}
+	}
 	if status != nil {
 		if err := checkStatusOutside(int(status.Fd()), spec); err != nil {
 			emit(nsinit.Event{Error: err.Error(), Step: "status-fd", Status: nsinit.ExitSetup})

@@ -21,6 +21,8 @@ type boundaryFlags struct {
 	idRange  string
 	// hostPorts are --host-port's, checked to be ports by options
 	hostPorts []uint
+	// cache and noCache are --cache and --no-cache (policy.Options.Cache)
+	cache, noCache bool
 }
 
 func (b *boundaryFlags) registerLimits(f *pflag.FlagSet) {
@@ -55,6 +57,8 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.uid, "uid", "", "the command's uid `N` inside (default: 0 for a root caller, else your own)")
 	f.StringVar(&b.gid, "gid", "", "the command's gid `N` inside (default: 0 for a root caller, else your own)")
 	f.StringVar(&b.idRange, "id-range", "", "for a root caller: the host ids `BASE:COUNT` its commands run as, one per sandbox (default: $GOSBX_ID_RANGE, else 2100000000:65536)")
+	f.BoolVar(&b.cache, "cache", false, "bind the workspace's own cache directory (~/.cache/gosbx/ID on the host) as ~/.cache, with GOCACHE, PIP_CACHE_DIR, npm_config_cache pointed into it (default: the policy's; on in build)")
+	f.BoolVar(&b.noCache, "no-cache", false, "no cache directory: build caches in the private HOME, lost at exit")
 	b.registerLimits(f)
 }
 
@@ -67,6 +71,11 @@ func (b *boundaryFlags) options(args []string) (policy.Options, error) {
 		return o, usageError{err}
 	}
 	o.Timeout = d
+	if b.cache && b.noCache {
+		return o, usageError{fmt.Errorf("--cache and --no-cache: choose one")}
+	} else if b.cache || b.noCache {
+		o.Cache = &b.cache
+	}
 	for _, p := range b.hostPorts {
 		if p == 0 || p > 65535 {
 			return o, usageError{fmt.Errorf("--host-port %d: want a port 1-65535", p)}

@@ -50,7 +50,13 @@ func newPolicyShowCmd() *cobra.Command {
 			if name == "" {
 				name = policy.DefaultProfile
 			}
-			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n%s", name, out)
+			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n", name)
+			if cd := eff.CacheDir(); cd != nil {
+				fmt.Fprintf(c.OutOrStdout(), "# cache: %s (workspace id %s), bound read-write as ~/.cache\n", cd.Source(), cd.ID)
+			} else if n := eff.CacheNote(); n != "" {
+				fmt.Fprintf(c.OutOrStdout(), "# %s\n", n)
+			}
+			fmt.Fprint(c.OutOrStdout(), string(out))
 			printToolchains(c.OutOrStdout(), eff)
 			if note := eff.Resources.CPUPlacement(); note != "" {
 				fmt.Fprintf(c.OutOrStdout(), "# %s\n", note)
