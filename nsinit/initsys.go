@@ -37,6 +37,8 @@ type initSys interface {
 	// its memfd exe. awaitHolder waits for its report and receives the context (and
 	// closes the three).
 	unsharePID() error
+	// setIDProc makes the set-ID handler's procfs (openSetIDProc).
+	setIDProc() error
 	holderFiles() (send, recv, exe int, err error)
 	startHolder(p *procPlan) (int, error)
 	awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error)
@@ -137,6 +139,7 @@ func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, p
 	return mounts.Setup(spec, sources, mounts.ProcFS(procFS))
 }
 
+func (k *kernelInit) setIDProc() error                  { return openSetIDProc() }
 func (k *kernelInit) closeFds(fds []int)                { closeFds(fds) }
 func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot() }
 
