@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // toolchainState is what Effective resolved for filesystem.toolchains.
@@ -33,9 +32,9 @@ type toolchainHost struct {
 	// written are the trees a sandbox writes (writable, every read-write bind's source,
 	// the cache root), canonical: nothing there chooses a bind source (toolchaintrust.go)
 	written []string
-	bound    []string // the policy's read-only binds, canonical
-	creds    []string // credential paths, canonical
-	environ  map[string]string
+	bound   []string // the policy's read-only binds, canonical
+	creds   []string // credential paths, canonical
+	environ map[string]string
 }
 
 // maxLinkHops bounds a symlink chain (the kernel's own limit is 40).
@@ -484,32 +483,8 @@ func (tr *tcResolver) add(root, why string) bool {
 // through, p first (directories resolved), the last one not a symlink; ELOOP past
 // maxLinkHops, the lstat error of a hop that does not exist.
 func linkChain(r *resolver, p string) ([]string, error) {
-	cur := filepath.Clean(p)
-	var hops []string
-	for range maxLinkHops {
-		dir, err := r.evalSymlinks(filepath.Dir(cur))
-		if err != nil {
-			return hops, err
-		}
-		cur = filepath.Join(dir, filepath.Base(cur))
-		hops = append(hops, cur)
-		fi, err := r.lstat(cur)
-		if err != nil {
-			return hops, err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			return hops, nil
-		}
-		t, err := r.readlink(cur)
-		if err != nil {
-			return hops, err
-		}
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(dir, t)
-		}
-		cur = filepath.Clean(t)
-	}
-	return hops, &os.PathError{Op: "follow symlinks", Path: p, Err: syscall.ELOOP}
+	c, err := followChain(r, p, nil)
+	return c.hops, err
 }
 
 func isDir(p string) bool  { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
