@@ -154,7 +154,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	if err := cmd.Start(); err != nil {
 		l.f.Close()
 		os.Remove(l.path)
-		replyStartError(err, reply)
+		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return
 	}
 	cmd.Pid() // read now, while the job runs, for job ls
