@@ -62,6 +62,7 @@ type Cmd struct {
 	// caller's stderr.
 	NetEvents func(egress.Event)
 	NetDenied func(msg string)
+	sessNet   *SessionNet // a session's routing of NetEvents (egress_origin.go)
 
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
@@ -152,6 +153,13 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
+	}
+	if spec.Linux != nil && spec.Linux.Resources != nil && spec.Linux.Resources.Pids != nil &&
+		spec.Linux.Resources.Pids.Limit != nil && *spec.Linux.Resources.Pids.Limit > 0 &&
+		*spec.Linux.Resources.Pids.Limit < SetupPids {
+		// Refused before the clone: under it the init could fork and then die on a
+		// thread it cannot create, with its runtime's crash report on the command's stderr.
+		return nil, c.fail(&SetupError{Step: "pids", Err: setupPidsError(spec, "")})
 	}
 	// What the sandbox's binds need and the policy only named: created now, by the
 	// owner of the launch (policy.Build writes nothing).
@@ -388,7 +396,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts)
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts, capturePorts(spec), c.netOrigin())
 		egressW = nil
 	}
 	if egressW != nil {

@@ -41,13 +41,19 @@ func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 }
 func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
 func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
-func (r *recorder) listenEgress(keep bool) error  { return r.rec("listenEgress keep=%v", keep) }
-func (r *recorder) serveDials(ports []uint16)     { r.rec("serveDials %v", ports) }
+func (r *recorder) listenEgress(capture []uint16, keep bool) error {
+	if len(capture) > 0 {
+		return r.rec("listenEgress %v keep=%v", capture, keep)
+	}
+	return r.rec("listenEgress keep=%v", keep)
+}
+func (r *recorder) serveDials(ports []uint16) { r.rec("serveDials %v", ports) }
 func (r *recorder) listenHostPorts(ports []uint16, keep bool) error {
 	return r.rec("listenHostPorts %v keep=%v", ports, keep)
 }
 func (r *recorder) resolvConf(*mounts.Root) error       { return r.rec("resolvConf") }
 func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
+func (r *recorder) setIDProc() error                    { return r.rec("setIDProc") }
 func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
 func (r *recorder) startHolder(p *procPlan) (int, error) {
 	if err := r.rec("startHolder"); err != nil {

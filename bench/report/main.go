@@ -90,6 +90,7 @@ type report struct {
 	RSS      map[string]rssMedians         `json:"memory_median"`
 	Library  map[string]libResult          `json:"library"`
 	Sessions *sessionResults               `json:"sessions,omitempty"`
+	Egress   *egressResults                `json:"egress,omitempty"`
 	CacheS   map[string]float64            `json:"warm_cache_median_s,omitempty"`
 	Targets  []target                      `json:"targets"`
 	RawFiles []string                      `json:"raw_files"`
@@ -333,7 +334,33 @@ func main() {
 		r.Targets = append(r.Targets, target{"second go test under build (warm cache)", "≤ 2× direct", cs["gosbx-cache"] / cs["direct"], "× direct",
 			cs["gosbx-cache"] <= 2*cs["direct"], fmt.Sprintf("build --cache %.3f s, direct %.3f s, --no-cache %.2f s", cs["gosbx-cache"], cs["direct"], cs["gosbx-nocache"])})
 	}
-	p("\nTargets (issues 8, 16, 19)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
+	if _, err := os.Stat(filepath.Join(*raw, "egress.jsonl")); err == nil {
+		r.Egress = readEgress(*raw)
+		eg := r.Egress
+		p("\nEgress (issue 17): %s MiB downloads and %s new HTTPS connections from a local server, timed by the client inside the sandbox, median of %s\n\n",
+			r.Meta["eg_mb"], r.Meta["eg_reqs"], r.Meta["eg_reps"])
+		p("| | direct (--net host) | proxy (variables) | capture (no variables) | proxy/direct | capture/direct |\n|---|--:|--:|--:|--:|--:|\n")
+		for _, c := range []string{"http-download", "https-download"} {
+			m := eg.MBps[c]
+			p("| %s, MB/s | %.0f | %.0f | %.0f | %s× | %s× |\n", c, m["direct"], m["proxy"], m["capture"], f2(m["proxy"]/m["direct"]), f2(m["capture"]/m["direct"]))
+		}
+		m := eg.MsPerRequest
+		p("| https request on a new connection, ms | %.3f | %.3f | %.3f | %+.3f ms | %+.3f ms |\n", m["direct"], m["proxy"], m["capture"], m["proxy"]-m["direct"], m["capture"]-m["direct"])
+		worst, worstWhat := math.Inf(1), ""
+		for _, c := range []string{"http-download", "https-download"} {
+			for _, mode := range []string{"proxy", "capture"} {
+				if x := eg.MBps[c][mode] / eg.MBps[c]["direct"]; x < worst {
+					worst, worstWhat = x, c+" "+mode
+				}
+			}
+		}
+		extra := math.Max(m["proxy"]-m["direct"], m["capture"]-m["direct"])
+		r.Targets = append(r.Targets,
+			target{"egress throughput (100 MB download)", "≥ 0.9× direct", worst, "× direct (worst)", worst >= 0.9, "worst: " + worstWhat},
+			target{"egress latency of a new HTTPS connection", "≤ +0.3 ms", extra, "ms (worst)", extra <= 0.3,
+				fmt.Sprintf("direct %.3f ms, proxy %.3f ms, capture %.3f ms a request", m["direct"], m["proxy"], m["capture"])})
+	}
+	p("\nTargets (issues 8, 16, 17, 19)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "**no**"
 		if t.Met {
@@ -490,4 +517,45 @@ func readSessions(raw string) *sessionResults {
 		}
 	}
 	return se
+}
+
+// egressResults are bench/egress.sh's medians by mode (direct, proxy, capture).
+type egressResults struct {
+	MBps         map[string]map[string]float64 `json:"download_mb_per_s"` // by case, then mode
+	MsPerRequest map[string]float64            `json:"https_request_ms"`  // a new connection each
+}
+
+func readEgress(raw string) *egressResults {
+	data, err := os.ReadFile(filepath.Join(raw, "egress.jsonl"))
+	check(err)
+	mbps := map[string]map[string][]float64{}
+	ms := map[string][]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var x struct {
+			Case, Mode string
+			Seconds    float64
+			Bytes      float64
+			Requests   int
+		}
+		check(json.Unmarshal([]byte(line), &x))
+		if x.Case == "https-requests" {
+			ms[x.Mode] = append(ms[x.Mode], x.Seconds*1e3/float64(x.Requests))
+			continue
+		}
+		if mbps[x.Case] == nil {
+			mbps[x.Case] = map[string][]float64{}
+		}
+		mbps[x.Case][x.Mode] = append(mbps[x.Case][x.Mode], x.Bytes/1e6/x.Seconds)
+	}
+	r := &egressResults{MBps: map[string]map[string]float64{}, MsPerRequest: map[string]float64{}}
+	for c, byMode := range mbps {
+		r.MBps[c] = map[string]float64{}
+		for m, v := range byMode {
+			r.MBps[c][m] = median(v)
+		}
+	}
+	for m, v := range ms {
+		r.MsPerRequest[m] = median(v)
+	}
+	return r
 }
