@@ -129,3 +129,35 @@ func TestPoolNprocUnprivileged(t *testing.T) {
 		t.Errorf("Result.Limits: %q; want rlimit", out)
 	}
 }
+
+// TestSessionNprocUnprivileged (from an attack review): a session started with --pids
+// as an unprivileged caller, where no cgroup can be had, holds the limit on every
+// command as RLIMIT_NPROC, as a one-shot exec does: a fork loop in `exec --session`
+// stops below the limit, and `--limits required` is no longer met by dropping it.
+func TestSessionNprocUnprivileged(t *testing.T) {
+	requireBinary(t)
+	t.Parallel()
+	e := newSessionEnv(t, nobodyCaller)
+	const limit = 24
+	e.start("np", "--pids", strconv.Itoa(limit), "--limits", "required", "--timeout", "120")
+	for round := 0; round < 2; round++ { // each command gets it, not only the first
+		r := e.gosbx("exec", "--session", "np", "--", python, "-c", forkLoop)
+		mustSucceed(t, r, "exec --session under --pids as nobody")
+		f := strings.Fields(r.stdout)
+		if len(f) < 3 || f[0] != "stopped" {
+			t.Fatalf("round %d: the fork loop in a session under --pids %d as nobody: %q; want it stopped at the limit", round, limit, r.stdout)
+		}
+		if n, _ := strconv.Atoi(f[1]); n < 1 || n >= limit {
+			t.Errorf("round %d: the session command forked %d processes under --pids %d; want 1..%d", round, n, limit, limit-1)
+		}
+		if f[2] != strconv.Itoa(int(syscall.EAGAIN)) {
+			t.Errorf("round %d: fork failed with %q; want EAGAIN", round, r.stdout)
+		}
+	}
+	r := e.gosbx("exec", "--session", "np", "--", shellPath, "-c", "grep 'Max processes' /proc/self/limits")
+	mustSucceed(t, r, "read the limits in the session")
+	if f := strings.Fields(r.stdout); len(f) < 4 || f[2] != strconv.Itoa(limit) || f[3] != strconv.Itoa(limit) {
+		t.Errorf("the session command's RLIMIT_NPROC: %q; want %d %d", r.stdout, limit, limit)
+	}
+	mustSucceed(t, e.gosbx("session", "stop", "np"), "session stop")
+}

@@ -36,7 +36,8 @@ type owner struct {
 	// nproc: the process limit is RLIMIT_NPROC, no cgroup (a root caller's default on
 	// hostID, or any limit where no cgroup can be had: nprocInUserNS)
 	nproc bool
-	// nprocLimit is the RLIMIT_NPROC a pooled sandbox's process is to get (nproc)
+	// nprocLimit is the RLIMIT_NPROC each process of a pooled sandbox or a session is to
+	// get (nproc): startPooled and startInSession apply it to every process frame
 	nprocLimit uint64
 	// cpus lists the CPUs the sandbox was placed on (affinity.go), "" when not pinned
 	cpus string

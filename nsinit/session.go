@@ -198,6 +198,9 @@ func (s *Session) Close(grace time.Duration) *Result {
 		wall := time.Since(c.start)
 		c.release()
 		r := &Result{Wall: wall, HostUID: s.HostUID(), Limits: string(cgroup.None)}
+		if c.own.nproc {
+			r.Limits = string(cgroup.Rlimit)
+		}
 		r.Removed, r.NotRemoved = c.own.afterRun(c.Config)
 		if c.own.group != nil {
 			r.Limits = string(c.own.group.Kind())
@@ -224,7 +227,14 @@ func (c *Cmd) startInSession() error {
 		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Rows)
 		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Cols)
 	}
-	frame = append(frame, config.EncodeProcess(c.Config.Process)...)
+	proc := c.Config.Process
+	if s.c.own.nproc && s.c.own.nprocLimit > 0 {
+		// the session's process limit where no cgroup could be had: RLIMIT_NPROC in its
+		// own user namespace (nprocInUserNS), on every command as on a pooled one; the
+		// count is the namespace's, so the commands and what they left running share it
+		proc = withNproc(proc, s.c.own.nprocLimit)
+	}
+	frame = append(frame, config.EncodeProcess(proc)...)
 	if len(frame) > maxFrame {
 		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(frame), maxFrame)})
 	}
@@ -309,6 +319,9 @@ func (c *Cmd) waitInSession() error {
 	wall := time.Since(c.start)
 	c.endInSession()
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: c.sess.HostUID(), Limits: string(cgroup.None)}
+	if c.sess.c.own.nproc {
+		r.Limits = string(cgroup.Rlimit)
+	}
 	switch {
 	case r.TimedOut:
 		r.ExitCode = ExitTimeout

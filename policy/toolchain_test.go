@@ -185,22 +185,132 @@ func TestToolchainVenv(t *testing.T) {
 	cfg := "home = " + l.home + "/.pyenv/versions/3.12.1/bin\n"
 	os.WriteFile(venv+"/pyvenv.cfg", []byte(cfg), 0o644)
 	l.symlink(l.home+"/.pyenv/versions/3.12.1/bin/python3", venv+"/bin/python3")
-	p := l.effective(l.host("/usr/bin"), "auto")
-	if got, want := boundPaths(p), []string{l.home + "/.pyenv/versions/3.12.1"}; !slices.Equal(got, want) {
+	// pyenv's shims on PATH: the selected version (3.11.0), and the venv's, a version
+	// of that pyenv
+	p := l.effective(l.host("~/.pyenv/shims:/usr/bin"), "auto")
+	if got, want := boundPaths(p), []string{l.home + "/.pyenv/versions/3.11.0", l.home + "/.pyenv/versions/3.12.1"}; !slices.Equal(got, want) {
 		t.Fatalf("bound %q; want %q", got, want)
 	}
-	if w := p.toolchains.binds[0].Why; !strings.Contains(w, "venv "+venv) {
+	if w := p.toolchains.binds[1].Why; !strings.Contains(w, "venv "+venv) {
 		t.Errorf("why %q does not name the venv", w)
 	}
+	// From an attack review: a workspace venv leads only where the caller's PATH
+	// toolchains do; without pyenv on PATH its version is not bound.
+	p = l.effective(l.host("/usr/bin"), "auto")
+	if got := boundPaths(p); len(got) != 0 {
+		t.Fatalf("a workspace venv bound %q with no version manager on PATH", got)
+	}
 
-	// A venv is the workspace's: its links and pyvenv.cfg may lead only to a Python
-	// installation, never to any directory the caller can read.
+	// A venv is the workspace's: its links and pyvenv.cfg may never lead to any other
+	// directory the caller can read, a Python installation's shape or not.
+	mkdirs(t, l.home+"/secret/lib/python3.12")
 	os.Remove(venv + "/bin/python3")
 	l.symlink(l.home+"/secret/bin/python", venv+"/bin/python3")
 	os.WriteFile(venv+"/pyvenv.cfg", []byte("home = "+l.home+"/secret/bin\n"), 0o644)
-	p = l.effective(l.host("/usr/bin"), "auto")
-	if got := boundPaths(p); len(got) != 0 {
+	p = l.effective(l.host("~/.pyenv/shims:/usr/bin"), "auto")
+	if got := boundPaths(p); !slices.Equal(got, []string{l.home + "/.pyenv/versions/3.11.0"}) {
 		t.Fatalf("a planted venv bound %q", got)
+	}
+	for _, sk := range p.toolchains.skipped {
+		if strings.Contains(sk.Why, "secret") || strings.Contains(sk.Path, "secret") {
+			t.Errorf("a skip names the host path the sandbox chose: %+v", sk)
+		}
+	}
+	// a link to a directory (another user's ~/.local shape) is no interpreter either
+	os.Remove(venv + "/bin/python3")
+	l.symlink(l.home+"/secret", venv+"/bin/python3")
+	p = l.effective(l.host("~/.pyenv/shims:/usr/bin"), "auto")
+	if got := boundPaths(p); !slices.Equal(got, []string{l.home + "/.pyenv/versions/3.11.0"}) {
+		t.Fatalf("a venv link to a directory bound %q", got)
+	}
+}
+
+// TestToolchainWrittenTrees (from an attack review): a venv the sandbox wrote in a
+// --rw SRC:DST tree, or in the cache, and reached by a workspace link, is tainted as
+// the workspace's own: its pyvenv.cfg home (a credential file, a private directory)
+// is not bound, and neither is a directory reached through a link a sandbox wrote.
+func TestToolchainWrittenTrees(t *testing.T) {
+	l := newToolchainLab(t)
+	data := filepath.Join(l.root, "data")
+	cache := filepath.Join(l.home, ".cache", "gosbx")
+	mkdirs(t, data+"/v/bin", cache+"/x/v/bin", l.home+"/private/bin")
+	l.write(".pgpass", "db:5432:*:app:pw\n")
+	l.write("private/bin/python3", "#!/bin/sh\n")
+	for _, v := range []string{data + "/v", cache + "/x/v"} {
+		os.WriteFile(v+"/pyvenv.cfg", []byte("home = "+l.home+"/private/bin\n"), 0o644)
+		os.Symlink(l.home+"/private/bin/python3", v+"/bin/python3")
+	}
+	for _, c := range []struct{ name, target string }{{"rw source", data + "/v"}, {"cache", cache + "/x/v"}} {
+		os.Remove(l.ws + "/.venv")
+		os.Symlink(c.target, l.ws+"/.venv")
+		p, err := Effective(Options{Workspace: l.ws, Toolchains: []string{"auto"}, ReadWrite: []string{data + ":/data"}}, l.host("/usr/bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := boundPaths(p); len(got) != 0 {
+			t.Errorf("%s: a venv a sandbox wrote bound %q", c.name, got)
+		}
+	}
+	// a workspace link to a directory that holds a link: the second hop is the
+	// sandbox's choice too
+	os.Remove(l.ws + "/.venv")
+	mkdirs(t, l.ws+"/.venv/bin")
+	os.WriteFile(l.ws+"/.venv/pyvenv.cfg", nil, 0o644)
+	os.Symlink(data+"/v/bin", l.ws+"/.venv/bin/d")
+	os.Symlink("d/python3", l.ws+"/.venv/bin/python3")
+	p, err := Effective(Options{Workspace: l.ws, Toolchains: []string{"auto"}, ReadWrite: []string{data + ":/data"}}, l.host("/usr/bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := boundPaths(p); len(got) != 0 {
+		t.Errorf("a chain through a directory link bound %q", got)
+	}
+}
+
+// TestToolchainVersionFiles (from an attack review): a version file in the workspace
+// is read only when it is a regular file there, never through a symlink (a credential,
+// a FIFO, a device), and only version names are taken from it and printed.
+func TestToolchainVersionFiles(t *testing.T) {
+	l := newToolchainLab(t)
+	local := filepath.Join(l.ws, ".python-version")
+	l.write(".netrc", "s3cr3t-T0ken\n")
+	os.Symlink(l.home+"/.netrc", local)
+	check := func(what string) {
+		t.Helper()
+		p := l.effective(l.host("~/.pyenv/shims:/usr/bin"), "auto")
+		for _, sk := range p.toolchains.skipped {
+			if strings.Contains(sk.Path+sk.Why, "s3cr3t") || strings.Contains(sk.Path+sk.Why, "<") {
+				t.Errorf("%s: the file's content is printed: %+v", what, sk)
+			}
+		}
+		// not read: pyenv's global version is the choice
+		if got := boundPaths(p); !slices.Equal(got, []string{l.home + "/.pyenv/versions/3.11.0"}) {
+			t.Errorf("%s: bound %q; want the global version only", what, got)
+		}
+	}
+	check("a symlink to a secret")
+	os.Remove(local)
+	if err := syscall.Mkfifo(local, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("a FIFO") // would block without O_NONBLOCK; refused as no regular file
+	os.Remove(local)
+	os.WriteFile(local, []byte("<script>x</script> s3cr3t-T0ken/x\n"), 0o644)
+	p := l.effective(l.host("~/.pyenv/shims:/usr/bin"), "auto")
+	for _, sk := range p.toolchains.skipped {
+		if strings.Contains(sk.Path+sk.Why, "s3cr3t") || strings.Contains(sk.Path+sk.Why, "<") {
+			t.Errorf("words that are no version names are printed: %+v", sk)
+		}
+	}
+	for _, v := range []string{"3.12.1", "pypy3.10-7.3.12", "miniconda3-latest", "graalpy+1_x"} {
+		if !validVersion(v) {
+			t.Errorf("validVersion(%q) = false", v)
+		}
+	}
+	for _, v := range []string{"", ".", "..", "a/b", "a b", "x\x1b[2J", strings.Repeat("1", 65)} {
+		if validVersion(v) {
+			t.Errorf("validVersion(%q) = true", v)
+		}
 	}
 }
 
@@ -322,9 +432,25 @@ func TestNotFoundHint(t *testing.T) {
 	if !strings.Contains(got, "is outside the sandbox: add --ro "+l.home+"/.pyenv/versions/3.12.1 or --toolchain auto") {
 		t.Errorf("venv hint %q", got)
 	}
+	// From an attack review: a path in the workspace is the sandbox's choice: a hint
+	// names only roots auto binds for the caller's PATH, and says the same whether the
+	// host path exists or not (no oracle)
 	os.WriteFile(l.ws+"/script", []byte("#!"+l.home+"/apps/tool-1/bin/tool -x\n"), 0o755)
-	if got := p.NotFoundHint(h, s, "./script", "./script"); !strings.Contains(got, "#! interpreter "+l.home+"/apps/tool-1/bin/tool is outside the sandbox: add --ro "+l.home+"/apps/tool-1") {
+	if got := p.NotFoundHint(h, s, "./script", "./script"); got != "" {
+		t.Errorf("#! hint %q for a root auto does not bind", got)
+	}
+	h2 := l.host("~/.local/bin:~/.pyenv/shims:/usr/bin") // ~/.local/bin/tool leads to tool-1
+	if got := p.NotFoundHint(h2, s, "./script", "./script"); !strings.Contains(got, "#! interpreter "+l.home+"/apps/tool-1/bin/tool is outside the sandbox: add --ro "+l.home+"/apps/tool-1") {
 		t.Errorf("#! hint %q", got)
+	}
+	mkdirs(t, l.home+"/private")
+	os.WriteFile(l.home+"/private/hist", []byte("x"), 0o644)
+	os.Symlink(l.home+"/private/hist", l.ws+"/tool")
+	os.Symlink(l.home+"/private/nope", l.ws+"/tool2")
+	for _, n := range []string{"./tool", "./tool2"} {
+		if got := p.NotFoundHint(h2, s, n, n); got != "" {
+			t.Errorf("%s: hint %q for a workspace link onto a host path", n, got)
+		}
 	}
 }
 
@@ -346,11 +472,11 @@ func TestToolchainListed(t *testing.T) {
 }
 
 func TestToolchainRefused(t *testing.T) {
-	tr := &tcResolver{h: toolchainHost{home: "/u/h/me", homes: []string{"/u/h/me", "/home/me"}, writable: []string{"/w/app"},
+	tr := &tcResolver{h: toolchainHost{home: "/u/h/me", homes: []string{"/u/h/me", "/home/me"}, writable: []string{"/w/app"}, written: []string{"/w/app", "/c/x/gosbx"},
 		creds: []string{"/u/h/me/.ssh"}, environ: map[string]string{"XDG_RUNTIME_DIR": "/x/run/1000"}}}
 	for p, bad := range map[string]bool{"/": true, "/opt": true, "/u/h": true, "/u/h/me": true, "/home/me": true,
 		"/u/h/me/.ssh": true, "/u/h/me/.ssh/keys": true, "/w": true, "/w/app": true, "/proc/self": true, "/run/user/1000/x": true,
-		"/x/run": true, "/u/h/me/.pyenv/versions/3.12.1": false, "/opt/go": false, "/w/tools": false} {
+		"/x/run": true, "/c/x": true, "/u/h/me/.pyenv/versions/3.12.1": false, "/opt/go": false, "/w/tools": false} {
 		if got := tr.refused(p) != ""; got != bad {
 			t.Errorf("refused(%s) = %q; want refused %v", p, tr.refused(p), bad)
 		}

@@ -1,12 +1,12 @@
 package policy
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -73,21 +73,55 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 	if !filepath.IsAbs(abs) && spec.Process != nil {
 		abs = filepath.Join(spec.Process.Cwd, abs)
 	}
-	hops, err := linkChain(tr.r, abs)
+	c, err := followChain(tr.r, abs, tr.h.written)
 	if err != nil {
 		return ""
 	}
-	if roots := tr.outside(abs, v); len(roots) > 0 {
-		return path + ": its interpreter " + hops[len(hops)-1] + " (where its symlink leads) is outside the sandbox" + fix(roots)
-	}
-	if interp := shebang(hops[len(hops)-1]); filepath.IsAbs(interp) {
-		if _, err := os.Stat(interp); err == nil {
-			if roots := tr.outside(interp, v); len(roots) > 0 {
-				return path + ": its #! interpreter " + interp + " is outside the sandbox" + fix(roots)
+	// A path in a tree a sandbox writes (./tool, .venv/bin/python, a script's #! line)
+	// is the sandbox's choice: the hint then names only roots auto binds or would for
+	// the caller's PATH (its roots, a version of a version manager on it), so that it
+	// is no oracle of what exists on the host and recommends no root the sandbox chose.
+	tainted := c.taint < len(c.hops)
+	trusted := func(roots []string) bool {
+		if !tainted {
+			return true
+		}
+		if tr.st.managers == nil {
+			tr.st.managers = []string{}
+			for _, e := range filepath.SplitList(tr.h.environ["PATH"]) {
+				tr.pathEntry(e)
 			}
+		}
+		for _, r := range roots {
+			if tr.versionDir(r) == "" && !tr.autoBound(r) {
+				return false
+			}
+		}
+		return true
+	}
+	if roots := tr.outside(abs, v); len(roots) > 0 {
+		if !trusted(roots) {
+			return ""
+		}
+		return path + ": its interpreter " + c.last() + " (where its symlink leads) is outside the sandbox" + fix(roots)
+	}
+	if interp := shebang(c.last()); filepath.IsAbs(interp) {
+		tainted = tainted || under(c.last(), tr.h.written...)
+		if roots := tr.outside(interp, v); len(roots) > 0 && trusted(roots) {
+			return path + ": its #! interpreter " + interp + " is outside the sandbox" + fix(roots)
 		}
 	}
 	return ""
+}
+
+// autoBound: root lies in a root auto binds for the caller's PATH (resolved in tr).
+func (tr *tcResolver) autoBound(root string) bool {
+	for _, b := range tr.st.binds {
+		if under(root, b.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // outside lists the toolchain roots of the files the symlink chain from p passes through
@@ -142,19 +176,17 @@ func hostLookPath(name, path string) string {
 	return ""
 }
 
-// shebang is the interpreter a script's #! line names ("" for none).
+// shebang is the interpreter a script's #! line names ("" for none): p is the
+// canonical path of the script (the end of its link chain), opened as openNoLinks does,
+// so that a link swapped in since is not followed onto a device.
 func shebang(p string) string {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+	fd, size, ok := openNoLinks(p)
+	if !ok {
 		return ""
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	b := make([]byte, 256)
-	n, _ := io.ReadFull(f, b)
-	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	defer unix.Close(fd)
+	b, _ := readFd(fd, size, 256)
+	line, _, _ := strings.Cut(string(b), "\n")
 	rest, ok := strings.CutPrefix(line, "#!")
 	if !ok {
 		return ""
@@ -180,9 +212,21 @@ func (p *Policy) toolchainHost(h Host, ws string) toolchainHost {
 		}
 	}
 	th.writable = []string{ws}
+	th.written = []string{ws}
 	for _, b := range p.Filesystem.ReadWrite {
-		if c, err := r.evalSymlinks(b.Path); err == nil && b.Dest == "" {
+		c, err := r.evalSymlinks(b.Path)
+		if err != nil {
+			continue
+		}
+		if b.Dest == "" {
 			th.writable = append(th.writable, c)
+		}
+		th.written = append(th.written, c) // --rw SRC:DST: the sandbox writes SRC too
+	}
+	// every workspace's cache is some sandbox's to write, this launch's or not
+	if c, err := CacheRoot(h); err == nil {
+		if root, err := r.evalSymlinks(c.Root()); err == nil {
+			th.written = append(th.written, root)
 		}
 	}
 	for _, b := range p.Filesystem.ReadOnly {

@@ -1,14 +1,11 @@
 package policy
 
 import (
-	"bufio"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // toolchainState is what Effective resolved for filesystem.toolchains.
@@ -20,6 +17,9 @@ type toolchainState struct {
 	subst map[string][]string
 	// prepend are bin directories of the listed roots, put first on PATH.
 	prepend []string
+	// managers are the roots of the version managers whose shims are on the caller's
+	// PATH (versionDir)
+	managers []string
 }
 
 // toolchainHost is what resolution reads of the launch: the caller's environment and
@@ -28,10 +28,13 @@ type toolchainHost struct {
 	home     string   // the caller's home, canonical
 	homes    []string // every name of it
 	from     string   // where version files are searched from, upward (the command's directory)
-	writable []string // the workspace and read-write binds, canonical
-	bound    []string // the policy's read-only binds, canonical
-	creds    []string // credential paths, canonical
-	environ  map[string]string
+	writable []string // the workspace and read-write binds shown at their own path, canonical
+	// written are the trees a sandbox writes (writable, every read-write bind's source,
+	// the cache root), canonical: nothing there chooses a bind source (toolchaintrust.go)
+	written []string
+	bound   []string // the policy's read-only binds, canonical
+	creds   []string // credential paths, canonical
+	environ map[string]string
 }
 
 // maxLinkHops bounds a symlink chain (the kernel's own limit is 40).
@@ -157,6 +160,7 @@ func (tr *tcResolver) shims(e, canon string) bool {
 				continue
 			}
 		}
+		tr.st.managers = append(tr.st.managers, root)
 		versions, from := tr.selectVersion(root, m.versionVar, m.file)
 		if len(versions) == 0 {
 			tr.skip(canon, why+": "+strings.TrimPrefix(m.dir, ".")+" shims, no version selected ("+from+")")
@@ -172,6 +176,7 @@ func (tr *tcResolver) shims(e, canon string) bool {
 		return true
 	}
 	{ // asdf, mise: installs/TOOL/VERSION
+		tr.st.managers = append(tr.st.managers, root)
 		tools, from := tr.toolVersions()
 		if len(tools) == 0 {
 			tr.skip(canon, why+": shims of "+root+", no .tool-versions found")
@@ -205,13 +210,14 @@ func (tr *tcResolver) version(e, dir, why string) {
 
 // selectVersion is pyenv's choice of version (pyenv-version-name): the variable, else
 // the first version file from the command's directory upward, else ROOT/version; the
-// versions it names ("system" dropped) and where they came from.
+// versions it names ("system" dropped, and every word that is not a version name:
+// validVersion) and where they came from.
 func (tr *tcResolver) selectVersion(root, envVar, file string) ([]string, string) {
 	pick := func(list []string) []string {
 		var out []string
 		for _, v := range list {
 			// a version is a directory name: never a path out of versions/
-			if v != "" && v != "system" && v != "." && v != ".." && !strings.Contains(v, "/") {
+			if v != "system" && validVersion(v) {
 				out = append(out, v)
 			}
 		}
@@ -221,11 +227,11 @@ func (tr *tcResolver) selectVersion(root, envVar, file string) ([]string, string
 		return pick(strings.Split(v, ":")), envVar
 	}
 	for d := tr.h.from; d != ""; d = parentDir(d) {
-		if words, ok := readWords(filepath.Join(d, file)); ok {
+		if words, ok := tr.readWords(filepath.Join(d, file)); ok {
 			return pick(words), filepath.Join(d, file)
 		}
 	}
-	words, _ := readWords(filepath.Join(root, "version"))
+	words, _ := tr.readWords(filepath.Join(root, "version"))
 	return pick(words), filepath.Join(root, "version")
 }
 
@@ -239,17 +245,17 @@ func (tr *tcResolver) toolVersions() ([][]string, string) {
 	dirs = append(dirs, tr.h.home)
 	for _, d := range dirs {
 		f := filepath.Join(d, ".tool-versions")
-		lines, ok := readLines(f)
+		lines, ok := tr.readToolFile(f)
 		if !ok {
 			continue
 		}
 		var out [][]string
 		for _, l := range lines {
 			w := strings.Fields(l)
-			if len(w) >= 2 && !strings.Contains(w[0], "/") && w[0] != "." && w[0] != ".." {
+			if len(w) >= 2 && validVersion(w[0]) {
 				var vs []string
 				for _, v := range w[1:] {
-					if !strings.Contains(v, "/") && v != ".." && v != "." {
+					if validVersion(v) {
 						vs = append(vs, v)
 					}
 				}
@@ -282,17 +288,25 @@ func (tr *tcResolver) links(dir, why string, depth int) {
 }
 
 // follow binds what the symlink chain from p passes through and ends at, where the
-// sandbox does not show it already. fromWorkspace: p lies in a tree the sandbox writes,
-// so the chain is the command's choice: only a Python installation's root is bound then.
-func (tr *tcResolver) follow(p, why string, depth int, fromWorkspace bool) {
-	hops, err := linkChain(tr.r, p)
+// sandbox does not show it already. A hop reached through a tree a sandbox writes (the
+// link, or a directory on its way, lies in one), or every hop when tainted (p came from
+// such a tree: a venv there), is the sandbox's choice: only a version directory of a
+// version manager on the caller's PATH is bound for it (versionDir), and the skip names
+// no host path the sandbox chose (no oracle of what exists there).
+func (tr *tcResolver) follow(p, why string, depth int, tainted bool) {
+	c, err := followChain(tr.r, p, tr.h.written)
 	if err != nil {
-		tr.skip(p, why+": "+err.Error())
+		if tainted || c.taint < len(c.hops) {
+			tr.skip(p, why+": a link a sandbox could have written, not followed further")
+		} else {
+			tr.skip(p, why+": "+err.Error())
+		}
 		return
 	}
-	for i, hop := range hops[1:] {
+	for i, hop := range c.hops[1:] {
+		i++
 		dir := filepath.Dir(hop)
-		if i == len(hops)-2 {
+		if i == len(c.hops)-1 {
 			if fi, err := tr.r.lstat(hop); err == nil && fi.IsDir() {
 				dir = hop
 			}
@@ -300,19 +314,25 @@ func (tr *tcResolver) follow(p, why string, depth int, fromWorkspace bool) {
 		if tr.covered(hop) {
 			continue
 		}
-		root := tr.rootOf(dir)
-		if fromWorkspace && !pythonRoot(root) {
-			tr.skip(root, why+" → "+hop+": not a Python installation (bin/ and lib/python*); a link in the workspace chooses only those")
-			continue
+		if tainted || c.tainted(i) {
+			if v := tr.versionDir(dir); v != "" {
+				tr.add(v, why+" → "+hop)
+				continue
+			}
+			tr.skip(p, why+": a link a sandbox could have written leads outside the sandbox, not to a version of a version manager on PATH: not bound")
+			return
 		}
+		root := tr.rootOf(dir)
 		if tr.add(root, why+" → "+hop) && depth < 2 && isFile(filepath.Join(root, "pyvenv.cfg")) {
-			tr.venv(root, why, depth+1, fromWorkspace)
+			tr.venv(root, why, depth+1, false)
 		}
 	}
 }
 
 // venvs binds the interpreter of the workspace's venvs (.venv, venv, and $VIRTUAL_ENV):
-// their bin/python is a symlink, often to a pyenv version outside.
+// their bin/python is a symlink, often to a pyenv version outside. A venv in a tree a
+// sandbox writes (or reached through a link there) leads only to what follow allows a
+// tainted chain.
 func (tr *tcResolver) venvs() {
 	var cands []string
 	for _, w := range tr.h.writable[:min(1, len(tr.h.writable))] {
@@ -323,41 +343,59 @@ func (tr *tcResolver) venvs() {
 	}
 	seen := map[string]bool{}
 	for _, v := range cands {
-		c, err := tr.r.evalSymlinks(v)
-		if err != nil || seen[c] || !isFile(filepath.Join(c, "pyvenv.cfg")) {
+		ch, err := followChain(tr.r, v, tr.h.written)
+		if err != nil {
+			continue
+		}
+		c := ch.last()
+		if seen[c] || !isDir(c) || !isFile(filepath.Join(c, "pyvenv.cfg")) {
 			continue
 		}
 		seen[c] = true
-		tr.venv(c, "venv "+v, 0, under(c, tr.h.writable...))
+		tr.venv(c, "venv "+v, 0, ch.taint < len(ch.hops) || under(c, tr.h.written...))
 	}
 }
 
 // venv binds what a venv's interpreter needs: where bin/python's links lead, and the
-// base installation pyvenv.cfg's home names.
-func (tr *tcResolver) venv(v, why string, depth int, fromWorkspace bool) {
+// base installation pyvenv.cfg's home names (a directory; for a tainted venv only a
+// version directory, as follow).
+func (tr *tcResolver) venv(v, why string, depth int, tainted bool) {
 	for _, py := range []string{"python3", "python"} {
 		if _, err := tr.r.lstat(filepath.Join(v, "bin", py)); err == nil {
-			tr.follow(filepath.Join(v, "bin", py), why+": bin/"+py, depth, fromWorkspace)
+			tr.follow(filepath.Join(v, "bin", py), why+": bin/"+py, depth, tainted)
 			break
 		}
 	}
-	lines, _ := readLines(filepath.Join(v, "pyvenv.cfg"))
+	lines, _ := tr.readToolFile(filepath.Join(v, "pyvenv.cfg"))
 	for _, l := range lines {
 		k, val, ok := strings.Cut(l, "=")
 		if !ok || strings.TrimSpace(k) != "home" {
 			continue
 		}
 		home := strings.TrimSpace(val)
-		c, err := tr.r.evalSymlinks(home)
-		if !filepath.IsAbs(home) || err != nil || tr.covered(c) {
+		if !filepath.IsAbs(home) {
 			continue
 		}
-		root := tr.rootOf(c)
-		if fromWorkspace && !pythonRoot(root) {
-			tr.skip(root, why+": pyvenv.cfg home "+home+": not a Python installation (bin/ and lib/python*)")
+		ch, err := followChain(tr.r, home, tr.h.written)
+		if err != nil || !isDir(ch.last()) {
+			if !tainted {
+				tr.skip(home, why+": pyvenv.cfg home: not a directory")
+			}
 			continue
 		}
-		tr.add(root, why+": pyvenv.cfg home "+home)
+		c := ch.last()
+		if tr.covered(c) {
+			continue
+		}
+		if tainted || ch.taint < len(ch.hops) {
+			if d := tr.versionDir(c); d != "" {
+				tr.add(d, why+": pyvenv.cfg home")
+			} else {
+				tr.skip(v, why+": pyvenv.cfg home of a venv a sandbox could have written: not a version of a version manager on PATH, not bound")
+			}
+			continue
+		}
+		tr.add(tr.rootOf(c), why+": pyvenv.cfg home "+home)
 	}
 }
 
@@ -403,9 +441,9 @@ func (tr *tcResolver) refused(root string) string {
 			return "a credential path (" + c + ") is, holds or lies inside it"
 		}
 	}
-	for _, w := range tr.h.writable {
+	for _, w := range tr.h.written {
 		if under(w, root) {
-			return "holds the workspace or a read-write bind (" + w + ")"
+			return "holds the workspace, a read-write bind or the cache (" + w + ")"
 		}
 	}
 	return ""
@@ -445,42 +483,8 @@ func (tr *tcResolver) add(root, why string) bool {
 // through, p first (directories resolved), the last one not a symlink; ELOOP past
 // maxLinkHops, the lstat error of a hop that does not exist.
 func linkChain(r *resolver, p string) ([]string, error) {
-	cur := filepath.Clean(p)
-	var hops []string
-	for range maxLinkHops {
-		dir, err := r.evalSymlinks(filepath.Dir(cur))
-		if err != nil {
-			return hops, err
-		}
-		cur = filepath.Join(dir, filepath.Base(cur))
-		hops = append(hops, cur)
-		fi, err := r.lstat(cur)
-		if err != nil {
-			return hops, err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			return hops, nil
-		}
-		t, err := r.readlink(cur)
-		if err != nil {
-			return hops, err
-		}
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(dir, t)
-		}
-		cur = filepath.Clean(t)
-	}
-	return hops, &os.PathError{Op: "follow symlinks", Path: p, Err: syscall.ELOOP}
-}
-
-// pythonRoot: dir is a Python installation (bin/ and lib/python*), the one kind of root
-// a link or pyvenv.cfg in a tree the sandbox writes may lead auto mode to bind.
-func pythonRoot(dir string) bool {
-	if !isDir(filepath.Join(dir, "bin")) {
-		return false
-	}
-	m, _ := filepath.Glob(filepath.Join(dir, "lib", "python*"))
-	return len(m) > 0
+	c, err := followChain(r, p, nil)
+	return c.hops, err
 }
 
 func isDir(p string) bool  { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
@@ -496,50 +500,12 @@ func parentDir(d string) string {
 // maxVersionFile bounds what is read of a version file or pyvenv.cfg.
 const maxVersionFile = 64 << 10
 
-// readLines reads a small regular file's lines (not following a final symlink into a
-// FIFO or device: only a regular file is read), comments and blank lines dropped.
-func readLines(p string) ([]string, bool) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, false
-	}
-	var out []string
-	s := bufio.NewScanner(&limitedReader{f, maxVersionFile})
-	for s.Scan() {
-		l := strings.TrimSpace(s.Text())
-		if l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, l)
-		}
-	}
-	return out, true
-}
-
-func readWords(p string) ([]string, bool) {
-	lines, ok := readLines(p)
+// readWords is readToolFile's lines split into words.
+func (tr *tcResolver) readWords(p string) ([]string, bool) {
+	lines, ok := tr.readToolFile(p)
 	var out []string
 	for _, l := range lines {
 		out = append(out, strings.Fields(l)...)
 	}
 	return out, ok
-}
-
-type limitedReader struct {
-	f *os.File
-	n int
-}
-
-func (l *limitedReader) Read(b []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, errors.New("file too large")
-	}
-	if len(b) > l.n {
-		b = b[:l.n]
-	}
-	n, err := l.f.Read(b)
-	l.n -= n
-	return n, err
 }
