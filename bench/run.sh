@@ -197,6 +197,10 @@ clean hyperfine -N --style basic --runs "$STARTUP_ROUNDS" --warmup 20 --export-j
 # --- cold start --------------------------------------------------------------------------
 say "cold start ($RUNS runs, $WARMUP warmup each)"
 hf cold-true "$RUNS" "$WARMUP" "/bin/true" -n sh-exec "$WORK/sh-exec /bin/true"
+# bwrap and gosbx interleaved (bench/interleave), RUNS*5 rounds: the VM's drift and the
+# other loads of a shared machine slow both alike
+clean "$TMP/interleave" -n "$((RUNS * 5))" -warmup "$WARMUP" -json bwrap="$B /bin/true" gosbx="$GS /bin/true" \
+	>"$RAW/cold-true-interleaved.jsonl"
 hf cold-sh "$RUNS" "$WARMUP" "/bin/sh -c 'echo hi'"
 hf cold-python "$RUNS" "$WARMUP" "/usr/bin/python3 -c pass"
 clean "$LIB" -workspace "$WS" -n "$LIB_N" -label library -json "$RAW/lib-true.json" -- /bin/true
