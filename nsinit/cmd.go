@@ -66,10 +66,10 @@ type Cmd struct {
 	// TeardownLater makes Wait return once the init has reported the command's exit,
 	// which it does when every other process of the sandbox is dead (so none outlives
 	// Wait, and the after-run cleanup has happened), without waiting for the init's own
-	// exit and the kernel's teardown of the namespaces: a goroutine reaps the init, then
-	// removes the cgroup and frees the host id. For a program that exits right after
-	// Wait (gosbx exec): the kernel reaps the init, and the next launch's sweep removes
-	// the group (its owner's flock(2) is gone). Ignored for a pooled command.
+	// exit and the kernel's teardown of the namespaces; a goroutine reaps the init (for
+	// a program that exits right after Wait, as gosbx exec does, the kernel does). Not
+	// for a sandbox with a cgroup (the group is removed once the init has left it, before
+	// Wait returns) or a pooled command.
 	TeardownLater bool
 
 	// Result is set by Wait once the sandbox has ended.
@@ -694,24 +694,6 @@ func (c *Cmd) release() {
 	c.waited = true
 }
 
-// releaseLater is release for a sandbox whose init is still exiting: the host ids
-// stay held until reapLater has reaped it.
-func (c *Cmd) releaseLater() {
-	hid, ns := c.own.hostID, c.own.nsOwner
-	c.own.hostID, c.own.nsOwner = nil, nil
-	c.release()
-	c.own.hostID, c.own.nsOwner = hid, ns
-}
-
-// reapLater reaps the exiting init, then removes the sandbox's cgroup and frees its
-// host ids (Wait returned once the init reported that nothing else was left).
-func (c *Cmd) reapLater() {
-	c.init.wait()
-	c.own.dropGroup()
-	c.own.hostID.release()
-	c.own.nsOwner.release()
-}
-
 func (c *Cmd) expire() {
 	c.mu.Lock()
 	c.timedOut = true
@@ -779,25 +761,23 @@ func (c *Cmd) Wait() error {
 	// With the exit report every process of the sandbox but pid 1 is dead (reap,
 	// endRest): no process of the command's outlives Wait, and the commit-mode cleanup
 	// below sees what they left. With TeardownLater, pid 1's own exit and the kernel's
-	// teardown of the namespaces are not waited for: the init is reaped, and the host id
-	// and the cgroup let go, in the background (a process that exits first leaves the
-	// group to the next launch's sweep: its flock(2) goes with it). Without the report
-	// (the init killed, or a timeout) the init's exit is what ends the sandbox: waited
-	// for.
-	later := c.TeardownLater && status != nil && c.pool == nil
+	// teardown of the namespaces are not waited for, unless the sandbox has a cgroup,
+	// which cannot be removed before pid 1 has left it and must not outlive Wait. The
+	// host ids are let go at once: the init holds no process and runs only its exit.
+	// Without the report (the init killed, or a timeout) the init's exit is what ends
+	// the sandbox: waited for.
+	later := c.TeardownLater && status != nil && c.pool == nil && c.own.group == nil
 	var initStatus unix.WaitStatus
-	if !later {
+	if later {
+		go c.init.wait() // reaped, for a caller that goes on (gosbx exec exits first)
+	} else {
 		initStatus = c.init.wait()
 	}
 	if c.stdio != nil {
 		c.stdio.wait()
 	}
 	wall := time.Since(c.start)
-	if later {
-		c.releaseLater()
-	} else {
-		c.release()
-	}
+	c.release()
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: -1, IdentityMap: c.identityMap}
 	if c.own.hostID != nil {
 		r.HostUID = int64(c.own.hostID.id)
@@ -841,12 +821,9 @@ func (c *Cmd) Wait() error {
 			// sandbox of the pool is doing (milliseconds): Pool.Close waits for it.
 			c.pool.removeLater(c.own.group)
 			c.own.group = nil
-		} else if !later {
+		} else {
 			c.own.dropGroup()
 		}
-	}
-	if later {
-		go c.reapLater()
 	}
 	c.Result = r
 	if c.pool != nil {
