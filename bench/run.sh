@@ -16,8 +16,10 @@
 # Knobs (environment): RUNS (cold-start runs, default 40), WARMUP (5), HEAVY_RUNS (15),
 # TP_LAUNCHES (500), TP_CALLERS (8), TP_RUNS (3), LIB_N (200), RSS_REPS (3),
 # STARTUP_ROUNDS (500: gosbx version against an empty Go program), and for the warm path
-# POOL_SIZE (2) and GAP_MS (20).
-# No network is used: every sandbox has its own network namespace with only lo.
+# POOL_SIZE (2) and GAP_MS (20); the egress rows EG_REPS (5), EG_MB (100), EG_REQS (200)
+# (bench/egress.sh).
+# No network is used: every sandbox has its own network namespace with only lo, but the
+# egress rows' direct mode (--net host), which dials 127.0.0.1 only.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +60,7 @@ TMP=$(mktemp -d)
 WORK=$(mktemp -d /var/tmp/gosbx-bench.XXXXXX)
 cleanup() {
 	[ "$(type -t sessions_cleanup)" = function ] && sessions_cleanup
+	[ "$(type -t egress_cleanup)" = function ] && egress_cleanup
 	rm -rf "$TMP" "$WORK"
 }
 trap cleanup EXIT
@@ -176,6 +179,9 @@ elif [ -d /sys/fs/cgroup/unified ]; then cgmode=hybrid; fi
 	echo "gap_ms=$GAP_MS"
 	echo "startup_rounds=$STARTUP_ROUNDS"
 	echo "gap_prepare=sleep $GAP_S"
+	echo "eg_reps=${EG_REPS:-5}"
+	echo "eg_mb=${EG_MB:-100}"
+	echo "eg_reqs=${EG_REQS:-200}"
 } >"$RAW/meta.txt"
 
 hf() { # hf NAME RUNS WARMUP CMD [hyperfine args]: direct, bwrap, bwrap-filter, gosbx, gosbx-none
@@ -287,6 +293,14 @@ done
 # --- sessions (issue 16) -----------------------------------------------------------------
 # shellcheck source=bench/sessions.sh
 . "$ROOT/bench/sessions.sh"
+
+# --- egress (issue 17) -------------------------------------------------------------------
+# shellcheck source=bench/egress.sh
+. "$ROOT/bench/egress.sh"
+
+# --- warm caches (issue 19) --------------------------------------------------------------
+# shellcheck source=bench/cache.sh
+. "$ROOT/bench/cache.sh"
 
 # --- report ------------------------------------------------------------------------------
 say "report"

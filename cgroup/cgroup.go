@@ -47,6 +47,17 @@ type Group interface {
 	Stats() Stats
 	// Destroy kills whatever is left and removes the group; safe to call twice.
 	Destroy() error
+	// Dirs are the group's directories on the host, for a sandbox to see its own
+	// limits through: one per v1 hierarchy (Controller "memory", "pids", "cpu",
+	// "cpuacct"), or the v2 group (Controller "").
+	Dirs() []Dir
+}
+
+// Dir is a group's directory in one hierarchy: Path on the host, Controller the v1
+// hierarchy's name ("" for the unified hierarchy).
+type Dir struct {
+	Controller string
+	Path       string
 }
 
 // Stats is what a sandbox used, read when it has ended. Zero when unknown.

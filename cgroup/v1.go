@@ -232,6 +232,25 @@ func (g *v1Group) Stats() Stats {
 	return s
 }
 
+// Dirs lists the group's directory in each hierarchy it was made in, each path
+// without symlinks (hosts that co-mount cpu and cpuacct link /sys/fs/cgroup/cpu to
+// cpu,cpuacct; a bind source is opened without following one).
+func (g *v1Group) Dirs() []Dir {
+	out := make([]Dir, len(g.dirs))
+	for i, d := range g.dirs {
+		out[i] = Dir{Controller: d.sub, Path: canonical(d.dir)}
+	}
+	return out
+}
+
+// canonical is p with its symlinks resolved, or p when it cannot be.
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
 // dir is the group's directory in the hierarchy sub, "" when it has none.
 func (g *v1Group) dir(sub string) string {
 	for _, d := range g.dirs {

@@ -217,3 +217,23 @@ func TestV1GC(t *testing.T) {
 		}
 	}
 }
+
+// A group's directories are given without symlinks: co-mounted hierarchies are reached
+// through a link (cpu -> cpu,cpuacct) on many hosts, and a bind source is opened without
+// following one.
+func TestV1DirsCanonical(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "cpu,cpuacct", "gosbx-a1")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("cpu,cpuacct", filepath.Join(root, "cpu")); err != nil {
+		t.Fatal(err)
+	}
+	g := &v1Group{dirs: []v1Dir{{"cpu", filepath.Join(root, "cpu", "gosbx-a1")}, {"memory", filepath.Join(root, "memory", "gosbx-a1")}}}
+	got := g.Dirs()
+	want := []Dir{{"cpu", real}, {"memory", filepath.Join(root, "memory", "gosbx-a1")}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("Dirs = %v, want %v", got, want)
+	}
+}

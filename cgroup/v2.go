@@ -81,6 +81,9 @@ func (g *v2Group) Stats() Stats {
 	}
 }
 
+// Dirs is the group's directory in the unified hierarchy.
+func (g *v2Group) Dirs() []Dir { return []Dir{{Path: canonical(filepath.Join(v2Mount, g.group))}} }
+
 // Destroy kills what is left with cgroup.kill and removes the group.
 func (g *v2Group) Destroy() error {
 	if g.gone {

@@ -44,6 +44,12 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 	}
 	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
+	p.captureHTTP(c, br, line, fields, 80)
+}
+
+// captureHTTP carries the request whose head is line and fields (the rest in br) to
+// port of its Host header's name.
+func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []string, port uint16) {
 	name := ""
 	var b strings.Builder
 	b.WriteString(line + "\r\n")
@@ -52,7 +58,7 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 		switch strings.ToLower(strings.TrimSpace(k)) {
 		case "host":
 			name = strings.TrimSpace(v)
-			if h, _, ok := splitPort(name, 80); ok {
+			if h, _, ok := splitPort(name, port); ok {
 				name = h
 			}
 		case "connection", "keep-alive", "proxy-connection":
@@ -61,13 +67,85 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.capture(c, "capture-http", name, 80, append([]byte(b.String()), buffered(br)...))
+	p.capture(c, "capture-http", name, port, append([]byte(b.String()), buffered(br)...))
+}
+
+// serveCapturePort carries a connection to a captured port other than 80 and 443
+// (Listeners.Capture). To an address the DNS stub gave a name, it is a tunnel to that
+// name and port, decided and carried as CONNECT name:port is: a ClientHello it starts
+// with must name that name (relay's check), and any other protocol passes, one where
+// the server speaks first included (the stub gives addresses to allowed names only, and
+// the client asked for this one). To another loopback address (127.0.0.1, 127.0.0.2)
+// the connection must say which name it wants, by a TLS ClientHello's server name or
+// an HTTP request's Host, decided then as on ports 443 and 80; anything else is
+// refused with rule "capture".
+func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
+	if given, ok := p.givenName(c); ok {
+		p.headDone(c)
+		d := p.decide(given, port)
+		if !d.Allow {
+			p.deny(c, "capture", d)
+			return
+		}
+		up, err := p.dial(d)
+		if err != nil {
+			p.emit(Event{Net: "allow", Proto: "capture", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
+			return
+		}
+		p.relay("capture", d, c, up, nil, sniCheck)
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(p.headWait()))
+	br := bufio.NewReaderSize(c, 4096)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	if first[0] == 22 {
+		hello, name, err := readClientHello(br)
+		if err != nil {
+			p.deny(c, "capture-tls", Decision{Host: "(none)", Port: port, Rule: "capture",
+				Why: "a TLS handshake to loopback port " + itoa(port) + " whose ClientHello gosbx cannot read (" + err.Error() + ")"})
+			return
+		}
+		p.headDone(c)
+		c.SetReadDeadline(time.Time{})
+		p.capture(c, "capture-tls", name, port, append(hello, buffered(br)...))
+		return
+	}
+	// an HTTP method is a token of letters: anything else is refused at once
+	line, ok := "", first[0] >= 'A' && first[0] <= 'Z' || first[0] >= 'a' && first[0] <= 'z'
+	if ok {
+		line, ok = readRequestLine(br)
+	}
+	var fields []string
+	if ok {
+		_, fields, err = readFields(br, line)
+	}
+	if !ok || err != nil {
+		p.deny(c, "capture", Decision{Host: "(none)", Port: port, Rule: "capture",
+			Why: "a connection to loopback port " + itoa(port) + " that is neither TLS with a server name nor HTTP with a Host header, to an address the DNS stub did not give"})
+		return
+	}
+	p.headDone(c)
+	c.SetReadDeadline(time.Time{})
+	p.captureHTTP(c, br, line, fields, port)
+}
+
+// givenName is the name the DNS stub gave the local address of c for, if it did.
+func (p *Proxy) givenName(c net.Conn) (string, bool) {
+	local, ok := c.LocalAddr().(*net.TCPAddr)
+	if !ok {
+		return "", false
+	}
+	a, _ := netip.AddrFromSlice(local.IP)
+	return p.dnsName(a.Unmap())
 }
 
 func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byte) {
 	d := p.captureDecision(c, name, port)
 	if !d.Allow {
-		msg := p.deny(proto, d)
+		msg := p.deny(c, proto, d)
 		if proto == "capture-http" {
 			httpError(c, 403, "Forbidden", msg, d.Rule)
 		}
@@ -75,10 +153,14 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byt
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 		return
 	}
-	p.relay(proto, d, c, up, first, false)
+	mode := sniNone
+	if proto == "capture-tls" {
+		mode = sniChecked // first is the ClientHello that named d.Host
+	}
+	p.relay(proto, d, c, up, first, mode)
 }
 
 // captureDecision decides on a captured connection: it must name its server, the name
@@ -88,12 +170,9 @@ func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
 	if name == "" {
 		return Decision{Host: "(none)", Port: port, Rule: "capture", Why: "a connection to loopback port " + itoa(port) + " without a server name"}
 	}
-	if local, ok := c.LocalAddr().(*net.TCPAddr); ok {
-		a, _ := netip.AddrFromSlice(local.IP)
-		if given, ok := p.dnsName(a.Unmap()); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
-			return Decision{Host: name, Port: port, Rule: "capture",
-				Why: "server name " + name + " sent to the address the DNS stub gave " + given}
-		}
+	if given, ok := p.givenName(c); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
+		return Decision{Host: name, Port: port, Rule: "capture",
+			Why: "server name " + name + " sent to the address the DNS stub gave " + given}
 	}
 	return p.decide(name, port)
 }

@@ -55,6 +55,8 @@ func (d Decision) Message() string {
 		return fmt.Sprintf("blocked by gosbx policy: host %s not in network.allow; to allow it, pass --allow-host %s or add it to network.allow", hp, hp)
 	case "invalid-host":
 		return fmt.Sprintf("blocked by gosbx policy: %q is not a host name", d.Host)
+	case "capture":
+		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule capture; a client that ignores the proxy variables is carried when it connects to the address gosbx's DNS gave an allowed name, or says the name (TLS server name, HTTP Host); else use the proxy (HTTPS_PROXY=%s, ALL_PROXY=%s, set inside)", d.Why, "http://127.0.0.1:3128", "socks5h://127.0.0.1:1080")
 	case "sni":
 		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule sni; a TLS tunnel to a name must send that name as its server name (SNI): connect to the server's own name (--allow-host NAME or network.allow if it is not allowed), not through another name's address", d.Why)
 	}

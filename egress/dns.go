@@ -192,7 +192,7 @@ func (p *Proxy) answer(q []byte) []byte {
 	if !p.Policy.AllowsName(name) {
 		d := p.Policy.Host(name, 0)
 		if qtype == dnsTypeA {
-			p.deny("dns", d)
+			p.deny(nil, "dns", d)
 		}
 		return reply(dnsRcodeRefused, question)
 	}

@@ -19,7 +19,32 @@ const headTimeout = 30 * time.Second
 // readHead reads an HTTP request's head: the request line and the header lines, as
 // they came (CRLF or LF), up to the empty line.
 func readHead(br *bufio.Reader) (line string, fields []string, err error) {
-	total := 0
+	return readFields(br, "")
+}
+
+// readRequestLine reads the first line of what should be an HTTP request, at most
+// br's size (bufio.ErrBufferFull beyond), and says whether it is a request line: a
+// capture port learns at once that a client speaks something else.
+func readRequestLine(br *bufio.Reader) (string, bool) {
+	for {
+		b, err := br.ReadSlice('\n')
+		if err != nil {
+			return "", false
+		}
+		s := strings.TrimRight(string(b), "\r\n")
+		if s == "" {
+			continue // RFC 9112 2.2
+		}
+		_, _, _, ok := splitRequestLine(s)
+		return s, ok
+	}
+}
+
+// readFields reads the header lines after line (the request line, read already, or
+// "" to read it first) up to the empty line.
+func readFields(br *bufio.Reader, line string) (string, []string, error) {
+	total := len(line)
+	var fields []string
 	for {
 		s, err := br.ReadString('\n')
 		total += len(s)
@@ -70,12 +95,12 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		}
 		d := p.decide(host, port)
 		if !d.Allow {
-			httpError(c, 403, "Forbidden", p.deny("http-connect", d), d.Rule)
+			httpError(c, 403, "Forbidden", p.deny(c, "http-connect", d), d.Rule)
 			return
 		}
 		up, err := p.dial(d)
 		if err != nil {
-			p.emit(Event{Net: "allow", Proto: "http-connect", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+			p.emit(Event{Net: "allow", Proto: "http-connect", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 			httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
 			return
 		}
@@ -83,7 +108,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			up.Close()
 			return
 		}
-		p.relay("http-connect", d, c, up, buffered(br), true)
+		p.relay("http-connect", d, c, up, buffered(br), sniCheck)
 		return
 	}
 	rest, ok := strings.CutPrefix(target, "http://")
@@ -102,12 +127,12 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	}
 	d := p.decide(host, port)
 	if !d.Allow {
-		httpError(c, 403, "Forbidden", p.deny("http", d), d.Rule)
+		httpError(c, 403, "Forbidden", p.deny(c, "http", d), d.Rule)
 		return
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: "http", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+		p.emit(Event{Net: "allow", Proto: "http", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 		httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
 		return
 	}
@@ -124,7 +149,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...), false)
+	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...), sniNone)
 }
 
 func splitRequestLine(line string) (method, target, version string, ok bool) {

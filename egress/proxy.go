@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"encoding/binary"
 	"io"
 	"net"
 	"net/netip"
@@ -26,6 +27,14 @@ type Event struct {
 	BytesIn  int64  `json:"bytes-in,omitempty"`
 	BytesOut int64  `json:"bytes-out,omitempty"`
 	Error    string `json:"error,omitempty"` // an allowed connection that could not be made
+	// Origin is what Proxy.Origin said of the connection (0: not asked, or unknown):
+	// for the owner to route the line to the request that made it, not part of it.
+	Origin int `json:"-"`
+	// Message is a denial's message (Decision.Message), not part of the line.
+	Message string `json:"-"`
+	// Ends says the line is the last of a connection whose Origin was asked with
+	// deny false (an allowed connection's, or its tunnel's denial by rule sni).
+	Ends bool `json:"-"`
 }
 
 // Proxy is the host-side half of a sandbox's egress, run by the sandbox's owner. It
@@ -45,6 +54,11 @@ type Proxy struct {
 	// Denied receives each denial's message (Decision.Message), for the caller's
 	// stderr: an agent reads it there when its client prints only "403".
 	Denied func(msg string)
+	// Origin, if set, says which process of the sandbox made the connection c (an
+	// accepted one; nil for a DNS question over UDP), for Event.Origin: a session's
+	// owner routes the line to the request that made it. Called once per connection, at
+	// its decision, from the connection's goroutine; deny says the decision was a denial.
+	Origin func(c net.Conn, deny bool) int
 	// DialTimeout bounds one dial (default 10 s).
 	DialTimeout time.Duration
 	// Hostname is the sandbox's host name, which the DNS stub answers with 127.0.0.1
@@ -78,6 +92,10 @@ type Listeners struct {
 	CaptureTLS  net.Listener   // port 443: TLS, by its ClientHello's server name
 	DNS         net.PacketConn // the DNS stub, UDP
 	DNSStream   net.Listener   // the DNS stub, TCP
+	// Capture are the other ports captured (CapturePorts), by port: TLS by its
+	// ClientHello's server name, HTTP by its Host header, any protocol to an address
+	// the DNS stub gave (serveCapturePort)
+	Capture map[uint16]net.Listener
 }
 
 // Serve serves ls until Close; it returns at once.
@@ -99,6 +117,11 @@ func (p *Proxy) Serve(ls Listeners) {
 		p.lns = append(p.lns, s.l)
 		p.wg.Add(1)
 		go p.accept(s.l, s.fn)
+	}
+	for port, l := range ls.Capture {
+		p.lns = append(p.lns, l)
+		p.wg.Add(1)
+		go p.accept(l, func(c net.Conn) { p.serveCapturePort(c, port) })
 	}
 	if ls.DNS != nil {
 		p.lns = append(p.lns, ls.DNS)
@@ -220,10 +243,24 @@ func (p *Proxy) dialTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-// deny reports a denial (event, message) and returns its message.
-func (p *Proxy) deny(proto string, d Decision) string {
+// origin is Origin's answer for c, 0 without it.
+func (p *Proxy) origin(c net.Conn, deny bool) int {
+	if p.Origin == nil {
+		return 0
+	}
+	return p.Origin(c, deny)
+}
+
+// deny reports a denial of the connection c (nil: a DNS question) (event, message) and
+// returns its message.
+func (p *Proxy) deny(c net.Conn, proto string, d Decision) string {
+	return p.denyFrom(p.origin(c, true), false, proto, d)
+}
+
+// denyFrom is deny for a connection whose origin is known (ends: asked with deny false).
+func (p *Proxy) denyFrom(origin int, ends bool, proto string, d Decision) string {
 	msg := d.Message()
-	p.emit(Event{Net: "deny", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule})
+	p.emit(Event{Net: "deny", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Origin: origin, Message: msg, Ends: ends})
 	if p.Denied != nil {
 		p.Denied(msg)
 	}
@@ -246,23 +283,36 @@ func (p *Proxy) dial(d Decision) (net.Conn, error) {
 	return nil, err
 }
 
+// How relay checks a tunnel's TLS server name.
+type sniMode int
+
+const (
+	sniNone    sniMode = iota // plain HTTP, carried as it is
+	sniCheck                  // a tunnel to a name: a ClientHello it starts with must name it
+	sniChecked                // first is a ClientHello already found to name d.Host (capture)
+)
+
 // relay carries bytes both ways between the sandbox's connection and the upstream one
 // until both directions end (half-closes passed on), then reports the allowed
 // connection with its byte counts. first is what was read from the sandbox's side
-// already and belongs upstream. With checkSNI (a tunnel to a name: CONNECT, SOCKS5),
-// when the client's first byte starts a TLS handshake record, the ClientHello (across
-// records, bounded: readClientHello) must name that name as its server name, or the
-// tunnel is closed and denied (rule "sni"): an allowed name's address (a CDN's) must not
-// carry a TLS session to another name it serves (domain fronting by SNI; fronting by
-// the Host header inside TLS cannot be seen without decrypting). A ClientHello without
-// a server name, or one that cannot be read, is denied too (fail closed). Other first
-// bytes (ssh, a WebSocket over plain HTTP) pass unchecked.
-func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, checkSNI bool) {
+// already and belongs upstream. With sniCheck (a tunnel to a name: CONNECT, SOCKS5, a
+// captured port), when the client's first byte starts a TLS handshake record, the
+// ClientHello (across records, bounded: readClientHello) must name that name as its
+// server name, or the tunnel is closed and denied (rule "sni"): an allowed name's
+// address (a CDN's) must not carry a TLS session to another name it serves (domain
+// fronting by SNI; fronting by the Host header inside TLS cannot be seen without
+// decrypting). A ClientHello without a server name, or one that cannot be read, is
+// denied too (fail closed). Other first bytes (ssh, a WebSocket over plain HTTP) pass
+// unchecked. Once a ClientHello was checked (sniCheck, sniChecked), a TLS 1.3
+// HelloRetryRequest from the server makes the client's second ClientHello subject to
+// the same check (checkRetry): it is a new ClientHello, which could name another server.
+func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, mode sniMode) {
 	var out, back int64
 	denied := false
+	origin := p.origin(in, false) // now: the client may be gone when it closes
 	defer func() {
 		if !denied {
-			p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out})
+			p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Addr: up.RemoteAddr().String(), BytesIn: back, BytesOut: out, Origin: origin, Ends: true})
 		}
 	}()
 	if !p.track(up) { // closing: the sandbox is gone
@@ -270,52 +320,196 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, c
 		return
 	}
 	defer p.untrack(up)
-	if _, err := netip.ParseAddr(d.Host); err == nil {
-		checkSNI = false // an address rule's tunnel: no name to compare
+	if _, err := netip.ParseAddr(d.Host); err == nil && mode == sniCheck {
+		mode = sniNone // an address rule's tunnel: no name to compare
 	}
+	refuse := func(why string) {
+		denied = true
+		p.denyFrom(origin, true, proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni", Why: why + " in the tunnel to " + hostPort(d.Host, d.Port)})
+		up.Close()
+		in.Close()
+	}
+	// verdict carries the client's side's finding (its first bytes are a ClientHello
+	// checked) to the server's side before the ClientHello goes upstream; retry the
+	// server's side's (its first handshake message is a HelloRetryRequest) back
+	verdict, retry := make(chan bool, 1), make(chan bool, 1)
+	tls := mode == sniChecked
 	done := make(chan int64, 1)
 	go func() {
 		// server to client flows meanwhile: a protocol where the server speaks first
 		// is not held up by the check
 		var n int64
-		if checkSNI {
+		if mode == sniCheck {
 			fr := bytes.NewReader(first)
-			head, why := p.checkHello(in, io.MultiReader(fr, in), d.Host)
+			head, why, isTLS := p.checkHello(in, io.MultiReader(fr, in), d.Host)
+			verdict <- isTLS && why == ""
 			if why != "" {
-				denied = true
-				p.deny(proto, Decision{Host: d.Host, Port: d.Port, Rule: "sni", Why: why + " in the tunnel to " + hostPort(d.Host, d.Port)})
-				up.Close()
-				in.Close()
+				refuse(why)
 				done <- 0
 				return
 			}
 			rest, _ := io.ReadAll(fr)
-			first = append(head, rest...)
+			first, tls = append(head, rest...), isTLS
 		}
 		if len(first) > 0 {
 			w, _ := up.Write(first)
 			n = int64(w)
 		}
+		if tls {
+			// the server answers a ClientHello at once; one that says nothing within the
+			// head timeout does not hold the client's side (and its check) for good
+			t := time.NewTimer(p.headWait())
+			var hrr, answered bool
+			select {
+			case hrr = <-retry:
+				answered = true
+			case <-t.C:
+			}
+			t.Stop()
+			if !answered {
+				refuse("a TLS server that did not answer the ClientHello")
+				done <- n
+				return
+			}
+			if hrr {
+				m, why := p.checkRetry(in, up, d.Host)
+				n += m
+				if why != "" {
+					refuse(why)
+					done <- n
+					return
+				}
+			}
+		}
 		m, _ := io.Copy(up, in)
 		closeWrite(up)
 		done <- n + m
 	}()
-	back, _ = io.Copy(in, up)
+	if mode == sniChecked {
+		// the server's first handshake message, read whole (bounded), then passed on
+		head, hrr := readServerHello(up)
+		w, _ := in.Write(head)
+		back += int64(w)
+		retry <- hrr
+	} else if mode == sniCheck {
+		// The server's first bytes. A TLS server answers the ClientHello, which goes
+		// upstream only after verdict was sent: bytes that come before it (a protocol
+		// where the server speaks first) are not a TLS server's, and pass on as they are.
+		buf := make([]byte, 16<<10)
+		k, _ := up.Read(buf)
+		isTLS := false
+		select {
+		case isTLS = <-verdict:
+		default:
+		}
+		hrr := false
+		if k > 0 && isTLS {
+			br := bytes.NewReader(buf[:k])
+			var head []byte
+			head, hrr = readServerHello(io.MultiReader(br, up))
+			rest, _ := io.ReadAll(br)
+			buf, k = append(head, rest...), len(head)+len(rest)
+		}
+		w, _ := in.Write(buf[:k])
+		back += int64(w)
+		retry <- hrr
+	}
+	m, _ := io.Copy(in, up)
+	back += m
 	closeWrite(in)
 	out += <-done
+}
+
+// checkRetry reads the client's answer to a HelloRetryRequest from in (ChangeCipherSpec
+// records of the middlebox compatibility mode, RFC 8446 D.4, passed on, at most
+// maxHelloRecords; then its second ClientHello, within the head timeout) and passes it
+// to up when the ClientHello names host; why says what is denied otherwise.
+func (p *Proxy) checkRetry(in, up net.Conn, host string) (n int64, why string) {
+	in.SetReadDeadline(time.Now().Add(p.headWait()))
+	defer in.SetReadDeadline(time.Time{})
+	for i := 0; i < maxHelloRecords; i++ {
+		var hdr [5]byte
+		if _, err := io.ReadFull(in, hdr[:]); err != nil {
+			return n, "a TLS handshake whose second ClientHello (after a HelloRetryRequest) gosbx cannot read (" + err.Error() + ")"
+		}
+		if hdr[0] != 20 { // not change_cipher_spec: the ClientHello's first record
+			head, name, err := readClientHello(io.MultiReader(bytes.NewReader(hdr[:]), in))
+			switch {
+			case err != nil:
+				return n, "a TLS handshake whose second ClientHello (after a HelloRetryRequest) gosbx cannot read (" + err.Error() + ")"
+			case name == "":
+				return n, "a second TLS ClientHello (after a HelloRetryRequest) without a server name"
+			case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
+				return n, "a TLS server name " + name + " in the second ClientHello (after a HelloRetryRequest)"
+			}
+			w, _ := up.Write(head)
+			return n + int64(w), ""
+		}
+		l := int(binary.BigEndian.Uint16(hdr[3:]))
+		if l > maxRecordLen {
+			return n, "a TLS record of " + strconv.Itoa(l) + " bytes after a HelloRetryRequest"
+		}
+		rec := make([]byte, 5+l)
+		copy(rec, hdr[:])
+		if _, err := io.ReadFull(in, rec[5:]); err != nil {
+			return n, "a TLS handshake whose second ClientHello (after a HelloRetryRequest) gosbx cannot read (" + err.Error() + ")"
+		}
+		w, _ := up.Write(rec)
+		n += int64(w)
+	}
+	return n, "more than " + strconv.Itoa(maxHelloRecords) + " TLS records before the second ClientHello"
+}
+
+// helloRetryRandom is the ServerHello.random of a HelloRetryRequest (RFC 8446 4.1.3):
+// SHA-256 of "HelloRetryRequest".
+var helloRetryRandom = [32]byte{0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
+	0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C}
+
+// readServerHello reads the server's first TLS handshake records from r until they
+// hold its first handshake message, bounded as readClientHello, and returns the bytes
+// read (to pass on) and whether that message is a HelloRetryRequest. Anything else (an
+// alert, a protocol that is not TLS, an error) ends the reading there: hrr is false,
+// and no second ClientHello follows that the server would read.
+func readServerHello(r io.Reader) (head []byte, hrr bool) {
+	var msg []byte
+	for records := 0; records < maxHelloRecords; records++ {
+		var hdr [5]byte
+		got, err := io.ReadFull(r, hdr[:])
+		head = append(head, hdr[:got]...)
+		if err != nil || hdr[0] != 22 {
+			return head, false
+		}
+		n := int(binary.BigEndian.Uint16(hdr[3:]))
+		if n == 0 || n > maxRecordLen {
+			return head, false
+		}
+		start := len(head)
+		head = append(head, make([]byte, n)...)
+		got, err = io.ReadFull(r, head[start:])
+		head = head[:start+got]
+		msg = append(msg, head[start:]...)
+		if err != nil {
+			return head, false
+		}
+		// type (1), length (3), legacy_version (2), random (32)
+		if len(msg) >= 38 {
+			return head, msg[0] == 2 && [32]byte(msg[6:38]) == helloRetryRandom
+		}
+	}
+	return head, false
 }
 
 // checkHello reads the client's first bytes from r (in's, after what was buffered):
 // when the first is a TLS handshake record's type, the whole ClientHello, within the
 // head timeout, whose server name must be host. head is everything read, to pass on;
 // why is "" when the tunnel may go on, else what about it is denied.
-func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, why string) {
+func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, why string, isTLS bool) {
 	var b [1]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return nil, "" // closed before a byte: nothing to check or carry
+		return nil, "", false // closed before a byte: nothing to check or carry
 	}
 	if b[0] != 22 {
-		return b[:], ""
+		return b[:], "", false
 	}
 	// the client has begun its ClientHello: the rest comes now or the tunnel is refused
 	// (no deadline before the first byte: a protocol where the server speaks first)
@@ -324,13 +518,13 @@ func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, 
 	head, name, err := readClientHello(io.MultiReader(bytes.NewReader(b[:]), r))
 	switch {
 	case err != nil:
-		return head, "a TLS handshake whose ClientHello gosbx cannot read (" + err.Error() + ")"
+		return head, "a TLS handshake whose ClientHello gosbx cannot read (" + err.Error() + ")", true
 	case name == "":
-		return head, "a TLS ClientHello without a server name"
+		return head, "a TLS ClientHello without a server name", true
 	case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
-		return head, "a TLS server name " + name
+		return head, "a TLS server name " + name, true
 	}
-	return head, ""
+	return head, "", true
 }
 
 func closeWrite(c net.Conn) {

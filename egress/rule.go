@@ -13,6 +13,7 @@ package egress
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -98,6 +99,28 @@ func ParseRules(field string, list []string) ([]Rule, error) {
 		rules = append(rules, r)
 	}
 	return rules, nil
+}
+
+// CapturePorts are the ports, other than 80 and 443 (always captured), that allow
+// patterns for names name explicitly ("api.example:8443"), in order, each once; a
+// pattern that does not parse, an address rule (its clients connect to the address,
+// not to a DNS answer) and ":*" give none. A client that ignores the proxy variables
+// connects to the DNS stub's answer for the name on that port: the sandbox's init
+// listens there too.
+func CapturePorts(allow []string) []uint16 {
+	var out []uint16
+	for _, s := range allow {
+		r, err := ParseRule(s)
+		if err != nil || r.Name == "" || r.AnyPort {
+			continue
+		}
+		for _, p := range r.Ports {
+			if p != 80 && p != 443 && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // validName says whether s is a host name of LDH labels (RFC 1123), 1-253 bytes.

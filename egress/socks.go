@@ -97,13 +97,13 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 	}
 	d := p.decide(host, port)
 	if !d.Allow {
-		p.deny("socks5", d)
+		p.deny(c, "socks5", d)
 		socksReply(c, socksNotAllowed)
 		return
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: "socks5", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error()})
+		p.emit(Event{Net: "allow", Proto: "socks5", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 		socksReply(c, socksHostUnreach)
 		return
 	}
@@ -111,7 +111,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 		up.Close()
 		return
 	}
-	p.relay("socks5", d, c, up, nil, true)
+	p.relay("socks5", d, c, up, nil, sniCheck)
 }
 
 // socksReply sends a reply with the bound address 0.0.0.0:0 (the client has no use

@@ -154,7 +154,8 @@ func containerDirs(t *testing.T, uid int) (ws, outside string) {
 const containerScript = `echo ran > /work/ran
 echo x > /outside/escaped 2>/dev/null && echo WROTE-OUTSIDE
 touch /etc/escaped 2>/dev/null && echo WROTE-ETC
-cat /proc/self/uid_map; grep CapEff /proc/self/status`
+cat /proc/self/uid_map; grep CapEff /proc/self/status
+touch /work/s && chmod 4755 /work/s && echo CHMOD-OK`
 
 func TestContainer(t *testing.T) {
 	h := requirePodman(t)
@@ -205,6 +206,16 @@ func TestContainer(t *testing.T) {
 					}
 					if strings.Contains(r.stdout, "WROTE") || !strings.Contains(r.stdout, "CapEff:\t0000000000000000") {
 						t.Errorf("the boundary does not hold inside the container:\n%v", r)
+					}
+					// uid 0 keeps the set-ID rules (its files are the container root's), and
+					// the init answers them there too: the bit dropped, the call a success
+					wantS := os.FileMode(0o755)
+					if uid != 0 {
+						wantS |= os.ModeSetuid
+					}
+					if fi, err := os.Stat(filepath.Join(ws, "s")); !strings.Contains(r.stdout, "CHMOD-OK") || err != nil ||
+						fi.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid) != wantS {
+						t.Errorf("chmod 4755 inside the container: want success and %v on the host (%v)\n%v", wantS, err, r)
 					}
 					// item 1 inside the container: uid 0 (no CAP_SYS_ADMIN, or root of a user
 					// namespace) takes the unprivileged path, its files owned by the container's id

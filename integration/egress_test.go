@@ -150,7 +150,7 @@ r curl-denied-body curl -sS http://evil.test/
 r literal curl -sS -o /dev/null -w '%{http_code}' http://93.184.216.34/
 r literal6 curl -sS -o /dev/null -w '%{http_code}' --noproxy '' -x http://127.0.0.1:3128 "http://[::1]:$hp/"
 r host-loopback curl -sS -o /dev/null -w '%{http_code}' --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:$op/
-r host-loopback-direct curl -sS -m 5 --noproxy '*' http://127.0.0.1:$hp/
+r host-loopback-direct curl -sS -m 5 --noproxy '*' http://127.0.0.1:$op/
 r metadata curl -sS -o /dev/null -w '%{http_code}' http://meta.test/
 r private curl -sS -o /dev/null -w '%{http_code}' http://priv.test/
 r socks-denied curl -sS -o /dev/null -x socks5h://127.0.0.1:1080 http://evil.test/
@@ -158,6 +158,33 @@ r dns-allowed getent hosts pkg.test
 r dns-denied getent hosts evil.test
 r dns-aaaa getent ahostsv6 pkg.test
 r ifaces sh -c "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"
+r cap-port-tls curl -sS --cacert "$ca" --noproxy '*' https://pkg.test:$sp/p
+r cap-port-http curl -sS --noproxy '*' http://pkg.test:$hp/q
+r cap-port-raw python3 -c "
+import socket
+a = socket.getaddrinfo('pkg.test', $ep, socket.AF_INET)[0][4]
+s = socket.create_connection(a); s.sendall(b'ping'); s.shutdown(socket.SHUT_WR)
+print(a[0][:7], s.makefile('rb').read().decode())"
+r cap-port-noname python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', $ep)); s.sendall(b'\\x00ping')
+print(repr(s.recv(10)))"
+r cap-port-sni python3 -c "
+import socket, ssl
+a = socket.getaddrinfo('pkg.test', $sp, socket.AF_INET)[0][4]
+s = socket.create_connection(a)
+try: ssl.create_default_context(cafile='$ca').wrap_socket(s, server_hostname='pkg2.test'); print('connected')
+except (ssl.SSLError, OSError): print('refused')"
+r routes sh -c "tail -n +2 /proc/net/route | wc -l"
+r outside python3 -c "
+import socket, errno, time
+t = time.monotonic()
+try: socket.create_connection(('93.184.216.34', 80), timeout=5); print('connected')
+except OSError as e: print(errno.errorcode.get(e.errno, e), time.monotonic() - t < 1)"
+r addrconfig python3 -c "
+import socket
+print(socket.getaddrinfo('pkg.test', 443, socket.AF_INET, socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG)[0][4][0].startswith('127.77.'))"
+r ahostsv4 sh -c "getent ahostsv4 pkg.test | head -1 | cut -d. -f1-2"
 r relay python3 -c "
 import socket, threading
 # an in-sandbox relay in front of the proxy: it widens nothing, the decision is the host's
@@ -189,6 +216,17 @@ if [ -n "$6" ]; then
 r capture curl -sS --cacert "$ca" --noproxy '*' https://pkg2.test/f
 r capture-http-ok curl -sS --noproxy '*' http://pkg2.test/g
 r capture-http curl -sS --noproxy '*' -o /dev/null -w '%{http_code}' -H 'Host: pkg.test' http://pkg2.test/
+r capture-addrconfig python3 -c "
+import socket
+a = socket.getaddrinfo('pkg2.test', 80, socket.AF_INET, socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG)[0][4]
+s = socket.create_connection(a)
+s.sendall(b'GET /h HTTP/1.1\\r\\nHost: pkg2.test\\r\\n\\r\\n')
+b = b''
+while True:
+    d = s.recv(4096)
+    if not d: break
+    b += d
+print(a[0].startswith('127.77.'), b.split(b'\\r\\n\\r\\n', 1)[1].decode())"
 fi
 echo elapsed-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 `
@@ -264,6 +302,15 @@ func TestEgressProxy(t *testing.T) {
 			"dns-denied":           " rc=2",
 			"dns-aaaa":             " rc=2",
 			"ifaces":               "lo rc=0",
+			"routes":               "0 rc=0",
+			"cap-port-tls":         fmt.Sprintf("ok-tls host=pkg.test:%d rc=0", es.httpsPort),
+			"cap-port-http":        fmt.Sprintf("ok-plain host=pkg.test:%d rc=0", es.httpPort),
+			"cap-port-raw":         "127.77. ping rc=0",
+			"cap-port-noname":      "b'' rc=0",
+			"cap-port-sni":         "refused rc=0",
+			"outside":              "ENETUNREACH True rc=0",
+			"addrconfig":           "True rc=0",
+			"ahostsv4":             "127.77 rc=0",
 			"relay":                "HTTP/1.1 403 Forbidden rc=0",
 			"websocket":            "200 True rc=0",
 		}
@@ -271,6 +318,7 @@ func TestEgressProxy(t *testing.T) {
 			want["capture"] = "ok-tls host=pkg2.test rc=0"
 			want["capture-http"] = "403 rc=0" // Host pkg.test sent to the address given for pkg2.test
 			want["capture-http-ok"] = "ok-plain host=pkg2.test rc=0"
+			want["capture-addrconfig"] = "True ok-plain host=pkg2.test rc=0"
 		}
 		for k, v := range want {
 			if got[k] != v {
@@ -284,8 +332,12 @@ func TestEgressProxy(t *testing.T) {
 		if ms := got["elapsed-ms"]; len(ms) > 5 {
 			t.Errorf("the script took %s ms", ms)
 		}
-		if !strings.Contains(r.stderr, "gosbx: blocked by gosbx policy: host evil.test:443 not in network.allow") {
-			t.Errorf("stderr lacks the denial:\n%s", r.stderr)
+		for _, msg := range []string{"gosbx: blocked by gosbx policy: host evil.test:443 not in network.allow",
+			fmt.Sprintf("gosbx: blocked by gosbx policy: a connection to loopback port %d that is neither TLS with a server name nor HTTP with a Host header, to an address the DNS stub did not give is denied by rule capture", es.echoPort),
+			fmt.Sprintf("gosbx: blocked by gosbx policy: a TLS server name pkg2.test in the tunnel to pkg.test:%d is denied by rule sni", es.httpsPort)} {
+			if !strings.Contains(r.stderr, msg) {
+				t.Errorf("stderr lacks the denial %q:\n%s", msg, r.stderr)
+			}
 		}
 		checkEgressStatus(t, status, map[string]string{
 			"allow pkg.test":     "network.allow pkg.test:",

@@ -7,11 +7,15 @@ package integration
 // other processes on the host, more than the limit, go on and are not counted.
 
 import (
+	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const forkLoop = `
@@ -84,5 +88,44 @@ func TestLimitsNprocUnprivileged(t *testing.T) {
 	startNobody()
 	if r.stderr != "" {
 		t.Errorf("stderr %q; want empty", r.stderr)
+	}
+}
+
+// A pooled sandbox (nsinit.Pool) of uid 65534, which has no cgroup here, gets its
+// template's process limit as RLIMIT_NPROC as an unpooled one does
+// (testdata/poolnproc: a pool of one with --pids 24's limit, running the fork loop).
+// Before, a pooled sandbox got no process limit where no cgroup could be had: the
+// limit asked for stopped the build (125), a profile's default was dropped.
+func TestPoolNprocUnprivileged(t *testing.T) {
+	requireBinary(t)
+	t.Parallel()
+	s := newSandbox(t, nobodyCaller)
+	bin := filepath.Join(s.base, "poolnproc")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/poolnproc")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build poolnproc: %v\n%s", err, out)
+	}
+	must(t, os.Chmod(bin, 0o755))
+	const limit = 24
+	out, err := s.hostAs(bin, s.ws, strconv.Itoa(limit), python, "-c", forkLoop)
+	if err != nil {
+		t.Fatalf("poolnproc as nobody: %v\n%s", err, out)
+	}
+	f := strings.Fields(out)
+	if len(f) < 5 || f[0] != "stopped" {
+		t.Fatalf("the fork loop in a pooled sandbox as nobody: %q; want it stopped at the limit", out)
+	}
+	if n, _ := strconv.Atoi(f[1]); n < 1 || n >= limit {
+		t.Errorf("the pooled command forked %d processes under a limit of %d; want 1..%d", n, limit, limit-1)
+	}
+	if f[2] != strconv.Itoa(int(syscall.EAGAIN)) {
+		t.Errorf("fork failed with %q; want EAGAIN", out)
+	}
+	if !strings.Contains(out, "LIMITS rlimit\n") {
+		t.Errorf("Result.Limits: %q; want rlimit", out)
 	}
 }

@@ -206,12 +206,19 @@ func TestStatusFD(t *testing.T) {
 				t.Errorf("reading the init's %s namespace: %v", name, err)
 				continue
 			}
-			if name == "pid" {
+			switch {
+			case name == "pid":
 				// the event names the init's; the command is in a child of it
 				if uint64(v) != initNS || cmdNS == initNS || cmdNS == host {
 					t.Errorf("%s = %d, but the command is in %d and the init in %d", key, v, cmdNS, initNS)
 				}
-			} else if uint64(v) != cmdNS || uint64(v) != initNS {
+			case name == "cgroup":
+				// the event names the one cloned; the init makes the commands' own once
+				// it is in the sandbox's cgroup (nsinit/sysfs.go)
+				if cmdNS != initNS || cmdNS == host {
+					t.Errorf("%s = %d, and the command is in %d, the init in %d, the host in %d", key, v, cmdNS, initNS, host)
+				}
+			case uint64(v) != cmdNS || uint64(v) != initNS:
 				t.Errorf("%s = %d, but the command is in %d and the init in %d", key, v, cmdNS, initNS)
 			}
 			if uint64(v) == host {

@@ -62,6 +62,7 @@ type Cmd struct {
 	// caller's stderr.
 	NetEvents func(egress.Event)
 	NetDenied func(msg string)
+	sessNet   *SessionNet // a session's routing of NetEvents (egress_origin.go)
 
 	// TeardownLater makes Wait return once the init has reported the command's exit,
 	// which it does when every other process of the sandbox is dead (so none outlives
@@ -162,6 +163,13 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	if err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
+	if spec.Linux != nil && spec.Linux.Resources != nil && spec.Linux.Resources.Pids != nil &&
+		spec.Linux.Resources.Pids.Limit != nil && *spec.Linux.Resources.Pids.Limit > 0 &&
+		*spec.Linux.Resources.Pids.Limit < SetupPids {
+		// Refused before the clone: under it the init could fork and then die on a
+		// thread it cannot create, with its runtime's crash report on the command's stderr.
+		return nil, c.fail(&SetupError{Step: "pids", Err: setupPidsError(spec, "")})
+	}
 	// What the sandbox's binds need and the policy only named: created now, by the
 	// owner of the launch (policy.Build writes nothing).
 	if err := cleanup.MakeDirs(spec.MakeDirs); err != nil {
@@ -213,14 +221,25 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		// Where no cgroup can be had, the process limit is RLIMIT_NPROC in the
 		// sandbox's fresh user namespace (nprocInUserNS).
 		limit, ok := nprocLimit(spec)
-		ok = ok && !pooled && nprocInUserNS(spec)
+		ok = ok && nprocInUserNS(spec)
 		if err := c.own.makeGroup(c.Config, ok); err != nil {
 			return nil, c.fail(err)
 		}
-		if c.own.nproc {
+		switch {
+		case c.own.nproc && pooled:
+			c.own.nprocLimit = limit // the process, when it comes, gets it (startPooled)
+		case c.own.nproc:
 			spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
 		}
 	}
+	// the group's limits, seen under /sys/fs/cgroup (sysfs.go)
+	spec = withCgroupMounts(spec, c.own.group)
+	cpus, cpuList, err := sandboxCPUs(spec, c.own.sandboxID()) // --cpus N: on ceil(N) CPUs (affinity.go)
+	if err != nil {
+		c.own.dropGroup()
+		return nil, c.fail(&SetupError{Step: "cpu affinity", Err: err})
+	}
+	c.own.cpus = cpuList
 	var files []*os.File // the parent's ends, closed on failure
 	closeAll := func() {
 		for _, f := range files {
@@ -369,11 +388,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		case mapped:
 			// the sandbox's user namespace owned by its host id, which the kernel then
 			// charges for the sandbox's per-user counts, not host root (usercounts.go)
-			c.init, err = startInitAs(hid.id, args, attr)
+			c.init, err = startInitAs(hid.id, args, attr, cpus)
 		case nsOwner != nil:
-			c.init, err = startInitAs(nsOwner.id, args, attr)
+			c.init, err = startInitAs(nsOwner.id, args, attr, cpus)
 		default:
-			c.init, err = startInit(args, attr)
+			c.init, err = startInit(args, attr, cpus)
 		}
 	}
 	stdio.sent() // the init holds its ends now
@@ -386,7 +405,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts)
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts, capturePorts(spec), c.netOrigin())
 		egressW = nil
 	}
 	if egressW != nil {
@@ -805,6 +824,7 @@ func (c *Cmd) Wait() error {
 	if c.own.nproc {
 		r.Limits = string(cgroup.Rlimit)
 	}
+	r.CPUs = c.own.cpus
 	if c.own.group != nil {
 		st := c.own.group.Stats()
 		r.Limits = string(c.own.group.Kind())
@@ -832,11 +852,14 @@ func (c *Cmd) Wait() error {
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
 		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed, NotRemoved: r.NotRemoved,
-			Limits: r.Limits, LimitsNote: c.own.limits}
+			Limits: r.Limits, LimitsNote: c.own.limits, CPUs: r.CPUs}
 		if r.Limits == string(cgroup.V1) || r.Limits == string(cgroup.V2) { // usage is known only through a cgroup
 			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
 			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak
 			e.CPUUserUsec, e.CPUSystemUsec = r.CPUUser.Microseconds(), r.CPUSystem.Microseconds()
+		} else if r.Limits == string(cgroup.Rlimit) {
+			e.UsageNote = "unknown: no cgroup counts the sandbox's processes, memory or CPU time; " +
+				"the process limit holds as RLIMIT_NPROC, whose peak and hits the kernel does not report"
 		}
 		c.Events(e)
 	}

@@ -45,7 +45,18 @@ type listenSocket struct {
 // listenEgress makes the egress's listening sockets in the init's network namespace
 // (IPv4 only: there is no IPv6 route for anything to use) and sends them to the owner;
 // fd 7 is closed then unless keep (more to send, or port forwards: serveDials).
-func listenEgress(keep bool) error { return listenAndSend(egressSockets[:], keep) }
+// Before them it adds EgressLoopbackAddr to lo (egress_addr.go).
+// Capture listeners on every loopback address follow, one for each port of capture.
+func listenEgress(capture []uint16, keep bool) error {
+	if err := addLoopbackAddr(); err != nil {
+		return err
+	}
+	list := append([]listenSocket(nil), egressSockets[:]...)
+	for _, p := range capture {
+		list = append(list, listenSocket{unix.SOCK_STREAM, true, int(p)})
+	}
+	return listenAndSend(list, keep)
+}
 
 // listenHostPorts makes a listening socket on 127.0.0.1:PORT for each of the host's
 // loopback ports the sandbox may reach (config.HostPorts) and sends them to the owner.
@@ -109,7 +120,7 @@ func egressPair() (*os.File, *os.File, error) {
 // sends them during its setup), and the port forwards pub of list. An init that ends
 // before it sends them closes its end: nothing is served. Ended by stopNet.
 func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, events func(egress.Event), denied func(string),
-	pub *publisher, list []config.Publish, hostPorts []uint16) {
+	pub *publisher, list []config.Publish, hostPorts, capture []uint16, origin func(net.Conn, bool) int) {
 	n := &netSock{f: sock, ready: make(chan struct{})}
 	if events != nil {
 		// the proxy's and the host ports' goroutines: one line at a time
@@ -126,18 +137,18 @@ func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, eve
 	}
 	o.net, o.publisher, o.netDone = n, pub, make(chan struct{})
 	if pol != nil {
-		o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Hostname: hostname}
+		o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Hostname: hostname, Origin: origin}
 	}
 	go func() {
 		defer close(o.netDone)
 		defer close(n.ready)
 		if pol != nil {
-			fds, err := recvFds(int(sock.Fd()), len(egressSockets))
+			fds, err := recvFds(int(sock.Fd()), len(egressSockets)+len(capture))
 			if err != nil {
 				n.dead = true
 				return
 			}
-			o.proxy.Serve(egressListeners(fds))
+			o.proxy.Serve(egressListeners(fds, capture))
 		}
 		if len(hostPorts) > 0 {
 			fds, err := recvFds(int(sock.Fd()), len(hostPorts))
@@ -151,11 +162,31 @@ func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, eve
 	pub.serve(list, n, events)
 }
 
-// egressListeners wraps the descriptors the init sent, in egressSockets' order.
-func egressListeners(fds []int) egress.Listeners {
+// capturePorts are spec's egress capture ports, nil without egress.
+func capturePorts(spec *config.Config) []uint16 {
+	if spec.Egress == nil {
+		return nil
+	}
+	return spec.Egress.CapturePorts
+}
+
+// egressListeners wraps the descriptors the init sent, in egressSockets' order, then
+// one for each port of capture.
+func egressListeners(fds []int, capture []uint16) egress.Listeners {
 	var ls egress.Listeners
 	for i, fd := range fds {
 		f := os.NewFile(uintptr(fd), "egress-listener")
+		if i >= len(egressSockets) {
+			l, err := net.FileListener(f)
+			f.Close()
+			if err == nil {
+				if ls.Capture == nil {
+					ls.Capture = map[uint16]net.Listener{}
+				}
+				ls.Capture[capture[i-len(egressSockets)]] = l
+			}
+			continue
+		}
 		if egressSockets[i].typ == unix.SOCK_DGRAM {
 			pc, err := net.FilePacketConn(f)
 			f.Close()

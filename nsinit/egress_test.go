@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"strings"
 	"testing"
@@ -91,5 +92,15 @@ func TestEgressLeavesNothing(t *testing.T) {
 			t.Fatalf("left behind: descriptors %v, goroutines %d → %d", leaked, before.goroutines, after.goroutines)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// /proc/net/tcp prints an IPv4 socket address as the address's 32 bits in host order
+// and the port, in hex: the origin lookup compares them as text.
+func TestProcTCPAddr(t *testing.T) {
+	for in, want := range map[string]string{"127.0.0.1:443": "0100007F:01BB", "127.77.1.2:53": "02014D7F:0035"} {
+		if got := procTCPAddr(netip.MustParseAddrPort(in)); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
 	}
 }

@@ -10,7 +10,9 @@ import (
 
 // Event is one status event, with bwrap's --json-status-fd keys.
 type Event struct {
-	ChildPid int    `json:"child-pid,omitempty"` // host pid of the sandbox init (pid 1 inside)
+	ChildPid int `json:"child-pid,omitempty"` // host pid of the sandbox init (pid 1 inside)
+	// CgroupNS is the sandbox's cgroup namespace as cloned; once the init is in the
+	// sandbox's cgroup, its commands get one rooted there (sysfs.go), a child of it.
 	CgroupNS uint64 `json:"cgroup-namespace,omitempty"`
 	IpcNS    uint64 `json:"ipc-namespace,omitempty"`
 	MntNS    uint64 `json:"mnt-namespace,omitempty"`
@@ -48,9 +50,14 @@ type Event struct {
 	CPUUserUsec   int64  `json:"cpu-user-usec,omitempty"`
 	CPUSystemUsec int64  `json:"cpu-system-usec,omitempty"`
 	PidsPeak      int64  `json:"pids-peak,omitempty"`
-	Error         string `json:"error,omitempty"`
-	Step          string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
-	Status        int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
+	// With the exit: why use is not known (limits "rlimit" or "none": no cgroup counts it).
+	UsageNote string `json:"usage-note,omitempty"`
+	// With the exit: the CPUs the sandbox was placed on for a CPU limit ("0", "1,3"),
+	// ceil(--cpus) of the caller's own (affinity.go); absent when not narrowed.
+	CPUs   string `json:"cpus,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Step   string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
+	Status int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
 }
 
 // namespaceEvent reads the namespace inode numbers of the init from /proc/PID/ns.

@@ -363,21 +363,42 @@ func nprocDefault(spec *config.Config) (uint64, bool) {
 }
 
 // nprocLimit reports the process limit of spec (its pids resource) when the spec sets
-// no RLIMIT_NPROC of its own.
+// no RLIMIT_NPROC of its own. A pool's template (no process) has its limit.
 func nprocLimit(spec *config.Config) (uint64, bool) {
-	if spec.Process == nil || spec.Linux == nil || spec.Linux.Resources == nil {
+	if spec.Linux == nil || spec.Linux.Resources == nil {
 		return 0, false
 	}
 	r := spec.Linux.Resources
 	if r.Pids == nil || r.Pids.Limit == nil || *r.Pids.Limit <= 0 {
 		return 0, false
 	}
-	for _, rl := range spec.Process.Rlimits {
-		if rl.Type == "RLIMIT_NPROC" {
-			return 0, false
+	if spec.Process != nil {
+		for _, rl := range spec.Process.Rlimits {
+			if rl.Type == "RLIMIT_NPROC" {
+				return 0, false
+			}
 		}
 	}
 	return uint64(*r.Pids.Limit), true
+}
+
+// withNproc returns a copy of proc whose RLIMIT_NPROC is at most limit: a pooled
+// command's, whose sandbox holds its process limit so (Pool). A process that asks for
+// less keeps its own.
+func withNproc(proc *specs.Process, limit uint64) *specs.Process {
+	p := *proc
+	p.Rlimits = nil
+	set := false
+	for _, rl := range proc.Rlimits {
+		if rl.Type == "RLIMIT_NPROC" {
+			rl.Soft, rl.Hard, set = min(rl.Soft, limit), min(rl.Hard, limit), true
+		}
+		p.Rlimits = append(p.Rlimits, rl)
+	}
+	if !set {
+		p.Rlimits = append(p.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Soft: limit, Hard: limit})
+	}
+	return &p
 }
 
 // onlyPids reports whether the pids limit is the only resource r sets.

@@ -23,9 +23,15 @@ type initProc struct {
 	waitOnce sync.Once
 }
 
-// startInit clones and executes the init (/proc/self/exe) with argv and attr; it
-// returns once execve(2) has succeeded in the child, or the error that stopped it.
-func startInit(argv []string, attr *syscall.ProcAttr) (*initProc, error) {
+// startInit clones and executes the init (/proc/self/exe) with argv and attr, on the
+// CPUs cpus when not nil (pinThread); it returns once execve(2) has succeeded in the
+// child, or the error that stopped it.
+func startInit(argv []string, attr *syscall.ProcAttr, cpus *unix.CPUSet) (*initProc, error) {
+	restore, err := pinThread(cpus)
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
 	pid, err := syscall.ForkExec("/proc/self/exe", argv, attr)
 	if err != nil {
 		return nil, &os.PathError{Op: "fork/exec", Path: "/proc/self/exe", Err: err}

@@ -20,9 +20,10 @@ type initSys interface {
 	readConfig(pooled bool) (*config.Config, []int, error)
 	sethostname(name string) error
 	loopbackUp() error
-	// listenEgress makes the egress's listening sockets and sends them to the owner
-	// (egress.go); resolvConf covers the root's /etc/resolv.conf with the DNS stub's.
-	listenEgress(keep bool) error
+	// listenEgress makes the egress's listening sockets (and capture ones on the
+	// ports capture) and sends them to the owner (egress.go); resolvConf covers the
+	// root's /etc/resolv.conf with the DNS stub's.
+	listenEgress(capture []uint16, keep bool) error
 	resolvConf(root *mounts.Root) error
 	// serveDials connects, for the owner's port forwards, to the sandbox's loopback
 	// ports (publish.go), from a goroutine of its own, for the sandbox's life.
@@ -36,6 +37,8 @@ type initSys interface {
 	// its memfd exe. awaitHolder waits for its report and receives the context (and
 	// closes the three).
 	unsharePID() error
+	// setIDProc makes the set-ID handler's procfs (openSetIDProc).
+	setIDProc() error
 	holderFiles() (send, recv, exe int, err error)
 	startHolder(p *procPlan) (int, error)
 	awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error)
@@ -44,6 +47,9 @@ type initSys interface {
 	pivotRoot(root *mounts.Root) error
 	setNotDumpable() error
 	joinSessionKeyring() error
+	// unshareCgroup gives the calling thread, and so the commands it forks, a new
+	// cgroup namespace rooted at its cgroups (sysfs.go).
+	unshareCgroup() error
 	limitCaps() error
 	send(m message)
 	readProcess() (*specs.Process, error)
@@ -70,8 +76,10 @@ func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 
 func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
 func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
-func (k *kernelInit) listenEgress(keep bool) error  { return listenEgress(keep) }
-func (k *kernelInit) serveDials(ports []uint16)     { serveDials(ports) }
+func (k *kernelInit) listenEgress(capture []uint16, keep bool) error {
+	return listenEgress(capture, keep)
+}
+func (k *kernelInit) serveDials(ports []uint16) { serveDials(ports) }
 func (k *kernelInit) listenHostPorts(ports []uint16, keep bool) error {
 	return listenHostPorts(ports, keep)
 }
@@ -131,6 +139,7 @@ func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, p
 	return mounts.Setup(spec, sources, mounts.ProcFS(procFS))
 }
 
+func (k *kernelInit) setIDProc() error                  { return openSetIDProc() }
 func (k *kernelInit) closeFds(fds []int)                { closeFds(fds) }
 func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot() }
 

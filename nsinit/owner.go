@@ -36,6 +36,10 @@ type owner struct {
 	// nproc: the process limit is RLIMIT_NPROC, no cgroup (a root caller's default on
 	// hostID, or any limit where no cgroup can be had: nprocInUserNS)
 	nproc bool
+	// nprocLimit is the RLIMIT_NPROC a pooled sandbox's process is to get (nproc)
+	nprocLimit uint64
+	// cpus lists the CPUs the sandbox was placed on (affinity.go), "" when not pinned
+	cpus string
 	// journal records the after-run cleanup this launch owes, so that the next launch
 	// or doctor completes it if the owner dies first (cleanup.Journal).
 	journal *cleanup.Journal

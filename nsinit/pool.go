@@ -210,8 +210,8 @@ func (c *Cmd) startPooled() (err error) {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
 	proc := config.EncodeProcess(c.Config.Process)
-	if len(proc) > maxFrame {
-		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame)})
+	if len(proc) > maxFrame-rlimitFrame {
+		return c.fail(&SetupError{Step: "config", Err: fmt.Errorf("the process is %d bytes encoded, more than %d", len(proc), maxFrame-rlimitFrame)})
 	}
 	for attempt := 0; ; attempt++ {
 		b, err := c.pool.take()
@@ -222,6 +222,11 @@ func (c *Cmd) startPooled() (err error) {
 			return c.fail(b.err)
 		}
 		c.adopt(b.cmd)
+		if c.own.nproc && c.own.nprocLimit > 0 {
+			// the sandbox's process limit where no cgroup could be had: RLIMIT_NPROC in
+			// its own user namespace (nprocInUserNS), as for an unpooled launch
+			proc = config.EncodeProcess(withNproc(c.Config.Process, c.own.nprocLimit))
+		}
 		stdio, err := newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
 		if err != nil {
 			c.reapFailed()
@@ -253,6 +258,9 @@ func (c *Cmd) startPooled() (err error) {
 	time.AfterFunc(refillDelay, c.pool.refill)
 	return c.awaitExec(nil)
 }
+
+// rlimitFrame is room left in a process frame for the RLIMIT_NPROC startPooled may add.
+const rlimitFrame = 64
 
 // refillDelay is how long a pooled command runs before its replacement is built
 // beside it.

@@ -35,10 +35,11 @@ import (
 type opKind uint8
 
 const (
-	opCall   opKind = iota // fails on any errno
-	opAbsCwd               // getcwd(2): fails unless the path starts with '/' ("(unreachable)" otherwise)
-	opFail                 // a fault-injection test build: the step fails here
-	opKeepFd               // the call returns a descriptor: sent by the next call (procPlan.fdmsg)
+	opCall    opKind = iota // fails on any errno
+	opAbsCwd                // getcwd(2): fails unless the path starts with '/' ("(unreachable)" otherwise)
+	opFail                  // a fault-injection test build: the step fails here
+	opKeepFd                // the call returns a descriptor: sent by the next call (procPlan.fdmsg)
+	opUseKept               // the call's first argument is the descriptor opKeepFd kept
 )
 
 // procOp is one system call of a plan.
@@ -73,6 +74,7 @@ type procPlan struct {
 	stack      []byte   // the child's stack (forkRun)
 	reportFd   int
 	holder     bool
+	listen     [2]int // the set-ID listener's socket pair, pid 1's end and the child's (setid.go)
 
 	// the holder's procfs context, sent to pid 1 (planHolder)
 	fsType [8]byte
@@ -174,7 +176,14 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 		// One thread: no SECCOMP_FILTER_FLAG_TSYNC.
 		s = p.begin("seccomp")
 		p.fprog = unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-		p.call(s, "seccomp(SECCOMP_SET_MODE_FILTER)", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, ptr(&p.fprog))
+		if filter.Notifies() {
+			// a user-notification listener, sent to pid 1 before execve (setid.go)
+			if err := p.planListener(s); err != nil {
+				return nil, &stepError{"seccomp", err}
+			}
+		} else {
+			p.call(s, "seccomp(SECCOMP_SET_MODE_FILTER)", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, ptr(&p.fprog))
+		}
 	}
 
 	s = p.begin("exec")
@@ -194,16 +203,7 @@ func planHolder(sock, exe int) *procPlan {
 	copy(p.fsType[:], "proc")
 	p.ops = append(p.ops, procOp{step: s, kind: opKeepFd, nr: unix.SYS_FSOPEN,
 		a: [6]uintptr{ptr(&p.fsType[0]), unix.FSOPEN_CLOEXEC}, what: "fsopen proc"})
-	p.fdmsg.hdr = unix.Cmsghdr{Level: unix.SOL_SOCKET, Type: unix.SCM_RIGHTS}
-	p.fdmsg.hdr.SetLen(unix.CmsgLen(4))
-	p.iobyte[0] = 'P'
-	p.iov.Base = &p.iobyte[0]
-	p.iov.SetLen(1)
-	p.msg.Iov = &p.iov
-	p.msg.Iovlen = 1
-	p.msg.Control = (*byte)(unsafe.Pointer(&p.fdmsg))
-	p.msg.SetControllen(int(unsafe.Sizeof(p.fdmsg)))
-	p.call(s, "send the procfs context", unix.SYS_SENDMSG, uintptr(sock), ptr(&p.msg), 0)
+	p.sendKept(s, sock, 'P', "send the procfs context")
 	p.call(s, "set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, caps.LockedNoRoot)
 	p.capHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 	p.call(s, "capset to empty", unix.SYS_CAPSET, ptr(&p.capHdr), ptr(&p.capData[0]))
@@ -217,6 +217,21 @@ func planHolder(sock, exe int) *procPlan {
 	p.call(s, "execveat the holder (a memfd: vm.memfd_noexec=2 forbids it)", unix.SYS_EXECVEAT, uintptr(exe),
 		ptr(p.pathp), ptr(&p.argv[0]), ptr(&p.envv[0]), unix.AT_EMPTY_PATH)
 	return p
+}
+
+// sendKept adds the sendmsg(2) of the descriptor the previous opKeepFd call returned
+// (SCM_RIGHTS, one byte b) on sock.
+func (p *procPlan) sendKept(s, sock int, b byte, what string) {
+	p.fdmsg.hdr = unix.Cmsghdr{Level: unix.SOL_SOCKET, Type: unix.SCM_RIGHTS}
+	p.fdmsg.hdr.SetLen(unix.CmsgLen(4))
+	p.iobyte[0] = b
+	p.iov.Base = &p.iobyte[0]
+	p.iov.SetLen(1)
+	p.msg.Iov = &p.iov
+	p.msg.Iovlen = 1
+	p.msg.Control = (*byte)(unsafe.Pointer(&p.fdmsg))
+	p.msg.SetControllen(int(unsafe.Sizeof(p.fdmsg)))
+	p.call(s, what, unix.SYS_SENDMSG, uintptr(sock), ptr(&p.msg), 0)
 }
 
 // parseRlimits maps each rlimit's runtime-spec type to its resource number.
@@ -262,6 +277,9 @@ func runSteps(p *procPlan, k rawSys) (int, unix.Errno) {
 		if op.kind == opFail {
 			return i, unix.EPERM
 		}
+		if op.kind == opUseKept {
+			op.a[0] = uintptr(p.fdmsg.fd)
+		}
 		r, errno := k.do(op)
 		if errno == 0 && op.kind == opAbsCwd && (r == 0 || p.cwd[0] != '/') {
 			errno = unix.ENOENT
@@ -295,10 +313,19 @@ func runtime_AfterForkInChild()
 // execve.
 func forkPlan(p *procPlan) (int, error) {
 	pid, report, err := startPlan(p, false)
+	if p.listen[1] > 0 {
+		unix.Close(p.listen[1]) // the child's end: the child has its own copy
+		p.listen[1] = -1
+	}
 	if err != nil {
+		p.closeListen()
 		return 0, err
 	}
-	return pid, awaitPlan(p, pid, report)
+	err = awaitPlan(p, pid, report)
+	if p.listen[0] > 0 {
+		p.serveListener(err) // setid.go
+	}
+	return pid, err
 }
 
 // startPlan forks the child of p (the holder when holder is set) and returns its pid

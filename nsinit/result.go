@@ -28,10 +28,16 @@ type Result struct {
 	// command planted there outlives the sandbox; remove it by hand.
 	NotRemoved []string
 
-	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", "rlimit" (a
-	// root caller's default process limit as RLIMIT_NPROC on its own host id, no cgroup,
-	// so no usage figures), or "none".
+	// Limits is how resource limits were applied: "cgroup-v2", "cgroup-v1", "rlimit" (the
+	// process limit as RLIMIT_NPROC, no cgroup: a root caller's default on its own host
+	// id, or any caller's where no cgroup can be had, in the sandbox's own user
+	// namespace; so no usage figures, no PidsPeak, and a hit of the limit is not
+	// known), or "none".
 	Limits string
+	// CPUs lists the CPUs the sandbox ran on for its CPU limit ("0", "1,3"): ceil of
+	// the limit in cores, chosen from the caller's own affinity mask; "" when the
+	// limit covered the whole mask or there was none.
+	CPUs string
 	// OOMKilled: the memory limit's OOM killer killed a process of the sandbox.
 	OOMKilled bool
 	// LimitHit names the limit that was hit: "memory" or "pids"; "" if none.

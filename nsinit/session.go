@@ -41,8 +41,13 @@ type Session struct {
 // each command's: user, rlimits, env and cwd) and returns once the sandbox is ready for
 // commands. A sandbox that cannot be built gives a *SetupError and leaves nothing
 // behind.
-func NewSession(cfg *config.Config) (*Session, error) {
-	c := &Cmd{Config: cfg, session: true}
+func NewSession(cfg *config.Config) (*Session, error) { return newSession(cfg, nil) }
+
+func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
+	c := &Cmd{Config: cfg, session: true, sessNet: sn}
+	if sn != nil {
+		c.NetEvents = sn.Events
+	}
 	placed, err := c.spawn(true)
 	if err != nil {
 		return nil, err

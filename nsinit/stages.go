@@ -53,12 +53,17 @@ func (s *sandboxInit) buildSteps() []initStep {
 		// and the port forwards' connections from then on
 		{"egress", (*sandboxInit).egress},
 		{"mount", (*sandboxInit).mount},
+		// the set-ID handler's procfs (setid.go): pid 1's own pid namespace, made while
+		// the host's /proc is still in view and pid 1 may still mount
+		{"set-ID procfs", (*sandboxInit).setIDProc},
 		{"resolv.conf", (*sandboxInit).resolvConf},
 		{"pivot_root", (*sandboxInit).pivotRoot},
 		// Not dumpable: nothing inside can open /proc/<pid>/{exe,mem,fd/*} of pid 1 or
 		// of the commands' pid 1, or ptrace them.
 		{"set not dumpable", func(s *sandboxInit) error { return s.sys.setNotDumpable() }},
 		{"session keyring", func(s *sandboxInit) error { return s.sys.joinSessionKeyring() }},
+		// once placed in the sandbox's cgroup, while CAP_SYS_ADMIN is kept (sysfs.go)
+		{"cgroup namespace", (*sandboxInit).cgroupNamespace},
 		{"limit capabilities", func(s *sandboxInit) error { return s.sys.limitCaps() }},
 	}
 	if s.pooled {
@@ -82,6 +87,13 @@ func (s *sandboxInit) readConfig() error {
 	var err error
 	s.spec, s.sources, err = s.sys.readConfig(s.pooled || s.session)
 	return err
+}
+
+func (s *sandboxInit) setIDProc() error {
+	if !s.spec.Linux.Filter.Notifies() {
+		return nil
+	}
+	return s.sys.setIDProc()
 }
 
 func (s *sandboxInit) hostname() error {
@@ -142,7 +154,7 @@ func (s *sandboxInit) mount() error {
 func (s *sandboxInit) egress() error {
 	forwards := len(s.spec.Publish) > 0
 	if s.spec.Egress != nil {
-		if err := s.sys.listenEgress(forwards || len(s.spec.HostPorts) > 0); err != nil {
+		if err := s.sys.listenEgress(s.spec.Egress.CapturePorts, forwards || len(s.spec.HostPorts) > 0); err != nil {
 			return err
 		}
 	}

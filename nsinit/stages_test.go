@@ -41,13 +41,19 @@ func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 }
 func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
 func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
-func (r *recorder) listenEgress(keep bool) error  { return r.rec("listenEgress keep=%v", keep) }
-func (r *recorder) serveDials(ports []uint16)     { r.rec("serveDials %v", ports) }
+func (r *recorder) listenEgress(capture []uint16, keep bool) error {
+	if len(capture) > 0 {
+		return r.rec("listenEgress %v keep=%v", capture, keep)
+	}
+	return r.rec("listenEgress keep=%v", keep)
+}
+func (r *recorder) serveDials(ports []uint16) { r.rec("serveDials %v", ports) }
 func (r *recorder) listenHostPorts(ports []uint16, keep bool) error {
 	return r.rec("listenHostPorts %v keep=%v", ports, keep)
 }
 func (r *recorder) resolvConf(*mounts.Root) error       { return r.rec("resolvConf") }
 func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
+func (r *recorder) setIDProc() error                    { return r.rec("setIDProc") }
 func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
 func (r *recorder) startHolder(p *procPlan) (int, error) {
 	if err := r.rec("startHolder"); err != nil {
@@ -70,6 +76,7 @@ func (r *recorder) pivotRoot(root *mounts.Root) error { return r.rec("pivotRoot"
 func (r *recorder) setNotDumpable() error             { return r.rec("setNotDumpable") }
 func (r *recorder) joinSessionKeyring() error         { return r.rec("joinSessionKeyring") }
 func (r *recorder) limitCaps() error                  { return r.rec("limitCaps") }
+func (r *recorder) unshareCgroup() error              { return r.rec("unshare CLONE_NEWCGROUP") }
 func (r *recorder) send(m message)                    { r.rec("send %s", m.Type) }
 func (r *recorder) readProcess() (*specs.Process, error) {
 	return r.spec.Process, r.rec("readProcess")
@@ -123,6 +130,7 @@ func stageSpec() *config.Config {
 		Mounts: []specs.Mount{{Destination: "/proc", Type: "proc", Options: []string{"nosuid"}}},
 		Linux: &config.Linux{Namespaces: []specs.LinuxNamespace{
 			{Type: specs.UserNamespace}, {Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace},
+			{Type: specs.CgroupNamespace},
 		}, Filter: seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_ALLOW}}},
 	}
 }
@@ -155,6 +163,8 @@ func TestStageOrder(t *testing.T) {
 		"pivotRoot",
 		"setNotDumpable",
 		"joinSessionKeyring",
+		"awaitGoAhead",
+		"unshare CLONE_NEWCGROUP",
 		"limitCaps",
 	}
 	start := []string{
@@ -286,7 +296,7 @@ func TestStageOrder(t *testing.T) {
 	t.Run("fail closed", func(t *testing.T) {
 		for _, tc := range []struct{ failAt, step string }{
 			{"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
-			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
+			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"unshare CLONE_NEWCGROUP", "cgroup namespace"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
 			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
 		} {
 			r := &recorder{spec: stageSpec(), failAt: tc.failAt}

@@ -23,7 +23,7 @@ import (
 // the id maps the launcher writes after the clone, from this thread, need CAP_SETGID.
 // The thread goes back to euid 0 (which restores its effective set), or, should that
 // fail, is never unlocked, so the runtime ends it with its goroutine.
-func startInitAs(hid uint32, argv []string, attr *syscall.ProcAttr) (*initProc, error) {
+func startInitAs(hid uint32, argv []string, attr *syscall.ProcAttr, cpus *unix.CPUSet) (*initProc, error) {
 	type result struct {
 		p   *initProc
 		err error
@@ -51,7 +51,7 @@ func startInitAs(hid uint32, argv []string, attr *syscall.ProcAttr) (*initProc, 
 		if err := unix.Capset(&hdr, &raised[0]); err != nil {
 			r.err = fmt.Errorf("capset after setting the effective uid to %d: %w", hid, err)
 		} else {
-			r.p, r.err = startInit(argv, attr)
+			r.p, r.err = startInit(argv, attr, cpus)
 		}
 		// back to euid 0: the kernel sets the effective set to the permitted one; then
 		// exactly the effective set the thread had

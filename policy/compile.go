@@ -81,7 +81,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	var aliases []alias
 	b.origin = "a read-only bind"
 	var moved []movedBind // binds at another path inside (destbind.go)
-	for _, ro := range f.ReadOnly {
+	for _, ro := range append(clone(f.ReadOnly), p.toolchainBinds()...) {
 		if ro.Dest != "" {
 			moved = append(moved, movedBind{ro, true})
 			continue
@@ -200,6 +200,11 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		if given != canon {
 			path, text := aliasFor(r, given, canon)
 			aliases = append(aliases, alias{path, text})
+		}
+	}
+	if p.cache != nil {
+		if err := b.bindCache(p.cache, home, trees, p, h); err != nil {
+			return nil, err
 		}
 	}
 	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }

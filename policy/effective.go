@@ -70,6 +70,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 	p.Workspace.Path, p.workspaceGiven = canon, given
 	vars["workspace"] = canon
 	p.uid, p.gid, p.idRange = o.UID, o.GID, o.IDRange
+	if err := cacheFor(p, o, h, canon); err != nil {
+		return nil, err
+	}
 	if o.IDRange != nil {
 		if err := o.IDRange.Check(); err != nil {
 			return nil, errorf("id-range", "", nil, "%v", err)
@@ -104,6 +107,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 			return nil, errorf("symlink", l, nil, "want TARGET:PATH (a symbolic link at PATH inside saying TARGET)")
 		}
 		f.Symlinks = append(f.Symlinks, Symlink{Path: path, Target: target})
+	}
+	if f.Toolchains, err = toolchainFlags(f.Toolchains, o.Toolchains, allowed(f.AllowExtraReadOnly)); err != nil {
+		return nil, err
 	}
 	e := &p.Environment
 	if err := checkExtraEnv(allowed(e.AllowExtra), o.Env, o.PassEnv); err != nil {
@@ -254,6 +260,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 		if e.Path, err = ex("environment.path", e.Path); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.resolveToolchains(h, canon, exPath); err != nil {
+		return nil, err
 	}
 	if p.Process.Cwd != "" {
 		cwd, err := ex("cwd", p.Process.Cwd)

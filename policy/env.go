@@ -46,6 +46,7 @@ func environment(p *Policy, h Host, home string) ([]string, error) {
 	if _, ok := set["PATH"]; !ok {
 		put("PATH", DefaultPath)
 	}
+	set["PATH"] = p.substPath(set["PATH"])
 	if len(e.PathPrepend) > 0 {
 		put("PATH", strings.Join(e.PathPrepend, ":")+":"+set["PATH"])
 	}
@@ -58,6 +59,14 @@ func environment(p *Policy, h Host, home string) ([]string, error) {
 		for _, kv := range proxyEnv {
 			k, v, _ := strings.Cut(kv, "=")
 			put(k, v)
+		}
+	}
+	if p.cache != nil {
+		dir := home + "/.cache"
+		for _, v := range cacheVars {
+			if _, set := e.Set[v[0]]; !set {
+				put(v[0], strings.TrimSuffix(dir+"/"+v[1], "/"))
+			}
 		}
 	}
 	for _, k := range e.Pass {

@@ -43,6 +43,17 @@ const MaxID = config.MaxID
 // default profile): for root, the set-ID rules first (seccomp.NoSetIDRules), since a
 // file the command makes in a root-owned workspace is root's on the host.
 func CallerSeccomp(sc *seccomp.Config, uid int) *seccomp.Config {
+	return callerSeccomp(sc, uid, seccomp.NoSetIDRules)
+}
+
+// ExportSeccomp is CallerSeccomp for a filter exported to run without gosbx's init
+// (bwrap --seccomp): nobody answers a user notification there, so the set-ID calls
+// fail with EPERM (seccomp.NoSetIDDenyRules).
+func ExportSeccomp(sc *seccomp.Config, uid int) *seccomp.Config {
+	return callerSeccomp(sc, uid, seccomp.NoSetIDDenyRules)
+}
+
+func callerSeccomp(sc *seccomp.Config, uid int, setID func() []seccomp.Rule) *seccomp.Config {
 	if sc == nil {
 		sc = &seccomp.Config{}
 	}
@@ -50,6 +61,6 @@ func CallerSeccomp(sc *seccomp.Config, uid int) *seccomp.Config {
 		return sc
 	}
 	withRules := *sc
-	withRules.Rules = append(seccomp.NoSetIDRules(), sc.Rules...)
+	withRules.Rules = append(setID(), sc.Rules...)
 	return &withRules
 }

@@ -168,6 +168,9 @@ func checkFields(v any, t reflect.Type, path string) (field, reason string) {
 			_ = s
 			return "", ""
 		}
+		if t == reflect.TypeOf(Toolchains{}) {
+			return checkToolchains(v, path)
+		}
 		m, ok := v.(map[string]any)
 		if !ok {
 			return path, fmt.Sprintf("want %s, got %s", want, jsonKind(v))

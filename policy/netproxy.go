@@ -3,9 +3,11 @@ package policy
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -14,7 +16,39 @@ func egressConfig(n Network) *config.Egress {
 	if n.Mode != NetProxy {
 		return nil
 	}
-	return &config.Egress{Allow: n.Allow, Deny: n.Deny}
+	return &config.Egress{Allow: n.Allow, Deny: n.Deny, CapturePorts: capturePorts(n)}
+}
+
+// capturePorts are the ports the allow rules for names give (egress.CapturePorts)
+// but for the proxy's own, the host ports and the published ports (whose listeners
+// are the sandbox's), at most config.MaxCapturePorts: a client that ignores the
+// proxy variables and connects to a name's DNS answer on such a port is captured too.
+func capturePorts(n Network) []uint16 {
+	var out []uint16
+	for _, p := range egress.CapturePorts(n.Allow) {
+		if len(out) == config.MaxCapturePorts {
+			break
+		}
+		if slices.Contains([]uint16{config.EgressDNSPort, config.EgressHTTPPort, config.EgressSOCKSPort}, p) ||
+			slices.Contains(n.HostPorts, p) || publishes(n.Publish, p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func publishes(list []string, port uint16) bool {
+	pubs, err := ParsePublish(list)
+	if err != nil {
+		return false
+	}
+	for _, p := range pubs {
+		if p.Port == port {
+			return true
+		}
+	}
+	return false
 }
 
 // The proxies inside (config.EgressHTTPPort, config.EgressSOCKSPort; a test keeps

@@ -16,6 +16,17 @@ func TestProxyEnvPorts(t *testing.T) {
 	}
 }
 
+// The capture ports are those name rules give, once each, but 80, 443, the proxy's
+// own, the host ports and the forwards' ports inside.
+func TestCapturePorts(t *testing.T) {
+	got := capturePorts(Network{Mode: NetProxy,
+		Allow:     []string{"a.example:8443", "b.example", "*.c.example:9000", "10.0.0.5:7000", "d.example:*", "e.example:8443", "f.example:3128", "g.example:5432", "h.example:8000", "i.example:80"},
+		HostPorts: []uint16{5432}, Publish: []string{"9999:8000"}})
+	if want := []uint16{8443, 9000}; !slices.Equal(got, want) {
+		t.Errorf("capture ports %v, want %v", got, want)
+	}
+}
+
 func TestNetProxy(t *testing.T) {
 	ws := canonTempDir(t)
 	h := fakeHost(ws)

@@ -46,6 +46,12 @@ type Options struct {
 	// Tmpfs are --tmpfs flags, "PATH" or "PATH:size=SIZE": a private tmpfs at PATH, or the
 	// size of the policy's own tmpfs there (/dev/shm included).
 	Tmpfs []string
+	// Cache is --cache (true) or --no-cache (false); nil keeps the policy's
+	// filesystem.cache.
+	Cache *bool
+	// Toolchains are --toolchain flags: "auto", "none", or a toolchain root to bind
+	// read-only (filesystem.toolchains).
+	Toolchains []string
 	// Resources are limits asked for by flags: required, over the policy's.
 	Resources Resources
 	// UID and GID are the command's ids inside (nil: 0 for a root caller, else the

@@ -45,7 +45,10 @@ type Policy struct {
 	source         string     // the canonical path of the file it was read from
 	defaults       *Resources // a built-in profile's limits, applied where the host allows
 	uid, gid       *uint32    // the command's ids inside (Options)
+	cache          *Cache     // the workspace's cache directory, when on (Effective)
+	cacheNote      string     // why the profile's cache is off on this host (Effective)
 	idRange        *IDRange   // where a root caller's host ids come from (Options)
+	toolchains     toolchainState
 }
 
 // Workspace is the one read-write directory, bound at its own path.
@@ -86,10 +89,24 @@ type Filesystem struct {
 	// ScanLimit is how many directories the search for protected paths may read in each
 	// writable tree (default 4096); a tree that needs more is refused.
 	ScanLimit int `json:"scan_limit,omitempty"`
+	// Toolchains are the caller's own toolchains outside the system roots (pyenv, nvm,
+	// asdf, mise, ~/.local/bin, ~/go/bin, ~/.cargo/bin, /opt/*): "auto" binds, read-only,
+	// the root of each PATH entry not shown already (a shim directory by the version its
+	// shims run, which takes its place on PATH) and of a workspace venv's interpreter;
+	// never a credential path, the home whole or a parent of the workspace. "none" (the
+	// default) binds none; a list names roots to bind (their bin/ first on PATH), and may
+	// hold auto too.
+	Toolchains *Toolchains `json:"toolchains,omitempty"`
 	// AllowExtraReadOnly and AllowExtraReadWrite say whether the --ro and --rw flags may
 	// add binds (default true).
 	AllowExtraReadOnly  *bool `json:"allow_extra_read_only,omitempty"`
 	AllowExtraReadWrite *bool `json:"allow_extra_read_write,omitempty"`
+	// Cache gives the sandbox the workspace's own cache directory on the host,
+	// $XDG_CACHE_HOME/gosbx/<workspace id>/cache (~/.cache/gosbx/... when unset), bound
+	// read-write as its ~/.cache, with GOCACHE, PIP_CACHE_DIR, npm_config_cache and
+	// XDG_CACHE_HOME pointed into it (default false; true in the build profile). Never
+	// shared between workspaces. --cache and --no-cache choose per launch.
+	Cache *bool `json:"cache,omitempty"`
 }
 
 // Bind is a host path to bind. In a file it is a string, or an object to mark it

@@ -114,11 +114,15 @@ func strictProfile() *Policy {
 // offline builds: Go, Rust, Node, Python, Java.
 func buildProfile() *Policy {
 	p := agentProfile()
-	p.Description = "agent, plus toolchains and their download caches read-only for offline builds (Go, Rust, Node, Python, Java); build caches in the private HOME."
+	p.Description = "agent, plus toolchains and their download caches read-only for offline builds (Go, Rust, Node, Python, Java); build caches in the workspace's own cache directory (--cache)."
+	// the host's ~/.cache/pip is not bound: ~/.cache inside is the workspace's cache
 	p.Filesystem.ReadOnly = append(p.Filesystem.ReadOnly, optional("/opt",
 		"${home}/go/pkg/mod", "${home}/sdk", "${home}/.cargo/registry", "${home}/.cargo/git",
-		"${home}/.cargo/bin", "${home}/.rustup", "${home}/.npm", "${home}/.cache/pip",
+		"${home}/.cargo/bin", "${home}/.rustup", "${home}/.npm",
 		"${home}/.m2/repository", "${home}/.gradle/caches", "${home}/.gitconfig")...)
+	cache := true
+	p.Filesystem.Cache = &cache
+	p.Filesystem.Toolchains = &Toolchains{Mode: ToolchainAuto}
 	p.Environment = Environment{
 		Set: map[string]string{"GOMODCACHE": "${home}/go/pkg/mod", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
 			"CARGO_NET_OFFLINE": "true", "PIP_NO_INDEX": "1", "npm_config_offline": "true"},
@@ -153,6 +157,9 @@ func merge(base, child *Policy) *Policy {
 	if c.Git != "" {
 		f.Git = c.Git
 	}
+	if c.Toolchains != nil {
+		f.Toolchains = c.Toolchains
+	}
 	if c.ScanLimit != 0 {
 		f.ScanLimit = c.ScanLimit
 	}
@@ -161,6 +168,9 @@ func merge(base, child *Policy) *Policy {
 	}
 	if c.AllowExtraReadWrite != nil {
 		f.AllowExtraReadWrite = c.AllowExtraReadWrite
+	}
+	if c.Cache != nil {
+		f.Cache = c.Cache
 	}
 	e, ce := &p.Environment, child.Environment
 	if len(e.Set) > 0 || len(ce.Set) > 0 {

@@ -22,7 +22,9 @@ type Resources struct {
 	MemorySwap string `json:"memory_swap,omitempty"`
 	// Pids caps the number of processes and threads.
 	Pids int64 `json:"pids,omitempty"`
-	// CPUs caps CPU time, in cores (0.5 is half of one core).
+	// CPUs caps CPU time, in cores (0.5 is half of one core), and places the sandbox on
+	// ceil(CPUs) of the caller's own CPUs (its affinity mask, which nproc and Go's
+	// GOMAXPROCS count).
 	CPUs float64 `json:"cpus,omitempty"`
 	// NoFile caps open file descriptors (RLIMIT_NOFILE).
 	NoFile uint64 `json:"nofile,omitempty"`
@@ -72,6 +74,18 @@ func (r *Resources) validate(field string) error {
 		return bad("cgroup_parent", "%q: no .. components", r.CgroupParent)
 	}
 	return nil
+}
+
+// CPUPlacement says what a CPU limit does besides its quota, for `policy show`: ""
+// without one. The CPUs themselves are chosen at launch (nsinit, affinity.go), from
+// the launching process's own affinity mask.
+func (r *Resources) CPUPlacement() string {
+	if r == nil || r.CPUs <= 0 {
+		return ""
+	}
+	n := int(math.Ceil(r.CPUs))
+	return fmt.Sprintf("cpus %v: a CPU time quota of %v cores, and the sandbox placed on %d of the caller's CPUs "+
+		"(its affinity mask, which nproc and GOMAXPROCS count; the exit status line's cpus names them)", r.CPUs, r.CPUs, n)
 }
 
 // MinMemory is the smallest memory limit a sandbox is built with: what its own init

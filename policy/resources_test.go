@@ -324,3 +324,19 @@ func TestLimitsRefused(t *testing.T) {
 		t.Errorf("memory_swap without memory in a file: %v; want refused", err)
 	}
 }
+
+// --cpus N is a quota and a placement on ceil(N) CPUs, and policy show says both.
+func TestCPUPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		cpus float64
+		want string
+	}{{0, ""}, {0.5, "placed on 1 of"}, {1, "placed on 1 of"}, {1.5, "placed on 2 of"}} {
+		got := (&Resources{CPUs: tc.cpus}).CPUPlacement()
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("CPUPlacement(%v) = %q, want it to say %q", tc.cpus, got, tc.want)
+		}
+	}
+	if (*Resources)(nil).CPUPlacement() != "" {
+		t.Error("no resources: a placement said")
+	}
+}

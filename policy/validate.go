@@ -55,6 +55,9 @@ func (p *Policy) validate() error {
 			return bad("process.timeout", "%v", err)
 		}
 	}
+	if err := p.Filesystem.Toolchains.validate("filesystem.toolchains"); err != nil {
+		return err
+	}
 	if p.Filesystem.ScanLimit < 0 {
 		return bad("filesystem.scan_limit", "%d: want a positive number of directories", p.Filesystem.ScanLimit)
 	}

@@ -373,6 +373,8 @@ func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
 		return unix.SECCOMP_RET_KILL_PROCESS, nil
 	case specs.ActLog:
 		return unix.SECCOMP_RET_LOG, nil
+	case specs.ActNotify:
+		return unix.SECCOMP_RET_USER_NOTIF, nil
 	case specs.ActErrno:
 		e := uint(unix.EPERM)
 		if errno != nil {
@@ -383,7 +385,19 @@ func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
 		}
 		return unix.SECCOMP_RET_ERRNO | uint32(e), nil
 	}
-	return 0, fmt.Errorf("action %s is not supported (SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL_PROCESS, SCMP_ACT_LOG)", a)
+	return 0, fmt.Errorf("action %s is not supported (SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL_PROCESS, SCMP_ACT_LOG, SCMP_ACT_NOTIFY)", a)
+}
+
+// Notifies reports whether p can return SECCOMP_RET_USER_NOTIF: it must then be loaded
+// with SECCOMP_FILTER_FLAG_NEW_LISTENER and someone must answer (seccomp_unotify(2));
+// without a listener the kernel fails those calls with ENOSYS.
+func (p Program) Notifies() bool {
+	for _, f := range p {
+		if f.Code == unix.BPF_RET|unix.BPF_K && f.K&unix.SECCOMP_RET_ACTION_FULL == unix.SECCOMP_RET_USER_NOTIF {
+			return true
+		}
+	}
+	return false
 }
 
 // Bytes is the program as the kernel's struct sock_filter array, native endian: what

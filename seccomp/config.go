@@ -28,8 +28,9 @@ type Config struct {
 type Rule struct {
 	// Syscalls are names as in the x86_64 table (unknown names are errors).
 	Syscalls []string `json:"syscalls"`
-	// Action is "errno" (fail with Errno), "kill_process", "log" (allow and log) or
-	// "allow".
+	// Action is "errno" (fail with Errno), "kill_process", "log" (allow and log),
+	// "allow", or "notify" (SECCOMP_RET_USER_NOTIF: the sandbox init's set-ID handler
+	// answers, nsinit/setid.go; it fails calls it does not serve with ENOSYS).
 	Action string `json:"action"`
 	// Errno names the error of an "errno" rule ("EPERM", the default; "ENOSYS", …).
 	Errno string `json:"errno,omitempty"`
@@ -55,6 +56,7 @@ var Profiles = []string{"agent", "none"}
 
 var actions = map[string]specs.LinuxSeccompAction{
 	"errno": specs.ActErrno, "kill_process": specs.ActKillProcess, "log": specs.ActLog, "allow": specs.ActAllow,
+	"notify": specs.ActNotify,
 }
 
 var ops = map[string]specs.LinuxSeccompOperator{
@@ -117,7 +119,7 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 	}
 	act, ok := actions[r.Action]
 	if !ok {
-		return sc, fmt.Errorf("action %q: want errno, kill_process, log or allow", r.Action)
+		return sc, fmt.Errorf("action %q: want errno, kill_process, log, allow or notify", r.Action)
 	}
 	sc = specs.LinuxSyscall{Names: append([]string(nil), r.Syscalls...), Action: act}
 	if act == specs.ActErrno {

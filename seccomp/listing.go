@@ -61,6 +61,8 @@ func actionText(a specs.LinuxSeccompAction, errno *uint) (string, error) {
 		return "kill process", nil
 	case specs.ActLog:
 		return "allow and log", nil
+	case specs.ActNotify:
+		return "ask the sandbox init (user notification)", nil
 	}
 	e := syscall.Errno(unix.EPERM)
 	if errno != nil {

@@ -51,15 +51,26 @@ func AgentRules() []Rule {
 	}
 }
 
-// NoSetIDRules refuse (EPERM) setting the set-user-ID or set-group-ID bit on a file:
-// chmod(2) and its variants, creat(2) and mknod(2) with either bit, open(2) and openat(2)
-// with either bit when they create a file (O_CREAT or O_TMPFILE: otherwise the mode
-// argument is not read, and may hold anything); openat2(2), whose mode a filter cannot
-// read, fails with ENOSYS (libc and Go fall back to openat). For a command whose files
-// land on the host owned by root (a root caller's idmapped workspace), a set-ID file
-// would be a set-ID-root program on the host. mkdir(2) keeps S_ISGID: on a directory it
-// only passes the group on. See inode(7), open(2).
-func NoSetIDRules() []Rule {
+// NoSetIDRules send to the sandbox init (SECCOMP_RET_USER_NOTIF) every call that would
+// set the set-user-ID or set-group-ID bit on a file: chmod(2) and its variants, creat(2)
+// and mknod(2) with either bit, open(2) and openat(2) with either bit when they create a
+// file (O_CREAT or O_TMPFILE: otherwise the mode argument is not read, and may hold
+// anything). The init's handler (nsinit/setid.go) makes the call itself with the
+// command's credentials and the two bits dropped: the rest of the mode applies. For a
+// command whose files land on the host owned by root (a root caller's idmapped
+// workspace), a set-ID file would be a set-ID-root program on the host. openat2(2),
+// whose mode a filter cannot read, fails with ENOSYS (libc and Go fall back to openat).
+// mkdir(2) needs no rule: the kernel drops both bits from its mode (vfs_prepare_mode),
+// and a new directory has S_ISGID only when its parent has (inode_init_owner). Without a
+// listener the kernel fails these calls with ENOSYS: never a set-ID file. See inode(7),
+// open(2), seccomp_unotify(2).
+func NoSetIDRules() []Rule { return noSetID("notify", "") }
+
+// NoSetIDDenyRules are NoSetIDRules for a filter nobody answers (gosbx seccomp export,
+// for bwrap): the same calls fail with EPERM.
+func NoSetIDDenyRules() []Rule { return noSetID("errno", "EPERM") }
+
+func noSetID(action, errno string) []Rule {
 	const why = "no set-user-ID or set-group-ID files: in a root caller's workspace they would be set-ID root on the host"
 	const oTmpfile = 0x400000 // __O_TMPFILE; O_TMPFILE adds O_DIRECTORY
 	var rules []Rule
@@ -69,14 +80,14 @@ func NoSetIDRules() []Rule {
 			name string
 			mode uint
 		}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
-			rules = append(rules, Rule{Syscalls: []string{c.name}, Action: "errno", Errno: "EPERM", Args: []Arg{mode(c.mode)}, Comment: why})
+			rules = append(rules, Rule{Syscalls: []string{c.name}, Action: action, Errno: errno, Args: []Arg{mode(c.mode)}, Comment: why})
 		}
 		for _, c := range []struct {
 			name        string
 			flags, mode uint
 		}{{"open", 1, 2}, {"openat", 2, 3}} {
 			for _, create := range []uint64{unix.O_CREAT, oTmpfile} {
-				rules = append(rules, Rule{Syscalls: []string{c.name}, Action: "errno", Errno: "EPERM", Comment: why,
+				rules = append(rules, Rule{Syscalls: []string{c.name}, Action: action, Errno: errno, Comment: why,
 					Args: []Arg{{Index: c.flags, Op: "masked_eq", Mask: create, Value: create}, mode(c.mode)}})
 			}
 		}

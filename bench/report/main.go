@@ -150,6 +150,8 @@ type report struct {
 	// Interleaved: bench/interleave's medians (cold-bwrap, cold-gosbx, session-bwrap,
 	// session-exec, session-gosbx), in ms
 	Interleaved map[string]startupResult `json:"interleaved,omitempty"`
+	Egress      *egressResults           `json:"egress,omitempty"`
+	CacheS      map[string]float64       `json:"warm_cache_median_s,omitempty"`
 	Targets     []target                 `json:"targets"`
 	RawFiles    []string                 `json:"raw_files"`
 }
@@ -419,7 +421,44 @@ func main() {
 			target{"idle session memory at 20 sessions", "≤ 2 MiB a session", se.USS20KiB / 1024, "MiB USS", se.USS20KiB <= 2048,
 				fmt.Sprintf("supervisor + init + the commands' pid 1; 20 sessions %s MiB in all; 1 session %s MiB", mib(se.USS20KiB*20), mib(se.USS1KiB))})
 	}
-	p("\nTargets (issues 8, 16, 20)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
+	if _, err := os.Stat(filepath.Join(*raw, "cache-go.json")); err == nil {
+		w := readHF(filepath.Join(*raw, "cache-go.json"), "direct", "gosbx-cache")
+		c := readHF(filepath.Join(*raw, "cache-go-cold.json"), "gosbx-nocache")
+		r.CacheS = map[string]float64{"direct": w["direct"].Median, "gosbx-cache": w["gosbx-cache"].Median, "gosbx-nocache": c["gosbx-nocache"].Median}
+		cs := r.CacheS
+		p("\nWarm caches (issue 19): `go test -count=1` of a trivial module, median s (%s runs; cold %s runs)\n\n", r.Meta["cache_runs"], r.Meta["cold_go_runs"])
+		p("| direct (warm GOCACHE) | build, --cache (second run) | build, --no-cache (cold) | --cache/direct | --no-cache/direct |\n|--:|--:|--:|--:|--:|\n")
+		p("| %.3f | %.3f | %.3f | %s× | %s× |\n", cs["direct"], cs["gosbx-cache"], cs["gosbx-nocache"], f2(cs["gosbx-cache"]/cs["direct"]), f2(cs["gosbx-nocache"]/cs["direct"]))
+		r.Targets = append(r.Targets, target{"second go test under build (warm cache)", "≤ 2× direct", cs["gosbx-cache"] / cs["direct"], "× direct",
+			cs["gosbx-cache"] <= 2*cs["direct"], fmt.Sprintf("build --cache %.3f s, direct %.3f s, --no-cache %.2f s", cs["gosbx-cache"], cs["direct"], cs["gosbx-nocache"])})
+	}
+	if _, err := os.Stat(filepath.Join(*raw, "egress.jsonl")); err == nil {
+		r.Egress = readEgress(*raw)
+		eg := r.Egress
+		p("\nEgress (issue 17): %s MiB downloads and %s new HTTPS connections from a local server, timed by the client inside the sandbox, median of %s\n\n",
+			r.Meta["eg_mb"], r.Meta["eg_reqs"], r.Meta["eg_reps"])
+		p("| | direct (--net host) | proxy (variables) | capture (no variables) | proxy/direct | capture/direct |\n|---|--:|--:|--:|--:|--:|\n")
+		for _, c := range []string{"http-download", "https-download"} {
+			m := eg.MBps[c]
+			p("| %s, MB/s | %.0f | %.0f | %.0f | %s× | %s× |\n", c, m["direct"], m["proxy"], m["capture"], f2(m["proxy"]/m["direct"]), f2(m["capture"]/m["direct"]))
+		}
+		m := eg.MsPerRequest
+		p("| https request on a new connection, ms | %.3f | %.3f | %.3f | %+.3f ms | %+.3f ms |\n", m["direct"], m["proxy"], m["capture"], m["proxy"]-m["direct"], m["capture"]-m["direct"])
+		worst, worstWhat := math.Inf(1), ""
+		for _, c := range []string{"http-download", "https-download"} {
+			for _, mode := range []string{"proxy", "capture"} {
+				if x := eg.MBps[c][mode] / eg.MBps[c]["direct"]; x < worst {
+					worst, worstWhat = x, c+" "+mode
+				}
+			}
+		}
+		extra := math.Max(m["proxy"]-m["direct"], m["capture"]-m["direct"])
+		r.Targets = append(r.Targets,
+			target{"egress throughput (100 MB download)", "≥ 0.9× direct", worst, "× direct (worst)", worst >= 0.9, "worst: " + worstWhat},
+			target{"egress latency of a new HTTPS connection", "≤ +0.3 ms", extra, "ms (worst)", extra <= 0.3,
+				fmt.Sprintf("direct %.3f ms, proxy %.3f ms, capture %.3f ms a request", m["direct"], m["proxy"], m["capture"])})
+	}
+	p("\nTargets (issues 8, 16, 17, 19, 20)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "**no**"
 		if t.Met {
@@ -576,4 +615,45 @@ func readSessions(raw string) *sessionResults {
 		}
 	}
 	return se
+}
+
+// egressResults are bench/egress.sh's medians by mode (direct, proxy, capture).
+type egressResults struct {
+	MBps         map[string]map[string]float64 `json:"download_mb_per_s"` // by case, then mode
+	MsPerRequest map[string]float64            `json:"https_request_ms"`  // a new connection each
+}
+
+func readEgress(raw string) *egressResults {
+	data, err := os.ReadFile(filepath.Join(raw, "egress.jsonl"))
+	check(err)
+	mbps := map[string]map[string][]float64{}
+	ms := map[string][]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var x struct {
+			Case, Mode string
+			Seconds    float64
+			Bytes      float64
+			Requests   int
+		}
+		check(json.Unmarshal([]byte(line), &x))
+		if x.Case == "https-requests" {
+			ms[x.Mode] = append(ms[x.Mode], x.Seconds*1e3/float64(x.Requests))
+			continue
+		}
+		if mbps[x.Case] == nil {
+			mbps[x.Case] = map[string][]float64{}
+		}
+		mbps[x.Case][x.Mode] = append(mbps[x.Case][x.Mode], x.Bytes/1e6/x.Seconds)
+	}
+	r := &egressResults{MBps: map[string]map[string]float64{}, MsPerRequest: map[string]float64{}}
+	for c, byMode := range mbps {
+		r.MBps[c] = map[string]float64{}
+		for m, v := range byMode {
+			r.MBps[c][m] = median(v)
+		}
+	}
+	for m, v := range ms {
+		r.MsPerRequest[m] = median(v)
+	}
+	return r
 }

@@ -165,7 +165,7 @@ func execute(o policy.Options, status *os.File) error {
 		ws, _ = os.Getwd()
 	}
 	completeJournals(append([]string{ws}, o.ReadWrite...))
-	_, spec, err := policyStep(o, host, sigc, notified)
+	eff, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
 		if errors.As(err, &ss) {
@@ -179,6 +179,10 @@ func execute(o policy.Options, status *os.File) error {
 	if err := checkRunDirHidden(spec); err != nil {
 		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
+	}
+	if err := prepareCache(eff); err != nil {
+		emit(nsinit.Event{Error: err.Error(), Step: "cache", Status: nsinit.ExitSetup})
+		return &nsinit.SetupError{Step: "cache", Err: err}
 	}
 	if status != nil {
 		if err := checkStatusOutside(int(status.Fd()), spec); err != nil {
@@ -202,7 +206,7 @@ func execute(o policy.Options, status *os.File) error {
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
 	<-notified
 	if err := cmd.Start(); err != nil {
-		return err
+		return withNotFoundHint(err, eff, host, spec)
 	}
 	warnDowngrades(cmd, spec)
 	go func() {
@@ -371,4 +375,29 @@ func completeJournals(writable []string) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete earlier sandboxes' cleanup: %v\n", err)
 	}
+}
+
+// notFound is a command the sandbox could not find (exit 127) that the host has: its
+// message says where, and what bind would show it.
+type notFound struct {
+	err  *nsinit.ExecError
+	hint string
+}
+
+func (e *notFound) Error() string { return e.hint }
+func (e *notFound) Unwrap() error { return e.err }
+func (e *notFound) ExitCode() int { return e.err.ExitCode() }
+
+// withNotFoundHint gives a command not found inside (execve ENOENT: not on PATH, or a
+// symlink target or #! interpreter missing) the host's view of it (policy.NotFoundHint);
+// the exit status stays 127.
+func withNotFoundHint(err error, eff *policy.Policy, host policy.Host, spec *config.Config) error {
+	var ee *nsinit.ExecError
+	if !errors.As(err, &ee) || ee.ExitCode() != nsinit.ExitNotFound || spec.Process == nil || len(spec.Process.Args) == 0 {
+		return err
+	}
+	if hint := eff.NotFoundHint(host, spec, spec.Process.Args[0], ee.Path); hint != "" {
+		return &notFound{ee, hint}
+	}
+	return err
 }

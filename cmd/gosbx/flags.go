@@ -21,6 +21,8 @@ type boundaryFlags struct {
 	idRange  string
 	// hostPorts are --host-port's, checked to be ports by options
 	hostPorts []uint
+	// cache and noCache are --cache and --no-cache (policy.Options.Cache)
+	cache, noCache bool
 }
 
 func (b *boundaryFlags) registerLimits(f *pflag.FlagSet) {
@@ -28,7 +30,7 @@ func (b *boundaryFlags) registerLimits(f *pflag.FlagSet) {
 	f.StringVar(&r.Memory, "memory", "", "cap memory (tmpfs included) at `SIZE` (512M, 2G); required: exit 125 if it cannot be applied")
 	f.StringVar(&r.MemorySwap, "memory-swap", "", "allow `SIZE` of swap beyond --memory (default 0; -1: any)")
 	f.Int64Var(&r.Pids, "pids", 0, "cap processes and threads at `N`")
-	f.Float64Var(&r.CPUs, "cpus", 0, "cap CPU time at `N` cores (0.5: half a core)")
+	f.Float64Var(&r.CPUs, "cpus", 0, "cap CPU time at `N` cores (0.5: half a core), on ceil(N) of your CPUs")
 	f.Uint64Var(&r.NoFile, "nofile", 0, "cap open files at `N` (RLIMIT_NOFILE)")
 	f.StringVar(&r.FSize, "fsize", "", "cap the size of a written file at `SIZE` (RLIMIT_FSIZE)")
 	f.StringVar(&r.Limits, "limits", "", "required (default): exit 125 if a limit asked for cannot be applied; best-effort: run without it and say so")
@@ -41,6 +43,7 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.o.Chdir, "chdir", "", "working `DIR` inside (a relative DIR is taken from the workspace); default: the current directory if inside the workspace, else the workspace")
 	f.StringArrayVar(&b.o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
 	f.StringArrayVar(&b.o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
+	f.StringArrayVar(&b.o.Toolchains, "toolchain", nil, "auto: bind read-only the roots of your PATH's toolchains (pyenv's version, nvm's node, ~/.local/bin, /opt/*) and of the workspace venv's python; none: no toolchains; or a toolchain root `PATH` (repeatable; default: the policy's, auto under build)")
 	f.StringArrayVar(&b.o.Symlinks, "symlink", nil, "make a symbolic link `TARGET:PATH` inside, at PATH outside every bind (repeatable)")
 	f.StringArrayVar(&b.o.Tmpfs, "tmpfs", nil, "a private tmpfs at `PATH[:size=SIZE]`, or the size of the policy's scratch tmpfs there (/tmp, /dev/shm, ...; repeatable)")
 	f.StringArrayVar(&b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
@@ -54,6 +57,8 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.uid, "uid", "", "the command's uid `N` inside (default: 0 for a root caller, else your own)")
 	f.StringVar(&b.gid, "gid", "", "the command's gid `N` inside (default: 0 for a root caller, else your own)")
 	f.StringVar(&b.idRange, "id-range", "", "for a root caller: the host ids `BASE:COUNT` its commands run as, one per sandbox (default: $GOSBX_ID_RANGE, else 2100000000:65536)")
+	f.BoolVar(&b.cache, "cache", false, "bind the workspace's own cache directory (~/.cache/gosbx/ID on the host) as ~/.cache, with GOCACHE, PIP_CACHE_DIR, npm_config_cache pointed into it (default: the policy's; on in build)")
+	f.BoolVar(&b.noCache, "no-cache", false, "no cache directory: build caches in the private HOME, lost at exit")
 	b.registerLimits(f)
 }
 
@@ -66,6 +71,11 @@ func (b *boundaryFlags) options(args []string) (policy.Options, error) {
 		return o, usageError{err}
 	}
 	o.Timeout = d
+	if b.cache && b.noCache {
+		return o, usageError{fmt.Errorf("--cache and --no-cache: choose one")}
+	} else if b.cache || b.noCache {
+		o.Cache = &b.cache
+	}
 	for _, p := range b.hostPorts {
 		if p == 0 || p > 65535 {
 			return o, usageError{fmt.Errorf("--host-port %d: want a port 1-65535", p)}

@@ -151,16 +151,21 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	}
 	x := &job{id: id, args: req.Args, started: time.Now(), cmd: cmd, log: l, done: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, l, l
+	sv.routes.begin()
 	if err := cmd.Start(); err != nil {
+		sv.routes.abort()
 		l.f.Close()
 		os.Remove(l.path)
 		replyStartError(err, reply)
 		return
 	}
-	cmd.Pid() // read now, while the job runs, for job ls
+	pid := cmd.Pid() // read now, while the job runs, for job ls
+	// the proxy's denials go to the job's log, as its stderr
+	sv.routes.add(pid, &netRoute{message: func(m string) { l.Write([]byte(m)) }})
 	sv.jobs.add(x)
 	go func() {
 		cmd.Wait()
+		sv.routes.remove(pid)
 		x.mu.Lock()
 		x.ended, x.result, x.code = time.Now(), cmd.Result, cmd.Result.ExitCode
 		x.mu.Unlock()

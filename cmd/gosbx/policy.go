@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +50,17 @@ func newPolicyShowCmd() *cobra.Command {
 			if name == "" {
 				name = policy.DefaultProfile
 			}
-			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n%s", name, out)
+			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n", name)
+			if cd := eff.CacheDir(); cd != nil {
+				fmt.Fprintf(c.OutOrStdout(), "# cache: %s (workspace id %s), bound read-write as ~/.cache\n", cd.Source(), cd.ID)
+			} else if n := eff.CacheNote(); n != "" {
+				fmt.Fprintf(c.OutOrStdout(), "# %s\n", n)
+			}
+			fmt.Fprint(c.OutOrStdout(), string(out))
+			printToolchains(c.OutOrStdout(), eff)
+			if note := eff.Resources.CPUPlacement(); note != "" {
+				fmt.Fprintf(c.OutOrStdout(), "# %s\n", note)
+			}
 			return nil
 		},
 	}
@@ -143,4 +156,31 @@ func newPolicySchemaCmd() *cobra.Command {
 			return err
 		},
 	}
+}
+
+// printToolchains lists, as YAML comments after the policy, the toolchain roots
+// filesystem.toolchains bound read-only and what led to each, and what auto mode left out.
+func printToolchains(w io.Writer, eff *policy.Policy) {
+	bound, skipped := eff.Toolchains()
+	if len(bound) == 0 && len(skipped) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "# toolchains bound read-only (filesystem.toolchains):")
+	for _, b := range bound {
+		fmt.Fprintf(w, "#   %s  <- %s\n", commentSafe(b.Path), commentSafe(b.Why))
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintln(w, "# toolchain paths not bound:")
+		for _, s := range skipped {
+			fmt.Fprintf(w, "#   %s  <- %s\n", commentSafe(s.Path), commentSafe(s.Why))
+		}
+	}
+}
+
+// commentSafe keeps a path (a PATH entry is the caller's, any bytes) on its comment line.
+func commentSafe(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
 }

@@ -42,7 +42,7 @@ built, the command does not run and gosbx exits 125.`,
 			return root
 		}
 	}
-	root.AddCommand(newExecCmd(), newSessionCmd(), newJobCmd(), newPolicyCmd(), newSeccompCmd(), newDoctorCmd(), newVersionCmd())
+	root.AddCommand(newExecCmd(), newSessionCmd(), newJobCmd(), newPolicyCmd(), newSeccompCmd(), newDoctorCmd(), newCacheCmd(), newVersionCmd())
 	return root
 }
 

@@ -88,6 +88,9 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
+			if err := prepareCache(eff); err != nil {
+				return &setupFailure{step: "cache", err: err}
+			}
 			profile := b.policy
 			if profile == "" {
 				profile = policy.DefaultProfile

@@ -55,6 +55,7 @@ type supervisor struct {
 	name    string
 	files   session.Files
 	sess    *nsinit.Session
+	routes  *netRoutes // the proxy's lines to the requests (sessionnet.go)
 	started time.Time
 	policy  string
 	bounds  policy.Bounds
@@ -97,7 +98,8 @@ func superviseMain() int {
 	// Ends from a signal are orderly: the sandbox stopped, its files removed.
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	sess, err := nsinit.NewSession(sd.Config)
+	routes := &netRoutes{}
+	sess, err := nsinit.NewSessionNet(sd.Config, routes.sessionNet())
 	if err != nil {
 		session.Remove(files)
 		return fail(err)
@@ -113,7 +115,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, started: time.Now(), policy: sd.Policy, bounds: sd.Bounds,
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), policy: sd.Policy, bounds: sd.Bounds,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
 	go sv.accept(lfd)
 	ready.Write([]byte("0"))
@@ -342,10 +344,18 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 		cmd.Events(sv.sess.Event())
 	}
+	sv.routes.begin()
 	if err := cmd.Start(); err != nil {
+		sv.routes.abort()
 		replyStartError(err, reply)
 		return
 	}
+	route := &netRoute{message: func(m string) { reply(session.RepMessage, []byte(m)) }}
+	if req.Status {
+		route.event = func(b []byte) { reply(session.RepEvent, b) }
+	}
+	pid := cmd.Pid()
+	sv.routes.add(pid, route)
 	if pty := cmd.Terminal(); pty != nil {
 		// The client copies its terminal to and from the master, and follows its window
 		// size (pid 1 set the first); this process keeps no copy (the command sees a hangup when the client
@@ -378,6 +388,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 	}()
 	err = cmd.Wait()
+	sv.routes.remove(pid) // its connections' last lines first
 	done.Store(true)
 	unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above, at once
 	<-readerDone                    // before handle closes fd: its number could be reused

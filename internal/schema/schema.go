@@ -77,6 +77,15 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 							Description: "512M, 2G, or bytes (binary units)"})},
 			},
 		}
+	case reflect.TypeOf(policy.Toolchains{}):
+		return &jsonschema.Schema{
+			Description: "The caller's own toolchains, bound read-only: auto (the roots of the caller's PATH entries and of the workspace venvs' interpreters, " +
+				"pyenv-style shims resolved to their version), none, or a list of roots to bind (their bin/ first on PATH; auto may be in the list).",
+			OneOf: []*jsonschema.Schema{
+				{Type: "string", Enum: []any{"auto", "none"}},
+				{Type: "array", Items: &jsonschema.Schema{Type: "string", MinLength: ptr(uint64(1))}, MinItems: ptr(uint64(1))},
+			},
+		}
 	case reflect.TypeOf(json.RawMessage{}):
 		return &jsonschema.Schema{Description: "Filled by its own layer; any value is kept as it is."}
 	}
@@ -90,3 +99,5 @@ func props(kv ...any) *orderedmap.OrderedMap[string, *jsonschema.Schema] {
 	}
 	return p
 }
+
+func ptr[T any](v T) *T { return &v }

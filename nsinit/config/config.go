@@ -98,7 +98,16 @@ type Publish struct {
 type Egress struct {
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
+	// CapturePorts are loopback ports other than 80 and 443 where the init listens for
+	// clients that ignore the proxy variables (egress.CapturePorts of Allow: the ports
+	// allow rules for names give), at most MaxCapturePorts, none of the proxy's own,
+	// the host ports' or the published ports.
+	CapturePorts []uint16 `json:"capturePorts,omitempty"`
 }
+
+// MaxCapturePorts bounds Egress.CapturePorts: their sockets go to the owner in one
+// message with the egress's own.
+const MaxCapturePorts = 64
 
 // The loopback ports inside a sandbox with Egress where its init listens, on 127.0.0.1
 // (the HTTP proxy, SOCKS5, the DNS stub over UDP and TCP) and on every loopback address

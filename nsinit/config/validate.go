@@ -145,6 +145,16 @@ func (c *Config) Validate() error {
 		if _, err := egress.NewPolicy(c.Egress.Allow, c.Egress.Deny); err != nil {
 			return fmt.Errorf("egress: %w", err)
 		}
+		if len(c.Egress.CapturePorts) > MaxCapturePorts {
+			return fmt.Errorf("egress: %d capture ports: at most %d", len(c.Egress.CapturePorts), MaxCapturePorts)
+		}
+		for i, p := range c.Egress.CapturePorts {
+			if p == 0 || slices.Contains(c.Egress.CapturePorts[:i], p) || slices.Contains(c.HostPorts, p) ||
+				slices.Contains([]uint16{EgressDNSPort, EgressHTTPPort, EgressSOCKSPort, CaptureHTTPPort, CaptureTLSPort}, p) ||
+				slices.ContainsFunc(c.Publish, func(pub Publish) bool { return pub.Port == p }) {
+				return fmt.Errorf("egress: capture port %d: want a port 1-65535, each once, none of the proxy's (53, 80, 443, 1080, 3128), the host ports' or the published ports'", p)
+			}
+		}
 	}
 	for _, d := range c.MakeDirs {
 		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {

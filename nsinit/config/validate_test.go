@@ -87,6 +87,16 @@ func TestValidate(t *testing.T) {
 		{"publish port 0", func(c *Config) { c.Publish[0].Port = 0 }, "two ports"},
 		{"host port twice", func(c *Config) { c.HostPorts = []uint16{5432, 5432} }, "each once"},
 		{"host port of the proxy", func(c *Config) { c.HostPorts = []uint16{3128} }, "none of the proxy's"},
+		{"capture port of the proxy", func(c *Config) { c.Egress.CapturePorts = []uint16{443} }, "capture port 443"},
+		{"capture port twice", func(c *Config) { c.Egress.CapturePorts = []uint16{8443, 8443} }, "capture port 8443"},
+		{"capture port of a host port", func(c *Config) { c.Egress.CapturePorts = []uint16{5432} }, "capture port 5432"},
+		{"capture port of a forward", func(c *Config) { c.Egress.CapturePorts = []uint16{8000} }, "capture port 8000"},
+		{"too many capture ports", func(c *Config) {
+			c.Egress.CapturePorts = nil
+			for p := 10000; p <= 10000+MaxCapturePorts; p++ {
+				c.Egress.CapturePorts = append(c.Egress.CapturePorts, uint16(p))
+			}
+		}, "capture ports: at most"},
 		{"host ports without a network namespace", func(c *Config) {
 			c.Linux.Namespaces = c.Linux.Namespaces[:3]
 			c.Egress, c.Publish = nil, nil

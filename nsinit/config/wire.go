@@ -100,6 +100,12 @@ func Encode(c *Config) []byte {
 		e.Str(x.Target)
 	}
 	e.Bool(c.Egress != nil)
+	if c.Egress != nil {
+		e.Uint(uint64(len(c.Egress.CapturePorts)))
+		for _, p := range c.Egress.CapturePorts {
+			e.Uint(uint64(p))
+		}
+	}
 	e.Uint(uint64(len(c.Publish)))
 	for _, p := range c.Publish {
 		e.Uint(uint64(p.Port))
@@ -200,6 +206,12 @@ func Decode(b []byte) (*Config, error) {
 	}
 	if d.Bool() {
 		c.Egress = &Egress{} // the rules stay with the owner
+		if n := d.Count(1); n > 0 {
+			c.Egress.CapturePorts = make([]uint16, n)
+			for i := range c.Egress.CapturePorts {
+				c.Egress.CapturePorts[i] = uint16(d.Uint32())
+			}
+		}
 	}
 	if n := d.Count(1); n > 0 {
 		c.Publish = make([]Publish, n)

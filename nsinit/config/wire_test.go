@@ -47,7 +47,7 @@ func fullConfig() *Config {
 			{Kind: cleanup.RemoveSpecialUnder, Path: "/w/.git", Skip: []string{"objects/??"}},
 			{Kind: cleanup.RestoreSymlink, Path: "/w/sub/.git", Target: "../.repo/sub.git"}},
 		MakeDirs:  []string{"/w/.git/hooks"},
-		Egress:    &Egress{Allow: []string{"pypi.org"}, Deny: []string{"*.evil.example"}},
+		Egress:    &Egress{Allow: []string{"pypi.org", "api.example:8443"}, Deny: []string{"*.evil.example"}, CapturePorts: []uint16{8443}},
 		Publish:   []Publish{{HostIP: "127.0.0.1", HostPort: 8080, Port: 8000}, {HostIP: "::1", HostPort: 9, Port: 65535}},
 		HostPorts: []uint16{5432, 6379},
 	}
@@ -65,8 +65,8 @@ func TestWireRoundTrip(t *testing.T) {
 	l := *c.Linux
 	l.Resources, l.Seccomp = nil, nil
 	want.Linux, want.Limits, want.RootID, want.MakeDirs = &l, Limits{}, nil, nil
-	// of egress only that it is there, of the forwards the ports inside
-	want.Egress, want.Publish = &Egress{}, []Publish{{Port: 8000}, {Port: 65535}}
+	// of egress that it is there and its capture ports, of the forwards the ports inside
+	want.Egress, want.Publish = &Egress{CapturePorts: []uint16{8443}}, []Publish{{Port: 8000}, {Port: 65535}}
 	gotJSON, _ := json.Marshal(got)
 	wantJSON, _ := json.Marshal(&want)
 	if string(gotJSON) != string(wantJSON) {

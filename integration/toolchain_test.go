@@ -1,0 +1,138 @@
+package integration
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeToolchains lays out, in a home of the caller's beside the workspace, what a
+// developer's machine has: pyenv (a shim that cannot work without pyenv, and a version
+// whose python3 is a copy of the host's, so that it runs only if the version is bound),
+// a project venv in the workspace linking to it, ~/.local/bin with a link into ~/.ssh,
+// and a key there. It returns the home and the PATH to give gosbx.
+func fakeToolchains(t *testing.T, s *sandbox) (home, path string) {
+	t.Helper()
+	home = filepath.Join(s.base, "home")
+	ver := filepath.Join(home, ".pyenv/versions/3.99.0")
+	for _, d := range []string{home + "/.pyenv/shims", ver + "/bin", ver + "/lib/python3.99", home + "/.ssh", home + "/.local/bin"} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	real, err := filepath.EvalSymlinks("/usr/bin/python3")
+	must(t, err)
+	copyFile(t, real, ver+"/bin/python3.99", 0o755)
+	must(t, os.Symlink("python3.99", ver+"/bin/python3"))
+	for _, n := range []string{"python3", "python3.99"} {
+		// pyenv's shim runs `pyenv exec`, which the sandbox does not have
+		must(t, os.WriteFile(home+"/.pyenv/shims/"+n, []byte("#!/bin/sh\necho the shim ran; exit 99\n"), 0o755))
+	}
+	must(t, os.WriteFile(home+"/.pyenv/version", []byte("3.99.0\n"), 0o644))
+	must(t, os.WriteFile(home+"/.ssh/id_ed25519", []byte("SECRET-KEY-"+s.id), 0o644))
+	must(t, os.Symlink(home+"/.ssh/id_ed25519", home+"/.local/bin/key"))
+	must(t, os.MkdirAll(s.ws+"/.venv/bin", 0o755))
+	must(t, os.WriteFile(s.ws+"/.venv/pyvenv.cfg", []byte("home = "+ver+"/bin\n"), 0o644))
+	must(t, os.Symlink(ver+"/bin/python3", s.ws+"/.venv/bin/python"))
+	must(t, os.MkdirAll(s.ws+"/bin", 0o755))
+	filepath.Walk(s.base, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+	path = home + "/.pyenv/shims:" + home + "/.local/bin:" + home + "/.ssh:" + s.ws + "/bin:/usr/bin:/bin"
+	return home, path
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	must(t, err)
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	must(t, err)
+	_, err = io.Copy(out, in)
+	must(t, err)
+	must(t, out.Close())
+}
+
+// runWith runs gosbx exec with args as the caller, with home and PATH as its own.
+func (s *sandbox) runWith(home, path string, args ...string) result {
+	s.t.Helper()
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, args...)
+	cmd.Env = append(s.env(), "HOME="+home, "PATH="+path)
+	return s.runCmd(ctx, cmd)
+}
+
+func TestToolchainAuto(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		home, path := fakeToolchains(t, s)
+		ver := home + "/.pyenv/versions/3.99.0"
+
+		// The venv's python (a link to the pyenv version) runs, and its effect lands in
+		// the workspace; python3 on PATH is the version's, not the shim nor /usr/bin's.
+		r := s.runWith(home, path, "--toolchain", "auto", "--", "sh", "-c",
+			`.venv/bin/python -c 'open("venv-ran","w").write("ok")' && python3 -c 'import sys; open("exe","w").write(sys.executable)'`)
+		mustSucceed(t, r, "the venv's python and python3 under --toolchain auto")
+		if b, err := os.ReadFile(s.ws + "/venv-ran"); err != nil || string(b) != "ok" {
+			t.Errorf("the venv's python left no file in the workspace: %v", err)
+		}
+		if b, _ := os.ReadFile(s.ws + "/exe"); string(b) != ver+"/bin/python3" {
+			t.Errorf("python3 inside was %q; want the pyenv version's %s/bin/python3", b, ver)
+		}
+
+		// The build profile does the same by default.
+		os.Remove(s.ws + "/venv-ran")
+		r = s.runWith(home, path, "--policy", "build", "--", ".venv/bin/python", "-c", `open("venv-ran","w").write("ok")`)
+		mustSucceed(t, r, "the venv's python under build")
+		if _, err := os.Stat(s.ws + "/venv-ran"); err != nil {
+			t.Errorf("under build the venv's python left no file: %v", err)
+		}
+
+		// Without it: 127, and the message names the host path and the fix.
+		r = s.runWith(home, path, "--", ".venv/bin/python", "-c", `open("venv-ran2","w").write("ok")`)
+		if r.code != 127 || !strings.Contains(r.stderr, ".venv/bin/python: its interpreter "+ver+"/bin/python3.99") ||
+			!strings.Contains(r.stderr, "add --ro "+ver+" or --toolchain auto") {
+			t.Errorf("the venv's python without --toolchain: %v; want 127 naming %s", r, ver)
+		}
+		r = s.runWith(home, path, "--", "python3.99", "-c", "pass")
+		want := "python3.99: not found inside the sandbox (on the host it is " + home + "/.pyenv/shims/python3.99): add --ro " + ver + " or --toolchain auto"
+		if r.code != 127 || !strings.Contains(r.stderr, want) {
+			t.Errorf("python3.99 without --toolchain: %v; want 127 and %q", r, want)
+		}
+		if _, err := os.Stat(s.ws + "/venv-ran2"); err == nil {
+			t.Errorf("the venv's python ran without --toolchain")
+		}
+	})
+}
+
+func TestToolchainNeverCredentials(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		home, path := fakeToolchains(t, s)
+		// ~/.ssh is on PATH and ~/.local/bin/key links into it; the workspace's bin is on
+		// PATH too, and must stay the workspace's own (read-write), not re-bound.
+		r := s.runWith(home, path, "--toolchain", "auto", "--", "sh", "-c",
+			`cat `+home+`/.ssh/id_ed25519 `+home+`/.local/bin/key; ls `+home+`/.ssh; touch `+s.ws+`/bin/made-inside; ls `+home+`/.local/bin >listing`)
+		if strings.Contains(r.stdout, "SECRET-KEY") {
+			t.Fatalf("the key was readable inside: %v", r)
+		}
+		if _, err := os.Stat(s.ws + "/bin/made-inside"); err != nil {
+			t.Errorf("the workspace's bin on PATH is not writable inside: %v (%v)", err, r)
+		}
+		// ~/.local/bin itself is bound (its link is there, dangling inside)
+		if b, _ := os.ReadFile(s.ws + "/listing"); !strings.Contains(string(b), "key") {
+			t.Errorf("~/.local/bin not bound: listing %q (%v)", b, r)
+		}
+		// policy show says what was bound and why, and what was not
+		ctx := s.limitCtx(runLimit)
+		cmd := s.rawCommand(ctx, "policy", "show", "--workspace", s.ws, "--toolchain", "auto")
+		cmd.Env = append(s.env(), "HOME="+home, "PATH="+path)
+		r = s.runCmd(ctx, cmd)
+		mustSucceed(t, r, "policy show")
+		for _, w := range []string{"#   " + home + "/.pyenv/versions/3.99.0  <- PATH entry " + home + "/.pyenv/shims (pyenv version 3.99.0",
+			"#   " + home + "/.local/bin  <- PATH entry " + home + "/.local/bin", "#   " + home + "/.ssh  <- PATH entry " + home + "/.ssh: a credential path"} {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("policy show lacks %q:\n%s", w, r.stdout)
+			}
+		}
+	})
+}

@@ -1,0 +1,358 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// toolchainLab is a fake caller's machine: a home with pyenv, nvm, ~/.local/bin, a
+// cargo bin and credential directories, and a workspace beside it.
+type toolchainLab struct {
+	t        *testing.T
+	root     string
+	home, ws string
+}
+
+func newToolchainLab(t *testing.T) *toolchainLab {
+	root := canonTempDir(t)
+	l := &toolchainLab{t: t, root: root, home: filepath.Join(root, "home"), ws: filepath.Join(root, "src", "app")}
+	h := l.home
+	mkdirs(t, l.ws, h+"/.pyenv/shims", h+"/.pyenv/bin", h+"/.pyenv/versions/3.12.1/bin", h+"/.pyenv/versions/3.12.1/lib/python3.12",
+		h+"/.pyenv/versions/3.11.0/bin", h+"/.nvm/versions/node/v20.1.0/bin", h+"/.local/bin", h+"/apps/tool-1/bin",
+		h+"/.ssh", h+"/.aws/bin", h+"/.cargo/bin", h+"/.rustup/toolchains", h+"/bin", h+"/secret/bin")
+	l.write(".pyenv/shims/python3", "#!/bin/sh\nexec pyenv exec python3 \"$@\"\n")
+	l.write(".pyenv/versions/3.12.1/bin/python3.12", "#!/bin/sh\n")
+	l.symlink("python3.12", ".pyenv/versions/3.12.1/bin/python3")
+	l.write(".pyenv/versions/3.11.0/bin/python3", "#!/bin/sh\n")
+	l.write(".pyenv/version", "3.11.0\n")
+	l.write(".ssh/id_ed25519", "KEY")
+	l.write("apps/tool-1/bin/tool", "#!/bin/sh\n")
+	l.write("secret/bin/python", "#!/bin/sh\n")
+	l.symlink(h+"/apps/tool-1/bin/tool", ".local/bin/tool")
+	l.symlink(h+"/.ssh/id_ed25519", ".local/bin/key")
+	l.symlink("loop2", ".local/bin/loop1")
+	l.symlink("loop1", ".local/bin/loop2")
+	return l
+}
+
+func (l *toolchainLab) write(rel, s string) {
+	p := filepath.Join(l.home, rel)
+	if err := os.WriteFile(p, []byte(s), 0o755); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func (l *toolchainLab) symlink(target, rel string) {
+	p := rel
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(l.home, rel)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// host is a caller with this PATH (home-relative entries start with ~/) and variables.
+func (l *toolchainLab) host(path string, env ...string) Host {
+	h := fakeHost(l.ws)
+	h.Home, h.Homes = l.home, []string{l.home}
+	h.Environ = append([]string{"PATH=" + strings.ReplaceAll(path, "~", l.home)}, env...)
+	return h
+}
+
+func (l *toolchainLab) effective(h Host, flags ...string) *Policy {
+	l.t.Helper()
+	p, err := Effective(Options{Workspace: l.ws, Toolchains: flags}, h)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return p
+}
+
+func boundPaths(p *Policy) []string {
+	var out []string
+	for _, b := range p.toolchains.binds {
+		out = append(out, b.Path)
+	}
+	return out
+}
+
+func TestToolchainPyenvVersion(t *testing.T) {
+	l := newToolchainLab(t)
+	v := func(s string) string { return filepath.Join(l.home, ".pyenv/versions", s) }
+	cases := []struct {
+		name  string
+		env   []string
+		file  string // .python-version in the workspace's parent
+		want  []string
+		skips bool
+	}{
+		{"global version file", nil, "", []string{v("3.11.0")}, false},
+		{"local file from the workspace upward", nil, "3.12.1\n", []string{v("3.12.1")}, false},
+		{"PYENV_VERSION wins", []string{"PYENV_VERSION=3.11.0"}, "3.12.1\n", []string{v("3.11.0")}, false},
+		{"two versions", []string{"PYENV_VERSION=3.12.1:3.11.0"}, "", []string{v("3.12.1"), v("3.11.0")}, false},
+		{"system is no version", []string{"PYENV_VERSION=system"}, "", nil, true},
+		{"a version is never a path", []string{"PYENV_VERSION=../../.ssh"}, "", nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			local := filepath.Join(filepath.Dir(l.ws), ".python-version")
+			os.Remove(local)
+			if c.file != "" {
+				if err := os.WriteFile(local, []byte(c.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := l.effective(l.host("~/.pyenv/shims:~/.pyenv/bin:/usr/bin", c.env...), "auto")
+			if got := boundPaths(p); !slices.Equal(got, c.want) {
+				t.Fatalf("bound %q; want %q (skipped %v)", got, c.want, p.toolchains.skipped)
+			}
+			// the shim directory is replaced on PATH by the versions' bin directories
+			var bins []string
+			for _, w := range c.want {
+				bins = append(bins, w+"/bin")
+			}
+			shims := filepath.Join(l.home, ".pyenv/shims")
+			if got := p.substPath(shims + ":/usr/bin"); len(bins) > 0 && got != strings.Join(bins, ":")+":/usr/bin" {
+				t.Errorf("PATH inside %q; want the versions' bin first", got)
+			}
+			if c.skips && len(p.toolchains.skipped) == 0 {
+				t.Errorf("nothing said about the shims")
+			}
+			if slices.Contains(boundPaths(p), filepath.Join(l.home, ".pyenv")) {
+				t.Errorf("the whole ~/.pyenv is bound")
+			}
+		})
+	}
+}
+
+func TestToolchainRoots(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.home
+	// a pipx app: ~/.local/bin/black -> its venv, whose python is pyenv's
+	pipx := h + "/.local/share/pipx/venvs/black"
+	mkdirs(t, pipx+"/bin")
+	os.WriteFile(pipx+"/bin/black", []byte("#!"+pipx+"/bin/python\n"), 0o755)
+	os.WriteFile(pipx+"/pyvenv.cfg", []byte("home = "+h+"/.pyenv/versions/3.12.1/bin\n"), 0o644)
+	l.symlink(h+"/.pyenv/versions/3.12.1/bin/python3", pipx+"/bin/python")
+	l.symlink(pipx+"/bin/black", ".local/bin/black")
+	p := l.effective(l.host("~/.nvm/versions/node/v20.1.0/bin:~/.local/bin:~/.cargo/bin:~/bin:/usr/bin"), "auto")
+	want := []string{h + "/.nvm/versions/node/v20.1.0", h + "/.local/bin", pipx, h + "/.pyenv/versions/3.12.1", h + "/apps/tool-1",
+		h + "/.cargo/bin", h + "/.rustup", h + "/bin"}
+	if got := boundPaths(p); !slices.Equal(got, want) {
+		t.Fatalf("bound %q; want %q", got, want)
+	}
+	skipped := map[string]string{}
+	for _, s := range p.toolchains.skipped {
+		skipped[s.Path] = s.Why
+	}
+	if why := skipped[h+"/.ssh"]; !strings.Contains(why, "credential") {
+		t.Errorf("~/.local/bin/key -> ~/.ssh/id_ed25519: skipped as %q; want a credential path", why)
+	}
+	if why := skipped[h+"/.local/bin/loop1"]; !strings.Contains(why, "too many levels") {
+		t.Errorf("a link loop: skipped as %q; want ELOOP", why)
+	}
+}
+
+func TestToolchainNeverBound(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.home
+	mkdirs(t, l.ws+"/bin", filepath.Dir(l.ws)+"/bin", l.root+"/bin")
+	p := l.effective(l.host("~/.ssh:~/.aws/bin:~:/:/tmp:"+l.ws+"/bin:"+filepath.Dir(l.ws)+"/bin:relative/bin:/proc/self:"+l.root+"/bin:"+l.root), "auto")
+	for _, b := range boundPaths(p) {
+		switch {
+		case under(b, h+"/.ssh", h+"/.aws"), under(h, b), b == "/", b == "/tmp", under(b, l.ws), under(l.ws, b), under(b, "/proc"):
+			t.Errorf("bound %s", b)
+		}
+	}
+	// the workspace's parent's bin is a toolchain dir of its own: bound alone, never
+	// its parent (which holds the workspace)
+	if got := boundPaths(p); !slices.Equal(got, []string{filepath.Dir(l.ws) + "/bin", l.root + "/bin"}) {
+		t.Errorf("bound %q; want only %s/bin and %s/bin (never %s, which holds the home)", got, filepath.Dir(l.ws), l.root, l.root)
+	}
+}
+
+func TestToolchainVenv(t *testing.T) {
+	l := newToolchainLab(t)
+	venv := filepath.Join(l.ws, ".venv")
+	mkdirs(t, venv+"/bin")
+	cfg := "home = " + l.home + "/.pyenv/versions/3.12.1/bin\n"
+	os.WriteFile(venv+"/pyvenv.cfg", []byte(cfg), 0o644)
+	l.symlink(l.home+"/.pyenv/versions/3.12.1/bin/python3", venv+"/bin/python3")
+	p := l.effective(l.host("/usr/bin"), "auto")
+	if got, want := boundPaths(p), []string{l.home + "/.pyenv/versions/3.12.1"}; !slices.Equal(got, want) {
+		t.Fatalf("bound %q; want %q", got, want)
+	}
+	if w := p.toolchains.binds[0].Why; !strings.Contains(w, "venv "+venv) {
+		t.Errorf("why %q does not name the venv", w)
+	}
+
+	// A venv is the workspace's: its links and pyvenv.cfg may lead only to a Python
+	// installation, never to any directory the caller can read.
+	os.Remove(venv + "/bin/python3")
+	l.symlink(l.home+"/secret/bin/python", venv+"/bin/python3")
+	os.WriteFile(venv+"/pyvenv.cfg", []byte("home = "+l.home+"/secret/bin\n"), 0o644)
+	p = l.effective(l.host("/usr/bin"), "auto")
+	if got := boundPaths(p); len(got) != 0 {
+		t.Fatalf("a planted venv bound %q", got)
+	}
+}
+
+func TestToolchainFlags(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.host("~/.nvm/versions/node/v20.1.0/bin:/usr/bin")
+	build, _ := Builtin("build")
+	agent, _ := Builtin("agent")
+	strict, _ := Builtin("strict")
+	for _, c := range []struct {
+		pol   *Policy
+		flags []string
+		want  int
+	}{{build, nil, 1}, {build, []string{"none"}, 0}, {agent, nil, 0}, {agent, []string{"auto"}, 1},
+		{agent, []string{l.home + "/apps/tool-1"}, 1}, {agent, []string{"auto", l.home + "/apps/tool-1"}, 2}} {
+		p, err := Effective(Options{Policy: c.pol, Workspace: l.ws, Toolchains: c.flags}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(p.toolchains.binds); got != c.want {
+			t.Errorf("%v: %d roots bound %v; want %d", c.flags, got, boundPaths(p), c.want)
+		}
+	}
+	no := false
+	strict.Filesystem.AllowExtraReadOnly = &no
+	_, err := Effective(Options{Policy: strict, Workspace: l.ws, Toolchains: []string{"auto"}}, h)
+	policyError(t, err, "toolchain")
+	if _, err := Effective(Options{Policy: strict, Workspace: l.ws, Toolchains: []string{"none"}}, h); err != nil {
+		t.Errorf("--toolchain none (narrowing) refused: %v", err)
+	}
+	_, err = Effective(Options{Workspace: l.ws, Toolchains: []string{"none", "auto"}}, h)
+	policyError(t, err, "toolchain")
+}
+
+func TestToolchainCompiled(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.host("~/.pyenv/shims:/usr/bin")
+	s := mustCompile(t, Options{Workspace: l.ws, Toolchains: []string{"auto"}, Args: []string{"python3"}}, h)
+	v := l.home + "/.pyenv/versions/3.11.0"
+	_, m := findMount(s, v)
+	if m == nil || m.Source != v || !slices.Contains(m.Options, "ro") || !slices.Contains(m.Options, "nosuid") {
+		t.Fatalf("no read-only nosuid bind of %s: %+v", v, m)
+	}
+	if path := envMap(t, s.Process.Env)["PATH"]; !strings.HasPrefix(path, v+"/bin:") {
+		t.Errorf("PATH inside %q; want %s/bin first", path, v)
+	}
+	if _, m := findMount(s, l.home+"/.pyenv/shims"); m != nil {
+		t.Errorf("the shim directory is bound")
+	}
+}
+
+func TestToolchainFileForms(t *testing.T) {
+	for _, c := range []struct{ in, out, err string }{
+		{"auto", `"auto"`, ""}, {"none", `"none"`, ""}, {"[/opt/x]", `["/opt/x"]`, ""}, {"[auto, /opt/x]", `["auto","/opt/x"]`, ""},
+		{"maybe", "", "want auto, none"}, {"[]", "", "empty list"}, {"{a: 1}", "", "want auto, none or a list"}, {"[1]", "", "want a path"},
+	} {
+		p, err := Parse([]byte("filesystem:\n  toolchains: "+c.in+"\n"), "t.yaml")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v; want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if out, _ := json.Marshal(p.Filesystem.Toolchains); string(out) != c.out {
+			t.Errorf("%s printed as %s; want %s", c.in, out, c.out)
+		}
+	}
+}
+
+func TestLinkChain(t *testing.T) {
+	d := canonTempDir(t)
+	os.WriteFile(d+"/f", nil, 0o644)
+	os.Symlink("f", d+"/a")
+	os.Symlink(d+"/a", d+"/b")
+	os.Symlink("c", d+"/c")
+	hops, err := linkChain(nil, d+"/b")
+	if err != nil || !slices.Equal(hops, []string{d + "/b", d + "/a", d + "/f"}) {
+		t.Errorf("chain %q, %v", hops, err)
+	}
+	if _, err := linkChain(nil, d+"/c"); !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("a self link: %v; want ELOOP", err)
+	}
+}
+
+func TestNotFoundHint(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.host("~/.pyenv/shims:/usr/bin")
+	o := Options{Workspace: l.ws, Args: []string{"python3"}}
+	p, err := Effective(o, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Build(p, o.Args, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := l.home + "/.pyenv/shims/python3"
+	want := "python3: not found inside the sandbox (on the host it is " + shim + "): add --ro " + l.home + "/.pyenv/versions/3.11.0 or --toolchain auto"
+	if got := p.NotFoundHint(h, s, "python3", "python3"); got != want {
+		t.Errorf("hint\n%q; want\n%q", got, want)
+	}
+	// a command only an unselected version has: that version, and not auto (which
+	// binds the selected one)
+	os.WriteFile(l.home+"/.pyenv/shims/python3.12", []byte("#!/bin/sh\n"), 0o755)
+	want = "python3.12: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/shims/python3.12): add --ro " + l.home + "/.pyenv/versions/3.12.1"
+	if got := p.NotFoundHint(h, s, "python3.12", "python3.12"); got != want {
+		t.Errorf("hint\n%q; want\n%q", got, want)
+	}
+	if got := p.NotFoundHint(h, s, "nosuch", "nosuch"); got != "" {
+		t.Errorf("a command the host lacks too: %q", got)
+	}
+	venv := l.ws + "/.venv/bin"
+	mkdirs(t, venv)
+	l.symlink(l.home+"/.pyenv/versions/3.12.1/bin/python3", venv+"/python")
+	got := p.NotFoundHint(h, s, ".venv/bin/python", ".venv/bin/python")
+	if !strings.Contains(got, "is outside the sandbox: add --ro "+l.home+"/.pyenv/versions/3.12.1 or --toolchain auto") {
+		t.Errorf("venv hint %q", got)
+	}
+	os.WriteFile(l.ws+"/script", []byte("#!"+l.home+"/apps/tool-1/bin/tool -x\n"), 0o755)
+	if got := p.NotFoundHint(h, s, "./script", "./script"); !strings.Contains(got, "#! interpreter "+l.home+"/apps/tool-1/bin/tool is outside the sandbox: add --ro "+l.home+"/apps/tool-1") {
+		t.Errorf("#! hint %q", got)
+	}
+}
+
+func TestToolchainListed(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.host("/usr/bin")
+	p := l.effective(h, "~/apps/tool-1")
+	if got := boundPaths(p); !slices.Equal(got, []string{l.home + "/apps/tool-1"}) {
+		t.Fatalf("bound %q", got)
+	}
+	if !slices.Contains(p.Environment.PathPrepend, l.home+"/apps/tool-1/bin") {
+		t.Errorf("its bin is not first on PATH: %q", p.Environment.PathPrepend)
+	}
+	// a root named that cannot be bound stops the launch, as a required --ro does
+	for _, bad := range []string{"~/.ssh", "~", "~/missing", filepath.Dir(l.ws)} {
+		_, err := Effective(Options{Workspace: l.ws, Toolchains: []string{bad}}, h)
+		policyError(t, err, "toolchain")
+	}
+}
+
+func TestToolchainRefused(t *testing.T) {
+	tr := &tcResolver{h: toolchainHost{home: "/u/h/me", homes: []string{"/u/h/me", "/home/me"}, writable: []string{"/w/app"},
+		creds: []string{"/u/h/me/.ssh"}, environ: map[string]string{"XDG_RUNTIME_DIR": "/x/run/1000"}}}
+	for p, bad := range map[string]bool{"/": true, "/opt": true, "/u/h": true, "/u/h/me": true, "/home/me": true,
+		"/u/h/me/.ssh": true, "/u/h/me/.ssh/keys": true, "/w": true, "/w/app": true, "/proc/self": true, "/run/user/1000/x": true,
+		"/x/run": true, "/u/h/me/.pyenv/versions/3.12.1": false, "/opt/go": false, "/w/tools": false} {
+		if got := tr.refused(p) != ""; got != bad {
+			t.Errorf("refused(%s) = %q; want refused %v", p, tr.refused(p), bad)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package policy
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// NotFoundHint explains a command the sandbox spec could not find or start for want
+// of a file (execve(2) ENOENT, exit 127) when the host has it: name is the command as
+// given (args[0]), path what the sandbox tried (name itself when PATH had nothing; a
+// path when the file was found but its symlink target or #! interpreter was missing).
+// It reads the host only and changes nothing: the exit status stays the command's
+// 127. It returns "" when the host has nothing to offer either, e.g.
+//
+//	python3: not found inside the sandbox (on the host it is /root/.pyenv/shims/python3): add --ro /root/.pyenv/versions/3.12.1 or --toolchain auto
+func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) string {
+	tr := &tcResolver{r: newResolver(), h: p.toolchainHost(h, p.Workspace.Path), st: toolchainState{subst: map[string][]string{}}}
+	v := visibility(spec)
+	auto := true // --toolchain auto would bind it
+	fix := func(roots []string) string {
+		var adds []string
+		for _, r := range roots {
+			if tr.refused(r) == "" && !slices.Contains(adds, "--ro "+r) {
+				adds = append(adds, "--ro "+r)
+			}
+		}
+		if len(adds) == 0 {
+			return ""
+		}
+		s := ": add " + strings.Join(adds, " ")
+		if t := p.Filesystem.Toolchains; auto && (t == nil || t.Mode != ToolchainAuto) {
+			s += " or --toolchain auto"
+		}
+		return s
+	}
+	if !strings.Contains(name, "/") && path == name {
+		hostPath := hostLookPath(name, tr.h.environ["PATH"])
+		if hostPath == "" {
+			return ""
+		}
+		var roots []string
+		if dir := filepath.Dir(hostPath); filepath.Base(dir) == "shims" {
+			// a shim: what it would run is the manager's selected version
+			if c, err := tr.r.evalSymlinks(dir); err == nil {
+				tr.shims(dir, c)
+			}
+			for _, bin := range tr.st.subst[dir] {
+				if isFile(filepath.Join(bin, name)) {
+					roots = append(roots, filepath.Dir(bin))
+				}
+			}
+			if len(roots) == 0 {
+				// the selected version lacks it (pyenv says "command not found" too):
+				// the installed versions that have it
+				auto = false
+				m, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "versions", "*", "bin", name))
+				for _, f := range m {
+					roots = append(roots, filepath.Dir(filepath.Dir(f)))
+				}
+			}
+		} else {
+			roots = tr.outside(hostPath, v)
+		}
+		return name + ": not found inside the sandbox (on the host it is " + hostPath + ")" + fix(roots)
+	}
+	abs := path
+	if !filepath.IsAbs(abs) && spec.Process != nil {
+		abs = filepath.Join(spec.Process.Cwd, abs)
+	}
+	hops, err := linkChain(tr.r, abs)
+	if err != nil {
+		return ""
+	}
+	if roots := tr.outside(abs, v); len(roots) > 0 {
+		return path + ": its interpreter " + hops[len(hops)-1] + " (where its symlink leads) is outside the sandbox" + fix(roots)
+	}
+	if interp := shebang(hops[len(hops)-1]); filepath.IsAbs(interp) {
+		if _, err := os.Stat(interp); err == nil {
+			if roots := tr.outside(interp, v); len(roots) > 0 {
+				return path + ": its #! interpreter " + interp + " is outside the sandbox" + fix(roots)
+			}
+		}
+	}
+	return ""
+}
+
+// outside lists the toolchain roots of the files the symlink chain from p passes through
+// that the sandbox does not show (visible says which it does).
+func (tr *tcResolver) outside(p string, visible func(string) bool) []string {
+	hops, err := linkChain(tr.r, p)
+	if err != nil {
+		return nil
+	}
+	var roots []string
+	for _, hop := range hops {
+		if !visible(hop) {
+			if r := tr.rootOf(filepath.Dir(hop)); !slices.Contains(roots, r) {
+				roots = append(roots, r)
+				if r == filepath.Join(tr.h.home, ".cargo", "bin") && isDir(filepath.Join(tr.h.home, ".rustup")) {
+					roots = append(roots, filepath.Join(tr.h.home, ".rustup")) // what rustup's proxies run
+				}
+			}
+		}
+	}
+	return roots
+}
+
+// visibility says whether a host path is seen inside at its own path under spec: the
+// mount with the longest destination holding it decides (a bind of the same path
+// shows it; a tmpfs, another bind or no mount hides it).
+func visibility(spec *config.Config) func(string) bool {
+	return func(p string) bool {
+		best, shown := -1, false
+		for _, m := range spec.Mounts {
+			if under(p, m.Destination) && len(m.Destination) > best {
+				best = len(m.Destination)
+				shown = m.Type == "bind" && m.Source == m.Destination
+			}
+		}
+		return shown
+	}
+}
+
+// hostLookPath finds name on the caller's PATH as execvp(3) would: the first
+// executable regular file (symlinks followed); "" if none.
+func hostLookPath(name, path string) string {
+	for _, d := range filepath.SplitList(path) {
+		if !filepath.IsAbs(d) {
+			continue // relative entries resolve from the caller's directory, not the sandbox's
+		}
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// shebang is the interpreter a script's #! line names ("" for none).
+func shebang(p string) string {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	b := make([]byte, 256)
+	n, _ := io.ReadFull(f, b)
+	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	if w := strings.Fields(rest); len(w) > 0 {
+		return w[0]
+	}
+	return ""
+}
+
+// toolchainHost is what toolchain resolution reads of host h for this effective
+// policy, ws its canonical workspace.
+func (p *Policy) toolchainHost(h Host, ws string) toolchainHost {
+	r := newResolver()
+	th := toolchainHost{homes: h.Homes, creds: p.Filesystem.Credentials, environ: map[string]string{}}
+	th.home = p.home
+	if c, err := r.evalSymlinks(p.home); err == nil {
+		th.home = c
+	}
+	for _, kv := range h.Environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			th.environ[k] = v
+		}
+	}
+	th.writable = []string{ws}
+	for _, b := range p.Filesystem.ReadWrite {
+		if c, err := r.evalSymlinks(b.Path); err == nil && b.Dest == "" {
+			th.writable = append(th.writable, c)
+		}
+	}
+	for _, b := range p.Filesystem.ReadOnly {
+		if c, err := r.evalSymlinks(b.Path); err == nil && b.Dest == "" {
+			th.bound = append(th.bound, c)
+		}
+	}
+	th.from = ws
+	if c, err := r.evalSymlinks(h.Cwd); err == nil && under(c, ws) {
+		th.from = c
+	}
+	return th
+}
