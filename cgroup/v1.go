@@ -299,24 +299,21 @@ func emptyV1(dirs []v1Dir) bool {
 // (containerd's Delete first waits 10 ms, longer than a whole launch.)
 func rmdirRetry(dir string) error { return removeWithin(dir, 5*time.Second) }
 
-// killAll kills every process of the group with SIGKILL and waits, at most 5 s, until
-// no hierarchy lists one: v1 refuses to remove a group that still has processes, and
-// SIGKILL takes effect asynchronously. (The group is not in the freezer hierarchy, so
+// killAll kills every process of the group with SIGKILL (killListed: by pidfd, only
+// processes still in the group) and waits, at most 5 s, until no hierarchy lists one:
+// v1 refuses to remove a group that still has processes, and SIGKILL takes effect
+// asynchronously. Each round kills what is listed again, so a child forked as the
+// first round read the list goes too. (The group is not in the freezer hierarchy, so
 // there is no freeze first: containerd's Freeze was a no-op here too.)
 func killAll(dirs []v1Dir) {
 	deadline := time.Now().Add(5 * time.Second)
-	for first := true; ; first = false {
-		var all []int
+	for {
+		n := 0
 		for _, d := range dirs {
-			all = append(all, procs(d.dir)...)
+			n += killListed(d.dir)
 		}
-		if len(all) == 0 || time.Now().After(deadline) {
+		if n == 0 || time.Now().After(deadline) {
 			return
-		}
-		if first {
-			for _, pid := range all {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -375,27 +372,21 @@ func isDir(p string) bool {
 }
 
 // removeDirV1 removes one hierarchy's directory of a group whose owner is gone: every
-// process still listed is killed (the sandbox dies with its owner already: its init
-// sees the life pipe close), then the directory is removed once empty, trying for 5 s.
+// process still listed is killed (killListed; the sandbox dies with its owner already:
+// its init sees the life pipe close), then the directory is removed once empty, trying
+// for 5 s.
 func removeDirV1(dir string) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		if err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
 			return
 		}
-		pids := strings.Fields(string(b))
-		if len(pids) == 0 {
+		if killListed(dir) == 0 {
 			rmdirRetry(dir)
 			return
 		}
 		if time.Now().After(deadline) {
 			return
-		}
-		for _, p := range pids {
-			if pid, err := strconv.Atoi(p); err == nil && pid > 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -164,17 +164,17 @@ func makeV2(dir string, r *specs.LinuxResources) error {
 	return nil
 }
 
-// killRemoveV2 writes cgroup.kill (Linux 5.14; SIGKILLs each process listed in
-// cgroup.procs when it cannot be written), waits at most d until the group is empty,
-// and removes it.
+// killRemoveV2 writes cgroup.kill (Linux 5.14: the kernel kills the group's processes,
+// forks racing it included; where it cannot be written, killListed SIGKILLs each
+// process cgroup.procs lists, by pidfd), waits at most d until the group is empty, and
+// removes it.
 func killRemoveV2(dir string, d time.Duration) error {
 	deadline := time.Now().Add(d)
-	if writeFile(dir, "cgroup.kill", "1") != nil {
-		for _, pid := range procs(dir) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	killed := writeFile(dir, "cgroup.kill", "1") == nil
 	for len(procs(dir)) > 0 {
+		if !killed {
+			killListed(dir) // again each round: a fork that raced the last read
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("remove cgroup %s: processes are left after SIGKILL", dir)
 		}

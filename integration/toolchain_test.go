@@ -136,3 +136,42 @@ func TestToolchainNeverCredentials(t *testing.T) {
 		}
 	})
 }
+
+// `exec --session` gives a missing command's 127 the hint gosbx exec gives, computed by
+// the session's supervisor from the host as `session start` saw it: the client here
+// has another PATH and HOME, and compiles no policy.
+func TestToolchainHintInSession(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		home, path := fakeToolchains(t, e.sandbox)
+		ver := home + "/.pyenv/versions/3.99.0"
+		ctx := e.limitCtx(runLimit)
+		start := e.rawCommand(ctx, "session", "start", "hint", "--workspace", e.ws)
+		start.Env = append(start.Env, "XDG_RUNTIME_DIR="+e.rt, "HOME="+home, "PATH="+path)
+		mustSucceed(t, e.runCmd(ctx, start), "session start with the fake toolchains' PATH")
+
+		r := e.gosbx("exec", "--session", "hint", "--", "python3.99", "-c", "pass")
+		want := "gosbx: python3.99: not found inside the sandbox (on the host it is " + home + "/.pyenv/shims/python3.99): add --ro " + ver + " or --toolchain auto"
+		if r.code != 127 || !strings.Contains(r.stderr, want) {
+			t.Errorf("python3.99 in the session: %v; want 127 and %q", r, want)
+		}
+		r = e.gosbx("exec", "--session", "hint", "--", ".venv/bin/python", "-c", `open("ran","w").write("ok")`)
+		if r.code != 127 || !strings.Contains(r.stderr, ".venv/bin/python: its interpreter "+ver+"/bin/python3.99") ||
+			!strings.Contains(r.stderr, "add --ro "+ver+" or --toolchain auto") {
+			t.Errorf("the venv's python in the session: %v; want 127 naming %s", r, ver)
+		}
+		if _, err := os.Stat(e.ws + "/ran"); err == nil {
+			t.Errorf("the venv's python ran in the session without its toolchain")
+		}
+		// a command the host lacks too: the plain 127, no hint
+		r = e.gosbx("exec", "--session", "hint", "--", "no-such-command-gosbx")
+		if r.code != 127 || strings.Contains(r.stderr, "not found inside the sandbox") {
+			t.Errorf("a command the host lacks too: %v; want the plain 127", r)
+		}
+		// detached: the job is refused with the same hint
+		r = e.gosbx("exec", "--session", "hint", "--detach", "--", "python3.99", "-c", "pass")
+		if r.code != 127 || !strings.Contains(r.stderr, want) {
+			t.Errorf("python3.99 detached in the session: %v; want 127 and %q", r, want)
+		}
+	})
+}

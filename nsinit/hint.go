@@ -47,6 +47,10 @@ type launchEnv struct {
 	filtered  bool
 	container bool   // Container found one
 	apparmor  string // /proc/self/attr/current, "" when none or unconfined
+	// mountCallsPass says whether the filter lets the mount calls through to the
+	// kernel (mountCallsReachKernel, asked once, only for a mount step's failure);
+	// nil: not known, the filter is taken to refuse them.
+	mountCallsPass func() bool
 }
 
 var currentEnv = sync.OnceValue(func() launchEnv {
@@ -60,6 +64,9 @@ var currentEnv = sync.OnceValue(func() launchEnv {
 			}
 		}
 	}
+	if e.filtered {
+		e.mountCallsPass = sync.OnceValue(mountCallsReachKernel)
+	}
 	if b, err := os.ReadFile("/proc/self/attr/current"); err == nil {
 		if l := strings.TrimSpace(strings.TrimRight(string(b), "\x00")); l != "" && l != "unconfined" {
 			e.apparmor = l
@@ -71,7 +78,9 @@ var currentEnv = sync.OnceValue(func() launchEnv {
 // Hint says what usually fixes a setup failure at step with err, decided from the
 // error's fields (the step, a *mounts.Error's operation and source, the errno) and
 // from whether a seccomp filter or AppArmor profile confines gosbx itself, never from
-// the error's text; "" when nothing specific is known. A step may also be the name of a
+// the error's text; "" when nothing specific is known. A mount step's EPERM under a
+// filter is the filter's only when the filter refuses mount calls (probed:
+// mountCallsReachKernel); else it is the kernel's own refusal, with its own hint. A step may also be the name of a
 // system call gosbx needs ("openat2", "close_range", "pidfd_open"), as doctor's probes
 // give it.
 func Hint(step string, err error) string { return hintIn(step, err, currentEnv()) }
@@ -80,7 +89,9 @@ func hintIn(step string, err error, env launchEnv) string {
 	var me *mounts.Error
 	denied := errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
 	proc := errors.As(err, &me) && me.Op == "mount" && me.Source == "proc" && errors.Is(err, unix.EPERM)
-	if call := filteredCall(step); env.filtered && denied && !proc && call != "" {
+	mountStep := step == "mount" || step == "pivot_root"
+	kernels := func() bool { return mountStep && env.mountCallsPass != nil && env.mountCallsPass() }
+	if call := filteredCall(step); env.filtered && denied && !proc && call != "" && !kernels() {
 		switch {
 		case env.container:
 			return "the seccomp filter gosbx runs under (Seccomp: 2 in /proc/self/status: inside a container, its " +
@@ -102,10 +113,42 @@ func hintIn(step string, err error, env launchEnv) string {
 		return hintMaskedProc
 	case errors.Is(err, unix.ENOSYS):
 		return hintNoSys
+	case mountStep && errors.Is(err, unix.EPERM):
+		return kernelMountHint(me, env.filtered)
 	case step == "seccomp":
 		return hintSeccomp
 	}
 	return ""
+}
+
+// kernelMountHint explains a mount step's EPERM that no seccomp filter gave (none
+// confines gosbx, or the one that does lets the mount calls through): the kernel's own
+// refusals of a mount in a user namespace (mount_namespaces(7), user_namespaces(7);
+// sysfs: fs/sysfs/mount.c, mount_too_revealing in fs/namespace.c). me may be nil.
+func kernelMountHint(me *mounts.Error, filtered bool) string {
+	who := "the kernel refused the mount in the sandbox's user namespace"
+	if filtered {
+		who += " (not the seccomp filter gosbx runs under: it lets mount calls through, probed)"
+	}
+	var src string
+	if me != nil {
+		src = me.Source
+	}
+	switch src {
+	case "sysfs":
+		return who + ": it mounts a sysfs only for a user namespace that owns the network namespace (not with " +
+			"--net host or a network namespace shared with the host), and only where the host's /sys has no entries " +
+			"hidden by mounts, as inside Docker, Podman or Kubernetes (" + FixUnmaskProc + "); a read-only bind of " +
+			"the host's /sys subtree needs neither"
+	case "cgroup":
+		return who + ": a cgroup v1 hierarchy cannot be mounted in a user namespace; mount cgroup2 with a cgroup namespace"
+	}
+	const landlock = "or a Landlock ruleset around gosbx (another sandbox) forbids every mount"
+	if me != nil && me.Op == "mount" && src != "" {
+		return who + ": " + src + " is a file system type only the host's root may mount, " + landlock
+	}
+	return who + ": the host's mount locks a flag this one would clear (a bind's read-only, nosuid, nodev, noexec " +
+		"and atime flags cannot be cleared in a user namespace), " + landlock
 }
 
 // filteredCall names the system call of a setup step that container seccomp profiles

@@ -356,3 +356,42 @@ func TestToolchainRefused(t *testing.T) {
 		}
 	}
 }
+
+// The hint a session's supervisor gives from the context it was handed as JSON is the
+// one gosbx exec gives from the policy itself.
+func TestNotFoundContextJSON(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.host("~/.pyenv/shims:/usr/bin")
+	os.WriteFile(l.home+"/.pyenv/shims/python3.12", []byte("#!/bin/sh\n"), 0o755)
+	venv := l.ws + "/.venv/bin"
+	mkdirs(t, venv)
+	l.symlink(l.home+"/.pyenv/versions/3.12.1/bin/python3", venv+"/python")
+	for _, tc := range [][]string{nil, {ToolchainAuto}} {
+		o := Options{Workspace: l.ws, Args: []string{"python3"}, Toolchains: tc}
+		p, err := Effective(o, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Build(p, o.Args, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(p.NotFoundContext(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c NotFoundContext
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"python3", "python3.12", ".venv/bin/python", "nosuch"} {
+			want := p.NotFoundHint(h, s, name, name)
+			if got := c.NotFoundHint(s, name, name); got != want {
+				t.Errorf("toolchain %q, %s: from the JSON context %q; from the policy %q", tc, name, got, want)
+			}
+			if (name == "python3" && tc == nil || name == ".venv/bin/python") && want == "" {
+				t.Errorf("toolchain %q: no hint for %s to compare", tc, name)
+			}
+		}
+	}
+}

@@ -206,7 +206,7 @@ func execute(o policy.Options, status *os.File) error {
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
 	<-notified
 	if err := cmd.Start(); err != nil {
-		return withNotFoundHint(err, eff, host, spec)
+		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
 	warnDowngrades(cmd, spec)
 	go func() {
@@ -388,15 +388,16 @@ func (e *notFound) Error() string { return e.hint }
 func (e *notFound) Unwrap() error { return e.err }
 func (e *notFound) ExitCode() int { return e.err.ExitCode() }
 
-// withNotFoundHint gives a command not found inside (execve ENOENT: not on PATH, or a
-// symlink target or #! interpreter missing) the host's view of it (policy.NotFoundHint);
-// the exit status stays 127.
-func withNotFoundHint(err error, eff *policy.Policy, host policy.Host, spec *config.Config) error {
+// withNotFoundHint gives a command of spec not found inside (execve ENOENT: not on
+// PATH, or a symlink target or #! interpreter missing) the host's view of it
+// (policy.NotFoundHint, from the policy and host c was taken from); the exit status
+// stays 127. A session's supervisor gives its commands the same.
+func withNotFoundHint(err error, spec *config.Config, c policy.NotFoundContext) error {
 	var ee *nsinit.ExecError
 	if !errors.As(err, &ee) || ee.ExitCode() != nsinit.ExitNotFound || spec.Process == nil || len(spec.Process.Args) == 0 {
 		return err
 	}
-	if hint := eff.NotFoundHint(host, spec, spec.Process.Args[0], ee.Path); hint != "" {
+	if hint := c.NotFoundHint(spec, spec.Process.Args[0], ee.Path); hint != "" {
 		return &notFound{ee, hint}
 	}
 	return err

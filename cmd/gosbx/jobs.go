@@ -156,7 +156,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 		sv.routes.abort()
 		l.f.Close()
 		os.Remove(l.path)
-		replyStartError(err, reply)
+		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return
 	}
 	pid := cmd.Pid() // read now, while the job runs, for job ls

@@ -42,6 +42,9 @@ type startData struct {
 	DieWithOwner bool
 	IdleTimeout  time.Duration // 0: none
 	Lifetime     time.Duration // the policy's --timeout: the session's own, 0: none
+	// NotFound explains a command's exit 127 as gosbx exec does, from the host as the
+	// session's start saw it (its PATH and HOME: those its binds were chosen from).
+	NotFound policy.NotFoundContext
 }
 
 // stopGrace is how long `session stop` lets the session's processes end after SIGTERM
@@ -59,6 +62,8 @@ type supervisor struct {
 	started time.Time
 	policy  string
 	bounds  policy.Bounds
+	// notFound is startData.NotFound (withNotFoundHint)
+	notFound policy.NotFoundContext
 
 	mu       sync.Mutex
 	active   int       // commands running for a client
@@ -115,7 +120,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), policy: sd.Policy, bounds: sd.Bounds,
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
 	go sv.accept(lfd)
 	ready.Write([]byte("0"))
@@ -347,7 +352,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	sv.routes.begin()
 	if err := cmd.Start(); err != nil {
 		sv.routes.abort()
-		replyStartError(err, reply)
+		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return
 	}
 	route := &netRoute{message: func(m string) { reply(session.RepMessage, []byte(m)) }}
