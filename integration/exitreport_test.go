@@ -15,12 +15,17 @@ import (
 // the commit-mode cleanup removes is not there (the loop did not outlive the cleanup).
 // Run with gosbx, and with a -tags gosbxfault build whose init lingers a second after
 // its report ("slow exit"): what the init's own exit would kill must be dead already.
+// The lingering run is also made with --uid 1000. (With the report sent before endRest
+// this test still passes unless the init's kill(-1) on the life pipe's close is removed
+// too: the launcher closes that pipe before its cleanup; that kill is only signals sent,
+// endRest waits until every process is reaped.)
 func TestExitReportedWhenAllDead(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testExitReported(t, "") })
-	t.Run("init lingers", func(t *testing.T) { testExitReported(t, faultBinary(t)) })
+	t.Run("plain", func(t *testing.T) { testExitReported(t, "", nil) })
+	t.Run("init lingers", func(t *testing.T) { testExitReported(t, faultBinary(t), nil) })
+	t.Run("init lingers, uid 1000", func(t *testing.T) { testExitReported(t, faultBinary(t), []string{"--uid", "1000", "--gid", "1000"}) })
 }
 
-func testExitReported(t *testing.T, bin string) {
+func testExitReported(t *testing.T, bin string, flags []string) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
 		s.newRepo(s.ws, "host-commit")
@@ -30,11 +35,11 @@ func testExitReported(t *testing.T, bin string) {
 		must(t, os.Symlink(shellPath, shLink))
 		t.Cleanup(func() { killHostPIDs(shLink) })
 		ctx := s.limitCtx(runLimit)
-		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", `trap '' TERM
+		cmd := s.command(ctx, append(append([]string{"--policy", s.commitPolicy()}, flags...), "--", shellPath, "-c", `trap '' TERM
 "$1" 1007 </dev/null >/dev/null 2>&1 &
 "$2" -c 'trap "" TERM; while :; do echo "$1" > "$2/commondir" 2>/dev/null; done' _ "$3" "$4" </dev/null >/dev/null 2>&1 &
 while [ ! -e "$4/commondir" ]; do :; done
-echo planted; exit 7`, "_", link, shLink, filepath.Join(s.ws, "evil"), gitDir)
+echo planted; exit 7`, "_", link, shLink, filepath.Join(s.ws, "evil"), gitDir)...)
 		if bin != "" {
 			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
 			cmd.Env = s.env("GOSBX_FAULT=slow exit")
