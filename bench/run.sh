@@ -14,9 +14,10 @@
 # (hyperfine --prepare 'sleep …', not timed), so that the ratios compare like with like.
 #
 # Knobs (environment): RUNS (cold-start runs, default 40), WARMUP (5), HEAVY_RUNS (15),
-# TP_LAUNCHES (500), TP_CALLERS (8), TP_RUNS (3), LIB_N (200), RSS_REPS (3), and for the
-# warm path POOL_SIZE (2) and GAP_MS (20); the egress rows EG_REPS (5), EG_MB (100),
-# EG_REQS (200) (bench/egress.sh).
+# TP_LAUNCHES (500), TP_CALLERS (8), TP_RUNS (3), LIB_N (200), RSS_REPS (3),
+# STARTUP_ROUNDS (500: gosbx version against an empty Go program), and for the warm path
+# POOL_SIZE (2) and GAP_MS (20); the egress rows EG_REPS (5), EG_MB (100), EG_REQS (200)
+# (bench/egress.sh).
 # No network is used: every sandbox has its own network namespace with only lo, but the
 # egress rows' direct mode (--net host), which dials 127.0.0.1 only.
 set -euo pipefail
@@ -34,6 +35,7 @@ LIB_N=${LIB_N:-200}
 RSS_REPS=${RSS_REPS:-3}
 POOL_SIZE=${POOL_SIZE:-2}
 GAP_MS=${GAP_MS:-20}
+STARTUP_ROUNDS=${STARTUP_ROUNDS:-500}
 GAP_S=$(awk -v m="$GAP_MS" 'BEGIN { printf "%.3f", m / 1000 }')
 GO=${GO:-go}
 
@@ -67,6 +69,10 @@ VERSION=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo devel)
 (cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-X main.version=$VERSION" -o "$TMP/gosbx" ./cmd/gosbx)
 (cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$TMP/libbench" ./bench/libbench)
 (cd "$ROOT" && "$GO" build -o "$TMP/report" ./bench/report)
+(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$TMP/interleave" ./bench/interleave)
+# an empty Go program (func main() {}): the Go runtime's own start, against gosbx version
+printf 'package main\n\nfunc main() {}\n' >"$TMP/empty.go"
+(cd "$TMP" && CGO_ENABLED=0 GOFLAGS= "$GO" build -trimpath -o "$TMP/empty" empty.go)
 G=$TMP/gosbx
 LIB=$TMP/libbench
 
@@ -171,6 +177,7 @@ elif [ -d /sys/fs/cgroup/unified ]; then cgmode=hybrid; fi
 	echo "rss_reps=$RSS_REPS"
 	echo "pool_size=$POOL_SIZE"
 	echo "gap_ms=$GAP_MS"
+	echo "startup_rounds=$STARTUP_ROUNDS"
 	echo "gap_prepare=sleep $GAP_S"
 	echo "eg_reps=${EG_REPS:-5}"
 	echo "eg_mb=${EG_MB:-100}"
@@ -185,9 +192,21 @@ hf() { # hf NAME RUNS WARMUP CMD [hyperfine args]: direct, bwrap, bwrap-filter, 
 		-n gosbx "$GS $cmd" -n gosbx-none "$GN $cmd" "$@" >&2
 }
 
+# --- the start of the binary: gosbx version against an empty Go program -------------------
+# Interleaved (bench/interleave: each round starts each once, so that the VM's drift slows
+# both alike), STARTUP_ROUNDS rounds; hyperfine -N beside it.
+say "start of the binary: gosbx version against an empty Go program ($STARTUP_ROUNDS interleaved rounds)"
+clean "$TMP/interleave" -n "$STARTUP_ROUNDS" -warmup 20 -json empty="$TMP/empty" version="$G version" >"$RAW/startup.jsonl"
+clean hyperfine -N --style basic --runs "$STARTUP_ROUNDS" --warmup 20 --export-json "$RAW/startup.json" \
+	-n empty "$TMP/empty" -n version "$G version" >&2
+
 # --- cold start --------------------------------------------------------------------------
 say "cold start ($RUNS runs, $WARMUP warmup each)"
 hf cold-true "$RUNS" "$WARMUP" "/bin/true" -n sh-exec "$WORK/sh-exec /bin/true"
+# bwrap and gosbx interleaved (bench/interleave), RUNS*5 rounds: the VM's drift and the
+# other loads of a shared machine slow both alike
+clean "$TMP/interleave" -n "$((RUNS * 5))" -warmup "$WARMUP" -json bwrap="$B /bin/true" gosbx="$GS /bin/true" \
+	>"$RAW/cold-true-interleaved.jsonl"
 hf cold-sh "$RUNS" "$WARMUP" "/bin/sh -c 'echo hi'"
 hf cold-python "$RUNS" "$WARMUP" "/usr/bin/python3 -c pass"
 clean "$LIB" -workspace "$WS" -n "$LIB_N" -label library -json "$RAW/lib-true.json" -- /bin/true
@@ -223,12 +242,14 @@ hf heavy-find "$HEAVY_RUNS" 2 "/bin/sh -c 'find /usr -type f | wc -l'"
 hf heavy-stat "$HEAVY_RUNS" 2 "/usr/bin/python3 -c 'import os, sys; st, p = os.stat, sys.prefix; [st(p) for _ in range(300000)]'"
 
 # --- resident memory while `sleep 2` runs -------------------------------------------------
-say "resident memory (VmRSS, Pss) of the launcher, the reaper and the command, $RSS_REPS reps"
+say "resident memory (VmRSS, Pss, USS) of the launcher, the reaper and the command, $RSS_REPS reps"
 kib() { # kib PID FIELD: a /proc/PID/status (VmRSS) or smaps_rollup (Pss) value in KiB
 	local f=status
 	[ "$2" = Pss ] && f=smaps_rollup
 	awk -v k="$2:" '$1 == k {print $2; exit}' "/proc/$1/$f" 2>/dev/null || echo 0
 }
+# uss PID: unique memory (Private_Clean + Private_Dirty of smaps_rollup), KiB
+uss() { awk '/^Private_(Clean|Dirty):/ {s += $2} END {print s + 0}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
 child() { pgrep -P "$1" | head -n 1; }
 # sleepchild PID: the child of PID running sleep (the sandbox's init has two children: the
 # commands' pid 1, the holder, and the command itself)
@@ -253,10 +274,11 @@ rss_one() { # rss_one LABEL CMD...: start CMD (which runs sleep 2), read its tre
 	done
 	[ -n "$cmd" ] || die "$label: no command process found under $launcher"
 	sleep 0.5
-	printf '{"label":"%s","launcher_pid":%d,"reaper_pid":%d,"command_pid":%d,"launcher_rss_kib":%d,"reaper_rss_kib":%d,"command_rss_kib":%d,"launcher_pss_kib":%d,"reaper_pss_kib":%d,"command_pss_kib":%d,"launcher_comm":"%s","reaper_comm":"%s"}\n' \
+	printf '{"label":"%s","launcher_pid":%d,"reaper_pid":%d,"command_pid":%d,"launcher_rss_kib":%d,"reaper_rss_kib":%d,"command_rss_kib":%d,"launcher_pss_kib":%d,"reaper_pss_kib":%d,"command_pss_kib":%d,"launcher_uss_kib":%d,"reaper_uss_kib":%d,"launcher_comm":"%s","reaper_comm":"%s"}\n' \
 		"$label" "$launcher" "$reaper" "$cmd" \
 		"$(kib "$launcher" VmRSS)" "$(kib "$reaper" VmRSS)" "$(kib "$cmd" VmRSS)" \
 		"$(kib "$launcher" Pss)" "$(kib "$reaper" Pss)" "$(kib "$cmd" Pss)" \
+		"$(uss "$launcher")" "$(uss "$reaper")" \
 		"$(cat "/proc/$launcher/comm")" "$(cat "/proc/$reaper/comm")" >>"$RAW/rss.jsonl"
 	wait "$top" || die "$label: the sleep 2 run failed"
 }

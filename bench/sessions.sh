@@ -33,6 +33,10 @@ sclean "$G" session start bench --workspace "$WS" || die "gosbx session start fa
 [ "$(sclean "$G" exec --session bench -- /bin/sh -c 'echo ok')" = ok ] || die "gosbx exec --session does not run"
 sclean hyperfine -N --style basic --runs "$RUNS" --warmup "$WARMUP" --export-json "$RAW/session-true.json" \
 	-n bwrap "$B /bin/true" -n gosbx-session "$G exec --session bench -- /bin/true" -n gosbx "$GS /bin/true" >&2
+# the same three interleaved (bench/interleave: each round runs each once), so that a
+# load spike on this shared machine slows all three alike
+sclean "$TMP/interleave" -n "$((RUNS * 5))" -warmup "$WARMUP" -json bwrap="$B /bin/true" \
+	gosbx-session="$G exec --session bench -- /bin/true" gosbx="$GS /bin/true" >"$RAW/session-true-interleaved.jsonl"
 sclean "$G" session stop bench
 printf '#!/bin/sh\n%s session kill bench-start >/dev/null 2>&1\nexit 0\n' "$G" >"$WORK/session-kill"
 chmod +x "$WORK/session-kill"

@@ -64,6 +64,15 @@ type Cmd struct {
 	NetDenied func(msg string)
 	sessNet   *SessionNet // a session's routing of NetEvents (egress_origin.go)
 
+	// TeardownLater makes Wait return once the init has reported the command's exit,
+	// which it does when every other process of the sandbox is dead (so none outlives
+	// Wait, and the after-run cleanup has happened), without waiting for the init's own
+	// exit and the kernel's teardown of the namespaces; a goroutine reaps the init (for
+	// a program that exits right after Wait, as gosbx exec does, the kernel does). Not
+	// for a sandbox with a cgroup (the group is removed once the init has left it, before
+	// Wait returns) or a pooled command.
+	TeardownLater bool
+
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
 
@@ -765,9 +774,24 @@ func (c *Cmd) Wait() error {
 		if m.Type == msgExit {
 			s := m.Status
 			status = &s
+			break // the last message: every process of the sandbox but its init is gone
 		}
 	}
-	initStatus := c.init.wait()
+	// With the exit report every process of the sandbox but pid 1 is dead (reap,
+	// endRest): no process of the command's outlives Wait, and the commit-mode cleanup
+	// below sees what they left. With TeardownLater, pid 1's own exit and the kernel's
+	// teardown of the namespaces are not waited for, unless the sandbox has a cgroup,
+	// which cannot be removed before pid 1 has left it and must not outlive Wait. The
+	// host ids are let go at once: the init holds no process and runs only its exit.
+	// Without the report (the init killed, or a timeout) the init's exit is what ends
+	// the sandbox: waited for.
+	later := c.TeardownLater && status != nil && c.pool == nil && c.own.group == nil
+	var initStatus unix.WaitStatus
+	if later {
+		go c.init.wait() // reaped, for a caller that goes on (gosbx exec exits first)
+	} else {
+		initStatus = c.init.wait()
+	}
 	if c.stdio != nil {
 		c.stdio.wait()
 	}

@@ -80,7 +80,7 @@ func Init() {
 		os.Exit(ExitSetup)
 	}
 	w.send(message{Type: msgExec, Path: path, Pid: pid})
-	reap(w, pid)
+	reap(w, pid, s.holder)
 }
 
 // goAhead is closed when the launcher has placed the init in the sandbox's cgroup;

@@ -3,6 +3,7 @@ package nsinit
 import (
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -11,13 +12,16 @@ import (
 )
 
 // reap is pid 1 of the sandbox once the command runs: it forwards signals to the
-// command, reaps every zombie, and when the command ends reports its wait status and
-// exits, which makes the kernel kill whatever else is left in the pid namespace
-// (background jobs, daemons). It never returns.
+// command, reaps every zombie, and when the command ends ends the rest of the sandbox
+// (endRest: the holder killed, and with it every process of the commands' pid
+// namespace), then reports the command's wait status and exits. The report is the
+// launcher's sign that no process of the sandbox but pid 1 is left: it returns then,
+// without waiting for pid 1's own exit and the kernel's teardown of the namespaces. It
+// never returns.
 //
 // Reaping is a blocking wait4(2) loop rather than a SIGCHLD handler: a signal can be
 // coalesced or dropped from a full channel, a child's exit cannot.
-func reap(w syncWriter, pid int) {
+func reap(w syncWriter, pid, holder int) {
 	go func() {
 		for sig := range sigc {
 			if isForwarded(sig) {
@@ -44,11 +48,44 @@ func reap(w syncWriter, pid int) {
 			os.Exit(ExitKilled)
 		}
 		if got == pid && !gone {
+			endRest(holder)
 			w.send(message{Type: msgExit, Status: int(ws)})
+			if fault.Check("slow exit") != nil {
+				// a test build: pid 1 lingers after its report, so that a test sees
+				// what would outlive gosbx exec were the report sent before endRest
+				time.Sleep(time.Second)
+			}
 			os.Exit(exitCode(ws))
 		}
 		if gone {
 			unix.Kill(-1, unix.SIGKILL) // whatever the command started since; reaped above until none is left
+		}
+	}
+}
+
+// endRest kills the commands' pid 1 (the holder) and reaps every child of the init
+// until none is left. The holder is pid 1 of the pid namespace every command and its
+// descendants live in (the init's own namespace holds no other process): the kernel
+// kills every process of that namespace, nested ones included, when it dies, and
+// completes the holder's exit only once all of them are reaped (pid_namespaces(7)). So
+// when wait4(2) says ECHILD no process of the sandbox but the init is left, whatever
+// the command left behind (a background job ignoring SIGTERM, a daemon). The init may
+// kill the holder without a capability: it runs as the holder's ids, and SIGKILL from
+// an ancestor namespace reaches a namespace's init (signal(7)).
+func endRest(holder int) {
+	if holder > 0 {
+		unix.Kill(holder, unix.SIGKILL)
+	}
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == unix.ECHILD {
+			return
+		}
+		if err != nil && err != unix.EINTR {
+			// cannot happen with children left; the init's exit kills what is left, and
+			// the launcher, seeing no report, waits for that exit
+			os.Exit(ExitKilled)
 		}
 	}
 }

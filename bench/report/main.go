@@ -49,6 +49,60 @@ type rssSample struct {
 	LauncherPSS int    `json:"launcher_pss_kib"`
 	ReaperPSS   int    `json:"reaper_pss_kib"`
 	CommandPSS  int    `json:"command_pss_kib"`
+	LauncherUSS int    `json:"launcher_uss_kib"`
+	ReaperUSS   int    `json:"reaper_uss_kib"`
+}
+
+// startupResult is one line of bench/interleave -json: the interleaved start of the
+// empty Go program and of gosbx version.
+type startupResult struct {
+	Name   string  `json:"name"`
+	Median float64 `json:"median"`
+	P10    float64 `json:"p10"`
+	P90    float64 `json:"p90"`
+	Runs   int     `json:"runs"`
+}
+
+// startupResults are the start of the binary: gosbx version against an empty Go program.
+type startupResults struct {
+	EmptyMs     float64 `json:"empty_median_ms"`
+	VersionMs   float64 `json:"version_median_ms"`
+	Ratio       float64 `json:"version_ratio_to_empty"`
+	HFEmptyMs   float64 `json:"hyperfine_empty_median_ms"`
+	HFVersionMs float64 `json:"hyperfine_version_median_ms"`
+	HFRatio     float64 `json:"hyperfine_version_ratio_to_empty"`
+	Rounds      int     `json:"rounds"`
+	GosbxBytes  string  `json:"gosbx_binary_bytes"`
+}
+
+// readInterleaved reads bench/interleave -json output: the results by name, nil when the
+// file is missing.
+func readInterleaved(path string) map[string]startupResult {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	out := map[string]startupResult{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r startupResult
+		if json.Unmarshal([]byte(line), &r) == nil {
+			out[r.Name] = r
+		}
+	}
+	return out
+}
+
+func readStartup(raw string) *startupResults {
+	il := readInterleaved(filepath.Join(raw, "startup.jsonl"))
+	if il == nil {
+		return nil
+	}
+	st := &startupResults{EmptyMs: il["empty"].Median, VersionMs: il["version"].Median, Rounds: il["version"].Runs}
+	st.Ratio = st.VersionMs / st.EmptyMs
+	h := readHF(filepath.Join(raw, "startup.json"), "empty", "version")
+	st.HFEmptyMs, st.HFVersionMs = h["empty"].Median*1e3, h["version"].Median*1e3
+	st.HFRatio = st.HFVersionMs / st.HFEmptyMs
+	return st
 }
 
 // Variants, in table order. "direct" is the command without any sandbox.
@@ -75,6 +129,8 @@ type rssMedians struct {
 	CommandKiB  float64 `json:"command_rss_kib"`
 	LauncherPSS float64 `json:"launcher_pss_kib"`
 	ReaperPSS   float64 `json:"reaper_pss_kib"`
+	LauncherUSS float64 `json:"launcher_uss_kib"`
+	ReaperUSS   float64 `json:"reaper_uss_kib"`
 	Samples     int     `json:"samples"`
 }
 
@@ -90,10 +146,14 @@ type report struct {
 	RSS      map[string]rssMedians         `json:"memory_median"`
 	Library  map[string]libResult          `json:"library"`
 	Sessions *sessionResults               `json:"sessions,omitempty"`
-	Egress   *egressResults                `json:"egress,omitempty"`
-	CacheS   map[string]float64            `json:"warm_cache_median_s,omitempty"`
-	Targets  []target                      `json:"targets"`
-	RawFiles []string                      `json:"raw_files"`
+	Startup  *startupResults               `json:"startup,omitempty"`
+	// Interleaved: bench/interleave's medians (cold-bwrap, cold-gosbx, session-bwrap,
+	// session-exec, session-gosbx), in ms
+	Interleaved map[string]startupResult `json:"interleaved,omitempty"`
+	Egress      *egressResults           `json:"egress,omitempty"`
+	CacheS      map[string]float64       `json:"warm_cache_median_s,omitempty"`
+	Targets     []target                 `json:"targets"`
+	RawFiles    []string                 `json:"raw_files"`
 }
 
 func main() {
@@ -263,32 +323,49 @@ func main() {
 
 	// Memory.
 	samples := readRSS(filepath.Join(*raw, "rss.jsonl"))
-	p("\nResident memory while `sleep 2` runs inside, MiB (VmRSS, Pss in parentheses; median of %s)\n\n", r.Meta["rss_reps"])
+	p("\nResident memory while `sleep 2` runs inside, MiB: VmRSS (Pss / USS = Private_Clean + Private_Dirty); median of %s\n\n", r.Meta["rss_reps"])
 	p("| | launcher | reaper (pid 1 inside) | command (`sleep`) |\n|---|--:|--:|--:|\n")
 	for _, v := range []string{"bwrap", "gosbx", "gosbx-none", "library"} {
-		var l, rp, c, lp, rpp []float64
+		var l, rp, c, lp, rpp, lu, ru []float64
 		for _, s := range samples {
 			if s.Label == v {
 				l, rp, c = append(l, float64(s.LauncherRSS)), append(rp, float64(s.ReaperRSS)), append(c, float64(s.CommandRSS))
 				lp, rpp = append(lp, float64(s.LauncherPSS)), append(rpp, float64(s.ReaperPSS))
+				lu, ru = append(lu, float64(s.LauncherUSS)), append(ru, float64(s.ReaperUSS))
 			}
 		}
-		m := rssMedians{median(l), median(rp), median(c), median(lp), median(rpp), len(l)}
+		m := rssMedians{median(l), median(rp), median(c), median(lp), median(rpp), median(lu), median(ru), len(l)}
 		r.RSS[v] = m
 		name := v
 		if v == "library" {
 			name = "library (launcher = bench/libbench itself)"
 		}
-		p("| %s | %s (%s) | %s (%s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.CommandKiB))
+		p("| %s | %s (%s / %s) | %s (%s / %s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.LauncherUSS),
+			mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.ReaperUSS), mib(m.CommandKiB))
 	}
-	p("| gosbx/bwrap | %s× | %s× | |\n", f2(r.RSS["gosbx"].LauncherKiB/r.RSS["bwrap"].LauncherKiB), f2(r.RSS["gosbx"].ReaperKiB/r.RSS["bwrap"].ReaperKiB))
+	p("| gosbx/bwrap | %s× (USS %s×) | %s× (USS %s×) | |\n", f2(r.RSS["gosbx"].LauncherKiB/r.RSS["bwrap"].LauncherKiB),
+		f2(r.RSS["gosbx"].LauncherUSS/r.RSS["bwrap"].LauncherUSS), f2(r.RSS["gosbx"].ReaperKiB/r.RSS["bwrap"].ReaperKiB),
+		f2(r.RSS["gosbx"].ReaperUSS/r.RSS["bwrap"].ReaperUSS))
+	if st := readStartup(*raw); st != nil {
+		r.Startup = st
+		p("\nStart of the binary: `gosbx version` against an empty Go program (`func main() {}`), median ms\n\n")
+		p("| | empty | gosbx version | version/empty |\n|---|--:|--:|--:|\n")
+		p("| interleaved, %d rounds | %.3f | %.3f | %s× |\n", st.Rounds, st.EmptyMs, st.VersionMs, f2(st.Ratio))
+		p("| hyperfine -N | %.3f | %.3f | %s× |\n", st.HFEmptyMs, st.HFVersionMs, f2(st.HFRatio))
+	}
 
 	// Targets (issue 8).
 	cold := r.ColdRat["true"]["gosbx"]
+	coldDetail := fmt.Sprintf("gosbx %s ms, bwrap %s ms (library %s ms, %s×)", f2(r.ColdMs["true"]["gosbx"]), f2(r.ColdMs["true"]["bwrap"]), f2(r.ColdMs["true"]["library"]), f2(r.ColdRat["true"]["library"]))
+	if il := readInterleaved(filepath.Join(*raw, "cold-true-interleaved.jsonl")); il != nil {
+		r.Interleaved = map[string]startupResult{"cold-bwrap": il["bwrap"], "cold-gosbx": il["gosbx"]}
+		hf := cold
+		cold = il["gosbx"].Median / il["bwrap"].Median
+		coldDetail = fmt.Sprintf("interleaved, %d rounds: gosbx %.2f ms, bwrap %.2f ms; hyperfine -N %s× (%s)", il["gosbx"].Runs, il["gosbx"].Median, il["bwrap"].Median, f2(hf), coldDetail)
+	}
 	r.Targets = []target{
-		{"cold start of /bin/true", "≤ 1.0× bwrap", cold, "× bwrap", cold <= 1.0,
-			fmt.Sprintf("gosbx %s ms, bwrap %s ms (library %s ms, %s×)", f2(r.ColdMs["true"]["gosbx"]), f2(r.ColdMs["true"]["bwrap"]), f2(r.ColdMs["true"]["library"]), f2(r.ColdRat["true"]["library"]))},
-		{"throughput", "≥ 1.0× bwrap", r.ThruRat["gosbx"], "× bwrap", r.ThruRat["gosbx"] >= 1.0,
+		{"cold start of /bin/true", "≤ 1.0× bwrap", cold, "× bwrap", cold <= 1.0, coldDetail},
+		{"throughput, " + r.Meta["tp_launches"] + " launches from " + r.Meta["tp_callers"] + " callers", "≥ 1.0× bwrap", r.ThruRat["gosbx"], "× bwrap", r.ThruRat["gosbx"] >= 1.0,
 			fmt.Sprintf("gosbx %.0f/s, bwrap %.0f/s (library %.0f/s)", r.Through["gosbx"], r.Through["bwrap"], r.Through["library"])},
 	}
 	worst := math.Inf(-1)
@@ -304,6 +381,14 @@ func main() {
 		target{"launcher RSS", "< 15 MiB", r.RSS["gosbx"].LauncherKiB / 1024, "MiB", r.RSS["gosbx"].LauncherKiB < 15*1024,
 			fmt.Sprintf("gosbx exec %s MiB, bwrap %s MiB; reaper %s MiB vs %s MiB", mib(r.RSS["gosbx"].LauncherKiB), mib(r.RSS["bwrap"].LauncherKiB), mib(r.RSS["gosbx"].ReaperKiB), mib(r.RSS["bwrap"].ReaperKiB))},
 	)
+	g := r.RSS["gosbx"]
+	r.Targets = append(r.Targets, target{"launcher and init unique memory while a command runs (issue 20)", "≤ 1 MiB each",
+		math.Max(g.LauncherUSS, g.ReaperUSS) / 1024, "MiB USS (larger of the two)", g.LauncherUSS <= 1024 && g.ReaperUSS <= 1024,
+		fmt.Sprintf("launcher %s MiB, init %s MiB; bwrap %s and %s MiB", mib(g.LauncherUSS), mib(g.ReaperUSS), mib(r.RSS["bwrap"].LauncherUSS), mib(r.RSS["bwrap"].ReaperUSS))})
+	if st := r.Startup; st != nil {
+		r.Targets = append(r.Targets, target{"gosbx version against an empty Go program (issue 20)", "≤ 1.3×", st.Ratio, "×",
+			st.Ratio <= 1.3, fmt.Sprintf("interleaved: version %.3f ms, empty %.3f ms; hyperfine -N %s×", st.VersionMs, st.EmptyMs, f2(st.HFRatio))})
+	}
 	ct, crt := r.ColdMs["true"], r.ColdRat["true"]
 	r.Targets = append(r.Targets, target{"warm path (library pool): start well under bwrap", "Start ≪ bwrap",
 		crt["library-pool-start_vs_bwrap-gap"], "× bwrap-gap", ct["library-pool-start"] < ct["bwrap-gap"]/2,
@@ -317,11 +402,24 @@ func main() {
 		p("| bwrap | gosbx exec | exec --session | session start | exec --session/bwrap | session start/gosbx exec | USS, 1 session | USS per session, 20 |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		p("| %s | %s | %s | %s | %s× | %s× | %s MiB | %s MiB |\n", f2(se.BwrapMs), f2(se.GosbxMs), f2(se.SessionExecMs), f2(se.StartMs),
 			f2(se.SessionExecMs/se.BwrapMs), f2(se.StartMs/se.StartGosbxMs), mib(se.USS1KiB), mib(se.USS20KiB))
+		sessRatio := se.SessionExecMs / se.BwrapMs
+		sessDetail := fmt.Sprintf("exec --session %s ms, bwrap %s ms", f2(se.SessionExecMs), f2(se.BwrapMs))
+		if il := readInterleaved(filepath.Join(*raw, "session-true-interleaved.jsonl")); il != nil {
+			if r.Interleaved == nil {
+				r.Interleaved = map[string]startupResult{}
+			}
+			r.Interleaved["session-bwrap"], r.Interleaved["session-exec"], r.Interleaved["session-gosbx"] = il["bwrap"], il["gosbx-session"], il["gosbx"]
+			p("| interleaved, %d rounds: %.2f | %.2f | %.2f | | %s× | | | |\n", il["bwrap"].Runs, il["bwrap"].Median, il["gosbx"].Median,
+				il["gosbx-session"].Median, f2(il["gosbx-session"].Median/il["bwrap"].Median))
+			sessRatio = il["gosbx-session"].Median / il["bwrap"].Median
+			sessDetail = fmt.Sprintf("interleaved: exec --session %.2f ms, bwrap %.2f ms; hyperfine -N %s× (%s)", il["gosbx-session"].Median, il["bwrap"].Median,
+				f2(se.SessionExecMs/se.BwrapMs), sessDetail)
+		}
 		r.Targets = append(r.Targets,
-			target{"exec into a running session (/bin/true, whole call)", "≤ 0.5× bwrap", se.SessionExecMs / se.BwrapMs, "× bwrap",
-				se.SessionExecMs <= se.BwrapMs/2, fmt.Sprintf("exec --session %s ms, bwrap %s ms", f2(se.SessionExecMs), f2(se.BwrapMs))},
+			target{"exec into a running session (/bin/true, whole call)", "≤ 0.5× bwrap", sessRatio, "× bwrap",
+				sessRatio <= 0.5, sessDetail},
 			target{"idle session memory at 20 sessions", "≤ 2 MiB a session", se.USS20KiB / 1024, "MiB USS", se.USS20KiB <= 2048,
-				fmt.Sprintf("supervisor + init + the commands' pid 1; 1 session %s MiB", mib(se.USS1KiB))})
+				fmt.Sprintf("supervisor + init + the commands' pid 1; 20 sessions %s MiB in all; 1 session %s MiB", mib(se.USS20KiB*20), mib(se.USS1KiB))})
 	}
 	if _, err := os.Stat(filepath.Join(*raw, "cache-go.json")); err == nil {
 		w := readHF(filepath.Join(*raw, "cache-go.json"), "direct", "gosbx-cache")
@@ -360,7 +458,7 @@ func main() {
 			target{"egress latency of a new HTTPS connection", "≤ +0.3 ms", extra, "ms (worst)", extra <= 0.3,
 				fmt.Sprintf("direct %.3f ms, proxy %.3f ms, capture %.3f ms a request", m["direct"], m["proxy"], m["capture"])})
 	}
-	p("\nTargets (issues 8, 16, 17, 19)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
+	p("\nTargets (issues 8, 16, 17, 19, 20)\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "**no**"
 		if t.Met {

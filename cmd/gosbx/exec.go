@@ -203,6 +203,7 @@ func execute(o policy.Options, status *os.File) error {
 		cmd.NetEvents = func(e egress.Event) { emitLine(e) }
 	}
 	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
+	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
 	<-notified
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))

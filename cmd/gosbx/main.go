@@ -35,9 +35,14 @@ func (e usageError) Error() string { return e.err.Error() }
 type exitCoder interface{ ExitCode() int }
 
 func run(args []string) int {
-	root := newRootCmd(args)
-	root.SetArgs(args)
-	err := root.Execute()
+	var err error
+	if r, statusFd, cmd, ok := parseSessionExec(args); ok {
+		err = runSessionExec(r, statusFd, cmd) // the warm path, without cobra
+	} else {
+		root := newRootCmd(args)
+		root.SetArgs(args)
+		err = root.Execute()
+	}
 	if err == nil {
 		return 0
 	}

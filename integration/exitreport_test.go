@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gosbx exec returns once the init has reported the command's exit, without waiting
+// for the init's own exit (issue 20, item 2); by then every other process of the
+// sandbox is dead. The command leaves a sleeper that ignores SIGTERM and a loop that
+// keeps planting a commondir in the repository's git dir (commit mode): checked from
+// the host the moment gosbx returns, with no wait, neither is alive, and the commondir
+// the commit-mode cleanup removes is not there (the loop did not outlive the cleanup).
+// Run with gosbx, and with a -tags gosbxfault build whose init lingers a second after
+// its report ("slow exit"): what the init's own exit would kill must be dead already.
+// The lingering run is also made with --uid 1000. (With the report sent before endRest
+// this test still passes unless the init's kill(-1) on the life pipe's close is removed
+// too: the launcher closes that pipe before its cleanup; that kill is only signals sent,
+// endRest waits until every process is reaped.)
+func TestExitReportedWhenAllDead(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testExitReported(t, "", nil) })
+	t.Run("init lingers", func(t *testing.T) { testExitReported(t, faultBinary(t), nil) })
+	t.Run("init lingers, uid 1000", func(t *testing.T) { testExitReported(t, faultBinary(t), []string{"--uid", "1000", "--gid", "1000"}) })
+}
+
+func testExitReported(t *testing.T, bin string, flags []string) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		gitDir := filepath.Join(s.ws, ".git")
+		link := s.sleepLink("exitreport")
+		shLink := filepath.Join(s.ws, "gosbx-it-sh-exitreport-"+s.id)
+		must(t, os.Symlink(shellPath, shLink))
+		t.Cleanup(func() { killHostPIDs(shLink) })
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, append(append([]string{"--policy", s.commitPolicy()}, flags...), "--", shellPath, "-c", `trap '' TERM
+"$1" 1007 </dev/null >/dev/null 2>&1 &
+"$2" -c 'trap "" TERM; while :; do echo "$1" > "$2/commondir" 2>/dev/null; done' _ "$3" "$4" </dev/null >/dev/null 2>&1 &
+while [ ! -e "$4/commondir" ]; do :; done
+echo planted; exit 7`, "_", link, shLink, filepath.Join(s.ws, "evil"), gitDir)...)
+		if bin != "" {
+			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+			cmd.Env = s.env("GOSBX_FAULT=slow exit")
+		}
+		r := s.runCmd(ctx, cmd)
+		// checked before anything else: no wait
+		sleepers, loops := hostPIDs(link), hostPIDs(shLink)
+		_, statErr := os.Lstat(filepath.Join(gitDir, "commondir"))
+		if r.code != 7 || !strings.Contains(r.stdout, "planted") {
+			t.Fatalf("want exit 7 after the commondir was planted\n%v", r)
+		}
+		if len(sleepers) > 0 || len(loops) > 0 {
+			t.Errorf("processes of the sandbox outlived gosbx exec on the host: sleeper pids %v, planting loop pids %v", sleepers, loops)
+		}
+		if statErr == nil {
+			t.Errorf("%s/commondir exists on the host when gosbx exec returns: the commit-mode cleanup ran before every process of the sandbox was dead\n%v", gitDir, r)
+		}
+	})
+}
