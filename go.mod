@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/containerd/cgroups/v3 v3.1.3
-	github.com/docker/go-units v0.5.0
 	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/invopop/jsonschema v0.14.0
 	github.com/opencontainers/runtime-spec v1.3.0

@@ -5,8 +5,6 @@ import (
 	"math"
 	"strings"
 
-	units "github.com/docker/go-units"
-
 	"github.com/gosbx/gosbx/nsinit/config"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -126,7 +124,7 @@ func sizeOf(s string, allowAny bool) (int64, error) {
 	if allowAny && s == "-1" {
 		return -1, nil
 	}
-	n, err := units.RAMInBytes(s)
+	n, err := parseSize(s)
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("%q: want a size such as 512M or 2G", s)
 	}

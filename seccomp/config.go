@@ -54,14 +54,42 @@ type Arg struct {
 // Profiles are the base rule sets by name.
 var Profiles = []string{"agent", "none"}
 
-var actions = map[string]specs.LinuxSeccompAction{
-	"errno": specs.ActErrno, "kill_process": specs.ActKillProcess, "log": specs.ActLog, "allow": specs.ActAllow,
-	"notify": specs.ActNotify,
+// actionOf and opOf map the policy's names to runtime-spec's: switches, not package
+// maps, so that nothing is built at package init on every start of gosbx.
+func actionOf(name string) (specs.LinuxSeccompAction, bool) {
+	switch name {
+	case "errno":
+		return specs.ActErrno, true
+	case "kill_process":
+		return specs.ActKillProcess, true
+	case "log":
+		return specs.ActLog, true
+	case "allow":
+		return specs.ActAllow, true
+	case "notify":
+		return specs.ActNotify, true
+	}
+	return "", false
 }
 
-var ops = map[string]specs.LinuxSeccompOperator{
-	"eq": specs.OpEqualTo, "ne": specs.OpNotEqual, "lt": specs.OpLessThan, "le": specs.OpLessEqual,
-	"gt": specs.OpGreaterThan, "ge": specs.OpGreaterEqual, "masked_eq": specs.OpMaskedEqual,
+func opOf(name string) (specs.LinuxSeccompOperator, bool) {
+	switch name {
+	case "eq":
+		return specs.OpEqualTo, true
+	case "ne":
+		return specs.OpNotEqual, true
+	case "lt":
+		return specs.OpLessThan, true
+	case "le":
+		return specs.OpLessEqual, true
+	case "gt":
+		return specs.OpGreaterThan, true
+	case "ge":
+		return specs.OpGreaterEqual, true
+	case "masked_eq":
+		return specs.OpMaskedEqual, true
+	}
+	return "", false
 }
 
 //go:generate go run ../internal/syscallgen zsyscalls_amd64.go
@@ -117,7 +145,7 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 			return sc, fmt.Errorf("unknown system call %q (x86_64)", n)
 		}
 	}
-	act, ok := actions[r.Action]
+	act, ok := actionOf(r.Action)
 	if !ok {
 		return sc, fmt.Errorf("action %q: want errno, kill_process, log, allow or notify", r.Action)
 	}
@@ -137,7 +165,7 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 		return sc, fmt.Errorf("errno %q given for action %q", r.Errno, r.Action)
 	}
 	for _, a := range r.Args {
-		op, ok := ops[a.Op]
+		op, ok := opOf(a.Op)
 		if !ok {
 			return sc, fmt.Errorf("op %q: want eq, ne, lt, le, gt, ge or masked_eq", a.Op)
 		}

@@ -76,29 +76,33 @@ func actionText(a specs.LinuxSeccompAction, errno *uint) (string, error) {
 
 // argKinds names the arguments of the calls the profiles test (their man pages), and
 // says how their values read: "family", "clone", "open", "mode", "ioctl" or "" (a number).
-var argKinds = map[string][]struct{ name, kind string }{
-	"socket":      {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
-	"socketpair":  {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
-	"clone":       {{"flags", "clone"}},
-	"unshare":     {{"flags", "clone"}},
-	"personality": {{"persona", ""}},
-	"ioctl":       {{"fd", ""}, {"request", "ioctl"}},
-	"chmod":       {{"pathname", ""}, {"mode", "mode"}},
-	"fchmod":      {{"fd", ""}, {"mode", "mode"}},
-	"fchmodat":    {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-	"fchmodat2":   {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-	"creat":       {{"pathname", ""}, {"mode", "mode"}},
-	"mknod":       {{"pathname", ""}, {"mode", "mode"}},
-	"mknodat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-	"mkdir":       {{"pathname", ""}, {"mode", "mode"}},
-	"mkdirat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-	"open":        {{"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
-	"openat":      {{"dirfd", ""}, {"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
+func argKinds() map[string][]struct{ name, kind string } {
+	return map[string][]struct{ name, kind string }{
+		"socket":      {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
+		"socketpair":  {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
+		"clone":       {{"flags", "clone"}},
+		"unshare":     {{"flags", "clone"}},
+		"personality": {{"persona", ""}},
+		"ioctl":       {{"fd", ""}, {"request", "ioctl"}},
+		"chmod":       {{"pathname", ""}, {"mode", "mode"}},
+		"fchmod":      {{"fd", ""}, {"mode", "mode"}},
+		"fchmodat":    {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"fchmodat2":   {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"creat":       {{"pathname", ""}, {"mode", "mode"}},
+		"mknod":       {{"pathname", ""}, {"mode", "mode"}},
+		"mknodat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"mkdir":       {{"pathname", ""}, {"mode", "mode"}},
+		"mkdirat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"open":        {{"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
+		"openat":      {{"dirfd", ""}, {"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
+	}
 }
 
-var families = map[uint64]string{
-	unix.AF_UNIX: "AF_UNIX", unix.AF_INET: "AF_INET", unix.AF_INET6: "AF_INET6", unix.AF_NETLINK: "AF_NETLINK",
-	unix.AF_PACKET: "AF_PACKET", unix.AF_VSOCK: "AF_VSOCK", unix.AF_BLUETOOTH: "AF_BLUETOOTH", unix.AF_ALG: "AF_ALG",
+func families() map[uint64]string {
+	return map[uint64]string{
+		unix.AF_UNIX: "AF_UNIX", unix.AF_INET: "AF_INET", unix.AF_INET6: "AF_INET6", unix.AF_NETLINK: "AF_NETLINK",
+		unix.AF_PACKET: "AF_PACKET", unix.AF_VSOCK: "AF_VSOCK", unix.AF_BLUETOOTH: "AF_BLUETOOTH", unix.AF_ALG: "AF_ALG",
+	}
 }
 
 type flagName struct {
@@ -106,24 +110,26 @@ type flagName struct {
 	name string
 }
 
-var kindFlags = map[string][]flagName{
-	"clone": {{unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {unix.CLONE_NEWUTS, "CLONE_NEWUTS"},
-		{unix.CLONE_NEWIPC, "CLONE_NEWIPC"}, {unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWPID, "CLONE_NEWPID"},
-		{unix.CLONE_NEWNET, "CLONE_NEWNET"}, {unix.CLONE_NEWTIME, "CLONE_NEWTIME"}},
-	"open":  {{unix.O_CREAT, "O_CREAT"}, {0x400000, "__O_TMPFILE"}, {unix.O_DIRECTORY, "O_DIRECTORY"}},
-	"mode":  {{unix.S_ISUID, "S_ISUID"}, {unix.S_ISGID, "S_ISGID"}, {unix.S_ISVTX, "S_ISVTX"}},
-	"ioctl": {{tiocsti, "TIOCSTI"}, {tioclinux, "TIOCLINUX"}},
+func kindFlags() map[string][]flagName {
+	return map[string][]flagName{
+		"clone": {{unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {unix.CLONE_NEWUTS, "CLONE_NEWUTS"},
+			{unix.CLONE_NEWIPC, "CLONE_NEWIPC"}, {unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWPID, "CLONE_NEWPID"},
+			{unix.CLONE_NEWNET, "CLONE_NEWNET"}, {unix.CLONE_NEWTIME, "CLONE_NEWTIME"}},
+		"open":  {{unix.O_CREAT, "O_CREAT"}, {0x400000, "__O_TMPFILE"}, {unix.O_DIRECTORY, "O_DIRECTORY"}},
+		"mode":  {{unix.S_ISUID, "S_ISUID"}, {unix.S_ISGID, "S_ISGID"}, {unix.S_ISVTX, "S_ISVTX"}},
+		"ioctl": {{tiocsti, "TIOCSTI"}, {tioclinux, "TIOCLINUX"}},
+	}
 }
 
 // valueText is v by its constant for the argument's kind, else in hex.
 func valueText(kind string, v uint64) string {
 	if kind == "family" {
-		if n, ok := families[v]; ok {
+		if n, ok := families()[v]; ok {
 			return n
 		}
 		return fmt.Sprint(v)
 	}
-	fl := kindFlags[kind]
+	fl := kindFlags()[kind]
 	if kind == "ioctl" { // a request is one number, not flags
 		for _, f := range fl {
 			if f.v == v {
@@ -156,7 +162,7 @@ func valueText(kind string, v uint64) string {
 // "flags & (CLONE_NEWNS|CLONE_NEWUSER) == 0".
 func conditionText(call string, a specs.LinuxSeccompArg) string {
 	name, kind := fmt.Sprintf("arg%d", a.Index), ""
-	if ks := argKinds[call]; int(a.Index) < len(ks) {
+	if ks := argKinds()[call]; int(a.Index) < len(ks) {
 		name, kind = ks[a.Index].name, ks[a.Index].kind
 	}
 	ops := map[specs.LinuxSeccompOperator]string{
