@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -340,4 +341,71 @@ print("open", r, errno.errorcode.get(ctypes.get_errno()) if r < 0 else "OK")
 		t.Errorf("host: g was created")
 	}
 	noSetIDIn(t, s.ws)
+}
+
+// setIDBlockProbe makes set-ID opens of what is not a regular file: a FIFO without a
+// reader (which would block), a terminal (which would become the controlling terminal
+// of the opener) and /proc/self (the opener's); then one of a regular file.
+const setIDBlockProbe = `
+import errno, os, signal
+signal.alarm(5)
+def try_open(name, path, flags):
+    try:
+        os.open(path, flags | os.O_CREAT, 0o4644)
+        print(name, "OK")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+if not os.path.exists("p"):
+    os.mkfifo("p")
+try_open("fifo-w", "p", os.O_WRONLY)
+try_open("fifo-r", "p", os.O_RDONLY)
+m, s = os.openpty(); n = os.ttyname(s); os.close(s)
+try_open("tty", n, os.O_RDWR)
+try_open("self", "/proc/self/attr/current", os.O_RDONLY)
+try_open("file", "f", os.O_WRONLY)
+`
+
+// From an attack review: a set-ID open never blocks the init's handler (a FIFO pinned
+// one init thread per command for the session's life, until the pids limit denied
+// every later command) and never gives the init a controlling terminal. In a session
+// with --pids 20, 24 commands each open a FIFO without a reader with a set-ID mode:
+// each gets EPERM at once, and then a regular file is created; from the host, the
+// init's thread count is what it was, and it has no controlling terminal (stat's
+// tty_nr 0); a command still starts afterwards.
+func TestSetIDOpenNeverBlocks(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, rootCaller)
+	e.start("fifo", "--pids", "20")
+	initPid := e.info("fifo").InitPid
+	threads := func() int {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(initPid) + "/task")
+		if err != nil {
+			t.Fatalf("the session's init: %v", err)
+		}
+		return len(ents)
+	}
+	before := threads()
+	for i := 0; i < 24; i++ {
+		r := e.gosbx("exec", "--session", "fifo", "--", python, "-c", setIDBlockProbe)
+		want := "fifo-w EPERM\nfifo-r EPERM\ntty EPERM\nself "
+		if r.code != 0 || !strings.HasPrefix(r.stdout, want) || !strings.HasSuffix(r.stdout, "file OK\n") {
+			t.Fatalf("command %d: %q, want %q... and file OK\n%v", i, r.stdout, want, r)
+		}
+		if i == 0 && strings.Contains(r.stdout, "self OK") {
+			t.Errorf("a set-ID open of /proc/self/attr/current succeeded\n%v", r)
+		}
+	}
+	mustSucceed(t, e.in("fifo", nil, "true"), "a command after the set-ID opens")
+	if after := threads(); after > before+2 {
+		t.Errorf("host: the init has %d threads after the commands, %d before", after, before)
+	}
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(initPid) + "/stat")
+	must(t, err)
+	fs := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+	if fs[4] != "0" { // field 7, tty_nr
+		t.Errorf("host: the init's tty_nr is %s, want 0 (no controlling terminal)", fs[4])
+	}
+	if m := modeOf(t, filepath.Join(e.ws, "f")); m != 0o644 {
+		t.Errorf("host: f is %v, want -rw-r--r--", m)
+	}
 }
