@@ -28,7 +28,7 @@ func (p *Proxy) serveCaptureTLS(c net.Conn) {
 	}
 	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
-	p.capture(c, "capture-tls", name, 443, hello)
+	p.capture(c, "capture-tls", name, 443, hello, nil)
 }
 
 // serveCaptureHTTP carries a plain HTTP request to port 80 of its Host header's name,
@@ -67,7 +67,7 @@ func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.capture(c, "capture-http", name, port, append([]byte(b.String()), buffered(br)...))
+	p.capture(c, "capture-http", name, port, []byte(b.String()), buffered(br))
 }
 
 // serveCapturePort carries a connection to a captured port other than 80 and 443
@@ -92,7 +92,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 			p.emit(Event{Net: "allow", Proto: "capture", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 			return
 		}
-		p.relay("capture", d, c, up, nil, sniCheck)
+		p.relay("capture", d, c, up, nil, nil, sniCheck)
 		return
 	}
 	c.SetReadDeadline(time.Now().Add(p.headWait()))
@@ -110,7 +110,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		}
 		p.headDone(c)
 		c.SetReadDeadline(time.Time{})
-		p.capture(c, "capture-tls", name, port, append(hello, buffered(br)...))
+		p.capture(c, "capture-tls", name, port, hello, buffered(br))
 		return
 	}
 	// an HTTP method is a token of letters: anything else is refused at once
@@ -142,7 +142,10 @@ func (p *Proxy) givenName(c net.Conn) (string, bool) {
 	return p.dnsName(a.Unmap())
 }
 
-func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byte) {
+// capture decides on a captured connection that named name and carries it: first is
+// its head (a ClientHello, an HTTP head) and held what the client sent after it
+// (relay).
+func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first, held []byte) {
 	d := p.captureDecision(c, name, port)
 	if !d.Allow {
 		msg := p.deny(c, proto, d)
@@ -160,7 +163,7 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byt
 	if proto == "capture-tls" {
 		mode = sniChecked // first is the ClientHello that named d.Host
 	}
-	p.relay(proto, d, c, up, first, mode)
+	p.relay(proto, d, c, up, first, held, mode)
 }
 
 // captureDecision decides on a captured connection: it must name its server, the name
