@@ -174,8 +174,9 @@ func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
 		return Decision{Host: "(none)", Port: port, Rule: "capture", Why: "a connection to loopback port " + itoa(port) + " without a server name"}
 	}
 	if given, ok := p.givenName(c); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
-		return Decision{Host: name, Port: port, Rule: "capture",
-			Why: "server name " + name + " sent to the address the DNS stub gave " + given}
+		shown := peerName(name)
+		return Decision{Host: shown, Port: port, Rule: "capture",
+			Why: "server name " + shown + " sent to the address the DNS stub gave " + given}
 	}
 	return p.decide(name, port)
 }

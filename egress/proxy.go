@@ -453,7 +453,7 @@ func (p *Proxy) checkRetry(in net.Conn, r io.Reader, up net.Conn, host string) (
 			case name == "":
 				return n, "a second TLS ClientHello (after a HelloRetryRequest) without a server name"
 			case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
-				return n, "a TLS server name " + name + " in the second ClientHello (after a HelloRetryRequest)"
+				return n, "a TLS server name " + peerName(name) + " in the second ClientHello (after a HelloRetryRequest)"
 			}
 			w, _ := up.Write(head)
 			return n + int64(w), ""
@@ -535,7 +535,7 @@ func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, 
 	case name == "":
 		return head, "a TLS ClientHello without a server name", true
 	case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
-		return head, "a TLS server name " + name, true
+		return head, "a TLS server name " + peerName(name), true
 	}
 	return head, "", true
 }
