@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,15 +49,19 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 }
 
 // captureHTTP carries the request whose head is line and fields (the rest in br) to
-// port of its Host header's name.
+// port of its Host header's name. The upstream server must route it by that name: a
+// request with more than one Host field, or whose target is in absolute form naming
+// another host (RFC 9112 3.2.2: the server then ignores Host), or in another form than
+// origin form, absolute form and "*", is refused (rule capture); an absolute-form
+// target goes upstream in origin form.
 func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []string, port uint16) {
-	name := ""
+	name, hosts := "", 0
 	var b strings.Builder
-	b.WriteString(line + "\r\n")
 	for _, f := range fields {
 		k, v, _ := strings.Cut(f, ":")
 		switch strings.ToLower(strings.TrimSpace(k)) {
 		case "host":
+			hosts++
 			name = strings.TrimSpace(v)
 			if h, _, ok := splitPort(name, port); ok {
 				name = h
@@ -67,7 +72,42 @@ func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.capture(c, "capture-http", name, port, []byte(b.String()), buffered(br))
+	target, why := originTarget(line, name, port)
+	if hosts > 1 {
+		why = "an HTTP request with " + strconv.Itoa(hosts) + " Host fields"
+	}
+	if why != "" {
+		d := Decision{Host: peerName(name), Port: port, Rule: "capture", Why: why + " to loopback port " + itoa(port)}
+		httpError(c, 403, "Forbidden", p.deny(c, "capture-http", d), d.Rule)
+		return
+	}
+	p.capture(c, "capture-http", name, port, []byte(target+"\r\n"+b.String()), buffered(br))
+}
+
+// originTarget is the request line with its target in origin form (RFC 9112 3.2.1),
+// or why it cannot be carried to host: an absolute-form target whose authority names
+// another host, or a target in authority form or of another scheme than http.
+func originTarget(line, host string, port uint16) (string, string) {
+	method, target, version, ok := splitRequestLine(line)
+	if !ok {
+		return "", "a malformed HTTP request line"
+	}
+	if strings.HasPrefix(target, "/") || target == "*" && method == "OPTIONS" {
+		return line, ""
+	}
+	scheme, rest, ok := strings.Cut(target, "://")
+	if !ok || !strings.EqualFold(scheme, "http") {
+		return "", "an HTTP request whose target is not in origin form (/path) nor an http:// URI"
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	h, _, ok := splitPort(authority, port)
+	if !ok || !strings.EqualFold(strings.TrimSuffix(h, "."), strings.TrimSuffix(host, ".")) {
+		return "", "an HTTP request whose target names a host (" + peerName(h) + ") other than its Host field"
+	}
+	return method + " /" + path + " " + version, ""
 }
 
 // serveCapturePort carries a connection to a captured port other than 80 and 443
