@@ -1,0 +1,140 @@
+package integration
+
+// From an attack review (round four): what a sandbox's peer bytes may do to the
+// caller's terminal and status lines, and the host-side cost of a session's origin
+// lookups.
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// junkNames sends, from inside, a TLS ClientHello whose server name holds a newline
+// and a terminal escape through CONNECT to an allowed name, and an HTTP request whose
+// Host holds the same to the DNS stub's address for that name (port 80).
+const junkNames = `
+import socket, struct, sys
+port = int(sys.argv[1])
+junk = b"x\ngosbx: FORGED LINE \x1b[31m RED"
+sni = struct.pack("!BH", 0, len(junk)) + junk
+ext = struct.pack("!HH", 0, len(sni) + 2) + struct.pack("!H", len(sni)) + sni
+body = b"\x03\x03" + b"\x00" * 32 + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00" + struct.pack("!H", len(ext)) + ext
+hs = b"\x01" + struct.pack("!I", len(body))[1:] + body
+rec = b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
+c = socket.create_connection(("127.0.0.1", 3128))
+c.sendall(b"CONNECT pkg.test:%d HTTP/1.1\r\n\r\n" % port + rec)
+c.settimeout(10)
+while c.recv(4096):
+    pass
+addr = socket.gethostbyname("pkg.test")
+c = socket.create_connection((addr, 80))
+c.sendall(b"GET / HTTP/1.1\r\nHost: up\x1b[31mRED\x07\r\n\r\n")
+print(c.recv(4096)[:12])
+`
+
+// A name with control bytes sent by a command reaches the caller's stderr and status
+// fd only quoted: no raw escape byte, no forged line, the status lines one JSON object
+// a line.
+func TestEgressPeerBytesQuoted(t *testing.T) {
+	requireBinary(t)
+	bin, err := testnetBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newRootSandbox(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	hp := l.Addr().(*net.TCPAddr).Port
+	status, err := os.Create(filepath.Join(s.base, "status.json"))
+	must(t, err)
+	defer status.Close()
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, "--net", "proxy", "--allow-host", fmt.Sprintf("pkg.test:%d", hp), "--allow-host", "pkg.test:80",
+		"--allow-host", fmt.Sprintf("127.0.0.1:%d", hp), "--status-fd", "3", "--", python, "-c", junkNames, strconv.Itoa(hp))
+	cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+	cmd.Env = append(cmd.Env, "GOSBX_TEST_HOSTS=pkg.test=127.0.0.1")
+	cmd.ExtraFiles = []*os.File{status}
+	r := s.runCmd(ctx, cmd)
+	st, err := os.ReadFile(status.Name())
+	must(t, err)
+	if strings.Count(r.stderr, "blocked by gosbx policy") != 2 {
+		t.Errorf("want two denials on stderr\n%v", r)
+	}
+	for what, text := range map[string]string{"stderr": r.stderr, "status fd": string(st)} {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.ContainsFunc(line, func(c rune) bool { return c < 0x20 || c == 0x7f }) || strings.HasPrefix(line, "gosbx: FORGED") {
+				t.Errorf("%s: a raw control byte or a forged line: %q", what, line)
+			}
+		}
+	}
+	if !strings.Contains(r.stderr, `\x1b[31m`) {
+		t.Errorf("stderr does not show the name quoted\n%v", r)
+	}
+}
+
+// scanFds holds N descriptors of /dev/null, then makes C denied CONNECTs.
+const scanFds = `
+import os, socket, sys
+n, conns = int(sys.argv[1]), int(sys.argv[2])
+fds = [os.open("/dev/null", os.O_RDONLY) for i in range(n)]
+for i in range(conns):
+    c = socket.create_connection(("127.0.0.1", 3128))
+    c.sendall(b"CONNECT evil%d.example:443 HTTP/1.1\r\n\r\n" % i)
+    c.recv(100); c.close()
+`
+
+// The host-side (supervisor's) CPU a session's origin lookups cost is bounded whatever
+// the number of descriptors the sandbox holds: 200 denied connections from a command
+// holding 19000 descriptors cost the supervisor less than 3 s of CPU (it was ~8.5 s,
+// one listing and readlink of every descriptor per connection); a command with few
+// descriptors still gets its denials.
+func TestEgressSessionOriginCostBounded(t *testing.T) {
+	requireBinary(t)
+	bin, err := testnetBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newSessionEnv(t, rootCaller)
+	run := func(args ...string) result {
+		ctx := e.limitCtx(runLimit)
+		cmd := e.rawCommand(ctx, args...)
+		cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		return e.runCmd(ctx, cmd)
+	}
+	mustSucceed(t, run("session", "start", "o", "--workspace", e.ws, "--net", "proxy", "--allow-host", "pkg.test"), "session start")
+	sup := e.info("o").Pid
+	ticks := func() int {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(sup) + "/stat")
+		must(t, err)
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		u, _ := strconv.Atoi(f[11])
+		s, _ := strconv.Atoi(f[12])
+		return u + s
+	}
+	r := run("exec", "--session", "o", "--", python, "-c", scanFds, "0", "20")
+	if n := strings.Count(r.stderr, "blocked by gosbx policy"); n != 20 || strings.Contains(r.stderr, "could not attribute") {
+		t.Errorf("few descriptors: %d denials attributed, want 20\n%v", n, r)
+	}
+	before := ticks()
+	r = run("exec", "--session", "o", "--", python, "-c", scanFds, "19000", "200")
+	mustSucceed(t, r, "19000 descriptors, 200 connections")
+	if used := ticks() - before; used > 300 {
+		t.Errorf("host: the supervisor spent %d ticks (1/100 s) on 200 connections from a command with 19000 descriptors, want < 300", used)
+	}
+}
