@@ -6,6 +6,8 @@ package integration
 // command. Every mode is read from the host.
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,5 +409,54 @@ func TestSetIDOpenNeverBlocks(t *testing.T) {
 	}
 	if m := modeOf(t, filepath.Join(e.ws, "f")); m != 0o644 {
 		t.Errorf("host: f is %v, want -rw-r--r--", m)
+	}
+}
+
+// From an attack review: a set-ID open of a terminal does not make it the init's
+// controlling terminal (the init is a session leader without one; open(2) without
+// O_NOCTTY would take it, and then the terminal's ^\ and hangup signal the init). From
+// the host, while the command waits: the gosbx process's child (the init) has tty_nr 0.
+func TestSetIDOpenNoControllingTerminal(t *testing.T) {
+	s := newRootSandbox(t)
+	probe := `
+import errno, os, sys
+m, s = os.openpty(); n = os.ttyname(s); os.close(s)
+try:
+    os.open(n, os.O_RDWR | os.O_CREAT, 0o4000); print("tty OK", flush=True)
+except OSError as e:
+    print("tty", errno.errorcode[e.errno], flush=True)
+sys.stdin.read()
+`
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, "--", python, "-c", probe)
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer cmd.Wait()
+	defer stdin.Close()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "tty EPERM\n" {
+		t.Errorf("a set-ID open of a terminal: %q, want EPERM", line)
+	}
+	kids, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+	checked := 0
+	for _, k := range kids {
+		b, _ := os.ReadFile(k)
+		for _, pid := range strings.Fields(string(b)) {
+			st, err := os.ReadFile("/proc/" + pid + "/stat")
+			if err != nil {
+				continue
+			}
+			fs := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+			checked++
+			if fs[4] != "0" {
+				t.Errorf("host: the init (pid %s) has tty_nr %s, want 0 (no controlling terminal)", pid, fs[4])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Errorf("host: no child of gosbx (pid %d) found", cmd.Process.Pid)
 	}
 }
