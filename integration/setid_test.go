@@ -460,3 +460,44 @@ sys.stdin.read()
 		t.Errorf("host: no child of gosbx (pid %d) found", cmd.Process.Pid)
 	}
 }
+
+// From an attack review: the init's set-ID handler threads are bounded (one per
+// running command, at most 16): with 18 commands running in a session, the init has at
+// most 16 threads more than before (from the host, /proc/INIT/task), and a further
+// command's set-ID call fails (ENOSYS) instead of costing another thread; once they
+// end, set-ID calls are answered again.
+func TestSetIDHandlersBounded(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, rootCaller)
+	e.start("bound", "--pids", "128")
+	initPid := e.info("bound").InitPid
+	threads := func() int {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(initPid) + "/task")
+		must(t, err)
+		return len(ents)
+	}
+	before := threads()
+	gate := filepath.Join(e.ws, "gate")
+	for i := 0; i < 18; i++ {
+		r := e.gosbx("exec", "--session", "bound", "--detach", "--", shellPath, "-c", "while [ ! -e gate ]; do sleep 0.05; done")
+		mustSucceed(t, r, "detached command")
+	}
+	r := e.in("bound", nil, "touch f; chmod u+s f 2>&1; echo rc=$?")
+	if !strings.Contains(r.stdout, "rc=1") {
+		t.Errorf("a set-ID call with 18 commands running: %q, want a failure (no handler left)\n%v", r.stdout, r)
+	}
+	if after := threads(); after > before+16+2 {
+		t.Errorf("host: the init has %d threads with 18 commands running, %d before", after, before)
+	}
+	must(t, os.WriteFile(gate, nil, 0o644))
+	var out string
+	for i := 0; i < 100; i++ { // the detached commands end once they see the gate
+		out = e.in("bound", nil, "chmod u+s f && echo ok").stdout
+		if out == "ok\n" {
+			break
+		}
+	}
+	if out != "ok\n" {
+		t.Errorf("set-ID calls after the commands ended: %q", out)
+	}
+}
