@@ -69,8 +69,8 @@ func (c *Cmd) netOrigin() func(net.Conn, bool) int {
 // are). Returns that command's host pid, 0 when any step finds nothing. A process that
 // passed the socket on or shares it with another request's tree is attributed to the
 // first holder found; a process reparented to the commands' pid 1 belongs to none.
-// It reads at most budget socket lines and descriptors (then finds nothing) and
-// returns how many it read.
+// It reads at most budget socket lines, thread entries and descriptors (then finds
+// nothing) and returns how many it read.
 func connOrigin(initPid int, conn net.Conn, budget int) (pid, used int) {
 	if budget <= 0 {
 		return 0, 0
@@ -86,7 +86,11 @@ func connOrigin(initPid int, conn net.Conn, budget int) (pid, used int) {
 		return 0, used
 	}
 	want := "socket:[" + inode + "]"
-	for _, pid := range descendants(initPid) {
+	pids, n := descendantsWithin(initPid, budget-used)
+	if used += n; used > budget {
+		return 0, budget
+	}
+	for _, pid := range pids {
 		found, n, over := holds(pid, want, budget-used)
 		used += n
 		if found {
