@@ -98,6 +98,21 @@ for i in range(conns):
     c.recv(100); c.close()
 `
 
+// scanThreads starts N threads that wait, then makes C denied CONNECTs.
+const scanThreads = `
+import socket, sys, threading
+n, conns = int(sys.argv[1]), int(sys.argv[2])
+ev = threading.Event()
+ts = [threading.Thread(target=ev.wait) for i in range(n)]
+for t in ts:
+    t.start()
+for i in range(conns):
+    c = socket.create_connection(("127.0.0.1", 3128))
+    c.sendall(b"CONNECT evil%d.example:443 HTTP/1.1\r\n\r\n" % i)
+    c.recv(100); c.close()
+ev.set()
+`
+
 // The host-side (supervisor's) CPU a session's origin lookups cost is bounded whatever
 // the number of descriptors the sandbox holds: 200 denied connections from a command
 // holding 19000 descriptors cost the supervisor less than 3 s of CPU (it was ~8.5 s,
@@ -136,5 +151,12 @@ func TestEgressSessionOriginCostBounded(t *testing.T) {
 	mustSucceed(t, r, "19000 descriptors, 200 connections")
 	if used := ticks() - before; used > 300 {
 		t.Errorf("host: the supervisor spent %d ticks (1/100 s) on 200 connections from a command with 19000 descriptors, want < 300", used)
+	}
+	// the walk over the sandbox's threads counts too (it was ~4 s for 3000 threads)
+	before = ticks()
+	r = run("exec", "--session", "o", "--", python, "-c", scanThreads, "3000", "200")
+	mustSucceed(t, r, "3000 threads, 200 connections")
+	if used := ticks() - before; used > 200 {
+		t.Errorf("host: the supervisor spent %d ticks (1/100 s) on 200 connections from a command with 3000 threads, want < 200", used)
 	}
 }
