@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -158,5 +159,68 @@ func TestEgressSessionOriginCostBounded(t *testing.T) {
 	mustSucceed(t, r, "3000 threads, 200 connections")
 	if used := ticks() - before; used > 200 {
 		t.Errorf("host: the supervisor spent %d ticks (1/100 s) on 200 connections from a command with 3000 threads, want < 200", used)
+	}
+}
+
+// In a session, a denial no request can be given (its process left its command's
+// tree) goes to every running request's stderr: a name with a newline and a terminal
+// escape reaches another request's stderr quoted, one line, no forged line.
+func TestEgressSessionBroadcastQuoted(t *testing.T) {
+	requireBinary(t)
+	bin, err := testnetBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newSessionEnv(t, rootCaller)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	hp := l.Addr().(*net.TCPAddr).Port
+	run := func(args ...string) *exec.Cmd {
+		ctx := e.limitCtx(runLimit)
+		cmd := e.rawCommand(ctx, args...)
+		cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt, "GOSBX_TEST_HOSTS=pkg.test=127.0.0.1")
+		return cmd
+	}
+	if out, err := run("session", "start", "b", "--workspace", e.ws, "--net", "proxy", "--allow-host", fmt.Sprintf("pkg.test:%d", hp),
+		"--allow-host", fmt.Sprintf("127.0.0.1:%d", hp)).CombinedOutput(); err != nil {
+		t.Fatalf("session start: %v\n%s", err, out)
+	}
+	// the victim runs until the attacker's daemon has been refused
+	victim := run("exec", "--session", "b", "--", shellPath, "-c", "echo up; while [ ! -e sent ]; do sleep 0.05; done")
+	var vout, verr strings.Builder
+	victim.Stdout, victim.Stderr = &vout, &verr
+	must(t, victim.Start())
+	for i := 0; !strings.Contains(vout.String(), "up") && i < 200; i++ {
+		e.gosbx("session", "ls") // a round trip while waiting for the request to run
+	}
+	// the attacker's sender leaves its command's tree (a daemon): unattributable
+	script := strings.Replace(junkNames, `addr = socket.gethostbyname`, "open('sent', 'w').close()\nsys.exit(0)\naddr = socket.gethostbyname", 1)
+	must(t, os.WriteFile(filepath.Join(e.ws, "junk.py"), []byte(script), 0o644))
+	att := run("exec", "--session", "b", "--", shellPath, "-c", fmt.Sprintf("(%s junk.py %d >/dev/null 2>&1 &)", python, hp))
+	if out, err := att.CombinedOutput(); err != nil {
+		t.Fatalf("attacker: %v\n%s", err, out)
+	}
+	if err := victim.Wait(); err != nil {
+		t.Fatalf("victim: %v\n%s", err, verr.String())
+	}
+	got := verr.String()
+	if !strings.Contains(got, "could not attribute") || !strings.Contains(got, `\x1b[31m`) {
+		t.Errorf("victim's stderr: %q, want the broadcast denial with the name quoted", got)
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if strings.ContainsFunc(line, func(c rune) bool { return c < 0x20 || c == 0x7f }) || strings.HasPrefix(line, "gosbx: FORGED") {
+			t.Errorf("victim's stderr: a raw control byte or a forged line: %q", line)
+		}
 	}
 }
