@@ -411,14 +411,14 @@ func TestNotFoundHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	shim := l.home + "/.pyenv/shims/python3"
-	want := "python3: not found inside the sandbox (on the host it is " + shim + "): add --ro " + l.home + "/.pyenv/versions/3.11.0 or --toolchain auto"
+	want := "python3: not found inside the sandbox (on the host it is " + shim + "): add --toolchain " + l.home + "/.pyenv/versions/3.11.0 or --toolchain auto"
 	if got := p.NotFoundHint(h, s, "python3", "python3"); got != want {
 		t.Errorf("hint\n%q; want\n%q", got, want)
 	}
 	// a command only an unselected version has: that version, and not auto (which
 	// binds the selected one)
 	os.WriteFile(l.home+"/.pyenv/shims/python3.12", []byte("#!/bin/sh\n"), 0o755)
-	want = "python3.12: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/shims/python3.12): add --ro " + l.home + "/.pyenv/versions/3.12.1"
+	want = "python3.12: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/shims/python3.12): add --toolchain " + l.home + "/.pyenv/versions/3.12.1"
 	if got := p.NotFoundHint(h, s, "python3.12", "python3.12"); got != want {
 		t.Errorf("hint\n%q; want\n%q", got, want)
 	}
