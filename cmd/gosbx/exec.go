@@ -231,6 +231,9 @@ func execute(o policy.Options, status *os.File) error {
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}
+	if note := limitNote(spec, cmd.Result); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	if cmd.Result.ExitCode != 0 {
 		return statusError(cmd.Result.ExitCode)
 	}
