@@ -440,6 +440,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			Resources:     resources,
 		},
 		Symlinks:         b.links,
+		Files:            loginProfile(home, env, b.mounts, b.links),
 		ReadonlyOptional: procReadOnly,
 		Limits:           limitsInfo,
 		RootID:           rootID,
