@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // v1Controllers are the v1 hierarchies gosbx makes a sandbox's group in.
@@ -702,5 +704,25 @@ func TestLimitsHitSaysSo(t *testing.T) {
 	r = s.run("--memory", "64M", "--pids", "20", "--", shellPath, "-c", "true")
 	if r.code != 0 || strings.Contains(r.stderr, "limit") {
 		t.Errorf("within the limits: want exit 0 and no line\n%v", r)
+	}
+}
+
+// Trial finding: --cpus 3 on a 2-CPU host gave nproc 2 and no word. Now a warning
+// (the quota still applies); a limit within the CPUs gives none.
+func TestLimitsCPUsAboveHost(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	var own unix.CPUSet
+	must(t, unix.SchedGetaffinity(0, &own))
+	n := own.Count()
+	r := s.run("--cpus", fmt.Sprint(n+1), "--", "nproc")
+	want := fmt.Sprintf("gosbx: warning: --cpus %d is more than the %d CPUs you may run on", n+1, n)
+	if r.code != 0 || r.stdout != fmt.Sprintf("%d\n", n) || !strings.Contains(r.stderr, want) {
+		t.Errorf("--cpus %d on %d CPUs: want nproc %d and %q\n%v", n+1, n, n, want, r)
+	}
+	r = s.run("--cpus", fmt.Sprint(n), "--", "nproc")
+	if r.code != 0 || strings.Contains(r.stderr, "warning") {
+		t.Errorf("--cpus %d on %d CPUs: want no warning\n%v", n, n, r)
 	}
 }

@@ -209,6 +209,9 @@ func execute(o policy.Options, status *os.File) error {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
 	warnDowngrades(cmd, spec)
+	if note := cpusNote(spec); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	go func() {
 		for s := range sigc {
 			cmd.Signal(s)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/nsinit"
@@ -50,4 +52,29 @@ func limitSize(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// cpusNote is the warning for a CPU limit above the CPUs the caller may run on (its
+// affinity mask, sched_getaffinity(2)): the quota is applied, but the sandbox has no
+// more CPUs than the caller (nproc says the mask's count). "" otherwise.
+func cpusNote(spec *config.Config) string {
+	if spec.Linux == nil || spec.Linux.Resources == nil || spec.Linux.Resources.CPU == nil {
+		return ""
+	}
+	c := spec.Linux.Resources.CPU
+	if c.Quota == nil || c.Period == nil || *c.Period == 0 || *c.Quota <= 0 {
+		return ""
+	}
+	var own unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &own); err != nil {
+		return ""
+	}
+	return cpusNoteFor(float64(*c.Quota)/float64(*c.Period), own.Count())
+}
+
+func cpusNoteFor(cpus float64, have int) string {
+	if have <= 0 || cpus <= float64(have) {
+		return ""
+	}
+	return fmt.Sprintf("gosbx: warning: --cpus %v is more than the %d CPUs you may run on: the sandbox runs on those %d", cpus, have, have)
 }

@@ -32,3 +32,14 @@ func TestLimitNote(t *testing.T) {
 		}
 	}
 }
+
+func TestCPUsNote(t *testing.T) {
+	if got := cpusNoteFor(3, 2); got != "gosbx: warning: --cpus 3 is more than the 2 CPUs you may run on: the sandbox runs on those 2" {
+		t.Errorf("3 on 2: %q", got)
+	}
+	for _, c := range [][2]float64{{2, 2}, {0.5, 2}, {1.5, 2}} {
+		if got := cpusNoteFor(c[0], int(c[1])); got != "" {
+			t.Errorf("%v on %v: %q", c[0], c[1], got)
+		}
+	}
+}
