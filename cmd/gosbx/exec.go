@@ -238,6 +238,9 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintln(os.Stderr, note)
 	}
 	if cmd.Result.ExitCode != 0 {
+		if note := enclosingNote(o.Workspace, ws); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil
