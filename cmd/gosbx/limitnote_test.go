@@ -43,3 +43,13 @@ func TestCPUsNote(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionFix(t *testing.T) {
+	m := "blocked by gosbx policy: host evil.test:80 not in network.allow; to allow it, pass --allow-host evil.test:80 or add it to network.allow"
+	if got := sessionFix(m); got != m+" (for a session, at its start: gosbx session stop NAME, then gosbx session start NAME with the flag)" {
+		t.Errorf("%q", got)
+	}
+	if m := "blocked by gosbx policy: x is denied by rule network.deny y; remove the rule from network.deny to reach it"; sessionFix(m) != m {
+		t.Errorf("a denial without the flag changed: %q", sessionFix(m))
+	}
+}
