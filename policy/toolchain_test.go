@@ -425,6 +425,16 @@ func TestNotFoundHint(t *testing.T) {
 	if got := p.NotFoundHint(h, s, "nosuch", "nosuch"); got != "" {
 		t.Errorf("a command the host lacks too: %q", got)
 	}
+	// pyenv itself: bin/pyenv leads to libexec/pyenv; the root holding both is named
+	// once (the trial's hint said --ro ~/.pyenv --ro ~/.pyenv/libexec)
+	mkdirs(t, l.home+"/.pyenv/bin", l.home+"/.pyenv/libexec")
+	os.WriteFile(l.home+"/.pyenv/libexec/pyenv", []byte("#!/bin/sh\n"), 0o755)
+	l.symlink("../libexec/pyenv", l.home+"/.pyenv/bin/pyenv")
+	hp := l.host("~/.pyenv/bin:/usr/bin")
+	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv or --toolchain auto"
+	if got := p.NotFoundHint(hp, s, "pyenv", "pyenv"); got != want {
+		t.Errorf("pyenv hint\n%q; want\n%q", got, want)
+	}
 	venv := l.ws + "/.venv/bin"
 	mkdirs(t, venv)
 	l.symlink(l.home+"/.pyenv/versions/3.12.1/bin/python3", venv+"/python")
