@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,7 +151,7 @@ func (r *netRoutes) route(e egress.Event) {
 	switch {
 	case rt != nil:
 		if e.Net == "deny" {
-			rt.message("gosbx: " + e.Message + "\n")
+			rt.message("gosbx: " + sessionFix(e.Message) + "\n")
 		}
 		if rt.event != nil {
 			b, _ := json.Marshal(e)
@@ -158,7 +159,17 @@ func (r *netRoutes) route(e egress.Event) {
 		}
 	case e.Net == "deny":
 		for _, x := range r.byPid {
-			x.message("gosbx: " + e.Message + " (a connection of this session that gosbx could not attribute to a request)\n")
+			x.message("gosbx: " + sessionFix(e.Message) + " (a connection of this session that gosbx could not attribute to a request)\n")
 		}
 	}
+}
+
+// sessionFix adds to a denial that names an --allow-host flag where a session takes it:
+// exec --session refuses network flags (the proxy's rules are the session's), so the
+// flag goes to session start, of a new session.
+func sessionFix(msg string) string {
+	if strings.Contains(msg, "--allow-host") {
+		return msg + " (for a session, at its start: gosbx session stop NAME, then gosbx session start NAME with the flag)"
+	}
+	return msg
 }
