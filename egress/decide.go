@@ -63,7 +63,24 @@ func (d Decision) Message() string {
 	if d.Why == "" {
 		d.Why = "host " + hp
 	}
-	fix := "name the address in network.allow (or --allow-host ADDRESS) to reach it"
+	// the exact flag: the address (a literal's, or the one the name resolved to) and port
+	addr, lit, of := "ADDRESS", "address literal ", "address "
+	if len(d.Why) > len(lit) && d.Why[:len(lit)] == lit {
+		addr = d.Why[len(lit):]
+	} else if len(d.Why) > len(of) && d.Why[:len(of)] == of && d.Port != 0 {
+		a := d.Why[len(of):]
+		for i := 0; i < len(a); i++ {
+			if a[i] == ' ' {
+				a = a[:i]
+				break
+			}
+		}
+		addr = hostPort(a, d.Port)
+	}
+	fix := "name the address in network.allow (or --allow-host " + addr + ") to reach it"
+	if d.Rule == "loopback" && d.Port != 0 {
+		fix += "; a port of this host is also reached at the sandbox's own 127.0.0.1:" + strconv.Itoa(int(d.Port)) + " with --host-port " + strconv.Itoa(int(d.Port))
+	}
 	if len(d.Rule) > len("network.deny") && d.Rule[:len("network.deny")] == "network.deny" {
 		fix = "remove the rule from network.deny to reach it"
 	}

@@ -65,7 +65,8 @@ func TestEgressSessionDenialsReachCaller(t *testing.T) {
 		deny := run([]*os.File{denyStatus}, "exec", "--session", "s", "--status-fd", "3", "--",
 			"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://evil.test/")
 		r := e.runCmd(e.limitCtx(runLimit), deny)
-		if r.stdout != "403" || !strings.Contains(r.stderr, "gosbx: blocked by gosbx policy: host evil.test:80 not in network.allow") {
+		if r.stdout != "403" || !strings.Contains(r.stderr, "gosbx: blocked by gosbx policy: host evil.test:80 not in network.allow") ||
+			!strings.Contains(r.stderr, "(for a session, at its start: gosbx session stop NAME, then gosbx session start NAME with the flag)") {
 			t.Errorf("denied request: want 403 and the denial on its stderr\n%v", r)
 		}
 		allowStatus := statusFile("allow.json")

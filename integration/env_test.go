@@ -90,7 +90,7 @@ func TestEnvironment(t *testing.T) {
 	})
 }
 
-// HOME is the caller's home path, private, empty and writable; writes never
+// HOME is the caller's home path, private, empty (but for gosbx's ~/.profile) and writable; writes never
 // reach the real home, whose files cannot be read.
 func TestHomePrivate(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
@@ -114,8 +114,9 @@ echo x > "$HOME/$2/file"
 cat "$HOME/$2/file"
 : > "$TMPDIR/gosbx-it-tmp"`, c.home, mark)
 		mustSucceed(t, r, "HOME probes")
-		if !strings.Contains(r.stdout, "LIST[]") {
-			t.Errorf("HOME is not empty inside:\n%s", r.stdout)
+		// empty but for the ~/.profile gosbx writes (a login shell's PATH)
+		if !strings.Contains(r.stdout, "LIST[.profile]") {
+			t.Errorf("HOME holds more than gosbx's .profile inside:\n%s", r.stdout)
 		}
 		if strings.Contains(r.stdout, "s3cret") {
 			t.Errorf("a file in the caller's real home was readable:\n%s", r.stdout)
@@ -159,7 +160,7 @@ mkdir "$4" && echo home-ok
 pwd
 exit 0`, s.ws, top, canary, mark)
 	mustSucceed(t, r, "workspace in home")
-	if want := "HOME[" + filepath.Base(top) + " ]"; !strings.Contains(r.stdout, want) {
+	if want := "HOME[.profile " + filepath.Base(top) + " ]"; !strings.Contains(r.stdout, want) {
 		t.Errorf("home inside should hold only the path to the workspace (%s):\n%s", want, r.stdout)
 	}
 	if !strings.Contains(r.stdout, "TOP[proj ]") {

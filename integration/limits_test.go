@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // v1Controllers are the v1 hierarchies gosbx makes a sandbox's group in.
@@ -680,5 +682,47 @@ func TestCgroupParentOnV1AsRoot(t *testing.T) {
 	r := s.run("--cgroup-parent", "gosbx-test-parent", "--pids", "64", "--", "true")
 	if r.code != 125 || !strings.Contains(r.stderr, "drop --cgroup-parent") || strings.Contains(r.stderr, "run as root") {
 		t.Errorf("--cgroup-parent on a v1 host as root: want 125 saying to drop it, not to run as root\n%v", r)
+	}
+}
+
+// Trial finding: a limit's kill or refusal said nothing on stderr (only the status
+// line's limit-hit did), where --timeout prints a line. Now one line each, from the
+// status gosbx reads; a run within its limits prints none.
+func TestLimitsHitSaysSo(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	r := s.run("--memory", "64M", "--", python, "-c", "b = bytearray(200 << 20)")
+	if r.code != 137 || !strings.Contains(r.stderr, "gosbx: killed by the memory limit (64M)") {
+		t.Errorf("OOM under --memory 64M: want 137 and the line\n%v", r)
+	}
+	// 40 background sleeps under --pids 20: the shell's fork fails (it exits 2)
+	r = s.sh([]string{"--pids", "20"}, `i=0; while [ $i -lt 40 ]; do sleep 30 & i=$((i+1)); done; exit 0`)
+	if !strings.Contains(r.stderr, "gosbx: the pids limit (20) refused a fork") {
+		t.Errorf("forks past --pids 20: want the line\n%v", r)
+	}
+	r = s.run("--memory", "64M", "--pids", "20", "--", shellPath, "-c", "true")
+	if r.code != 0 || strings.Contains(r.stderr, "limit") {
+		t.Errorf("within the limits: want exit 0 and no line\n%v", r)
+	}
+}
+
+// Trial finding: --cpus 3 on a 2-CPU host gave nproc 2 and no word. Now a warning
+// (the quota still applies); a limit within the CPUs gives none.
+func TestLimitsCPUsAboveHost(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	var own unix.CPUSet
+	must(t, unix.SchedGetaffinity(0, &own))
+	n := own.Count()
+	r := s.run("--cpus", fmt.Sprint(n+1), "--", "nproc")
+	want := fmt.Sprintf("gosbx: warning: --cpus %d is more than the %d CPUs you may run on", n+1, n)
+	if r.code != 0 || r.stdout != fmt.Sprintf("%d\n", n) || !strings.Contains(r.stderr, want) {
+		t.Errorf("--cpus %d on %d CPUs: want nproc %d and %q\n%v", n+1, n, n, want, r)
+	}
+	r = s.run("--cpus", fmt.Sprint(n), "--", "nproc")
+	if r.code != 0 || strings.Contains(r.stderr, "warning") {
+		t.Errorf("--cpus %d on %d CPUs: want no warning\n%v", n, n, r)
 	}
 }

@@ -94,10 +94,19 @@ func TestToolchainAuto(t *testing.T) {
 			t.Errorf("the venv's python without --toolchain: %v; want 127 naming %s", r, ver)
 		}
 		r = s.runWith(home, path, "--", "python3.99", "-c", "pass")
-		want := "python3.99: not found inside the sandbox (on the host it is " + home + "/.pyenv/shims/python3.99): add --ro " + ver + " or --toolchain auto"
+		want := "python3.99: not found inside the sandbox (on the host it is " + home + "/.pyenv/shims/python3.99): add --toolchain " + ver + " or --toolchain auto"
 		if r.code != 127 || !strings.Contains(r.stderr, want) {
 			t.Errorf("python3.99 without --toolchain: %v; want 127 and %q", r, want)
 		}
+		// The hint's first suggestion, followed literally, makes it run (trial: --ro of
+		// the version left the shim first on PATH, and the same 127 and hint came back);
+		// so does the venv hint's.
+		r = s.runWith(home, path, "--toolchain", ver, "--", "python3.99", "-c", `open("hint-ran","w").write("ok")`)
+		mustSucceed(t, r, "python3.99 with the hint's --toolchain "+ver)
+		wantContent(t, s.ws+"/hint-ran", "ok")
+		r = s.runWith(home, path, "--ro", ver, "--", ".venv/bin/python", "-c", `open("hint-ran2","w").write("ok")`)
+		mustSucceed(t, r, "the venv's python with the hint's --ro "+ver)
+		wantContent(t, s.ws+"/hint-ran2", "ok")
 		if _, err := os.Stat(s.ws + "/venv-ran2"); err == nil {
 			t.Errorf("the venv's python ran without --toolchain")
 		}
@@ -151,7 +160,7 @@ func TestToolchainHintInSession(t *testing.T) {
 		mustSucceed(t, e.runCmd(ctx, start), "session start with the fake toolchains' PATH")
 
 		r := e.gosbx("exec", "--session", "hint", "--", "python3.99", "-c", "pass")
-		want := "gosbx: python3.99: not found inside the sandbox (on the host it is " + home + "/.pyenv/shims/python3.99): add --ro " + ver + " or --toolchain auto"
+		want := "gosbx: python3.99: not found inside the sandbox (on the host it is " + home + "/.pyenv/shims/python3.99): add --toolchain " + ver + " or --toolchain auto"
 		if r.code != 127 || !strings.Contains(r.stderr, want) {
 			t.Errorf("python3.99 in the session: %v; want 127 and %q", r, want)
 		}

@@ -69,3 +69,32 @@ func (r *Root) followLink(p string) string {
 	}
 	return p
 }
+
+// WriteFile creates dest inside the root, a new regular file holding content with
+// permission bits mode (parents created as needed): O_CREAT|O_EXCL and O_NOFOLLOW, so
+// that it never writes through an existing name or a symlink. The caller checked
+// that dest lies in a tmpfs of the sandbox's own (config.File): nothing of the host.
+func (r *Root) WriteFile(dest string, content []byte, mode uint32) error {
+	parent, err := r.mkdirAll(dirOf(dest))
+	if err != nil {
+		return &Error{Op: "write", Target: dest, Err: err}
+	}
+	defer parent.close()
+	fd, err := unix.Openat(parent.fd, baseOf(dest), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
+	if err != nil {
+		return &Error{Op: "write", Target: dest, Err: fmt.Errorf("create the file: %w", err)}
+	}
+	defer unix.Close(fd)
+	for len(content) > 0 {
+		n, err := unix.Write(fd, content)
+		if err != nil {
+			return &Error{Op: "write", Target: dest, Err: fmt.Errorf("write the file: %w", err)}
+		}
+		content = content[n:]
+	}
+	// the umask must not narrow it: the command reads (and may edit) it
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return &Error{Op: "write", Target: dest, Err: fmt.Errorf("fchmod: %w", err)}
+	}
+	return nil
+}

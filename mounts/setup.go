@@ -22,7 +22,8 @@ var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
 
 // Setup builds the new root described by spec in the current mount namespace, in order:
 // every mount of spec.Mounts (binds from host paths, then new file systems), the
-// spec.Symlinks, the protected paths of spec.Linux.ReadonlyPaths (re-bound read-only;
+// spec.Symlinks, the spec.Files (mounts.WriteFile), the protected paths of
+// spec.Linux.ReadonlyPaths (re-bound read-only;
 // each must exist, reached without a symlink, unless it is one of
 // spec.ReadonlyOptional), and the spec.Linux.MaskedPaths. It returns the root, ready for PivotRoot.
 //
@@ -205,6 +206,12 @@ func setup(spec *config.Config, sourceFds []int, detached bool, opts []Option) (
 			return nil, err
 		}
 		mark("symlink", l.Path)
+	}
+	for _, f := range spec.Files {
+		if err := r.WriteFile(f.Path, []byte(f.Content), f.Mode); err != nil {
+			return nil, err
+		}
+		mark("file", f.Path)
 	}
 	if spec.Linux != nil {
 		for _, p := range spec.Linux.ReadonlyPaths {

@@ -407,6 +407,9 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	// The filter is compiled here, so that a bad one is a policy error (policy check,
 	// export), and the launcher and the init only pass the program on.
 	sc = CallerSeccomp(NetworkSeccomp(sc, p.Network.Mode), h.UID)
+	if h.UID == 0 {
+		sc = ownerSeccomp(sc, uid, gid)
+	}
 	source, err := sc.Spec()
 	var filter seccomp.Program
 	if err == nil {
@@ -437,6 +440,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			Resources:     resources,
 		},
 		Symlinks:         b.links,
+		Files:            loginProfile(home, env, b.mounts, b.links),
 		ReadonlyOptional: procReadOnly,
 		Limits:           limitsInfo,
 		RootID:           rootID,

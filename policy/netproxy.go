@@ -19,13 +19,18 @@ func egressConfig(n Network) *config.Egress {
 	return &config.Egress{Allow: n.Allow, Deny: n.Deny, CapturePorts: capturePorts(n)}
 }
 
-// capturePorts are the ports the allow rules for names give (egress.CapturePorts)
-// but for the proxy's own, the host ports and the published ports (whose listeners
-// are the sandbox's), at most config.MaxCapturePorts: a client that ignores the
-// proxy variables and connects to a name's DNS answer on such a port is captured too.
+// capturePorts are the ports the allow rules for names give (egress.CapturePorts),
+// then those of allow rules for loopback addresses ("127.0.0.1:18080"), but for the
+// proxy's own, the host ports and the published ports (whose listeners are the
+// sandbox's), at most config.MaxCapturePorts: a client that ignores the proxy
+// variables and connects to a name's DNS answer on such a port is captured too, and a
+// client that obeys them skips the proxy for 127.0.0.1 (NO_PROXY) and connects to the
+// sandbox's own loopback: captured, its HTTP Host or TLS server name names the host's
+// address the rule allows, and it reaches the host's port (without the capture it
+// found nothing listening, and no gosbx line said why).
 func capturePorts(n Network) []uint16 {
 	var out []uint16
-	for _, p := range egress.CapturePorts(n.Allow) {
+	for _, p := range append(egress.CapturePorts(n.Allow), loopbackPorts(n.Allow)...) {
 		if len(out) == config.MaxCapturePorts {
 			break
 		}
@@ -33,7 +38,27 @@ func capturePorts(n Network) []uint16 {
 			slices.Contains(n.HostPorts, p) || publishes(n.Publish, p) {
 			continue
 		}
-		out = append(out, p)
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// loopbackPorts are the ports, other than 80 and 443 (always captured), that allow
+// rules for loopback addresses name explicitly, in order.
+func loopbackPorts(allow []string) []uint16 {
+	var out []uint16
+	for _, s := range allow {
+		r, err := egress.ParseRule(s)
+		if err != nil || r.Name != "" || r.AnyPort || !r.Prefix.Addr().IsLoopback() {
+			continue
+		}
+		for _, p := range r.Ports {
+			if p != 80 && p != 443 && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

@@ -16,13 +16,15 @@ func TestProxyEnvPorts(t *testing.T) {
 	}
 }
 
-// The capture ports are those name rules give, once each, but 80, 443, the proxy's
-// own, the host ports and the forwards' ports inside.
+// The capture ports are those name rules and loopback address rules give, once each,
+// but 80, 443, the proxy's own, the host ports and the forwards' ports inside.
 func TestCapturePorts(t *testing.T) {
 	got := capturePorts(Network{Mode: NetProxy,
-		Allow:     []string{"a.example:8443", "b.example", "*.c.example:9000", "10.0.0.5:7000", "d.example:*", "e.example:8443", "f.example:3128", "g.example:5432", "h.example:8000", "i.example:80"},
+		Allow: []string{"a.example:8443", "b.example", "*.c.example:9000", "10.0.0.5:7000", "d.example:*", "e.example:8443", "f.example:3128", "g.example:5432", "h.example:8000", "i.example:80",
+			"127.0.0.1:18080", "127.0.0.1", "127.0.0.1:*", "[::1]:18081", "127.0.0.1:8443", "127.0.0.1:5432"},
 		HostPorts: []uint16{5432}, Publish: []string{"9999:8000"}})
-	if want := []uint16{8443, 9000}; !slices.Equal(got, want) {
+	// loopback address rules' ports after the names', once each (18080 was the trial's)
+	if want := []uint16{8443, 9000, 18080, 18081}; !slices.Equal(got, want) {
 		t.Errorf("capture ports %v, want %v", got, want)
 	}
 }

@@ -411,19 +411,29 @@ func TestNotFoundHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	shim := l.home + "/.pyenv/shims/python3"
-	want := "python3: not found inside the sandbox (on the host it is " + shim + "): add --ro " + l.home + "/.pyenv/versions/3.11.0 or --toolchain auto"
+	want := "python3: not found inside the sandbox (on the host it is " + shim + "): add --toolchain " + l.home + "/.pyenv/versions/3.11.0 or --toolchain auto"
 	if got := p.NotFoundHint(h, s, "python3", "python3"); got != want {
 		t.Errorf("hint\n%q; want\n%q", got, want)
 	}
 	// a command only an unselected version has: that version, and not auto (which
 	// binds the selected one)
 	os.WriteFile(l.home+"/.pyenv/shims/python3.12", []byte("#!/bin/sh\n"), 0o755)
-	want = "python3.12: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/shims/python3.12): add --ro " + l.home + "/.pyenv/versions/3.12.1"
+	want = "python3.12: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/shims/python3.12): add --toolchain " + l.home + "/.pyenv/versions/3.12.1"
 	if got := p.NotFoundHint(h, s, "python3.12", "python3.12"); got != want {
 		t.Errorf("hint\n%q; want\n%q", got, want)
 	}
 	if got := p.NotFoundHint(h, s, "nosuch", "nosuch"); got != "" {
 		t.Errorf("a command the host lacks too: %q", got)
+	}
+	// pyenv itself: bin/pyenv leads to libexec/pyenv; the root holding both is named
+	// once (the trial's hint said --ro ~/.pyenv --ro ~/.pyenv/libexec)
+	mkdirs(t, l.home+"/.pyenv/bin", l.home+"/.pyenv/libexec")
+	os.WriteFile(l.home+"/.pyenv/libexec/pyenv", []byte("#!/bin/sh\n"), 0o755)
+	l.symlink("../libexec/pyenv", l.home+"/.pyenv/bin/pyenv")
+	hp := l.host("~/.pyenv/bin:/usr/bin")
+	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv or --toolchain auto"
+	if got := p.NotFoundHint(hp, s, "pyenv", "pyenv"); got != want {
+		t.Errorf("pyenv hint\n%q; want\n%q", got, want)
 	}
 	venv := l.ws + "/.venv/bin"
 	mkdirs(t, venv)

@@ -18,16 +18,30 @@ import (
 // It reads the host only and changes nothing: the exit status stays the command's
 // 127. It returns "" when the host has nothing to offer either, e.g.
 //
-//	python3: not found inside the sandbox (on the host it is /root/.pyenv/shims/python3): add --ro /root/.pyenv/versions/3.12.1 or --toolchain auto
+//	python3: not found inside the sandbox (on the host it is /root/.pyenv/shims/python3): add --toolchain /root/.pyenv/versions/3.12.1 or --toolchain auto
 func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) string {
 	tr := &tcResolver{r: newResolver(), h: p.toolchainHost(h, p.Workspace.Path), st: toolchainState{subst: map[string][]string{}}}
 	v := visibility(spec)
 	auto := true // --toolchain auto would bind it
-	fix := func(roots []string) string {
-		var adds []string
+	// fix names the flags that make it run: flag is "--ro" where the command's path is
+	// already right inside (an absolute path, an entry of PATH), "--toolchain" where
+	// PATH must change too (a shim directory's entry: the version's bin/ goes first on
+	// PATH only through --toolchain). A root inside another one named is left out.
+	fix := func(flag string, roots []string) string {
+		var kept []string
 		for _, r := range roots {
-			if tr.refused(r) == "" && !slices.Contains(adds, "--ro "+r) {
-				adds = append(adds, "--ro "+r)
+			if tr.refused(r) == "" && !slices.Contains(kept, r) {
+				kept = append(kept, r)
+			}
+		}
+		var adds []string
+		for _, r := range kept {
+			nested := false
+			for _, o := range kept {
+				nested = nested || (o != r && under(r, o))
+			}
+			if !nested {
+				adds = append(adds, flag+" "+r)
 			}
 		}
 		if len(adds) == 0 {
@@ -45,7 +59,10 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 			return ""
 		}
 		var roots []string
+		flag := "--ro"
 		if dir := filepath.Dir(hostPath); filepath.Base(dir) == "shims" {
+			// --ro would bind the version, but PATH inside still leads to the shim
+			flag = "--toolchain"
 			// a shim: what it would run is the manager's selected version
 			if c, err := tr.r.evalSymlinks(dir); err == nil {
 				tr.shims(dir, c)
@@ -67,7 +84,7 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 		} else {
 			roots = tr.outside(hostPath, v)
 		}
-		return name + ": not found inside the sandbox (on the host it is " + hostPath + ")" + fix(roots)
+		return name + ": not found inside the sandbox (on the host it is " + hostPath + ")" + fix(flag, roots)
 	}
 	abs := path
 	if !filepath.IsAbs(abs) && spec.Process != nil {
@@ -103,12 +120,12 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 		if !trusted(roots) {
 			return ""
 		}
-		return path + ": its interpreter " + c.last() + " (where its symlink leads) is outside the sandbox" + fix(roots)
+		return path + ": its interpreter " + c.last() + " (where its symlink leads) is outside the sandbox" + fix("--ro", roots)
 	}
 	if interp := shebang(c.last()); filepath.IsAbs(interp) {
 		tainted = tainted || under(c.last(), tr.h.written...)
 		if roots := tr.outside(interp, v); len(roots) > 0 && trusted(roots) {
-			return path + ": its #! interpreter " + interp + " is outside the sandbox" + fix(roots)
+			return path + ": its #! interpreter " + interp + " is outside the sandbox" + fix("--ro", roots)
 		}
 	}
 	return ""

@@ -380,7 +380,8 @@ func action(a specs.LinuxSeccompAction, errno *uint) (uint32, error) {
 		if errno != nil {
 			e = *errno
 		}
-		if e == 0 || e > 4095 {
+		// errno 0 (given, not defaulted) is success without the call (SCMP_ACT_ERRNO(0))
+		if e > 4095 {
 			return 0, fmt.Errorf("errno %d out of range", e)
 		}
 		return unix.SECCOMP_RET_ERRNO | uint32(e), nil

@@ -38,6 +38,10 @@ type Rule struct {
 	Args []Arg `json:"args,omitempty"`
 	// Comment says why, for readers of the policy.
 	Comment string `json:"comment,omitempty"`
+	// succeed makes an "errno" rule return 0 without making the call (SCMP_ACT_ERRNO(0)):
+	// only gosbx's own rules (ForeignOwnerRules), never a policy's, where it would let a
+	// command believe a call it depends on (setuid, a deny it expects) took effect.
+	succeed bool
 }
 
 // Arg is a condition on a system call argument, compared as 64 bits unless Mask
@@ -156,6 +160,9 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 			name = "EPERM"
 		}
 		e, ok := errnoValue(name)
+		if r.succeed {
+			e, ok = 0, r.Errno == ""
+		}
 		if !ok {
 			return sc, fmt.Errorf("errno %q is not an errno name (EPERM, ENOSYS, EACCES, …)", name)
 		}

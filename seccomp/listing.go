@@ -68,6 +68,9 @@ func actionText(a specs.LinuxSeccompAction, errno *uint) (string, error) {
 	if errno != nil {
 		e = syscall.Errno(*errno)
 	}
+	if e == 0 {
+		return "return 0 without the call", nil
+	}
 	if n := unix.ErrnoName(e); n != "" {
 		return "fail with " + n, nil
 	}
@@ -92,6 +95,10 @@ func argKinds() map[string][]struct{ name, kind string } {
 		"mknod":       {{"pathname", ""}, {"mode", "mode"}},
 		"mknodat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
 		"mkdir":       {{"pathname", ""}, {"mode", "mode"}},
+		"chown":       {{"pathname", ""}, {"owner", ""}, {"group", ""}},
+		"fchown":      {{"fd", ""}, {"owner", ""}, {"group", ""}},
+		"lchown":      {{"pathname", ""}, {"owner", ""}, {"group", ""}},
+		"fchownat":    {{"dirfd", ""}, {"pathname", ""}, {"owner", ""}, {"group", ""}},
 		"mkdirat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
 		"open":        {{"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
 		"openat":      {{"dirfd", ""}, {"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},

@@ -209,6 +209,9 @@ func execute(o policy.Options, status *os.File) error {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
 	warnDowngrades(cmd, spec)
+	if note := cpusNote(spec); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	go func() {
 		for s := range sigc {
 			cmd.Signal(s)
@@ -231,7 +234,13 @@ func execute(o policy.Options, status *os.File) error {
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}
+	if note := limitNote(spec, cmd.Result); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	if cmd.Result.ExitCode != 0 {
+		if note := enclosingNote(o.Workspace, ws); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -151,7 +152,7 @@ func (r *netRoutes) route(e egress.Event) {
 	switch {
 	case rt != nil:
 		if e.Net == "deny" {
-			rt.message("gosbx: " + lineText(e.Message) + "\n")
+			rt.message("gosbx: " + lineText(sessionFix(e.Message)) + "\n")
 		}
 		if rt.event != nil {
 			b, _ := json.Marshal(e)
@@ -159,7 +160,7 @@ func (r *netRoutes) route(e egress.Event) {
 		}
 	case e.Net == "deny":
 		for _, x := range r.byPid {
-			x.message("gosbx: " + lineText(e.Message) + " (a connection of this session that gosbx could not attribute to a request)\n")
+			x.message("gosbx: " + lineText(sessionFix(e.Message)) + " (a connection of this session that gosbx could not attribute to a request)\n")
 		}
 	}
 }
@@ -177,4 +178,14 @@ func lineText(s string) string {
 		}
 	}
 	return s
+}
+
+// sessionFix adds to a denial that names an --allow-host flag where a session takes it:
+// exec --session refuses network flags (the proxy's rules are the session's), so the
+// flag goes to session start, of a new session.
+func sessionFix(msg string) string {
+	if strings.Contains(msg, "--allow-host") {
+		return msg + " (for a session, at its start: gosbx session stop NAME, then gosbx session start NAME with the flag)"
+	}
+	return msg
 }

@@ -40,6 +40,11 @@ type Config struct {
 	// Symlinks are created in the new root after the mounts (merged-usr /bin, /dev/fd,
 	// a workspace named through a symlink).
 	Symlinks []Symlink `json:"symlinks,omitempty"`
+	// Files are small files written in the new root after the symlinks, each a new
+	// regular file (never over an existing name, no symlink followed) in one of the
+	// config's tmpfs mounts: the private HOME's ~/.profile (policy). At most MaxFileSize
+	// bytes each.
+	Files []File `json:"files,omitempty"`
 	// ReadonlyOptional are the entries of Linux.ReadonlyPaths that may be absent
 	// (kernel interfaces such as /proc/sysrq-trigger); every other one must exist.
 	ReadonlyOptional []string `json:"readonlyOptional,omitempty"`
@@ -148,6 +153,16 @@ type Symlink struct {
 	Path   string `json:"path"`
 	Target string `json:"target"`
 }
+
+// File is one entry of Config.Files: Content written at Path, with permission bits Mode.
+type File struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Mode    uint32 `json:"mode"`
+}
+
+// MaxFileSize bounds a Config.Files entry's content, bytes.
+const MaxFileSize = 64 << 10
 
 // Limits says how Linux.Resources are applied.
 type Limits struct {

@@ -19,6 +19,8 @@ import (
 const (
 	// SymlinksAnnotation: Symlinks, [{"path": "/bin", "target": "usr/bin"}, …].
 	SymlinksAnnotation = "org.gosbx.symlinks"
+	// FilesAnnotation: Files, [{"path": P, "content": C, "mode": M}, …].
+	FilesAnnotation = "org.gosbx.files"
 	// ReadonlyOptionalAnnotation: ReadonlyOptional, an array of paths.
 	ReadonlyOptionalAnnotation = "org.gosbx.readonly-optional"
 	// LimitsAnnotation: Limits, {"required": [...], "best_effort": b, "cgroup_parent": g};
@@ -69,6 +71,9 @@ func ToSpec(c *Config) (*specs.Spec, error) {
 	var err error
 	if len(c.Symlinks) > 0 {
 		err = put(SymlinksAnnotation, c.Symlinks)
+	}
+	if err == nil && len(c.Files) > 0 {
+		err = put(FilesAnnotation, c.Files)
 	}
 	if err == nil && len(c.ReadonlyOptional) > 0 {
 		err = put(ReadonlyOptionalAnnotation, c.ReadonlyOptional)
@@ -218,6 +223,8 @@ func fromAnnotations(c *Config, a map[string]string) error {
 		switch k {
 		case SymlinksAnnotation:
 			err = json.Unmarshal(raw, &c.Symlinks)
+		case FilesAnnotation:
+			err = json.Unmarshal(raw, &c.Files)
 		case ReadonlyOptionalAnnotation:
 			err = json.Unmarshal(raw, &c.ReadonlyOptional)
 		case LimitsAnnotation:

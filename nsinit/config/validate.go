@@ -113,6 +113,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("symlink %q: not an absolute path", s.Path)
 		}
 	}
+	for _, f := range c.Files {
+		if err := c.checkFile(f); err != nil {
+			return err
+		}
+	}
 	for _, e := range c.Cleanup {
 		if err := e.Check(); err != nil {
 			return err
@@ -238,4 +243,30 @@ func setFieldsOutside(v reflect.Value, allowed map[string]bool) []string {
 		bad = append(bad, name)
 	}
 	return bad
+}
+
+// checkFile: a Files entry is a clean absolute path strictly below a tmpfs mount's
+// destination (never a host tree's bind), of at most MaxFileSize bytes, with permission
+// bits only.
+func (c *Config) checkFile(f File) error {
+	if !filepath.IsAbs(f.Path) || filepath.Clean(f.Path) != f.Path {
+		return fmt.Errorf("file %q: not a clean absolute path", f.Path)
+	}
+	if len(f.Content) > MaxFileSize {
+		return fmt.Errorf("file %q: %d bytes, more than %d", f.Path, len(f.Content), MaxFileSize)
+	}
+	if f.Mode&^0o777 != 0 {
+		return fmt.Errorf("file %q: mode %#o has more than permission bits", f.Path, f.Mode)
+	}
+	// the mount that holds it: the last one whose destination holds it
+	holder := ""
+	for _, m := range c.Mounts {
+		if m.Destination != f.Path && strings.HasPrefix(f.Path, strings.TrimSuffix(m.Destination, "/")+"/") {
+			holder = m.Type
+		}
+	}
+	if holder != "tmpfs" {
+		return fmt.Errorf("file %q: not inside a tmpfs mount of the config", f.Path)
+	}
+	return nil
 }

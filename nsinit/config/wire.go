@@ -114,6 +114,12 @@ func Encode(c *Config) []byte {
 	for _, p := range c.HostPorts {
 		e.Uint(uint64(p))
 	}
+	e.Uint(uint64(len(c.Files)))
+	for _, f := range c.Files {
+		e.Str(f.Path)
+		e.Str(f.Content)
+		e.Uint(uint64(f.Mode))
+	}
 	return e.B
 }
 
@@ -223,6 +229,12 @@ func Decode(b []byte) (*Config, error) {
 		c.HostPorts = make([]uint16, n)
 		for i := range c.HostPorts {
 			c.HostPorts[i] = uint16(d.Uint32())
+		}
+	}
+	if n := d.Count(3); n > 0 {
+		c.Files = make([]File, n)
+		for i := range c.Files {
+			c.Files[i] = File{Path: d.Str(), Content: d.Str(), Mode: d.Uint32()}
 		}
 	}
 	if err := d.End("config"); err != nil {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// enclosingNote is the note for a command that failed in a workspace gosbx took from the
+// current directory (no --workspace) when a directory above it holds a git repository
+// (.git) or, the workspace having no go.mod, a Go module (go.mod): run from a
+// subdirectory, only that subdirectory is the sandbox's, and git says "not a git
+// repository", go "go.mod file not found", with no word of why. given is --workspace
+// as passed ("" when defaulted), cwd the directory it defaulted to. "" otherwise.
+func enclosingNote(given, cwd string) string {
+	if given != "" || cwd == "" || exists(filepath.Join(cwd, ".git")) {
+		return ""
+	}
+	mod := !exists(filepath.Join(cwd, "go.mod"))
+	for d := filepath.Dir(cwd); ; d = filepath.Dir(d) {
+		what := ""
+		switch {
+		case exists(filepath.Join(d, ".git")):
+			what = "a git repository"
+		case mod && exists(filepath.Join(d, "go.mod")):
+			what = "a Go module"
+		}
+		if what != "" && d != "/" {
+			return "gosbx: note: the workspace is the current directory " + cwd + ", and " + d + " above it holds " + what +
+				" the sandbox does not show: to work in it, pass --workspace " + d + " (the command still starts in " + cwd + ")"
+		}
+		if d == "/" {
+			return ""
+		}
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
