@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,7 +29,7 @@ func (p *Proxy) serveCaptureTLS(c net.Conn) {
 	}
 	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
-	p.capture(c, "capture-tls", name, 443, hello)
+	p.capture(c, "capture-tls", name, 443, hello, nil)
 }
 
 // serveCaptureHTTP carries a plain HTTP request to port 80 of its Host header's name,
@@ -48,15 +49,19 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 }
 
 // captureHTTP carries the request whose head is line and fields (the rest in br) to
-// port of its Host header's name.
+// port of its Host header's name. The upstream server must route it by that name: a
+// request with more than one Host field, or whose target is in absolute form naming
+// another host (RFC 9112 3.2.2: the server then ignores Host), or in another form than
+// origin form, absolute form and "*", is refused (rule capture); an absolute-form
+// target goes upstream in origin form.
 func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []string, port uint16) {
-	name := ""
+	name, hosts := "", 0
 	var b strings.Builder
-	b.WriteString(line + "\r\n")
 	for _, f := range fields {
 		k, v, _ := strings.Cut(f, ":")
 		switch strings.ToLower(strings.TrimSpace(k)) {
 		case "host":
+			hosts++
 			name = strings.TrimSpace(v)
 			if h, _, ok := splitPort(name, port); ok {
 				name = h
@@ -67,7 +72,42 @@ func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.capture(c, "capture-http", name, port, append([]byte(b.String()), buffered(br)...))
+	target, why := originTarget(line, name, port)
+	if hosts > 1 {
+		why = "an HTTP request with " + strconv.Itoa(hosts) + " Host fields"
+	}
+	if why != "" {
+		d := Decision{Host: peerName(name), Port: port, Rule: "capture", Why: why + " to loopback port " + itoa(port)}
+		httpError(c, 403, "Forbidden", p.deny(c, "capture-http", d), d.Rule)
+		return
+	}
+	p.capture(c, "capture-http", name, port, []byte(target+"\r\n"+b.String()), buffered(br))
+}
+
+// originTarget is the request line with its target in origin form (RFC 9112 3.2.1),
+// or why it cannot be carried to host: an absolute-form target whose authority names
+// another host, or a target in authority form or of another scheme than http.
+func originTarget(line, host string, port uint16) (string, string) {
+	method, target, version, ok := splitRequestLine(line)
+	if !ok {
+		return "", "a malformed HTTP request line"
+	}
+	if strings.HasPrefix(target, "/") || target == "*" && method == "OPTIONS" {
+		return line, ""
+	}
+	scheme, rest, ok := strings.Cut(target, "://")
+	if !ok || !strings.EqualFold(scheme, "http") {
+		return "", "an HTTP request whose target is not in origin form (/path) nor an http:// URI"
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	h, _, ok := splitPort(authority, port)
+	if !ok || !strings.EqualFold(strings.TrimSuffix(h, "."), strings.TrimSuffix(host, ".")) {
+		return "", "an HTTP request whose target names a host (" + peerName(h) + ") other than its Host field"
+	}
+	return method + " /" + path + " " + version, ""
 }
 
 // serveCapturePort carries a connection to a captured port other than 80 and 443
@@ -92,7 +132,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 			p.emit(Event{Net: "allow", Proto: "capture", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
 			return
 		}
-		p.relay("capture", d, c, up, nil, sniCheck)
+		p.relay("capture", d, c, up, nil, nil, sniCheck)
 		return
 	}
 	c.SetReadDeadline(time.Now().Add(p.headWait()))
@@ -110,7 +150,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		}
 		p.headDone(c)
 		c.SetReadDeadline(time.Time{})
-		p.capture(c, "capture-tls", name, port, append(hello, buffered(br)...))
+		p.capture(c, "capture-tls", name, port, hello, buffered(br))
 		return
 	}
 	// an HTTP method is a token of letters: anything else is refused at once
@@ -142,7 +182,10 @@ func (p *Proxy) givenName(c net.Conn) (string, bool) {
 	return p.dnsName(a.Unmap())
 }
 
-func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byte) {
+// capture decides on a captured connection that named name and carries it: first is
+// its head (a ClientHello, an HTTP head) and held what the client sent after it
+// (relay).
+func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first, held []byte) {
 	d := p.captureDecision(c, name, port)
 	if !d.Allow {
 		msg := p.deny(c, proto, d)
@@ -160,7 +203,7 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first []byt
 	if proto == "capture-tls" {
 		mode = sniChecked // first is the ClientHello that named d.Host
 	}
-	p.relay(proto, d, c, up, first, mode)
+	p.relay(proto, d, c, up, first, held, mode)
 }
 
 // captureDecision decides on a captured connection: it must name its server, the name
@@ -171,8 +214,9 @@ func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
 		return Decision{Host: "(none)", Port: port, Rule: "capture", Why: "a connection to loopback port " + itoa(port) + " without a server name"}
 	}
 	if given, ok := p.givenName(c); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
-		return Decision{Host: name, Port: port, Rule: "capture",
-			Why: "server name " + name + " sent to the address the DNS stub gave " + given}
+		shown := peerName(name)
+		return Decision{Host: shown, Port: port, Rule: "capture",
+			Why: "server name " + shown + " sent to the address the DNS stub gave " + given}
 	}
 	return p.decide(name, port)
 }

@@ -77,3 +77,40 @@ func TestProxyCapturePort(t *testing.T) {
 		t.Errorf("denials: %d by rule capture (want 2), %d by sni (want 1): %q", capture, sni, env.denied)
 	}
 }
+
+// From an attack review: a captured plain HTTP request is carried only when the server
+// can route it by the name decided on: more than one Host field, or an absolute-form
+// target naming another host (which the server would route by, RFC 9112 3.2.2), is
+// refused (403, rule capture) before anything goes upstream; an absolute-form target
+// naming the Host goes upstream in origin form.
+func TestCaptureHTTPOneHost(t *testing.T) {
+	env := newTestEnv(t, []string{"up.test:*"}, nil)
+	lo, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("listen on 127.0.0.2: %v", err)
+	}
+	env.p.Serve(Listeners{Capture: map[uint16]net.Listener{env.upPort: lo}})
+	exchange := func(req string) string {
+		c := dial(t, lo.Addr().String())
+		defer c.Close()
+		c.Write([]byte(req))
+		got, _ := io.ReadAll(c)
+		return string(got)
+	}
+	for _, req := range []string{
+		"GET /secret HTTP/1.1\r\nHost: evil.test\r\nHost: up.test\r\n\r\n",
+		"GET /secret HTTP/1.1\r\nHost: up.test\r\nHost: up.test\r\n\r\n",
+		"GET http://evil.test/secret HTTP/1.1\r\nHost: up.test\r\n\r\n",
+		"GET http://x@evil.test:80/secret HTTP/1.1\r\nHost: up.test\r\n\r\n",
+		"GET https://evil.test/secret HTTP/1.1\r\nHost: up.test\r\n\r\n",
+		"GET evil.test:80 HTTP/1.1\r\nHost: up.test\r\n\r\n",
+	} {
+		if got := exchange(req); !strings.HasPrefix(got, "HTTP/1.1 403") || !strings.Contains(got, "X-Gosbx-Rule: capture") {
+			t.Errorf("%q: %q, want 403 by rule capture", req, got)
+		}
+	}
+	got := exchange("GET http://UP.test/x?y HTTP/1.1\r\nHost: up.test\r\n\r\n")
+	if !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, "GET /x?y HTTP/1.1\r\nHost: up.test\r\n") {
+		t.Errorf("absolute form naming the Host: %q, want carried in origin form", got)
+	}
+}

@@ -54,7 +54,7 @@ func (d Decision) Message() string {
 	case "network.allow":
 		return fmt.Sprintf("blocked by gosbx policy: host %s not in network.allow; to allow it, pass --allow-host %s or add it to network.allow", hp, hp)
 	case "invalid-host":
-		return fmt.Sprintf("blocked by gosbx policy: %q is not a host name", d.Host)
+		return fmt.Sprintf("blocked by gosbx policy: %s is not a host name", d.Host) // quoted (peerText)
 	case "capture":
 		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule capture; a client that ignores the proxy variables is carried when it connects to the address gosbx's DNS gave an allowed name, or says the name (TLS server name, HTTP Host); else use the proxy (HTTPS_PROXY=%s, ALL_PROXY=%s, set inside)", d.Why, "http://127.0.0.1:3128", "socks5h://127.0.0.1:1080")
 	case "sni":
@@ -87,6 +87,31 @@ func (d Decision) Message() string {
 	return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule %s; %s", d.Why, d.Rule, fix)
 }
 
+// peerText is what a peer sent that is not a valid host name, as messages and status
+// lines may show it: Go-quoted, ASCII only (strconv.QuoteToASCII: no newline, no
+// terminal escape, no bidirectional control), at most maxPeerText bytes of it. Raw peer
+// bytes never reach a caller's terminal or a status line.
+func peerText(s string) string {
+	if len(s) > maxPeerText {
+		return strconv.QuoteToASCII(s[:maxPeerText]) + "..."
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+const maxPeerText = 255
+
+// peerName is a name a peer sent (a TLS server name, an HTTP Host) as messages show
+// it: the normalised name when it is a valid host name, else peerText.
+func peerName(s string) string {
+	if n, ok := normalName(s); ok {
+		return n
+	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		return a.String()
+	}
+	return peerText(s)
+}
+
 func hostPort(host string, port uint16) string {
 	if port == 0 { // a DNS question
 		return host
@@ -104,7 +129,7 @@ func (p *Policy) Host(host string, port uint16) Decision {
 	d := Decision{Host: host, Port: port}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
-			d.Rule = "invalid-host"
+			d.Rule, d.Host = "invalid-host", peerText(host)
 			return d
 		}
 		a = a.Unmap()
@@ -131,7 +156,7 @@ func (p *Policy) Host(host string, port uint16) Decision {
 	}
 	name, ok := normalName(host)
 	if !ok {
-		d.Rule = "invalid-host"
+		d.Rule, d.Host = "invalid-host", peerText(host)
 		return d
 	}
 	d.Host = name

@@ -136,3 +136,67 @@ func TestProxyHelloRetrySNI(t *testing.T) {
 		}
 	}
 }
+
+// From an attack review: a second ClientHello sent in the same write as the first (and,
+// through the proxy, as the CONNECT head) is held until the server's first message was
+// read, and checked as one sent after the HelloRetryRequest: another name closes the
+// tunnel (rule sni) before the server reads it.
+func TestProxyHelloRetryPipelined(t *testing.T) {
+	port := hrrServer(t)
+	env := newTestEnv(t, []string{"up.test:*", fmt.Sprintf("127.0.0.1:%d", port)}, nil)
+	capL, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.p.Serve(Listeners{Capture: map[uint16]net.Listener{port: capL}})
+	up, evil := clientHello(t, "up.test"), clientHello(t, "evil.test")
+	denials := 0
+	for _, capture := range []bool{false, true} {
+		for _, tc := range []struct {
+			what   string
+			second []byte
+			want   string
+		}{
+			{"the tunnel's name", up, "second:up.test"},
+			{"another name", evil, ""},
+		} {
+			var c net.Conn
+			var buf []byte
+			if capture {
+				c = dial(t, capL.Addr().String())
+			} else {
+				c = dial(t, env.http)
+				buf = fmt.Appendf(nil, "CONNECT up.test:%d HTTP/1.1\r\n\r\n", port)
+			}
+			buf = append(append(buf, up...), tc.second...)
+			c.Write(buf) // one write: the head, CH1 and CH2
+			br := bufio.NewReader(c)
+			if !capture {
+				if st, _ := br.ReadString('\n'); !strings.Contains(st, " 200 ") {
+					t.Fatalf("CONNECT: %q", st)
+				}
+				for {
+					if l, err := br.ReadString('\n'); err != nil || l == "\r\n" {
+						break
+					}
+				}
+			}
+			hrr := make([]byte, len(helloRetryRecord()))
+			if _, err := io.ReadFull(br, hrr); err != nil || !bytes.Equal(hrr, helloRetryRecord()) {
+				t.Fatalf("%s (capture %v): the HelloRetryRequest: %x %v", tc.what, capture, hrr, err)
+			}
+			got, _ := io.ReadAll(br)
+			c.Close()
+			if string(got) != tc.want {
+				t.Errorf("%s (capture %v), pipelined: the server said %q, want %q", tc.what, capture, got, tc.want)
+			}
+			if tc.want == "" {
+				denials++
+			}
+		}
+	}
+	env.p.Close()
+	if msgs := env.sniDenials(); len(msgs) != denials {
+		t.Errorf("%d sni denials, want %d: %q", len(msgs), denials, msgs)
+	}
+}

@@ -108,7 +108,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			up.Close()
 			return
 		}
-		p.relay("http-connect", d, c, up, buffered(br), sniCheck)
+		p.relay("http-connect", d, c, up, buffered(br), nil, sniCheck)
 		return
 	}
 	rest, ok := strings.CutPrefix(target, "http://")
@@ -149,7 +149,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.relay("http", d, c, up, append([]byte(b.String()), buffered(br)...), sniNone)
+	p.relay("http", d, c, up, []byte(b.String()), buffered(br), sniNone)
 }
 
 func splitRequestLine(line string) (method, target, version string, ok bool) {

@@ -306,7 +306,11 @@ const (
 // unchecked. Once a ClientHello was checked (sniCheck, sniChecked), a TLS 1.3
 // HelloRetryRequest from the server makes the client's second ClientHello subject to
 // the same check (checkRetry): it is a new ClientHello, which could name another server.
-func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, mode sniMode) {
+// held is what the client sent after first, read already: after a checked ClientHello
+// it (and every later client byte) waits until the server's first handshake message
+// was classified, so that a second ClientHello sent with the first is checked too;
+// otherwise it follows first.
+func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []byte, mode sniMode) {
 	var out, back int64
 	denied := false
 	origin := p.origin(in, false) // now: the client may be gone when it closes
@@ -349,7 +353,10 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, m
 				return
 			}
 			rest, _ := io.ReadAll(fr)
-			first, tls = append(head, rest...), isTLS
+			first, held, tls = head, append(rest, held...), isTLS
+		}
+		if !tls {
+			first, held = append(first, held...), nil
 		}
 		if len(first) > 0 {
 			w, _ := up.Write(first)
@@ -371,14 +378,19 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, m
 				done <- n
 				return
 			}
+			hr := bytes.NewReader(held)
 			if hrr {
-				m, why := p.checkRetry(in, up, d.Host)
+				m, why := p.checkRetry(in, io.MultiReader(hr, in), up, d.Host)
 				n += m
 				if why != "" {
 					refuse(why)
 					done <- n
 					return
 				}
+			}
+			if hr.Len() > 0 {
+				m, _ := hr.WriteTo(up)
+				n += m
 			}
 		}
 		m, _ := io.Copy(up, in)
@@ -420,27 +432,28 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first []byte, m
 	out += <-done
 }
 
-// checkRetry reads the client's answer to a HelloRetryRequest from in (ChangeCipherSpec
+// checkRetry reads the client's answer to a HelloRetryRequest from r (in's bytes, after
+// what was held; in's read deadline applies) (ChangeCipherSpec
 // records of the middlebox compatibility mode, RFC 8446 D.4, passed on, at most
 // maxHelloRecords; then its second ClientHello, within the head timeout) and passes it
 // to up when the ClientHello names host; why says what is denied otherwise.
-func (p *Proxy) checkRetry(in, up net.Conn, host string) (n int64, why string) {
+func (p *Proxy) checkRetry(in net.Conn, r io.Reader, up net.Conn, host string) (n int64, why string) {
 	in.SetReadDeadline(time.Now().Add(p.headWait()))
 	defer in.SetReadDeadline(time.Time{})
 	for i := 0; i < maxHelloRecords; i++ {
 		var hdr [5]byte
-		if _, err := io.ReadFull(in, hdr[:]); err != nil {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return n, "a TLS handshake whose second ClientHello (after a HelloRetryRequest) gosbx cannot read (" + err.Error() + ")"
 		}
 		if hdr[0] != 20 { // not change_cipher_spec: the ClientHello's first record
-			head, name, err := readClientHello(io.MultiReader(bytes.NewReader(hdr[:]), in))
+			head, name, err := readClientHello(io.MultiReader(bytes.NewReader(hdr[:]), r))
 			switch {
 			case err != nil:
 				return n, "a TLS handshake whose second ClientHello (after a HelloRetryRequest) gosbx cannot read (" + err.Error() + ")"
 			case name == "":
 				return n, "a second TLS ClientHello (after a HelloRetryRequest) without a server name"
 			case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
-				return n, "a TLS server name " + name + " in the second ClientHello (after a HelloRetryRequest)"
+				return n, "a TLS server name " + peerName(name) + " in the second ClientHello (after a HelloRetryRequest)"
 			}
 			w, _ := up.Write(head)
 			return n + int64(w), ""
@@ -451,7 +464,7 @@ func (p *Proxy) checkRetry(in, up net.Conn, host string) (n int64, why string) {
 		}
 		rec := make([]byte, 5+l)
 		copy(rec, hdr[:])
-		if _, err := io.ReadFull(in, rec[5:]); err != nil {
+		if _, err := io.ReadFull(r, rec[5:]); err != nil {
 			return n, "a TLS handshake whose second ClientHello (after a HelloRetryRequest) gosbx cannot read (" + err.Error() + ")"
 		}
 		w, _ := up.Write(rec)
@@ -522,7 +535,7 @@ func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, 
 	case name == "":
 		return head, "a TLS ClientHello without a server name", true
 	case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
-		return head, "a TLS server name " + name, true
+		return head, "a TLS server name " + peerName(name), true
 	}
 	return head, "", true
 }

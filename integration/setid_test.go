@@ -6,9 +6,12 @@ package integration
 // command. Every mode is read from the host.
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -340,4 +343,161 @@ print("open", r, errno.errorcode.get(ctypes.get_errno()) if r < 0 else "OK")
 		t.Errorf("host: g was created")
 	}
 	noSetIDIn(t, s.ws)
+}
+
+// setIDBlockProbe makes set-ID opens of what is not a regular file: a FIFO without a
+// reader (which would block), a terminal (which would become the controlling terminal
+// of the opener) and /proc/self (the opener's); then one of a regular file.
+const setIDBlockProbe = `
+import errno, os, signal
+signal.alarm(5)
+def try_open(name, path, flags):
+    try:
+        os.open(path, flags | os.O_CREAT, 0o4644)
+        print(name, "OK")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+if not os.path.exists("p"):
+    os.mkfifo("p")
+try_open("fifo-w", "p", os.O_WRONLY)
+try_open("fifo-r", "p", os.O_RDONLY)
+m, s = os.openpty(); n = os.ttyname(s); os.close(s)
+try_open("tty", n, os.O_RDWR)
+try_open("self", "/proc/self/attr/current", os.O_RDONLY)
+try_open("file", "f", os.O_WRONLY)
+`
+
+// From an attack review: a set-ID open never blocks the init's handler (a FIFO pinned
+// one init thread per command for the session's life, until the pids limit denied
+// every later command) and never gives the init a controlling terminal. In a session
+// with --pids 20, 24 commands each open a FIFO without a reader with a set-ID mode:
+// each gets EPERM at once, and then a regular file is created; from the host, the
+// init's thread count is what it was, and it has no controlling terminal (stat's
+// tty_nr 0); a command still starts afterwards.
+func TestSetIDOpenNeverBlocks(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, rootCaller)
+	e.start("fifo", "--pids", "20")
+	initPid := e.info("fifo").InitPid
+	threads := func() int {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(initPid) + "/task")
+		if err != nil {
+			t.Fatalf("the session's init: %v", err)
+		}
+		return len(ents)
+	}
+	before := threads()
+	for i := 0; i < 24; i++ {
+		r := e.gosbx("exec", "--session", "fifo", "--", python, "-c", setIDBlockProbe)
+		want := "fifo-w EPERM\nfifo-r EPERM\ntty EPERM\nself "
+		if r.code != 0 || !strings.HasPrefix(r.stdout, want) || !strings.HasSuffix(r.stdout, "file OK\n") {
+			t.Fatalf("command %d: %q, want %q... and file OK\n%v", i, r.stdout, want, r)
+		}
+		if i == 0 && strings.Contains(r.stdout, "self OK") {
+			t.Errorf("a set-ID open of /proc/self/attr/current succeeded\n%v", r)
+		}
+	}
+	mustSucceed(t, e.in("fifo", nil, "true"), "a command after the set-ID opens")
+	if after := threads(); after > before+2 {
+		t.Errorf("host: the init has %d threads after the commands, %d before", after, before)
+	}
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(initPid) + "/stat")
+	must(t, err)
+	fs := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+	if fs[4] != "0" { // field 7, tty_nr
+		t.Errorf("host: the init's tty_nr is %s, want 0 (no controlling terminal)", fs[4])
+	}
+	if m := modeOf(t, filepath.Join(e.ws, "f")); m != 0o644 {
+		t.Errorf("host: f is %v, want -rw-r--r--", m)
+	}
+}
+
+// From an attack review: a set-ID open of a terminal does not make it the init's
+// controlling terminal (the init is a session leader without one; open(2) without
+// O_NOCTTY would take it, and then the terminal's ^\ and hangup signal the init). From
+// the host, while the command waits: the gosbx process's child (the init) has tty_nr 0.
+func TestSetIDOpenNoControllingTerminal(t *testing.T) {
+	s := newRootSandbox(t)
+	probe := `
+import errno, os, sys
+m, s = os.openpty(); n = os.ttyname(s); os.close(s)
+try:
+    os.open(n, os.O_RDWR | os.O_CREAT, 0o4000); print("tty OK", flush=True)
+except OSError as e:
+    print("tty", errno.errorcode[e.errno], flush=True)
+sys.stdin.read()
+`
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, "--", python, "-c", probe)
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer cmd.Wait()
+	defer stdin.Close()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "tty EPERM\n" {
+		t.Errorf("a set-ID open of a terminal: %q, want EPERM", line)
+	}
+	kids, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+	checked := 0
+	for _, k := range kids {
+		b, _ := os.ReadFile(k)
+		for _, pid := range strings.Fields(string(b)) {
+			st, err := os.ReadFile("/proc/" + pid + "/stat")
+			if err != nil {
+				continue
+			}
+			fs := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+			checked++
+			if fs[4] != "0" {
+				t.Errorf("host: the init (pid %s) has tty_nr %s, want 0 (no controlling terminal)", pid, fs[4])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Errorf("host: no child of gosbx (pid %d) found", cmd.Process.Pid)
+	}
+}
+
+// From an attack review: the init's set-ID handler threads are bounded (one per
+// running command, at most 16): with 18 commands running in a session, the init has at
+// most 16 threads more than before (from the host, /proc/INIT/task), and a further
+// command's set-ID call fails (ENOSYS) instead of costing another thread; once they
+// end, set-ID calls are answered again.
+func TestSetIDHandlersBounded(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, rootCaller)
+	e.start("bound", "--pids", "128")
+	initPid := e.info("bound").InitPid
+	threads := func() int {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(initPid) + "/task")
+		must(t, err)
+		return len(ents)
+	}
+	before := threads()
+	gate := filepath.Join(e.ws, "gate")
+	for i := 0; i < 18; i++ {
+		r := e.gosbx("exec", "--session", "bound", "--detach", "--", shellPath, "-c", "while [ ! -e gate ]; do sleep 0.05; done")
+		mustSucceed(t, r, "detached command")
+	}
+	r := e.in("bound", nil, "touch f; chmod u+s f 2>&1; echo rc=$?")
+	if !strings.Contains(r.stdout, "rc=1") {
+		t.Errorf("a set-ID call with 18 commands running: %q, want a failure (no handler left)\n%v", r.stdout, r)
+	}
+	if after := threads(); after > before+16+2 {
+		t.Errorf("host: the init has %d threads with 18 commands running, %d before", after, before)
+	}
+	must(t, os.WriteFile(gate, nil, 0o644))
+	var out string
+	for i := 0; i < 100; i++ { // the detached commands end once they see the gate
+		out = e.in("bound", nil, "chmod u+s f && echo ok").stdout
+		if out == "ok\n" {
+			break
+		}
+	}
+	if out != "ok\n" {
+		t.Errorf("set-ID calls after the commands ended: %q", out)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/nsinit/config"
@@ -43,11 +45,14 @@ func (c *Cmd) netOrigin() func(net.Conn, bool) int {
 	if sn == nil {
 		return nil
 	}
+	budget := &originBudget{tokens: originBurst, last: time.Now()}
 	return func(conn net.Conn, deny bool) int {
 		if conn == nil || sn.Want != nil && !sn.Want(deny) || c.init == nil {
 			return 0
 		}
-		pid := connOrigin(c.init.pid, conn)
+		n := budget.reserve(maxOriginReads)
+		pid, used := connOrigin(c.init.pid, conn, n)
+		budget.refund(n - used)
 		if pid != 0 && !deny && sn.Opened != nil {
 			sn.Opened(pid)
 		}
@@ -64,34 +69,66 @@ func (c *Cmd) netOrigin() func(net.Conn, bool) int {
 // are). Returns that command's host pid, 0 when any step finds nothing. A process that
 // passed the socket on or shares it with another request's tree is attributed to the
 // first holder found; a process reparented to the commands' pid 1 belongs to none.
-func connOrigin(initPid int, conn net.Conn) int {
+// It reads at most budget socket lines, thread entries and descriptors (then finds
+// nothing) and returns how many it read.
+func connOrigin(initPid int, conn net.Conn, budget int) (pid, used int) {
+	if budget <= 0 {
+		return 0, 0
+	}
 	local, ok1 := conn.LocalAddr().(*net.TCPAddr)
 	remote, ok2 := conn.RemoteAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
-		return 0
+		return 0, 0
 	}
-	inode := tcpInode(initPid, remote.AddrPort(), local.AddrPort())
+	inode, lines := tcpInode(initPid, remote.AddrPort(), local.AddrPort(), budget)
+	used = lines
 	if inode == "" {
-		return 0
+		return 0, used
 	}
 	want := "socket:[" + inode + "]"
-	budget := maxOriginReads
-	for _, pid := range descendants(initPid) {
-		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
+	pids, n := descendantsWithin(initPid, budget-used)
+	if used += n; used > budget {
+		return 0, budget
+	}
+	for _, pid := range pids {
+		found, n, over := holds(pid, want, budget-used)
+		used += n
+		if found {
+			return commandOf(initPid, pid), used
 		}
-		if budget -= len(ents); budget < 0 {
-			return 0
-		}
-		for _, e := range ents {
-			if l, err := os.Readlink(dir + e.Name()); err == nil && l == want {
-				return commandOf(initPid, pid)
-			}
+		if over {
+			return 0, used
 		}
 	}
-	return 0
+	return 0, used
+}
+
+// holds says whether process pid has a descriptor linking to want (/proc/PID/fd),
+// reading at most max entries, listed a batch at a time (the listing of a large table
+// costs as much as the reads: it is counted too); over: the budget ran out first.
+func holds(pid int, want string, max int) (found bool, n int, over bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, 0, false
+	}
+	defer f.Close()
+	for {
+		batch := min(256, max-n)
+		if batch <= 0 {
+			return false, n, true
+		}
+		names, err := f.Readdirnames(batch)
+		n += len(names)
+		for _, name := range names {
+			if l, err := os.Readlink(dir + name); err == nil && l == want {
+				return true, n, false
+			}
+		}
+		if err != nil {
+			return false, n, false // io.EOF: the whole table read
+		}
+	}
 }
 
 // maxOriginReads bounds the descriptors and socket lines one lookup reads: the sandbox
@@ -99,24 +136,64 @@ func connOrigin(initPid int, conn net.Conn) int {
 // unattributed).
 const maxOriginReads = 1 << 16
 
+// A session's lookups share a budget of reads (a token bucket): originRate a second,
+// at most originBurst saved. A lookup takes what it may read and gives back what it
+// did not; an empty budget makes lines unattributed. So the owner's time spent on
+// origins is bounded per second whatever number of descriptors the sandbox holds
+// (measured: ~1.9 us a descriptor, so originRate costs at most ~40 ms of a core a
+// second; docs/decisions.md, "Origin lookups on a budget").
+const (
+	originRate  = 20000
+	originBurst = maxOriginReads
+)
+
+type originBudget struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+// reserve takes up to max reads from the budget (0 when it is empty).
+func (b *originBudget) reserve(max int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens = min(originBurst, b.tokens+now.Sub(b.last).Seconds()*originRate)
+	b.last = now
+	n := min(max, int(b.tokens))
+	if n < 0 {
+		n = 0
+	}
+	b.tokens -= float64(n)
+	return n
+}
+
+// refund gives back reads reserved and not made.
+func (b *originBudget) refund(n int) {
+	b.mu.Lock()
+	b.tokens = min(originBurst, b.tokens+float64(n))
+	b.mu.Unlock()
+}
+
 // tcpInode is the inode of the IPv4 TCP socket with local address l and remote address
-// r in the network namespace of pid, "" when none.
-func tcpInode(pid int, l, r netip.AddrPort) string {
+// r in the network namespace of pid, "" when none within max lines; lines is how many
+// it read.
+func tcpInode(pid int, l, r netip.AddrPort, max int) (inode string, lines int) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/net/tcp")
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	defer f.Close()
 	la, ra := procTCPAddr(l), procTCPAddr(r)
 	sc := bufio.NewScanner(f)
-	for lines := 0; lines < maxOriginReads && sc.Scan(); lines++ {
+	for ; lines < max && sc.Scan(); lines++ {
 		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
 		fs := strings.Fields(sc.Text())
 		if len(fs) >= 10 && fs[1] == la && fs[2] == ra {
-			return fs[9]
+			return fs[9], lines + 1
 		}
 	}
-	return ""
+	return "", lines
 }
 
 // procTCPAddr is a as /proc/net/tcp prints it: the address's 32 bits in host order

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -153,27 +154,48 @@ func (s *Session) Memory() int64 {
 
 // descendants lists the host pids of every descendant of pid.
 func descendants(pid int) []int {
-	var out []int
+	out, _ := descendantsWithin(pid, math.MaxInt)
+	return out
+}
+
+// descendantsWithin is descendants reading at most max entries of /proc (a thread's
+// entry and its children file each count one; a sandbox chooses how many threads it
+// has); used is how many it read, more than max when it stopped short.
+func descendantsWithin(pid, max int) (out []int, used int) {
 	queue := []int{pid}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		dir := "/proc/" + strconv.Itoa(p) + "/task"
-		tasks, _ := os.ReadDir(dir)
-		for _, t := range tasks {
-			b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if n, err := strconv.Atoi(f); err == nil {
-					out = append(out, n)
-					queue = append(queue, n)
+		dir := "/proc/" + strconv.Itoa(p) + "/task/"
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		for {
+			tasks, err := d.Readdirnames(256) // a batch at a time: the listing counts too
+			for _, t := range tasks {
+				if used += 2; used > max {
+					d.Close()
+					return out, used
+				}
+				b, err := os.ReadFile(dir + t + "/children")
+				if err != nil {
+					continue
+				}
+				for _, f := range strings.Fields(string(b)) {
+					if n, err := strconv.Atoi(f); err == nil {
+						out = append(out, n)
+						queue = append(queue, n)
+					}
 				}
 			}
+			if err != nil {
+				break
+			}
 		}
+		d.Close()
 	}
-	return out
+	return out, used
 }
 
 // Close ends the session: SIGTERM to every process of the sandbox, SIGKILL to what is

@@ -452,7 +452,9 @@ const openFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | 
 
 // open is open(2), openat(2) and creat(2) with O_CREAT or O_TMPFILE, the mode without
 // the set-ID bits and the caller's umask: the new descriptor is sent into the caller
-// (SECCOMP_ADDFD_FLAG_SEND), close-on-exec there only if it asked.
+// (SECCOMP_ADDFD_FLAG_SEND), close-on-exec there only if it asked. It never blocks (a
+// FIFO, a device) and opens only regular files (regularOpen): the handler's work ends
+// with the call, and a file that means something else per opener is refused (EPERM).
 func (c *setidCall) open(dirfd int32, addr, flags, mode uint64, umask uint32) (int64, unix.Errno, bool) {
 	path, errno, ok := c.readPath(addr)
 	if !ok {
@@ -468,12 +470,22 @@ func (c *setidCall) open(dirfd int32, addr, flags, mode uint64, umask uint32) (i
 		}
 	}
 	syscall.RawSyscall(unix.SYS_UMASK, uintptr(umask), 0, 0) // this thread's own (confineThread)
-	how := unix.OpenHow{Flags: (flags | unix.O_LARGEFILE | unix.O_CLOEXEC) & openFlags, Mode: uint64(noSetID(mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS}
+	// O_NONBLOCK: a FIFO's open returns at once (ENXIO without a reader) instead of
+	// holding the handler, and with it every later call of the command, past the
+	// caller's end. O_NOCTTY: a terminal never becomes the init's controlling one.
+	how := unix.OpenHow{Flags: (flags | unix.O_LARGEFILE | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY) & openFlags,
+		Mode: uint64(noSetID(mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(dir, path, &how)
+	if err == unix.ENXIO && flags&unix.O_NONBLOCK == 0 {
+		return 0, unix.EPERM, false // a FIFO without a reader: refused as any FIFO is
+	}
 	if err != nil {
 		return 0, err.(unix.Errno), false
 	}
 	c.keep(fd)
+	if errno := regularOpen(fd, flags); errno != 0 {
+		return 0, errno, false
+	}
 	add := seccompAddfd{id: c.n.id, flags: unix.SECCOMP_ADDFD_FLAG_SEND, srcfd: uint32(fd), newfdFlags: uint32(flags & unix.O_CLOEXEC)}
 	if err := ioctlPtr(c.listener, unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&add)); err != nil {
 		if err == unix.ENOENT {
@@ -482,6 +494,36 @@ func (c *setidCall) open(dirfd int32, addr, flags, mode uint64, umask uint32) (i
 		return 0, err.(unix.Errno), false // EMFILE: the caller's RLIMIT_NOFILE
 	}
 	return 0, 0, true
+}
+
+// regularOpen refuses (EPERM) a descriptor the handler opened that is not a regular
+// file on a file system other than procfs: a FIFO, a device (/dev/tty names the
+// opener's terminal, the init's, not the command's), a socket, or a per-process file
+// (/proc/self names the init) would be the handler's, not the command's; then clears
+// the O_NONBLOCK open added when the caller did not ask for it (fcntl(2) F_SETFL: the
+// open file description is the one the caller gets).
+func regularOpen(fd int, flags uint64) unix.Errno {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err.(unix.Errno)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return err.(unix.Errno)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || fs.Type == unix.PROC_SUPER_MAGIC {
+		return unix.EPERM
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil {
+			return err.(unix.Errno)
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK); err != nil {
+			return err.(unix.Errno)
+		}
+	}
+	return 0
 }
 
 // mknod is mknod(2) and mknodat(2) without the set-ID bits, with the caller's umask. It

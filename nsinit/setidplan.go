@@ -3,6 +3,7 @@ package nsinit
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -72,5 +73,21 @@ func (p *procPlan) serveListener(err error) {
 		closeFds(fds)
 		return
 	}
-	go serveSetID(fds[0])
+	if setidHandlers.Add(1) > maxSetIDHandlers {
+		setidHandlers.Add(-1)
+		unix.Close(fds[0]) // the command's set-ID calls fail (ENOSYS)
+		return
+	}
+	go func() {
+		defer setidHandlers.Add(-1)
+		serveSetID(fds[0])
+	}()
 }
+
+// setidHandlers counts the handler threads running (one per command whose filter a
+// process still holds); at most maxSetIDHandlers: each is an OS thread of the init,
+// counted in the sandbox's pids limit, and the init must keep room for its runtime's
+// threads. A command beyond the bound gets ENOSYS for its set-ID calls (fail closed).
+var setidHandlers atomic.Int32
+
+const maxSetIDHandlers = 16

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // cacheHost is the calling user with a home of its own (a temp dir) and a workspace.
@@ -181,5 +182,62 @@ func TestCacheDirOnDisk(t *testing.T) {
 	}
 	if list, _ := os.ReadDir(other); len(list) != 0 {
 		t.Errorf("Prepare followed the link: %s holds %d entries", other, len(list))
+	}
+}
+
+// From an attack review: a tree deeper than a descriptor per level allows (one a
+// sandbox made in its cache, 2000 levels, some 0555) is removed by RemoveCache under a
+// soft RLIMIT_NOFILE of 256, and ListCaches says its size is unknown (-1) rather than a
+// smaller one.
+func TestCacheDeepTree(t *testing.T) {
+	h, ws := cacheHost(t)
+	c, err := CacheRoot(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ID, _ = WorkspaceID(ws)
+	c.Workspace = ws
+	if err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(c.Source(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		if err := unix.Mkdirat(fd, "d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		unix.Mknodat(fd, "fifo", unix.S_IFIFO|0o644, 0)
+		sub, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%300 == 299 {
+			unix.Fchmod(fd, 0o555)
+		}
+		unix.Close(fd)
+		fd = sub
+	}
+	unix.Close(fd)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = 256
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+	list, err := ListCaches(c)
+	if err != nil || len(list) != 1 || list[0].Size != -1 {
+		t.Errorf("ListCaches of a 2000-level tree: %+v %v, want size -1 (unknown)", list, err)
+	}
+	if err := RemoveCache(c, c.ID); err != nil {
+		t.Fatalf("RemoveCache of a 2000-level tree: %v", err)
+	}
+	if _, err := os.Lstat(c.Dir()); err == nil {
+		t.Errorf("%s left after RemoveCache", c.Dir())
 	}
 }

@@ -159,7 +159,7 @@ type CacheEntry struct {
 	ID        string    `json:"id"`
 	Workspace string    `json:"workspace"` // from the metadata file ("" if unreadable): shown, never trusted
 	Path      string    `json:"path"`      // the entry on the host
-	Size      int64     `json:"size"`      // bytes allocated (st_blocks × 512), links not followed
+	Size      int64     `json:"size"`      // bytes allocated (st_blocks × 512), links not followed; -1: unknown (unreadable, or deeper than maxCacheDepth)
 	LastUse   time.Time `json:"last_use"`  // the metadata file's time (zero if none)
 }
 
@@ -200,7 +200,9 @@ func ListCaches(c *Cache) ([]CacheEntry, error) {
 			continue // not a directory
 		}
 		e := CacheEntry{ID: n, Path: filepath.Join(c.Root(), n)}
-		e.Size, _ = treeSize(fd)
+		if e.Size, err = treeSize(fd, 0); err != nil {
+			e.Size = -1
+		}
 		if m, err := unix.Openat2(fd, CacheMetaName, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: noLinks.Resolve}); err == nil {
 			f := os.NewFile(uintptr(m), CacheMetaName)
 			buf := make([]byte, 8192)
@@ -236,13 +238,73 @@ func RemoveCache(c *Cache, id string) error {
 		return fmt.Errorf("cache rm %s: %w", id, os.ErrNotExist)
 	}
 	defer unix.Close(root)
-	return removeAt(root, id, filepath.Join(c.Root(), id))
+	path := filepath.Join(c.Root(), id)
+	if err := writableDir(root, id, path); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("cache rm %s: %w", path, os.ErrNotExist)
+		}
+		return err
+	}
+	top, err := openDir(root, id)
+	if err != nil {
+		return fmt.Errorf("cache rm %s: %w", path, err)
+	}
+	defer unix.Close(top)
+	// each pass removes what lies within maxCacheDepth levels and moves what lies deeper
+	// up into the entry, for the next pass: at most maxCacheDepth descriptors open at
+	// once, whatever the depth a sandbox made
+	for pass := 0; ; pass++ {
+		names, err := readNames(top, path)
+		if err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			break
+		}
+		if pass > maxCachePasses {
+			return fmt.Errorf("cache rm %s: still not empty after %d passes", path, maxCachePasses)
+		}
+		seq := 0
+		for _, n := range names {
+			if err := removeAt(top, n, filepath.Join(path, n), top, 1, pass, &seq); err != nil {
+				return err
+			}
+		}
+	}
+	if err := unix.Unlinkat(root, id, unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("cache rm %s: %w", path, err)
+	}
+	return nil
+}
+
+// maxCacheDepth bounds the directory levels a cache walk holds descriptors for (one
+// each; the caller's RLIMIT_NOFILE may be 1024); maxCachePasses the passes of
+// RemoveCache (a tree of depth D takes D/maxCacheDepth+1).
+const (
+	maxCacheDepth  = 128
+	maxCachePasses = 1 << 16
+)
+
+// writableDir gives the directory name below dirfd its owner's rwx (a module cache's
+// dirs are 0555), through an O_PATH descriptor's /proc link, never the name again.
+func writableDir(dirfd int, name, path string) error {
+	p, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: noLinks.Resolve})
+	if err != nil {
+		return fmt.Errorf("cache rm %s: %w", path, err)
+	}
+	err = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", p), 0o700)
+	unix.Close(p)
+	if err != nil {
+		return fmt.Errorf("cache rm %s: chmod: %w", path, err)
+	}
+	return nil
 }
 
 // removeAt removes name below dirfd: a directory's contents first, through a
 // descriptor opened without following links; anything else (a symlink included) is
-// unlinked.
-func removeAt(dirfd int, name, path string) error {
+// unlinked. A directory depth levels below the entry top, at maxCacheDepth, is moved
+// into top instead (renameat(2), named for pass and *seq), for RemoveCache's next pass.
+func removeAt(dirfd int, name, path string, top, depth, pass int, seq *int) error {
 	err := unix.Unlinkat(dirfd, name, 0)
 	if err == nil {
 		return nil
@@ -253,16 +315,25 @@ func removeAt(dirfd int, name, path string) error {
 	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("cache rm %s: %w", path, err)
 	}
-	// a directory: make it ours to read and change (a module cache's dirs are 0555),
-	// through an O_PATH descriptor's /proc link, never the name again
-	p, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: noLinks.Resolve})
-	if err != nil {
-		return fmt.Errorf("cache rm %s: %w", path, err)
+	if depth >= maxCacheDepth {
+		// moving a directory to another parent needs write permission on it (its "..")
+		if err := writableDir(dirfd, name, path); err != nil {
+			return err
+		}
+		for {
+			*seq++ // a name the tree holds already (EEXIST) is skipped, never replaced
+			err := unix.Renameat2(dirfd, name, top, fmt.Sprintf(".gosbx-rm-%d-%d", pass, *seq), unix.RENAME_NOREPLACE)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("cache rm %s: move up: %w", path, err)
+			}
+		}
 	}
-	err = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", p), 0o700)
-	unix.Close(p)
-	if err != nil {
-		return fmt.Errorf("cache rm %s: chmod: %w", path, err)
+	// a directory: make it ours to read and change
+	if err := writableDir(dirfd, name, path); err != nil {
+		return err
 	}
 	fd, err := openDir(dirfd, name)
 	if err != nil {
@@ -271,7 +342,7 @@ func removeAt(dirfd int, name, path string) error {
 	names, err := readNames(fd, path)
 	for _, n := range names {
 		if err == nil {
-			err = removeAt(fd, n, filepath.Join(path, n))
+			err = removeAt(fd, n, filepath.Join(path, n), top, depth+1, pass, seq)
 		}
 	}
 	unix.Close(fd)
@@ -304,8 +375,13 @@ func readNames(fd int, path string) ([]string, error) {
 	return names, nil
 }
 
-// treeSize sums the blocks of what lies below the directory fd, links not followed.
-func treeSize(fd int) (int64, error) {
+// treeSize sums the blocks of what lies below the directory fd, links not followed,
+// depth levels below the entry. Errors: a directory it cannot read, or one deeper than
+// maxCacheDepth (ELOOP): the size is then unknown, not a smaller one.
+func treeSize(fd, depth int) (int64, error) {
+	if depth >= maxCacheDepth {
+		return 0, unix.ELOOP
+	}
 	names, err := readNames(fd, ".")
 	if err != nil {
 		return 0, err
@@ -318,11 +394,16 @@ func treeSize(fd int) (int64, error) {
 		}
 		total += st.Blocks * 512
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			if sub, err := openDir(fd, n); err == nil {
-				s, _ := treeSize(sub)
-				total += s
-				unix.Close(sub)
+			sub, err := openDir(fd, n)
+			if err != nil {
+				return 0, err
 			}
+			s, err := treeSize(sub, depth+1)
+			unix.Close(sub)
+			if err != nil {
+				return 0, err
+			}
+			total += s
 		}
 	}
 	return total, nil

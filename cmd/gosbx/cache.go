@@ -133,6 +133,9 @@ func cacheRoot() (*policy.Cache, error) {
 // humanSize prints bytes in binary units.
 func humanSize(n int64) string {
 	const unit = 1024
+	if n < 0 {
+		return "unknown" // policy.CacheEntry.Size: too deep or unreadable
+	}
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
 	}

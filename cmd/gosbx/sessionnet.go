@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -151,7 +152,7 @@ func (r *netRoutes) route(e egress.Event) {
 	switch {
 	case rt != nil:
 		if e.Net == "deny" {
-			rt.message("gosbx: " + sessionFix(e.Message) + "\n")
+			rt.message("gosbx: " + lineText(sessionFix(e.Message)) + "\n")
 		}
 		if rt.event != nil {
 			b, _ := json.Marshal(e)
@@ -159,9 +160,24 @@ func (r *netRoutes) route(e egress.Event) {
 		}
 	case e.Net == "deny":
 		for _, x := range r.byPid {
-			x.message("gosbx: " + sessionFix(e.Message) + " (a connection of this session that gosbx could not attribute to a request)\n")
+			x.message("gosbx: " + lineText(sessionFix(e.Message)) + " (a connection of this session that gosbx could not attribute to a request)\n")
 		}
 	}
+}
+
+// lineText is a message as one line of a request's stderr: a byte that is a control
+// byte or not printable ASCII is written as its Go escape (\n, \x1b, \u202e), so that
+// a line, broadcast to every request's stderr when unattributed, can never be more
+// than one line or carry a terminal escape (the proxy quotes peer bytes already: this
+// holds whatever a message holds).
+func lineText(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x7f {
+			q := strconv.QuoteToASCII(s)
+			return q[1 : len(q)-1]
+		}
+	}
+	return s
 }
 
 // sessionFix adds to a denial that names an --allow-host flag where a session takes it:
