@@ -38,8 +38,18 @@ func readBounded(p string, limit int64, flags int) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	// io.ReadAll(io.LimitReader(f, limit)): up to the end, or limit bytes.
-	b := make([]byte, 0, min(st.Size+1, limit))
+	b, err := readUpTo(fd, st.Size, limit)
+	if err != nil {
+		return b, &os.PathError{Op: "read", Path: p, Err: err}
+	}
+	return b, nil
+}
+
+// readUpTo reads fd to its end or limit bytes, as io.ReadAll(io.LimitReader(f, limit))
+// would, from a descriptor of size bytes (a hint for the first allocation); EINTR is
+// retried. On a read error it returns what was read so far and the error.
+func readUpTo(fd int, size, limit int64) ([]byte, error) {
+	b := make([]byte, 0, min(size+1, limit))
 	for int64(len(b)) < limit {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
@@ -49,7 +59,7 @@ func readBounded(p string, limit int64, flags int) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return b, &os.PathError{Op: "read", Path: p, Err: err}
+			return b, err
 		}
 		if n <= 0 {
 			break

@@ -196,24 +196,11 @@ func openNoLinks(p string) (fd int, size int64, ok bool) {
 	return fd, st.Size, true
 }
 
-// readFd reads fd to its end or limit bytes.
+// readFd reads fd to its end or limit bytes (readUpTo); false on a read error.
 func readFd(fd int, size, limit int64) ([]byte, bool) {
-	b := make([]byte, 0, min(size, limit)+1)
-	for int64(len(b)) < limit {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):min(int64(cap(b)), limit)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false
-		}
-		if n <= 0 {
-			break
-		}
-		b = b[:len(b)+n]
+	b, err := readUpTo(fd, size, limit)
+	if err != nil {
+		return nil, false
 	}
 	return b, true
 }
