@@ -290,10 +290,7 @@ func (c *Cmd) startInSession() error {
 	}
 	c.sync = newSyncReader(mine)
 	c.startTimer()
-	m, ok := c.sync.next()
-	if ok && m.Type == msgForking {
-		m, ok = c.sync.next()
-	}
+	m, ok := c.sync.next() // a session's init sends no msgForking
 	switch {
 	case ok && m.Type == msgExec:
 		c.sessPid = m.Pid

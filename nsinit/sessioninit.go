@@ -22,8 +22,8 @@ import (
 //	reqStart: a flags byte (startTTY; with it, the terminal's rows and columns, two bytes
 //	          each, little-endian), then a specs.Process (config.EncodeProcess), with
 //	          four descriptors: the command's stdin, stdout, stderr, and a socket the
-//	          init reports on for that command alone (syncWriter messages: forking, then
-//	          exec, exec-error or error, and later exit with its wait status; then the
+//	          init reports on for that command alone (syncWriter messages: exec,
+//	          exec-error or error, and later exit with its wait status; then the
 //	          socket is closed). With startTTY the command's stdio is instead a new
 //	          pseudo-terminal of the sandbox's own devpts, its controlling terminal; the
 //	          report socket first gets one byte: 'T' with the terminal's master
@@ -197,7 +197,9 @@ func (si *sessionInit) start(body []byte, fds []int) {
 	if len(stdio) > 0 && stdio[0] != fds[0] {
 		plan.withControllingTerminal()
 	}
-	w.send(message{Type: msgForking})
+	// No msgForking here (gosbx exec's init sends it; its owner times the command from
+	// it): the owner of a session skips it, and its wake-up came between the init's
+	// fork and its exec report on a 2-core host (docs/decisions.md, "The session's side").
 	si.mu.Lock()
 	pid, err := s.sys.fork(plan)
 	if err == nil {

@@ -20,10 +20,13 @@ import (
 // command's tree, or a DNS question over UDP) goes to the stderr of every request
 // running, marked so, and to no status fd: those lines must be exact.
 type netRoutes struct {
-	mu     sync.Mutex
-	byPid  map[int]*netRoute
-	status int       // routes with a status fd
-	closed sync.Cond // on mu: a route's open count fell, a route came, a start ended
+	// proxied: the session's sandbox has a proxy (config.Egress or HostPorts), the
+	// only source of lines; without one a request needs no route
+	proxied bool
+	mu      sync.Mutex
+	byPid   map[int]*netRoute
+	status  int       // routes with a status fd
+	closed  sync.Cond // on mu: a route's open count fell, a route came, a start ended
 	// starting counts requests between begin and add or abort: a line whose origin has
 	// no route yet waits for them (the command may connect before its Start returns)
 	starting int

@@ -60,8 +60,11 @@ type supervisor struct {
 	sess    *nsinit.Session
 	routes  *netRoutes // the proxy's lines to the requests (sessionnet.go)
 	started time.Time
-	policy  string
-	bounds  policy.Bounds
+	// userNS is this process's user namespace (its /proc/self/ns/user link): a peer
+	// must be in it (sameUserNamespace); it does not change, so it is read once
+	userNS string
+	policy string
+	bounds policy.Bounds
 	// notFound is startData.NotFound (withNotFoundHint)
 	notFound policy.NotFoundContext
 
@@ -103,7 +106,12 @@ func superviseMain() int {
 	// Ends from a signal are orderly: the sandbox stopped, its files removed.
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	routes := &netRoutes{}
+	userNS, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		session.Remove(files)
+		return fail(fmt.Errorf("read this process's user namespace: %w", err))
+	}
+	routes := &netRoutes{proxied: sd.Config.Egress != nil || len(sd.Config.HostPorts) > 0}
 	sess, err := nsinit.NewSessionNet(sd.Config, routes.sessionNet())
 	if err != nil {
 		session.Remove(files)
@@ -120,7 +128,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound,
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
 	go sv.accept(lfd)
 	ready.Write([]byte("0"))
@@ -228,7 +236,7 @@ func (sv *supervisor) idleFor() time.Duration {
 func (sv *supervisor) handle(fd int) {
 	defer unix.Close(fd)
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
-	if err != nil || int(cred.Uid) != os.Getuid() || !sameUserNamespace(fd, int(cred.Pid)) {
+	if err != nil || int(cred.Uid) != os.Getuid() || !sameUserNamespace(fd, int(cred.Pid), sv.userNS) {
 		return
 	}
 	kind, body, fds, err := session.ReadFrame(fd, 4)
@@ -349,18 +357,28 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 		cmd.Events(sv.sess.Event())
 	}
-	sv.routes.begin()
+	// A session without a proxy has no lines to route: no route, and no /proc walk for
+	// the command's host pid (its only use here), on the warm path.
+	proxied := sv.routes.proxied
+	if proxied {
+		sv.routes.begin()
+	}
 	if err := cmd.Start(); err != nil {
-		sv.routes.abort()
+		if proxied {
+			sv.routes.abort()
+		}
 		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return
 	}
-	route := &netRoute{message: func(m string) { reply(session.RepMessage, []byte(m)) }}
-	if req.Status {
-		route.event = func(b []byte) { reply(session.RepEvent, b) }
+	var pid int
+	if proxied {
+		route := &netRoute{message: func(m string) { reply(session.RepMessage, []byte(m)) }}
+		if req.Status {
+			route.event = func(b []byte) { reply(session.RepEvent, b) }
+		}
+		pid = cmd.Pid()
+		sv.routes.add(pid, route)
 	}
-	pid := cmd.Pid()
-	sv.routes.add(pid, route)
 	if pty := cmd.Terminal(); pty != nil {
 		// The client copies its terminal to and from the master, and follows its window
 		// size (pid 1 set the first); this process keeps no copy (the command sees a hangup when the client
@@ -393,10 +411,17 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 	}()
 	err = cmd.Wait()
-	sv.routes.remove(pid) // its connections' last lines first
+	if proxied {
+		sv.routes.remove(pid) // its connections' last lines first
+	}
 	done.Store(true)
-	unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above, at once
-	<-readerDone                    // before handle closes fd: its number could be reused
+	// The reader is ended once the answer is sent, not before: waking it first put a
+	// goroutine hop (its thread woken from recvmsg) between the exit report and the
+	// client's answer (docs/decisions.md, "The session's side").
+	defer func() {
+		unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above, at once
+		<-readerDone                    // before handle closes fd: its number could be reused
+	}()
 	var ee *nsinit.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		refuse(err)
@@ -528,7 +553,8 @@ const soPeerPidfd = 77
 // of its sandbox's. The peer's pidfd (SO_PEERPIDFD) checked alive after the
 // /proc/PID/ns/user read makes sure that pid was still the peer's; a kernel without it
 // leaves the pid from SO_PEERCRED.
-func sameUserNamespace(fd, pid int) bool {
+// self is this process's own /proc/self/ns/user link, read once at the session's start.
+func sameUserNamespace(fd, pid int, self string) bool {
 	pidfd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, soPeerPidfd)
 	switch {
 	case err == nil:
@@ -538,8 +564,7 @@ func sameUserNamespace(fd, pid int) bool {
 	default:
 		return false
 	}
-	self, err := os.Readlink("/proc/self/ns/user")
-	if err != nil {
+	if self == "" {
 		return false
 	}
 	peer, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/user")
