@@ -57,3 +57,17 @@ with tarfile.open(sys.argv[1], "w") as t:
 		}
 	})
 }
+
+// A policy's own rule on chown decides before the unmapped-owner rules (from an attack
+// review: they were put first, and a policy's EPERM on chown never fired for root).
+func TestForeignOwnerPolicyRuleWins(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		pol := s.writePolicy("nochown.yaml", "extends: agent\nseccomp:\n  rules:\n"+
+			"    - {syscalls: [chown, fchown, lchown, fchownat], action: errno, errno: EACCES}\n")
+		r := s.sh([]string{"--policy", pol}, "touch f; chown 1000:1000 f 2>/dev/null; echo rc=$?; chown $(id -u):$(id -g) f 2>/dev/null; echo rc=$?")
+		if r.stdout != "rc=1\nrc=1\n" {
+			t.Errorf("a policy refusing chown: want both chowns refused (rc=1 twice)\n%v", r)
+		}
+	})
+}

@@ -65,13 +65,14 @@ func callerSeccomp(sc *seccomp.Config, uid int, setID func() []seccomp.Rule) *se
 	return &withRules
 }
 
-// ownerSeccomp adds, first, the rules that answer a chown to an id the sandbox's user
-// namespace does not map with success and no effect (seccomp.ForeignOwnerRules; uid and
-// gid: the command's ids inside). Only a uid 0 caller's launch gets them: its command is
+// ownerSeccomp adds, after the policy's own rules (so that a policy's rule on chown
+// still decides; before the profile's), the rules that answer a chown to an id the
+// sandbox's user namespace does not map with success and no effect
+// (seccomp.ForeignOwnerRules; uid and gid: the command's ids inside). Only a uid 0 caller's launch gets them: its command is
 // root inside, so tar and cp -p try to restore an archive's owners, and the kernel's
 // EINVAL for an unmapped id stops them (docs/decisions.md, "chown to an unmapped id").
 func ownerSeccomp(sc *seccomp.Config, uid, gid uint32) *seccomp.Config {
 	withRules := *sc
-	withRules.Rules = append(seccomp.ForeignOwnerRules(uid, gid), sc.Rules...)
+	withRules.Rules = append(append([]seccomp.Rule{}, sc.Rules...), seccomp.ForeignOwnerRules(uid, gid)...)
 	return &withRules
 }

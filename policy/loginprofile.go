@@ -42,6 +42,11 @@ func loginProfile(home string, env []string, mounts []specs.Mount, links []confi
 	content := "# Written by gosbx: a login shell (bash -l, tmux's panes) reads /etc/profile, which\n" +
 		"# sets its own PATH; this puts back the sandbox's (toolchains first, as the policy says).\n" +
 		"PATH=" + shellQuote(path) + "\nexport PATH\n"
+	if len(content) > config.MaxFileSize {
+		// a convenience, not a boundary: a PATH this long (from an attack review: one
+		// over 64 KiB failed every launch at Validate) gets no ~/.profile
+		return nil
+	}
 	return []config.File{{Path: name, Content: content, Mode: 0o644}}
 }
 

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -37,5 +38,11 @@ func TestLoginProfile(t *testing.T) {
 	}
 	if f := loginProfile("/home/u", []string{"HOME=/home/u"}, home, nil); f != nil {
 		t.Errorf("no PATH: %+v, want none", f)
+	}
+	// a PATH too long for a config file: no profile, rather than a config Validate
+	// refuses (from an attack review: every launch failed at "config")
+	long := "PATH=" + strings.Repeat("/usr/bin:", config.MaxFileSize/9+1)
+	if f := loginProfile("/home/u", []string{long}, home, nil); f != nil {
+		t.Errorf("a %d-byte PATH: a profile of %d bytes, want none", len(long), len(f[0].Content))
 	}
 }

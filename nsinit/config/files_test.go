@@ -32,4 +32,12 @@ func TestFilesChecked(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.f.Path, err, tc.err)
 		}
 	}
+	// A bind over the tmpfs, its destination spelled unclean or relative, as the mount
+	// step reads it (from an attack review: "/root//" was compared as text).
+	for _, dest := range []string{"/home/u//", "/home/u/.", "home/u", "/home//u", "/home/x/../u"} {
+		c := &Config{Mounts: []specs.Mount{{Destination: "/home/u", Type: "tmpfs"}, {Destination: dest, Type: "bind", Source: "/tmp/h"}}}
+		if err := c.checkFile(File{Path: "/home/u/.profile", Mode: 0o644}); err == nil || !strings.Contains(err.Error(), "not inside a tmpfs") {
+			t.Errorf("a bind at %q over the tmpfs: %v, want refused", dest, err)
+		}
+	}
 }

@@ -258,10 +258,13 @@ func (c *Config) checkFile(f File) error {
 	if f.Mode&^0o777 != 0 {
 		return fmt.Errorf("file %q: mode %#o has more than permission bits", f.Path, f.Mode)
 	}
-	// the mount that holds it: the last one whose destination holds it
+	// the mount that holds it: the last one whose destination holds it, each destination
+	// read as the mount step reads it (cleaned, rooted: "/root//" and "root/." are
+	// /root; compared as text, a bind at "/root//" over a tmpfs at /root slipped by)
 	holder := ""
 	for _, m := range c.Mounts {
-		if m.Destination != f.Path && strings.HasPrefix(f.Path, strings.TrimSuffix(m.Destination, "/")+"/") {
+		dest := filepath.Clean("/" + m.Destination)
+		if dest != f.Path && (dest == "/" || strings.HasPrefix(f.Path, dest+"/")) {
 			holder = m.Type
 		}
 	}
