@@ -16,7 +16,7 @@ import (
 var faultSteps = []string{
 	"config", "cgroup", "pipe", "clone", "open bind source", "cgroup place",
 	"read config", "hostname", "loopback", "egress", "pid namespace", "pid 1 of the commands", "mount", "set-ID procfs", "resolv.conf",
-	"pivot_root", "set not dumpable", "session keyring", "limit capabilities", "signal dispositions",
+	"pivot_root", "set not dumpable", "session keyring", "limit capabilities", "set-ID thread", "signal dispositions",
 	"setsid", "rlimits", "close fds", "chdir", "drop capabilities", "seccomp", "exec",
 }
 

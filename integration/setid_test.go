@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // setIDTar writes a tar archive (Python's tarfile, on the host) with a 02775 directory
@@ -461,43 +463,163 @@ sys.stdin.read()
 	}
 }
 
-// From an attack review: the init's set-ID handler threads are bounded (one per
-// running command, at most 16): with 18 commands running in a session, the init has at
-// most 16 threads more than before (from the host, /proc/INIT/task), and a further
-// command's set-ID call fails (ENOSYS) instead of costing another thread; once they
-// end, set-ID calls are answered again.
-func TestSetIDHandlersBounded(t *testing.T) {
+// From an attack review: one set-ID handler thread serves every command, made before
+// any command (it was one thread per running command, at most 16, the 17th command's
+// calls failing with ENOSYS): with 18 commands running in a session, a further
+// command's set-ID call is answered, and from the host (/proc/INIT/task) the init has
+// no more threads than before they started.
+func TestSetIDOneHandler(t *testing.T) {
 	requireBinary(t)
 	e := newSessionEnv(t, rootCaller)
-	e.start("bound", "--pids", "128")
-	initPid := e.info("bound").InitPid
+	e.start("one", "--pids", "128")
+	initPid := e.info("one").InitPid
 	threads := func() int {
 		ents, err := os.ReadDir("/proc/" + strconv.Itoa(initPid) + "/task")
 		must(t, err)
 		return len(ents)
 	}
+	mustSucceed(t, e.in("one", nil, "touch f"), "warm-up command")
 	before := threads()
 	gate := filepath.Join(e.ws, "gate")
+	defer os.WriteFile(gate, nil, 0o644) // the detached commands end once they see it
 	for i := 0; i < 18; i++ {
-		r := e.gosbx("exec", "--session", "bound", "--detach", "--", shellPath, "-c", "while [ ! -e gate ]; do sleep 0.05; done")
+		r := e.gosbx("exec", "--session", "one", "--detach", "--", shellPath, "-c", "while [ ! -e gate ]; do sleep 0.05; done")
 		mustSucceed(t, r, "detached command")
 	}
-	r := e.in("bound", nil, "touch f; chmod u+s f 2>&1; echo rc=$?")
-	if !strings.Contains(r.stdout, "rc=1") {
-		t.Errorf("a set-ID call with 18 commands running: %q, want a failure (no handler left)\n%v", r.stdout, r)
+	r := e.in("one", nil, "chmod 4750 f && echo ok")
+	if r.stdout != "ok\n" {
+		t.Errorf("a set-ID call with 18 commands running: %q, want ok\n%v", r.stdout, r)
 	}
-	if after := threads(); after > before+16+2 {
+	if m := modeOf(t, filepath.Join(e.ws, "f")); m != 0o750 {
+		t.Errorf("host: f is %v, want -rwxr-x--- (the call made, S_ISUID dropped)", m)
+	}
+	if after := threads(); after > before+2 { // the runtime's own may vary by one or two
 		t.Errorf("host: the init has %d threads with 18 commands running, %d before", after, before)
 	}
-	must(t, os.WriteFile(gate, nil, 0o644))
-	var out string
-	for i := 0; i < 100; i++ { // the detached commands end once they see the gate
-		out = e.in("bound", nil, "chmod u+s f && echo ok").stdout
-		if out == "ok\n" {
+}
+
+// setIDFiller fills the sandbox's pids limit with sleeping children (fork(2) until it
+// fails), says so (the file "full"), and waits, reaping those the host kills.
+const setIDFiller = `
+import os, signal
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        while True:
+            signal.pause()
+def reap(*_):
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+signal.signal(signal.SIGCHLD, reap)
+open("full", "w").close()
+while True:
+    signal.pause()
+`
+
+// From an attack review: the init is in the pids limit of its commands, and made a
+// set-ID handler thread per command; once a command filled the limit, the next
+// command's thread could not be made, and the Go runtime of the init died with the
+// session. In a session with --pids 40, one command fills the limit; before each of 20
+// commands the host frees one pid (kills one sleeper: pids.current is pids.max - 1),
+// which the command takes; each makes a set-ID chmod with a mode of its own: each is
+// answered (from the host, f's mode is that mode without S_ISUID), the init lives,
+// and from the host (/proc/INIT/task) its thread count did not grow with the requests.
+func TestSetIDPidsFull(t *testing.T) {
+	requireBinary(t)
+	e := newSessionEnv(t, rootCaller)
+	e.start("full", "--pids", "40")
+	initPid := e.info("full").InitPid
+	threads := func() int {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(initPid) + "/task")
+		if err != nil {
+			t.Fatalf("the session's init is gone: %v", err)
+		}
+		return len(ents)
+	}
+	for i := 0; i < 5; i++ { // the init's runtime makes the threads it needs
+		mustSucceed(t, e.in("full", nil, "touch f; chmod 4755 f"), "warm-up command")
+	}
+	mustSucceed(t, e.gosbx("exec", "--session", "full", "--detach", "--", python, "-c", setIDFiller), "filler")
+	full := filepath.Join(e.ws, "full")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(full); err == nil {
 			break
 		}
+		if i == 1000 {
+			t.Fatal("the filler never filled the pids limit")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if out != "ok\n" {
-		t.Errorf("set-ID calls after the commands ended: %q", out)
+	group := sandboxGroup(t, int64(initPid), "pids")
+	max, err := strconv.Atoi(readTrim(filepath.Join(group, "pids.max")))
+	must(t, err)
+	// oneFree kills sleepers (the filler's children: the group's processes whose parent
+	// has their command line) until pids.current is pids.max - 1.
+	oneFree := func() {
+		for tries := 0; ; tries++ {
+			cur, err := strconv.Atoi(readTrim(filepath.Join(group, "pids.current")))
+			must(t, err)
+			if cur == max-1 {
+				return
+			}
+			if !alive(initPid) {
+				t.Fatalf("the session's init died (pids.current %d, pids.max %d)", cur, max)
+			}
+			if cur < max-1 {
+				return // more room than one pid (the init's own threads are counted too)
+			}
+			if tries == 500 {
+				t.Fatalf("pids.current %d, pids.max %d: want one pid free", cur, max)
+			}
+			for _, p := range strings.Fields(readTrim(filepath.Join(group, "cgroup.procs"))) {
+				cmd := readTrim("/proc/" + p + "/cmdline")
+				var ppid string
+				for l := range strings.Lines(readTrim("/proc/" + p + "/status")) {
+					if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+						ppid = strings.TrimSpace(v)
+					}
+				}
+				if cmd != "" && strings.Contains(cmd, "signal.pause") && readTrim("/proc/"+ppid+"/cmdline") == cmd {
+					pid, _ := strconv.Atoi(p)
+					syscall.Kill(pid, syscall.SIGKILL)
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	oneFree()
+	before := threads()
+	for i := 0; i < 20; i++ {
+		mode := 0o4700 | (i%8)<<3
+		var r result
+		// The init's runtime may take the free pid for a thread of its own (its number
+		// of threads is its busiest moment's so far): the fork fails (clone: EAGAIN,
+		// the session answers) and the command is sent again, once a pid is free again.
+		for try := 0; try < 3; try++ {
+			oneFree()
+			r = e.gosbx("exec", "--session", "full", "--", "/usr/bin/chmod", strconv.FormatInt(int64(mode), 8), "f")
+			if r.code != 125 || !strings.Contains(r.stderr, "clone: resource temporarily unavailable") {
+				break
+			}
+		}
+		if r.code != 0 {
+			t.Fatalf("request %d with one pid free: exit %d (threads %d, %d before)\n%v", i, r.code, threads(), before, r)
+		}
+		if m := modeOf(t, filepath.Join(e.ws, "f")); m != os.FileMode(mode&0o777) {
+			t.Fatalf("request %d: host: f is %v, want %v", i, m, os.FileMode(mode&0o777))
+		}
+	}
+	if !alive(initPid) {
+		t.Fatal("the session's init died")
+	}
+	if after := threads(); after > before+2 { // the runtime's own may vary by one or two
+		t.Errorf("host: the init has %d threads after 20 requests, %d before", after, before)
 	}
 }

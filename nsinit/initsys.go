@@ -39,6 +39,8 @@ type initSys interface {
 	unsharePID() error
 	// setIDProc makes the set-ID handler's procfs (openSetIDProc).
 	setIDProc() error
+	// startSetID starts the set-ID handler's thread (startSetIDHandler).
+	startSetID() error
 	holderFiles() (send, recv, exe int, err error)
 	startHolder(p *procPlan) (int, error)
 	awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error)
@@ -140,6 +142,7 @@ func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, p
 }
 
 func (k *kernelInit) setIDProc() error                  { return openSetIDProc() }
+func (k *kernelInit) startSetID() error                 { return startSetIDHandler() }
 func (k *kernelInit) closeFds(fds []int)                { closeFds(fds) }
 func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot() }
 

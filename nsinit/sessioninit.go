@@ -64,6 +64,11 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	if err := step("limit capabilities", limitThreadCaps()); err != nil {
 		reportInitError(w, err)
 	}
+	// after limitThreadCaps: its capset on every thread would fail on the handler's,
+	// which has none (and syscall.AllThreadsSyscall dies on results that differ)
+	if err := step("set-ID thread", s.setIDHandler()); err != nil {
+		reportInitError(w, err)
+	}
 	s.sys.awaitGoAhead()
 	if err := step("signal dispositions", s.sys.defaultSignals()); err != nil {
 		reportInitError(w, err)

@@ -18,8 +18,9 @@ import (
 // The set-ID handler (issue 19 item 6; docs/decisions.md, "Set-ID calls answered by the
 // init"): for a root caller's command, the calls that would set S_ISUID or S_ISGID
 // (seccomp.NoSetIDRules) come to pid 1 as seccomp user notifications
-// (seccomp_unotify(2)), one listener per command (setidplan.go). The handler makes
-// each call itself with both bits dropped, the rest of the mode applied, on the file
+// (seccomp_unotify(2)), one listener per command (setidplan.go), all served by one
+// thread of the init made during setup (startSetIDHandler). The handler makes each
+// call itself with both bits dropped, the rest of the mode applied, on the file
 // the command named, and answers with the call's result:
 //
 //   - with no more rights than the command: a locked thread, never given back to the
@@ -95,43 +96,88 @@ type (
 	}
 )
 
-// serveSetID answers the notifications of listener until no process holds its filter
-// (poll(2) reports POLLHUP), then closes it. It runs on a thread of its own, locked and
-// never unlocked, so that the runtime ends the thread with the goroutine: the thread's
-// dropped capabilities and unshared file system context never serve other code. When
-// the thread cannot be set up, the listener is closed: the calls then fail (ENOSYS).
-func serveSetID(listener int) {
-	runtime.LockOSThread()
-	defer unix.Close(listener)
-	if err := confineThread(); err != nil {
+// setidEpoll is the epoll instance (epoll(7)) of the listeners the handler serves
+// (startSetIDHandler), or -1: no handler.
+var setidEpoll = -1
+
+// startSetIDHandler starts the init's one set-ID handler: a thread of its own, locked
+// and never unlocked (the runtime ends the thread with the goroutine), confined
+// (confineThread), that serves every command's listener (addSetIDListener) for the
+// init's life. It is made during setup, before any command runs: a thread made per
+// command would be made when a command may have filled the sandbox's pids limit, the
+// init's too, and the runtime dies when it cannot make a thread. Errors: epoll_create1,
+// confineThread's.
+func startSetIDHandler() error {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("epoll_create1 for the set-ID handler: %w", err)
+	}
+	ready := make(chan error, 1)
+	go serveSetID(ep, ready)
+	if err := <-ready; err != nil {
+		unix.Close(ep)
+		return err
+	}
+	setidEpoll = ep
+	return nil
+}
+
+// addSetIDListener hands a command's listener to the handler (epoll_ctl(2) from this
+// thread: the handler's epoll_wait sees it at once). Without a handler, or when the
+// listener cannot be added, it is closed: that command's set-ID calls fail (ENOSYS).
+func addSetIDListener(listener int) {
+	if setidEpoll < 0 {
+		unix.Close(listener)
 		return
 	}
-	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(listener)}
+	if err := unix.EpollCtl(setidEpoll, unix.EPOLL_CTL_ADD, listener, &ev); err != nil {
+		unix.Close(listener)
+	}
+}
+
+// serveSetID confines the calling thread, reports on ready, then answers the
+// notifications of every listener in the epoll instance ep, one at a time; a listener
+// no process holds the filter of any more (EPOLLHUP: its command is gone) is removed
+// and closed. It never returns once confined.
+func serveSetID(ep int, ready chan<- error) {
+	runtime.LockOSThread()
+	if err := confineThread(); err != nil {
+		ready <- fmt.Errorf("set-ID handler thread: %w", err)
+		return // locked: the runtime ends the thread
+	}
+	ready <- nil
+	events := make([]unix.EpollEvent, 16)
 	for {
-		fds[0].Revents = 0
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if err == unix.EINTR {
+		nr, err := unix.EpollWait(ep, events, -1)
+		if err != nil {
+			continue // EINTR (nothing else: ep and events are valid)
+		}
+		for _, ev := range events[:nr] {
+			listener := int(ev.Fd)
+			if ev.Events&unix.EPOLLIN == 0 {
+				// EPOLLHUP: every process of the command's filter is gone
+				unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, listener, nil)
+				unix.Close(listener)
 				continue
 			}
-			return
+			serveOne(listener)
 		}
-		if fds[0].Revents&unix.POLLIN == 0 {
-			return // POLLHUP: every process of the command's filter is gone
-		}
-		var n seccompNotif
-		if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
-			if err == unix.EINTR || err == unix.ENOENT {
-				continue // interrupted, or the caller died before the receive
-			}
-			return
-		}
-		c := setidCall{listener: listener, n: &n, pidDir: -1}
-		val, errno, sent := c.handle()
-		c.close()
-		if !sent {
-			resp := seccompResp{id: n.id, val: val, error: -int32(errno)}
-			ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller is gone
-		}
+	}
+}
+
+// serveOne receives one notification of listener and answers it.
+func serveOne(listener int) {
+	var n seccompNotif
+	if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
+		return // EINTR, or ENOENT: the caller died before the receive
+	}
+	c := setidCall{listener: listener, n: &n, pidDir: -1}
+	val, errno, sent := c.handle()
+	c.close()
+	if !sent {
+		resp := seccompResp{id: n.id, val: val, error: -int32(errno)}
+		ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller is gone
 	}
 }
 

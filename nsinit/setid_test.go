@@ -19,7 +19,8 @@ var notifyFilter = seccomp.Program{
 }
 
 // With a filter that notifies, pid 1 makes its own procfs once the root is built,
-// before it enters it (the host's /proc still in view), and the process stage loads the filter with a listener, sends it
+// before it enters it (the host's /proc still in view), starts its one set-ID handler
+// before the command is forked, and the process stage loads the filter with a listener, sends it
 // to pid 1 and closes it, last before execve; without one, neither happens
 // (TestStageOrder).
 func TestSetIDStages(t *testing.T) {
@@ -33,6 +34,12 @@ func TestSetIDStages(t *testing.T) {
 	i := slices.Index(r.calls, "setIDProc")
 	if i < 0 || r.calls[i-1] != "closeFds [7 8]" || r.calls[i+1] != "pivotRoot" {
 		t.Errorf("setIDProc is not between the mount and pivot_root steps:\n%q", r.calls)
+	}
+	// the one handler thread: made during setup, once the root is entered and the
+	// capabilities limited, before any command is forked
+	h := slices.Index(r.calls, "startSetID")
+	if h < 0 || h < slices.Index(r.calls, "limitCaps") || h > slices.Index(r.calls, "fork") {
+		t.Errorf("startSetID is not between limitCaps and fork:\n%q", r.calls)
 	}
 	tail := []string{
 		"  set no_new_privs",

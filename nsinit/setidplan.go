@@ -3,7 +3,6 @@ package nsinit
 import (
 	"fmt"
 	"runtime"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -49,9 +48,9 @@ func (p *procPlan) closeListen() {
 }
 
 // serveListener receives the listener of the command p started (err: it did not) and
-// serves it from a thread of its own for as long as any process holds the filter
-// (serveSetID). Should no listener come, the set-ID calls fail with ENOSYS: the kernel
-// fails a notification nobody listens for.
+// hands it to the init's set-ID handler (addSetIDListener), which serves it for as long
+// as any process holds the filter. Should no listener come, the set-ID calls fail with
+// ENOSYS: the kernel fails a notification nobody listens for.
 func (p *procPlan) serveListener(err error) {
 	defer p.closeListen()
 	defer runtime.KeepAlive(p)
@@ -73,21 +72,5 @@ func (p *procPlan) serveListener(err error) {
 		closeFds(fds)
 		return
 	}
-	if setidHandlers.Add(1) > maxSetIDHandlers {
-		setidHandlers.Add(-1)
-		unix.Close(fds[0]) // the command's set-ID calls fail (ENOSYS)
-		return
-	}
-	go func() {
-		defer setidHandlers.Add(-1)
-		serveSetID(fds[0])
-	}()
+	addSetIDListener(fds[0])
 }
-
-// setidHandlers counts the handler threads running (one per command whose filter a
-// process still holds); at most maxSetIDHandlers: each is an OS thread of the init,
-// counted in the sandbox's pids limit, and the init must keep room for its runtime's
-// threads. A command beyond the bound gets ENOSYS for its set-ID calls (fail closed).
-var setidHandlers atomic.Int32
-
-const maxSetIDHandlers = 16

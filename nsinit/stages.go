@@ -66,6 +66,10 @@ func (s *sandboxInit) buildSteps() []initStep {
 		{"cgroup namespace", (*sandboxInit).cgroupNamespace},
 		{"limit capabilities", func(s *sandboxInit) error { return s.sys.limitCaps() }},
 	}
+	if !s.session {
+		// a session's comes once every thread's capabilities are limited (serveSession)
+		steps = append(steps, initStep{"set-ID thread", (*sandboxInit).setIDHandler})
+	}
 	if s.pooled {
 		steps = append(steps, initStep{"read process", (*sandboxInit).readProcess})
 	}
@@ -94,6 +98,16 @@ func (s *sandboxInit) setIDProc() error {
 		return nil
 	}
 	return s.sys.setIDProc()
+}
+
+// setIDHandler starts the one thread that answers every command's set-ID calls
+// (startSetIDHandler), after pivot_root (its root is the sandbox's) and before any
+// command exists (while the pids limit has room for it).
+func (s *sandboxInit) setIDHandler() error {
+	if !s.spec.Linux.Filter.Notifies() {
+		return nil
+	}
+	return s.sys.startSetID()
 }
 
 func (s *sandboxInit) hostname() error {
