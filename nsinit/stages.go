@@ -242,7 +242,7 @@ func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
 	s.sys.send(message{Type: msgForking})
 	pid, err := s.sys.fork(plan)
 	if err != nil {
-		return "", 0, err // the init exits with its error report: nothing of it runs on
+		return "", 0, err // no command runs: the init reports the error and exits
 	}
 	return path, pid, nil
 }
@@ -254,8 +254,9 @@ func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
 // is no longer between the command's exec and the report, where for a short command
 // it delayed the reaping and the exit report (docs/decisions.md, "Speed, third
 // attempt"). Pid 1 holds capabilities from the fork until the drop returns, as before
-// plus the one write(2) of the report; no process of the sandbox can reach pid 1
-// meanwhile (another pid namespace, not dumpable, and the reaper has not started).
+// plus the one write(2) of the report: in the sandbox's user namespace only, and no
+// process of the sandbox can reach pid 1 meanwhile (it is outside the commands' pid
+// namespace and not dumpable).
 func (s *sandboxInit) reportExec(path string, pid int) {
 	s.sys.send(message{Type: msgExec, Path: path, Pid: pid})
 	s.sys.dropAllCaps()
