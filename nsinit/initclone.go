@@ -37,12 +37,12 @@ import (
 type initOpKind uint8
 
 const (
-	initCall      initOpKind = iota // fails on any errno
-	initReadOne                     // read(2) of one byte: end of file fails (EPIPE)
-	initGetAction                   // rt_sigaction(2) reading the action into initPlan.old
-	initIfHandled                   // rt_sigaction(2), only when initPlan.old has a handler
-	initCapGet                      // capget(2), then initPlan.capAdd or'ed into permitted and inheritable
-	initFail                        // a step made to fail (internal/fault)
+	initCall       initOpKind = iota // fails on any errno
+	initReadOne                      // read(2) of one byte: end of file fails (EPIPE)
+	initSetDefault                   // rt_sigaction(2) to SIG_DFL, the old action read into initPlan.old
+	initIfIgnored                    // rt_sigaction(2) back to SIG_IGN, only when initPlan.old was SIG_IGN
+	initCapGet                       // capget(2), then initPlan.capAdd or'ed into permitted and inheritable
+	initFail                         // a step made to fail (internal/fault)
 )
 
 // initOp is one system call of the child's plan; step indexes initSteps.
@@ -97,7 +97,8 @@ type initPlan struct {
 	oneByte  [1]byte  // the id maps' go-ahead
 	all      uint64   // every signal
 	mask     uint64   // the cloning thread's signal mask, restored before execve
-	dfl, old kernelSigaction
+	dfl, ign kernelSigaction
+	old      kernelSigaction
 	groups   []uint32
 	capHdr   unix.CapUserHeader
 	capData  [2]unix.CapUserData
@@ -128,6 +129,7 @@ func planInit(argv, env []string, files []uintptr, sys *syscall.SysProcAttr, rep
 		return nil, errors.New("a SysProcAttr field the init's clone does not implement")
 	}
 	p := &initPlan{report: report, all: ^uint64(0), mask: mask}
+	p.ign.handler = 1 // SIG_IGN
 	var err error
 	if p.argv0, err = unix.BytePtrFromString("/proc/self/exe"); err != nil {
 		return nil, err
@@ -155,8 +157,10 @@ func planInit(argv, env []string, files []uintptr, sys *syscall.SysProcAttr, rep
 		if sig == uintptr(unix.SIGKILL) || sig == uintptr(unix.SIGSTOP) {
 			continue
 		}
-		p.add(stepHandlers, initGetAction, unix.SYS_RT_SIGACTION, sig, 0, ptr(&p.old), 8)
-		p.add(stepHandlers, initIfHandled, unix.SYS_RT_SIGACTION, sig, ptr(&p.dfl), 0, 8)
+		// one call per signal: to SIG_DFL, and back to SIG_IGN where it was ignored (every
+		// signal is blocked meanwhile: a pending one waits, and an ignored one is dropped)
+		p.add(stepHandlers, initSetDefault, unix.SYS_RT_SIGACTION, sig, ptr(&p.dfl), ptr(&p.old), 8)
+		p.add(stepHandlers, initIfIgnored, unix.SYS_RT_SIGACTION, sig, ptr(&p.ign), 0, 8)
 	}
 	p.add(stepMask, initCall, unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, ptr(&p.mask), 0, 8)
 	if cred := sys.Credential; cred != nil {
@@ -255,8 +259,8 @@ func runInit(p *initPlan, k cloneSys) (int, unix.Errno) {
 		switch op.kind {
 		case initFail:
 			return i, unix.EPERM
-		case initIfHandled:
-			if p.old.handler <= 1 { // SIG_DFL, SIG_IGN
+		case initIfIgnored:
+			if p.old.handler != 1 { // SIG_IGN
 				continue
 			}
 		}
