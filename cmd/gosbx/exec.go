@@ -139,10 +139,9 @@ func execute(o policy.Options, status *os.File) error {
 		signal.Notify(sigc, forwardedSignals...)
 		close(notified)
 	}()
-	defer func() {
-		<-notified
-		signal.Stop(sigc)
-	}()
+	// Never stopped: gosbx exits once execute returns, and signal.Stop is a handshake
+	// per signal with the runtime's signal thread; a signal after the exit status is
+	// known is caught and dropped.
 	host, err := policy.CurrentHost()
 	if err != nil {
 		return err
