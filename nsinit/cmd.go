@@ -507,11 +507,13 @@ func (c *Cmd) beginJournal(spec *config.Config) error {
 			writable = append(writable, m.Source)
 		}
 	}
-	err := cleanup.CheckOutside(writable)
-	if err == nil {
-		// what it cannot complete, a squatted directory included, fails only a launch
-		// that must write a journal there (BeginJournal)
-		cleanup.CompleteJournals(writable)
+	// CompleteJournals checks CheckOutside first and does nothing when it fails: only
+	// then is it asked again, for the error. What it cannot complete, a squatted
+	// directory included, fails only a launch that must write a journal there
+	// (BeginJournal).
+	var err error
+	if _, _, cerr := cleanup.CompleteJournals(writable); cerr != nil {
+		err = cleanup.CheckOutside(writable)
 	}
 	if err == nil && len(spec.Cleanup) > 0 {
 		if err = fault.Check("journal"); err == nil {
