@@ -1,7 +1,11 @@
 package nsinit
 
 import (
+	"io"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -205,4 +209,65 @@ func TestInitPlanStops(t *testing.T) {
 	if _, err := planInit([]string{"x"}, nil, nil, &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}, 5, -1, -1, 0); err == nil {
 		t.Error("a SysProcAttr field the clone does not implement was accepted")
 	}
+}
+
+// The clone3(2) form of the init's clone (a cgroup v2 group's CLONE_INTO_CGROUP, which
+// this hybrid host's launches do not use): the child starts in the group, on its own
+// stack, and executes. The child is this test binary again, running only
+// TestInitCloneHelper, which waits for its stdin to close.
+func TestInitCloneIntoCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a cgroup v2 group")
+	}
+	var st unix.Statfs_t
+	if unix.Statfs("/sys/fs/cgroup/unified", &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		t.Skip("no cgroup v2 hierarchy at /sys/fs/cgroup/unified")
+	}
+	dir := "/sys/fs/cgroup/unified/nsinit-clone3-test-" + strconv.Itoa(os.Getpid())
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("make a v2 group: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
+	gfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(gfd)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	attr := &syscall.ProcAttr{
+		Env:   []string{"GOSBX_CLONE_HELPER=1"},
+		Files: []uintptr{r.Fd(), null.Fd(), 2},
+		Sys:   &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: gfd},
+	}
+	pid, err := forkExecInit([]string{"helper", "-test.run=^TestInitCloneHelper$"}, attr)
+	if err != nil {
+		t.Fatalf("forkExecInit with CLONE_INTO_CGROUP: %v", err)
+	}
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	w.Close()
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Exited() || ws.ExitStatus() != 0 {
+		t.Errorf("the child: %v, %v", describe(ws), err)
+	}
+	if !strings.Contains(string(b), "0::/nsinit-clone3-test-"+strconv.Itoa(os.Getpid())+"\n") {
+		t.Errorf("the child's cgroups:\n%s\nwant the v2 group %s", b, dir)
+	}
+}
+
+// TestInitCloneHelper is TestInitCloneIntoCgroup's child: it waits for stdin to close.
+func TestInitCloneHelper(t *testing.T) {
+	if os.Getenv("GOSBX_CLONE_HELPER") == "" {
+		t.Skip("the child of TestInitCloneIntoCgroup")
+	}
+	io.Copy(io.Discard, os.Stdin)
 }
