@@ -310,6 +310,12 @@ const initStack = 16 << 10
 // init: see the top of this file.
 func forkExecInit(argv []string, attr *syscall.ProcAttr) (int, error) {
 	sys := attr.Sys
+	if sys == nil {
+		sys = &syscall.SysProcAttr{}
+	}
+	if attr.Dir != "" {
+		return 0, errors.New("a ProcAttr field the init's clone does not implement (Dir)")
+	}
 	maps := sys.UidMappings != nil || sys.GidMappings != nil
 	var rep, mp [2]int
 	if err := unix.Pipe2(rep[:], unix.O_CLOEXEC); err != nil {
