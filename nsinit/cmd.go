@@ -69,9 +69,8 @@ type Cmd struct {
 	// Wait, and the after-run cleanup has happened), without waiting for the init's own
 	// exit and the kernel's teardown of the namespaces; a goroutine reaps the init
 	// reapLater after Wait (for a program that exits before, as gosbx exec does, the
-	// kernel does). Not
-	// for a sandbox with a cgroup (the group is removed once the init has left it, before
-	// Wait returns) or a pooled command.
+	// kernel does). Not for a sandbox with a cgroup (the group is removed once the init
+	// has left it, before Wait returns) or a pooled command.
 	TeardownLater bool
 
 	// Result is set by Wait once the sandbox has ended.

@@ -132,8 +132,8 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 // held, and truncates it only when it was longer. Truncating to 0 makes ext4
 // (auto_da_alloc) allocate the block at close, which the removal then frees, with a
 // synchronous discard on a disk mounted with -o discard (0.3-0.8 ms at the end of every
-// launch here); a new file's 17 bytes stay delayed-allocated and are never written
-// before its removal.
+// launch here); a new file's 17 bytes stay delayed-allocated and, in a launch shorter
+// than the kernel's writeback delay, are never written before its removal.
 func writeHolder(fd int, size int64, sandboxID string) {
 	b := []byte(sandboxID + "\n")
 	if n, err := unix.Pwrite(fd, b, 0); err == nil && n == len(b) && size > int64(len(b)) {

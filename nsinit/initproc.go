@@ -12,9 +12,9 @@ import (
 // initProc is the cloned init stage, started by forkExecInit (initclone.go: a clone
 // sharing the launcher's memory, not a fork) rather than os/exec: os.StartProcess first
 // checks, once per process, that pidfds work by cloning and reaping a throwaway child
-// (~0.2 ms of every gosbx exec). The launcher is the init's
-// parent and the only one to reap it, so its pid cannot be reused before wait: signal
-// holds mu and wait reaps under mu, after waiting without reaping (waitid(2) WNOWAIT).
+// (~0.2 ms of every gosbx exec). The launcher is the init's parent and the only one to
+// reap it, so its pid cannot be reused before wait: signal holds mu and wait reaps
+// under mu, after waiting without reaping (waitid(2) WNOWAIT).
 type initProc struct {
 	pid int
 
