@@ -323,17 +323,20 @@ func killAll(dirs []v1Dir) {
 // the caller's own group in each hierarchy, one directory at a time: a directory
 // whose owner's lock can be taken, in a hierarchy where no launch is making a group
 // now. Groups named by an older gosbx go by their launcher's pid, in every hierarchy
-// at once (one may be gone already from a partial removal).
-func gcV1() {
+// at once (one may be gone already from a partial removal). It reports whether every
+// hierarchy was swept (none skipped for another launch or sweep in progress).
+func gcV1() (all bool) {
 	own, err := v1Hierarchies()
 	if err != nil {
-		return
+		return false
 	}
 	parents := v1Parents(own)
 	legacy := map[string]bool{}
+	all = true
 	for _, parent := range parents {
 		sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
 		if sweeping == nil {
+			all = false
 			continue
 		}
 		ents, _ := os.ReadDir(parent)
@@ -364,6 +367,7 @@ func gcV1() {
 			removeWithin(d.dir, 300*time.Millisecond)
 		}
 	}
+	return all
 }
 
 func isDir(p string) bool {
