@@ -248,7 +248,7 @@ func TestDoctorBinaryNotExecutableByOthers(t *testing.T) {
 	bin := filepath.Join(dir, "gosbx")
 	b, err := os.ReadFile(gosbxBin) // a copy: the shared binary keeps its mode
 	must(t, err)
-	must(t, os.WriteFile(bin, b, 0o700))
+	mustWriteExecutable(t, bin, b, 0o700)
 	doctorMu.Lock()
 	defer doctorMu.Unlock()
 	cmd := exec.Command(bin, "doctor", "--json")

@@ -242,7 +242,11 @@ func (s *sandbox) writeWS(rel, content string, mode os.FileMode) string {
 	s.t.Helper()
 	p := filepath.Join(s.ws, rel)
 	must(s.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(s.t, os.WriteFile(p, []byte(content), mode))
+	if mode&0o111 != 0 {
+		mustWriteExecutable(s.t, p, []byte(content), mode) // not ETXTBSY when run
+	} else {
+		must(s.t, os.WriteFile(p, []byte(content), mode))
+	}
 	must(s.t, os.Chmod(p, mode))
 	s.chown(p)
 	return p
