@@ -211,7 +211,7 @@ func TestV1GC(t *testing.T) {
 	if err := g.Destroy(); err != nil {
 		t.Error(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); !gcV1(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !gcV1(0); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no sweep of every hierarchy in 20 s: a launch held a parent's lock all along")
 		}
