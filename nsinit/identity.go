@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -103,7 +104,7 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 	if st.Uid != 0 || st.Mode&0o022 != 0 {
 		return nil, fmt.Errorf("%s is not a directory only root may write (owner %d, mode %#o)", hostIDDir, st.Uid, st.Mode&0o7777)
 	}
-	if flockRetry(dir, unix.LOCK_EX|unix.LOCK_NB) == nil { // else a take or sweep is under way
+	if sweepLockIDs(dir) { // else takes kept it busy: the next launch sweeps
 		sweepHostIDs(dir)
 	}
 	if err := flockRetry(dir, unix.LOCK_SH); err != nil { // released when dir is closed
@@ -139,6 +140,21 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 		return &hostID{id: id, lock: os.NewFile(uintptr(fd), name)}, nil
 	}
 	return nil, fmt.Errorf("all %d host ids of the range %d:%d are in use by running sandboxes", r.Count, r.Base, r.Count)
+}
+
+// sweepLockIDs takes the exclusive lock of the host-id directory dir for a sweep,
+// trying again every millisecond for up to 100 ms while takes (shared, each held for
+// microseconds) or another sweep hold it: so that the launch after a killed one
+// reclaims its id, without waiting long when launches are many.
+func sweepLockIDs(dir int) bool {
+	for deadline := time.Now().Add(100 * time.Millisecond); ; time.Sleep(time.Millisecond) {
+		if flockRetry(dir, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // flockRetry is flock(2) of fd, again after EINTR (a blocking lock is interrupted by
