@@ -67,10 +67,10 @@ type Cmd struct {
 	// TeardownLater makes Wait return once the init has reported the command's exit,
 	// which it does when every other process of the sandbox is dead (so none outlives
 	// Wait, and the after-run cleanup has happened), without waiting for the init's own
-	// exit and the kernel's teardown of the namespaces; a goroutine reaps the init (for
-	// a program that exits right after Wait, as gosbx exec does, the kernel does). Not
-	// for a sandbox with a cgroup (the group is removed once the init has left it, before
-	// Wait returns) or a pooled command.
+	// exit and the kernel's teardown of the namespaces; a goroutine reaps the init
+	// reapLater after Wait (for a program that exits before, as gosbx exec does, the
+	// kernel does). Not for a sandbox with a cgroup (the group is removed once the init
+	// has left it, before Wait returns) or a pooled command.
 	TeardownLater bool
 
 	// Result is set by Wait once the sandbox has ended.
@@ -506,11 +506,13 @@ func (c *Cmd) beginJournal(spec *config.Config) error {
 			writable = append(writable, m.Source)
 		}
 	}
-	err := cleanup.CheckOutside(writable)
-	if err == nil {
-		// what it cannot complete, a squatted directory included, fails only a launch
-		// that must write a journal there (BeginJournal)
-		cleanup.CompleteJournals(writable)
+	// CompleteJournals checks CheckOutside first and does nothing when it fails: only
+	// then is it asked again, for the error. What it cannot complete, a squatted
+	// directory included, fails only a launch that must write a journal there
+	// (BeginJournal).
+	var err error
+	if _, _, cerr := cleanup.CompleteJournals(writable); cerr != nil {
+		err = cleanup.CheckOutside(writable)
 	}
 	if err == nil && len(spec.Cleanup) > 0 {
 		if err = fault.Check("journal"); err == nil {
@@ -788,7 +790,10 @@ func (c *Cmd) Wait() error {
 	later := c.TeardownLater && status != nil && c.pool == nil && c.own.group == nil
 	var initStatus unix.WaitStatus
 	if later {
-		go c.init.wait() // reaped, for a caller that goes on (gosbx exec exits first)
+		// reaped, for a caller that goes on. Not at once: a goroutine blocked in waitid
+		// makes the runtime start a thread for the caller's goroutines, ~0.1-0.25 ms
+		// of a gosbx exec that exits before the init has
+		time.AfterFunc(reapLater, func() { c.init.wait() })
 	} else {
 		initStatus = c.init.wait()
 	}
@@ -868,6 +873,9 @@ func (c *Cmd) Wait() error {
 	}
 	return &ExitError{r}
 }
+
+// reapLater is how long after Wait a TeardownLater init is reaped.
+const reapLater = 50 * time.Millisecond
 
 // runCleanup carries out the config's after-run cleanup (Config.Cleanup): the paths
 // removed, and what could not be removed ("path: reason").

@@ -134,9 +134,7 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 			}
 			continue
 		}
-		if err := unix.Ftruncate(fd, 0); err == nil {
-			unix.Pwrite(fd, []byte(sandboxID+"\n"), 0)
-		}
+		writeHolder(fd, held.Size, sandboxID)
 		return &hostID{id: id, lock: os.NewFile(uintptr(fd), name)}, nil
 	}
 	return nil, fmt.Errorf("all %d host ids of the range %d:%d are in use by running sandboxes", r.Count, r.Base, r.Count)
@@ -164,6 +162,19 @@ func flockRetry(fd, how int) error {
 		if err := unix.Flock(fd, how); err != unix.EINTR {
 			return err
 		}
+	}
+}
+
+// writeHolder writes the sandbox id in the lock file fd, of size bytes, over what it
+// held, and truncates it only when it was longer. Truncating to 0 makes ext4
+// (auto_da_alloc) allocate the block at close, which the removal then frees, with a
+// synchronous discard on a disk mounted with -o discard (0.3-0.8 ms at the end of every
+// launch here); a new file's 17 bytes stay delayed-allocated and, in a launch shorter
+// than the kernel's writeback delay, are never written before its removal.
+func writeHolder(fd int, size int64, sandboxID string) {
+	b := []byte(sandboxID + "\n")
+	if n, err := unix.Pwrite(fd, b, 0); err == nil && n == len(b) && size > int64(len(b)) {
+		unix.Ftruncate(fd, int64(len(b)))
 	}
 }
 

@@ -109,6 +109,25 @@ func TestTakeHostIDConcurrentSweeps(t *testing.T) {
 	t.Logf("%d takes", n)
 }
 
+// The lock file holds exactly the sandbox id, whatever it held before.
+func TestWriteHolder(t *testing.T) {
+	for _, before := range []string{"", "0123456789abcdef\n", "an older and much longer content\n"} {
+		p := filepath.Join(t.TempDir(), "id")
+		if err := os.WriteFile(p, []byte(before), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeHolder(int(f.Fd()), int64(len(before)), "00000000000000aa")
+		f.Close()
+		if b, err := os.ReadFile(p); err != nil || string(b) != "00000000000000aa\n" {
+			t.Errorf("over %q: %q, %v", before, b, err)
+		}
+	}
+}
+
 // Only a lone, not asked for process limit becomes RLIMIT_NPROC.
 func TestNprocDefault(t *testing.T) {
 	limit := int64(8192)

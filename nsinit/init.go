@@ -42,19 +42,23 @@ func Init() {
 		signal.Ignore(fatalFromUser...)
 		close(notified)
 	}()
-	go watchLauncher()
 	// The steps run on this thread: the pid namespace of the commands is this thread's
-	// (unsharePID), and the commands are forked from it. Locked after the goroutines
-	// above start: a locked thread has the runtime's template thread create new threads
-	// for it, one thread more.
+	// (unsharePID), and the commands are forked from it. Locked after the goroutine
+	// above starts: a locked thread has the runtime's template thread create new
+	// threads for it, one thread more.
 	runtime.LockOSThread()
 	w := syncWriter{os.NewFile(syncFd, "sync")}
-	s := &sandboxInit{sys: &kernelInit{w: w}}
+	k := &kernelInit{w: w}
+	s := &sandboxInit{sys: k}
 	for _, a := range os.Args[1:] {
 		s.pooled = s.pooled || a == poolArg
 		s.trees = s.trees || a == treesArg
 		s.session = s.session || a == sessionArg
 	}
+	// A one-shot init reads the life pipe's go-ahead and acknowledgement itself, on
+	// this thread (readLife), and watches the pipe from a goroutine only once the
+	// acknowledgement came; a session's or pooled init from the go-ahead on.
+	k.lifeSync = !s.pooled && !s.session
 	if s.session {
 		serveSession(s, w)
 	}
@@ -75,19 +79,19 @@ func Init() {
 	}
 	if fault.Check("exec report") != nil {
 		// a test build: the init dies once the command has run, before any report
+		s.sys.dropAllCaps()
 		var ws unix.WaitStatus
 		unix.Wait4(pid, &ws, 0, nil)
 		os.Exit(ExitSetup)
 	}
-	w.send(message{Type: msgExec, Path: path, Pid: pid})
-	reap(w, pid, s.holder)
+	s.reportExec(path, pid)
+	reap(w, pid, s.holder, k.lifeSync)
 }
 
-// goAhead is closed when the launcher has placed the init in the sandbox's cgroup;
-// acked when it has seen the exec message; launcherGone when the launcher died after
-// the command may have started. forked is set right before the command is forked.
+// acked is closed when the launcher has seen the exec message (a pooled init's);
+// launcherGone when the launcher died after the command may have started. forked is
+// set right before the command is forked.
 var (
-	goAhead      = make(chan struct{})
 	acked        = make(chan struct{})
 	launcherGone = make(chan struct{})
 	forked       atomic.Bool
@@ -96,10 +100,61 @@ var (
 	cleanupSpec *config.Config
 )
 
+// readLife reads the life pipe's next byte (protocol.go: the launcher's go-ahead, then
+// its acknowledgement) on the calling thread, a blocking read(2); ok is false at the
+// pipe's end (or on an error): the launcher is gone. The calling thread is the init's
+// main one, which has nothing else to do meanwhile: no goroutine reads the byte and
+// hands it over (with a locked main thread, a hand-off between threads each way).
+func readLife() (b byte, ok bool) {
+	var buf [1]byte
+	for {
+		n, err := unix.Read(lifeFd, buf[:])
+		if err == unix.EAGAIN {
+			// the pipe's file description is non-blocking after all: wait for a byte
+			unix.Poll([]unix.PollFd{{Fd: lifeFd, Events: unix.POLLIN}}, -1)
+			continue
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		return buf[0], n == 1 && err == nil
+	}
+}
+
+// lifeEnded acts on the launcher's end: before the command may have run, the init
+// exits (and so the whole pid namespace: nothing to clean up); after, it kills every
+// process of the sandbox, and the reaper does the launcher's cleanup after the run
+// (reap, cleanUpAlone) once they are gone.
+func lifeEnded() {
+	if !forked.Load() {
+		unix.Exit(ExitKilled)
+	}
+	close(launcherGone)
+	unix.Kill(-1, unix.SIGKILL)
+}
+
+// awaitAck waits, on the calling thread, for the launcher's acknowledgement of the
+// exec report (it reads the command's host pid before the reaper may reap it), then
+// watches the life pipe from a goroutine (watchLauncher). At the pipe's end instead
+// it ends the sandbox (lifeEnded). A one-shot init's only.
+func awaitAck() {
+	switch b, ok := readLife(); {
+	case !ok:
+		lifeEnded()
+		return
+	case b != lifeAck:
+		lifeEnded() // not the protocol: as if the launcher were gone
+		return
+	}
+	close(acked)
+	go watchLauncher()
+}
+
 // watchLauncher exits the init (and so the whole pid namespace) when the launching
-// process is gone: its end of the life pipe closes. The bytes on the pipe are the
-// launcher's go-ahead and acknowledgement (protocol.go). The pipe is read through the
-// runtime's poller, so no thread waits in read(2) for the life of the sandbox.
+// process is gone: its end of the life pipe closes (lifeEnded). It starts once the
+// go-ahead is read (readLife), and for a one-shot init once the acknowledgement is;
+// it takes a pooled init's acknowledgement. The pipe is read through the runtime's
+// poller, so no thread waits in read(2) for the life of the sandbox.
 func watchLauncher() {
 	unix.SetNonblock(lifeFd, true) // pollable; should it fail, a read blocks a thread instead
 	f := os.NewFile(lifeFd, "life")
@@ -107,20 +162,10 @@ func watchLauncher() {
 	for {
 		n, err := f.Read(b[:])
 		if n <= 0 || err != nil {
-			if !forked.Load() {
-				unix.Exit(ExitKilled) // nothing of the command ran: nothing to clean up
-			}
-			// The launcher was killed once the command may have run, so its cleanup
-			// after the run will not happen: the reaper does it (reap), once every
-			// process of the sandbox is gone.
-			close(launcherGone)
-			unix.Kill(-1, unix.SIGKILL)
+			lifeEnded()
 			return
 		}
-		switch b[0] {
-		case lifeGo:
-			close(goAhead)
-		case lifeAck:
+		if b[0] == lifeAck && !isClosed(acked) {
 			close(acked)
 		}
 	}

@@ -9,11 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// initProc is the cloned init stage, started with syscall.ForkExec rather than os/exec:
-// os.StartProcess first checks, once per process, that pidfds work by cloning and
-// reaping a throwaway child (~0.2 ms of every gosbx exec). The launcher is the init's
-// parent and the only one to reap it, so its pid cannot be reused before wait: signal
-// holds mu and wait reaps under mu, after waiting without reaping (waitid(2) WNOWAIT).
+// initProc is the cloned init stage, started by forkExecInit (initclone.go: a clone
+// sharing the launcher's memory, not a fork) rather than os/exec: os.StartProcess first
+// checks, once per process, that pidfds work by cloning and reaping a throwaway child
+// (~0.2 ms of every gosbx exec). The launcher is the init's parent and the only one to
+// reap it, so its pid cannot be reused before wait: signal holds mu and wait reaps
+// under mu, after waiting without reaping (waitid(2) WNOWAIT).
 type initProc struct {
 	pid int
 
@@ -32,7 +33,7 @@ func startInit(argv []string, attr *syscall.ProcAttr, cpus *unix.CPUSet) (*initP
 		return nil, err
 	}
 	defer restore()
-	pid, err := syscall.ForkExec("/proc/self/exe", argv, attr)
+	pid, err := forkExecInit(argv, attr)
 	if err != nil {
 		return nil, &os.PathError{Op: "fork/exec", Path: "/proc/self/exe", Err: err}
 	}

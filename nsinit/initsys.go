@@ -70,6 +70,8 @@ type kernelInit struct {
 	w            syncWriter
 	holderReport int
 	stderrMoved  bool // restoreStderr ran: stderrFd's number may be another file's now
+	goAhead      bool // awaitGoAhead read the go-ahead
+	lifeSync     bool // a one-shot init: the acknowledgement is read by awaitAck too
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
@@ -181,9 +183,24 @@ func (k *kernelInit) lookPath(dir *os.File, name string, env []string) (string, 
 	return lookPathAt(int(dir.Fd()), name, env)
 }
 
+// awaitGoAhead waits for the signal handlers (notified), then, the first time, reads
+// the launcher's go-ahead on this thread (readLife): the init is in the sandbox's
+// cgroup, and so is what the commands start. At the life pipe's end the init exits
+// (nothing of a command ran). A session's or pooled init watches the pipe from a
+// goroutine from then on; a one-shot init's main thread reads it again for the
+// acknowledgement (awaitAck).
 func (k *kernelInit) awaitGoAhead() {
 	<-notified
-	<-goAhead // in the sandbox's cgroup: what the commands start is too
+	if k.goAhead {
+		return
+	}
+	k.goAhead = true
+	if b, ok := readLife(); !ok || b != lifeGo {
+		lifeEnded()
+	}
+	if !k.lifeSync {
+		go watchLauncher()
+	}
 }
 
 func (k *kernelInit) defaultSignals() error { return defaultFaultSignals() }

@@ -21,7 +21,10 @@ import (
 //
 // Reaping is a blocking wait4(2) loop rather than a SIGCHLD handler: a signal can be
 // coalesced or dropped from a full channel, a child's exit cannot.
-func reap(w syncWriter, pid, holder int) {
+//
+// ackHere (a one-shot init) has it read the launcher's acknowledgement on this thread
+// (awaitAck); otherwise the life pipe's watcher takes it.
+func reap(w syncWriter, pid, holder int, ackHere bool) {
 	go func() {
 		for sig := range sigc {
 			if isForwarded(sig) {
@@ -29,6 +32,9 @@ func reap(w syncWriter, pid, holder int) {
 			}
 		}
 	}()
+	if ackHere {
+		awaitAck()
+	}
 	select {
 	case <-acked:
 	case <-launcherGone:

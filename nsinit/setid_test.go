@@ -47,6 +47,7 @@ func TestSetIDStages(t *testing.T) {
 		"  send the seccomp listener to pid 1",
 		"  close the seccomp listener",
 		"  execve /usr/bin/sh",
+		"send exec",
 		"dropAllCaps",
 	}
 	if got := r.calls[len(r.calls)-len(tail):]; !slices.Equal(got, tail) {

@@ -210,8 +210,9 @@ func (s *sandboxInit) readProcess() error {
 }
 
 // start starts one command: its process stage compiled, then, once the init is in the
-// sandbox's cgroup, the command forked into the commands' pid namespace, where the plan runs and executes it. Pid 1 keeps no
-// capability once the command is started (one command per sandbox today).
+// sandbox's cgroup, the command forked into the commands' pid namespace, where the plan
+// runs and executes it. The caller reports it (reportExec), which drops what pid 1's
+// threads still hold of their capabilities.
 func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
 	dir, err := s.sys.openDir(s.root, proc.Cwd)
 	if err != nil {
@@ -240,9 +241,23 @@ func (s *sandboxInit) start(proc *specs.Process) (string, int, error) {
 	forked.Store(true)
 	s.sys.send(message{Type: msgForking})
 	pid, err := s.sys.fork(plan)
-	s.sys.dropAllCaps()
 	if err != nil {
-		return "", 0, err
+		return "", 0, err // no command runs: the init reports the error and exits
 	}
 	return path, pid, nil
+}
+
+// reportExec sends the exec report of the command pid (path executed), then clears the
+// capabilities of every thread of pid 1 (dropAllCaps). In this order, the launcher
+// reads the report and sends its acknowledgement (which the reaper waits for) while
+// pid 1's threads drop theirs: the drop, a stop-the-world that signals every thread,
+// is no longer between the command's exec and the report, where for a short command
+// it delayed the reaping and the exit report (docs/decisions.md, "Speed, third
+// attempt"). Pid 1 holds capabilities from the fork until the drop returns, as before
+// plus the one write(2) of the report: in the sandbox's user namespace only, and no
+// process of the sandbox can reach pid 1 meanwhile (it is outside the commands' pid
+// namespace and not dumpable).
+func (s *sandboxInit) reportExec(path string, pid int) {
+	s.sys.send(message{Type: msgExec, Path: path, Pid: pid})
+	s.sys.dropAllCaps()
 }

@@ -193,6 +193,10 @@ func TestStageOrder(t *testing.T) {
 		"  set no_new_privs",
 		"  seccomp(SECCOMP_SET_MODE_FILTER)",
 		"  execve /usr/bin/sh",
+		// the exec report before the drop of every thread's capabilities, a
+		// stop-the-world: the launcher reads the report and acknowledges it while pid
+		// 1's threads drop theirs (docs/decisions.md, "Speed, third attempt")
+		"send exec",
 		"dropAllCaps",
 	)
 
@@ -322,9 +326,14 @@ func TestStageOrder(t *testing.T) {
 }
 
 // runWithCwd runs s with the double's getcwd answering dir.
+// runWithCwd runs the init's steps as Init does: s.run, then the exec report.
 func runWithCwd(s *sandboxInit, dir string) (string, int, error) {
 	cwdAnswer = dir
-	return s.run()
+	path, pid, err := s.run()
+	if err == nil {
+		s.reportExec(path, pid)
+	}
+	return path, pid, err
 }
 
 var cwdAnswer string

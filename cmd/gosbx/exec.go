@@ -143,10 +143,9 @@ func execute(o policy.Options, status *os.File) error {
 		signal.Notify(sigc, forwardedSignals...)
 		close(notified)
 	}()
-	defer func() {
-		<-notified
-		signal.Stop(sigc)
-	}()
+	// Never stopped: gosbx exits once execute returns, and signal.Stop is a handshake
+	// per signal with the runtime's signal thread; a signal after the exit status is
+	// known is caught and dropped.
 	host, err := policy.CurrentHost()
 	if err != nil {
 		return err
@@ -375,10 +374,10 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 // directory lies in one (the launch is refused later, in nsinit, once the policy has
 // named every writable tree).
 func completeJournals(writable []string) {
-	if cleanup.CheckOutside(writable) != nil {
-		return
-	}
 	removed, failed, err := cleanup.CompleteJournals(writable)
+	if err != nil && cleanup.CheckOutside(writable) != nil {
+		return // CompleteJournals checks first and did nothing; the launch is refused later
+	}
 	for _, p := range removed {
 		fmt.Fprintf(os.Stderr, "gosbx: an earlier sandbox's command created %s, and its launcher was killed before removing it; removed\n", p)
 	}
