@@ -75,6 +75,10 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 				if status, err = openStatusFd(statusFd); err != nil {
 					return usageError{err}
 				}
+				// Closed here, not left to the *os.File's finalizer: run is called again in
+				// one process (tests, and the fd number may be reused by then), and a
+				// finalizer closing a reused number closes someone else's file.
+				defer status.Close()
 			}
 			if sessionName != "" {
 				return execInSession(c, sessionName, &b, args, status, detach, tty)
