@@ -152,6 +152,10 @@ func execute(o policy.Options, status *os.File) error {
 	// by Start when the built config needs another clone.
 	pre := prestart(o, host)
 	defer pre.Close()
+	if fault.Check("prestart pid") != nil {
+		// a test build says which init it cloned ahead, for the test to check it is gone
+		fmt.Fprintf(os.Stderr, "gosbx: fault build: prestarted init %d\n", pre.Pid())
+	}
 	var statusMu sync.Mutex // the egress proxy's lines come from its goroutines
 	emitLine := func(v any) {
 		if status != nil {
