@@ -125,8 +125,11 @@ func TestPrestartGoneAfterPolicyError(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != 125 || !strings.Contains(errb.String(), "sandbox setup failed at policy") {
 				t.Errorf("%v: want 125 and the policy step's message, got %d: %s", bad, code, errb.String())
 			}
-			if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && strings.Contains(string(env), "GOSBX_FAULT=prestart pid") {
-				t.Errorf("%v: the prestarted init %d is still there when gosbx exec has returned", bad, pid)
+			// Not even a zombie: the launcher reaped it. (Left to itself, it would exit
+			// only once gosbx's exit closed its config socket, and be reaped by the host's
+			// init.) A pid reused this soon would be no process named exe.
+			if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(stat), "(exe)") {
+				t.Errorf("%v: the prestarted init %d is still there when gosbx exec has returned: %s", bad, pid, stat)
 			}
 			if _, err := os.Lstat(marker); err == nil {
 				t.Errorf("%v: the command ran", bad)
