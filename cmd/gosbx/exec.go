@@ -149,30 +149,13 @@ func execute(o policy.Options, status *os.File) error {
 	// The init is cloned now, from what the flags say of its clone, so that its Go
 	// runtime starts while the journals and the policy step run; it gets the config
 	// once built, or is killed and reaped (deferred) when the launch stops before, or
-	// by Start when the built config needs another clone. Cloned from a goroutine: the
-	// clone returns once the init's execve is done (~0.7 ms), which the journals and
-	// the policy step need not wait for.
-	var pre *nsinit.Prestarted
-	prestarted := make(chan struct{})
-	go func() {
-		pre = prestart(o, host)
-		close(prestarted)
-	}()
-	defer func() {
-		<-prestarted
-		if fault.Check("prestart pid") != nil {
-			// a test build says which init it cloned ahead, for the test to check it is gone
-			fmt.Fprintf(os.Stderr, "gosbx: fault build: prestarted init %d\n", pre.Pid())
-		}
-		pre.Close()
-	}()
-	// the policy step's fault injection and Start wait for both
-	settled := make(chan struct{})
-	go func() {
-		<-notified
-		<-prestarted
-		close(settled)
-	}()
+	// by Start when the built config needs another clone.
+	pre := prestart(o, host)
+	defer pre.Close()
+	if fault.Check("prestart pid") != nil {
+		// a test build says which init it cloned ahead, for the test to check it is gone
+		fmt.Fprintf(os.Stderr, "gosbx: fault build: prestarted init %d\n", pre.Pid())
+	}
 	var statusMu sync.Mutex // the egress proxy's lines come from its goroutines
 	emitLine := func(v any) {
 		if status != nil {
@@ -191,7 +174,7 @@ func execute(o policy.Options, status *os.File) error {
 		ws, _ = os.Getwd()
 	}
 	completeJournals(append([]string{ws}, o.ReadWrite...))
-	eff, spec, err := policyStep(o, host, sigc, settled)
+	eff, spec, err := policyStep(o, host, sigc, notified)
 	if err != nil {
 		var ss stoppedBySignal
 		if errors.As(err, &ss) {
@@ -230,8 +213,8 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
-	<-settled
 	cmd.Prestarted = pre
+	<-notified
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
