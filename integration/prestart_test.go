@@ -99,8 +99,9 @@ func TestPrestartGoneAfterStop(t *testing.T) {
 }
 
 // A launch whose policy step fails after the prestart (a --ro source that does not
-// exist, a --rw of a system directory) ends with today's message and 125, and the init it cloned ahead is
-// gone when gosbx exec returns (a -tags gosbxfault build names its pid).
+// exist, a --rw of a system directory) ends with today's message and 125, and the init
+// it cloned ahead is gone when gosbx exec returns (a -tags gosbxfault build names its
+// pid).
 func TestPrestartGoneAfterPolicyError(t *testing.T) {
 	bin := faultBinary(t)
 	forEachCaller(t, func(t *testing.T, c caller) {
