@@ -295,3 +295,28 @@ func memoryLimit(t *testing.T, pid int) int64 {
 	t.Fatalf("pid %d has no memory cgroup", pid)
 	return 0
 }
+
+// gosbxGroups lists the gosbx-* cgroup directories under this process's own v1 groups
+// (callers match their own sandbox id in the names: other launches' groups may be there).
+func gosbxGroups() []string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	var n []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || f[1] == "" {
+			continue
+		}
+		for _, ctrl := range strings.Split(f[1], ",") {
+			ents, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", ctrl, f[2]))
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "gosbx-") {
+					n = append(n, e.Name())
+				}
+			}
+		}
+	}
+	return n
+}
