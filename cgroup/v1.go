@@ -51,6 +51,7 @@ func v1Hierarchies() ([]v1Dir, error) {
 type v1Group struct {
 	name  string
 	dirs  []v1Dir    // in each hierarchy; co-mounted ones share a directory
+	cmd   string     // the commands' pids group (pids.go), "" without a process limit
 	locks []*os.File // the owner's flock on the group's directory in each hierarchy (owner.go)
 	gone  bool
 }
@@ -132,6 +133,10 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 			return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 		}
 	}
+	if err := g.makeCommandsGroup(r); err != nil {
+		g.abandon()
+		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
+	}
 	return g, nil
 }
 
@@ -152,6 +157,9 @@ func (g *v1Group) has(dir string) bool {
 
 // abandon removes the directories made so far (a failed New), then drops their locks.
 func (g *v1Group) abandon() {
+	if g.cmd != "" {
+		syscall.Rmdir(g.cmd)
+	}
 	for _, d := range g.dirs {
 		syscall.Rmdir(d.dir)
 	}
@@ -178,7 +186,9 @@ func writeV1Limits(d v1Dir, r *specs.LinuxResources) error {
 		}
 	case "pids":
 		if r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 {
-			vals = append(vals, [2]string{"pids.max", strconv.FormatInt(*r.Pids.Limit, 10)})
+			// the commands' group (pids.go) holds the limit; this one adds the
+			// init's headroom
+			vals = append(vals, [2]string{"pids.max", strconv.FormatInt(*r.Pids.Limit+InitPidsHeadroom, 10)})
 		}
 	case "cpu":
 		if c := r.CPU; c != nil {
@@ -225,6 +235,9 @@ func (g *v1Group) Stats() Stats {
 		s.CPUUser = eventCount(filepath.Join(cpuacct, "cpuacct.stat"), "user") * usecPerTick
 		s.CPUSystem = eventCount(filepath.Join(cpuacct, "cpuacct.stat"), "system") * usecPerTick
 	}
+	if g.cmd != "" {
+		pids = g.cmd // the commands' count and refusals, not the init's headroom
+	}
 	if pids != "" {
 		s.PidsMaxHit = eventCount(filepath.Join(pids, "pids.events"), "max") > 0
 		s.PidsPeak = readInt(filepath.Join(pids, "pids.peak"))
@@ -239,6 +252,9 @@ func (g *v1Group) Dirs() []Dir {
 	out := make([]Dir, len(g.dirs))
 	for i, d := range g.dirs {
 		out[i] = Dir{Controller: d.sub, Path: canonical(d.dir)}
+		if d.sub == "pids" && g.cmd != "" {
+			out[i].Path = canonical(g.cmd) // the commands' limit, not the init's headroom
+		}
 	}
 	return out
 }
@@ -273,18 +289,23 @@ func (g *v1Group) Destroy() error {
 			l.Close()
 		}
 	}()
-	if !emptyV1(g.dirs) {
-		killAll(g.dirs)
+	dirs := g.dirs
+	if g.cmd != "" {
+		dirs = append([]v1Dir{{"pids", g.cmd}}, dirs...)
+	}
+	if !emptyV1(dirs) {
+		killAll(dirs)
 	}
 	var errs []error
-	for _, d := range g.dirs {
+	for _, d := range dirs { // the commands' group before its parent
 		errs = append(errs, rmdirRetry(d.dir))
 	}
 	return errors.Join(errs...)
 }
 
 // emptyV1 reports whether no process is left in any of dirs (a sandbox's group has no
-// children: nothing inside can write a cgroup filesystem).
+// children but the commands' group, which the caller lists: nothing inside can write a
+// cgroup filesystem).
 func emptyV1(dirs []v1Dir) bool {
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d.dir, "cgroup.procs"))
@@ -381,6 +402,16 @@ func isDir(p string) bool {
 // its init sees the life pipe close), then the directory is removed once empty, trying
 // for 5 s.
 func removeDirV1(dir string) {
+	if dir != "" {
+		// child groups first (the commands' group, pids.go): v1 lists only a group's
+		// own processes, and refuses to remove a group with children
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.IsDir() {
+				removeDirV1(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {

@@ -278,10 +278,15 @@ func readSpec(pooled bool) (*config.Config, []int, error) {
 	if spec.Linux == nil {
 		return nil, nil, errors.New("the config has no linux section")
 	}
-	fds, err := recvFds(specFd, len(mounts.BindSources(spec)))
+	n := len(mounts.BindSources(spec))
+	if spec.CommandsCgroup {
+		n += commandsFiles // then the commands' pids group's files (sysfs.go)
+	}
+	fds, err := recvFds(specFd, n)
 	if err != nil {
 		return nil, nil, fmt.Errorf("receive the bind sources: %w", err)
 	}
+	fds = takeCommandsCgroup(spec, fds)
 	if !pooled {
 		unix.Close(specFd)
 	}

@@ -120,6 +120,7 @@ func Encode(c *Config) []byte {
 		e.Str(f.Content)
 		e.Uint(uint64(f.Mode))
 	}
+	e.Bool(c.CommandsCgroup)
 	return e.B
 }
 
@@ -237,6 +238,7 @@ func Decode(b []byte) (*Config, error) {
 			c.Files[i] = File{Path: d.Str(), Content: d.Str(), Mode: d.Uint32()}
 		}
 	}
+	c.CommandsCgroup = d.Bool()
 	if err := d.End("config"); err != nil {
 		return nil, err
 	}
