@@ -14,7 +14,7 @@ import (
 // Seen from the host while the command runs: no thread of the sandbox's init holds a
 // capability (CapEff, CapPrm, CapAmb of /proc/INIT/task/*/status). The init sends its
 // exec report first and then clears every thread's sets (nsinit's reportExec), and its
-// main thread waits in wait4(2) (wchan do_wait) only after that: the check is made from
+// main thread waits in the reaper's poll(2) only after that: the check is made from
 // then on, while the command still runs. /proc/1 inside the sandbox is the commands'
 // pid 1, not the init, so this is checked from outside (TestInitThreadsHoldNoCapabilities
 // checks what the commands see).

@@ -375,8 +375,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	if err = fault.Check("clone"); err == nil {
 		attr := &syscall.ProcAttr{
 			// GOMAXPROCS bounds the init's runtime threads, which count against the
-			// pids limit (SetupPids), on a host of any size.
-			Env: append(fault.Env(), "GOMAXPROCS=2"),
+			// pids limit (SetupPids), on a host of any size; one P for an init that
+			// runs one command (docs/decisions.md, "Speed, fourth attempt").
+			Env: append(fault.Env(), initProcs(c.session)),
 			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), setupW.Fd(),
 				specR.Fd(), syncW.Fd(), lifeR.Fd(), uintptr(stdio.fds[2])},
 			Sys: sys,
