@@ -100,7 +100,7 @@ func Init() {
 		os.Exit(ExitSetup)
 	}
 	s.reportExec(path, pid)
-	reap(w, pid, s.holder, sigfd)
+	reap(w, pid, s.holder, sigfd, k.noAck)
 }
 
 // launcherGone is closed when the launcher died after the command may have started.

@@ -118,3 +118,14 @@ func initProcs(session bool) string {
 	}
 	return "GOMAXPROCS=1"
 }
+
+// goAhead is the life pipe's go-ahead for c's init (protocol.go): lifeGo when the exec
+// report is to be acknowledged, because an Events callback reads the command's host pid
+// (childPid), which must not be reaped before; lifeGoNoAck otherwise, so that the init
+// reaps a short command without waiting for the launcher's round trip.
+func (c *Cmd) goAhead() byte {
+	if c.Events != nil {
+		return lifeGo
+	}
+	return lifeGoNoAck
+}

@@ -72,6 +72,7 @@ type kernelInit struct {
 	stderrMoved  bool // restoreStderr ran: stderrFd's number may be another file's now
 	goAhead      bool // awaitGoAhead read the go-ahead
 	lifeSync     bool // not a session's init: the reaper reads the life pipe itself
+	noAck        bool // the go-ahead said no acknowledgement of the exec report comes
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
@@ -195,9 +196,11 @@ func (k *kernelInit) awaitGoAhead() {
 		return
 	}
 	k.goAhead = true
-	if b, ok := readLife(); !ok || b != lifeGo {
+	b, ok := readLife()
+	if !ok || (b != lifeGo && b != lifeGoNoAck) {
 		lifeEnded()
 	}
+	k.noAck = b == lifeGoNoAck
 	if !k.lifeSync {
 		go watchLauncher()
 	}

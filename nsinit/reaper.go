@@ -21,12 +21,12 @@ import (
 // It waits on this thread, in poll(2), on three descriptors: sigfd (catchSignals), the
 // life pipe (the launcher's acknowledgement of the exec report, then its end:
 // lifeEnded), and a pidfd of the command, readable once it has exited (watched only
-// after the acknowledgement: the launcher reads the command's host pid before it may be
-// reaped). No goroutine and no other thread takes part. The command is the init's only
+// after the acknowledgement, when one comes (noAck false): the launcher reads the
+// command's host pid before it may be reaped). No goroutine and no other thread takes part. The command is the init's only
 // child besides the holder (what it starts is the holder's, in the commands' pid
 // namespace), so its end is what the init waits for; a pidfd, unlike SIGCHLD, cannot be
 // taken by another thread of the runtime or coalesced.
-func reap(w syncWriter, pid, holder, sigfd int) {
+func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		// cannot happen on the kernels gosbx runs on (5.9 and later): without a way to
@@ -34,7 +34,7 @@ func reap(w syncWriter, pid, holder, sigfd int) {
 		endRest(holder)
 		os.Exit(ExitKilled)
 	}
-	acked, gone := false, false
+	acked, gone := noAck, false
 	fds := make([]unix.PollFd, 0, 3)
 	for exited := false; !exited; {
 		fds = append(fds[:0], unix.PollFd{Fd: int32(sigfd), Events: unix.POLLIN})
