@@ -487,7 +487,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		if err != nil {
 			c.init.kill()
 		} else {
-			c.own.life.Write([]byte{c.goAhead()})
+			c.own.life.Write([]byte{c.goAhead(pooled)})
 		}
 		placed <- err
 	}()
@@ -631,7 +631,7 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		if c.Events != nil {
 			c.Events(Event{Exec: true, Pid: childPid(pid, m.Pid), Path: m.Path})
 		}
-		if c.goAhead() == lifeGo {
+		if c.goAhead(c.ctl != nil) == lifeGo {
 			c.own.life.Write([]byte{lifeAck}) // the reaper may reap the command now
 		}
 		return nil

@@ -122,9 +122,11 @@ func initProcs(session bool) string {
 // goAhead is the life pipe's go-ahead for c's init (protocol.go): lifeGo when the exec
 // report is to be acknowledged, because an Events callback reads the command's host pid
 // (childPid), which must not be reaped before; lifeGoNoAck otherwise, so that the init
-// reaps a short command without waiting for the launcher's round trip.
-func (c *Cmd) goAhead() byte {
-	if c.Events != nil {
+// reaps a short command without waiting for the launcher's round trip. A pooled init's
+// go-ahead comes before its command's Cmd, and so its Events, is known: always
+// acknowledged (pooled; its Cmd has ctl).
+func (c *Cmd) goAhead(pooled bool) byte {
+	if pooled || c.Events != nil {
 		return lifeGo
 	}
 	return lifeGoNoAck
