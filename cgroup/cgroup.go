@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -110,15 +111,22 @@ func New(r *specs.LinuxResources, o Options) (Group, error) {
 
 // CollectStale removes the groups of gosbx launchers that are gone (a SIGKILLed gosbx
 // exec), as New does before it makes one: for a launch that makes none. Errors are
-// ignored; v1 as root, and v2 under /gosbx.
-func CollectStale() {
+// ignored; v1 as root, and v2 under /gosbx. A parent where another launch is making a
+// group (or another sweep runs) is skipped: the next sweep does it.
+func CollectStale() { CollectStaleWait(0) }
+
+// CollectStaleWait is CollectStale where a parent in use is tried again for up to wait
+// before it is skipped: for a cleanup that should not leave a group it could remove
+// (after a session's supervisor was found dead), not for a launch, which should not
+// wait.
+func CollectStaleWait(wait time.Duration) {
 	switch Mode() {
 	case V1:
 		if os.Geteuid() == 0 {
-			gcV1()
+			gcV1(wait)
 		}
 	case V2:
-		gcV2(DefaultParent)
+		gcV2(DefaultParent, wait)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -62,6 +63,19 @@ func lockDir(dir string, how int) *os.File {
 		return nil
 	}
 	return os.NewFile(uintptr(fd), dir)
+}
+
+// sweepLock takes the exclusive lock of a sweep on the parent directory dir, trying
+// again every 2 ms for up to wait while a launch making a group there (its shared lock)
+// or another sweep holds it. nil when it was not taken.
+func sweepLock(dir string, wait time.Duration) *os.File {
+	deadline := time.Now().Add(wait)
+	for {
+		if f := lockDir(dir, unix.LOCK_EX|unix.LOCK_NB); f != nil || !time.Now().Before(deadline) {
+			return f
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // ownerAlive reports whether the owner of the group name in the directory parent

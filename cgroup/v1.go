@@ -80,7 +80,7 @@ func v1Parents(own []v1Dir) []string {
 // another): so each directory carries its own lock, and a sweep judges each directory
 // by that.
 func newV1(r *specs.LinuxResources, o Options) (Group, error) {
-	gcV1()
+	gcV1(0)
 	r = withoutUnaccountedSwap(r)
 	id := o.ID
 	if id == "" {
@@ -323,17 +323,21 @@ func killAll(dirs []v1Dir) {
 // the caller's own group in each hierarchy, one directory at a time: a directory
 // whose owner's lock can be taken, in a hierarchy where no launch is making a group
 // now. Groups named by an older gosbx go by their launcher's pid, in every hierarchy
-// at once (one may be gone already from a partial removal).
-func gcV1() {
+// at once (one may be gone already from a partial removal). A hierarchy where a launch
+// or sweep is in progress is tried again for up to wait (sweepLock), then skipped. It
+// reports whether every hierarchy was swept.
+func gcV1(wait time.Duration) (all bool) {
 	own, err := v1Hierarchies()
 	if err != nil {
-		return
+		return false
 	}
 	parents := v1Parents(own)
 	legacy := map[string]bool{}
+	all = true
 	for _, parent := range parents {
-		sweeping := lockDir(parent, unix.LOCK_EX|unix.LOCK_NB)
+		sweeping := sweepLock(parent, wait)
 		if sweeping == nil {
+			all = false
 			continue
 		}
 		ents, _ := os.ReadDir(parent)
@@ -364,6 +368,7 @@ func gcV1() {
 			removeWithin(d.dir, 300*time.Millisecond)
 		}
 	}
+	return all
 }
 
 func isDir(p string) bool {

@@ -160,7 +160,12 @@ func TestV1Live(t *testing.T) {
 }
 
 // A leftover group of a launcher that is gone is removed from every hierarchy by the
-// next New; one of a live launcher is kept.
+// sweep every New runs first; one of a live launcher is kept. Other launches (other
+// packages' tests, other users of the host) make groups and sweep in the same parents
+// at the same time: this test makes its groups as a launch does (the parents' shared
+// lock until its live group is locked), and when New's sweep was skipped for a launch
+// in progress (its design: the next sweep does it) it sweeps again until one sweep
+// covered every hierarchy, then checks its own groups only.
 func TestV1GC(t *testing.T) {
 	own := v1Own(t)
 	dead := "gosbx-" + strconv.Itoa(deadLauncher) + "-1-" + strconv.Itoa(os.Getpid())
@@ -175,6 +180,10 @@ func TestV1GC(t *testing.T) {
 			removeDirs(own, n)
 		}
 	})
+	var creating []*os.File // no sweep in these parents until liveID is locked (owner.go)
+	for _, d := range own {
+		creating = append(creating, lockDir(d, unix.LOCK_SH))
+	}
 	for c, d := range own {
 		for _, n := range []string{dead, live, partial, deadID, liveID, partialID} {
 			if (n == partial || n == partialID) && c == "memory" {
@@ -192,12 +201,20 @@ func TestV1GC(t *testing.T) {
 		}
 		defer held.Close()
 	}
+	for _, f := range creating {
+		f.Close()
+	}
 	g, err := New(res(64<<20, 64<<20, 16, 20000), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Destroy(); err != nil {
 		t.Error(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !gcV1(0); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no sweep of every hierarchy in 20 s: a launch held a parent's lock all along")
+		}
 	}
 	for c, d := range own {
 		if exists(filepath.Join(d, deadID)) || exists(filepath.Join(d, partialID)) {

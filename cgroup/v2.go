@@ -34,7 +34,7 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 		parent = DefaultParent
 	}
 	parent = "/" + strings.Trim(filepath.Clean("/"+parent), "/")
-	gcV2(parent)
+	gcV2(parent, 0)
 	id := o.ID
 	if id == "" {
 		id = NewID()
@@ -184,10 +184,10 @@ func killRemoveV2(dir string, d time.Duration) error {
 }
 
 // gcV2 removes groups in parent whose owner is gone (owner.go), when no launch is
-// making one there.
-func gcV2(parent string) {
+// making one there (tried again for up to wait: sweepLock).
+func gcV2(parent string, wait time.Duration) {
 	dir := filepath.Join(v2Mount, parent)
-	sweeping := lockDir(dir, unix.LOCK_EX|unix.LOCK_NB)
+	sweeping := sweepLock(dir, wait)
 	if sweeping == nil {
 		return
 	}

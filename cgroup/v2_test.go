@@ -268,19 +268,19 @@ func TestV2GCOwnerLock(t *testing.T) {
 		t.Errorf("the live owner's group %s was removed: %v", live, err)
 	}
 	// while g's owner (this process, through g) lives, a sweep keeps it
-	gcV2(DefaultParent)
+	gcV2(DefaultParent, 0)
 	if _, err := os.Stat(mine); err != nil {
 		t.Errorf("a sweep removed the group of a live owner: %v", err)
 	}
 	// a sweep is skipped while a group is being made (the parent's shared lock)
 	creating := lockDir(parent, unix.LOCK_SH)
 	held.Close()
-	gcV2(DefaultParent)
+	gcV2(DefaultParent, 0)
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a sweep ran while a group was being made: %v", err)
 	}
 	creating.Close()
-	gcV2(DefaultParent)
+	gcV2(DefaultParent, 0)
 	if _, err := os.Stat(live); !os.IsNotExist(err) {
 		t.Errorf("the group %s whose owner let go was kept (%v)", live, err)
 	}

@@ -86,7 +86,7 @@ func setupPodman() (*podmanHost, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	if err := os.WriteFile(filepath.Join(r, "gosbx"), bin, 0o755); err != nil {
+	if err := writeExecutable(filepath.Join(r, "gosbx"), bin, 0o755); err != nil {
 		return nil, err.Error()
 	}
 	return h, ""

@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // doctorMu serializes the doctor runs of this file, so the scratch directories a run
@@ -108,13 +105,13 @@ func parseDoctorJSON(t *testing.T, out string, uid int) (ok bool, checks []docto
 	return ok, checks
 }
 
-// doctorLeftovers lists what a doctor run of pid, started at since, may have left:
-// scratch directories under /var/tmp, and its cgroups (gosbx-doctor-PID in the hybrid
-// cgroup v2 tree; its sandbox's gosbx-<sandbox id> in each v1 hierarchy under the test
-// process's own groups, which the doctor inherits, or under /gosbx on cgroup v2: one
-// made since then that no owner holds any more).
-func doctorLeftovers(pid int, since time.Time) []string {
-	left, _ := filepath.Glob("/var/tmp/gosbx-doctor-*")
+// doctorLeftovers lists what a doctor run of pid may have left: scratch directories
+// under /var/tmp (gosbx-doctor-PID-…), its gosbx-doctor-PID-cg cgroup (in the hybrid
+// cgroup v2 tree, under this test process's own group, which the doctor inherits), and
+// any group left inside the run's scope (its sandboxes' gosbx-<sandbox id> groups are made there and nowhere else;
+// other launches on the host make and sweep theirs beside the scope, not in it).
+func doctorLeftovers(pid int, scope *cgroupScope) []string {
+	left, _ := filepath.Glob(fmt.Sprintf("/var/tmp/gosbx-doctor-%d-*", pid))
 	own := []string{"/", "/gosbx"}
 	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
 		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
@@ -130,42 +127,11 @@ func doctorLeftovers(pid int, since time.Time) []string {
 		}
 		seen[p] = true
 		for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/*"} {
-			m, _ := filepath.Glob(filepath.Join(root, p, fmt.Sprintf("gosbx-doctor-%d", pid)))
+			m, _ := filepath.Glob(filepath.Join(root, p, fmt.Sprintf("gosbx-doctor-%d-*", pid)))
 			left = append(left, m...)
-			m, _ = filepath.Glob(filepath.Join(root, p, "gosbx-*"))
-			for _, g := range m {
-				if !strings.HasPrefix(filepath.Base(g), "gosbx-doctor-") && orphanGroup(g, since) {
-					left = append(left, g)
-				}
-			}
 		}
 	}
-	return left
-}
-
-// orphanGroup reports whether the cgroup directory g was made at or after since and
-// no process holds the flock(2) its owner keeps on it (cgroup/owner.go), as /proc/locks
-// lists them (read only: taking the lock to try would race a launch making the group).
-func orphanGroup(g string, since time.Time) bool {
-	if strings.Count(filepath.Base(g), "-") > 1 {
-		return false // gosbx-<pid>-<seq>-<time>: an older gosbx's, not this one's
-	}
-	var st syscall.Stat_t
-	if syscall.Stat(g, &st) != nil || time.Unix(st.Mtim.Unix()).Add(time.Second).Before(since) {
-		return false
-	}
-	locks, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		return false
-	}
-	// MAJOR:MINOR:INODE, the device in hex (fs/locks.c lock_get_status)
-	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	for _, l := range strings.Split(string(locks), "\n") {
-		if f := strings.Fields(l); len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
-			return false
-		}
-	}
-	return true
+	return append(left, scope.leftovers()...)
 }
 
 // runDoctor runs `gosbx doctor ARGS` as the caller and checks what it left behind.
@@ -174,14 +140,15 @@ func runDoctor(t *testing.T, s *sandbox, args ...string) result {
 	doctorMu.Lock()
 	defer doctorMu.Unlock()
 	before, _ := filepath.Glob("/var/tmp/gosbx-doctor-*")
-	since := time.Now()
 	ctx := s.limitCtx(runLimit)
 	cmd := s.rawCommand(ctx, append([]string{"doctor"}, args...)...)
+	scope := newCgroupScope(t)
+	scope.wrap(cmd)
 	r := s.runCmd(ctx, cmd)
 	if r.elapsed > doctorLimit {
 		t.Errorf("gosbx doctor took %v, want a few seconds (< %v)", r.elapsed, doctorLimit)
 	}
-	left := doctorLeftovers(cmd.Process.Pid, since)
+	left := doctorLeftovers(cmd.Process.Pid, scope)
 	var mine []string
 	for _, p := range left {
 		if !contains(before, p) {
@@ -281,7 +248,7 @@ func TestDoctorBinaryNotExecutableByOthers(t *testing.T) {
 	bin := filepath.Join(dir, "gosbx")
 	b, err := os.ReadFile(gosbxBin) // a copy: the shared binary keeps its mode
 	must(t, err)
-	must(t, os.WriteFile(bin, b, 0o700))
+	mustWriteExecutable(t, bin, b, 0o700)
 	doctorMu.Lock()
 	defer doctorMu.Unlock()
 	cmd := exec.Command(bin, "doctor", "--json")

@@ -25,7 +25,6 @@ var faultSteps = []string{
 // process, no cgroup). Not parallel: it counts leftovers.
 func TestFaultInjection(t *testing.T) {
 	bin := faultBinary(t)
-	var launchers []int
 	for _, c := range callers {
 		s := newSandbox(t, c)
 		for _, st := range faultSteps {
@@ -40,9 +39,13 @@ func TestFaultInjection(t *testing.T) {
 			cmd := s.rawCommand(ctx, append(args, "--", "touch", marker)...)
 			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
 			cmd.Env = s.env("GOSBX_FAULT=" + st)
+			// its groups are made in a scope of its own: what is left there is its
+			// (other launches on the host make and sweep theirs elsewhere)
+			scope := newCgroupScope(t)
+			scope.wrap(cmd)
 			r := s.runCmd(ctx, cmd)
-			if cmd.ProcessState != nil {
-				launchers = append(launchers, cmd.ProcessState.Pid())
+			if left := scope.leftovers(); len(left) > 0 {
+				t.Errorf("%s, fault at %q: cgroups left behind by the failed launch: %q", c.name, st, left)
 			}
 			if c.uid != 0 && st == "cgroup place" {
 				// nobody gets no cgroup here (the profile's default limit is best effort): nothing to place
@@ -61,14 +64,6 @@ func TestFaultInjection(t *testing.T) {
 			}
 			if pids := faultInits(st); len(pids) > 0 {
 				t.Errorf("%s, fault at %q: init processes left: %v", c.name, st, pids)
-			}
-		}
-	}
-	time.Sleep(200 * time.Millisecond)
-	for _, g := range gosbxGroups() {
-		for _, pid := range launchers {
-			if strings.HasPrefix(g, "gosbx-"+itoa(pid)+"-") {
-				t.Errorf("cgroup left behind by a failed launch: %s", g)
 			}
 		}
 	}
@@ -115,30 +110,6 @@ func faultInits(step string) []int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// gosbxGroups lists the gosbx-* cgroup directories under this process's own v1 groups.
-func gosbxGroups() []string {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil
-	}
-	var n []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 || f[1] == "" {
-			continue
-		}
-		for _, ctrl := range strings.Split(f[1], ",") {
-			ents, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", ctrl, f[2]))
-			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), "gosbx-") {
-					n = append(n, e.Name())
-				}
-			}
-		}
-	}
-	return n
 }
 
 // faultBinary builds gosbx with -tags gosbxfault into a directory any user can read.

@@ -476,6 +476,22 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 	// behind (nothing removes them), and the next launch, seeing the owner's locks free,
 	// reclaims both.
 	t.Run("kill -9 of gosbx exec, then the next run", func(t *testing.T) {
+		// In a cgroup scope: no other launch's sweep takes the dead owner's groups, or
+		// keeps the next run's sweep from them (it skips a parent a launch holds).
+		s := *s
+		s.scope = newCgroupScope(t)
+		sandboxGroups := func(t *testing.T, id string) []string {
+			out := sandboxGroups(t, id)
+			if s.scope == nil {
+				return out
+			}
+			for _, d := range s.scope.dirs {
+				if _, err := os.Stat(filepath.Join(d, "gosbx-"+id)); err == nil {
+					out = append(out, filepath.Join(d, "gosbx-"+id))
+				}
+			}
+			return out
+		}
 		sleep := s.sleepLink("kill9")
 		ctx := s.limitCtx(runLimit)
 		sr := s.startStatus(ctx, "--memory", "64M", "--", sleep, "30")

@@ -179,6 +179,8 @@ type sandbox struct {
 	base string // 0755 dir under /var/tmp; parent of ws; host-only files go here
 	ws   string // the workspace, owned by the caller
 	id   string // random token unique to this sandbox
+	// scope, when set, is where every gosbx of rawCommand starts (cgroupscope_test.go)
+	scope *cgroupScope
 }
 
 // result of one gosbx run.
@@ -242,7 +244,11 @@ func (s *sandbox) writeWS(rel, content string, mode os.FileMode) string {
 	s.t.Helper()
 	p := filepath.Join(s.ws, rel)
 	must(s.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(s.t, os.WriteFile(p, []byte(content), mode))
+	if mode&0o111 != 0 {
+		mustWriteExecutable(s.t, p, []byte(content), mode) // not ETXTBSY when run
+	} else {
+		must(s.t, os.WriteFile(p, []byte(content), mode))
+	}
 	must(s.t, os.Chmod(p, mode))
 	s.chown(p)
 	return p
@@ -281,6 +287,7 @@ func (s *sandbox) rawCommand(ctx context.Context, args ...string) *exec.Cmd {
 	cmd.Env = s.env()
 	cmd.Dir = s.base // outside the workspace: the command starts at the workspace root
 	cmd.WaitDelay = 5 * time.Second
+	s.scope.wrap(cmd)
 	return cmd
 }
 

@@ -31,8 +31,7 @@ func (s *sandbox) privateBinary() string {
 	b, err := os.ReadFile(gosbxBin)
 	must(s.t, err)
 	p := filepath.Join(s.base, "gosbx")
-	must(s.t, os.WriteFile(p, b, 0o755))
-	must(s.t, os.Chmod(p, 0o755))
+	mustWriteExecutable(s.t, p, b, 0o755)
 	return p
 }
 
@@ -312,7 +311,7 @@ func TestFileCapabilitiesGiveNothing(t *testing.T) {
 		b, err := os.ReadFile(real)
 		must(t, err)
 		fcap := filepath.Join(s.ws, "py-fcap")
-		must(t, os.WriteFile(fcap, b, 0o755))
+		mustWriteExecutable(t, fcap, b, 0o755)
 		s.chown(fcap)
 		// VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE, permitted = CAP_SYS_ADMIN (21).
 		val := []byte{0x01, 0, 0, 0x02, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}

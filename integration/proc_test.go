@@ -43,7 +43,7 @@ func TestSetuidGivesNothing(t *testing.T) {
 			b, err := os.ReadFile(src)
 			must(t, err)
 			p := filepath.Join(s.ws, dst)
-			must(t, os.WriteFile(p, b, 0o755))
+			mustWriteExecutable(t, p, b, 0o755)
 			must(t, os.Chown(p, 0, 0))
 			must(t, os.Chmod(p, os.ModeSetuid|0o755))
 			if fi, err := os.Stat(p); err != nil || fi.Mode()&os.ModeSetuid == 0 {

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,7 @@ func fakeToolchains(t *testing.T, s *sandbox) (home, path string) {
 	must(t, os.Symlink("python3.99", ver+"/bin/python3"))
 	for _, n := range []string{"python3", "python3.99"} {
 		// pyenv's shim runs `pyenv exec`, which the sandbox does not have
-		must(t, os.WriteFile(home+"/.pyenv/shims/"+n, []byte("#!/bin/sh\necho the shim ran; exit 99\n"), 0o755))
+		mustWriteExecutable(t, home+"/.pyenv/shims/"+n, []byte("#!/bin/sh\necho the shim ran; exit 99\n"), 0o755)
 	}
 	must(t, os.WriteFile(home+"/.pyenv/version", []byte("3.99.0\n"), 0o644))
 	must(t, os.WriteFile(home+"/.ssh/id_ed25519", []byte("SECRET-KEY-"+s.id), 0o644))
@@ -42,14 +41,12 @@ func fakeToolchains(t *testing.T, s *sandbox) (home, path string) {
 
 func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 	t.Helper()
-	in, err := os.Open(src)
+	b, err := os.ReadFile(src)
 	must(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	must(t, err)
-	_, err = io.Copy(out, in)
-	must(t, err)
-	must(t, out.Close())
+	if _, err := os.Lstat(dst); err == nil {
+		t.Fatalf("copy %s: %s exists", src, dst)
+	}
+	mustWriteExecutable(t, dst, b, mode) // dst is run: not ETXTBSY then
 }
 
 // runWith runs gosbx exec with args as the caller, with home and PATH as its own.

@@ -73,6 +73,15 @@ type Cmd struct {
 	// has left it, before Wait returns) or a pooled command.
 	TeardownLater bool
 
+	// Prestarted, if set, is an init cloned ahead by Prestart, before Config was built.
+	// Start takes it when its clone parameters are those Config needs (namespaces, id
+	// maps, host id range, no CPU affinity, no cgroup v2 group, no egress or port
+	// forwards) and Stdin, Stdout and Stderr are the ones it was given; otherwise Start
+	// kills and reaps it and clones the init anew, as without it. Either way Start
+	// clears the field, and the Cmd runs exactly its Config. A Pool's or a Session's
+	// command never takes one (Start closes it).
+	Prestarted *Prestarted
+
 	// Result is set by Wait once the sandbox has ended.
 	Result *Result
 
@@ -121,6 +130,10 @@ func (c *Cmd) Run() error {
 // Every descriptor of the calling process above 2 is marked close-on-exec first, so
 // nothing but the stdio reaches the sandbox.
 func (c *Cmd) Start() error {
+	if c.Prestarted != nil && (c.pool != nil || c.sess != nil || c.TTY || c.init != nil) {
+		c.Prestarted.Close()
+		c.Prestarted = nil
+	}
 	if c.pool != nil {
 		return c.startPooled()
 	}
@@ -155,6 +168,11 @@ func (c *Cmd) Start() error {
 // runtime starts, which takes ~1.5 ms, and sent on its socket.
 func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	spec := c.Config
+	// An init cloned ahead (Prestart) is taken when it is the one spec needs, and
+	// otherwise killed before this launch clones its own; on any failure before, it is
+	// killed and reaped too.
+	pre := c.takePrestarted(pooled)
+	defer pre.Close()
 	c.own.sandboxID()
 	err = spec.Validate()
 	if err == nil && !pooled && spec.Process == nil {
@@ -180,7 +198,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var hid *hostID
 	if mapped {
 		// A root caller: the command runs as a host id of the range, never uid 0.
-		if hid, err = takeHostID(rng, c.own.sandboxID()); err != nil {
+		if hid = pre.takeHostID(rng, false); hid == nil {
+			hid, err = takeHostID(rng, c.own.sandboxID())
+		}
+		if err != nil {
 			return nil, c.fail(&SetupError{Step: "host id", Err: err})
 		}
 		defer func() {
@@ -193,7 +214,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var nsOwner *hostID // a host id that owns the user namespace of a uid 0 mapped to itself
 	if !mapped {
 		if r, ok := ownerRange(spec); ok {
-			if nsOwner, err = takeHostID(r, c.own.sandboxID()); err != nil {
+			if nsOwner = pre.takeHostID(r, true); nsOwner == nil {
+				nsOwner, err = takeHostID(r, c.own.sandboxID())
+			}
+			if err != nil {
 				return nil, c.fail(&SetupError{Step: "host id", Err: err})
 			}
 			defer func() {
@@ -203,7 +227,6 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			}()
 		}
 	}
-	flags, uids, gids := cloneConfig(spec)
 	if err := fault.Check("config"); err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
@@ -240,56 +263,12 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		return nil, c.fail(&SetupError{Step: "cpu affinity", Err: err})
 	}
 	c.own.cpus = cpuList
-	var files []*os.File // the parent's ends, closed on failure
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	// fd 3: a unix stream socket carrying the spec and the bind sources, and for a
-	// pooled init, later, the process and its stdio.
-	specR, specW, err := socketPair()
-	if err == nil {
-		if err = fault.Check("pipe"); err != nil {
-			specR.Close()
-			specW.Close()
-		}
-	}
-	if err != nil {
-		c.own.dropGroup()
-		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
-	}
-	files = append(files, specR, specW)
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		closeAll()
-		c.own.dropGroup()
-		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
-	}
-	files = append(files, syncR, syncW)
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		closeAll()
-		c.own.dropGroup()
-		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
-	}
-	files = append(files, lifeR, lifeW)
-	// fd 2 of the init while it builds the sandbox: a pipe read here (setuppids.go), the
-	// command's stderr passed beside it as stderrFd.
-	setupR, setupW, err := os.Pipe()
-	if err != nil {
-		closeAll()
-		c.own.dropGroup()
-		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
-	}
-	files = append(files, setupR, setupW)
 	// fd 7, with egress or port forwards: the socket pair on which the init sends its
 	// listening sockets and connects the forwards (egress.go, publish.go)
 	var egressR, egressW *os.File
 	var egressPolicy *egress.Policy
 	if spec.Egress != nil {
 		if egressPolicy, err = egress.NewPolicy(spec.Egress.Allow, spec.Egress.Deny); err != nil {
-			closeAll()
 			c.own.dropGroup()
 			return nil, c.fail(&SetupError{Step: "egress", Err: err})
 		}
@@ -300,7 +279,6 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			pub, err = listenPublish(spec.Publish)
 		}
 		if err != nil {
-			closeAll()
 			c.own.dropGroup()
 			return nil, c.fail(&SetupError{Step: "publish", Err: err})
 		}
@@ -312,95 +290,42 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if spec.Egress != nil || pub != nil || len(spec.HostPorts) > 0 {
 		if egressR, egressW, err = egressPair(); err != nil {
-			closeAll()
 			c.own.dropGroup()
 			return nil, c.fail(&SetupError{Step: "pipe", Err: err})
 		}
-		files = append(files, egressR, egressW)
 	}
-	args := []string{InitArg}
+	cgroupFd := -1
+	if c.own.group != nil {
+		cgroupFd = c.own.group.CloneFd()
+	}
+	params := cloneParams{args: initArgs(c.session, pooled, mapped), sys: initSysAttr(spec, mapped, nsOwner != nil, cgroupFd),
+		cpus: cpus, egressR: egressR}
 	switch {
-	case c.session:
-		args = append(args, sessionArg)
-	case pooled:
-		args = append(args, poolArg)
+	case mapped:
+		params.as = hid
+	case nsOwner != nil:
+		params.as = nsOwner
 	}
-	if mapped {
-		args = append(args, treesArg)
-	}
-	// The command's stdio as os/exec would give it (files as they are, /dev/null,
-	// pipes copied by the launcher); a pooled init gets /dev/null until its process
-	// comes with the real ones. Readers are read only once the init has its spec, so
-	// nothing of Stdin goes to a launch that stops before (or is tried again, below).
-	var stdio *stdioCopy
-	if pooled {
-		stdio, err = newStdioCopy(nil, nil, nil)
-	} else {
-		stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
-	}
-	if err != nil {
-		closeAll()
-		c.own.dropGroup()
-		return nil, c.fail(&SetupError{Step: "pipe", Err: err})
-	}
-	sys := &syscall.SysProcAttr{
-		Setsid:                     true, // keyboard signals reach the launcher only, which forwards them
-		Cloneflags:                 flags,
-		UidMappings:                uids,
-		GidMappings:                gids,
-		GidMappingsEnableSetgroups: false,
-		AmbientCaps:                initCaps,
-	}
-	if mapped {
-		// Root clones with the command's ids inside (0 by default), host id hid: the
-		// init must take them itself, or it would keep host uid 0's ownership of
-		// every root file. Supplementary groups go too (root's group 0), which needs
-		// setgroups(2) allowed in the new namespace; only the init, before it drops
-		// its capabilities, could call it.
-		sys.Credential = &syscall.Credential{
-			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, Groups: []uint32{}}
-		sys.GidMappingsEnableSetgroups = true
-	} else if nsOwner != nil {
-		// Cloned with the effective uid nsOwner (startInitAs), which the init must not
-		// keep: its ids are the spec's, set inside (setgroups stays denied).
-		sys.Credential = &syscall.Credential{
-			Uid: spec.Linux.UIDMappings[0].ContainerID, Gid: spec.Linux.GIDMappings[0].ContainerID, NoSetGroups: true}
-	}
-	if c.own.group != nil && c.own.group.CloneFd() >= 0 {
-		// cgroup v2: cloned straight into the group, no process ever runs outside it
-		sys.UseCgroupFD = true
-		sys.CgroupFD = c.own.group.CloneFd()
-	}
-	c.start = time.Now()
-	if err = fault.Check("clone"); err == nil {
-		attr := &syscall.ProcAttr{
-			// GOMAXPROCS bounds the init's runtime threads, which count against the
-			// pids limit (SetupPids), on a host of any size; one P for an init that
-			// runs one command (docs/decisions.md, "Speed, fourth attempt").
-			Env: append(fault.Env(), initProcs(c.session)),
-			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), setupW.Fd(),
-				specR.Fd(), syncW.Fd(), lifeR.Fd(), uintptr(stdio.fds[2])},
-			Sys: sys,
+	var l *initLaunch
+	var step string
+	if l = pre.take(&params, c.Stdin, c.Stdout, c.Stderr); l == nil {
+		pre.Close() // not the init this config needs: gone before another is cloned
+		// The command's stdio as os/exec would give it (files as they are, /dev/null,
+		// pipes copied by the launcher); a pooled init gets /dev/null until its process
+		// comes with the real ones. Readers are read only once the init has its spec, so
+		// nothing of Stdin goes to a launch that stops before (or is tried again, below).
+		var stdio *stdioCopy
+		if pooled {
+			stdio, err = newStdioCopy(nil, nil, nil)
+		} else {
+			stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
 		}
-		if egressR != nil {
-			attr.Files = append(attr.Files, egressR.Fd())
-		}
-		switch {
-		case mapped:
-			// the sandbox's user namespace owned by its host id, which the kernel then
-			// charges for the sandbox's per-user counts, not host root (usercounts.go)
-			c.init, err = startInitAs(hid.id, args, attr, cpus)
-		case nsOwner != nil:
-			c.init, err = startInitAs(nsOwner.id, args, attr, cpus)
-		default:
-			c.init, err = startInit(args, attr, cpus)
+		if err != nil {
+			step = "pipe"
+		} else {
+			l, step, err = launchInit(params, stdio)
 		}
 	}
-	stdio.sent() // the init holds its ends now
-	specR.Close()
-	syncW.Close()
-	lifeR.Close()
-	setupW.Close()
 	if egressR != nil {
 		egressR.Close()
 	}
@@ -413,19 +338,15 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		egressW.Close()
 	}
 	if err != nil {
-		c.init = nil
-		specW.Close()
-		syncR.Close()
-		lifeW.Close()
-		setupR.Close()
-		stdio.abort()
 		c.own.dropGroup()
-		if mapped && errors.Is(err, unix.EACCES) {
+		if step == "clone" && mapped && errors.Is(err, unix.EACCES) {
 			return nil, c.fail(&SetupError{Step: "clone", Err: err, Hint: fmt.Sprintf("a root caller's init runs as the unprivileged "+
 				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755", hid.id)})
 		}
-		return nil, c.fail(&SetupError{Step: "clone", Err: err})
+		return nil, c.fail(&SetupError{Step: step, Err: err})
 	}
+	c.init, c.start = l.init, l.start
+	stdio, specW, syncR, lifeW, setupR := l.stdio, l.specW, l.syncR, l.lifeW, l.setupR
 	c.own.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
 	c.setupOut = readSetupOutput(setupR)
 	c.started = true

@@ -88,6 +88,14 @@ func Hint(step string, err error) string { return hintIn(step, err, currentEnv()
 func hintIn(step string, err error, env launchEnv) string {
 	var me *mounts.Error
 	denied := errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
+	if cs := (*cloneStepError)(nil); step == "clone" && errors.As(err, &cs) {
+		// the clone succeeded and a later step of its child failed: no namespace hint
+		if env.filtered && denied {
+			return "a seccomp filter around gosbx (Seccomp: 2 in /proc/self/status) may have refused the " +
+				"init's " + cs.Step + " step: run gosbx outside it"
+		}
+		return ""
+	}
 	proc := errors.As(err, &me) && me.Op == "mount" && me.Source == "proc" && errors.Is(err, unix.EPERM)
 	mountStep := step == "mount" || step == "pivot_root"
 	kernels := func() bool { return mountStep && env.mountCallsPass != nil && env.mountCallsPass() }

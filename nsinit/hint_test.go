@@ -199,3 +199,19 @@ func sysfsLaunchChild(t *testing.T, names []string) {
 	}
 	fmt.Printf("ERR: %v\nSTEP: %s\nHINT: %s\n", se.Err, se.Step, se.Hint)
 }
+
+// A step of the init's clone child failing after the clone (setsid, setuid, ...) is not
+// the user namespace's refusal: no hintUserns for it (review6 F2); under a filter, the
+// filter is named with the step. The clone's own EPERM keeps hintUserns.
+func TestHintCloneChildStep(t *testing.T) {
+	child := fmt.Errorf("fork/exec /proc/self/exe: %w", &cloneStepError{Step: "setsid", Err: unix.EPERM})
+	if h := hintIn("clone", child, launchEnv{}); h != "" {
+		t.Errorf("setsid EPERM in the clone child, no filter: hint %q, want none", h)
+	}
+	if h := hintIn("clone", child, launchEnv{filtered: true}); !strings.Contains(h, "seccomp filter") || !strings.Contains(h, "setsid") || strings.Contains(h, "CLONE_NEWUSER") {
+		t.Errorf("setsid EPERM in the clone child under a filter: hint %q, want the filter and the step named", h)
+	}
+	if h := hintIn("clone", fmt.Errorf("clone: %w", unix.EPERM), launchEnv{}); h != hintUserns {
+		t.Errorf("the clone's own EPERM: hint %q, want hintUserns", h)
+	}
+}

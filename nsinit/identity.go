@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -83,12 +84,15 @@ func specRange(spec *config.Config) (idRange, bool) {
 // needed in hostIDDir (a root-owned directory nobody else may write), locked without
 // waiting, holding the sandbox id (which sandbox holds which id; the lock, not the
 // file's content, says whether its owner lives). Ids are tried from a random one on,
-// so concurrent launchers rarely try the same.
+// so concurrent launchers rarely try the same. A sweep locks the lock files nobody
+// holds, for an instant each: so it runs only under an exclusive flock(2) of the
+// directory, and takes under a shared one, or a take would find a free id locked (in
+// use) or removed under it (with a range of one id: "all 1 host ids in use").
 func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 	if err := os.MkdirAll(hostIDDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", hostIDDir, err)
 	}
-	dir, err := unix.Open(hostIDDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir, err := unix.Open(hostIDDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", hostIDDir, err)
 	}
@@ -100,9 +104,14 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 	if st.Uid != 0 || st.Mode&0o022 != 0 {
 		return nil, fmt.Errorf("%s is not a directory only root may write (owner %d, mode %#o)", hostIDDir, st.Uid, st.Mode&0o7777)
 	}
-	sweepHostIDs(dir)
+	if sweepLockIDs(dir) { // else takes kept it busy: the next launch sweeps
+		sweepHostIDs(dir)
+	}
+	if err := flockRetry(dir, unix.LOCK_SH); err != nil { // released when dir is closed
+		return nil, fmt.Errorf("lock %s: %w", hostIDDir, err)
+	}
 	start := rand.Uint32N(r.Count)
-	for i := uint32(0); i < r.Count; i++ {
+	for i, again := uint32(0), 0; i < r.Count; i++ {
 		id := r.Base + (start+i)%r.Count
 		name := strconv.FormatUint(uint64(id), 10)
 		fd, err := unix.Openat(dir, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -119,13 +128,41 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 		var held, now unix.Stat_t
 		if unix.Fstat(fd, &held) != nil || unix.Fstatat(dir, name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 			held.Ino != now.Ino || held.Dev != now.Dev {
-			unix.Close(fd) // released and removed meanwhile: the id may be taken again
+			unix.Close(fd) // released and removed meanwhile: the id is free, try it again
+			if again++; again < 8 {
+				i--
+			}
 			continue
 		}
 		writeHolder(fd, held.Size, sandboxID)
 		return &hostID{id: id, lock: os.NewFile(uintptr(fd), name)}, nil
 	}
 	return nil, fmt.Errorf("all %d host ids of the range %d:%d are in use by running sandboxes", r.Count, r.Base, r.Count)
+}
+
+// sweepLockIDs takes the exclusive lock of the host-id directory dir for a sweep,
+// trying again every millisecond for up to 100 ms while takes (shared, each held for
+// microseconds) or another sweep hold it: so that the launch after a killed one
+// reclaims its id, without waiting long when launches are many.
+func sweepLockIDs(dir int) bool {
+	for deadline := time.Now().Add(100 * time.Millisecond); ; time.Sleep(time.Millisecond) {
+		if flockRetry(dir, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// flockRetry is flock(2) of fd, again after EINTR (a blocking lock is interrupted by
+// the Go runtime's preemption signal).
+func flockRetry(fd, how int) error {
+	for {
+		if err := unix.Flock(fd, how); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // writeHolder writes the sandbox id in the lock file fd, of size bytes, over what it

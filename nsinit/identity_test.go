@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -62,6 +65,48 @@ func TestTakeHostID(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("a lock file nobody holds was not swept: %v", err)
 	}
+}
+
+// A free id is taken whatever other launchers do at the same time: their sweeps of the
+// lock directory (every take sweeps it first) and their takes and releases of other ids
+// never make a free id look in use (a range of one id failed "all 1 host ids in use"
+// while another launcher's sweep held its unheld lock file for an instant).
+func TestTakeHostIDConcurrentSweeps(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lock directory must be root's")
+	}
+	old := hostIDDir
+	hostIDDir = filepath.Join(t.TempDir(), "ids")
+	t.Cleanup(func() { hostIDDir = old })
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for g := range 3 { // other launchers: each takes and frees an id of its own range
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := idRange{Base: 2_100_000_100 + uint32(g)*10, Count: 1}
+			for !stop.Load() {
+				if h, err := takeHostID(r, "other"); err == nil {
+					h.release()
+				}
+			}
+		}()
+	}
+	r := idRange{Base: 2_100_000_000, Count: 1}
+	deadline := time.Now().Add(time.Second)
+	n := 0
+	for ; time.Now().Before(deadline); n++ {
+		h, err := takeHostID(r, "mine")
+		if err != nil {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("take %d of a free id while others swept: %v", n, err)
+		}
+		h.release()
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d takes", n)
 }
 
 // The lock file holds exactly the sandbox id, whatever it held before.

@@ -42,6 +42,7 @@ const (
 	initSetDefault                   // rt_sigaction(2) to SIG_DFL, the old action read into initPlan.old
 	initIfIgnored                    // rt_sigaction(2) back to SIG_IGN, only when initPlan.old was SIG_IGN
 	initCapGet                       // capget(2), then initPlan.capAdd or'ed into permitted and inheritable
+	initMoveReport                   // dup3(2) of the report pipe above the places: initPlan.report follows it once done
 	initFail                         // a step made to fail (internal/fault)
 )
 
@@ -92,7 +93,7 @@ type cloneArgs struct {
 // into memory it keeps alive until the child has executed or failed.
 type initPlan struct {
 	ops      []initOp
-	report   int      // the close-on-exec pipe the child writes a failure on
+	report   int      // the close-on-exec pipe the child writes a failure on (its number now: the child moves it)
 	rep      [2]int32 // op index and errno, written on failure
 	oneByte  [1]byte  // the id maps' go-ahead
 	all      uint64   // every signal
@@ -203,14 +204,18 @@ func (p *initPlan) planFds(files []uintptr) {
 		next = max(next, int(f))
 	}
 	next++
+	// The report pipe is moved first; until that move has run, a failure is written on
+	// its old number (runInit updates initPlan.report), never on one the child has not
+	// made yet, which may be another of the launcher's descriptors (review6 F1).
+	moved := p.report
 	if p.report < next {
-		p.add(stepFds, initCall, unix.SYS_DUP3, uintptr(p.report), uintptr(next), unix.O_CLOEXEC)
-		p.report = next
+		p.add(stepFds, initMoveReport, unix.SYS_DUP3, uintptr(p.report), uintptr(next), unix.O_CLOEXEC)
+		moved = next
 		next++
 	}
 	for i := range fd {
 		if fd[i] >= 0 && fd[i] < i {
-			if next == p.report {
+			if next == moved {
 				next++
 			}
 			p.add(stepFds, initCall, unix.SYS_DUP3, uintptr(fd[i]), uintptr(next), unix.O_CLOEXEC)
@@ -267,6 +272,9 @@ func runInit(p *initPlan, k cloneSys) (int, unix.Errno) {
 		r, errno := k.call(op)
 		if errno == 0 && op.kind == initReadOne && r != 1 {
 			errno = unix.EPIPE
+		}
+		if errno == 0 && op.kind == initMoveReport {
+			p.report = int(op.a[1])
 		}
 		if errno == 0 && op.kind == initCapGet {
 			for w := range p.capData {
@@ -405,8 +413,19 @@ func forkExecInit(argv []string, attr *syscall.ProcAttr) (int, error) {
 	case !reported:
 		return 0, fmt.Errorf("the init's clone ended without a report (%s)", describe(ws))
 	}
-	return 0, fmt.Errorf("%s: %w", initSteps[p.ops[i].step], e)
+	return 0, &cloneStepError{Step: initSteps[p.ops[i].step], Err: e}
 }
+
+// cloneStepError is a step of the init's clone child that failed after the clone itself
+// succeeded ("setsid", "setuid", ...): the namespaces were made, so the hints about
+// creating them (Hint, step "clone") do not apply to it.
+type cloneStepError struct {
+	Step string
+	Err  error
+}
+
+func (e *cloneStepError) Error() string { return e.Step + ": " + e.Err.Error() }
+func (e *cloneStepError) Unwrap() error { return e.Err }
 
 // writeIDMaps writes the id maps of the child pid's user namespace from the calling
 // thread, as syscall.ForkExec's parent does: uid_map, then setgroups (deny unless

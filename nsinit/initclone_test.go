@@ -211,6 +211,42 @@ func TestInitPlanStops(t *testing.T) {
 	}
 }
 
+// A step that fails before the report pipe is moved reports on the pipe's own number,
+// not on the number it is to be moved to, which the launcher may have open for
+// something else (a library caller whose stdio has higher numbers than a free hole:
+// review6 F1); after the move, on the new number.
+func TestInitPlanReportBeforeMove(t *testing.T) {
+	files := []uintptr{0, 1, 40} // the report pipe (5) is below 40: it moves to 41
+	for _, failAt := range []uint8{stepSetsid, stepFds} {
+		p, err := planInit([]string{"x"}, nil, files, &syscall.SysProcAttr{Setsid: true}, 5, -1, -1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the first op of the failing step fails (the move itself for stepFds)
+		for i := range p.ops {
+			if p.ops[i].step == failAt {
+				p.ops[i].kind = initFail
+				break
+			}
+		}
+		k := &fakeKernel{fds: map[int]fakeFd{0: {}, 1: {}, 40: {}, 5: {file: 99}, 41: {file: 7}}, old: &p.old}
+		if i, e := runInit(p, k); e == 0 || p.ops[i].step != failAt {
+			t.Fatalf("%s: stopped at %d (%v)", initSteps[failAt], i, e)
+		}
+		if p.report != 5 {
+			t.Errorf("failure at %q: reported on fd %d, want the report pipe's own 5 (41 is another file)", initSteps[failAt], p.report)
+		}
+	}
+	p, _ := planInit([]string{"x"}, nil, files, &syscall.SysProcAttr{}, 5, -1, -1, 0)
+	k := &fakeKernel{fds: map[int]fakeFd{0: {}, 1: {}, 40: {}, 5: {file: 99}}, old: &p.old}
+	if i, e := runInit(p, k); e != 0 {
+		t.Fatalf("stopped at %d: %v", i, e)
+	}
+	if p.report != 41 || k.fds[41].file != 99 {
+		t.Errorf("after the move the report pipe is fd %d (%+v), want 41 holding it", p.report, k.fds[p.report])
+	}
+}
+
 // The clone3(2) form of the init's clone (a cgroup v2 group's CLONE_INTO_CGROUP, which
 // this hybrid host's launches do not use): the child starts in the group, on its own
 // stack, and executes. The child is this test binary again, running only

@@ -75,6 +75,10 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 				if status, err = openStatusFd(statusFd); err != nil {
 					return usageError{err}
 				}
+				// Closed here, not left to the *os.File's finalizer: run is called again in
+				// one process (tests, and the fd number may be reused by then), and a
+				// finalizer closing a reused number closes someone else's file.
+				defer status.Close()
 			}
 			if sessionName != "" {
 				return execInSession(c, sessionName, &b, args, status, detach, tty)
@@ -146,6 +150,16 @@ func execute(o policy.Options, status *os.File) error {
 	if err != nil {
 		return err
 	}
+	// The init is cloned now, from what the flags say of its clone, so that its Go
+	// runtime starts while the journals and the policy step run; it gets the config
+	// once built, or is killed and reaped (deferred) when the launch stops before, or
+	// by Start when the built config needs another clone.
+	pre := prestart(o, host)
+	defer pre.Close()
+	if fault.Check("prestart pid") != nil {
+		// a test build says which init it cloned ahead, for the test to check it is gone
+		fmt.Fprintf(os.Stderr, "gosbx: fault build: prestarted init %d\n", pre.Pid())
+	}
 	var statusMu sync.Mutex // the egress proxy's lines come from its goroutines
 	emitLine := func(v any) {
 		if status != nil {
@@ -203,6 +217,7 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
+	cmd.Prestarted = pre
 	<-notified
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))

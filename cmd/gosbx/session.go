@@ -280,7 +280,8 @@ func sweepStale(dir string) []session.Info {
 		infos = append(infos, session.Info{Name: name, State: "unreachable"})
 	}
 	if swept {
-		cgroup.CollectStale()
+		// not skipped for a launch in progress elsewhere: the dead session's groups go now
+		cgroup.CollectStaleWait(2 * time.Second)
 		completeJournals(nil)
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })

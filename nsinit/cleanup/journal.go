@@ -222,6 +222,9 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 	f := os.NewFile(uintptr(dfd), dir)
 	defer f.Close()
 	names, _ := f.Readdirnames(-1)
+	if testHookListed != nil {
+		testHookListed(names)
+	}
 	sfd := -2 // not opened yet
 	defer func() {
 		if sfd >= 0 {
@@ -238,6 +241,11 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 			}
 		}
 		rec, err := readJournal(dfd, sfd, n)
+		if err != nil && gone(dfd, n) {
+			// its launcher's Done, or another launch's CompleteJournals, removed it since
+			// the listing (the journal goes before its seal): nothing is owed, nothing to say
+			continue
+		}
 		if err != nil {
 			// not as this user's launches wrote it: never carried out, removed so that
 			// it is reported once
@@ -259,6 +267,16 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 		}
 	}
 	return removed, failed, nil
+}
+
+// testHookListed, when set by a test, runs between the listing of the journal
+// directory and the reading of its journals (where a concurrent launch's Done lands).
+var testHookListed func(names []string)
+
+// gone reports whether name no longer exists in the directory dfd.
+func gone(dfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT
 }
 
 // readJournal reads and checks the journal file name of the directory dfd (readSmall:

@@ -93,3 +93,39 @@ func TestJournalSeal(t *testing.T) {
 		}
 	}
 }
+
+// A journal its own launch removes (Done) between another launch's listing and its
+// reading is no failure: nothing is reported, nothing done (concurrent launches printed
+// "refused and removed: no such file or directory"). A journal whose seal alone is gone
+// is still refused.
+func TestCompleteJournalsRemovedMeanwhile(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, ws := filepath.Join(base, "rt"), filepath.Join(base, "ws")
+	for _, d := range []string{rt, ws} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	// initPid: this process, alive, so only the race decides what happens
+	j, err := BeginJournal([]Entry{{Kind: RemoveIfCreated, Path: filepath.Join(ws, "x")}}, os.Getpid(), []string{ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testHookListed = nil })
+	testHookListed = func([]string) { j.Done() }
+	if _, failed, err := CompleteJournals(nil); err != nil || len(failed) != 0 {
+		t.Errorf("a journal done meanwhile: failed %v, err %v; want nothing reported", failed, err)
+	}
+	j, err = BeginJournal([]Entry{{Kind: RemoveIfCreated, Path: filepath.Join(ws, "x")}}, os.Getpid(), []string{ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookListed = func([]string) { os.Remove(j.seal) }
+	if _, failed, _ := CompleteJournals(nil); len(failed) != 1 || !strings.Contains(failed[0], "seal") {
+		t.Errorf("a journal without its seal: failed %v, want it refused", failed)
+	}
+}

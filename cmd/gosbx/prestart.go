@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/config"
+	"github.com/gosbx/gosbx/policy"
+)
+
+// cloneGuess is the part of the config policy.Build will give o that the init's clone
+// needs (nsinit.Prestart: namespaces, id mappings, a root caller's id range), as the
+// flags alone say it, before any policy file is read or built; nil when the flags
+// already ask for a clone an init cloned ahead cannot have (egress or --net proxy,
+// port forwards, host ports, --cpus, --cgroup-parent). A policy that says otherwise
+// (network: host, its own uid or range, resources) only costs the init started for
+// nothing: Start compares and clones anew (nsinit.Cmd.Prestarted).
+func cloneGuess(o policy.Options, h policy.Host) *config.Config {
+	r := o.Resources
+	if o.Net == policy.NetProxy || len(o.AllowHosts) > 0 || len(o.Publish) > 0 || len(o.HostPorts) > 0 ||
+		r.CPUs > 0 || r.CgroupParent != "" {
+		return nil
+	}
+	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},
+		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
+	if o.Net != policy.NetHost {
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
+	}
+	// policy.Build's ids: 0 for a root caller, the caller's own otherwise, or --uid/--gid
+	uid, gid := uint32(h.UID), uint32(h.GID)
+	if h.UID == 0 {
+		uid, gid = 0, 0
+	}
+	if o.UID != nil {
+		uid = *o.UID
+	}
+	if o.GID != nil {
+		gid = *o.GID
+	}
+	var rootID *config.RootID
+	if h.UID == 0 {
+		rng := policy.DefaultIDRange
+		if o.IDRange != nil {
+			rng = *o.IDRange
+		}
+		rootID = &config.RootID{Range: rng}
+	}
+	return &config.Config{
+		Linux: &config.Linux{
+			UIDMappings: []specs.LinuxIDMapping{{ContainerID: uid, HostID: uint32(h.UID), Size: 1}},
+			GIDMappings: []specs.LinuxIDMapping{{ContainerID: gid, HostID: uint32(h.GID), Size: 1}},
+			Namespaces:  ns,
+		},
+		RootID: rootID,
+	}
+}
+
+// prestart clones the init for o's launch ahead of the policy step (nsinit.Prestart),
+// with the command's stdio; nil when the flags rule it out or it could not be made:
+// Start then clones its own, and reports what stops it.
+func prestart(o policy.Options, h policy.Host) *nsinit.Prestarted {
+	guess := cloneGuess(o, h)
+	if guess == nil {
+		return nil
+	}
+	p, err := nsinit.Prestart(guess, os.Stdin, os.Stdout, os.Stderr)
+	if err != nil {
+		return nil
+	}
+	return p
+}
