@@ -15,7 +15,7 @@ import (
 // runtime's own at GOMAXPROCS=1 (sysmon, the template thread of the locked main thread,
 // one idle M). Before the init caught its signals by signalfd it had 7-8 (os/signal's
 // locked thread, a thread in signal_recv, a second P's); docs/decisions.md, "Speed,
-// fourth attempt".
+// fourth attempt: the init's signals".
 const maxInitThreads = 5
 
 // Seen from the host while the command runs: the init has at most maxInitThreads

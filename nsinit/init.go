@@ -195,7 +195,8 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // its setup; a one-shot or pooled init catches SIGABRT (catchSignals) and leaves the
 // rest to the runtime until defaultFaultSignals: before the fork no process of the
 // sandbox exists, and a host process allowed to signal the init could SIGKILL it as
-// well (docs/decisions.md, "Speed, fourth attempt: the init's signals"). signal.Ignore
+// well (docs/decisions.md, "Speed, fourth attempt: the init's signals").
+// signal.Ignore
 // sets SIG_IGN, which the command would inherit, only for signals the runtime can
 // notify, which none of these is (a real fault still crashes). That covers kill(2) and
 // tgkill(2) (SI_USER, SI_TKILL) only: the runtime takes any other si_code for a fault of

@@ -8,7 +8,7 @@ import (
 )
 
 // The one-shot and pooled init's signals, without os/signal (docs/decisions.md, "Speed,
-// fourth attempt"). os/signal costs the init a locked thread of its own (ensureSigM), a
+// fourth attempt: the init's signals"). os/signal costs the init a locked thread of its own (ensureSigM), a
 // thread parked in signal_recv, and a handshake with the former per notified signal.
 // Instead the launcher executes every init with initSignals blocked (forkExecInit), so
 // that they stay pending and the reaper reads them from a signalfd(2) on the init's main
