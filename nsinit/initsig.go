@@ -7,9 +7,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The one-shot and pooled init's signals, without os/signal (docs/decisions.md, "Speed,
-// fourth attempt: the init's signals"). os/signal costs the init a locked thread of its own (ensureSigM), a
-// thread parked in signal_recv, and a handshake with the former per notified signal.
+// The one-shot and pooled init's signals, without os/signal (docs/decisions.md,
+// "Speed, fourth attempt: the init's signals"). os/signal costs the init a locked
+// thread of its own (ensureSigM), a thread parked in signal_recv, and a handshake with
+// the former per notified signal.
 // Instead the launcher executes every init with initSignals blocked (forkExecInit), so
 // that they stay pending and the reaper reads them from a signalfd(2) on the init's main
 // thread, the thread it waits on anyway.
