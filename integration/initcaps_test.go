@@ -14,7 +14,7 @@ import (
 // Seen from the host while the command runs: no thread of the sandbox's init holds a
 // capability (CapEff, CapPrm, CapAmb of /proc/INIT/task/*/status). The init sends its
 // exec report first and then clears every thread's sets (nsinit's reportExec), and its
-// main thread waits in wait4(2) (wchan do_wait) only after that: the check is made from
+// main thread waits in the reaper's poll(2) only after that: the check is made from
 // then on, while the command still runs. /proc/1 inside the sandbox is the commands'
 // pid 1, not the init, so this is checked from outside (TestInitThreadsHoldNoCapabilities
 // checks what the commands see).
@@ -34,14 +34,15 @@ func TestInitCapabilitiesFromHost(t *testing.T) {
 			t.Fatalf("the command did not start: %q", line)
 		}
 		init := initOfLauncher(t, cmd.Process.Pid)
-		// the main thread reaps once the report is sent and the sets are cleared
+		// the main thread waits in the reaper's poll(2) once the report is sent and the
+		// sets are cleared (the command printed after the go-ahead was read)
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", init))
-			if string(w) == "do_wait" {
+			if strings.HasPrefix(string(w), "poll_schedule_timeout") {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the init's main thread never reached wait4 (wchan %q)", w)
+				t.Fatalf("the init's main thread never reached the reaper's poll (wchan %q)", w)
 			}
 		}
 		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", init))

@@ -15,11 +15,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/ownmountns"
 )
 
 // Leak soak (issue 7, item 8): many launches of `gosbx exec`, one after another and
@@ -509,47 +510,14 @@ func soakCLI(t *testing.T, c caller, n, m int) {
 
 func TestSoakCLI(t *testing.T) {
 	requireBinary(t)
-	if os.Getenv(soakOwnMountNS) == "" {
-		runInOwnMountNS(t)
+	if !ownmountns.Active() {
+		ownmountns.Rerun(t, "GOSBX_TEST_BINARY="+gosbxBin)
 		return
 	}
 	n, m := soakScale(t)
 	// Not parallel: see the top of the file. The nobody variant is smaller.
 	t.Run("root", func(t *testing.T) { soakCLI(t, rootCaller, n, m) })
 	t.Run("nobody", func(t *testing.T) { soakCLI(t, nobodyCaller, n/4, m/2) })
-}
-
-// soakOwnMountNS is set in the environment of a soak re-run in a mount namespace of its
-// own (runInOwnMountNS).
-const soakOwnMountNS = "GOSBX_SOAK_OWN_MOUNT_NS"
-
-// runInOwnMountNS runs the test named by t again in a child test process in a new mount
-// namespace whose mounts are private (no mount or unmount elsewhere on the host
-// propagates into it), with the binary under test: the gosbx launches it makes inherit
-// that namespace, so the mount table the soak compares is changed only by them. Other
-// packages' tests, other users and container runtimes mount and unmount in the host's
-// namespace at any time (a whole-host comparison fails on that).
-func runInOwnMountNS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	if d, ok := t.Deadline(); ok {
-		ctx, cancel = context.WithDeadline(context.Background(), d.Add(-5*time.Second))
-	}
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), soakOwnMountNS+"=1", "GOSBX_TEST_BINARY="+gosbxBin)
-	// Go makes / and everything under it MS_REC|MS_PRIVATE after the unshare(2).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s in its own mount namespace:\n%s", t.Name(), out)
-	if err != nil {
-		t.Fatalf("%s in its own mount namespace: %v", t.Name(), err)
-	}
-	if strings.Contains(string(out), "--- SKIP: "+t.Name()) {
-		t.Skip("skipped in its own mount namespace")
-	}
-	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Fatalf("%s in its own mount namespace did not run", t.Name())
-	}
 }
 
 // TestSoakDetectsLeaks: the comparison the soak relies on sees each kind of leak: a

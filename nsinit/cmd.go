@@ -414,7 +414,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		if err != nil {
 			c.init.kill()
 		} else {
-			c.own.life.Write([]byte{lifeGo})
+			c.own.life.Write([]byte{c.goAhead(pooled)})
 		}
 		placed <- err
 	}()
@@ -572,7 +572,9 @@ func (c *Cmd) awaitExec(placed <-chan error) error {
 		if c.Events != nil {
 			c.Events(Event{Exec: true, Pid: childPid(pid, m.Pid), Path: m.Path})
 		}
-		c.own.life.Write([]byte{lifeAck}) // the reaper may reap the command now
+		if c.goAhead(c.ctl != nil) == lifeGo {
+			c.own.life.Write([]byte{lifeAck}) // the reaper may reap the command now
+		}
 		return nil
 	case ok && m.Type == msgExecError:
 		c.reapFailed()

@@ -35,13 +35,20 @@ func Init() {
 	if len(os.Args) == 0 || os.Args[0] != InitArg {
 		return
 	}
-	// Done beside the setup (each signal.Notify is a handshake with the runtime's
-	// signal thread), waited for before the command is forked.
-	go func() {
-		signal.Notify(sigc, append(forwarded, unix.SIGABRT)...)
-		signal.Ignore(fatalFromUser...)
-		close(notified)
-	}()
+	session := false
+	for _, a := range os.Args[1:] {
+		session = session || a == sessionArg
+	}
+	if session {
+		// Done beside the setup (each signal.Notify is a handshake with the runtime's
+		// signal thread), waited for before the first command is forked. A session
+		// keeps os/signal (initsig.go).
+		go func() {
+			signal.Notify(sigc, append(forwarded, unix.SIGABRT)...)
+			signal.Ignore(fatalFromUser...)
+			close(notified)
+		}()
+	}
 	// The steps run on this thread: the pid namespace of the commands is this thread's
 	// (unsharePID), and the commands are forked from it. Locked after the goroutine
 	// above starts: a locked thread has the runtime's template thread create new
@@ -49,16 +56,24 @@ func Init() {
 	runtime.LockOSThread()
 	w := syncWriter{os.NewFile(syncFd, "sync")}
 	k := &kernelInit{w: w}
-	s := &sandboxInit{sys: k}
+	s := &sandboxInit{sys: k, session: session}
 	for _, a := range os.Args[1:] {
 		s.pooled = s.pooled || a == poolArg
 		s.trees = s.trees || a == treesArg
-		s.session = s.session || a == sessionArg
 	}
-	// A one-shot init reads the life pipe's go-ahead and acknowledgement itself, on
-	// this thread (readLife), and watches the pipe from a goroutine only once the
-	// acknowledgement came; a session's or pooled init from the go-ahead on.
-	k.lifeSync = !s.pooled && !s.session
+	// A one-shot or pooled init reads its signals (catchSignals) and the life pipe's
+	// go-ahead and acknowledgement itself, on this thread; a session's init watches the
+	// pipe from a goroutine from the go-ahead on.
+	k.lifeSync = !s.session
+	sigfd := -1
+	if !s.session {
+		var err error
+		if sigfd, err = catchSignals(); err != nil {
+			w.send(errorMessage("signals", err))
+			os.Exit(ExitSetup)
+		}
+		close(notified)
+	}
 	if s.session {
 		serveSession(s, w)
 	}
@@ -85,14 +100,12 @@ func Init() {
 		os.Exit(ExitSetup)
 	}
 	s.reportExec(path, pid)
-	reap(w, pid, s.holder, k.lifeSync)
+	reap(w, pid, s.holder, sigfd, k.noAck)
 }
 
-// acked is closed when the launcher has seen the exec message (a pooled init's);
-// launcherGone when the launcher died after the command may have started. forked is
-// set right before the command is forked.
+// launcherGone is closed when the launcher died after the command may have started.
+// forked is set right before the command is forked.
 var (
-	acked        = make(chan struct{})
 	launcherGone = make(chan struct{})
 	forked       atomic.Bool
 	// cleanupSpec is the config whose after-run cleanup (runCleanup) the reaper
@@ -133,28 +146,11 @@ func lifeEnded() {
 	unix.Kill(-1, unix.SIGKILL)
 }
 
-// awaitAck waits, on the calling thread, for the launcher's acknowledgement of the
-// exec report (it reads the command's host pid before the reaper may reap it), then
-// watches the life pipe from a goroutine (watchLauncher). At the pipe's end instead
-// it ends the sandbox (lifeEnded). A one-shot init's only.
-func awaitAck() {
-	switch b, ok := readLife(); {
-	case !ok:
-		lifeEnded()
-		return
-	case b != lifeAck:
-		lifeEnded() // not the protocol: as if the launcher were gone
-		return
-	}
-	close(acked)
-	go watchLauncher()
-}
-
-// watchLauncher exits the init (and so the whole pid namespace) when the launching
-// process is gone: its end of the life pipe closes (lifeEnded). It starts once the
-// go-ahead is read (readLife), and for a one-shot init once the acknowledgement is;
-// it takes a pooled init's acknowledgement. The pipe is read through the runtime's
-// poller, so no thread waits in read(2) for the life of the sandbox.
+// watchLauncher exits a session's init (and so the whole pid namespace) when the
+// launching process is gone: its end of the life pipe closes (lifeEnded). It starts
+// once the go-ahead is read (readLife). The pipe is read through the runtime's poller,
+// so no thread waits in read(2) for the life of the sandbox. (A one-shot or pooled
+// init's reaper reads the pipe itself: reap.)
 func watchLauncher() {
 	unix.SetNonblock(lifeFd, true) // pollable; should it fail, a read blocks a thread instead
 	f := os.NewFile(lifeFd, "life")
@@ -164,9 +160,6 @@ func watchLauncher() {
 		if n <= 0 || err != nil {
 			lifeEnded()
 			return
-		}
-		if b[0] == lifeAck && !isClosed(acked) {
-			close(acked)
 		}
 	}
 }
@@ -198,7 +191,12 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 
 // The Go runtime exits or crashes on these when another process sends them (kill(2))
 // and nothing handles them; the others it ignores (runtime/sigtab_linux_generic.go).
-// The init handles SIGABRT (channel sigc) and ignores the rest of them; signal.Ignore
+// A session's init handles SIGABRT (channel sigc) and ignores the rest of them during
+// its setup; a one-shot or pooled init catches SIGABRT (catchSignals) and leaves the
+// rest to the runtime until defaultFaultSignals: before the fork no process of the
+// sandbox exists, and a host process allowed to signal the init could SIGKILL it as
+// well (docs/decisions.md, "Speed, fourth attempt: the init's signals").
+// signal.Ignore
 // sets SIG_IGN, which the command would inherit, only for signals the runtime can
 // notify, which none of these is (a real fault still crashes). That covers kill(2) and
 // tgkill(2) (SI_USER, SI_TKILL) only: the runtime takes any other si_code for a fault of
@@ -224,9 +222,9 @@ func defaultFaultSignals() error {
 	return nil
 }
 
-// sigc receives the forwarded signals and SIGABRT once notified is closed (before the
-// command starts); the reaper forwards those in forwarded to the command and ignores
-// SIGABRT.
+// sigc receives a session init's signals once notified is closed (before the first
+// command starts); it drains them. notified is closed at once for other inits, whose
+// signals wait on a signalfd (catchSignals).
 var (
 	sigc     = make(chan os.Signal, 64)
 	notified = make(chan struct{})

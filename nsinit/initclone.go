@@ -344,7 +344,8 @@ func forkExecInit(argv []string, attr *syscall.ProcAttr) (int, error) {
 			}
 		}
 	}
-	// the mask of the thread that clones: the child's, restored before execve
+	// the mask of the thread that clones, and the init's signals: the child's before
+	// execve
 	var mask uint64
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -352,6 +353,9 @@ func forkExecInit(argv []string, attr *syscall.ProcAttr) (int, error) {
 		closeAll(rep[0], rep[1], mp[0], mp[1])
 		return 0, fmt.Errorf("rt_sigprocmask: %w", e)
 	}
+	// The init starts with its signals blocked, and waits for them on a signalfd
+	// (initsig.go); the process stage unblocks them for each command.
+	mask |= initSigMask()
 	p, err := planInit(argv, attr.Env, attr.Files, sys, rep[1], mp[0], mp[1], mask)
 	if err != nil {
 		closeAll(rep[0], rep[1], mp[0], mp[1])

@@ -71,7 +71,8 @@ type kernelInit struct {
 	holderReport int
 	stderrMoved  bool // restoreStderr ran: stderrFd's number may be another file's now
 	goAhead      bool // awaitGoAhead read the go-ahead
-	lifeSync     bool // a one-shot init: the acknowledgement is read by awaitAck too
+	lifeSync     bool // not a session's init: the reaper reads the life pipe itself
+	noAck        bool // the go-ahead said no acknowledgement of the exec report comes
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
@@ -183,21 +184,23 @@ func (k *kernelInit) lookPath(dir *os.File, name string, env []string) (string, 
 	return lookPathAt(int(dir.Fd()), name, env)
 }
 
-// awaitGoAhead waits for the signal handlers (notified), then, the first time, reads
-// the launcher's go-ahead on this thread (readLife): the init is in the sandbox's
+// awaitGoAhead waits for a session's signal handlers (notified), then, the first time,
+// reads the launcher's go-ahead on this thread (readLife): the init is in the sandbox's
 // cgroup, and so is what the commands start. At the life pipe's end the init exits
-// (nothing of a command ran). A session's or pooled init watches the pipe from a
-// goroutine from then on; a one-shot init's main thread reads it again for the
-// acknowledgement (awaitAck).
+// (nothing of a command ran). A session's init watches the pipe from a goroutine from
+// then on; a one-shot or pooled init's reaper reads it again for the acknowledgement
+// and the launcher's end (reap).
 func (k *kernelInit) awaitGoAhead() {
 	<-notified
 	if k.goAhead {
 		return
 	}
 	k.goAhead = true
-	if b, ok := readLife(); !ok || b != lifeGo {
+	b, ok := readLife()
+	if !ok || (b != lifeGo && b != lifeGoNoAck) {
 		lifeEnded()
 	}
+	k.noAck = b == lifeGoNoAck
 	if !k.lifeSync {
 		go watchLauncher()
 	}

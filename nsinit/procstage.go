@@ -68,10 +68,11 @@ type procPlan struct {
 	fprog      unix.SockFprog
 	filter     seccomp.Program
 	cwd        [unix.PathMax]byte
-	dir        *os.File // the working directory, opened inside the root by pid 1
-	sigset     [1]uint64
-	report     [2]int32 // written by the child on failure: op index, errno
-	stack      []byte   // the child's stack (forkRun)
+	dir        *os.File        // the working directory, opened inside the root by pid 1
+	sigset     [1]uint64       // the mask set: the holder's all, a command's none
+	dfl        kernelSigaction // SIG_DFL
+	report     [2]int32        // written by the child on failure: op index, errno
+	stack      []byte          // the child's stack (forkRun)
 	reportFd   int
 	holder     bool
 	listen     [2]int // the set-ID listener's socket pair, pid 1's end and the child's (setid.go)
@@ -144,7 +145,18 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 		p.call(c, "write \"0\" to the commands' cgroup.procs", unix.SYS_WRITE, uintptr(commandsProcs), ptr(&joinSelf[0]), 1)
 	}
 
-	s := p.begin("setsid")
+	// The init's signals are blocked on the forking thread, and so in the child
+	// (initsig.go); the redirected ones' handler is the init's, where the runtime's
+	// fork hook left it (the runtime did not install one over an inherited SIG_IGN):
+	// both back to the default, so that the command starts with an empty mask and no
+	// handler of the init's. The init's signals stay blocked until the last call.
+	s := p.begin("signal mask")
+	for _, sig := range redirected {
+		p.call(s, "rt_sigaction "+unix.SignalName(sig)+" SIG_DFL", unix.SYS_RT_SIGACTION, uintptr(sig), ptr(&p.dfl), 0, 8)
+	}
+	p.call(s, "unblock every signal", unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, ptr(&p.sigset[0]), 0, 8)
+
+	s = p.begin("setsid")
 	p.call(s, "setsid", unix.SYS_SETSID)
 
 	s = p.begin("rlimits")

@@ -37,7 +37,9 @@ import (
 //	fd 5 (launcher → init): a "go" byte once the init is in the sandbox's cgroup (the
 //	     init forks the command only then), then an "ack" byte once the launcher has
 //	     seen the exec message (the reaper waits for it before reaping, so the command's
-//	     host pid can still be read); then nothing. EOF means the launching process is
+//	     host pid can still be read); then nothing. A launcher that reads no host
+//	     pid (no Events callback) sends "go, no ack" instead, and no ack: the reaper
+//	     reaps as soon as the command ends. EOF means the launching process is
 //	     gone, and the init exits at once, which makes the kernel kill every process of
 //	     the sandbox's pid namespace.
 //	     A pipe end is held by the process, not by one thread, unlike PR_SET_PDEATHSIG,
@@ -49,8 +51,9 @@ import (
 //
 // Bytes on the life pipe, in this order.
 const (
-	lifeGo  byte = 'g'
-	lifeAck byte = 'a'
+	lifeGo      byte = 'g'
+	lifeGoNoAck byte = 'G'
+	lifeAck     byte = 'a'
 )
 
 const (

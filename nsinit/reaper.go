@@ -12,60 +12,100 @@ import (
 )
 
 // reap is pid 1 of the sandbox once the command runs: it forwards signals to the
-// command, reaps every zombie, and when the command ends ends the rest of the sandbox
-// (endRest: the holder killed, and with it every process of the commands' pid
-// namespace), then reports the command's wait status and exits. The report is the
-// launcher's sign that no process of the sandbox but pid 1 is left: it returns then,
-// without waiting for pid 1's own exit and the kernel's teardown of the namespaces. It
-// never returns.
+// command, and when the command ends ends the rest of the sandbox (endRest: the holder
+// killed, and with it every process of the commands' pid namespace, all reaped), then
+// reports the command's wait status and exits. The report is the launcher's sign that
+// no process of the sandbox but pid 1 is left: it returns then, without waiting for pid
+// 1's own exit and the kernel's teardown of the namespaces. It never returns.
 //
-// Reaping is a blocking wait4(2) loop rather than a SIGCHLD handler: a signal can be
-// coalesced or dropped from a full channel, a child's exit cannot.
-//
-// ackHere (a one-shot init) has it read the launcher's acknowledgement on this thread
-// (awaitAck); otherwise the life pipe's watcher takes it.
-func reap(w syncWriter, pid, holder int, ackHere bool) {
-	go func() {
-		for sig := range sigc {
-			if isForwarded(sig) {
-				unix.Kill(pid, sig.(unix.Signal))
+// It waits on this thread, in poll(2), on three descriptors: sigfd (catchSignals), the
+// life pipe (the launcher's acknowledgement of the exec report, then its end:
+// lifeEnded), and a pidfd of the command, readable once it has exited (watched only
+// after the acknowledgement, when one comes (noAck false): the launcher reads the
+// command's host pid before it may be reaped). No goroutine and no other thread takes part. The command is the init's only
+// child besides the holder (what it starts is the holder's, in the commands' pid
+// namespace), so its end is what the init waits for; a pidfd, unlike SIGCHLD, cannot be
+// taken by another thread of the runtime or coalesced.
+func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		// cannot happen on the kernels gosbx runs on (5.9 and later): without a way to
+		// see the command's end, end the sandbox; the launcher sees no exit report
+		endRest(holder)
+		os.Exit(ExitKilled)
+	}
+	acked, gone := noAck, false
+	fds := make([]unix.PollFd, 0, 3)
+	for exited := false; !exited; {
+		fds = append(fds[:0], unix.PollFd{Fd: int32(sigfd), Events: unix.POLLIN})
+		if !gone {
+			fds = append(fds, unix.PollFd{Fd: lifeFd, Events: unix.POLLIN})
+		}
+		if acked || gone {
+			fds = append(fds, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN})
+		}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR || err == unix.ENOMEM {
+				continue
+			}
+			endRest(holder) // EFAULT, EINVAL: cannot happen
+			os.Exit(ExitKilled)
+		}
+		for _, f := range fds {
+			if f.Revents == 0 {
+				continue
+			}
+			switch int(f.Fd) {
+			case sigfd:
+				forwardSignals(sigfd, pid)
+			case lifeFd:
+				// the acknowledgement; any other byte before it is not the protocol: as
+				// if the launcher were gone
+				if b, ok := readLife(); !ok || (!acked && b != lifeAck) {
+					lifeEnded() // every process of the sandbox killed
+					gone = true
+				} else {
+					acked = true
+				}
+			case pidfd:
+				exited = true
 			}
 		}
-	}()
-	if ackHere {
-		awaitAck()
 	}
-	select {
-	case <-acked:
-	case <-launcherGone:
+	if !gone {
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(pid, &ws, 0, nil)
+			if err == nil {
+				break
+			}
+			if err != unix.EINTR {
+				endRest(holder) // ECHILD cannot happen while the command is unreaped
+				os.Exit(ExitKilled)
+			}
+		}
+		endRest(holder)
+		w.send(message{Type: msgExit, Status: int(ws)})
+		if fault.Check("slow exit") != nil {
+			// a test build: pid 1 lingers after its report, so that a test sees
+			// what would outlive gosbx exec were the report sent before endRest
+			time.Sleep(time.Second)
+		}
+		os.Exit(exitCode(ws))
 	}
+	// The launcher is gone: every process was killed (lifeEnded); once all are reaped,
+	// the cleanup the launcher owed.
 	for {
 		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
+		_, err := unix.Wait4(-1, &ws, 0, nil)
 		if err == unix.EINTR {
 			continue
 		}
-		gone := isClosed(launcherGone)
 		if err != nil {
-			if gone {
-				cleanUpAlone()
-			}
-			// ECHILD cannot happen while the command is unreaped; leave as killed.
+			cleanUpAlone()
 			os.Exit(ExitKilled)
 		}
-		if got == pid && !gone {
-			endRest(holder)
-			w.send(message{Type: msgExit, Status: int(ws)})
-			if fault.Check("slow exit") != nil {
-				// a test build: pid 1 lingers after its report, so that a test sees
-				// what would outlive gosbx exec were the report sent before endRest
-				time.Sleep(time.Second)
-			}
-			os.Exit(exitCode(ws))
-		}
-		if gone {
-			unix.Kill(-1, unix.SIGKILL) // whatever the command started since; reaped above until none is left
-		}
+		unix.Kill(-1, unix.SIGKILL) // whatever the command started since
 	}
 }
 

@@ -2,7 +2,6 @@ package nsinit
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,10 +13,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gosbx/gosbx/internal/ownmountns"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
@@ -75,7 +74,7 @@ func takeProcSnap() (procSnap, error) {
 	}
 	s.cgroups = ownCgroups()
 	s.mounts = -1
-	if os.Getenv(soakOwnMountNS) != "" {
+	if ownmountns.Active() {
 		b, err := os.ReadFile("/proc/self/mountinfo")
 		if err != nil {
 			return s, err
@@ -83,42 +82,6 @@ func takeProcSnap() (procSnap, error) {
 		s.mounts = strings.Count(string(b), "\n")
 	}
 	return s, nil
-}
-
-// soakOwnMountNS is set in the environment of a soak re-run in a mount namespace of its
-// own (runInOwnMountNS).
-const soakOwnMountNS = "GOSBX_SOAK_OWN_MOUNT_NS"
-
-// runInOwnMountNS runs the test named by t again in a child test process in a new mount
-// namespace whose mounts are private (no mount or unmount elsewhere on the host
-// propagates into it): the mount table the soak compares is then changed only by what
-// its own launches did. Another package's tests, another user, a container runtime
-// mount and unmount in the host's namespace at any time (the soak failed "mount table
-// changed" so). A new mount namespace needs CAP_SYS_ADMIN: root only; an unprivileged
-// launcher cannot mount in the host's namespace at all, so without root the mount table
-// is not compared.
-func runInOwnMountNS(t *testing.T) {
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel func()
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
-		defer cancel()
-	}
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), soakOwnMountNS+"=1")
-	// Go makes / and everything under it MS_REC|MS_PRIVATE after the unshare(2).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s in its own mount namespace:\n%s", t.Name(), out)
-	if err != nil {
-		t.Fatalf("%s in its own mount namespace: %v", t.Name(), err)
-	}
-	if strings.Contains(string(out), "--- SKIP: "+t.Name()) {
-		t.Skip("skipped in its own mount namespace")
-	}
-	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Fatalf("%s in its own mount namespace did not run", t.Name())
-	}
 }
 
 // openFds lists /proc/self/fd, without the descriptor of the listing itself.
@@ -474,8 +437,8 @@ func (p *problems) add(format string, a ...any) {
 func (p *problems) full() bool { return p.n.Load() >= soakMaxProblems }
 
 func TestSoakLibrary(t *testing.T) {
-	if os.Geteuid() == 0 && os.Getenv(soakOwnMountNS) == "" {
-		runInOwnMountNS(t)
+	if os.Geteuid() == 0 && !ownmountns.Active() {
+		ownmountns.Rerun(t)
 		return
 	}
 	n, m := soakScale(t)

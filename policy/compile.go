@@ -381,24 +381,12 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	}
 	// The command's ids inside: 0 for a root caller (mapped to a host id of the
 	// range by nsinit), the caller's own otherwise, or the ones asked for.
-	uid, gid := uint32(h.UID), uint32(h.GID)
-	if h.UID == 0 {
-		uid, gid = 0, 0
-	}
-	if p.uid != nil {
-		uid = *p.uid
-	}
-	if p.gid != nil {
-		gid = *p.gid
-	}
+	uid, gid, rng := CommandIDs(h, p.uid, p.gid, p.idRange)
 	var rootID *config.RootID
-	if h.UID == 0 {
+	if rng != nil {
 		// a root caller's command runs as a host id of the range; for a uid 0 that is
 		// not one, an id of the range owns the sandbox's user namespace (nsinit)
-		r := DefaultIDRange
-		if p.idRange != nil {
-			r = *p.idRange
-		}
+		r := *rng
 		// Never host uid 0 for a tree reached through a symlink: one planted by an
 		// earlier command could lead to a file system that cannot be idmapped. Only a
 		// root caller (h.Root) may keep host uid 0 at all.

@@ -24,6 +24,30 @@ type IDRange = config.IDRange
 // no account, container range or dynamic user of a systemd host has these ids.
 var DefaultIDRange = IDRange{Base: 2_100_000_000, Count: 65536}
 
+// CommandIDs gives the command's uid and gid inside the sandbox for a caller h: 0 for a
+// root caller (mapped to a host id of a range by nsinit), the caller's own otherwise, or
+// uid/gid where given (--uid, --gid); and for a root caller (h.UID 0) the host id range
+// its launch takes one from: idRange, or DefaultIDRange when nil (nil for any other
+// caller). policy.Build and gosbx exec's early clone of the init both ask it.
+func CommandIDs(h Host, uid, gid *uint32, idRange *IDRange) (cuid, cgid uint32, rng *IDRange) {
+	cuid, cgid = uint32(h.UID), uint32(h.GID)
+	if h.UID == 0 {
+		cuid, cgid = 0, 0
+		r := DefaultIDRange
+		if idRange != nil {
+			r = *idRange
+		}
+		rng = &r
+	}
+	if uid != nil {
+		cuid = *uid
+	}
+	if gid != nil {
+		cgid = *gid
+	}
+	return cuid, cgid, rng
+}
+
 // ParseIDRange reads "BASE:COUNT" (decimal), as given to --id-range or GOSBX_ID_RANGE.
 func ParseIDRange(s string) (IDRange, error) {
 	b, c, ok := strings.Cut(s, ":")

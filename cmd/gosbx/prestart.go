@@ -28,24 +28,11 @@ func cloneGuess(o policy.Options, h policy.Host) *config.Config {
 	if o.Net != policy.NetHost {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
-	// policy.Build's ids: 0 for a root caller, the caller's own otherwise, or --uid/--gid
-	uid, gid := uint32(h.UID), uint32(h.GID)
-	if h.UID == 0 {
-		uid, gid = 0, 0
-	}
-	if o.UID != nil {
-		uid = *o.UID
-	}
-	if o.GID != nil {
-		gid = *o.GID
-	}
+	// policy.Build's ids and a root caller's range, as it will give them
+	uid, gid, rng := policy.CommandIDs(h, o.UID, o.GID, o.IDRange)
 	var rootID *config.RootID
-	if h.UID == 0 {
-		rng := policy.DefaultIDRange
-		if o.IDRange != nil {
-			rng = *o.IDRange
-		}
-		rootID = &config.RootID{Range: rng}
+	if rng != nil {
+		rootID = &config.RootID{Range: *rng}
 	}
 	return &config.Config{
 		Linux: &config.Linux{

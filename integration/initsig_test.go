@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// maxInitThreads is the most threads a one-shot init has while its command runs: the
+// main thread (in the reaper's poll), the set-ID handler (a root caller's), and the Go
+// runtime's own at GOMAXPROCS=1 (sysmon, the template thread of the locked main thread,
+// one idle M). Before the init caught its signals by signalfd it had 7-8 (os/signal's
+// locked thread, a thread in signal_recv, a second P's); docs/decisions.md, "Speed,
+// fourth attempt: the init's signals".
+const maxInitThreads = 5
+
+// Seen from the host while the command runs: the init has at most maxInitThreads
+// threads, and signals sent to the init itself (process-directed kill(2), as the
+// kernel's own SIGHUP to a session leader is) reach the command, SIGABRT is dropped,
+// and the init survives all of them. The Go runtime unblocks SIGHUP, SIGINT, SIGTERM,
+// SIGQUIT and SIGABRT on its threads: without the init's handler for them (nsinit's
+// initsig.go), the first one ends the init and the sandbox.
+func TestInitThreadsAndSignals(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		ctx := s.limitCtx(runLimit)
+		script := `for s in HUP INT QUIT USR1 USR2 WINCH; do trap "echo $s" $s; done
+trap "echo TERM; exit 3" TERM
+echo up
+while :; do sleep 1000 & wait $!; done`
+		cmd := s.command(ctx, "--", "/bin/sh", "-c", script)
+		stdout, err := cmd.StdoutPipe()
+		must(t, err)
+		must(t, cmd.Start())
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		lines := bufio.NewReader(stdout)
+		if line, _ := lines.ReadString('\n'); line != "up\n" {
+			t.Fatalf("the command did not start: %q", line)
+		}
+		init := initOfLauncher(t, cmd.Process.Pid)
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", init))
+			if strings.HasPrefix(string(w), "poll_schedule_timeout") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the init's main thread never reached the reaper's poll (wchan %q)", w)
+			}
+		}
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", init))
+		must(t, err)
+		if len(tasks) > maxInitThreads {
+			var comms []string
+			for _, task := range tasks {
+				w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", init, task.Name()))
+				comms = append(comms, task.Name()+":"+string(w))
+			}
+			t.Errorf("the init has %d threads while its command runs, want at most %d: %v", len(tasks), maxInitThreads, comms)
+		}
+		for _, sig := range []syscall.Signal{syscall.SIGABRT, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT,
+			syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH} {
+			must(t, syscall.Kill(init, sig))
+			want := strings.TrimPrefix(sigName(sig), "SIG") + "\n"
+			if sig == syscall.SIGABRT {
+				continue // dropped: the next signal's line shows the init still there
+			}
+			if line, err := lines.ReadString('\n'); line != want {
+				t.Fatalf("after %v to the init, the command printed %q (%v), want %q", sig, line, err, want)
+			}
+		}
+		must(t, syscall.Kill(init, syscall.SIGTERM))
+		if line, _ := lines.ReadString('\n'); line != "TERM\n" {
+			t.Errorf("after SIGTERM to the init, the command printed %q", line)
+		}
+		err = cmd.Wait()
+		if ee, ok := err.(interface{ ExitCode() int }); !ok || ee.ExitCode() != 3 {
+			t.Errorf("gosbx exec: %v, want exit status 3 (the command's)", err)
+		}
+	})
+}
+
+func sigName(s syscall.Signal) string {
+	return map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGWINCH: "SIGWINCH", syscall.SIGABRT: "SIGABRT"}[s]
+}
