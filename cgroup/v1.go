@@ -236,10 +236,13 @@ func (g *v1Group) Stats() Stats {
 		s.CPUSystem = eventCount(filepath.Join(cpuacct, "cpuacct.stat"), "system") * usecPerTick
 	}
 	if g.cmd != "" {
-		pids = g.cmd // the commands' count and refusals, not the init's headroom
+		// the commands' count and refusals; a fork the init's group refused (its
+		// headroom spent) is a hit too
+		s.PidsMaxHit = eventCount(filepath.Join(pids, "pids.events"), "max") > 0
+		pids = g.cmd
 	}
 	if pids != "" {
-		s.PidsMaxHit = eventCount(filepath.Join(pids, "pids.events"), "max") > 0
+		s.PidsMaxHit = s.PidsMaxHit || eventCount(filepath.Join(pids, "pids.events"), "max") > 0
 		s.PidsPeak = readInt(filepath.Join(pids, "pids.peak"))
 	}
 	return s
