@@ -35,9 +35,10 @@ while True:
 // refusal counted in its pids.events) and holds it; meanwhile 20 requests, each making
 // the session's init serve a request and fork, fail with 125 naming the limit, and the
 // init stays alive (host: its pid; session ls: running) with pids to spare in G. Once
-// the filler is killed from the host, a request succeeds in the same session. Without
-// the split the init dies (its runtime cannot make a thread) or the filler is not in
-// G/cmd.
+// the filler is killed from the host, a request succeeds in the same session and holds
+// no descriptor of the group. Without the split G has no pid free for the init's
+// threads (the death this prevents needs the runtime to want one then), and without
+// the join step the filler is not in G/cmd.
 func TestSessionSurvivesPidsFull(t *testing.T) {
 	requireV1(t)
 	requireBinary(t)
@@ -114,10 +115,11 @@ func TestSessionSurvivesPidsFull(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	r := e.in("full", nil, "echo after; sh -c 'echo child'")
+	// ... and holds none of the init's descriptors of the commands' group
+	r := e.in("full", nil, "echo after; sh -c 'echo child'; for f in /proc/$$/fd/*; do readlink $f; done; true")
 	mustSucceed(t, r, "a request after the filler was killed")
-	if r.stdout != "after\nchild\n" {
-		t.Errorf("stdout %q", r.stdout)
+	if !strings.HasPrefix(r.stdout, "after\nchild\n") || strings.Contains(r.stdout, "cgroup") || strings.Contains(r.stdout, "pids.") {
+		t.Errorf("stdout %q; want after, child, and no cgroup file among the shell's descriptors", r.stdout)
 	}
 	if got := e.info("full").InitPid; got != initPid || !alive(initPid) {
 		t.Errorf("the session's init %d is not the one it started with (%d), or gone", got, initPid)
