@@ -158,5 +158,17 @@ func TestHostPort(t *testing.T) {
 		if r := s.run("--policy", "strict", "--host-port", "5432", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "network.allow_extra_hosts") {
 			t.Errorf("--host-port under strict: %v", r)
 		}
+		// the same through a policy file that extends a profile: extends kept only the
+		// network mode once, and the file's allow_extra_hosts: false did not hold
+		pf := filepath.Join(s.base, "ext.yaml")
+		if err := os.WriteFile(pf, []byte("extends: agent\nnetwork:\n  mode: proxy\n  deny: [secret.example.com]\n  allow_extra_hosts: false\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, flag := range [][]string{{"--allow-host", "secret.example.com"}, {"--host-port", "5432"}} {
+			args := append(append([]string{"--policy", pf}, flag...), "--", "true")
+			if r := s.run(args...); r.code != 125 || !strings.Contains(r.stderr, "network.allow_extra_hosts") {
+				t.Errorf("%s under a policy extending agent with allow_extra_hosts: false: %v", flag[0], r)
+			}
+		}
 	})
 }

@@ -198,6 +198,14 @@ func merge(base, child *Policy) *Policy {
 	if child.Network.AllowHost != nil {
 		p.Network.AllowHost = child.Network.AllowHost
 	}
+	n, cn := &p.Network, child.Network
+	n.Allow = append(clone(n.Allow), cn.Allow...)
+	n.Deny = append(clone(n.Deny), cn.Deny...)
+	if cn.AllowExtraHosts != nil {
+		n.AllowExtraHosts = cn.AllowExtraHosts
+	}
+	n.Publish = append(clone(n.Publish), cn.Publish...)
+	n.HostPorts = append(clone(n.HostPorts), cn.HostPorts...)
 	if child.Process.Timeout != "" {
 		p.Process.Timeout = child.Process.Timeout
 	}
