@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gosbx exec returns once the init has reported the command's exit, without waiting
@@ -56,6 +57,57 @@ echo planted; exit 7`, "_", link, shLink, filepath.Join(s.ws, "evil"), gitDir)..
 		}
 		if statErr == nil {
 			t.Errorf("%s/commondir exists on the host when gosbx exec returns: the commit-mode cleanup ran before every process of the sandbox was dead\n%v", gitDir, r)
+		}
+	})
+}
+
+// A command whose exit is traced by another process of the sandbox: the command forks
+// a tracer that PTRACE_SEIZEs it (allowed by the agent filter; PR_SET_PTRACER lets a
+// child trace its parent under Yama) and then lives on without waiting for it. A
+// traced zombie is the tracer's to wait for first, so pid 1 must end the sandbox (the
+// holder, and with it the tracer) before it can reap the command: gosbx exec returns
+// the command's own status at once, and nothing of the sandbox is left (review8 F1:
+// pid 1 blocked in wait4 and, watching nothing else, outlived a SIGKILLed gosbx exec).
+func TestExitReportedTracedCommand(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		beat := filepath.Join(s.ws, "tracer-beat")
+		prog := `
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe()
+go_r, go_w = os.pipe()
+g = os.fork()
+if g == 0:
+    os.read(go_r, 1)
+    if libc.ptrace(0x4206, os.getppid(), None, None) != 0:
+        print("seize failed", ctypes.get_errno(), flush=True)
+        os._exit(1)
+    os.write(w, b"x")
+    os.setsid()
+    for i in range(600):
+        with open(sys.argv[1], "w") as f:
+            f.write(str(time.time()))
+        time.sleep(0.1)
+    os._exit(0)
+libc.prctl(0x59616d61, g, 0, 0, 0)  # PR_SET_PTRACER
+os.write(go_w, b"x")
+os.read(r, 1)
+print("traced", flush=True)
+os._exit(7)
+`
+		start := time.Now()
+		r := s.run("--", python, "-c", prog, beat)
+		if r.code != 7 || !strings.Contains(r.stdout, "traced") {
+			t.Fatalf("want the command's exit status 7 after the tracer attached: %v", r)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("gosbx exec returned %v after the start: it waited for the tracer", d)
+		}
+		before, _ := os.ReadFile(beat)
+		time.Sleep(500 * time.Millisecond) // five beats, were the tracer alive
+		if after, _ := os.ReadFile(beat); len(before) == 0 || string(after) != string(before) {
+			t.Errorf("the tracer still runs after gosbx exec returned (beat %q → %q)", before, after)
 		}
 	})
 }

@@ -73,6 +73,15 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 		}
 	}
 	if !gone {
+		// The command has exited, but a zombie traced by another process of the sandbox
+		// is the tracer's to wait for first (ptrace(2)): wait4 would block for as long as
+		// the tracer lives, and nothing here would watch the launcher's end meanwhile
+		// (review8 F1). The sandbox ends with its command anyway: the holder killed
+		// first, every tracer in the commands' pid namespace dies with it and the zombie
+		// is the init's to reap, its wait status as the command left it.
+		if holder > 0 {
+			unix.Kill(holder, unix.SIGKILL)
+		}
 		var ws unix.WaitStatus
 		for {
 			_, err := unix.Wait4(pid, &ws, 0, nil)
