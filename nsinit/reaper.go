@@ -24,7 +24,8 @@ import (
 // after the acknowledgement, when one comes (noAck false): the launcher reads the
 // command's host pid before it may be reaped). No goroutine and no other thread takes part. The command is the init's only
 // child besides the holder (what it starts is the holder's, in the commands' pid
-// namespace), so its end is what the init waits for; a pidfd, unlike SIGCHLD, cannot be
+// namespace; what it makes the init's own with CLONE_PARENT is reaped on every wake and at
+// least once a second, reapOthers), so its end is what the init waits for; a pidfd, unlike SIGCHLD, cannot be
 // taken by another thread of the runtime or coalesced.
 func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 	pidfd, err := unix.PidfdOpen(pid, 0)
@@ -44,7 +45,15 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 		if acked || gone {
 			fds = append(fds, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN})
 		}
-		if _, err := unix.Poll(fds, -1); err != nil {
+		// a timeout, to reap what the command made the init's child (below)
+		n, err := unix.Poll(fds, 1000)
+		if err == nil {
+			reapOthers(pid, holder)
+		}
+		if n == 0 && err == nil {
+			continue
+		}
+		if err != nil {
 			if err == unix.EINTR || err == unix.ENOMEM {
 				continue
 			}
@@ -115,6 +124,28 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 			os.Exit(ExitKilled)
 		}
 		unix.Kill(-1, unix.SIGKILL) // whatever the command started since
+	}
+}
+
+// reapOthers reaps every exited child of the init but the command and the holder,
+// without waiting: a command can make its children the init's (clone(2) with
+// CLONE_PARENT), and their zombies would hold pids of the sandbox's limits until the
+// command ends (review8 F2). waitid(2) with WNOWAIT names one exited child without
+// reaping it; the command is left for its exit report (the launcher may still read its
+// host pid), so the walk stops there.
+func reapOthers(cmd, holder int) {
+	for {
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil); err != nil {
+			return
+		}
+		// si_pid: after si_signo, si_errno, si_code and the union's alignment (x86-64)
+		child := int(*(*int32)(unsafe.Add(unsafe.Pointer(&info), 16)))
+		if child <= 0 || child == cmd || child == holder {
+			return
+		}
+		var ws unix.WaitStatus
+		unix.Wait4(child, &ws, unix.WNOHANG|unix.WALL, nil)
 	}
 }
 
