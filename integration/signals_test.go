@@ -2,8 +2,11 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,4 +157,42 @@ func TestForwardedSignalDefault(t *testing.T) {
 			t.Errorf("SIGTERM to gosbx with an unhandled command: exit %d (finished %v), want 143", code, ok)
 		}
 	})
+}
+
+// A program that links nsinit and asks os/signal for SIGUSR1, SIGUSR2 and SIGWINCH in a
+// package init (testdata/notifyinit): the init stage, which is that program again, still
+// forwards each to the command (review8 F3: they went to the program's channel in the
+// init instead, since os/signal unblocked them on its own thread).
+func TestSignalsForwardedWithNotifyInInit(t *testing.T) {
+	requireBinary(t)
+	if os.Geteuid() != 0 {
+		t.Skip("root only (the library program runs as the test's user)")
+	}
+	s := newSandbox(t, rootCaller)
+	bin := filepath.Join(s.base, "notifyinit")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/notifyinit")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build notifyinit: %v\n%s", err, out)
+	}
+	prog := `
+import signal, sys, time
+got = []
+for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH):
+    signal.signal(s, lambda n, f: got.append(n))
+print("READY", flush=True)
+end = time.time() + 10
+while len(got) < 3 and time.time() < end:
+    time.sleep(0.02)
+print("GOT", sorted(set(got)), flush=True)
+`
+	run := exec.CommandContext(ctx, bin, s.ws, python, "-c", prog)
+	out, err := run.CombinedOutput()
+	want := fmt.Sprintf("GOT [%d, %d, %d]", syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	if err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("signals to a sandbox of a program that notifies them in its init: %v\n%s\nwant %q", err, out, want)
+	}
 }

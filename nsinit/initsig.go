@@ -33,8 +33,13 @@ import (
 var initSignals = [...]unix.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
 	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGABRT}
 
-// redirected are the signals of initSignals the runtime unblocks on its threads.
-var redirected = [...]unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGQUIT, unix.SIGABRT}
+// redirected are the signals given sigRedirect: all of initSignals. The runtime unblocks
+// five of them on every thread it makes (SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT), and
+// a program that links nsinit may ask os/signal for the others in a package's init
+// (the init stage is that program again), which unblocks them on os/signal's thread and
+// gives them the runtime's handler: each would be taken from the command there (review8
+// F3). With sigRedirect on all, whichever thread takes one sends it on to the main thread.
+var redirected = initSignals
 
 // initSigMask is initSignals as a kernel sigset_t (bit n-1 for signal n).
 func initSigMask() uint64 {
