@@ -3,10 +3,11 @@ package cgroup
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,15 +15,16 @@ import (
 // A sandbox's group is named gosbx-<id> by the sandbox's id (NewID), never by a pid: a
 // pid is reused. Whether its owner (the process that made it and holds the sandbox)
 // is alive is a lock the kernel keeps for it: the owner holds an exclusive flock(2) on
-// the group's directory (in v1, on its directory in each hierarchy) for the group's
-// life, and the kernel drops it when the owner dies, however it dies. A sweep (gcV1,
-// gcV2) removes a directory whose lock it can take.
+// the group's lock file, <ownerLockDir>/gosbx-<id>, for the group's life, and the
+// kernel drops it when the owner dies, however it dies. The lock file is taken before
+// the group's directory is made and removed after it is gone, so a sweep (gcV1, gcV2)
+// that finds a directory finds its owner's lock held, or free for good: it removes
+// a directory whose lock it can take, then the lock file.
 //
-// The owner takes its lock just after the directory exists; a sweep in between would
-// take the new group for a dead one. So a creator holds a shared lock on the parent
-// directory from before the mkdir to after its own lock, and a sweep runs only under an
-// exclusive lock of the parent, taken without waiting (a sweep skipped for a launch in
-// progress is done by the next launch).
+// Never a lock on the cgroup directories themselves: they are mode 0755, any user may
+// open one and flock(2) it, and so stall every launch that waits for it, keep a dead
+// group alive, or fail a launch (review7 F1). The lock files live in a directory only
+// the owner may open (mode 0700), and no lock is waited for.
 
 // NewID returns a new sandbox id: 16 random hex digits (getrandom(2), the kernel's
 // generator crypto/rand reads too: crypto/rand would link the FIPS module, whose 16
@@ -44,57 +46,192 @@ func NewID() string {
 // groupName is the group of the sandbox id: gosbx-<id>.
 func groupName(id string) string { return "gosbx-" + id }
 
-// lockDir takes a flock(2) of how (unix.LOCK_SH, or LOCK_EX|LOCK_NB) on the directory
-// dir; the returned file holds it until closed. nil when dir cannot be opened or the
-// lock is held by another.
-func lockDir(dir string, how int) *os.File {
+// ownerLockDir is the directory of the owners' lock files of the groups the user uid
+// makes: root's /run/gosbx/cgroups (beside /run/gosbx/ids), another user's
+// /run/user/<uid>/gosbx/cgroups (its runtime directory, pam_systemd's: a user makes
+// groups only in a v2 subtree delegated to its login session). A variable so that
+// tests can point it at a directory of their own.
+var ownerLockDir = func(uid int) string {
+	if uid == 0 {
+		return "/run/gosbx/cgroups"
+	}
+	return "/run/user/" + strconv.Itoa(uid) + "/gosbx/cgroups"
+}
+
+// openLockDir opens the caller's lock directory (ownerLockDir), made 0700 if missing,
+// and checks that it is the caller's alone: a directory another user could open, that
+// user could flock(2) files in. Errors name the path and the fix.
+func openLockDir() (int, string, error) {
+	uid := os.Geteuid()
+	dir := ownerLockDir(uid)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return -1, dir, fmt.Errorf("create %s: %w", dir, err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, dir, fmt.Errorf("open %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, dir, fmt.Errorf("stat %s: %w", dir, err)
+	}
+	if int(st.Uid) != uid || st.Mode&0o077 != 0 {
+		unix.Close(fd)
+		return -1, dir, fmt.Errorf("%s is not a directory of uid %d's alone (owner %d, mode %#o): make it so with `chown %d %s && chmod 0700 %s`",
+			dir, uid, st.Uid, st.Mode&0o7777, uid, dir, dir)
+	}
+	return fd, dir, nil
+}
+
+// ownerLock takes the owner's lock of the group name (owner.go): its lock file in the
+// caller's lock directory, created, and locked without waiting (a new id's file is
+// held by no one; a sweep may hold an orphan one for an instant, and removes it: then
+// the file is made anew). The returned file holds the lock until releaseOwner.
+func ownerLock(name string) (*os.File, error) {
+	dfd, dir, err := openLockDir()
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	p := filepath.Join(dir, name)
+	for again := 0; again < 8; again++ {
+		fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", p, err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Close(fd)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				continue // a sweep's instant on an orphan file: it removes it
+			}
+			return nil, fmt.Errorf("lock %s: %w", p, err)
+		}
+		var held, now unix.Stat_t
+		if unix.Fstat(fd, &held) != nil || unix.Fstatat(dfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			held.Ino != now.Ino || held.Dev != now.Dev {
+			unix.Close(fd) // removed by a sweep between the open and the lock
+			continue
+		}
+		return os.NewFile(uintptr(fd), p), nil
+	}
+	return nil, fmt.Errorf("lock %s: held or removed by another process again and again", p)
+}
+
+// releaseOwner removes the owner's lock file, then unlocks it (after the group is
+// gone: a sweep never sees the group without its lock). nil is a no-op.
+func releaseOwner(f *os.File) {
+	if f != nil {
+		os.Remove(f.Name())
+		f.Close()
+	}
+}
+
+// holdDir takes, without waiting, an exclusive flock(2) on a group's directory, as
+// the owner's lock was before lock files: so that an older gosbx's sweep, which judges
+// a group by it, keeps this one. Not taken (another holds it) is no error: nothing of
+// this gosbx reads it. nil when not taken.
+func holdDir(dir string) *os.File {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
-	for {
-		err = unix.Flock(fd, how)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		unix.Close(fd)
 		return nil
 	}
 	return os.NewFile(uintptr(fd), dir)
 }
 
-// sweepLock takes the exclusive lock of a sweep on the parent directory dir, trying
-// again every 2 ms for up to wait while a launch making a group there (its shared lock)
-// or another sweep holds it. nil when it was not taken.
-func sweepLock(dir string, wait time.Duration) *os.File {
-	deadline := time.Now().Add(wait)
-	for {
-		if f := lockDir(dir, unix.LOCK_EX|unix.LOCK_NB); f != nil || !time.Now().Before(deadline) {
-			return f
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // ownerAlive reports whether the owner of the group name in the directory parent
-// still holds it: its lock cannot be taken. A group whose directory is gone (a partial
-// removal in v1) has no owner; one that cannot be opened for another reason is kept.
+// still holds it: its lock file's lock cannot be taken. A group whose directory is gone
+// (a partial removal in v1) has no owner; one that cannot be judged is kept: another
+// user's (a sweep by other than root), one whose lock file cannot be opened. A group
+// without a lock file was made by an older gosbx, whose owner held the directory
+// itself (or its removal failed after its owner let go): it is judged by that lock.
 // Groups named by an older gosbx (gosbx-<pid>-<seq>-<time>) are judged by that pid.
 func ownerAlive(parent, name string) bool {
 	if legacyName(name) {
 		return launcherAlive(name)
 	}
-	fd, err := unix.Open(parent+"/"+name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return false
+	dir := filepath.Join(parent, name)
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return !errors.Is(err, unix.ENOENT)
+	}
+	if euid := os.Geteuid(); euid != 0 && int(st.Uid) != euid {
+		return true
+	}
+	fd, err := unix.Open(filepath.Join(ownerLockDir(int(st.Uid)), name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return true
 	}
 	if err != nil {
-		return true
+		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return false
+		}
+		if err != nil {
+			return true
+		}
 	}
 	defer unix.Close(fd)
 	return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil
+}
+
+// sweepOwnerLocks removes the caller's lock files no owner holds and whose group has
+// no directory left in any of parents (a sweep runs it after removing the groups of
+// gone owners; a launcher killed before its mkdir left one too): each is locked,
+// removed, unlocked, only while the path still leads to the file locked (ownerLock
+// makes a file anew when a sweep removed it under it).
+func sweepOwnerLocks(parents []string) {
+	dfd, _, err := openLockDir()
+	if err != nil {
+		return
+	}
+	defer unix.Close(dfd)
+	names, err := readNames(dfd)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		if !strings.HasPrefix(name, "gosbx-") || hasGroup(parents, name) {
+			continue
+		}
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil && !hasGroup(parents, name) {
+			var held, now unix.Stat_t
+			if unix.Fstat(fd, &held) == nil && unix.Fstatat(dfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+				held.Ino == now.Ino && held.Dev == now.Dev {
+				unix.Unlinkat(dfd, name, 0)
+			}
+		}
+		unix.Close(fd)
+	}
+}
+
+// readNames lists the directory fd's entries.
+func readNames(fd int) ([]string, error) {
+	d, err := unix.Dup(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(d), "")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// hasGroup reports whether a directory name exists in one of parents.
+func hasGroup(parents []string, name string) bool {
+	for _, p := range parents {
+		if _, err := os.Lstat(filepath.Join(p, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // legacyName reports whether name is gosbx-<pid>-<seq>-<time>, as gosbx named groups

@@ -12,7 +12,6 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 )
 
 // v1Root is where the v1 hierarchies are mounted, one directory per controller.
@@ -52,13 +51,13 @@ type v1Group struct {
 	name  string
 	dirs  []v1Dir    // in each hierarchy; co-mounted ones share a directory
 	cmd   string     // the commands' pids group (pids.go), "" without a process limit
-	locks []*os.File // the owner's flock on the group's directory in each hierarchy (owner.go)
+	owner *os.File   // the owner's lock (owner.go)
+	locks []*os.File // the flock on the group's directory an older gosbx's sweep reads (holdDir)
 	gone  bool
 }
 
 // v1Parents are the caller's own group in each hierarchy gosbx uses: where its groups
-// are made, and what a creator and a sweep lock (owner.go). Hierarchies mounted
-// together (one directory) count once.
+// are made and swept. Hierarchies mounted together (one directory) count once.
 func v1Parents(own []v1Dir) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -104,11 +103,14 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
 	}
-	for _, p := range v1Parents(own) {
-		creating := lockDir(p, unix.LOCK_SH) // no sweep there until this group is locked
-		defer creating.Close()
+	lock, err := ownerLock(n) // before the mkdir: a sweep never finds the group unowned
+	if err != nil {
+		if os.Geteuid() != 0 {
+			return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
+		}
+		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 	}
-	g := &v1Group{name: n}
+	g := &v1Group{name: n, owner: lock}
 	for _, p := range own {
 		d := v1Dir{p.sub, filepath.Join(p.dir, n)}
 		err := os.Mkdir(d.dir, 0o755)
@@ -118,12 +120,10 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 		}
 		if err == nil {
 			g.dirs = append(g.dirs, d)
-			if lock := lockDir(d.dir, unix.LOCK_EX|unix.LOCK_NB); lock == nil {
-				err = fmt.Errorf("lock cgroup %s: cannot open it, or taken by another process", d.dir)
-			} else {
-				g.locks = append(g.locks, lock)
-				err = writeV1Limits(d, r)
+			if held := holdDir(d.dir); held != nil {
+				g.locks = append(g.locks, held)
 			}
+			err = writeV1Limits(d, r)
 		}
 		if err != nil {
 			g.abandon()
@@ -166,6 +166,7 @@ func (g *v1Group) abandon() {
 	for _, l := range g.locks {
 		l.Close()
 	}
+	releaseOwner(g.owner)
 }
 
 // writeV1Limits writes the limits of r that belong to d's controller.
@@ -291,6 +292,7 @@ func (g *v1Group) Destroy() error {
 		for _, l := range g.locks {
 			l.Close()
 		}
+		releaseOwner(g.owner)
 	}()
 	dirs := g.dirs
 	if g.cmd != "" {
@@ -345,11 +347,11 @@ func killAll(dirs []v1Dir) {
 
 // gcV1 removes groups whose owner is gone (a SIGKILLed gosbx exec: owner.go) from
 // the caller's own group in each hierarchy, one directory at a time: a directory
-// whose owner's lock can be taken, in a hierarchy where no launch is making a group
-// now. Groups named by an older gosbx go by their launcher's pid, in every hierarchy
-// at once (one may be gone already from a partial removal). A hierarchy where a launch
-// or sweep is in progress is tried again for up to wait (sweepLock), then skipped. It
-// reports whether every hierarchy was swept.
+// whose owner's lock can be taken; then the lock files of the groups removed. Groups
+// named by an older gosbx go by their launcher's pid, in every hierarchy at once (one
+// may be gone already from a partial removal). No lock is waited for (wait is not
+// used: a sweep no longer locks the parents, owner.go); it reports whether the
+// hierarchies could be listed.
 func gcV1(wait time.Duration) (all bool) {
 	own, err := v1Hierarchies()
 	if err != nil {
@@ -357,13 +359,7 @@ func gcV1(wait time.Duration) (all bool) {
 	}
 	parents := v1Parents(own)
 	legacy := map[string]bool{}
-	all = true
 	for _, parent := range parents {
-		sweeping := sweepLock(parent, wait)
-		if sweeping == nil {
-			all = false
-			continue
-		}
 		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {
 			n := e.Name()
@@ -375,8 +371,8 @@ func gcV1(wait time.Duration) (all bool) {
 				removeDirV1(filepath.Join(parent, n))
 			}
 		}
-		sweeping.Close()
 	}
+	sweepOwnerLocks(parents)
 	for n := range legacy {
 		if launcherAlive(n) {
 			continue
@@ -392,7 +388,7 @@ func gcV1(wait time.Duration) (all bool) {
 			removeWithin(d.dir, 300*time.Millisecond)
 		}
 	}
-	return all
+	return true
 }
 
 func isDir(p string) bool {

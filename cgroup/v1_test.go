@@ -194,12 +194,11 @@ func TestV1Live(t *testing.T) {
 }
 
 // A leftover group of a launcher that is gone is removed from every hierarchy by the
-// sweep every New runs first; one of a live launcher is kept. Other launches (other
-// packages' tests, other users of the host) make groups and sweep in the same parents
-// at the same time: this test makes its groups as a launch does (the parents' shared
-// lock until its live group is locked), and when New's sweep was skipped for a launch
-// in progress (its design: the next sweep does it) it sweeps again until one sweep
-// covered every hierarchy, then checks its own groups only.
+// sweep every New runs first, and its lock file with it; one of a live launcher is
+// kept. Other launches (other packages' tests, other users of the host) make groups
+// and sweep in the same parents at the same time: this test makes its groups as a
+// launch does (the owner's lock file before the directories) and checks its own
+// groups only.
 func TestV1GC(t *testing.T) {
 	own := v1Own(t)
 	dead := "gosbx-" + strconv.Itoa(deadLauncher) + "-1-" + strconv.Itoa(os.Getpid())
@@ -214,10 +213,16 @@ func TestV1GC(t *testing.T) {
 			removeDirs(own, n)
 		}
 	})
-	var creating []*os.File // no sweep in these parents until liveID is locked (owner.go)
-	for _, d := range own {
-		creating = append(creating, lockDir(d, unix.LOCK_SH))
+	held, err := ownerLock(liveID) // a live owner, before its directories are made
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer releaseOwner(held)
+	killed, err := ownerLock(deadID) // an owner killed: its lock file left, unlocked
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed.Close()
 	for c, d := range own {
 		for _, n := range []string{dead, live, partial, deadID, liveID, partialID} {
 			if (n == partial || n == partialID) && c == "memory" {
@@ -232,15 +237,15 @@ func TestV1GC(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(own["pids"], deadID, commandsName), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range own { // a live owner holds its group's directory in each hierarchy
-		held := lockDir(filepath.Join(d, liveID), unix.LOCK_EX|unix.LOCK_NB)
-		if held == nil {
-			t.Fatal("cannot lock", liveID, "in", d)
+	for _, d := range own { // another user's shared lock on the dead group keeps nothing (review7 F1)
+		f, err := os.Open(filepath.Join(d, deadID))
+		if err != nil {
+			t.Fatal(err)
 		}
-		defer held.Close()
-	}
-	for _, f := range creating {
-		f.Close()
+		defer f.Close()
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
 	}
 	g, err := New(res(64<<20, 64<<20, 16, 20000), Options{})
 	if err != nil {
@@ -249,10 +254,11 @@ func TestV1GC(t *testing.T) {
 	if err := g.Destroy(); err != nil {
 		t.Error(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); !gcV1(0); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no sweep of every hierarchy in 20 s: a launch held a parent's lock all along")
-		}
+	if !gcV1(0) {
+		t.Fatal("no sweep")
+	}
+	if _, err := os.Stat(killed.Name()); !os.IsNotExist(err) {
+		t.Errorf("the dead owner's lock file was kept (%v)", err)
 	}
 	for c, d := range own {
 		if exists(filepath.Join(d, deadID)) || exists(filepath.Join(d, partialID)) {
@@ -290,5 +296,34 @@ func TestV1DirsCanonical(t *testing.T) {
 	want := []Dir{{"cpu", real}, {"memory", filepath.Join(root, "memory", "gosbx-a1")}}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("Dirs = %v, want %v", got, want)
+	}
+}
+
+// A launch never waits for a lock on the caller's own cgroup directories, which any
+// user may open (mode 0755) and flock(2) (review7 F1): New makes its group while
+// another holds an exclusive lock on every parent.
+func TestV1NewNotStalledByParentLock(t *testing.T) {
+	own := v1Own(t)
+	for _, d := range own {
+		f, err := os.Open(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		stop := time.AfterFunc(3*time.Second, func() { f.Close() }) // a stalled New ends
+		defer stop.Stop()
+	}
+	start := time.Now()
+	g, err := New(res(64<<20, 64<<20, 16, 20000), Options{})
+	d := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Destroy()
+	if d > time.Second {
+		t.Errorf("New waited %v behind a lock another user holds on its parent", d)
 	}
 }

@@ -23,6 +23,8 @@ const DefaultParent = "/gosbx"
 type v2Group struct {
 	group string
 	fd    int
+	owner *os.File // the owner's lock (owner.go)
+	held  *os.File // the flock on the group's directory an older gosbx's sweep reads (holdDir)
 	gone  bool
 }
 
@@ -40,11 +42,15 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 		id = NewID()
 	}
 	group := filepath.Join(parent, groupName(id))
-	// no sweep until this group is locked (owner.go); the parent must exist to be locked
-	os.MkdirAll(filepath.Join(v2Mount, parent), 0o755)
-	creating := lockDir(filepath.Join(v2Mount, parent), unix.LOCK_SH)
-	defer creating.Close()
+	lock, err := ownerLock(groupName(id)) // before the mkdir: a sweep never finds the group unowned
+	if err != nil {
+		if os.Geteuid() != 0 {
+			return nil, fmt.Errorf("%w: create cgroup v2 group %s: %v", ErrUnavailable, group, err)
+		}
+		return nil, fmt.Errorf("create cgroup v2 group %s: %w", group, err)
+	}
 	if err := makeV2(filepath.Join(v2Mount, group), r); err != nil {
+		releaseOwner(lock)
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, fmt.Errorf("%w: create cgroup v2 group %s: %v (no cgroup delegated to this user: name one with --cgroup-parent, e.g. inside `systemd-run --user --scope -p Delegate=yes`)", ErrUnavailable, group, err)
 		}
@@ -53,14 +59,10 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	fd, err := unix.Open(filepath.Join(v2Mount, group), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		removeWithin(filepath.Join(v2Mount, group), 0)
+		releaseOwner(lock)
 		return nil, fmt.Errorf("open cgroup %s: %w", group, err)
 	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil { // the owner's lock (owner.go)
-		unix.Close(fd)
-		removeWithin(filepath.Join(v2Mount, group), 0)
-		return nil, fmt.Errorf("lock cgroup %s: %w", group, err)
-	}
-	return &v2Group{group: group, fd: fd}, nil
+	return &v2Group{group: group, fd: fd, owner: lock, held: holdDir(filepath.Join(v2Mount, group))}, nil
 }
 
 func (g *v2Group) Kind() Kind    { return V2 }
@@ -94,7 +96,13 @@ func (g *v2Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
-	defer unix.Close(g.fd) // the owner's lock, held until the group is gone
+	defer func() { // the owner's lock, held until the group is gone
+		unix.Close(g.fd)
+		if g.held != nil {
+			g.held.Close()
+		}
+		releaseOwner(g.owner)
+	}()
 	return killRemoveV2(filepath.Join(v2Mount, g.group), 5*time.Second)
 }
 
@@ -187,15 +195,10 @@ func killRemoveV2(dir string, d time.Duration) error {
 	return removeWithin(dir, time.Until(deadline))
 }
 
-// gcV2 removes groups in parent whose owner is gone (owner.go), when no launch is
-// making one there (tried again for up to wait: sweepLock).
+// gcV2 removes groups in parent whose owner is gone (owner.go), then their lock
+// files. No lock is waited for (wait is not used: a sweep no longer locks the parent).
 func gcV2(parent string, wait time.Duration) {
 	dir := filepath.Join(v2Mount, parent)
-	sweeping := sweepLock(dir, wait)
-	if sweeping == nil {
-		return
-	}
-	defer sweeping.Close()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -206,4 +209,5 @@ func gcV2(parent string, wait time.Duration) {
 		}
 		killRemoveV2(filepath.Join(dir, e.Name()), 300*time.Millisecond)
 	}
+	sweepOwnerLocks([]string{dir})
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -23,6 +24,7 @@ func fakeV2(t *testing.T, groups ...string) string {
 	old := v2Mount
 	v2Mount = root
 	t.Cleanup(func() { v2Mount = old })
+	fakeLockDir(t)
 	for _, g := range append([]string{""}, groups...) {
 		d := filepath.Join(root, g)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -33,6 +35,16 @@ func fakeV2(t *testing.T, groups ...string) string {
 		}
 	}
 	return root
+}
+
+// fakeLockDir points ownerLockDir at a directory of the test's (for fake mounts only:
+// a live sweep must find the real launches' lock files).
+func fakeLockDir(t *testing.T) string {
+	locks := t.TempDir()
+	old := ownerLockDir
+	ownerLockDir = func(uid int) string { return filepath.Join(locks, strconv.Itoa(uid)) }
+	t.Cleanup(func() { ownerLockDir = old })
+	return locks
 }
 
 func readTrim(t *testing.T, p string) string {
@@ -235,24 +247,30 @@ func TestNewIDUnique(t *testing.T) {
 	}
 }
 
-// gc by sandbox id: a group whose owner's lock is free is removed by the next New, one
-// whose lock is held is kept, whatever pid made it.
+// gc by sandbox id: a group whose owner's lock is free is removed by the next New
+// (with its lock file), one whose lock is held is kept, whatever pid made it; a group
+// without a lock file (an older gosbx's) goes by its directory's lock.
 func TestV2GCOwnerLock(t *testing.T) {
 	root := fakeV2(t, DefaultParent)
 	parent := filepath.Join(root, DefaultParent)
-	dead := filepath.Join(parent, groupName(NewID()))
-	live := filepath.Join(parent, groupName(NewID()))
-	for _, d := range []string{dead, live} {
+	deadName, liveName, oldName := groupName(NewID()), groupName(NewID()), groupName(NewID())
+	dead, live, old := filepath.Join(parent, deadName), filepath.Join(parent, liveName), filepath.Join(parent, oldName)
+	held, err := ownerLock(liveName) // a live owner
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	killed, err := ownerLock(deadName) // an owner killed: its file left, unlocked
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed.Close()
+	for _, d := range []string{dead, live, old} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(d, "cgroup.procs"), nil, 0o644)
 	}
-	held := lockDir(live, unix.LOCK_EX|unix.LOCK_NB) // a live owner
-	if held == nil {
-		t.Fatal("cannot lock", live)
-	}
-	defer held.Close()
 	g, err := newV2(res(64<<20, 64<<20, 32, 20000), Options{ID: "00000000000000aa"})
 	if err != nil {
 		t.Fatal(err)
@@ -261,8 +279,13 @@ func TestV2GCOwnerLock(t *testing.T) {
 	if _, err := os.Stat(mine); err != nil {
 		t.Errorf("the group is not named by the sandbox id: %v", err)
 	}
-	if _, err := os.Stat(dead); !os.IsNotExist(err) {
-		t.Errorf("the dead owner's group %s was kept (%v); want it removed", dead, err)
+	for _, d := range []string{dead, old} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the dead owner's group %s was kept (%v); want it removed", d, err)
+		}
+	}
+	if _, err := os.Stat(killed.Name()); !os.IsNotExist(err) {
+		t.Errorf("the dead owner's lock file was kept (%v)", err)
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the live owner's group %s was removed: %v", live, err)
@@ -272,19 +295,75 @@ func TestV2GCOwnerLock(t *testing.T) {
 	if _, err := os.Stat(mine); err != nil {
 		t.Errorf("a sweep removed the group of a live owner: %v", err)
 	}
-	// a sweep is skipped while a group is being made (the parent's shared lock)
-	creating := lockDir(parent, unix.LOCK_SH)
-	held.Close()
-	gcV2(DefaultParent, 0)
-	if _, err := os.Stat(live); err != nil {
-		t.Errorf("a sweep ran while a group was being made: %v", err)
-	}
-	creating.Close()
+	releaseOwner(held)
 	gcV2(DefaultParent, 0)
 	if _, err := os.Stat(live); !os.IsNotExist(err) {
 		t.Errorf("the group %s whose owner let go was kept (%v)", live, err)
 	}
+	lock := g.(*v2Group).owner.Name()
 	g.Destroy()
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("the lock file %s outlived Destroy (%v)", lock, err)
+	}
+}
+
+// No lock another user can take decides anything (review7 F1): the cgroup directories
+// are mode 0755, anyone may open and flock(2) them. A flock held on the parent does not
+// stall New; one held on a dead owner's group does not keep it; the owners' lock
+// directory must be the caller's alone.
+func TestV2LocksNotOnCgroupDirs(t *testing.T) {
+	root := fakeV2(t, DefaultParent)
+	parent := filepath.Join(root, DefaultParent)
+	deadName := groupName(NewID())
+	killed, err := ownerLock(deadName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed.Close()
+	dead := filepath.Join(parent, deadName)
+	if err := os.Mkdir(dead, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dead, "cgroup.procs"), nil, 0o644)
+	// another user's locks: exclusive on the parent, shared on the dead group
+	for _, l := range []struct {
+		dir string
+		how int
+	}{{parent, unix.LOCK_EX}, {dead, unix.LOCK_SH}} {
+		f, err := os.Open(l.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := unix.Flock(int(f.Fd()), l.how); err != nil {
+			t.Fatal(err)
+		}
+		stop := time.AfterFunc(5*time.Second, func() { f.Close() }) // a stalled New ends
+		defer stop.Stop()
+	}
+	start := time.Now()
+	g, err := newV2(res(64<<20, 64<<20, 32, 20000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("New waited %v behind a lock another user holds on its parent", d)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a lock on the dead owner's group %s kept it (%v)", dead, err)
+	}
+	dir := ownerLockDir(os.Geteuid())
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := newV2(res(64<<20, 64<<20, 32, 20000), Options{}); err == nil || !strings.Contains(err.Error(), dir) ||
+		!strings.Contains(err.Error(), "chmod 0700") {
+		if g != nil {
+			g.Destroy()
+		}
+		t.Errorf("New with a lock directory of mode 0755: %v, want a refusal naming it and the fix", err)
+	}
 }
 
 func TestEventCount(t *testing.T) {

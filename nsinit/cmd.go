@@ -79,7 +79,9 @@ type Cmd struct {
 	// forwards) and Stdin, Stdout and Stderr are the ones it was given; otherwise Start
 	// kills and reaps it and clones the init anew, as without it. Either way Start
 	// clears the field, and the Cmd runs exactly its Config. A Pool's or a Session's
-	// command never takes one (Start closes it).
+	// command never takes one (Start closes it). A Prestarted is for one Cmd: the
+	// first to Start with it has it (its sandbox id too); another given the same one,
+	// or one given it after Close, leaves it alone and runs as without it.
 	Prestarted *Prestarted
 
 	// Result is set by Wait once the sandbox has ended.
@@ -206,6 +208,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		}
 		defer func() {
 			if err != nil {
+				pre.Close() // the init cloned as hid first: the id is free only once it is gone
 				hid.release()
 			}
 		}()
@@ -221,8 +224,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				return nil, c.fail(&SetupError{Step: "host id", Err: err})
 			}
 			defer func() {
-				if c.own.nsOwner != nsOwner {
-					nsOwner.release() // the launch failed
+				if c.own.nsOwner != nsOwner { // the launch failed
+					pre.Close() // the init that owns it first: the id is free only once it is gone
+					nsOwner.release()
 				}
 			}()
 		}

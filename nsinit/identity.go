@@ -101,14 +101,17 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 	if err := unix.Fstat(dir, &st); err != nil {
 		return nil, fmt.Errorf("stat %s: %w", hostIDDir, err)
 	}
-	if st.Uid != 0 || st.Mode&0o022 != 0 {
-		return nil, fmt.Errorf("%s is not a directory only root may write (owner %d, mode %#o)", hostIDDir, st.Uid, st.Mode&0o7777)
+	// Root's alone: a directory another user may open, that user may flock(2) too, and
+	// stall every take (LOCK_EX) or every sweep (LOCK_SH).
+	if st.Uid != 0 || st.Mode&0o077 != 0 {
+		return nil, fmt.Errorf("%s is not a directory of root's alone (owner %d, mode %#o): make it so with `chown root %s && chmod 0700 %s`",
+			hostIDDir, st.Uid, st.Mode&0o7777, hostIDDir, hostIDDir)
 	}
 	if sweepLockIDs(dir) { // else takes kept it busy: the next launch sweeps
 		sweepHostIDs(dir)
 	}
-	if err := flockRetry(dir, unix.LOCK_SH); err != nil { // released when dir is closed
-		return nil, fmt.Errorf("lock %s: %w", hostIDDir, err)
+	if !lockWithin(dir, unix.LOCK_SH, hostIDLockWait) { // released when dir is closed
+		return nil, fmt.Errorf("lock %s: held by another process for %v (a sweep that does not end)", hostIDDir, hostIDLockWait)
 	}
 	start := rand.Uint32N(r.Count)
 	for i, again := uint32(0), 0; i < r.Count; i++ {
@@ -144,9 +147,19 @@ func takeHostID(r idRange, sandboxID string) (*hostID, error) {
 // trying again every millisecond for up to 100 ms while takes (shared, each held for
 // microseconds) or another sweep hold it: so that the launch after a killed one
 // reclaims its id, without waiting long when launches are many.
-func sweepLockIDs(dir int) bool {
-	for deadline := time.Now().Add(100 * time.Millisecond); ; time.Sleep(time.Millisecond) {
-		if flockRetry(dir, unix.LOCK_EX|unix.LOCK_NB) == nil {
+func sweepLockIDs(dir int) bool { return lockWithin(dir, unix.LOCK_EX, 100*time.Millisecond) }
+
+// hostIDLockWait bounds a take's wait for the host-id directory's shared lock, which a
+// sweep holds for the time it locks each stale file (a variable for tests).
+var hostIDLockWait = 2 * time.Second
+
+// lockWithin takes a flock(2) of how (LOCK_SH or LOCK_EX) on fd without blocking,
+// trying again every millisecond for up to wait: never a wait without bound on a lock,
+// so a launch always ends (with an error) however long another holds it. It reports
+// whether the lock was taken.
+func lockWithin(fd, how int, wait time.Duration) bool {
+	for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+		if flockRetry(fd, how|unix.LOCK_NB) == nil {
 			return true
 		}
 		if time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -155,4 +156,53 @@ func TestNprocDefault(t *testing.T) {
 			t.Errorf("%s: became RLIMIT_NPROC %d", name, n)
 		}
 	}
+}
+
+// The host-id directory must be root's alone: one other users may open (mode 0755)
+// they may flock(2) too, so a take refuses it, naming the path and the fix. And a lock
+// on it held by another (a sweep that does not end) stops a take within
+// hostIDLockWait, never without bound.
+func TestTakeHostIDDirOwnerAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lock directory must be root's")
+	}
+	old, oldWait := hostIDDir, hostIDLockWait
+	hostIDDir, hostIDLockWait = filepath.Join(t.TempDir(), "ids"), 200*time.Millisecond
+	t.Cleanup(func() { hostIDDir, hostIDLockWait = old, oldWait })
+	r := idRange{Base: 2_100_000_000, Count: 2}
+	if err := os.Mkdir(hostIDDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(hostIDDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := takeHostID(r, "x")
+	if err == nil || !strings.Contains(err.Error(), hostIDDir) || !strings.Contains(err.Error(), "chmod 0700") {
+		h.release()
+		t.Fatalf("a take in a directory of mode 0755: %v, want a refusal naming it and the fix", err)
+	}
+	if err := os.Chmod(hostIDDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(hostIDDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if h, err = takeHostID(r, "x"); err == nil || !strings.Contains(err.Error(), "held by another") {
+		h.release()
+		t.Fatalf("a take while the directory's lock is held: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the take waited %v for a held lock (bound %v)", d, hostIDLockWait)
+	}
+	held.Close()
+	if h, err = takeHostID(r, "x"); err != nil {
+		t.Fatalf("once the lock is let go: %v", err)
+	}
+	h.release()
 }

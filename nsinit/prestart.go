@@ -24,6 +24,7 @@ type Prestarted struct {
 	mu     sync.Mutex
 	l      *initLaunch // nil once taken or closed
 	id     string      // the sandbox id, which a Cmd that takes it keeps
+	taker  *Cmd        // the one Cmd it was handed to (claim), nil before
 	hid    *hostID     // a root caller's host id (mapped), or the user namespace's owner
 	rng    idRange
 	owner  bool // hid owns the user namespace of a uid 0 that keeps its mapping (ownerRange)
@@ -147,12 +148,31 @@ func (p *Prestarted) take(q *cloneParams, stdin io.Reader, stdout, stderr io.Wri
 	return l
 }
 
+// claim hands p to c, once: to the first Cmd that starts with it while it still holds
+// its init. It returns p's sandbox id, which is the init's host id's holder and so
+// c's; "" (and p is not c's) for any other Cmd (one given the same p as another, or p
+// after Close), which then draws an id of its own and clones its own init.
+func (p *Prestarted) claim(c *Cmd) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l == nil || p.taker != nil {
+		return ""
+	}
+	p.taker = c
+	return p.id
+}
+
 // takePrestarted takes c.Prestarted for a launch: its sandbox id becomes c's. A
-// pooled or a session's init never takes one: it is closed.
+// pooled or a session's init never takes one: it is closed. A Prestarted already
+// handed to another Cmd, or closed, is left alone (claim).
 func (c *Cmd) takePrestarted(pooled bool) *Prestarted {
 	p := c.Prestarted
 	c.Prestarted = nil
 	if p == nil {
+		return nil
+	}
+	id := p.claim(c)
+	if id == "" {
 		return nil
 	}
 	if pooled || c.session {
@@ -160,7 +180,7 @@ func (c *Cmd) takePrestarted(pooled bool) *Prestarted {
 		return nil
 	}
 	if c.own.id == "" {
-		c.own.id = p.id
+		c.own.id = id
 	}
 	return p
 }

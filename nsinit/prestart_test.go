@@ -3,11 +3,14 @@ package nsinit
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/policy"
 )
@@ -93,4 +96,101 @@ func TestPrestartClose(t *testing.T) {
 		t.Errorf("Pid after Close: %d", pre.Pid())
 	}
 	pre.Close()
+}
+
+// One Prestarted given to two Cmds is the first's alone: the second draws a sandbox id
+// of its own (its cgroup, its host id's holder) and clones its own init; one given to
+// a Cmd after Close is not used either.
+func TestPrestartOneCmd(t *testing.T) {
+	ws := testWorkspace(t)
+	spec := compile(t, policy.Options{Args: []string{"/bin/true"}, Workspace: ws}, nil)
+	pre, err := Prestart(spec, nil, nil, nil)
+	skipIfNoSandbox(t, err)
+	if err != nil {
+		t.Fatalf("Prestart: %v", err)
+	}
+	defer pre.Close()
+	pid := pre.Pid()
+	var logA, logB eventLog
+	a, b := Command(spec), Command(spec)
+	a.Events, b.Events = logA.add, logB.add
+	a.Prestarted, b.Prestarted = pre, pre
+	if err := a.Start(); err != nil {
+		t.Fatalf("A: Start: %v", err)
+	}
+	if err := b.Run(); err != nil {
+		t.Fatalf("B: Run: %v", err)
+	}
+	if err := a.Wait(); err != nil {
+		t.Fatalf("A: Wait: %v", err)
+	}
+	if logA.events()[0].ChildPid != pid {
+		t.Errorf("A did not take the prestarted init %d", pid)
+	}
+	if logB.events()[0].ChildPid == pid {
+		t.Errorf("B ran in A's prestarted init %d", pid)
+	}
+	if a.own.id != pre.id || b.own.id == pre.id || b.own.id == "" {
+		t.Errorf("sandbox ids: prestarted %s, A %s, B %s (B must have its own)", pre.id, a.own.id, b.own.id)
+	}
+	closed, err := Prestart(spec, nil, nil, nil)
+	if err != nil {
+		t.Fatalf("Prestart: %v", err)
+	}
+	closed.Close()
+	c := Command(spec)
+	c.Prestarted = closed
+	if err := c.Run(); err != nil {
+		t.Fatalf("C: Run: %v", err)
+	}
+	if c.own.id == closed.id || c.own.id == "" {
+		t.Errorf("a closed Prestarted handed its sandbox id %s to a Cmd (%s)", closed.id, c.own.id)
+	}
+}
+
+// A launch that fails after it took the prestarted init's host id (a --publish port
+// in use here) kills and reaps that init before the id is free: whoever next takes
+// the id's lock finds no process running as it.
+func TestPrestartFailedLaunchFreesIDAfterInit(t *testing.T) {
+	ws := testWorkspace(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	args := []string{"/bin/true"}
+	guess := compile(t, policy.Options{Args: args, Workspace: ws}, nil)
+	spec := compile(t, policy.Options{Args: args, Workspace: ws, Publish: []string{"127.0.0.1:" + strconv.Itoa(port) + ":80"}}, nil)
+	for i := 0; i < 5; i++ {
+		pre, err := Prestart(guess, nil, nil, nil)
+		skipIfNoSandbox(t, err)
+		if err != nil {
+			t.Fatalf("Prestart: %v", err)
+		}
+		if pre.hid == nil {
+			pre.Close()
+			t.Skip("no host id: not a root caller")
+		}
+		pid, id := pre.Pid(), pre.hid.id
+		lock, err := os.Open(filepath.Join(hostIDDir, strconv.Itoa(int(id))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		freed := make(chan bool)
+		go func() {
+			flockRetry(int(lock.Fd()), unix.LOCK_EX) // the id is free
+			freed <- !gone(pid)
+		}()
+		c := Command(spec)
+		c.Prestarted = pre
+		var se *SetupError
+		if err := c.Start(); !errors.As(err, &se) || se.Step != "publish" {
+			t.Fatalf("Start with port %d in use: %v", port, err)
+		}
+		if <-freed {
+			t.Fatalf("the host id %d was free while the prestarted init %d still lived", id, pid)
+		}
+		lock.Close()
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
@@ -14,13 +15,21 @@ import (
 // needs (nsinit.Prestart: namespaces, id mappings, a root caller's id range), as the
 // flags alone say it, before any policy file is read or built; nil when the flags
 // already ask for a clone an init cloned ahead cannot have (egress or --net proxy,
-// port forwards, host ports, --cpus, --cgroup-parent). A policy that says otherwise
+// port forwards, host ports, --cpus, --cgroup-parent, and on a cgroup v2 host --memory,
+// --memory-swap or --pids: the init of a v2 group is cloned into it, CLONE_INTO_CGROUP).
+// A policy that says otherwise
 // (network: host, its own uid or range, resources) only costs the init started for
 // nothing: Start compares and clones anew (nsinit.Cmd.Prestarted).
+// cgroupMode is the host's cgroup mode (a variable so that tests can fake a v2 host).
+var cgroupMode = cgroup.Mode
+
 func cloneGuess(o policy.Options, h policy.Host) *config.Config {
 	r := o.Resources
 	if o.Net == policy.NetProxy || len(o.AllowHosts) > 0 || len(o.Publish) > 0 || len(o.HostPorts) > 0 ||
 		r.CPUs > 0 || r.CgroupParent != "" {
+		return nil
+	}
+	if (r.Memory != "" || r.MemorySwap != "" || r.Pids != 0) && cgroupMode() == cgroup.V2 {
 		return nil
 	}
 	ns := []specs.LinuxNamespace{{Type: specs.UserNamespace}, {Type: specs.MountNamespace},

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -55,6 +56,29 @@ func TestCloneGuessMatchesBuild(t *testing.T) {
 		{HostPorts: []uint16{5432}}, {Resources: policy.Resources{CPUs: 1}}} {
 		if cloneGuess(o, root) != nil {
 			t.Errorf("%+v: a guess for a clone a prestarted init cannot have", o)
+		}
+	}
+}
+
+// On a cgroup v2 host a resource flag makes a group the init is cloned into
+// (CLONE_INTO_CGROUP), which a prestarted init never is: no guess then. On v1 the
+// group is joined after the clone, and the guess stands.
+func TestCloneGuessCgroupV2(t *testing.T) {
+	host, err := policy.CurrentHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := cgroupMode
+	t.Cleanup(func() { cgroupMode = old })
+	for _, mode := range []cgroup.Kind{cgroup.V1, cgroup.V2} {
+		cgroupMode = func() cgroup.Kind { return mode }
+		for _, r := range []policy.Resources{{Memory: "64M"}, {MemorySwap: "0"}, {Pids: 100}} {
+			if g := cloneGuess(policy.Options{Resources: r}, host); (g == nil) != (mode == cgroup.V2) {
+				t.Errorf("%s, %+v: guess %v", mode, r, g != nil)
+			}
+		}
+		if cloneGuess(policy.Options{}, host) == nil {
+			t.Errorf("%s: no guess without a resource flag", mode)
 		}
 	}
 }
