@@ -146,7 +146,7 @@ func TestPlanWithStdio(t *testing.T) {
 	if i, errno := runSteps(p, r); i >= 0 {
 		t.Fatalf("runSteps stopped at %d: %v", i, errno)
 	}
-	want := []string{"  dup3 7 to 0", "  dup3 8 to 1", "  dup3 9 to 2", "  rt_sigaction SIGHUP SIG_DFL"}
+	want := []string{"  dup3 7 to 0", "  dup3 8 to 1", "  dup3 9 to 2", "  rt_sigaction SIGINT SIG_DFL"}
 	if len(r.calls) != before+3 || strings.Join(r.calls[:4], "|") != strings.Join(want, "|") {
 		t.Fatalf("calls:\n%s", diffCalls(want, r.calls))
 	}
