@@ -50,16 +50,8 @@ type Group interface {
 	Destroy() error
 	// Dirs are the group's directories on the host, for a sandbox to see its own
 	// limits through: one per v1 hierarchy (Controller "memory", "pids", "cpu",
-	// "cpuacct"; for "pids" the commands' group when there is one), or the v2 group
-	// (Controller "").
+	// "cpuacct"), or the v2 group (Controller "").
 	Dirs() []Dir
-	// CommandsDir is the commands' pids group on the host (pids.go), "" when the
-	// commands share the sandbox's group.
-	CommandsDir() string
-	// CommandsFiles opens the commands' group's cgroup.procs for writing, then its
-	// pids.current and pids.max (pids.go): nil and no error when there is none; the
-	// caller closes them.
-	CommandsFiles() ([]int, error)
 }
 
 // Dir is a group's directory in one hierarchy: Path on the host, Controller the v1
@@ -74,7 +66,7 @@ type Stats struct {
 	MemoryPeak int64 // bytes
 	CPUUser    int64 // microseconds
 	CPUSystem  int64 // microseconds
-	PidsPeak   int64 // where pids.peak exists; the commands' group's when there is one
+	PidsPeak   int64 // v2 with pids.peak only
 	OOMKilled  bool  // the memory limit killed a process
 	PidsMaxHit bool  // a fork failed at the pids limit
 }

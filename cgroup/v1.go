@@ -50,7 +50,6 @@ func v1Hierarchies() ([]v1Dir, error) {
 type v1Group struct {
 	name  string
 	dirs  []v1Dir    // in each hierarchy; co-mounted ones share a directory
-	cmd   string     // the commands' pids group (pids.go), "" without a process limit
 	owner *os.File   // the owner's lock (owner.go)
 	locks []*os.File // the flock on the group's directory an older gosbx's sweep reads (holdDir)
 	gone  bool
@@ -133,10 +132,6 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 			return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 		}
 	}
-	if err := g.makeCommandsGroup(r); err != nil {
-		g.abandon()
-		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
-	}
 	return g, nil
 }
 
@@ -157,9 +152,6 @@ func (g *v1Group) has(dir string) bool {
 
 // abandon removes the directories made so far (a failed New), then drops their locks.
 func (g *v1Group) abandon() {
-	if g.cmd != "" {
-		syscall.Rmdir(g.cmd)
-	}
 	for _, d := range g.dirs {
 		syscall.Rmdir(d.dir)
 	}
@@ -187,9 +179,7 @@ func writeV1Limits(d v1Dir, r *specs.LinuxResources) error {
 		}
 	case "pids":
 		if r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 {
-			// the commands' group (pids.go) holds the limit; this one adds the
-			// init's headroom
-			vals = append(vals, [2]string{"pids.max", strconv.FormatInt(*r.Pids.Limit+InitPidsHeadroom, 10)})
+			vals = append(vals, [2]string{"pids.max", strconv.FormatInt(*r.Pids.Limit, 10)})
 		}
 	case "cpu":
 		if c := r.CPU; c != nil {
@@ -236,14 +226,8 @@ func (g *v1Group) Stats() Stats {
 		s.CPUUser = eventCount(filepath.Join(cpuacct, "cpuacct.stat"), "user") * usecPerTick
 		s.CPUSystem = eventCount(filepath.Join(cpuacct, "cpuacct.stat"), "system") * usecPerTick
 	}
-	if g.cmd != "" {
-		// the commands' count and refusals; a fork the init's group refused (its
-		// headroom spent) is a hit too
-		s.PidsMaxHit = eventCount(filepath.Join(pids, "pids.events"), "max") > 0
-		pids = g.cmd
-	}
 	if pids != "" {
-		s.PidsMaxHit = s.PidsMaxHit || eventCount(filepath.Join(pids, "pids.events"), "max") > 0
+		s.PidsMaxHit = eventCount(filepath.Join(pids, "pids.events"), "max") > 0
 		s.PidsPeak = readInt(filepath.Join(pids, "pids.peak"))
 	}
 	return s
@@ -256,9 +240,6 @@ func (g *v1Group) Dirs() []Dir {
 	out := make([]Dir, len(g.dirs))
 	for i, d := range g.dirs {
 		out[i] = Dir{Controller: d.sub, Path: canonical(d.dir)}
-		if d.sub == "pids" && g.cmd != "" {
-			out[i].Path = canonical(g.cmd) // the commands' limit, not the init's headroom
-		}
 	}
 	return out
 }
@@ -294,23 +275,18 @@ func (g *v1Group) Destroy() error {
 		}
 		releaseOwner(g.owner)
 	}()
-	dirs := g.dirs
-	if g.cmd != "" {
-		dirs = append([]v1Dir{{"pids", g.cmd}}, dirs...)
-	}
-	if !emptyV1(dirs) {
-		killAll(dirs)
+	if !emptyV1(g.dirs) {
+		killAll(g.dirs)
 	}
 	var errs []error
-	for _, d := range dirs { // the commands' group before its parent
+	for _, d := range g.dirs {
 		errs = append(errs, rmdirRetry(d.dir))
 	}
 	return errors.Join(errs...)
 }
 
 // emptyV1 reports whether no process is left in any of dirs (a sandbox's group has no
-// children but the commands' group, which the caller lists: nothing inside can write a
-// cgroup filesystem).
+// children: nothing inside can write a cgroup filesystem).
 func emptyV1(dirs []v1Dir) bool {
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d.dir, "cgroup.procs"))
@@ -401,16 +377,6 @@ func isDir(p string) bool {
 // its init sees the life pipe close), then the directory is removed once empty, trying
 // for 5 s.
 func removeDirV1(dir string) {
-	if dir != "" {
-		// child groups first (the commands' group, pids.go): v1 lists only a group's
-		// own processes, and refuses to remove a group with children
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if e.IsDir() {
-				removeDirV1(filepath.Join(dir, e.Name()))
-			}
-		}
-	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {

@@ -49,7 +49,6 @@ func v1Own(t *testing.T) map[string]string {
 // removeDirs removes the group n from each hierarchy, waiting for it to empty.
 func removeDirs(own map[string]string, n string) {
 	for _, d := range own {
-		os.Remove(filepath.Join(d, n, commandsName))
 		p := filepath.Join(d, n)
 		for i := 0; i < 100 && exists(p); i++ {
 			if os.Remove(p) == nil {
@@ -84,8 +83,7 @@ func TestV1Live(t *testing.T) {
 	for file, want := range map[string]string{
 		"memory/memory.limit_in_bytes":       "67108864",
 		"memory/memory.memsw.limit_in_bytes": "67108864",
-		"pids/pids.max":                      "48", // 16 and the init's headroom (pids.go)
-		"pids/cmd/pids.max":                  "16",
+		"pids/pids.max":                      "16",
 		"cpu/cpu.cfs_quota_us":               "20000",
 		"cpu/cpu.cfs_period_us":              "100000",
 	} {
@@ -132,35 +130,6 @@ func TestV1Live(t *testing.T) {
 	if got := readTrim(t, filepath.Join(own["pids"], n, "pids.current")); got != "1" {
 		t.Errorf("pids.current = %q; want 1", got)
 	}
-	// moved on into the commands' group through the descriptor CommandsFiles opened
-	// (a command writes "0"; this test, the pid): counted there, and in the parent
-	cmdDir := filepath.Join(own["pids"], n, commandsName)
-	if g.CommandsDir() != cmdDir {
-		t.Errorf("CommandsDir %q; want %q", g.CommandsDir(), cmdDir)
-	}
-	fds, err := g.CommandsFiles()
-	if err != nil || len(fds) != 3 {
-		t.Fatalf("CommandsFiles: %v, %v", fds, err)
-	}
-	if _, err := unix.Write(fds[0], []byte(pid)); err != nil {
-		t.Errorf("write the pid to the commands' cgroup.procs: %v", err)
-	}
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
-	if got := readTrim(t, filepath.Join(cmdDir, "cgroup.procs")); got != pid {
-		t.Errorf("commands' cgroup.procs %q; want %s", got, pid)
-	}
-	for _, f := range []string{filepath.Join(cmdDir, "pids.current"), filepath.Join(own["pids"], n, "pids.current")} {
-		if got := readTrim(t, f); got != "1" {
-			t.Errorf("%s = %q; want 1", f, got)
-		}
-	}
-	for _, d := range g.Dirs() {
-		if d.Controller == "pids" && d.Path != canonical(cmdDir) {
-			t.Errorf("Dirs: pids %s; want the commands' group %s", d.Path, cmdDir)
-		}
-	}
 	// (a process moved in brings no memory charge along: MemoryPeak may be 0 here)
 	if st := g.Stats(); st.OOMKilled || st.PidsMaxHit {
 		t.Errorf("stats %+v; want no OOM, no pids limit hit", st)
@@ -184,9 +153,6 @@ func TestV1Live(t *testing.T) {
 		if exists(filepath.Join(d, n)) {
 			t.Errorf("%s group %s left after Destroy", c, filepath.Join(d, n))
 		}
-	}
-	if exists(cmdDir) {
-		t.Errorf("the commands' group %s left after Destroy", cmdDir)
 	}
 	if err := g.Destroy(); err != nil {
 		t.Errorf("second Destroy: %v", err)
@@ -232,10 +198,6 @@ func TestV1GC(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-	}
-	// the dead owner's group has its commands' group (pids.go): removed first
-	if err := os.Mkdir(filepath.Join(own["pids"], deadID, commandsName), 0o755); err != nil {
-		t.Fatal(err)
 	}
 	for _, d := range own { // another user's shared lock on the dead group keeps nothing (review7 F1)
 		f, err := os.Open(filepath.Join(d, deadID))

@@ -69,10 +69,6 @@ func (g *v2Group) Kind() Kind    { return V2 }
 func (g *v2Group) CloneFd() int  { return g.fd }
 func (g *v2Group) Add(int) error { return nil } // cloned into the group
 
-// CommandsDir and CommandsFiles: a v2 group is not split (pids.go).
-func (g *v2Group) CommandsDir() string           { return "" }
-func (g *v2Group) CommandsFiles() ([]int, error) { return nil, nil }
-
 // Stats reads memory.peak, memory.events' oom_kill, cpu.stat's user_usec and
 // system_usec, pids.peak and pids.events.
 func (g *v2Group) Stats() Stats {

@@ -14,10 +14,10 @@ import (
 // launcher's, then the sandbox init's, then the process stage's (in the forked child),
 // in order. ("umask" is a step only for a spec that names a umask, which no policy does.)
 var faultSteps = []string{
-	"config", "cgroup", "pipe", "clone", "open bind source", "commands cgroup", "cgroup place",
+	"config", "cgroup", "pipe", "clone", "open bind source", "cgroup place",
 	"read config", "hostname", "loopback", "egress", "pid namespace", "pid 1 of the commands", "mount", "set-ID procfs", "resolv.conf",
 	"pivot_root", "set not dumpable", "session keyring", "limit capabilities", "set-ID thread", "signal dispositions",
-	"join commands cgroup", "setsid", "rlimits", "close fds", "chdir", "drop capabilities", "seccomp", "exec",
+	"setsid", "rlimits", "close fds", "chdir", "drop capabilities", "seccomp", "exec",
 }
 
 // Every setup step, made to fail on request in a -tags gosbxfault build: gosbx exits
@@ -47,7 +47,7 @@ func TestFaultInjection(t *testing.T) {
 			if left := scope.leftovers(); len(left) > 0 {
 				t.Errorf("%s, fault at %q: cgroups left behind by the failed launch: %q", c.name, st, left)
 			}
-			if c.uid != 0 && (st == "cgroup place" || st == "commands cgroup" || st == "join commands cgroup") {
+			if c.uid != 0 && st == "cgroup place" {
 				// nobody gets no cgroup here (the profile's default limit is best effort): nothing to place
 				if r.code != 0 {
 					t.Errorf("%s, %s: a step nobody never reaches failed: %v", c.name, st, r)

@@ -259,14 +259,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			spec = withRlimit(spec, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: limit, Soft: limit})
 		}
 	}
-	// the group's limits, seen under /sys/fs/cgroup (sysfs.go); the commands' own
-	// pids group, when there is one, is sent to the init with the bind sources
+	// the group's limits, seen under /sys/fs/cgroup (sysfs.go)
 	spec = withCgroupMounts(spec, c.own.group)
-	if split := c.own.group != nil && c.own.group.CommandsDir() != ""; split || spec.CommandsCgroup {
-		s := *spec
-		s.CommandsCgroup = split
-		spec = &s
-	}
 	cpus, cpuList, err := sandboxCPUs(spec, c.own.sandboxID()) // --cpus N: on ceil(N) CPUs (affinity.go)
 	if err != nil {
 		c.own.dropGroup()
@@ -511,20 +505,6 @@ func (c *Cmd) sendSpec(spec *config.Config, sock *os.File, mapped bool, hid *hos
 			if err != nil {
 				return &SetupError{Step: "open bind source", Err: err}
 			}
-		}
-	}
-	if spec.CommandsCgroup {
-		// opened here, as v1 checks the opener's credentials (cgroup/pids.go)
-		cfds, err := c.own.group.CommandsFiles()
-		fds = append(fds, cfds...)
-		if err == nil && len(cfds) != commandsFiles {
-			err = errors.New("the sandbox's group has no commands' pids group")
-		}
-		if err == nil {
-			err = fault.Check("commands cgroup")
-		}
-		if err != nil {
-			return &SetupError{Step: "commands cgroup", Err: err}
 		}
 	}
 	if err := writeFrame(sock, frame, nil); err != nil {

@@ -276,15 +276,10 @@ func readSpec(pooled bool) (*config.Config, []int, error) {
 	if spec.Linux == nil {
 		return nil, nil, errors.New("the config has no linux section")
 	}
-	n := len(mounts.BindSources(spec))
-	if spec.CommandsCgroup {
-		n += commandsFiles // then the commands' pids group's files (sysfs.go)
-	}
-	fds, err := recvFds(specFd, n)
+	fds, err := recvFds(specFd, len(mounts.BindSources(spec)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("receive the bind sources: %w", err)
 	}
-	fds = takeCommandsCgroup(spec, fds)
 	if !pooled {
 		unix.Close(specFd)
 	}

@@ -135,16 +135,6 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 	}
 	p.rlimits = make([]unix.Rlimit, len(res))
 
-	// First the command leaves the init's pids group for its commands' group
-	// (sysfs.go, cgroup/pids.go): all it forks counts against its limit, not the init.
-	if commandsProcs >= 0 {
-		if err := commandsFull(); err != nil {
-			return nil, &stepError{"join commands cgroup", err}
-		}
-		c := p.begin("join commands cgroup")
-		p.call(c, "write \"0\" to the commands' cgroup.procs", unix.SYS_WRITE, uintptr(commandsProcs), ptr(&joinSelf[0]), 1)
-	}
-
 	// The init's signals are blocked on the forking thread, and so in the child
 	// (initsig.go); the redirected ones' handler is the init's, where the runtime's
 	// fork hook left it (the runtime did not install one over an inherited SIG_IGN):

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
-	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -76,70 +74,6 @@ func (s *sandboxInit) cgroupNamespace() error {
 func (k *kernelInit) unshareCgroup() error {
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		return fmt.Errorf("unshare(CLONE_NEWCGROUP): %w", err)
-	}
-	return nil
-}
-
-// commandsProcs is the init's descriptor of its commands' pids group's cgroup.procs
-// (cgroup/pids.go), -1 without one, and commandsCount those of the group's
-// pids.current and pids.max: opened by the launcher (v1 checks the opener's
-// credentials on cgroup.procs) and sent after the bind sources when the config says
-// CommandsCgroup (readSpec). Each command writes joinSelf to commandsProcs in its
-// process stage (planProcess, step "cgroup"), so that it and all it forks count
-// against the process limit, and the init's threads do not. All are close-on-exec
-// (MSG_CMSG_CLOEXEC), and the process stage makes every descriptor but 0-2
-// close-on-exec anyway: no command holds one.
-var (
-	commandsProcs = -1
-	commandsCount [2]int // pids.current, pids.max
-)
-
-// commandsFiles is how many descriptors the launcher sends for the commands' group.
-const commandsFiles = 3
-
-// joinSelf is what a process writes to cgroup.procs to join that group: "0" names the
-// writer (cgroup-v1.rst, "Attaching processes").
-var joinSelf = [1]byte{'0'}
-
-// takeCommandsCgroup takes the last commandsFiles of the descriptors readSpec received
-// as commandsProcs and commandsCount when spec says the launcher sent them, and
-// returns the others (the bind sources).
-func takeCommandsCgroup(spec *config.Config, fds []int) []int {
-	if !spec.CommandsCgroup || len(fds) < commandsFiles {
-		return fds
-	}
-	n := len(fds) - commandsFiles
-	commandsProcs, commandsCount = fds[n], [2]int{fds[n+1], fds[n+2]}
-	return fds[:n]
-}
-
-// commandsFull is unix.EAGAIN when the commands' group has no pid free (pids.current
-// at pids.max): a process moved in is not refused at the limit (pids.rst), so a
-// command is not started there, as its fork would have been refused without the
-// split. nil when there is room, no limit, or no commands' group. Commands forking
-// meanwhile may still take the last pid first: each command started then is one
-// process over the limit, inside the sandbox group's headroom.
-func commandsFull() error {
-	if commandsProcs < 0 {
-		return nil
-	}
-	var v [2]int64
-	for i, fd := range commandsCount {
-		var b [32]byte
-		n, err := unix.Pread(fd, b[:], 0)
-		if err != nil {
-			return fmt.Errorf("read the commands' pids count: %w", err)
-		}
-		f := strings.TrimSpace(string(b[:max(n, 0)]))
-		if f == "max" {
-			return nil
-		}
-		if v[i], err = strconv.ParseInt(f, 10, 64); err != nil {
-			return fmt.Errorf("read the commands' pids count %q: %w", f, err)
-		}
-	}
-	if v[0] >= v[1] {
-		return fmt.Errorf("the process limit is reached (%d of %d processes): %w", v[0], v[1], unix.EAGAIN)
 	}
 	return nil
 }

@@ -1,13 +1,8 @@
 package nsinit
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -67,58 +62,5 @@ func TestWithCgroupMounts(t *testing.T) {
 	noSys := &config.Config{Mounts: []specs.Mount{{Destination: "/proc", Type: "proc"}}}
 	if got := withCgroupMounts(noSys, v1); got != noSys {
 		t.Errorf("no /sys: mounts %v, want the config unchanged", dests(got))
-	}
-}
-
-// With the commands' pids group's descriptors (cgroup/pids.go), a command's plan joins
-// it first ("join commands cgroup": write "0" to its cgroup.procs), and no plan is made
-// while its pids.current is at pids.max (EAGAIN, step "join commands cgroup"); "max"
-// is no limit. Stand-in files play the group's.
-func TestPlanJoinsCommandsCgroup(t *testing.T) {
-	d := t.TempDir()
-	open := func(name, content string, flags int) int {
-		p := filepath.Join(d, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		fd, err := unix.Open(p, flags|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { unix.Close(fd) })
-		return fd
-	}
-	procs, cur, max := open("cgroup.procs", "", unix.O_WRONLY), open("pids.current", "31\n", unix.O_RDWR), open("pids.max", "32\n", unix.O_RDWR)
-	t.Cleanup(func() { commandsProcs, commandsCount = -1, [2]int{} })
-	spec := &config.Config{CommandsCgroup: true}
-	if rest := takeCommandsCgroup(spec, []int{7, procs, cur, max}); !reflect.DeepEqual(rest, []int{7}) || commandsProcs != procs {
-		t.Fatalf("takeCommandsCgroup kept %v, procs %d", rest, commandsProcs)
-	}
-	plan := func() (*procPlan, error) {
-		dir, err := os.Open(os.DevNull)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { dir.Close() })
-		return planProcess(stageSpec().Process, nil, dir, "/usr/bin/sh")
-	}
-	p, err := plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.steps[0] != "join commands cgroup" || p.ops[0].nr != unix.SYS_WRITE || p.ops[0].a[0] != uintptr(procs) || joinSelf[0] != '0' {
-		t.Fatalf("first step %q %+v; want the write of \"0\" to the commands' cgroup.procs", p.steps[0], p.ops[0])
-	}
-	unix.Pwrite(cur, []byte("32\n"), 0)
-	var se *stepError
-	if _, err := plan(); !errors.As(err, &se) || se.step != "join commands cgroup" || !errors.Is(err, unix.EAGAIN) {
-		t.Fatalf("plan with the group full: %v; want EAGAIN at join commands cgroup", err)
-	}
-	if err := unix.Ftruncate(max, 0); err != nil {
-		t.Fatal(err)
-	}
-	unix.Pwrite(max, []byte("max\n"), 0)
-	if _, err := plan(); err != nil {
-		t.Fatalf("plan with pids.max \"max\": %v", err)
 	}
 }

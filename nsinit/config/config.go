@@ -80,10 +80,6 @@ type Config struct {
 	// the owner carries each connection to the host's 127.0.0.1:PORT. At most
 	// MaxHostPorts; requires a network namespace.
 	HostPorts []uint16 `json:"hostPorts,omitempty"`
-	// CommandsCgroup is set by the launcher, never by a caller (spawn overwrites it):
-	// after the bind sources the init is sent one more descriptor, the cgroup.procs of
-	// the group its commands join before execve (cgroup/pids.go).
-	CommandsCgroup bool `json:"-"`
 	// Timeout, if positive, is the sandbox's wall-clock limit (a policy's
 	// process.timeout, or policy.Options.Timeout): nsinit.Cmd kills the whole sandbox
 	// after the shorter of this and Cmd.Timeout. The launcher's alone; in OCI JSON,

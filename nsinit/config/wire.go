@@ -120,7 +120,6 @@ func Encode(c *Config) []byte {
 		e.Str(f.Content)
 		e.Uint(uint64(f.Mode))
 	}
-	e.Bool(c.CommandsCgroup)
 	return e.B
 }
 
@@ -238,7 +237,6 @@ func Decode(b []byte) (*Config, error) {
 			c.Files[i] = File{Path: d.Str(), Content: d.Str(), Mode: d.Uint32()}
 		}
 	}
-	c.CommandsCgroup = d.Bool()
 	if err := d.End("config"); err != nil {
 		return nil, err
 	}
