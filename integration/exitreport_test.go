@@ -91,8 +91,8 @@ if g == 0:
     os.write(w, b"x")
     os.setsid()
     for i in range(600):
-        with open(sys.argv[1], "w") as f:
-            f.write(str(time.time()))
+        with open(sys.argv[1], "a") as f:  # appended: never empty, grows while alive
+            f.write(str(time.time()) + "\n")
         time.sleep(0.1)
     os._exit(0)
 libc.prctl(0x59616d61, g, 0, 0, 0)  # PR_SET_PTRACER
