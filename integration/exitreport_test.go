@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,26 +139,17 @@ print("MADE", flush=True)
 sys.stdin.read()
 `
 		ctx := s.limitCtx(runLimit)
-		pr, pw, err := os.Pipe()
-		must(t, err)
-		defer pr.Close()
-		cmd := s.command(ctx, "--status-fd", "3", "--", python, "-c", prog)
-		cmd.ExtraFiles = []*os.File{pw}
+		cmd := s.command(ctx, "--", python, "-c", prog)
 		stdin, err := cmd.StdinPipe()
 		must(t, err)
 		stdout, err := cmd.StdoutPipe()
 		must(t, err)
 		must(t, cmd.Start())
-		pw.Close()
 		defer func() { stdin.Close(); _, _ = waitTimeout(t, cmd, 20*time.Second) }()
-		var first map[string]any
-		if line, err := bufio.NewReader(pr).ReadBytes('\n'); err != nil || json.Unmarshal(line, &first) != nil {
-			t.Fatalf("no status line: %q %v", line, err)
-		}
-		initPID := int(first["child-pid"].(float64))
 		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "MADE\n" {
 			t.Fatalf("the command did not make its children: %q %v", line, err)
 		}
+		initPID := initOfLauncher(t, cmd.Process.Pid)
 		var zombies []string
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			zombies = zombieChildren(initPID)

@@ -36,15 +36,7 @@ func TestInitCapabilitiesFromHost(t *testing.T) {
 		init := initOfLauncher(t, cmd.Process.Pid)
 		// the main thread waits in the reaper's poll(2) once the report is sent and the
 		// sets are cleared (the command printed after the go-ahead was read)
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", init))
-			if strings.HasPrefix(string(w), "poll_schedule_timeout") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the init's main thread never reached the reaper's poll (wchan %q)", w)
-			}
-		}
+		waitInitInPoll(t, init)
 		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", init))
 		if err != nil || len(tasks) == 0 {
 			t.Fatalf("no threads of the init %d: %v", init, err)
@@ -85,4 +77,19 @@ func initOfLauncher(t *testing.T, launcher int) int {
 	}
 	t.Fatalf("no gosbx-init child of the launcher %d", launcher)
 	return 0
+}
+
+// waitInitInPoll waits (5 s at most) until the init's main thread waits in the reaper's
+// poll(2): the command runs, its exec reported and the init's own setup over.
+func waitInitInPoll(t *testing.T, init int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", init))
+		if strings.HasPrefix(string(w), "poll_schedule_timeout") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the init's main thread never reached the reaper's poll (wchan %q)", w)
+		}
+	}
 }

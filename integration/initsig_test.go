@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // maxInitThreads is the most threads a one-shot init has while its command runs: the
@@ -43,15 +42,7 @@ while :; do sleep 1000 & wait $!; done`
 			t.Fatalf("the command did not start: %q", line)
 		}
 		init := initOfLauncher(t, cmd.Process.Pid)
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", init))
-			if strings.HasPrefix(string(w), "poll_schedule_timeout") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the init's main thread never reached the reaper's poll (wchan %q)", w)
-			}
-		}
+		waitInitInPoll(t, init)
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", init))
 		must(t, err)
 		if len(tasks) > maxInitThreads {

@@ -100,16 +100,7 @@ func TestPoolNprocUnprivileged(t *testing.T) {
 	requireBinary(t)
 	t.Parallel()
 	s := newSandbox(t, nobodyCaller)
-	bin := filepath.Join(s.base, "poolnproc")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/poolnproc")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build poolnproc: %v\n%s", err, out)
-	}
-	must(t, os.Chmod(bin, 0o755))
+	bin := buildTestdata(t, s, "poolnproc")
 	const limit = 24
 	out, err := s.hostAs(bin, s.ws, strconv.Itoa(limit), python, "-c", forkLoop)
 	if err != nil {
@@ -160,4 +151,21 @@ func TestSessionNprocUnprivileged(t *testing.T) {
 		t.Errorf("the session command's RLIMIT_NPROC: %q; want %d %d", r.stdout, limit, limit)
 	}
 	mustSucceed(t, e.gosbx("session", "stop", "np"), "session stop")
+}
+
+// buildTestdata builds the program integration/testdata/NAME (CGO_ENABLED=0) into the
+// sandbox's base directory, readable and executable by every caller, and returns its path.
+func buildTestdata(t *testing.T, s *sandbox, name string) string {
+	t.Helper()
+	bin := filepath.Join(s.base, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/"+name)
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
+	}
+	must(t, os.Chmod(bin, 0o755))
+	return bin
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,15 +168,9 @@ func TestSignalsForwardedWithNotifyInInit(t *testing.T) {
 		t.Skip("root only (the library program runs as the test's user)")
 	}
 	s := newSandbox(t, rootCaller)
-	bin := filepath.Join(s.base, "notifyinit")
+	bin := buildTestdata(t, s, "notifyinit")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/notifyinit")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build notifyinit: %v\n%s", err, out)
-	}
 	prog := `
 import signal, sys, time
 got = []
