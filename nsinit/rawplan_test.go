@@ -1,0 +1,310 @@
+package nsinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawRecorder records the raw child's calls (number and arguments as the kernel would
+// get them) and answers each from a table of results, in order.
+type rawRecorder struct {
+	calls   []rawRec
+	answers []rawAnswer
+}
+
+type rawRec struct {
+	nr uintptr
+	a  [6]uintptr
+}
+
+type rawAnswer struct {
+	r uintptr
+	e unix.Errno
+}
+
+func (k *rawRecorder) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
+	k.calls = append(k.calls, rawRec{nr, *a})
+	if len(k.answers) == 0 {
+		return 0, 0
+	}
+	ans := k.answers[0]
+	k.answers = k.answers[1:]
+	return ans.r, ans.e
+}
+
+func newTestPlan(t *testing.T) *rawPlan {
+	t.Helper()
+	p, err := newRawPlan(64<<10, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.free() })
+	return p
+}
+
+// A result stored in a register reaches every later op that names it, in place of the
+// register's number; a closed register reads -1 after.
+func TestRawPlanRegisters(t *testing.T) {
+	p := newTestPlan(t)
+	s := p.begin("mount")
+	fs, mnt := p.reg(), p.reg()
+	p.call(s, nil, unix.SYS_FSOPEN, lit(p.str("tmpfs")), lit(unix.FSOPEN_CLOEXEC)).into(fs)
+	p.call(s, nil, unix.SYS_FSCONFIG, fs.arg(), lit(unix.FSCONFIG_CMD_CREATE), lit(0), lit(0), lit(0))
+	p.call(s, nil, unix.SYS_FSMOUNT, fs.arg(), lit(unix.FSMOUNT_CLOEXEC), lit(0)).into(mnt)
+	p.closeReg(s, fs)
+	p.call(s, nil, unix.SYS_MOVE_MOUNT, mnt.arg(), lit(p.str("")), lit(atFdcwd), lit(p.str("/tmp")), lit(unix.MOVE_MOUNT_F_EMPTY_PATH))
+	p.call(s, nil, unix.SYS_GETPID, fs.arg()) // reads the closed register
+	if err := p.finish(); err != nil {
+		t.Fatal(err)
+	}
+	k := &rawRecorder{answers: []rawAnswer{{7, 0}, {0, 0}, {9, 0}, {0, 0}, {0, 0}, {0, 0}}}
+	if i, e := runRaw(p.st, k); i != -1 {
+		t.Fatalf("op %d failed: %v", i, e)
+	}
+	want := []rawRec{
+		{unix.SYS_FSOPEN, [6]uintptr{p.st.ops[0].a[0], unix.FSOPEN_CLOEXEC}},
+		{unix.SYS_FSCONFIG, [6]uintptr{7, unix.FSCONFIG_CMD_CREATE}},
+		{unix.SYS_FSMOUNT, [6]uintptr{7, unix.FSMOUNT_CLOEXEC}},
+		{unix.SYS_CLOSE, [6]uintptr{7}},
+		{unix.SYS_MOVE_MOUNT, [6]uintptr{9, p.st.ops[4].a[1], atFdcwd, p.st.ops[4].a[3], unix.MOVE_MOUNT_F_EMPTY_PATH}},
+		{unix.SYS_GETPID, [6]uintptr{^uintptr(0)}},
+	}
+	if len(k.calls) != len(want) {
+		t.Fatalf("calls %v, want %v", k.calls, want)
+	}
+	for i := range want {
+		if k.calls[i] != want[i] {
+			t.Errorf("call %d: %v, want %v", i, k.calls[i], want[i])
+		}
+	}
+	if got := cString(p, p.st.ops[0].a[0]); got != "tmpfs" {
+		t.Errorf("fsopen's argument is %q in the arena", got)
+	}
+}
+
+// cString reads the C string at addr, an address inside p's arena.
+func cString(p *rawPlan, addr uintptr) string {
+	base := p.arena.addr(0)
+	off := int(addr - base)
+	end := off
+	for p.arena.mem[end] != 0 {
+		end++
+	}
+	return string(p.arena.mem[off:end])
+}
+
+// A tolerated errno is no failure: the op's register holds -errno and the ops it guards
+// are passed over; any other errno stops the plan at that op, and the error is the Go
+// init step's.
+func TestRawPlanTolerated(t *testing.T) {
+	p := newTestPlan(t)
+	s := p.begin("mount")
+	r := p.reg()
+	p.call(s, nil, unix.SYS_MKDIRAT, lit(3), lit(p.str("a")), lit(0o555)).tolerate(unix.EEXIST)
+	i := p.mark()
+	p.call(s, nil, unix.SYS_OPENAT2, lit(3), lit(p.str("b"))).tolerate(unix.ENOENT).into(r)
+	p.call(s, nil, unix.SYS_OPEN_TREE, r.arg())
+	p.call(s, nil, unix.SYS_MOVE_MOUNT, r.arg())
+	p.skipTo(i)
+	r2 := p.reg()
+	p.call(s, nil, unix.SYS_OPENAT2, lit(3), lit(p.str("c"))).tolerate(unix.ENOENT).into(r2)
+	p.call(s, func(e unix.Errno) error { return fmt.Errorf("open_tree c: %w", e) }, unix.SYS_OPEN_TREE, r2.arg())
+	if err := p.finish(); err != nil {
+		t.Fatal(err)
+	}
+	k := &rawRecorder{answers: []rawAnswer{{0, unix.EEXIST}, {0, unix.ENOENT}, {5, 0}, {0, unix.EPERM}}}
+	i, e := runRaw(p.st, k)
+	if i != 5 || e != unix.EPERM {
+		t.Fatalf("stopped at op %d (%v), want 5 (EPERM)", i, e)
+	}
+	var nrs []uintptr
+	for _, c := range k.calls {
+		nrs = append(nrs, c.nr)
+	}
+	if want := []uintptr{unix.SYS_MKDIRAT, unix.SYS_OPENAT2, unix.SYS_OPENAT2, unix.SYS_OPEN_TREE}; !equalNrs(nrs, want) {
+		t.Errorf("calls %v, want %v (the skipped pair left out)", nrs, want)
+	}
+	if p.st.regs[r] != -int64(unix.ENOENT) || p.st.regs[r2] != 5 {
+		t.Errorf("registers %d, %d; want -ENOENT, 5", p.st.regs[r], p.st.regs[r2])
+	}
+	err := p.failure(i, e)
+	var se *stepError
+	if !errors.As(err, &se) || err.Error() != "mount: open_tree c: operation not permitted" || !errors.Is(err, unix.EPERM) {
+		t.Errorf("failure %v (%T), want the step's error wrapping EPERM", err, err)
+	}
+	// an untolerated errno at the first op
+	p.st.regs[r] = -1
+	k = &rawRecorder{answers: []rawAnswer{{0, unix.EACCES}}}
+	if i, e := runRaw(p.st, k); i != 0 || e != unix.EACCES {
+		t.Errorf("stopped at %d (%v), want 0 (EACCES)", i, e)
+	}
+}
+
+func equalNrs(a, b []uintptr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// EINTR restarts an op; end of file on a one-byte read fails with EPIPE.
+func TestRawPlanRestartAndRead(t *testing.T) {
+	p := newTestPlan(t)
+	s := p.begin("go-ahead")
+	p.op(s, nil, rawReadOne, unix.SYS_READ, lit(5), lit(p.str("x")), lit(1))
+	k := &rawRecorder{answers: []rawAnswer{{0, unix.EINTR}, {0, 0}}}
+	if i, e := runRaw(p.st, k); i != 0 || e != unix.EPIPE || len(k.calls) != 2 {
+		t.Errorf("op %d, %v after %d calls; want 0, EPIPE after 2", i, e, len(k.calls))
+	}
+}
+
+// The plan on the kernel: mount-point directories made under a directory descriptor
+// with EEXIST tolerated, each opened with RESOLVE_NO_SYMLINKS into a register that the
+// next mkdirat takes; a symlink on the way stops the plan with ELOOP at that openat2.
+// The directories exist on disk afterwards, and nothing is made beyond the symlink.
+func TestRawPlanKernelWalk(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "a", "link")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+
+	walk := func(path string) (*rawPlan, int, unix.Errno) {
+		p := newTestPlan(t)
+		how, err := arenaNew[unix.OpenHow](p.arena)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*how = unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
+		s := p.begin("mount")
+		cur := p.reg()
+		p.call(s, nil, unix.SYS_DUP, lit(uintptr(root))).into(cur)
+		for _, c := range strings.Split(path, "/") {
+			p.call(s, nil, unix.SYS_MKDIRAT, cur.arg(), lit(p.str(c)), lit(0o555)).tolerate(unix.EEXIST)
+			next := p.reg()
+			p.call(s, nil, unix.SYS_OPENAT2, cur.arg(), lit(p.str(c)), lit(ptr(how)), lit(unix.SizeofOpenHow)).into(next)
+			p.closeReg(s, cur)
+			cur = next
+		}
+		p.closeReg(s, cur)
+		if err := p.finish(); err != nil {
+			t.Fatal(err)
+		}
+		i, e := runRaw(p.st, &theRawKernel)
+		for _, v := range p.st.regs {
+			if v >= 0 {
+				unix.Close(int(v))
+			}
+		}
+		return p, i, e
+	}
+	if _, i, e := walk("a/b/c"); i != -1 {
+		t.Fatalf("op %d failed: %v", i, e)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "a/b/c")); err != nil || !st.IsDir() || st.Mode().Perm() != 0o555 {
+		t.Fatalf("a/b/c after the walk: %v, %v", st, err)
+	}
+	p, i, e := walk("a/link/x")
+	if e != unix.ELOOP || p.st.ops[i].nr != unix.SYS_OPENAT2 {
+		t.Fatalf("walk through a symlink stopped at op %d with %v, want openat2 ELOOP", i, e)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("the walk made %v beyond the symlink", ents)
+	}
+}
+
+// A descriptor sent with SCM_RIGHTS lands in the register, and names the sent file.
+func TestRawPlanRecvFd(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	f, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Sendmsg(fds[0], []byte{'P'}, unix.UnixRights(int(f.Fd())), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPlan(t)
+	s := p.begin("mount")
+	r := p.reg()
+	p.recvFd(s, nil, lit(uintptr(fds[1])), r)
+	if err := p.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if i, e := runRaw(p.st, &theRawKernel); i != -1 {
+		t.Fatalf("op %d: %v", i, e)
+	}
+	got := int(p.st.regs[r])
+	defer unix.Close(got)
+	var a, b unix.Stat_t
+	if unix.Fstat(got, &a) != nil || unix.Fstat(int(f.Fd()), &b) != nil || a.Ino != b.Ino || a.Dev != b.Dev {
+		t.Errorf("register holds %d, not the sent directory", got)
+	}
+	if fl, _ := unix.FcntlInt(uintptr(got), unix.F_GETFD, 0); fl&unix.FD_CLOEXEC == 0 {
+		t.Errorf("received descriptor is not close-on-exec")
+	}
+	// the peer closed: end of file is a failure
+	unix.Close(fds[0])
+	p.st.regs[r] = -1
+	if i, e := runRaw(p.st, &theRawKernel); i != 0 || e != unix.EBADMSG {
+		t.Errorf("receipt at end of file: op %d, %v; want 0, EBADMSG", i, e)
+	}
+}
+
+// The walk allocates nothing (it runs in a child that shares the launcher's heap).
+func TestRawPlanNoAlloc(t *testing.T) {
+	p := newTestPlan(t)
+	s := p.begin("x")
+	r := p.reg()
+	p.call(s, nil, unix.SYS_GETPID).into(r)
+	p.call(s, nil, unix.SYS_GETPGID, r.arg())
+	if n := testing.AllocsPerRun(100, func() { runRaw(p.st, &theRawKernel) }); n != 0 {
+		t.Errorf("runRaw allocates %v times a run", n)
+	}
+}
+
+// Compiling stops at the arena's bound or a NUL in a path, with an error, never a
+// partial plan that runs.
+func TestRawPlanLimits(t *testing.T) {
+	p, err := newRawPlan(4096, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.free()
+	s := p.begin("x")
+	for range 5 {
+		p.call(s, nil, unix.SYS_GETPID)
+	}
+	if !errors.Is(p.finish(), errArenaFull) {
+		t.Errorf("5 ops in a plan of 4: %v", p.finish())
+	}
+	q := newTestPlan(t)
+	q.str("a\x00b")
+	if !errors.Is(q.finish(), unix.EINVAL) {
+		t.Errorf("a NUL in a path: %v", q.finish())
+	}
+}
