@@ -83,10 +83,11 @@ type rawIovec struct {
 // rawState is what the child reads and writes: the ops, the registers, the report of a
 // failure and the buffers of a descriptor's receipt. It lives in the arena.
 type rawState struct {
-	ops  []rawOp // in the arena
-	regs [rawRegs]int64
-	rep  [2]int32   // the failed op's index and errno, written by the child
-	args [6]uintptr // the running op's arguments, registers replaced (here: a local would escape through rawCaller)
+	ops    []rawOp // in the arena
+	regs   [rawRegs]int64
+	rep    [2]int32   // the failed op's index and errno, written by the child
+	report int64      // the descriptor the child writes rep on
+	args   [6]uintptr // the running op's arguments, registers replaced (here: a local would escape through rawCaller)
 
 	msg   rawMsghdr
 	iov   rawIovec
