@@ -7,10 +7,12 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/rawplan"
 )
 
 // The raw init's clone: a CLONE_VM child of the launcher, on a stack in its plan's
-// arena, that runs the plan (runRaw) and never executes a Go program. Every signal is
+// arena, that runs the plan (Run) and never executes a Go program. Every signal is
 // blocked in it from the clone on (runtime_BeforeFork blocked them on the cloning
 // thread, and the child never restores the mask): a Go handler must never run on it,
 // which shares the launcher's memory and thread's g; what the raw init waits for it
@@ -22,28 +24,27 @@ import (
 const rawStack = 16 << 10
 
 // cloneRaw is clone_amd64.s.
-func cloneRaw(nr, a1, a2 uintptr, st *rawState) (pid, errno uintptr)
+func cloneRaw(nr, a1, a2 uintptr, st *rawplan.State) (pid, errno uintptr)
 
 // startRaw clones the raw child of p with the namespaces of flags (CLONE_NEW*; CLONE_VM
 // and SIGCHLD are added) and returns its pid. report is the descriptor, in the child's
 // table, that the child writes a failure on (8 bytes: the op's index and errno,
 // readRawReport); the caller closes its own copy of the write end after the clone.
 // The plan's arena must stay mapped until the child has exited.
-func startRaw(p *rawPlan, flags uintptr, report int) (int, error) {
-	if err := p.finish(); err != nil {
+func startRaw(p *rawplan.Plan, flags uintptr, report int) (int, error) {
+	if err := p.Finish(); err != nil {
 		return 0, err
 	}
-	off, err := p.arena.alloc(rawStack, 16)
+	top, err := p.Stack(rawStack)
 	if err != nil {
 		return 0, err
 	}
-	p.st.report = int64(report)
-	top := p.arena.addr(off+rawStack-16) &^ 15
+	p.St.Report = int64(report)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	syscall.ForkLock.Lock()
 	runtime_BeforeFork()
-	pid, errno := cloneRaw(unix.SYS_CLONE, flags|unix.CLONE_VM|uintptr(unix.SIGCHLD), top, p.st)
+	pid, errno := cloneRaw(unix.SYS_CLONE, flags|unix.CLONE_VM|uintptr(unix.SIGCHLD), top, p.St)
 	runtime_AfterFork()
 	syscall.ForkLock.Unlock()
 	if errno != 0 {
@@ -54,8 +55,8 @@ func startRaw(p *rawPlan, flags uintptr, report int) (int, error) {
 
 // readRawReport reads the raw child's report on fd (the read end of its report pipe;
 // closed here): nil at end of file (the plan ran to its end or executed), else the
-// error of the op that failed, as the Go init's step would return it (rawPlan.failure).
-func readRawReport(p *rawPlan, fd int) error {
+// error of the op that failed, as the Go init's step would return it (Plan.failure).
+func readRawReport(p *rawplan.Plan, fd int) error {
 	var b [8]byte
 	n, err := readFull(fd, b[:])
 	unix.Close(fd)
@@ -67,7 +68,8 @@ func readRawReport(p *rawPlan, fd int) error {
 	}
 	i := int(int32(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24))
 	e := unix.Errno(uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24)
-	return p.failure(i, e)
+	step, err := p.Failure(i, e)
+	return &stepError{step, err}
 }
 
 // rawChildEntry is where cloneRaw's child starts: nosplit throughout, no allocation,
@@ -76,12 +78,12 @@ func readRawReport(p *rawPlan, fd int) error {
 //
 //go:nosplit
 //go:norace
-func rawChildEntry(st *rawState) {
-	i, errno := runRaw(st, &theRawKernel)
+func rawChildEntry(st *rawplan.State) {
+	i, errno := rawplan.Run(st, &rawplan.TheKernel)
 	code := uintptr(0)
 	if i >= 0 {
-		st.rep[0], st.rep[1] = int32(i), int32(errno)
-		syscall.RawSyscall(unix.SYS_WRITE, uintptr(st.report), uintptr(unsafe.Pointer(&st.rep[0])), 8)
+		st.Rep[0], st.Rep[1] = int32(i), int32(errno)
+		syscall.RawSyscall(unix.SYS_WRITE, uintptr(st.Report), uintptr(unsafe.Pointer(&st.Rep[0])), 8)
 		code = ExitSetup
 	}
 	for {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/rawplan"
 )
 
 // The raw child runs its plan in a process of its own (another pid, the launcher's
@@ -31,15 +33,19 @@ func TestRawCloneRuns(t *testing.T) {
 		if err := unix.Pipe2(gate[:], unix.O_CLOEXEC); err != nil {
 			t.Fatal(err)
 		}
-		p := newTestPlan(t)
-		s := p.begin("made")
-		p.call(s, nil, unix.SYS_MKDIRAT, lit(uintptr(dfd)), lit(p.str("made")), lit(0o700))
-		p.call(s, nil, unix.SYS_WRITE, lit(uintptr(ready[1])), lit(p.str("r")), lit(1))
-		s = p.begin("wait")
-		p.op(s, nil, rawReadOne, unix.SYS_READ, lit(uintptr(gate[0])), lit(p.str("x")), lit(1))
+		p, err := rawplan.New(64<<10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Free()
+		s := p.Begin("made")
+		p.Call(s, nil, unix.SYS_MKDIRAT, rawplan.Lit(uintptr(dfd)), rawplan.Lit(p.Str("made")), rawplan.Lit(0o700))
+		p.Call(s, nil, unix.SYS_WRITE, rawplan.Lit(uintptr(ready[1])), rawplan.Lit(p.Str("r")), rawplan.Lit(1))
+		s = p.Begin("wait")
+		p.Op(s, nil, rawplan.ReadOne, unix.SYS_READ, rawplan.Lit(uintptr(gate[0])), rawplan.Lit(p.Str("x")), rawplan.Lit(1))
 		if fail {
-			s = p.begin("again")
-			p.call(s, nil, unix.SYS_MKDIRAT, lit(uintptr(dfd)), lit(p.str("made")), lit(0o700))
+			s = p.Begin("again")
+			p.Call(s, nil, unix.SYS_MKDIRAT, rawplan.Lit(uintptr(dfd)), rawplan.Lit(p.Str("made")), rawplan.Lit(0o700))
 		}
 		pid, err := startRaw(p, 0, rep[1])
 		unix.Close(rep[1])

@@ -1,4 +1,4 @@
-package nsinit
+package rawplan
 
 import (
 	"errors"
@@ -38,13 +38,13 @@ func (k *rawRecorder) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
 	return ans.r, ans.e
 }
 
-func newTestPlan(t *testing.T) *rawPlan {
+func newTestPlan(t *testing.T) *Plan {
 	t.Helper()
-	p, err := newRawPlan(64<<10, 256)
+	p, err := New(64<<10, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.free() })
+	t.Cleanup(func() { p.Free() })
 	return p
 }
 
@@ -52,27 +52,27 @@ func newTestPlan(t *testing.T) *rawPlan {
 // register's number; a closed register reads -1 after.
 func TestRawPlanRegisters(t *testing.T) {
 	p := newTestPlan(t)
-	s := p.begin("mount")
-	fs, mnt := p.reg(), p.reg()
-	p.call(s, nil, unix.SYS_FSOPEN, lit(p.str("tmpfs")), lit(unix.FSOPEN_CLOEXEC)).into(fs)
-	p.call(s, nil, unix.SYS_FSCONFIG, fs.arg(), lit(unix.FSCONFIG_CMD_CREATE), lit(0), lit(0), lit(0))
-	p.call(s, nil, unix.SYS_FSMOUNT, fs.arg(), lit(unix.FSMOUNT_CLOEXEC), lit(0)).into(mnt)
-	p.closeReg(s, fs)
-	p.call(s, nil, unix.SYS_MOVE_MOUNT, mnt.arg(), lit(p.str("")), lit(atFdcwd), lit(p.str("/tmp")), lit(unix.MOVE_MOUNT_F_EMPTY_PATH))
-	p.call(s, nil, unix.SYS_GETPID, fs.arg()) // reads the closed register
-	if err := p.finish(); err != nil {
+	s := p.Begin("mount")
+	fs, mnt := p.Reg(), p.Reg()
+	p.Call(s, nil, unix.SYS_FSOPEN, Lit(p.Str("tmpfs")), Lit(unix.FSOPEN_CLOEXEC)).Into(fs)
+	p.Call(s, nil, unix.SYS_FSCONFIG, fs.Arg(), Lit(unix.FSCONFIG_CMD_CREATE), Lit(0), Lit(0), Lit(0))
+	p.Call(s, nil, unix.SYS_FSMOUNT, fs.Arg(), Lit(unix.FSMOUNT_CLOEXEC), Lit(0)).Into(mnt)
+	p.CloseReg(s, fs)
+	p.Call(s, nil, unix.SYS_MOVE_MOUNT, mnt.Arg(), Lit(p.Str("")), Lit(AtFdcwd), Lit(p.Str("/tmp")), Lit(unix.MOVE_MOUNT_F_EMPTY_PATH))
+	p.Call(s, nil, unix.SYS_GETPID, fs.Arg()) // reads the closed register
+	if err := p.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	k := &rawRecorder{answers: []rawAnswer{{7, 0}, {0, 0}, {9, 0}, {0, 0}, {0, 0}, {0, 0}}}
-	if i, e := runRaw(p.st, k); i != -1 {
+	if i, e := Run(p.St, k); i != -1 {
 		t.Fatalf("op %d failed: %v", i, e)
 	}
 	want := []rawRec{
-		{unix.SYS_FSOPEN, [6]uintptr{p.st.ops[0].a[0], unix.FSOPEN_CLOEXEC}},
+		{unix.SYS_FSOPEN, [6]uintptr{p.St.ops[0].a[0], unix.FSOPEN_CLOEXEC}},
 		{unix.SYS_FSCONFIG, [6]uintptr{7, unix.FSCONFIG_CMD_CREATE}},
 		{unix.SYS_FSMOUNT, [6]uintptr{7, unix.FSMOUNT_CLOEXEC}},
 		{unix.SYS_CLOSE, [6]uintptr{7}},
-		{unix.SYS_MOVE_MOUNT, [6]uintptr{9, p.st.ops[4].a[1], atFdcwd, p.st.ops[4].a[3], unix.MOVE_MOUNT_F_EMPTY_PATH}},
+		{unix.SYS_MOVE_MOUNT, [6]uintptr{9, p.St.ops[4].a[1], AtFdcwd, p.St.ops[4].a[3], unix.MOVE_MOUNT_F_EMPTY_PATH}},
 		{unix.SYS_GETPID, [6]uintptr{^uintptr(0)}},
 	}
 	if len(k.calls) != len(want) {
@@ -83,13 +83,13 @@ func TestRawPlanRegisters(t *testing.T) {
 			t.Errorf("call %d: %v, want %v", i, k.calls[i], want[i])
 		}
 	}
-	if got := cString(p, p.st.ops[0].a[0]); got != "tmpfs" {
+	if got := cString(p, p.St.ops[0].a[0]); got != "tmpfs" {
 		t.Errorf("fsopen's argument is %q in the arena", got)
 	}
 }
 
 // cString reads the C string at addr, an address inside p's arena.
-func cString(p *rawPlan, addr uintptr) string {
+func cString(p *Plan, addr uintptr) string {
 	base := p.arena.addr(0)
 	off := int(addr - base)
 	end := off
@@ -104,22 +104,22 @@ func cString(p *rawPlan, addr uintptr) string {
 // init step's.
 func TestRawPlanTolerated(t *testing.T) {
 	p := newTestPlan(t)
-	s := p.begin("mount")
-	r := p.reg()
-	p.call(s, nil, unix.SYS_MKDIRAT, lit(3), lit(p.str("a")), lit(0o555)).tolerate(unix.EEXIST)
-	i := p.mark()
-	p.call(s, nil, unix.SYS_OPENAT2, lit(3), lit(p.str("b"))).tolerate(unix.ENOENT).into(r)
-	p.call(s, nil, unix.SYS_OPEN_TREE, r.arg())
-	p.call(s, nil, unix.SYS_MOVE_MOUNT, r.arg())
-	p.skipTo(i)
-	r2 := p.reg()
-	p.call(s, nil, unix.SYS_OPENAT2, lit(3), lit(p.str("c"))).tolerate(unix.ENOENT).into(r2)
-	p.call(s, func(e unix.Errno) error { return fmt.Errorf("open_tree c: %w", e) }, unix.SYS_OPEN_TREE, r2.arg())
-	if err := p.finish(); err != nil {
+	s := p.Begin("mount")
+	r := p.Reg()
+	p.Call(s, nil, unix.SYS_MKDIRAT, Lit(3), Lit(p.Str("a")), Lit(0o555)).Tolerate(unix.EEXIST)
+	i := p.Mark()
+	p.Call(s, nil, unix.SYS_OPENAT2, Lit(3), Lit(p.Str("b"))).Tolerate(unix.ENOENT).Into(r)
+	p.Call(s, nil, unix.SYS_OPEN_TREE, r.Arg())
+	p.Call(s, nil, unix.SYS_MOVE_MOUNT, r.Arg())
+	p.SkipTo(i)
+	r2 := p.Reg()
+	p.Call(s, nil, unix.SYS_OPENAT2, Lit(3), Lit(p.Str("c"))).Tolerate(unix.ENOENT).Into(r2)
+	p.Call(s, func(e unix.Errno) error { return fmt.Errorf("open_tree c: %w", e) }, unix.SYS_OPEN_TREE, r2.Arg())
+	if err := p.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	k := &rawRecorder{answers: []rawAnswer{{0, unix.EEXIST}, {0, unix.ENOENT}, {5, 0}, {0, unix.EPERM}}}
-	i, e := runRaw(p.st, k)
+	i, e := Run(p.St, k)
 	if i != 5 || e != unix.EPERM {
 		t.Fatalf("stopped at op %d (%v), want 5 (EPERM)", i, e)
 	}
@@ -130,18 +130,17 @@ func TestRawPlanTolerated(t *testing.T) {
 	if want := []uintptr{unix.SYS_MKDIRAT, unix.SYS_OPENAT2, unix.SYS_OPENAT2, unix.SYS_OPEN_TREE}; !equalNrs(nrs, want) {
 		t.Errorf("calls %v, want %v (the skipped pair left out)", nrs, want)
 	}
-	if p.st.regs[r] != -int64(unix.ENOENT) || p.st.regs[r2] != 5 {
-		t.Errorf("registers %d, %d; want -ENOENT, 5", p.st.regs[r], p.st.regs[r2])
+	if p.St.regs[r] != -int64(unix.ENOENT) || p.St.regs[r2] != 5 {
+		t.Errorf("registers %d, %d; want -ENOENT, 5", p.St.regs[r], p.St.regs[r2])
 	}
-	err := p.failure(i, e)
-	var se *stepError
-	if !errors.As(err, &se) || err.Error() != "mount: open_tree c: operation not permitted" || !errors.Is(err, unix.EPERM) {
-		t.Errorf("failure %v (%T), want the step's error wrapping EPERM", err, err)
+	step, err := p.Failure(i, e)
+	if step != "mount" || err.Error() != "open_tree c: operation not permitted" || !errors.Is(err, unix.EPERM) {
+		t.Errorf("failure %s: %v, want the step's error wrapping EPERM", step, err)
 	}
 	// an untolerated errno at the first op
-	p.st.regs[r] = -1
+	p.St.regs[r] = -1
 	k = &rawRecorder{answers: []rawAnswer{{0, unix.EACCES}}}
-	if i, e := runRaw(p.st, k); i != 0 || e != unix.EACCES {
+	if i, e := Run(p.St, k); i != 0 || e != unix.EACCES {
 		t.Errorf("stopped at %d (%v), want 0 (EACCES)", i, e)
 	}
 }
@@ -161,10 +160,10 @@ func equalNrs(a, b []uintptr) bool {
 // EINTR restarts an op; end of file on a one-byte read fails with EPIPE.
 func TestRawPlanRestartAndRead(t *testing.T) {
 	p := newTestPlan(t)
-	s := p.begin("go-ahead")
-	p.op(s, nil, rawReadOne, unix.SYS_READ, lit(5), lit(p.str("x")), lit(1))
+	s := p.Begin("go-ahead")
+	p.Op(s, nil, ReadOne, unix.SYS_READ, Lit(5), Lit(p.Str("x")), Lit(1))
 	k := &rawRecorder{answers: []rawAnswer{{0, unix.EINTR}, {0, 0}}}
-	if i, e := runRaw(p.st, k); i != 0 || e != unix.EPIPE || len(k.calls) != 2 {
+	if i, e := Run(p.St, k); i != 0 || e != unix.EPIPE || len(k.calls) != 2 {
 		t.Errorf("op %d, %v after %d calls; want 0, EPIPE after 2", i, e, len(k.calls))
 	}
 }
@@ -188,29 +187,29 @@ func TestRawPlanKernelWalk(t *testing.T) {
 	}
 	defer unix.Close(root)
 
-	walk := func(path string) (*rawPlan, int, unix.Errno) {
+	walk := func(path string) (*Plan, int, unix.Errno) {
 		p := newTestPlan(t)
 		how, err := arenaNew[unix.OpenHow](p.arena)
 		if err != nil {
 			t.Fatal(err)
 		}
 		*how = unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
-		s := p.begin("mount")
-		cur := p.reg()
-		p.call(s, nil, unix.SYS_DUP, lit(uintptr(root))).into(cur)
+		s := p.Begin("mount")
+		cur := p.Reg()
+		p.Call(s, nil, unix.SYS_DUP, Lit(uintptr(root))).Into(cur)
 		for _, c := range strings.Split(path, "/") {
-			p.call(s, nil, unix.SYS_MKDIRAT, cur.arg(), lit(p.str(c)), lit(0o555)).tolerate(unix.EEXIST)
-			next := p.reg()
-			p.call(s, nil, unix.SYS_OPENAT2, cur.arg(), lit(p.str(c)), lit(ptr(how)), lit(unix.SizeofOpenHow)).into(next)
-			p.closeReg(s, cur)
+			p.Call(s, nil, unix.SYS_MKDIRAT, cur.Arg(), Lit(p.Str(c)), Lit(0o555)).Tolerate(unix.EEXIST)
+			next := p.Reg()
+			p.Call(s, nil, unix.SYS_OPENAT2, cur.Arg(), Lit(p.Str(c)), Lit(ptr(how)), Lit(unix.SizeofOpenHow)).Into(next)
+			p.CloseReg(s, cur)
 			cur = next
 		}
-		p.closeReg(s, cur)
-		if err := p.finish(); err != nil {
+		p.CloseReg(s, cur)
+		if err := p.Finish(); err != nil {
 			t.Fatal(err)
 		}
-		i, e := runRaw(p.st, &theRawKernel)
-		for _, v := range p.st.regs {
+		i, e := Run(p.St, &TheKernel)
+		for _, v := range p.St.regs {
 			if v >= 0 {
 				unix.Close(int(v))
 			}
@@ -224,7 +223,7 @@ func TestRawPlanKernelWalk(t *testing.T) {
 		t.Fatalf("a/b/c after the walk: %v, %v", st, err)
 	}
 	p, i, e := walk("a/link/x")
-	if e != unix.ELOOP || p.st.ops[i].nr != unix.SYS_OPENAT2 {
+	if e != unix.ELOOP || p.St.ops[i].nr != unix.SYS_OPENAT2 {
 		t.Fatalf("walk through a symlink stopped at op %d with %v, want openat2 ELOOP", i, e)
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
@@ -249,16 +248,16 @@ func TestRawPlanRecvFd(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newTestPlan(t)
-	s := p.begin("mount")
-	r := p.reg()
-	p.recvFd(s, nil, lit(uintptr(fds[1])), r)
-	if err := p.finish(); err != nil {
+	s := p.Begin("mount")
+	r := p.Reg()
+	p.RecvFd(s, nil, Lit(uintptr(fds[1])), r)
+	if err := p.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	if i, e := runRaw(p.st, &theRawKernel); i != -1 {
+	if i, e := Run(p.St, &TheKernel); i != -1 {
 		t.Fatalf("op %d: %v", i, e)
 	}
-	got := int(p.st.regs[r])
+	got := int(p.St.regs[r])
 	defer unix.Close(got)
 	var a, b unix.Stat_t
 	if unix.Fstat(got, &a) != nil || unix.Fstat(int(f.Fd()), &b) != nil || a.Ino != b.Ino || a.Dev != b.Dev {
@@ -269,8 +268,8 @@ func TestRawPlanRecvFd(t *testing.T) {
 	}
 	// the peer closed: end of file is a failure
 	unix.Close(fds[0])
-	p.st.regs[r] = -1
-	if i, e := runRaw(p.st, &theRawKernel); i != 0 || e != unix.EBADMSG {
+	p.St.regs[r] = -1
+	if i, e := Run(p.St, &TheKernel); i != 0 || e != unix.EBADMSG {
 		t.Errorf("receipt at end of file: op %d, %v; want 0, EBADMSG", i, e)
 	}
 }
@@ -278,33 +277,33 @@ func TestRawPlanRecvFd(t *testing.T) {
 // The walk allocates nothing (it runs in a child that shares the launcher's heap).
 func TestRawPlanNoAlloc(t *testing.T) {
 	p := newTestPlan(t)
-	s := p.begin("x")
-	r := p.reg()
-	p.call(s, nil, unix.SYS_GETPID).into(r)
-	p.call(s, nil, unix.SYS_GETPGID, r.arg())
-	if n := testing.AllocsPerRun(100, func() { runRaw(p.st, &theRawKernel) }); n != 0 {
-		t.Errorf("runRaw allocates %v times a run", n)
+	s := p.Begin("x")
+	r := p.Reg()
+	p.Call(s, nil, unix.SYS_GETPID).Into(r)
+	p.Call(s, nil, unix.SYS_GETPGID, r.Arg())
+	if n := testing.AllocsPerRun(100, func() { Run(p.St, &TheKernel) }); n != 0 {
+		t.Errorf("Run allocates %v times a run", n)
 	}
 }
 
 // Compiling stops at the arena's bound or a NUL in a path, with an error, never a
 // partial plan that runs.
 func TestRawPlanLimits(t *testing.T) {
-	p, err := newRawPlan(4096, 4)
+	p, err := New(4096, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.free()
-	s := p.begin("x")
+	defer p.Free()
+	s := p.Begin("x")
 	for range 5 {
-		p.call(s, nil, unix.SYS_GETPID)
+		p.Call(s, nil, unix.SYS_GETPID)
 	}
-	if !errors.Is(p.finish(), errArenaFull) {
-		t.Errorf("5 ops in a plan of 4: %v", p.finish())
+	if !errors.Is(p.Finish(), ErrFull) {
+		t.Errorf("5 ops in a plan of 4: %v", p.Finish())
 	}
 	q := newTestPlan(t)
-	q.str("a\x00b")
-	if !errors.Is(q.finish(), unix.EINVAL) {
-		t.Errorf("a NUL in a path: %v", q.finish())
+	q.Str("a\x00b")
+	if !errors.Is(q.Finish(), unix.EINVAL) {
+		t.Errorf("a NUL in a path: %v", q.Finish())
 	}
 }

@@ -1,0 +1,407 @@
+// Package rawplan is the raw init's plan (issue 20, phase 1): the sandbox init's one-shot job compiled by
+// the launcher into a flat list of system calls that a CLONE_VM child of the launcher
+// runs without executing a Go program. It extends the init clone's initOp and the
+// process stage's procOp with what building a root needs:
+//
+//   - descriptor registers: a call's result is stored in a numbered slot (Op.out),
+//     and a later call takes a slot's value as an argument (Op.regIn), so that
+//     fsopen → fsconfig → fsmount → move_mount, or openat2 of a mount point → move_mount,
+//     chain without the child knowing any number in advance;
+//   - tolerated errnos (Op.tol): EEXIST for mkdirat(2) of a mount point, ENOENT for
+//     an optional read-only path; the op then skips the ops that depended on it
+//     (Op.skip) and its register holds the negated errno;
+//   - a descriptor received with recvmsg(2) (SCM_RIGHTS, unix(7)) into a slot.
+//
+// The plan's memory, ops and registers included, is an arena (outside the Go heap);
+// the child walks it with Run, nosplit, allocating nothing and storing no pointer.
+// What an error names (steps, the call) stays on the Go side, in Plan, and is looked
+// up from the failed op's index that the child reports.
+package rawplan
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/fault"
+)
+
+// Kind says how Run runs and judges one op.
+type Kind uint8
+
+const (
+	Call    Kind = iota // fails on any errno not tolerated
+	ReadOne             // read(2) of one byte: end of file fails (EPIPE)
+	RecvFd              // recvmsg(2) of one byte and one descriptor (State's buffers) into out
+	Close               // close(2) of the register a[0] if it holds a descriptor, then -1; never fails
+	Fail                // a step made to fail (internal/fault)
+)
+
+// Regs is the number of registers of a plan.
+const Regs = 128
+
+// Op is one call of a raw plan. Arguments whose bit is set in regIn are register
+// numbers, replaced by the register's value when the op runs. A result (r ≥ 0) goes to
+// register out-1 when out > 0. An errno in tol is not a failure: register out-1 then
+// holds -errno and the next skip ops are passed over.
+type Op struct {
+	nr    uintptr
+	a     [6]uintptr
+	kind  Kind
+	regIn uint8
+	out   uint8
+	_     uint8
+	tol   [2]uint16
+	skip  uint16
+	step  uint16
+}
+
+// msghdr is struct msghdr (recvmsg(2)) with its addresses as integers: it lives in
+// the arena and the child writes none of its pointers.
+type msghdr struct {
+	name       uintptr
+	namelen    uint32
+	_          uint32
+	iov        uintptr
+	iovlen     uint64
+	control    uintptr
+	controllen uint64
+	flags      int32
+	_          int32
+}
+
+// iovec is struct iovec.
+type iovec struct {
+	base uintptr
+	len  uint64
+}
+
+// State is what the child reads and writes: the ops, the registers, the report of a
+// failure and the buffers of a descriptor's receipt. It lives in the arena.
+type State struct {
+	ops    []Op // in the arena
+	regs   [Regs]int64
+	Rep    [2]int32   // the failed op's index and errno, written by the child
+	Report int64      // the descriptor the child writes rep on
+	args   [6]uintptr // the running op's arguments, registers replaced (here: a local would escape through Caller)
+
+	msg   msghdr
+	iov   iovec
+	iobuf [1]byte
+	cmsg  fdMessage
+}
+
+// Reg names a register; Arg is an op's argument, a value or a register.
+type Reg uint8
+
+type Arg struct {
+	v   uintptr
+	reg bool
+}
+
+func Lit(v uintptr) Arg { return Arg{v: v} }
+func (r Reg) Arg() Arg  { return Arg{v: uintptr(r), reg: true} }
+
+// Plan compiles a raw plan. Its methods record the first error (arena full, a NUL
+// in a path) and return placeholders after it; finish returns it.
+type Plan struct {
+	arena *arena
+	St    *State // in the arena
+	steps []string
+	errs  []func(unix.Errno) error // per op: the error the Go init's step returns for errno
+	used  [Regs]bool
+	err   error
+}
+
+// New maps an arena of size bytes holding room for maxOps ops.
+func New(size, maxOps int) (*Plan, error) {
+	a, err := newArena(size)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{arena: a}
+	if p.St, err = arenaNew[State](a); err == nil {
+		p.St.ops, err = arenaSlice[Op](a, maxOps)
+	}
+	if err != nil {
+		a.free()
+		return nil, err
+	}
+	p.St.ops = p.St.ops[:0]
+	for i := range p.St.regs {
+		p.St.regs[i] = -1
+	}
+	// the receipt's buffers: one byte, one descriptor
+	p.St.iov = iovec{base: ptr(&p.St.iobuf[0]), len: 1}
+	p.St.msg.iov = ptr(&p.St.iov)
+	p.St.msg.iovlen = 1
+	p.St.msg.control = ptr(&p.St.cmsg)
+	return p, nil
+}
+
+// free unmaps the plan's arena: once its child has exited.
+func (p *Plan) Free() error { return p.arena.free() }
+
+// begin names a new step and returns its number; a fault-injection build fails it here
+// on request.
+func (p *Plan) Begin(name string) uint16 {
+	p.steps = append(p.steps, name)
+	s := uint16(len(p.steps) - 1)
+	if fault.Enabled && fault.Check(name) != nil {
+		p.Op(s, nil, Fail, 0)
+	}
+	return s
+}
+
+// op appends one call of step s; errf, when not nil, makes the error a failure of it
+// returns (the errno given), else "<step>: <call>: errno" with the call's number.
+func (p *Plan) Op(s uint16, errf func(unix.Errno) error, kind Kind, nr uintptr, args ...Arg) *Op {
+	if p.err == nil && len(p.St.ops) == cap(p.St.ops) {
+		p.err = ErrFull
+	}
+	if p.err != nil || len(args) > 6 {
+		if p.err == nil {
+			p.err = errors.New("a raw op with more than six arguments")
+		}
+		return &Op{} // a placeholder: the plan is not run
+	}
+	p.St.ops = p.St.ops[:len(p.St.ops)+1]
+	o := &p.St.ops[len(p.St.ops)-1]
+	*o = Op{nr: nr, kind: kind, step: s}
+	for i, a := range args {
+		o.a[i] = a.v
+		if a.reg {
+			o.regIn |= 1 << i
+		}
+	}
+	p.errs = append(p.errs, errf)
+	return o
+}
+
+// call is op of kind Call.
+func (p *Plan) Call(s uint16, errf func(unix.Errno) error, nr uintptr, args ...Arg) *Op {
+	return p.Op(s, errf, Call, nr, args...)
+}
+
+// into stores o's result in r.
+func (o *Op) Into(r Reg) *Op { o.out = uint8(r) + 1; return o }
+
+// tolerate makes errno e no failure of o (at most two per op).
+func (o *Op) Tolerate(e unix.Errno) *Op {
+	for i := range o.tol {
+		if o.tol[i] == 0 {
+			o.tol[i] = uint16(e)
+			return o
+		}
+	}
+	panic("Op.tolerate: more than two errnos")
+}
+
+// mark is the index the next op gets, for skipTo.
+func (p *Plan) Mark() int { return len(p.St.ops) }
+
+// skipTo makes the op at index i, when it gets an errno it tolerates, pass over every
+// op added after it so far.
+func (p *Plan) SkipTo(i int) {
+	if p.err == nil {
+		p.St.ops[i].skip = uint16(len(p.St.ops) - i - 1)
+	}
+}
+
+// reg takes a free register.
+func (p *Plan) Reg() Reg {
+	for i, u := range p.used {
+		if !u {
+			p.used[i] = true
+			return Reg(i)
+		}
+	}
+	if p.err == nil {
+		p.err = errors.New("the raw init's plan ran out of registers")
+	}
+	return 0
+}
+
+// release gives r back once no later op reads it.
+func (p *Plan) Release(r Reg) { p.used[r] = false }
+
+// closeReg adds the close(2) of r's descriptor and releases r.
+func (p *Plan) CloseReg(s uint16, r Reg) {
+	p.Op(s, nil, Close, unix.SYS_CLOSE, r.Arg())
+	p.Release(r)
+}
+
+// recvFd adds the receipt of one descriptor (recvmsg(2), SCM_RIGHTS, close-on-exec) on
+// the socket sock into r.
+func (p *Plan) RecvFd(s uint16, errf func(unix.Errno) error, sock Arg, r Reg) *Op {
+	return p.Op(s, errf, RecvFd, unix.SYS_RECVMSG, sock, Lit(ptr(&p.St.msg)), Lit(unix.MSG_CMSG_CLOEXEC)).Into(r)
+}
+
+// str is the arena's copy of s as a C string (0 after an error).
+func (p *Plan) Str(s string) uintptr {
+	if p.err != nil {
+		return 0
+	}
+	a, err := p.arena.cstring(s)
+	if err != nil {
+		p.err = err
+	}
+	return a
+}
+
+// finish returns the first error of compiling, or nil.
+func (p *Plan) Finish() error { return p.err }
+
+// Failure is the step and error of op i failing with errno e, as the Go init's step
+// returns them: errf's error when the op has one, else "system call N: errno"; a step
+// failed on request (fault injection) gives fault.Check's error.
+func (p *Plan) Failure(i int, e unix.Errno) (string, error) {
+	if i < 0 || i >= len(p.St.ops) {
+		return "raw init", fmt.Errorf("op %d reported of %d", i, len(p.St.ops))
+	}
+	o := &p.St.ops[i]
+	name := p.steps[o.step]
+	if o.kind == Fail {
+		return name, fault.Check(name)
+	}
+	if f := p.errs[i]; f != nil {
+		return name, f(e)
+	}
+	return name, fmt.Errorf("system call %d: %w", o.nr, e)
+}
+
+// Value is register r's value after a run (a descriptor, or -errno, or -1).
+func (p *Plan) Value(r Reg) int64 { return p.St.regs[r] }
+
+// Alloc places a zeroed T in the plan's arena (nil after an error): a structure a call
+// points to (struct open_how, struct mount_attr). T must hold no Go pointer.
+func Alloc[T any](p *Plan) *T {
+	if p.err != nil {
+		return new(T)
+	}
+	v, err := arenaNew[T](p.arena)
+	if err != nil {
+		p.err = err
+		return new(T)
+	}
+	return v
+}
+
+// Ptr is v's address as a system call's argument.
+func Ptr[T any](v *T) uintptr { return uintptr(unsafe.Pointer(v)) }
+
+func ptr[T any](v *T) uintptr { return uintptr(unsafe.Pointer(v)) }
+
+// fdMessage is the control message of one descriptor (SCM_RIGHTS, unix(7)): its
+// unix.CmsgSpace(4) bytes.
+type fdMessage struct {
+	hdr unix.Cmsghdr
+	fd  int32
+	_   int32
+}
+
+// Caller is the raw child's system-call seam: the kernel (Kernel), or a recording
+// double in the unit tests. An implementation run by the child must be nosplit and must
+// neither allocate nor store a pointer.
+type Caller interface {
+	raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno)
+}
+
+type Kernel struct{}
+
+var TheKernel Kernel
+
+//go:nosplit
+//go:norace
+func (*Kernel) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
+	r, _, e := syscall.RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+	return r, unix.Errno(e)
+}
+
+// maxRetries bounds the retries of one op that the kernel asks to restart (EINTR; and
+// EAGAIN of openat2(2), a rename race under RESOLVE_BENEATH/IN_ROOT).
+const maxRetries = 1 << 16
+
+// Run runs st's ops in order through k and returns the index of the op that failed
+// and its errno, or -1 once all ran. It runs in the raw child: nosplit, no allocation,
+// no pointer stored.
+//
+//go:nosplit
+//go:norace
+func Run(st *State, k Caller) (int, unix.Errno) {
+	retries := 0
+	for i := 0; i < len(st.ops); i++ {
+		o := &st.ops[i]
+		if o.kind == Fail {
+			return i, unix.EPERM
+		}
+		a := &st.args
+		*a = o.a
+		for j := 0; j < 6; j++ {
+			if o.regIn&(1<<j) != 0 {
+				a[j] = uintptr(st.regs[o.a[j]%Regs])
+			}
+		}
+		if o.kind == Close {
+			if int64(a[0]) >= 0 {
+				k.raw(unix.SYS_CLOSE, a)
+			}
+			st.regs[o.a[0]%Regs] = -1
+			continue
+		}
+		if o.kind == RecvFd {
+			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
+			st.cmsg.fd = -1
+		}
+		r, e := k.raw(o.nr, a)
+		if (e == unix.EINTR || e == unix.EAGAIN && o.nr == unix.SYS_OPENAT2) && retries < maxRetries {
+			retries++
+			i--
+			continue
+		}
+		retries = 0
+		if e == 0 && o.kind == ReadOne && r != 1 {
+			e = unix.EPIPE
+		}
+		if e == 0 && o.kind == RecvFd {
+			if r != 1 || st.cmsg.hdr.Level != unix.SOL_SOCKET || st.cmsg.hdr.Type != unix.SCM_RIGHTS || st.cmsg.fd < 0 {
+				e = unix.EBADMSG
+			} else {
+				r = uintptr(st.cmsg.fd)
+			}
+		}
+		if e != 0 {
+			if uint16(e) == o.tol[0] || uint16(e) == o.tol[1] {
+				if o.out > 0 {
+					st.regs[(o.out-1)%Regs] = -int64(e)
+				}
+				i += int(o.skip)
+				continue
+			}
+			return i, e
+		}
+		if o.out > 0 {
+			st.regs[(o.out-1)%Regs] = int64(r)
+		}
+	}
+	return -1, 0
+}
+
+// AtFdcwd is AT_FDCWD as a system call's argument.
+const AtFdcwd = ^uintptr(99) // -100
+
+// Stack takes n bytes of the arena for the child's stack and returns its top, 16-byte
+// aligned.
+func (p *Plan) Stack(n int) (uintptr, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	off, err := p.arena.alloc(n, 16)
+	if err != nil {
+		return 0, err
+	}
+	return p.arena.addr(off+n-16) &^ 15, nil
+}
