@@ -33,11 +33,17 @@ import (
 type Kind uint8
 
 const (
-	Call    Kind = iota // fails on any errno not tolerated
-	ReadOne             // read(2) of one byte: end of file fails (EPIPE)
-	RecvFd              // recvmsg(2) of one byte and one descriptor (State's buffers) into out
-	Close               // close(2) of the register a[0] if it holds a descriptor, then -1; never fails
-	Fail                // a step made to fail (internal/fault)
+	Call          Kind = iota // fails on any errno not tolerated
+	ReadOne                   // read(2) of one byte: end of file fails (EPIPE)
+	RecvFd                    // recvmsg(2) of one byte and one descriptor (State's buffers) into out
+	Close                     // close(2) of the register a[0] if it holds a descriptor, then -1; never fails
+	Fail                      // a step made to fail (internal/fault)
+	Skip                      // passes over the next skip ops
+	SkipIfSet                 // passes over the next skip ops when register a[0] holds a descriptor (≥ 0)
+	SkipUnlessDir             // fstat(2) of a[0]: passes over the next skip ops unless it is a directory
+	SameFile                  // fstat(2) of a[0] and a[1]: ESTALE unless the same file (device and inode)
+	ReadlinkIs                // readlinkat(2) of a[0], a[1]: EEXIST unless the link's target is the a[3] bytes at arena offset a[2]
+	WriteAll                  // write(2) of a[2] bytes at a[1] to a[0], again after a short write
 )
 
 // Regs is the number of registers of a plan.
@@ -92,6 +98,9 @@ type State struct {
 	iov   iovec
 	iobuf [1]byte
 	cmsg  fdMessage
+
+	stat [2]unix.Stat_t     // SameFile's, SkipUnlessDir's
+	link [unix.PathMax]byte // ReadlinkIs's
 }
 
 // Reg names a register; Arg is an op's argument, a value or a register.
@@ -123,6 +132,7 @@ func New(size, maxOps int) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{arena: a}
+	// the State first, at offset 0: ReadlinkIs names its bytes by offset from it
 	if p.St, err = arenaNew[State](a); err == nil {
 		p.St.ops, err = arenaSlice[Op](a, maxOps)
 	}
@@ -142,10 +152,10 @@ func New(size, maxOps int) (*Plan, error) {
 	return p, nil
 }
 
-// free unmaps the plan's arena: once its child has exited.
+// Free unmaps the plan's arena: once its child has exited.
 func (p *Plan) Free() error { return p.arena.free() }
 
-// begin names a new step and returns its number; a fault-injection build fails it here
+// Begin names a new step and returns its number; a fault-injection build fails it here
 // on request.
 func (p *Plan) Begin(name string) uint16 {
 	p.steps = append(p.steps, name)
@@ -156,7 +166,7 @@ func (p *Plan) Begin(name string) uint16 {
 	return s
 }
 
-// op appends one call of step s; errf, when not nil, makes the error a failure of it
+// Op appends one call of step s; errf, when not nil, makes the error a failure of it
 // returns (the errno given), else "<step>: <call>: errno" with the call's number.
 func (p *Plan) Op(s uint16, errf func(unix.Errno) error, kind Kind, nr uintptr, args ...Arg) *Op {
 	if p.err == nil && len(p.St.ops) == cap(p.St.ops) {
@@ -181,15 +191,15 @@ func (p *Plan) Op(s uint16, errf func(unix.Errno) error, kind Kind, nr uintptr, 
 	return o
 }
 
-// call is op of kind Call.
+// Call is op of kind Call.
 func (p *Plan) Call(s uint16, errf func(unix.Errno) error, nr uintptr, args ...Arg) *Op {
 	return p.Op(s, errf, Call, nr, args...)
 }
 
-// into stores o's result in r.
+// Into stores o's result in r.
 func (o *Op) Into(r Reg) *Op { o.out = uint8(r) + 1; return o }
 
-// tolerate makes errno e no failure of o (at most two per op).
+// Tolerate makes errno e no failure of o (at most two per op).
 func (o *Op) Tolerate(e unix.Errno) *Op {
 	for i := range o.tol {
 		if o.tol[i] == 0 {
@@ -200,10 +210,10 @@ func (o *Op) Tolerate(e unix.Errno) *Op {
 	panic("Op.tolerate: more than two errnos")
 }
 
-// mark is the index the next op gets, for skipTo.
+// Mark is the index the next op gets, for SkipTo.
 func (p *Plan) Mark() int { return len(p.St.ops) }
 
-// skipTo makes the op at index i, when it gets an errno it tolerates, pass over every
+// SkipTo makes the op at index i, when it gets an errno it tolerates, pass over every
 // op added after it so far.
 func (p *Plan) SkipTo(i int) {
 	if p.err == nil {
@@ -211,7 +221,7 @@ func (p *Plan) SkipTo(i int) {
 	}
 }
 
-// reg takes a free register.
+// Reg takes a free register.
 func (p *Plan) Reg() Reg {
 	for i, u := range p.used {
 		if !u {
@@ -225,22 +235,47 @@ func (p *Plan) Reg() Reg {
 	return 0
 }
 
-// release gives r back once no later op reads it.
+// Release gives r back once no later op reads it.
 func (p *Plan) Release(r Reg) { p.used[r] = false }
 
-// closeReg adds the close(2) of r's descriptor and releases r.
+// CloseReg adds the close(2) of r's descriptor and releases r.
 func (p *Plan) CloseReg(s uint16, r Reg) {
 	p.Op(s, nil, Close, unix.SYS_CLOSE, r.Arg())
 	p.Release(r)
 }
 
-// recvFd adds the receipt of one descriptor (recvmsg(2), SCM_RIGHTS, close-on-exec) on
+// RecvFd adds the receipt of one descriptor (recvmsg(2), SCM_RIGHTS, close-on-exec) on
 // the socket sock into r.
 func (p *Plan) RecvFd(s uint16, errf func(unix.Errno) error, sock Arg, r Reg) *Op {
 	return p.Op(s, errf, RecvFd, unix.SYS_RECVMSG, sock, Lit(ptr(&p.St.msg)), Lit(unix.MSG_CMSG_CLOEXEC)).Into(r)
 }
 
-// str is the arena's copy of s as a C string (0 after an error).
+// Bytes copies b into the arena and returns its address (0 after an error).
+func (p *Plan) Bytes(b []byte) uintptr {
+	if p.err != nil {
+		return 0
+	}
+	off, err := p.arena.alloc(len(b)+1, 1)
+	if err != nil {
+		p.err = err
+		return 0
+	}
+	copy(p.arena.mem[off:], b)
+	return p.arena.addr(off)
+}
+
+// ReadlinkIs adds the check that the symlink name in the directory dir leads to
+// target (EEXIST otherwise).
+func (p *Plan) ReadlinkIs(s uint16, errf func(unix.Errno) error, dir Arg, name, target string) *Op {
+	at := p.Bytes([]byte(target))
+	return p.Op(s, errf, ReadlinkIs, unix.SYS_READLINKAT, dir, Lit(p.Str(name)), Lit(at-p.arena.addr(0)), Lit(uintptr(len(target))))
+}
+
+// Guard makes the op at index i, a Skip* op, pass over every op added after it so far
+// (as SkipTo does for a tolerated errno).
+func (p *Plan) Guard(i int) { p.SkipTo(i) }
+
+// Str is the arena's copy of s as a C string (0 after an error).
 func (p *Plan) Str(s string) uintptr {
 	if p.err != nil {
 		return 0
@@ -252,7 +287,7 @@ func (p *Plan) Str(s string) uintptr {
 	return a
 }
 
-// finish returns the first error of compiling, or nil.
+// Finish returns the first error of compiling, or nil.
 func (p *Plan) Finish() error { return p.err }
 
 // Failure is the step and error of op i failing with errno e, as the Go init's step
@@ -335,9 +370,6 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 	retries := 0
 	for i := 0; i < len(st.ops); i++ {
 		o := &st.ops[i]
-		if o.kind == Fail {
-			return i, unix.EPERM
-		}
 		a := &st.args
 		*a = o.a
 		for j := 0; j < 6; j++ {
@@ -345,34 +377,62 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 				a[j] = uintptr(st.regs[o.a[j]%Regs])
 			}
 		}
-		if o.kind == Close {
+		var r uintptr
+		var e unix.Errno
+		switch o.kind {
+		case Fail:
+			return i, unix.EPERM
+		case Close:
 			if int64(a[0]) >= 0 {
 				k.raw(unix.SYS_CLOSE, a)
 			}
 			st.regs[o.a[0]%Regs] = -1
 			continue
-		}
-		if o.kind == RecvFd {
+		case Skip:
+			i += int(o.skip)
+			continue
+		case SkipIfSet:
+			if int64(a[0]) >= 0 {
+				i += int(o.skip)
+			}
+			continue
+		case SkipUnlessDir:
+			a[1] = uintptr(unsafe.Pointer(&st.stat[0]))
+			if _, e = k.raw(unix.SYS_FSTAT, a); e == 0 {
+				if st.stat[0].Mode&unix.S_IFMT != unix.S_IFDIR {
+					i += int(o.skip)
+				}
+				continue
+			}
+		case SameFile:
+			e = sameFile(st, k)
+		case ReadlinkIs:
+			e = readlinkIs(st, k)
+		case WriteAll:
+			e = writeAll(st, k)
+		case RecvFd:
 			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
 			st.cmsg.fd = -1
+			r, e = k.raw(o.nr, a)
+			if e == 0 {
+				if r != 1 || st.cmsg.hdr.Level != unix.SOL_SOCKET || st.cmsg.hdr.Type != unix.SCM_RIGHTS || st.cmsg.fd < 0 {
+					e = unix.EBADMSG
+				} else {
+					r = uintptr(st.cmsg.fd)
+				}
+			}
+		default:
+			r, e = k.raw(o.nr, a)
+			if e == 0 && o.kind == ReadOne && r != 1 {
+				e = unix.EPIPE
+			}
 		}
-		r, e := k.raw(o.nr, a)
 		if (e == unix.EINTR || e == unix.EAGAIN && o.nr == unix.SYS_OPENAT2) && retries < maxRetries {
 			retries++
 			i--
 			continue
 		}
 		retries = 0
-		if e == 0 && o.kind == ReadOne && r != 1 {
-			e = unix.EPIPE
-		}
-		if e == 0 && o.kind == RecvFd {
-			if r != 1 || st.cmsg.hdr.Level != unix.SOL_SOCKET || st.cmsg.hdr.Type != unix.SCM_RIGHTS || st.cmsg.fd < 0 {
-				e = unix.EBADMSG
-			} else {
-				r = uintptr(st.cmsg.fd)
-			}
-		}
 		if e != 0 {
 			if uint16(e) == o.tol[0] || uint16(e) == o.tol[1] {
 				if o.out > 0 {
@@ -388,6 +448,74 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 		}
 	}
 	return -1, 0
+}
+
+// sameFile is SameFile on st.args.
+//
+//go:nosplit
+//go:norace
+func sameFile(st *State, k Caller) unix.Errno {
+	a := &st.args
+	other := a[1]
+	a[1] = uintptr(unsafe.Pointer(&st.stat[0]))
+	if _, e := k.raw(unix.SYS_FSTAT, a); e != 0 {
+		return e
+	}
+	a[0], a[1] = other, uintptr(unsafe.Pointer(&st.stat[1]))
+	if _, e := k.raw(unix.SYS_FSTAT, a); e != 0 {
+		return e
+	}
+	if st.stat[0].Dev != st.stat[1].Dev || st.stat[0].Ino != st.stat[1].Ino {
+		return unix.ESTALE
+	}
+	return 0
+}
+
+// readlinkIs is ReadlinkIs on st.args.
+//
+//go:nosplit
+//go:norace
+func readlinkIs(st *State, k Caller) unix.Errno {
+	a := &st.args
+	off, n := a[2], a[3]
+	a[2], a[3] = uintptr(unsafe.Pointer(&st.link[0])), uintptr(len(st.link))
+	r, e := k.raw(unix.SYS_READLINKAT, a)
+	if e != 0 {
+		return e
+	}
+	if r != n {
+		return unix.EEXIST
+	}
+	want := unsafe.Add(unsafe.Pointer(st), off)
+	for j := uintptr(0); j < n; j++ {
+		if *(*byte)(unsafe.Add(want, j)) != st.link[j] {
+			return unix.EEXIST
+		}
+	}
+	return 0
+}
+
+// writeAll is WriteAll on st.args.
+//
+//go:nosplit
+//go:norace
+func writeAll(st *State, k Caller) unix.Errno {
+	a := &st.args
+	for a[2] > 0 {
+		r, e := k.raw(unix.SYS_WRITE, a)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		if r == 0 {
+			return unix.EIO
+		}
+		a[1] += r
+		a[2] -= r
+	}
+	return 0
 }
 
 // AtFdcwd is AT_FDCWD as a system call's argument.

@@ -289,7 +289,7 @@ func TestRawPlanNoAlloc(t *testing.T) {
 // Compiling stops at the arena's bound or a NUL in a path, with an error, never a
 // partial plan that runs.
 func TestRawPlanLimits(t *testing.T) {
-	p, err := New(4096, 4)
+	p, err := New(16<<10, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,4 +306,97 @@ func TestRawPlanLimits(t *testing.T) {
 	if !errors.Is(q.Finish(), unix.EINVAL) {
 		t.Errorf("a NUL in a path: %v", q.Finish())
 	}
+}
+
+// The checking kinds on the kernel: SameFile, ReadlinkIs, WriteAll, SkipUnlessDir,
+// SkipIfSet and Skip, each with the case that passes and the one that fails or skips.
+func TestRawPlanKernelKinds(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("usr/bin", filepath.Join(dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func(name string) uintptr {
+		fd, err := unix.Open(filepath.Join(dir, name), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return uintptr(fd)
+	}
+	d, f, f2 := open("."), open("f"), open("f")
+	run := func(build func(p *Plan, s uint16)) (*Plan, int, unix.Errno) {
+		p := newTestPlan(t)
+		build(p, p.Begin("x"))
+		if err := p.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		i, e := Run(p.St, &TheKernel)
+		return p, i, e
+	}
+	if _, i, e := run(func(p *Plan, s uint16) { p.Op(s, nil, SameFile, 0, Lit(f), Lit(f2)) }); i != -1 {
+		t.Errorf("SameFile of one file: op %d, %v", i, e)
+	}
+	if _, i, e := run(func(p *Plan, s uint16) { p.Op(s, nil, SameFile, 0, Lit(f), Lit(d)) }); i != 0 || e != unix.ESTALE {
+		t.Errorf("SameFile of two files: op %d, %v; want ESTALE", i, e)
+	}
+	if _, i, e := run(func(p *Plan, s uint16) { p.ReadlinkIs(s, nil, Lit(d), "bin", "usr/bin") }); i != -1 {
+		t.Errorf("ReadlinkIs of the same target: op %d, %v", i, e)
+	}
+	for _, other := range []string{"usr/bi", "usr/bin2", "usr/sbin"} {
+		if _, i, e := run(func(p *Plan, s uint16) { p.ReadlinkIs(s, nil, Lit(d), "bin", other) }); i != 0 || e != unix.EEXIST {
+			t.Errorf("ReadlinkIs %q: op %d, %v; want EEXIST", other, i, e)
+		}
+	}
+	content := strings.Repeat("x", 10000)
+	_, i, e := run(func(p *Plan, s uint16) {
+		r := p.Reg()
+		p.Call(s, nil, unix.SYS_OPENAT, Lit(d), Lit(p.Str("new")), Lit(unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC), Lit(0o640)).Into(r)
+		p.Op(s, nil, WriteAll, unix.SYS_WRITE, r.Arg(), Lit(p.Bytes([]byte(content))), Lit(uintptr(len(content))))
+		p.CloseReg(s, r)
+	})
+	if b, err := os.ReadFile(filepath.Join(dir, "new")); i != -1 || err != nil || string(b) != content {
+		t.Errorf("WriteAll: op %d, %v; %d bytes on disk (%v)", i, e, len(b), err)
+	}
+	// SkipUnlessDir: a directory runs the guarded op (getppid), a file skips it; SkipIfSet
+	// skips when the register holds a descriptor, Skip always.
+	for _, c := range []struct {
+		fd    uintptr
+		calls int
+	}{{d, 1}, {f, 0}} {
+		k := &kernelCounter{}
+		p := newTestPlan(t)
+		s := p.Begin("x")
+		m := p.Mark()
+		p.Op(s, nil, SkipUnlessDir, 0, Lit(c.fd))
+		p.Call(s, nil, unix.SYS_GETPPID)
+		p.Guard(m)
+		r := p.Reg()
+		p.Call(s, nil, unix.SYS_DUP, Lit(c.fd)).Into(r)
+		m = p.Mark()
+		p.Op(s, nil, SkipIfSet, 0, r.Arg())
+		p.Call(s, nil, unix.SYS_GETPPID)
+		p.Guard(m)
+		m = p.Mark()
+		p.Op(s, nil, Skip, 0)
+		p.Call(s, nil, unix.SYS_GETPPID)
+		p.Guard(m)
+		p.CloseReg(s, r)
+		if i, e := Run(p.St, k); i != -1 || k.n[unix.SYS_GETPPID] != c.calls {
+			t.Errorf("skips: op %d, %v; %d guarded calls, want %d", i, e, k.n[unix.SYS_GETPPID], c.calls)
+		}
+	}
+}
+
+// kernelCounter is the kernel, counting calls by number.
+type kernelCounter struct{ n map[uintptr]int }
+
+func (k *kernelCounter) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
+	if k.n == nil {
+		k.n = map[uintptr]int{}
+	}
+	k.n[nr]++
+	return TheKernel.raw(nr, a)
 }
