@@ -287,6 +287,14 @@ func (p *Plan) Str(s string) uintptr {
 	return a
 }
 
+// Refuse records err as the plan's compile error (the first one is kept): the plan is
+// then not run.
+func (p *Plan) Refuse(err error) {
+	if p.err == nil {
+		p.err = err
+	}
+}
+
 // Finish returns the first error of compiling, or nil.
 func (p *Plan) Finish() error { return p.err }
 
@@ -533,3 +541,6 @@ func (p *Plan) Stack(n int) (uintptr, error) {
 	}
 	return p.arena.addr(off+n-16) &^ 15, nil
 }
+
+// Len is the number of ops compiled so far.
+func (p *Plan) Len() int { return len(p.St.ops) }
