@@ -47,7 +47,7 @@ func TestRawCloneRuns(t *testing.T) {
 			s = p.Begin("again")
 			p.Call(s, nil, unix.SYS_MKDIRAT, rawplan.Lit(uintptr(dfd)), rawplan.Lit(p.Str("made")), rawplan.Lit(0o700))
 		}
-		pid, err := startRaw(p, 0, rep[1])
+		pid, err := rawplan.Start(p, 0, rep[1])
 		unix.Close(rep[1])
 		unix.Close(gate[0])
 		unix.Close(ready[1])

@@ -142,7 +142,7 @@ func TestRawRootSameMounts(t *testing.T) {
 	s = p.Begin("wait")
 	p.Call(s, nil, unix.SYS_WRITE, rawplan.Lit(uintptr(ready[1])), rawplan.Lit(p.Str("r")), rawplan.Lit(1))
 	p.Op(s, nil, rawplan.ReadOne, unix.SYS_READ, rawplan.Lit(uintptr(gate[0])), rawplan.Lit(p.Str("x")), rawplan.Lit(1))
-	pid, err := startRaw(p, unix.CLONE_NEWNS, rep[1])
+	pid, err := rawplan.Start(p, unix.CLONE_NEWNS, rep[1])
 	unix.Close(rep[1])
 	unix.Close(gate[0])
 	unix.Close(ready[1])
