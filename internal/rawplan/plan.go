@@ -44,6 +44,9 @@ const (
 	SameFile                  // fstat(2) of a[0] and a[1]: ESTALE unless the same file (device and inode)
 	ReadlinkIs                // readlinkat(2) of a[0], a[1]: EEXIST unless the link's target is the a[3] bytes at arena offset a[2]
 	WriteAll                  // write(2) of a[2] bytes at a[1] to a[0], again after a short write
+	SendFd                    // sendmsg(2) on a[0] of one byte with the descriptor a[1] (SCM_RIGHTS)
+	CloneSub                  // clone(2) of a child (flags a[0], stack top a[1]) running the sub-plan at arena offset a[2]: its pid
+	AwaitSub                  // read(2) of a sub-plan's report on a[0]: end of file passes; a report fails as the sub-plan's op (indices from a[1])
 )
 
 // Regs is the number of registers of a plan.
@@ -99,8 +102,9 @@ type State struct {
 	iobuf [1]byte
 	cmsg  fdMessage
 
-	stat [2]unix.Stat_t     // SameFile's, SkipUnlessDir's
-	link [unix.PathMax]byte // ReadlinkIs's
+	subrep [8]byte            // AwaitSub's
+	stat   [2]unix.Stat_t     // SameFile's, SkipUnlessDir's
+	link   [unix.PathMax]byte // ReadlinkIs's
 }
 
 // Reg names a register; Arg is an op's argument, a value or a register.
@@ -287,6 +291,59 @@ func (p *Plan) Str(s string) uintptr {
 	return a
 }
 
+// Sub is a sub-plan being compiled: the ops added between BeginSub and EndSub run in
+// a child of their own (the commands' pid 1, say), with registers of its own, started
+// by CloneSub and awaited by AwaitSub. Its ops share the plan's index space, so that a
+// failure names the sub-plan's step as any other.
+type Sub struct {
+	skip, base int
+	st         *State
+}
+
+// BeginSub starts a sub-plan in step s: the main flow passes over its ops.
+func (p *Plan) BeginSub(s uint16) *Sub {
+	sub := &Sub{skip: p.Mark()}
+	p.Op(s, nil, Skip, 0)
+	sub.base = p.Mark()
+	return sub
+}
+
+// EndSub ends the sub-plan, whose child reports a failure on report (a descriptor in
+// its table, close-on-exec so that a program it executes closes it: end of file).
+func (p *Plan) EndSub(sub *Sub, report int) {
+	p.Guard(sub.skip)
+	st := Alloc[State](p)
+	if p.err != nil {
+		return
+	}
+	st.ops = p.St.ops[sub.base:len(p.St.ops):len(p.St.ops)]
+	for i := range st.regs {
+		st.regs[i] = -1
+	}
+	st.iov = iovec{base: ptr(&st.iobuf[0]), len: 1}
+	st.msg.iov, st.msg.iovlen, st.msg.control = ptr(&st.iov), 1, ptr(&st.cmsg)
+	st.Report = int64(report)
+	sub.st = st
+}
+
+// CloneSub adds the clone(2) of sub's child with flags (CLONE_VM and SIGCHLD added) on
+// a stack of its own in the arena; its pid goes to r.
+func (p *Plan) CloneSub(s uint16, errf func(unix.Errno) error, sub *Sub, flags uintptr, r Reg) {
+	top, err := p.Stack(StackSize)
+	if err != nil || sub.st == nil {
+		p.Refuse(errors.Join(err, errors.New("a sub-plan not ended")))
+		return
+	}
+	off := ptr(sub.st) - ptr(p.St)
+	p.Op(s, errf, CloneSub, unix.SYS_CLONE, Lit(flags|unix.CLONE_VM|uintptr(unix.SIGCHLD)), Lit(top), Lit(off)).Into(r)
+}
+
+// AwaitSub adds the wait for sub's report on the descriptor report (the pipe's read
+// end): a failure of the sub-plan fails the plan at the sub-plan's op.
+func (p *Plan) AwaitSub(s uint16, errf func(unix.Errno) error, sub *Sub, report Arg) {
+	p.Op(s, errf, AwaitSub, unix.SYS_READ, report, Lit(uintptr(sub.base)))
+}
+
 // Refuse records err as the plan's compile error (the first one is kept): the plan is
 // then not run.
 func (p *Plan) Refuse(err error) {
@@ -351,6 +408,8 @@ type fdMessage struct {
 // neither allocate nor store a pointer.
 type Caller interface {
 	raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno)
+	// clone starts a child running sub (CloneSub).
+	clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno)
 }
 
 type Kernel struct{}
@@ -362,6 +421,13 @@ var TheKernel Kernel
 func (*Kernel) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
 	r, _, e := syscall.RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
 	return r, unix.Errno(e)
+}
+
+//go:nosplit
+//go:norace
+func (*Kernel) clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno) {
+	pid, e := cloneRaw(unix.SYS_CLONE, flags, stack, sub)
+	return pid, unix.Errno(e)
 }
 
 // maxRetries bounds the retries of one op that the kernel asks to restart (EINTR; and
@@ -418,6 +484,25 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			e = readlinkIs(st, k)
 		case WriteAll:
 			e = writeAll(st, k)
+		case SendFd:
+			st.cmsg.hdr.Len = uint64(unsafe.Sizeof(st.cmsg.hdr)) + 4
+			st.cmsg.hdr.Level, st.cmsg.hdr.Type = unix.SOL_SOCKET, unix.SCM_RIGHTS
+			st.cmsg.fd = int32(a[1])
+			st.iobuf[0] = 'F'
+			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
+			a[1], a[2] = uintptr(unsafe.Pointer(&st.msg)), 0
+			r, e = k.raw(unix.SYS_SENDMSG, a)
+		case CloneSub:
+			r, e = k.clone(a[0], a[1], (*State)(unsafe.Add(unsafe.Pointer(st), a[2])))
+		case AwaitSub:
+			var n int
+			if n, e = readSubReport(st, k); e == 0 && n == 8 {
+				j := int(int32(uint32(st.subrep[0]) | uint32(st.subrep[1])<<8 | uint32(st.subrep[2])<<16 | uint32(st.subrep[3])<<24))
+				se := unix.Errno(uint32(st.subrep[4]) | uint32(st.subrep[5])<<8 | uint32(st.subrep[6])<<16 | uint32(st.subrep[7])<<24)
+				return int(o.a[1]) + j, se
+			} else if e == 0 && n != 0 {
+				e = unix.EPIPE
+			}
 		case RecvFd:
 			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
 			st.cmsg.fd = -1
@@ -501,6 +586,32 @@ func readlinkIs(st *State, k Caller) unix.Errno {
 		}
 	}
 	return 0
+}
+
+// readSubReport reads a sub-plan's report (up to 8 bytes, until end of file) from
+// st.args[0] into st.subrep and returns how many bytes came.
+//
+//go:nosplit
+//go:norace
+func readSubReport(st *State, k Caller) (int, unix.Errno) {
+	a := &st.args
+	fd := a[0]
+	n := 0
+	for n < len(st.subrep) {
+		a[0], a[1], a[2] = fd, uintptr(unsafe.Pointer(&st.subrep[n])), uintptr(len(st.subrep)-n)
+		r, e := k.raw(unix.SYS_READ, a)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return n, e
+		}
+		if r == 0 {
+			break
+		}
+		n += int(r)
+	}
+	return n, 0
 }
 
 // writeAll is WriteAll on st.args.

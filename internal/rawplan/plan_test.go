@@ -28,6 +28,10 @@ type rawAnswer struct {
 	e unix.Errno
 }
 
+func (k *rawRecorder) clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno) {
+	return 0, unix.ENOSYS
+}
+
 func (k *rawRecorder) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
 	k.calls = append(k.calls, rawRec{nr, *a})
 	if len(k.answers) == 0 {
@@ -393,10 +397,68 @@ func TestRawPlanKernelKinds(t *testing.T) {
 // kernelCounter is the kernel, counting calls by number.
 type kernelCounter struct{ n map[uintptr]int }
 
+func (k *kernelCounter) clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno) {
+	return TheKernel.clone(flags, stack, sub)
+}
+
 func (k *kernelCounter) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
 	if k.n == nil {
 		k.n = map[uintptr]int{}
 	}
 	k.n[nr]++
 	return TheKernel.raw(nr, a)
+}
+
+// A sub-plan runs in a child of the raw child: it sends a descriptor that the parent's
+// plan receives and uses (a directory made through it, seen on disk), and its failure
+// fails the parent's plan at the sub-plan's own step and errno.
+func TestRawPlanSub(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		dir := t.TempDir()
+		var rep, subRep [2]int
+		for _, fds := range []*[2]int{&rep, &subRep} {
+			if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newTestPlan(t)
+		s := p.Begin("main")
+		sub := p.BeginSub(s)
+		ss := p.Begin("sub")
+		r := p.Reg()
+		p.Call(ss, nil, unix.SYS_OPENAT, Lit(AtFdcwd), Lit(p.Str(dir)), Lit(unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)).Into(r)
+		p.Op(ss, nil, SendFd, 0, Lit(uintptr(sp[0])), r.Arg())
+		if fail {
+			p.Call(ss, nil, unix.SYS_MKDIRAT, r.Arg(), Lit(p.Str(".")), Lit(0o700))
+		}
+		p.EndSub(sub, subRep[1])
+		pid := p.Reg()
+		p.CloneSub(s, nil, sub, 0, pid)
+		p.Call(s, nil, unix.SYS_CLOSE, Lit(uintptr(subRep[1])))
+		got := p.Reg()
+		p.RecvFd(s, nil, Lit(uintptr(sp[1])), got)
+		p.AwaitSub(s, nil, sub, Lit(uintptr(subRep[0])))
+		p.Call(s, nil, unix.SYS_MKDIRAT, got.Arg(), Lit(p.Str("fromsub")), Lit(0o700))
+		child, err := Start(p, 0, rep[1])
+		for _, fd := range []int{rep[1], subRep[0], subRep[1], sp[0], sp[1]} {
+			unix.Close(fd)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		step, rerr := ReadReport(p, rep[0])
+		var ws unix.WaitStatus
+		unix.Wait4(child, &ws, 0, nil)
+		_, statErr := os.Stat(filepath.Join(dir, "fromsub"))
+		switch {
+		case !fail && (rerr != nil || statErr != nil || ws.ExitStatus() != 0):
+			t.Errorf("sub-plan: %s: %v; made through the sent descriptor: %v; %v", step, rerr, statErr, ws)
+		case fail && (step != "sub" || !errors.Is(rerr, unix.EEXIST) || statErr == nil || ws.ExitStatus() != ExitFailed):
+			t.Errorf("failing sub-plan: %s: %v, %v, %v; want sub: EEXIST, nothing made, 125", step, rerr, statErr, ws)
+		}
+	}
 }
