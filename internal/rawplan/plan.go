@@ -46,6 +46,7 @@ const (
 	WriteAll                  // write(2) of a[2] bytes at a[1] to a[0], again after a short write
 	SendFd                    // sendmsg(2) on a[0] of one byte with the descriptor a[1] (SCM_RIGHTS)
 	CloneSub                  // clone(2) of a child (flags a[0], stack top a[1]) running the sub-plan at arena offset a[2]: its pid
+	Or16                      // no call: the 16 bits at arena offset a[0] or'ed with a[1] (a flag into an ifreq)
 	AwaitSub                  // read(2) of a sub-plan's report on a[0]: end of file passes; a report fails as the sub-plan's op (indices from a[1])
 )
 
@@ -344,6 +345,9 @@ func (p *Plan) AwaitSub(s uint16, errf func(unix.Errno) error, sub *Sub, report 
 	p.Op(s, errf, AwaitSub, unix.SYS_READ, report, Lit(uintptr(sub.base)))
 }
 
+// Offset is the arena offset of the address addr (inside the arena), as Or16 takes it.
+func (p *Plan) Offset(addr uintptr) uintptr { return addr - ptr(p.St) }
+
 // Refuse records err as the plan's compile error (the first one is kept): the plan is
 // then not run.
 func (p *Plan) Refuse(err error) {
@@ -492,6 +496,10 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
 			a[1], a[2] = uintptr(unsafe.Pointer(&st.msg)), 0
 			r, e = k.raw(unix.SYS_SENDMSG, a)
+		case Or16:
+			f := (*uint16)(unsafe.Add(unsafe.Pointer(st), a[0]))
+			*f |= uint16(a[1])
+			continue
 		case CloneSub:
 			r, e = k.clone(a[0], a[1], (*State)(unsafe.Add(unsafe.Pointer(st), a[2])))
 		case AwaitSub:
