@@ -39,8 +39,8 @@ func runtime_AfterFork()
 
 // Start clones the raw child of p with the clone(2) flags flags (namespaces; CLONE_VM
 // and SIGCHLD are added) and returns its pid, or the clone's errno. report is the
-// descriptor, in the child's table, that the child writes a failure on (8 bytes: the
-// op's index and errno; ReadReport); the caller closes its own copy of the write end
+// descriptor, in the child's table, that the child writes a failure on (a Record
+// RecFailed: the op's index and errno; ReadReport); the caller closes its own copy of the write end
 // after Start. The plan's arena must stay mapped until the child has exited: Free only
 // after wait4(2) reaped it.
 func Start(p *Plan, flags uintptr, report int) (int, error) {
@@ -72,7 +72,18 @@ var ErrNoReport = errors.New("the raw child's report was cut short")
 // closed here): ok at end of file (the plan ran to its end, or executed a program),
 // else the failed op's step and error (Plan.Failure).
 func ReadReport(p *Plan, fd int) (step string, err error) {
-	var b [8]byte
+	defer unix.Close(fd)
+	r, n := ReadRecord(fd)
+	if n == 0 {
+		return "", nil
+	}
+	return p.Failed(r, n)
+}
+
+// ReadRecord reads one Record from fd and returns it and how many bytes came (0 at end
+// of file, recSize for a whole record).
+func ReadRecord(fd int) (Record, int) {
+	var b [recSize]byte
 	n := 0
 	for n < len(b) {
 		m, rerr := unix.Read(fd, b[n:])
@@ -84,16 +95,16 @@ func ReadReport(p *Plan, fd int) (step string, err error) {
 		}
 		n += m
 	}
-	unix.Close(fd)
-	if n == 0 {
-		return "", nil
-	}
-	if n != 8 {
+	return *(*Record)(unsafe.Pointer(&b[0])), n
+}
+
+// Failed is the step and error of a RecFailed record (n its bytes read), or of a report
+// cut short.
+func (p *Plan) Failed(r Record, n int) (string, error) {
+	if n != recSize || r.Kind != RecFailed {
 		return "raw init", ErrNoReport
 	}
-	i := int(int32(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24))
-	e := unix.Errno(uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24)
-	return p.Failure(i, e)
+	return p.Failure(int(r.A), unix.Errno(r.B))
 }
 
 // childEntry is where cloneRaw's child starts: nosplit throughout, no allocation, no
@@ -106,8 +117,8 @@ func childEntry(st *State) {
 	i, errno := Run(st, &TheKernel)
 	code := uintptr(0)
 	if i >= 0 {
-		st.Rep[0], st.Rep[1] = int32(i), int32(errno)
-		syscall.RawSyscall(unix.SYS_WRITE, uintptr(st.Report), uintptr(unsafe.Pointer(&st.Rep[0])), 8)
+		st.Rep = Record{Kind: RecFailed, A: uint32(i), B: uint64(errno)}
+		syscall.RawSyscall(unix.SYS_WRITE, uintptr(st.Report), uintptr(unsafe.Pointer(&st.Rep)), recSize)
 		code = ExitFailed
 	}
 	for {

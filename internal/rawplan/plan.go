@@ -46,6 +46,11 @@ const (
 	WriteAll                  // write(2) of a[2] bytes at a[1] to a[0], again after a short write
 	SendFd                    // sendmsg(2) on a[0] of one byte with the descriptor a[1] (SCM_RIGHTS)
 	CloneSub                  // clone(2) of a child (flags a[0], stack top a[1]) running the sub-plan at arena offset a[2]: its pid
+	Emit                      // write(2) on a[0] of a Record: kind a[1], values a[2] and a[3]
+	SigDefault                // rt_sigaction(2) of signal a[0] to SIG_DFL, then back to SIG_IGN if it was ignored
+	AbsCwd                    // getcwd(2): ENOENT unless the path starts with '/' ("(unreachable)" otherwise)
+	LookPath                  // the first executable regular file among the candidates at arena offset a[1], from the directory a[0]: its address
+	Reap                      // the init's reaper (reap.go); never returns
 	Or16                      // no call: the 16 bits at arena offset a[0] or'ed with a[1] (a flag into an ifreq)
 	AwaitSub                  // read(2) of a sub-plan's report on a[0]: end of file passes; a report fails as the sub-plan's op (indices from a[1])
 )
@@ -94,7 +99,7 @@ type iovec struct {
 type State struct {
 	ops    []Op // in the arena
 	regs   [Regs]int64
-	Rep    [2]int32   // the failed op's index and errno, written by the child
+	Rep    Record     // the failure report (RecFailed), written by the child
 	Report int64      // the descriptor the child writes rep on
 	args   [6]uintptr // the running op's arguments, registers replaced (here: a local would escape through Caller)
 
@@ -103,7 +108,13 @@ type State struct {
 	iobuf [1]byte
 	cmsg  fdMessage
 
-	subrep [8]byte            // AwaitSub's
+	subrep Record             // AwaitSub's
+	rec    Record             // Emit's
+	sigbuf [8 * 128]byte      // Reap's signalfd_siginfo records
+	pfds   [3]unix.PollFd     // Reap's
+	oldact [4]uintptr         // SigDefault's: the old struct kernel_sigaction
+	dflact [4]uintptr         // SIG_DFL
+	ignact [4]uintptr         // SIG_IGN
 	stat   [2]unix.Stat_t     // SameFile's, SkipUnlessDir's
 	link   [unix.PathMax]byte // ReadlinkIs's
 }
@@ -496,6 +507,18 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
 			a[1], a[2] = uintptr(unsafe.Pointer(&st.msg)), 0
 			r, e = k.raw(unix.SYS_SENDMSG, a)
+		case Emit:
+			st.rec = Record{Kind: uint32(a[1]), A: uint32(a[2]), B: uint64(a[3])}
+			a[1], a[2] = uintptr(unsafe.Pointer(&st.rec)), recSize
+			r, e = k.raw(unix.SYS_WRITE, a)
+		case SigDefault:
+			e = sigDefault(st, k)
+		case AbsCwd:
+			e = absCwd(st, k)
+		case LookPath:
+			r, e = lookPath(st, k)
+		case Reap:
+			reap(st, k)
 		case Or16:
 			f := (*uint16)(unsafe.Add(unsafe.Pointer(st), a[0]))
 			*f |= uint16(a[1])
@@ -504,10 +527,8 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			r, e = k.clone(a[0], a[1], (*State)(unsafe.Add(unsafe.Pointer(st), a[2])))
 		case AwaitSub:
 			var n int
-			if n, e = readSubReport(st, k); e == 0 && n == 8 {
-				j := int(int32(uint32(st.subrep[0]) | uint32(st.subrep[1])<<8 | uint32(st.subrep[2])<<16 | uint32(st.subrep[3])<<24))
-				se := unix.Errno(uint32(st.subrep[4]) | uint32(st.subrep[5])<<8 | uint32(st.subrep[6])<<16 | uint32(st.subrep[7])<<24)
-				return int(o.a[1]) + j, se
+			if n, e = readSubReport(st, k); e == 0 && n == recSize && st.subrep.Kind == RecFailed {
+				return int(o.a[1]) + int(st.subrep.A), unix.Errno(st.subrep.B)
 			} else if e == 0 && n != 0 {
 				e = unix.EPIPE
 			}
@@ -596,8 +617,8 @@ func readlinkIs(st *State, k Caller) unix.Errno {
 	return 0
 }
 
-// readSubReport reads a sub-plan's report (up to 8 bytes, until end of file) from
-// st.args[0] into st.subrep and returns how many bytes came.
+// readSubReport reads a sub-plan's report (a Record, or end of file) from st.args[0]
+// into st.subrep and returns how many bytes came.
 //
 //go:nosplit
 //go:norace
@@ -605,8 +626,8 @@ func readSubReport(st *State, k Caller) (int, unix.Errno) {
 	a := &st.args
 	fd := a[0]
 	n := 0
-	for n < len(st.subrep) {
-		a[0], a[1], a[2] = fd, uintptr(unsafe.Pointer(&st.subrep[n])), uintptr(len(st.subrep)-n)
+	for n < recSize {
+		a[0], a[1], a[2] = fd, uintptr(unsafe.Add(unsafe.Pointer(&st.subrep), n)), uintptr(recSize-n)
 		r, e := k.raw(unix.SYS_READ, a)
 		if e == unix.EINTR {
 			continue
@@ -663,3 +684,16 @@ func (p *Plan) Stack(n int) (uintptr, error) {
 
 // Len is the number of ops compiled so far.
 func (p *Plan) Len() int { return len(p.St.ops) }
+
+// Record is what a raw child reports on a pipe, 16 bytes: a failure (RecFailed: the
+// op's index, its errno) or what an Emit op says (its kind and two values).
+type Record struct {
+	Kind uint32
+	A    uint32
+	B    uint64
+}
+
+const recSize = 16
+
+// RecFailed is the kind of a failure's Record.
+const RecFailed = 0xFA11ED
