@@ -27,10 +27,10 @@ const (
 // ReapArgs are a Reap op's inputs, in the arena (ReapOp).
 type ReapArgs struct {
 	sigfd, life, pidfd, cmd, holder, sync, goByte Reg
-	lifeFd, syncFd                                 uintptr
-	forward                                        uint64 // the signals sent on to the command (bit n-1 for signal n)
-	ackByte                                        byte   // the acknowledgement's byte; the go-ahead byte that asks for none
-	noAckByte                                      byte
+	lifeFd, syncFd                                uintptr
+	forward                                       uint64 // the signals sent on to the command (bit n-1 for signal n)
+	ackByte                                       byte   // the acknowledgement's byte; the go-ahead byte that asks for none
+	noAckByte                                     byte
 }
 
 // ReapOp adds the Reap op: sigfd, pidfd, cmd (its pid), holder (its pid) and goByte
