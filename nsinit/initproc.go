@@ -22,6 +22,7 @@ type initProc struct {
 	reaped   bool
 	status   unix.WaitStatus
 	waitOnce sync.Once
+	after    func() // run once reaped: a raw init's arena unmapped (rawlaunch.go)
 }
 
 // startInit clones and executes the init (/proc/self/exe) with argv and attr, on the
@@ -68,6 +69,9 @@ func (p *initProc) wait() unix.WaitStatus {
 			}
 		}
 		p.reaped = true
+		if p.after != nil {
+			p.after()
+		}
 	})
 	return p.status
 }

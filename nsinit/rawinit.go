@@ -51,7 +51,6 @@ type rawCaps struct {
 	sigAll             uint64
 	argv               [2]uintptr // the holder's argv: its name, NULL
 	envv               [1]uintptr
-	goByte             [1]byte
 }
 
 // rawEligible reports why spec cannot take the raw init, or nil: only what planRawBuild
@@ -73,10 +72,18 @@ func rawEligible(spec *config.Config) error {
 	return mounts.RawSupported(spec)
 }
 
+// rawBuilt is what the start needs of the build: the root, the holder's pid and the
+// go-ahead's byte (nil when the build did not read it), in registers.
+type rawBuilt struct {
+	root   *mounts.RawRoot
+	holder rawplan.Reg
+	goByte *rawplan.Reg
+}
+
 // planRawBuild compiles buildSteps for spec into p (see the top of this file). It
-// returns the root, for the steps that follow (the working directory), or an error for
-// a config rawEligible refuses or a plan that outgrows its arena.
-func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*mounts.RawRoot, error) {
+// returns what the start needs, or an error for a config rawEligible refuses or a plan
+// that outgrows its arena.
+func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, error) {
 	if err := rawEligible(spec); err != nil {
 		return nil, err
 	}
@@ -101,7 +108,7 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*mounts.Raw
 	if fd.mapsR >= 0 {
 		s := p.Begin("wait for the id maps")
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.mapsW)))
-		p.Op(s, errno("read"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.mapsR)), lit(rawplan.Ptr(&c.goByte[0])), lit(1))
+		p.Op(s, errno("read"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.mapsR)), lit(0), lit(1))
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.mapsR)))
 	}
 	s := p.Begin("setsid")
@@ -127,8 +134,8 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*mounts.Raw
 		lit(p.Str("")), lit(rawplan.Ptr(&c.argv[0])), lit(rawplan.Ptr(&c.envv[0])), lit(unix.AT_EMPTY_PATH))
 	p.Release(proc)
 	p.EndSub(sub, fd.holderRepW)
-	holder := p.Reg()
-	p.CloneSub(s, errno("clone"), sub, 0, holder)
+	built := &rawBuilt{holder: p.Reg()}
+	p.CloneSub(s, errno("clone"), sub, 0, built.holder)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderRepW)))
 
 	if spec.Hostname != "" {
@@ -158,6 +165,7 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*mounts.Raw
 	if err != nil {
 		return nil, err
 	}
+	built.root = root
 	// the O_PATH descriptors of the host sources, cloned into the root now
 	for _, src := range fd.sources {
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(src)))
@@ -172,10 +180,12 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*mounts.Raw
 	if hasNamespace(spec, specs.CgroupNamespace) {
 		// after the launcher's go-ahead: the init is in the sandbox's cgroup
 		s = p.Begin("cgroup namespace")
-		p.Op(s, errno("the launcher's go-ahead"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.life)), lit(rawplan.Ptr(&c.goByte[0])), lit(1))
+		r := p.Reg()
+		p.Op(s, errno("the launcher's go-ahead"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.life)), lit(0), lit(1)).Into(r)
+		built.goByte = &r
 		p.Call(s, errno("unshare(CLONE_NEWCGROUP)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWCGROUP))
 	}
 	s = p.Begin("limit capabilities")
 	p.Call(s, errno("capset"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.stage[0])))
-	return root, p.Finish()
+	return built, p.Finish()
 }

@@ -9,28 +9,6 @@ import (
 // The kinds of op that are more than one system call, each a nosplit function of the
 // running op's arguments (st.args), allocating nothing.
 
-// sigDefault is SigDefault: the signal a[0] set to SIG_DFL, its old action read, and
-// set back to SIG_IGN when it was ignored, as syscall.forkAndExecInChild1 leaves them
-// (every signal is blocked meanwhile: an ignored one arriving is dropped).
-//
-//go:nosplit
-//go:norace
-func sigDefault(st *State, k Caller) unix.Errno {
-	a := &st.args
-	sig := a[0]
-	a[1], a[2], a[3] = uintptr(unsafe.Pointer(&st.dflact)), uintptr(unsafe.Pointer(&st.oldact)), 8
-	if _, e := k.raw(unix.SYS_RT_SIGACTION, a); e != 0 {
-		return e
-	}
-	if st.oldact[0] != 1 { // SIG_IGN
-		return 0
-	}
-	st.ignact[0] = 1
-	a[0], a[1], a[2], a[3] = sig, uintptr(unsafe.Pointer(&st.ignact)), 0, 8
-	_, e := k.raw(unix.SYS_RT_SIGACTION, a)
-	return e
-}
-
 // absCwd is AbsCwd: the working directory must be reachable from the root (CVE-2024-21626).
 //
 //go:nosplit

@@ -34,7 +34,9 @@ type Kind uint8
 
 const (
 	Call          Kind = iota // fails on any errno not tolerated
-	ReadOne                   // read(2) of one byte: end of file fails (EPIPE)
+	ReadOne                   // read(2) of one byte (into the State's buffer; the byte is the result): end of file fails (EPIPE)
+	Try                       // a call whose errno is no failure: its register holds -errno
+	SkipUnlessSet             // passes over the next skip ops when register a[0] holds no descriptor (< 0)
 	RecvFd                    // recvmsg(2) of one byte and one descriptor (State's buffers) into out
 	Close                     // close(2) of the register a[0] if it holds a descriptor, then -1; never fails
 	Fail                      // a step made to fail (internal/fault)
@@ -45,9 +47,8 @@ const (
 	ReadlinkIs                // readlinkat(2) of a[0], a[1]: EEXIST unless the link's target is the a[3] bytes at arena offset a[2]
 	WriteAll                  // write(2) of a[2] bytes at a[1] to a[0], again after a short write
 	SendFd                    // sendmsg(2) on a[0] of one byte with the descriptor a[1] (SCM_RIGHTS)
-	CloneSub                  // clone(2) of a child (flags a[0], stack top a[1]) running the sub-plan at arena offset a[2]: its pid
+	CloneSub                  // clone(2) of a child (flags a[0], stack top a[1]) running the sub-plan at arena offset a[2], its registers a copy of these: its pid
 	Emit                      // write(2) on a[0] of a Record: kind a[1], values a[2] and a[3]
-	SigDefault                // rt_sigaction(2) of signal a[0] to SIG_DFL, then back to SIG_IGN if it was ignored
 	AbsCwd                    // getcwd(2): ENOENT unless the path starts with '/' ("(unreachable)" otherwise)
 	LookPath                  // the first executable regular file among the candidates at arena offset a[1], from the directory a[0]: its address
 	Reap                      // the init's reaper (reap.go); never returns
@@ -112,9 +113,6 @@ type State struct {
 	rec    Record             // Emit's
 	sigbuf [8 * 128]byte      // Reap's signalfd_siginfo records
 	pfds   [3]unix.PollFd     // Reap's
-	oldact [4]uintptr         // SigDefault's: the old struct kernel_sigaction
-	dflact [4]uintptr         // SIG_DFL
-	ignact [4]uintptr         // SIG_IGN
 	stat   [2]unix.Stat_t     // SameFile's, SkipUnlessDir's
 	link   [unix.PathMax]byte // ReadlinkIs's
 }
@@ -266,6 +264,15 @@ func (p *Plan) RecvFd(s uint16, errf func(unix.Errno) error, sock Arg, r Reg) *O
 	return p.Op(s, errf, RecvFd, unix.SYS_RECVMSG, sock, Lit(ptr(&p.St.msg)), Lit(unix.MSG_CMSG_CLOEXEC)).Into(r)
 }
 
+// StrArray copies ss into the arena as a NULL-terminated array of C strings (execve(2)'s
+// argv, envp) and returns its address. A NUL inside a string is refused (EINVAL).
+func (p *Plan) StrArray(ss []string) (uintptr, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	return p.arena.cstrings(ss)
+}
+
 // Bytes copies b into the arena and returns its address (0 after an error).
 func (p *Plan) Bytes(b []byte) uintptr {
 	if p.err != nil {
@@ -304,7 +311,8 @@ func (p *Plan) Str(s string) uintptr {
 }
 
 // Sub is a sub-plan being compiled: the ops added between BeginSub and EndSub run in
-// a child of their own (the commands' pid 1, say), with registers of its own, started
+// a child of their own (the commands' pid 1, say), with registers of its own (a copy
+// of the parent's at the clone), started
 // by CloneSub and awaited by AwaitSub. Its ops share the plan's index space, so that a
 // failure names the sub-plan's step as any other.
 type Sub struct {
@@ -511,8 +519,6 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			st.rec = Record{Kind: uint32(a[1]), A: uint32(a[2]), B: uint64(a[3])}
 			a[1], a[2] = uintptr(unsafe.Pointer(&st.rec)), recSize
 			r, e = k.raw(unix.SYS_WRITE, a)
-		case SigDefault:
-			e = sigDefault(st, k)
 		case AbsCwd:
 			e = absCwd(st, k)
 		case LookPath:
@@ -524,7 +530,9 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			*f |= uint16(a[1])
 			continue
 		case CloneSub:
-			r, e = k.clone(a[0], a[1], (*State)(unsafe.Add(unsafe.Pointer(st), a[2])))
+			sub := (*State)(unsafe.Add(unsafe.Pointer(st), a[2]))
+			sub.regs = st.regs // the sub-plan starts with the registers as they are now
+			r, e = k.clone(a[0], a[1], sub)
 		case AwaitSub:
 			var n int
 			if n, e = readSubReport(st, k); e == 0 && n == recSize && st.subrep.Kind == RecFailed {
@@ -543,11 +551,24 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 					r = uintptr(st.cmsg.fd)
 				}
 			}
-		default:
-			r, e = k.raw(o.nr, a)
-			if e == 0 && o.kind == ReadOne && r != 1 {
+		case ReadOne:
+			a[1], a[2] = uintptr(unsafe.Pointer(&st.iobuf[0])), 1
+			if r, e = k.raw(o.nr, a); e == 0 && r != 1 {
 				e = unix.EPIPE
 			}
+			r = uintptr(st.iobuf[0])
+		case Try:
+			r, e = k.raw(o.nr, a)
+			if e != 0 && e != unix.EINTR {
+				r, e = uintptr(-int64(e)), 0
+			}
+		case SkipUnlessSet:
+			if int64(a[0]) < 0 {
+				i += int(o.skip)
+			}
+			continue
+		default:
+			r, e = k.raw(o.nr, a)
 		}
 		if (e == unix.EINTR || e == unix.EAGAIN && o.nr == unix.SYS_OPENAT2) && retries < maxRetries {
 			retries++
