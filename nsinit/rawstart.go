@@ -212,6 +212,8 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	p.Call(ps, func(e unix.Errno) error { return &execError{path: st.path(p), errno: e} }, unix.SYS_EXECVE, pathArg, lit(argv), lit(envv))
 	p.EndSub(sub, fd.stageRepW)
 
+	// the fork, reported as startPlan's are: under the process stage's first step
+	s = p.Begin("signal mask")
 	cmd := p.Reg()
 	p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))

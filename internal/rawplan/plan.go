@@ -718,3 +718,16 @@ const recSize = 16
 
 // RecFailed is the kind of a failure's Record.
 const RecFailed = 0xFA11ED
+
+// StepOrder is the names of the steps the plan's ops belong to, in op order, a run of
+// ops of one step named once.
+func (p *Plan) StepOrder() []string {
+	var out []string
+	for i := range p.St.ops {
+		name := p.steps[p.St.ops[i].step]
+		if len(out) == 0 || out[len(out)-1] != name {
+			out = append(out, name)
+		}
+	}
+	return out
+}
