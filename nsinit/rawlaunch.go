@@ -41,12 +41,32 @@ func rawWanted(spec *config.Config, p *cloneParams, pooled, session bool) bool {
 	return rawEligible(spec) == nil
 }
 
-// rawArena is the size of a raw init's arena, and rawOps the ops it holds: the agent
-// policy's plan is ~700 ops and ~60 KiB (TestRawRootSameMounts).
+// rawArena is the size of a raw init's arena before the command's arguments,
+// environment and filter, and rawOps the ops it holds: the agent policy's plan is ~700
+// ops and ~60 KiB (TestRawRootSameMounts), its states and stacks ~50 KiB.
 const (
 	rawArena = 1 << 20
 	rawOps   = 8192
 )
+
+// rawArenaSize is the arena a config's plan needs: rawArena and room for the
+// command's arguments and environment (their C strings and pointers, twice for the
+// PATH candidates' share), the files' contents and the filter.
+func rawArenaSize(spec *config.Config) int {
+	n := rawArena
+	if spec.Process != nil {
+		for _, a := range append(slices.Clip(spec.Process.Args), spec.Process.Env...) {
+			n += 2*len(a) + 16
+		}
+	}
+	for _, f := range spec.Files {
+		n += len(f.Content) + len(f.Path) + 16
+	}
+	if spec.Linux != nil {
+		n += 8 * len(spec.Linux.Filter)
+	}
+	return n
+}
 
 // launchRaw compiles spec's raw init, clones it with p's namespaces and id maps, and
 // gives it stdio's descriptors. It returns the launch as launchInit does (specW nil:
@@ -106,7 +126,7 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	mine = append(mine, fd.holderSend, fd.holderRecv, fd.holderExe)
 	sfd = rawStartFds{sync: syncP[1], stageRepR: stageRep[0], stageRepW: stageRep[1], life: lifeP[0]}
 
-	plan, err := rawplan.New(rawArena, rawOps)
+	plan, err := rawplan.New(rawArenaSize(spec), rawOps)
 	if err != nil {
 		return fail("config", err)
 	}
@@ -127,6 +147,9 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		needed = append(needed, nullFd(fd.null))
 	}
 	s := plan.Begin("move descriptors")
+	// named as the Go init's argv[0] for ps(1) and the tests that look for it: its
+	// command line is the launcher's, whose memory it shares
+	plan.Call(s, nil, unix.SYS_PRCTL, rawplan.Lit(unix.PR_SET_NAME), rawplan.Lit(plan.Str(InitArg)))
 	for i, f := range stdio.fds {
 		switch {
 		case f == i:

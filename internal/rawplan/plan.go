@@ -350,8 +350,11 @@ func (p *Plan) EndSub(sub *Sub, report int) {
 // a stack of its own in the arena; its pid goes to r.
 func (p *Plan) CloneSub(s uint16, errf func(unix.Errno) error, sub *Sub, flags uintptr, r Reg) {
 	top, err := p.Stack(StackSize)
-	if err != nil || sub.st == nil {
-		p.Refuse(errors.Join(err, errors.New("a sub-plan not ended")))
+	if err == nil && sub.st == nil {
+		err = errors.New("a sub-plan not ended")
+	}
+	if err != nil {
+		p.Refuse(err)
 		return
 	}
 	off := ptr(sub.st) - ptr(p.St)
