@@ -22,6 +22,7 @@ import (
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // supervisorArg, as argv[1], makes the binary a session's supervisor (started by
@@ -45,6 +46,45 @@ type startData struct {
 	// NotFound explains a command's exit 127 as gosbx exec does, from the host as the
 	// session's start saw it (its PATH and HOME: those its binds were chosen from).
 	NotFound policy.NotFoundContext
+	// Filter is Config.Linux.Filter as seccomp.Program.Bytes (Config carries neither it
+	// nor its source, Linux.Seccomp, which the supervisor never reads): in JSON, as an
+	// array of objects, the program and source were two thirds of the start data and of
+	// what decoding it left on the supervisor's heap for the session's life.
+	Filter []byte `json:",omitempty"`
+}
+
+// withFilterBytes is sd as sent to the supervisor: Filter set from the config's, the
+// config's Linux without Filter and Seccomp (sd itself unchanged).
+func withFilterBytes(sd *startData) *startData {
+	out := *sd
+	if sd.Config == nil || sd.Config.Linux == nil {
+		return &out
+	}
+	c, l := *sd.Config, *sd.Config.Linux
+	out.Filter = l.Filter.Bytes()
+	l.Filter, l.Seccomp = nil, nil
+	c.Linux = &l
+	out.Config = &c
+	return &out
+}
+
+// readStartData decodes the start data from r and puts the filter back in its config.
+func readStartData(r io.Reader) (*startData, error) {
+	var sd startData
+	if err := json.NewDecoder(r).Decode(&sd); err != nil {
+		return nil, err
+	}
+	if len(sd.Filter) > 0 {
+		if sd.Config == nil || sd.Config.Linux == nil {
+			return nil, errors.New("a seccomp filter without a config")
+		}
+		p, err := seccomp.ParseProgram(sd.Filter)
+		if err != nil {
+			return nil, err
+		}
+		sd.Config.Linux.Filter, sd.Filter = p, nil
+	}
+	return &sd, nil
 }
 
 // stopGrace is how long `session stop` lets the session's processes end after SIGTERM
@@ -89,8 +129,8 @@ func superviseMain() int {
 		ready.Close()
 		return nsinit.ExitSetup
 	}
-	var sd startData
-	if err := json.NewDecoder(os.NewFile(3, "start")).Decode(&sd); err != nil {
+	sd, err := readStartData(os.NewFile(3, "start"))
+	if err != nil {
 		return fail(fmt.Errorf("read the session's config: %w", err))
 	}
 	files := session.FilesOf(sd.Dir, sd.Name)
@@ -477,7 +517,7 @@ func setEnv(env []string, key, kv string) []string {
 // and returns once the session is ready, or the error that stopped it (the supervisor
 // then has left nothing behind).
 func startSupervisor(sd *startData, ownerPidfd int) error {
-	b, err := json.Marshal(sd)
+	b, err := json.Marshal(withFilterBytes(sd))
 	if err != nil {
 		return err
 	}
