@@ -313,7 +313,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var l *initLaunch
 	var raw *rawLaunch
 	var step string
-	if rawWanted(spec, &params, pooled, c.session) {
+	if rawWanted(spec, &params, pooled, c.session, c.own.group != nil) {
 		// the raw init (rawlaunch.go): no init cloned ahead is taken
 		pre.Close()
 		var stdio *stdioCopy

@@ -32,9 +32,12 @@ type rawLaunch struct {
 // rawWanted reports whether this launch takes the raw init: only in a build that asks
 // for it (rawInitDefault, a test switch for now), for a config rawEligible accepts, and
 // a clone whose parameters the raw clone implements (no host id, no cgroup v2 clone,
-// no CPU pinning, no fd 7).
-func rawWanted(spec *config.Config, p *cloneParams, pooled, session bool) bool {
-	if !rawInitDefault || pooled || session || p.as != nil || p.cpus != nil || p.egressR != nil || p.sys.UseCgroupFD ||
+// no CPU pinning, no fd 7), without a cgroup (grouped): the raw init shares the
+// launcher's memory, whose pages a memory cgroup charges to the launcher's group and
+// whose whole size an OOM kill in the sandbox's group would weigh (and kill: every
+// process sharing a victim's memory dies with it).
+func rawWanted(spec *config.Config, p *cloneParams, pooled, session, grouped bool) bool {
+	if !rawInitDefault || pooled || session || grouped || p.as != nil || p.cpus != nil || p.egressR != nil || p.sys.UseCgroupFD ||
 		p.sys.Credential != nil || len(spec.Cleanup) > 0 {
 		return false
 	}
@@ -150,6 +153,15 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	// named as the Go init's argv[0] for ps(1) and the tests that look for it: its
 	// command line is the launcher's, whose memory it shares
 	plan.Call(s, nil, unix.SYS_PRCTL, rawplan.Lit(unix.PR_SET_NAME), rawplan.Lit(plan.Str(InitArg)))
+	// A fault of its own (a bug) kills the raw init with its default action, never the
+	// launcher's Go handler, which would run on the launcher's g in its memory. The
+	// signal handlers are its own copy (no CLONE_SIGHAND); every other signal stays
+	// blocked, the forwarded ones read from a signalfd.
+	dfl := rawplan.Alloc[[4]uintptr](plan)
+	for _, sig := range []unix.Signal{unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS} {
+		plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("rt_sigaction %v SIG_DFL: %w", sig, e) },
+			unix.SYS_RT_SIGACTION, rawplan.Lit(uintptr(sig)), rawplan.Lit(rawplan.Ptr(dfl)), rawplan.Lit(0), rawplan.Lit(8))
+	}
 	for i, f := range stdio.fds {
 		switch {
 		case f == i:
