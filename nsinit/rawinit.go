@@ -157,6 +157,7 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	s = p.Begin("mount")
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderSend)))
 	p.AwaitSub(s, errno("the holder's report"), sub, lit(uintptr(fd.holderRepR)))
+	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderRepR)))
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderExe)))
 	procFS := p.Reg()
 	p.RecvFd(s, func(e unix.Errno) error { return fmt.Errorf("receive the procfs context: %w", e) }, lit(uintptr(fd.holderRecv)), procFS)
@@ -166,9 +167,13 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		return nil, err
 	}
 	built.root = root
-	// the O_PATH descriptors of the host sources, cloned into the root now
+	// the O_PATH descriptors of the host sources (and /dev/null), cloned into the root
+	// now: none of the host stays within the init's reach
 	for _, src := range fd.sources {
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(src)))
+	}
+	if fd.null != nil {
+		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.null.Fd())))
 	}
 	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
 		return nil, err

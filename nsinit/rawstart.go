@@ -218,6 +218,8 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))
 	p.AwaitSub(s, errno("the process stage's report"), sub, lit(uintptr(fd.stageRepR)))
+	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepR)))
+	p.CloseReg(s, dir) // as awaitPlan closes the command's working directory
 
 	// the exec report, then pid 1's capabilities dropped (dropThreadCaps), then the reaper
 	s = p.Begin("exec report")
