@@ -117,11 +117,12 @@ func faultBinary(t *testing.T) string {
 	return taggedBinary(t, "gosbxfault")
 }
 
-// taggedBinary builds gosbx with -tags tag into a directory any user can read.
+// taggedBinary builds gosbx with -tags tag (one tag or a comma-separated list) into a
+// directory any user can read.
 func taggedBinary(t *testing.T, tag string) string {
 	t.Helper()
 	requireBinary(t)
-	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-"+tag+"-")
+	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-"+strings.ReplaceAll(tag, ",", "-")+"-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))

@@ -57,3 +57,32 @@ func TestRawInitTaken(t *testing.T) {
 		}
 	})
 }
+
+// A step of the raw init that fails says what the Go init's says: for every step of
+// faultSteps both make fail (-tags gosbxfault, the raw one with gosbxrawinit too), a
+// caller other than root (the raw init's) gets the same exit status and the same
+// message from both, and the command does not run.
+func TestRawFaultSameAsGo(t *testing.T) {
+	goBin := faultBinary(t)
+	rawBin := taggedBinary(t, "gosbxfault,gosbxrawinit")
+	s := newSandbox(t, nobodyCaller)
+	for _, st := range faultSteps {
+		var got [2]result
+		for i, bin := range []string{goBin, rawBin} {
+			marker := s.marker("fault")
+			ctx := s.limitCtx(runLimit)
+			cmd := s.rawCommand(ctx, "exec", "--workspace", s.ws, "--", "touch", marker)
+			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+			cmd.Env = s.env("GOSBX_FAULT=" + st)
+			got[i] = s.runCmd(ctx, cmd)
+			if _, err := os.Lstat(marker); err == nil && got[i].code != 0 {
+				t.Errorf("fault at %q: the command ran (%v)", st, got[i])
+				os.Remove(marker)
+			}
+			os.Remove(marker)
+		}
+		if got[0].code != got[1].code || got[0].stderr != got[1].stderr {
+			t.Errorf("fault at %q: Go init %d %q, raw init %d %q", st, got[0].code, got[0].stderr, got[1].code, got[1].stderr)
+		}
+	}
+}

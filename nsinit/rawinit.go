@@ -116,6 +116,10 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	s = p.Begin("ambient capabilities")
 	p.Call(s, errno("capset"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.init[0])))
 
+	// The Go init's steps in its order; a step with nothing to do for this config is
+	// named all the same (a fault-injection build fails it on request, as the Go
+	// init's step does).
+	p.Begin("read config")
 	// pid namespace: this process's next child is pid 1 of a new one, the holder
 	s = p.Begin("pid namespace")
 	p.Call(s, errno("unshare(CLONE_NEWPID)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWPID))
@@ -138,12 +142,12 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.CloneSub(s, errno("clone"), sub, 0, built.holder)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderRepW)))
 
+	s = p.Begin("hostname")
 	if spec.Hostname != "" {
-		s = p.Begin("hostname")
 		p.Call(s, errno("sethostname"), unix.SYS_SETHOSTNAME, lit(p.Str(spec.Hostname)), lit(uintptr(len(spec.Hostname))))
 	}
+	s = p.Begin("loopback")
 	if hasNamespace(spec, specs.NetworkNamespace) {
-		s = p.Begin("loopback")
 		sock := p.Reg()
 		copy(c.ifr[:], "lo")
 		p.Call(s, errno("socket"), unix.SYS_SOCKET, lit(unix.AF_INET), lit(unix.SOCK_DGRAM|unix.SOCK_CLOEXEC), lit(0)).Into(sock)
@@ -153,6 +157,7 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		p.CloseReg(s, sock)
 	}
 
+	p.Begin("egress")
 	// mount: the holder's procfs context, then the root
 	s = p.Begin("mount")
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderSend)))
@@ -175,6 +180,8 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	if fd.null != nil {
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.null.Fd())))
 	}
+	p.Begin("set-ID procfs")
+	p.Begin("resolv.conf")
 	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
 		return nil, err
 	}
@@ -182,9 +189,9 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.Call(s, errno("prctl(PR_SET_DUMPABLE)"), unix.SYS_PRCTL, lit(unix.PR_SET_DUMPABLE), lit(0))
 	s = p.Begin("session keyring")
 	p.Call(s, errno("keyctl join session keyring"), unix.SYS_KEYCTL, lit(unix.KEYCTL_JOIN_SESSION_KEYRING), lit(0)).Tolerate(unix.ENOSYS).Tolerate(unix.EPERM)
+	s = p.Begin("cgroup namespace")
 	if hasNamespace(spec, specs.CgroupNamespace) {
 		// after the launcher's go-ahead: the init is in the sandbox's cgroup
-		s = p.Begin("cgroup namespace")
 		r := p.Reg()
 		p.Op(s, errno("the launcher's go-ahead"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.life)), lit(0), lit(1)).Into(r)
 		built.goByte = &r
@@ -192,5 +199,6 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	}
 	s = p.Begin("limit capabilities")
 	p.Call(s, errno("capset"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.stage[0])))
+	p.Begin("set-ID thread")
 	return built, p.Finish()
 }

@@ -120,6 +120,9 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 			return fail("pipe", err)
 		}
 		mine = append(mine, pp[0], pp[1])
+		if err = fault.Check("pipe"); err != nil {
+			return fail("pipe", err)
+		}
 	}
 	fd.mapsR, fd.mapsW, fd.life = mapsP[0], mapsP[1], lifeP[0]
 	fd.holderRepR, fd.holderRepW = holderRep[0], holderRep[1]
