@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/gosbx/gosbx/internal/rawplan"
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // The raw init's steps come in the Go init's order for the same config: its build
@@ -82,4 +84,48 @@ func TestRawStepOrder(t *testing.T) {
 	if want := []string{"wait for the id maps", "setsid", "ambient capabilities"}; !slices.Equal(order[:first], want) {
 		t.Errorf("the clone child's steps %q, want %q", order[:first], want)
 	}
+}
+
+// BenchmarkRawPlan is the launcher's cost of compiling the agent policy's raw init (no
+// kernel call but the arena's mmap and the sources' fstat).
+func BenchmarkRawPlan(b *testing.B) {
+	ws := b.TempDir()
+	spec, err := rawRootConfig(ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec.RootID, spec.Linux.Filter = nil, nil
+	null, err := mounts.OpenNull("/dev/null")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer null.Close()
+	for range b.N {
+		p, err := rawplan.New(rawArenaSize(spec), rawOps)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fds := &rawFds{null: null, mapsR: 20, mapsW: 21, holderSend: 22, holderRecv: 23, holderExe: 24, holderRepR: 25, holderRepW: 26, life: 27}
+		for range mountsBindCount(spec) {
+			fds.sources = append(fds.sources, 0) // stdin: fstat succeeds
+		}
+		built, err := planRawBuild(p, spec, fds)
+		if err == nil {
+			_, err = planRawStart(p, spec, built, rawStartFds{sync: 28, stageRepR: 29, stageRepW: 30, life: 27})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Free()
+	}
+}
+
+func mountsBindCount(spec *config.Config) int {
+	n := 0
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" {
+			n++
+		}
+	}
+	return n
 }
