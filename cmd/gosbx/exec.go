@@ -252,7 +252,8 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintln(os.Stderr, note)
 	}
 	if cmd.Result.ExitCode != 0 {
-		if note := enclosingNote(o.Workspace, ws); note != "" {
+		refused := func(d string) error { return eff.WorkspaceRefusal(d, host) }
+		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
 		return statusError(cmd.Result.ExitCode)
