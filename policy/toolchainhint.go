@@ -166,7 +166,10 @@ func (tr *tcResolver) outside(p string, visible func(string) bool) []string {
 	var roots []string
 	for _, hop := range hops {
 		if !visible(hop) {
-			if r := tr.rootOf(filepath.Dir(hop)); !slices.Contains(roots, r) {
+			for _, r := range tr.rootsOf(filepath.Dir(hop)) {
+				if slices.Contains(roots, r) {
+					continue
+				}
 				roots = append(roots, r)
 				if r == filepath.Join(tr.h.home, ".cargo", "bin") && isDir(filepath.Join(tr.h.home, ".rustup")) {
 					roots = append(roots, filepath.Join(tr.h.home, ".rustup")) // what rustup's proxies run
