@@ -256,6 +256,9 @@ func execute(o policy.Options, status *os.File) error {
 		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
+		if note := gitNote(spec, eff.Filesystem.Git); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil
