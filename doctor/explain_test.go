@@ -292,3 +292,15 @@ func TestExplainSetupKeepsTheErrorsHint(t *testing.T) {
 		t.Errorf("fix %q; want the error's hint %q", fix, hint)
 	}
 }
+
+// A probe child that said why it failed is shown by its words alone (the trial saw
+// "mount overlay: permission denied exit status 1"); one that said nothing, by its status.
+func TestProbeDetail(t *testing.T) {
+	err := exec.Command("sh", "-c", "exit 1").Run()
+	if got := probeDetail("mount overlay: permission denied", err); got != "mount overlay: permission denied" {
+		t.Errorf("with a message: %q", got)
+	}
+	if got := probeDetail("", err); got != "exit status 1" {
+		t.Errorf("without one: %q", got)
+	}
+}
