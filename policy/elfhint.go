@@ -9,16 +9,26 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gosbx/gosbx/nsinit/config"
 )
+
+// maxELFHint bounds the size of a file elfDeps parses (debug/elf reads the dynamic
+// section and its strings whole; a file in the workspace is the command's choice).
+const maxELFHint = 256 << 20
 
 // elfDeps reads the ELF file p (canonical, opened as openNoLinks does, so that a link
 // swapped in since is not followed onto a device): the interpreter its PT_INTERP
 // names (the dynamic loader, "" for a static executable) and the shared libraries its
 // DT_NEEDED entries name (elf(5)). ok is false for a file that is not ELF.
 func elfDeps(p string) (interp string, needed []string, ok bool) {
-	fd, _, ok := openNoLinks(p)
+	fd, size, ok := openNoLinks(p)
 	if !ok {
+		return "", nil, false
+	}
+	if size > maxELFHint {
+		unix.Close(fd)
 		return "", nil, false
 	}
 	f := os.NewFile(uintptr(fd), p)
