@@ -425,13 +425,13 @@ func TestNotFoundHint(t *testing.T) {
 	if got := p.NotFoundHint(h, s, "nosuch", "nosuch"); got != "" {
 		t.Errorf("a command the host lacks too: %q", got)
 	}
-	// pyenv itself: bin/pyenv leads to libexec/pyenv; the root holding both is named
-	// once (the trial's hint said --ro ~/.pyenv --ro ~/.pyenv/libexec)
+	// pyenv itself: bin/pyenv leads to libexec/pyenv; both are named, once each, never
+	// ~/.pyenv whole with its other entries (versions, shims: not a prefix's layout)
 	mkdirs(t, l.home+"/.pyenv/bin", l.home+"/.pyenv/libexec")
 	os.WriteFile(l.home+"/.pyenv/libexec/pyenv", []byte("#!/bin/sh\n"), 0o755)
 	l.symlink("../libexec/pyenv", l.home+"/.pyenv/bin/pyenv")
 	hp := l.host("~/.pyenv/bin:/usr/bin")
-	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv or --toolchain auto"
+	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv/bin --ro " + l.home + "/.pyenv/libexec or --toolchain auto"
 	if got := p.NotFoundHint(hp, s, "pyenv", "pyenv"); got != want {
 		t.Errorf("pyenv hint\n%q; want\n%q", got, want)
 	}
@@ -529,5 +529,26 @@ func TestNotFoundContextJSON(t *testing.T) {
 				t.Errorf("toolchain %q: no hint for %s to compare", tc, name)
 			}
 		}
+	}
+}
+
+// A PATH bin directory whose parent holds more than a prefix's layout (the trial's
+// /tmp/trial with bin/, priv/, proj/): only the layout directories are bound, never the
+// siblings; a parent that is a prefix, a venv or a Go root is bound whole.
+func TestToolchainPrefixParts(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.home
+	trial := l.root + "/trial"
+	gor := l.root + "/go"
+	node := h + "/.nvm/versions/node/v20.1.0"
+	mkdirs(t, trial+"/bin", trial+"/lib", trial+"/priv", trial+"/proj", gor+"/bin", gor+"/src", node+"/lib")
+	os.WriteFile(trial+"/notes.txt", []byte("private"), 0o644)
+	os.WriteFile(gor+"/go.env", nil, 0o644)
+	os.WriteFile(gor+"/secret.txt", nil, 0o644)
+	os.WriteFile(node+"/README.md", nil, 0o644)
+	p := l.effective(l.host(trial+"/bin:"+gor+"/bin:~/.nvm/versions/node/v20.1.0/bin:/usr/bin"), "auto")
+	want := []string{trial + "/bin", trial + "/lib", gor, node}
+	if got := boundPaths(p); !slices.Equal(got, want) {
+		t.Fatalf("bound %q; want %q", got, want)
 	}
 }
