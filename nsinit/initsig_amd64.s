@@ -25,3 +25,25 @@ TEXT sigRestorer<>(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	$15, AX // SYS_rt_sigreturn
 	SYSCALL
 	INT	$3
+
+// func faultFilterAddr() uintptr
+TEXT ·faultFilterAddr(SB),NOSPLIT,$0-8
+	LEAQ	faultFilter<>(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// faultFilter is a signal handler (C calling convention: DI the signal number, SI the
+// siginfo, DX the ucontext) for the synchronous signals during a one-shot init's setup
+// (initfault.go): a signal another process sent (si_code <= 0: SI_USER, SI_QUEUE,
+// SI_TKILL, …) is dropped; any other is a fault of the init's own and goes on to the
+// handler that was there (the Go runtime's sigtramp), registers and stack as the kernel
+// left them, so that the runtime sees it as if called directly.
+TEXT faultFilter<>(SB),NOSPLIT|NOFRAME,$0
+	MOVL	8(SI), AX // si_code
+	CMPL	AX, $0
+	JLE	drop
+	LEAQ	·faultNext(SB), AX
+	MOVQ	(AX)(DI*8), AX
+	JMP	AX
+drop:
+	RET
