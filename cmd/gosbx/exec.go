@@ -248,7 +248,7 @@ func execute(o policy.Options, status *os.File) error {
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}
-	if note := limitNote(spec, cmd.Result); note != "" {
+	if note := limitNote(spec, cmd.Result, false); note != "" {
 		fmt.Fprintln(os.Stderr, note)
 	}
 	if cmd.Result.ExitCode != 0 {
