@@ -110,8 +110,8 @@ type Cmd struct {
 	// sessLimitEvents are the session's cgroup's OOM kills and pids-limit refusals
 	// when the session command was sent (cgroup.Group.LimitEvents)
 	sessLimitEvents [2]int64
-	hostPid int      // and on the host
-	pty     *os.File // a session command's terminal master (TTY)
+	hostPid         int      // and on the host
+	pty             *os.File // a session command's terminal master (TTY)
 
 	setupOut *setupOutput // the init's fd 2 until it restores the command's stderr
 }
