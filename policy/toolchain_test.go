@@ -531,3 +531,45 @@ func TestNotFoundContextJSON(t *testing.T) {
 		}
 	}
 }
+
+// In git commit mode a linked worktree's common git dir (<repo>/.git, outside the
+// workspace) is bound read-write: a sandbox writes it, so it counts among the written
+// trees. A PATH entry in the main checkout (<repo>/bin) is then bound alone, never the
+// main checkout that holds that git dir (which auto took for the entry's root before);
+// with git readonly the git dir is read-only and nothing changes.
+func TestToolchainLinkedWorktreeGitDir(t *testing.T) {
+	l := newToolchainLab(t)
+	repo := filepath.Join(l.root, "src", "main")
+	newRepo(t, repo)
+	gitCmd(t, repo, "worktree", "add", "-q", l.ws)
+	mkdirs(t, repo+"/bin")
+	if err := os.WriteFile(repo+"/bin/tool", []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	common := filepath.Join(repo, ".git")
+	for _, mode := range []string{GitCommit, GitReadOnly} {
+		p, err := Effective(Options{Policy: gitPolicy(t, mode), Workspace: l.ws, Toolchains: []string{"auto"}}, l.host(repo+"/bin:/usr/bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := boundPaths(p)
+		if mode == GitCommit {
+			if !slices.Contains(got, repo+"/bin") {
+				t.Errorf("%s: bound %q; want %s/bin", mode, got, repo)
+			}
+			for _, b := range got {
+				if under(common, b) {
+					t.Errorf("%s: bound %s, which holds the linked worktree's git dir %s (written in commit mode)", mode, b, common)
+				}
+			}
+			if c := linkedCommonDir(l.ws); c != common {
+				t.Errorf("linkedCommonDir(%s) = %q, want %s", l.ws, c, common)
+			}
+		} else if !slices.Contains(got, repo) {
+			t.Errorf("%s: bound %q; want %s (the git dir is read-only there)", mode, got, repo)
+		}
+	}
+	if c := linkedCommonDir(repo); c != "" {
+		t.Errorf("linkedCommonDir of the main checkout = %q, want none", c)
+	}
+}
