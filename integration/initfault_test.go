@@ -64,6 +64,9 @@ func TestInitIgnoresFaultSignalsFromHost(t *testing.T) {
 			}
 		}
 		waitDelivered(t, init, faultFromUser)
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", init)); procState(st) == 'Z' || len(st) == 0 {
+			t.Errorf("the init %d died of a signal another process sent it", init)
+		}
 		stdin.Write([]byte{'\n'})
 		stdin.Close()
 		go func() {
