@@ -84,12 +84,12 @@ func sigName(s syscall.Signal) string {
 }
 
 // Signals a host process sends with tgkill(2) to one thread of the init while its
-// command runs: to the main thread, every forwarded signal reaches the command; to any
-// other thread, those the Go runtime unblocks on its threads (SIGHUP, SIGINT, SIGQUIT,
-// SIGTERM) reach it too (the init's handler sends them on to the main thread), while
-// SIGUSR1, SIGUSR2 and SIGWINCH stay pending on that thread, blocked there since the
-// init's start, neither forwarded nor acted on (README, "Signals"; docs/decisions.md,
-// "Signals sent to one thread of the init"). The init survives all of them.
+// command runs reach the command, whichever thread: the main one (which reads them from
+// its signalfd) or any other (the Go runtime's, the set-ID handler), where the init's
+// handler sends them on to the main thread. Before, SIGUSR1, SIGUSR2 and SIGWINCH sent
+// to a thread other than the main one stayed pending there for good (blocked on every
+// thread since the init's start): nsinit's initthreads.go unblocks them on the others.
+// The init survives all of them.
 func TestInitThreadDirectedSignals(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
@@ -116,38 +116,21 @@ while :; do sleep 1000 & wait $!; done`
 				t.Fatalf("after %s, the command printed %q (%v), want %q", what, line, err, want)
 			}
 		}
-		// the main thread: all of them
-		for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGHUP} {
-			must(t, unix.Tgkill(init, init, sig))
-			expect(fmt.Sprintf("tgkill %v to the main thread", sig), strings.TrimPrefix(sigName(sig), "SIG")+"\n")
-		}
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", init))
 		must(t, err)
-		others := 0
+		if len(tasks) < 2 {
+			t.Fatalf("the init has no thread but its main one")
+		}
 		for _, task := range tasks {
 			tid, _ := strconv.Atoi(task.Name())
-			if tid == init {
-				continue
-			}
-			others++
-			// the four the runtime unblocks: forwarded
-			for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT} {
-				must(t, unix.Tgkill(init, tid, sig))
+			for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT} {
+				if err := unix.Tgkill(init, tid, sig); err == unix.ESRCH {
+					break // a thread the runtime ended meanwhile
+				} else if err != nil {
+					t.Fatalf("tgkill %d %d %v: %v", init, tid, sig, err)
+				}
 				expect(fmt.Sprintf("tgkill %v to thread %d", sig, tid), strings.TrimPrefix(sigName(sig), "SIG")+"\n")
 			}
-			// the others: pending on that thread
-			for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH} {
-				must(t, unix.Tgkill(init, tid, sig))
-			}
-			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", init, tid))
-			must(t, err)
-			want := uint64(1<<(syscall.SIGUSR1-1) | 1<<(syscall.SIGUSR2-1) | 1<<(syscall.SIGWINCH-1))
-			if pnd := statusMask(string(status), "SigPnd:"); pnd&want != want {
-				t.Errorf("thread %d: SigPnd %#x, want %#x pending there", tid, pnd, want)
-			}
-		}
-		if others == 0 {
-			t.Fatalf("the init has no thread but its main one")
 		}
 		// nothing else reached the command: the next line is the process-directed SIGTERM's
 		must(t, syscall.Kill(init, syscall.SIGTERM))
@@ -157,15 +140,4 @@ while :; do sleep 1000 & wait $!; done`
 			t.Errorf("gosbx exec: %v, want exit status 3 (the command's)", err)
 		}
 	})
-}
-
-// statusMask reads the hexadecimal mask after key in a /proc status file.
-func statusMask(status, key string) uint64 {
-	for _, l := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(l, key); ok {
-			m, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return m
-		}
-	}
-	return 0
 }

@@ -71,6 +71,10 @@ func Init() {
 		if sigfd, err = catchSignals(); err == nil {
 			err = filterFaultSignals()
 		}
+		if err == nil {
+			err = installUnblock()
+			fixThreads()
+		}
 		if err != nil {
 			w.send(errorMessage("signals", err))
 			os.Exit(ExitSetup)

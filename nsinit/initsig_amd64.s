@@ -47,3 +47,20 @@ TEXT faultFilter<>(SB),NOSPLIT|NOFRAME,$0
 	JMP	AX
 drop:
 	RET
+
+// func unblockAddr() uintptr
+TEXT ·unblockAddr(SB),NOSPLIT,$0-8
+	LEAQ	sigUnblock<>(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// sigUnblock is the handler of sigUnblockSignal (initthreads.go; C calling convention:
+// DX the ucontext): it clears unblockMask from the interrupted context's signal mask
+// (struct ucontext's uc_sigmask, at byte 296 on x86-64: uc_flags, uc_link, uc_stack,
+// then uc_mcontext's 256 bytes), which rt_sigreturn(2) makes the thread's mask on the
+// way back. No Go code runs.
+TEXT sigUnblock<>(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	·unblockMask(SB), AX
+	NOTQ	AX
+	ANDQ	AX, 296(DX)
+	RET
