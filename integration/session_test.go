@@ -885,3 +885,24 @@ func TestSessionRunDirNotBound(t *testing.T) {
 		mustSucceed(t, e.gosbx("exec", "--workspace", e.ws, "--ro", other, "--", "touch", marker), "exec --ro beside the runtime directory")
 	})
 }
+
+// TestSessionFilter: a session's commands run under the policy's seccomp filter, which
+// travels to the supervisor as its bytes (cmd/gosbx startData.Filter): keyctl(2), which
+// the agent profile refuses with EPERM and which works in a user namespace without the
+// filter, fails with EPERM in the session, root caller and not.
+func TestSessionFilter(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("f")
+		r := e.in("f", nil, `exec `+python+` -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(250, 0, -3, 1)  # keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, create)
+print("keyctl", r, os.strerror(ctypes.get_errno()) if r < 0 else "ok")'`)
+		mustSucceed(t, r, "keyctl probe")
+		if !strings.Contains(r.stdout, "keyctl -1 Operation not permitted") {
+			t.Errorf("keyctl in a session: want EPERM from the filter\n%v", r)
+		}
+		mustSucceed(t, e.gosbx("session", "stop", "f"), "session stop")
+	})
+}

@@ -120,6 +120,12 @@ func (p *initPlan) add(step uint8, kind initOpKind, nr uintptr, a ...uintptr) {
 	p.ops = append(p.ops, op)
 }
 
+// planOpsCap bounds the ops of a plan with nfiles files and ncaps ambient
+// capabilities: two per signal, up to three per file, one per capability and a few
+// more. The plan's ops are made once with it: growing them by appends left ~20 KiB of
+// the launcher's heap behind, which no collection frees before it exits.
+func planOpsCap(nfiles, ncaps int) int { return 2*64 + 3*nfiles + 2*ncaps + 16 }
+
 // planInit compiles the child's steps for argv, env and sys (the SysProcAttr fields the
 // launcher sets; any other field is refused), with files moved to 0..n-1 as
 // syscall.ProcAttr.Files says, report the child's end of the report pipe and mapR
@@ -129,7 +135,8 @@ func planInit(argv, env []string, files []uintptr, sys *syscall.SysProcAttr, rep
 		sys.Pdeathsig != 0 || sys.Unshareflags != 0 || sys.PidFD != nil {
 		return nil, errors.New("a SysProcAttr field the init's clone does not implement")
 	}
-	p := &initPlan{report: report, all: ^uint64(0), mask: mask}
+	p := &initPlan{report: report, all: ^uint64(0), mask: mask,
+		ops: make([]initOp, 0, planOpsCap(len(files), len(sys.AmbientCaps)))}
 	p.ign.handler = 1 // SIG_IGN
 	var err error
 	if p.argv0, err = unix.BytePtrFromString("/proc/self/exe"); err != nil {

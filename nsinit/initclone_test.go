@@ -104,6 +104,9 @@ func TestInitPlanSteps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
+		if max := planOpsCap(len(files), len(c.sys.AmbientCaps)); len(p.ops) > max {
+			t.Errorf("%s: %d ops, more than the %d planOpsCap made room for", c.name, len(p.ops), max)
+		}
 		k := &fakeKernel{fds: map[int]fakeFd{}, handler: 0x4000, capData: &p.capData, old: &p.old}
 		for _, f := range append(slices.Clone(files), report, mapR, mapW) {
 			k.fds[int(f)] = fakeFd{file: int(f), cloexec: true}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
-	"github.com/gosbx/gosbx/seccomp"
 )
 
 // refusedWorkspaces cannot be the read-write workspace or a --rw bind: the root, and
@@ -375,10 +374,6 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := p.Seccomp
-	if sc == nil {
-		sc = &seccomp.Config{}
-	}
 	// The command's ids inside: 0 for a root caller (mapped to a host id of the
 	// range by nsinit), the caller's own otherwise, or the ones asked for.
 	uid, gid, rng := CommandIDs(h, p.uid, p.gid, p.idRange)
@@ -392,17 +387,10 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		// root caller (h.Root) may keep host uid 0 at all.
 		rootID = &config.RootID{Range: r, AllowHostRoot: h.Root && p.RootIdentityMap != RootIdentityDeny && !linked}
 	}
-	// The filter is compiled here, so that a bad one is a policy error (policy check,
-	// export), and the launcher and the init only pass the program on.
-	sc = CallerSeccomp(NetworkSeccomp(sc, p.Network.Mode), h.UID)
-	if h.UID == 0 {
-		sc = ownerSeccomp(sc, uid, gid)
-	}
-	source, err := sc.Spec()
-	var filter seccomp.Program
-	if err == nil {
-		filter, err = seccomp.Compile(source)
-	}
+	// The filter is compiled here (or ahead of time, for a built-in's), so that a bad
+	// one is a policy error (policy check, export), and the launcher and the init only
+	// pass the program on.
+	source, filter, err := launchFilter(p.Seccomp, p.Network.Mode, h.UID, uid, gid)
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
 	}

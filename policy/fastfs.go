@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,11 @@ import (
 
 // direntBufSize is the getdents64 buffer: most directories in one call.
 const direntBufSize = 16 << 10
+
+// direntBufs hold the getdents64 buffers between uses: a launch's globs and scans take
+// turns with one (no collection runs in a launcher to free the ones it dropped: each
+// was 16 KiB of its heap for good).
+var direntBufs = sync.Pool{New: func() any { return new([direntBufSize]byte) }}
 
 // openDirAt opens the directory name relative to dirfd (unix.AT_FDCWD: the current
 // directory) for reading, retrying on EINTR as package os does.
@@ -151,7 +157,9 @@ func globDir(dir, pattern string, matches []string) ([]string, error) {
 	defer unix.Close(fd)
 	var hit []string
 	bad := false
-	eachDirent(fd, make([]byte, direntBufSize), func(name []byte, _ uint8) error {
+	buf := direntBufs.Get().(*[direntBufSize]byte)
+	defer direntBufs.Put(buf)
+	eachDirent(fd, buf[:], func(name []byte, _ uint8) error {
 		ok, err := filepath.Match(pattern, string(name))
 		if err != nil {
 			bad = true
@@ -168,7 +176,7 @@ func globDir(dir, pattern string, matches []string) ([]string, error) {
 			return matches, nil
 		}
 		var names []string
-		eachDirent(fd, make([]byte, direntBufSize), func(name []byte, _ uint8) error {
+		eachDirent(fd, buf[:], func(name []byte, _ uint8) error {
 			names = append(names, string(name))
 			return nil
 		})

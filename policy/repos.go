@@ -113,7 +113,9 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			add(dir)
 		}
 	}
-	buf := make([]byte, direntBufSize)
+	pooled := direntBufs.Get().(*[direntBufSize]byte)
+	defer direntBufs.Put(pooled)
+	buf := pooled[:]
 	var walk func(parent int, name, dir, rel string, depth int)
 	walk = func(parent int, name, dir, rel string, depth int) {
 		if depth > scanDepth || exhausted {

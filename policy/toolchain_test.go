@@ -425,13 +425,13 @@ func TestNotFoundHint(t *testing.T) {
 	if got := p.NotFoundHint(h, s, "nosuch", "nosuch"); got != "" {
 		t.Errorf("a command the host lacks too: %q", got)
 	}
-	// pyenv itself: bin/pyenv leads to libexec/pyenv; the root holding both is named
-	// once (the trial's hint said --ro ~/.pyenv --ro ~/.pyenv/libexec)
+	// pyenv itself: bin/pyenv leads to libexec/pyenv; both are named, once each, never
+	// ~/.pyenv whole with its other entries (versions, shims: not a prefix's layout)
 	mkdirs(t, l.home+"/.pyenv/bin", l.home+"/.pyenv/libexec")
 	os.WriteFile(l.home+"/.pyenv/libexec/pyenv", []byte("#!/bin/sh\n"), 0o755)
 	l.symlink("../libexec/pyenv", l.home+"/.pyenv/bin/pyenv")
 	hp := l.host("~/.pyenv/bin:/usr/bin")
-	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv or --toolchain auto"
+	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv/bin --ro " + l.home + "/.pyenv/libexec or --toolchain auto"
 	if got := p.NotFoundHint(hp, s, "pyenv", "pyenv"); got != want {
 		t.Errorf("pyenv hint\n%q; want\n%q", got, want)
 	}
@@ -534,40 +534,35 @@ func TestNotFoundContextJSON(t *testing.T) {
 
 // In git commit mode a linked worktree's common git dir (<repo>/.git, outside the
 // workspace) is bound read-write: a sandbox writes it, so it counts among the written
-// trees. A PATH entry in the main checkout (<repo>/bin) is then bound alone, never the
-// main checkout that holds that git dir (which auto took for the entry's root before);
-// with git readonly the git dir is read-only and nothing changes.
+// trees: a link there on the way (~/.local/bin/wt-tool -> <repo>/.git/refs/wt-tool ->
+// an app elsewhere, a link a sandbox could have planted) chooses no root. With git
+// readonly the git dir is read-only and the link is followed as any other.
 func TestToolchainLinkedWorktreeGitDir(t *testing.T) {
 	l := newToolchainLab(t)
 	repo := filepath.Join(l.root, "src", "main")
 	newRepo(t, repo)
 	gitCmd(t, repo, "worktree", "add", "-q", l.ws)
-	mkdirs(t, repo+"/bin")
-	if err := os.WriteFile(repo+"/bin/tool", []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	common := filepath.Join(repo, ".git")
+	app := filepath.Join(l.home, "apps", "tool-2")
+	mkdirs(t, app+"/bin")
+	l.write("apps/tool-2/bin/tool", "#!/bin/sh\n")
+	l.symlink(app+"/bin/tool", common+"/refs/wt-tool")
+	l.symlink(common+"/refs/wt-tool", ".local/bin/wt-tool")
 	for _, mode := range []string{GitCommit, GitReadOnly} {
-		p, err := Effective(Options{Policy: gitPolicy(t, mode), Workspace: l.ws, Toolchains: []string{"auto"}}, l.host(repo+"/bin:/usr/bin"))
+		p, err := Effective(Options{Policy: gitPolicy(t, mode), Workspace: l.ws, Toolchains: []string{"auto"}}, l.host("~/.local/bin:/usr/bin"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := boundPaths(p)
-		if mode == GitCommit {
-			if !slices.Contains(got, repo+"/bin") {
-				t.Errorf("%s: bound %q; want %s/bin", mode, got, repo)
-			}
-			for _, b := range got {
-				if under(common, b) {
-					t.Errorf("%s: bound %s, which holds the linked worktree's git dir %s (written in commit mode)", mode, b, common)
-				}
-			}
-			if c := linkedCommonDir(l.ws); c != common {
-				t.Errorf("linkedCommonDir(%s) = %q, want %s", l.ws, c, common)
-			}
-		} else if !slices.Contains(got, repo) {
-			t.Errorf("%s: bound %q; want %s (the git dir is read-only there)", mode, got, repo)
+		bound := slices.ContainsFunc(boundPaths(p), func(b string) bool { return under(app, b) })
+		if mode == GitCommit && bound {
+			t.Errorf("%s: bound %q: %s, reached through a link in the linked worktree's git dir %s (written in commit mode)", mode, boundPaths(p), app, common)
 		}
+		if mode == GitReadOnly && !bound {
+			t.Errorf("%s: bound %q; want %s (the git dir is read-only there)", mode, boundPaths(p), app)
+		}
+	}
+	if c := linkedCommonDir(l.ws); c != common {
+		t.Errorf("linkedCommonDir(%s) = %q, want %s", l.ws, c, common)
 	}
 	if c := linkedCommonDir(repo); c != "" {
 		t.Errorf("linkedCommonDir of the main checkout = %q, want none", c)

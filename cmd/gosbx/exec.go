@@ -97,7 +97,7 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	b.register(f)
-	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout and --status-fd may be given with it")
+	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout, --status-fd, --detach and --tty may be given with it")
 	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job)")
 	f.BoolVar(&tty, "tty", false, "with --session: run CMD on a terminal of the sandbox's own (job control, Ctrl-C, window size), relayed to yours")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
@@ -252,7 +252,11 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintln(os.Stderr, note)
 	}
 	if cmd.Result.ExitCode != 0 {
-		if note := enclosingNote(o.Workspace, ws); note != "" {
+		refused := func(d string) error { return eff.WorkspaceRefusal(d, host) }
+		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
+		if note := gitNote(spec, eff.Filesystem.Git); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
 		return statusError(cmd.Result.ExitCode)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -41,17 +42,17 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.policy, "policy", "", "the policy: a built-in profile (agent, strict, build) or a YAML/JSON `FILE` (default agent)")
 	f.StringVar(&b.o.Workspace, "workspace", "", "the read-write `DIR`, bound at its own path (default: the policy's, else the current directory)")
 	f.StringVar(&b.o.Chdir, "chdir", "", "working `DIR` inside (a relative DIR is taken from the workspace); default: the current directory if inside the workspace, else the workspace")
-	f.StringArrayVar(&b.o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
-	f.StringArrayVar(&b.o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
-	f.StringArrayVar(&b.o.Toolchains, "toolchain", nil, "auto: bind read-only the roots of your PATH's toolchains (pyenv's version, nvm's node, ~/.local/bin, /opt/*) and of the workspace venv's python; none: no toolchains; or a toolchain root `PATH` (repeatable; default: the policy's, auto under build)")
-	f.StringArrayVar(&b.o.Symlinks, "symlink", nil, "make a symbolic link `TARGET:PATH` inside, at PATH outside every bind (repeatable)")
-	f.StringArrayVar(&b.o.Tmpfs, "tmpfs", nil, "a private tmpfs at `PATH[:size=SIZE]`, or the size of the policy's scratch tmpfs there (/tmp, /dev/shm, ...; repeatable)")
-	f.StringArrayVar(&b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
-	f.StringArrayVar(&b.o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
+	repeatableVar(f, &b.o.ReadOnly, "ro", nil, "bind `PATH` read-only at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
+	repeatableVar(f, &b.o.ReadWrite, "rw", nil, "bind `PATH` read-write at the same path, or SRC:DST at DST (repeatable; relative to the current directory)")
+	repeatableVar(f, &b.o.Toolchains, "toolchain", nil, "auto: bind read-only the roots of your PATH's toolchains (pyenv's version, nvm's node, ~/.local/bin, /opt/*) and of the workspace venv's python; none: no toolchains; or a toolchain root `PATH` (repeatable; default: the policy's, auto under build)")
+	repeatableVar(f, &b.o.Symlinks, "symlink", nil, "make a symbolic link `TARGET:PATH` inside, at PATH outside every bind (repeatable)")
+	repeatableVar(f, &b.o.Tmpfs, "tmpfs", nil, "a private tmpfs at `PATH[:size=SIZE]`, or the size of the policy's scratch tmpfs there (/tmp, /dev/shm, ...; repeatable)")
+	repeatableVar(f, &b.o.Env, "env", nil, "set `KEY=VALUE` inside (repeatable)")
+	repeatableVar(f, &b.o.PassEnv, "pass-env", nil, "pass the caller's variable `KEY` through (repeatable)")
 	f.StringVar(&b.o.Net, "net", "", "network `MODE`: none (a new namespace with only lo), proxy (only lo, and connections to --allow-host hosts through gosbx's proxy) or host (default: the policy's, none)")
-	f.StringArrayVar(&b.o.Publish, "publish", nil, "forward `[HOSTIP:]HOSTPORT:PORT` from the host (127.0.0.1 unless HOSTIP is given) to PORT on the sandbox's loopback (repeatable; not with --net host)")
+	repeatableVar(f, &b.o.Publish, "publish", nil, "forward `[HOSTIP:]HOSTPORT:PORT` from the host (127.0.0.1 unless HOSTIP is given) to PORT on the sandbox's loopback (repeatable; not with --net host)")
 	f.UintSliceVar(&b.hostPorts, "host-port", nil, "let the sandbox reach the host's 127.0.0.1:`PORT` at its own 127.0.0.1:PORT (repeatable; not with --net host)")
-	f.StringArrayVar(&b.o.AllowHosts, "allow-host", nil, "with --net proxy (implied): let the sandbox reach `PATTERN` (pypi.org, *.githubusercontent.com, HOST:PORT; default ports 443 and 80; repeatable)")
+	repeatableVar(f, &b.o.AllowHosts, "allow-host", nil, "with --net proxy (implied): let the sandbox reach `PATTERN` (pypi.org, *.githubusercontent.com, HOST:PORT; default ports 443 and 80; repeatable)")
 	f.StringVar(&b.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s, 5m; a bare number is seconds; 0 = none); exit 124; may only shorten the policy's")
 	f.StringVar(&b.o.Hostname, "hostname", "", "hostname `NAME` inside (default: the policy's, \"gosbx\")")
 	f.StringVar(&b.uid, "uid", "", "the command's uid `N` inside (default: 0 for a root caller, else your own)")
@@ -139,4 +140,40 @@ func (b *boundaryFlags) effective(args []string) (*policy.Policy, policy.Options
 		return nil, o, host, &setupFailure{step: "policy", err: err}
 	}
 	return eff, o, host, nil
+}
+
+// repeatableVar registers a repeatable string flag: pflag's StringArrayVar (each use
+// adds one value, no comma splitting; the first use replaces the default) without its
+// rendering of the default at registration, which writes it through a CSV writer with
+// a 4 KiB buffer, for every such flag on every start of gosbx (9 flags, 36 KiB of the
+// launcher's heap that no collection ever frees: docs/decisions.md, "The launcher's
+// memory"). The default is always empty here.
+func repeatableVar(f *pflag.FlagSet, p *[]string, name string, _ []string, usage string) {
+	*p = nil
+	f.Var(&repeatable{p: p}, name, usage)
+}
+
+// repeatable is the pflag.Value of repeatableVar.
+type repeatable struct {
+	p       *[]string
+	changed bool
+}
+
+func (r *repeatable) Set(v string) error {
+	if !r.changed {
+		*r.p, r.changed = nil, true
+	}
+	*r.p = append(*r.p, v)
+	return nil
+}
+
+// Type is pflag's name for the kind, shown where a usage names no value.
+func (r *repeatable) Type() string { return "stringArray" }
+
+// String is "" while empty, so that help shows no default, as for pflag's stringArray.
+func (r *repeatable) String() string {
+	if len(*r.p) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(*r.p, ",") + "]"
 }

@@ -33,8 +33,9 @@ const supervisorArg = "gosbx-session-supervisor"
 // startData is what `session start` hands its supervisor.
 type startData struct {
 	Name, Dir string
-	Config    *config.Config
-	Policy    string // the summary `session ls` shows
+	// Config travels as Init and Launch (startWire), not as JSON of its own.
+	Config *config.Config `json:"-"`
+	Policy string         // the summary `session ls` shows
 	// Bounds are what the session's policy lets a request set (--env, --chdir,
 	// --timeout), held to the rules of gosbx exec's flags.
 	Bounds policy.Bounds
@@ -45,6 +46,77 @@ type startData struct {
 	// NotFound explains a command's exit 127 as gosbx exec does, from the host as the
 	// session's start saw it (its PATH and HOME: those its binds were chosen from).
 	NotFound policy.NotFoundContext
+	// Init is config.Encode of Config: what the init is sent (the seccomp program
+	// among it, not its source, Linux.Seccomp, which the supervisor never reads).
+	Init []byte `json:",omitempty"`
+	// Launch are the fields of Config that config.Encode leaves to the launcher.
+	Launch *launchFields `json:",omitempty"`
+}
+
+// launchFields are the launcher's own fields of a config.Config (config.Encode sends
+// the init the rest). The config as JSON cost the supervisor its whole life: encoding/json
+// builds a field table and an encoder for every struct type it decodes into (the
+// runtime-spec process, mounts, the Linux section...), and the filter went as an array
+// of objects; ~500 KiB of allocations that no collection frees in an idle process
+// (docs/decisions.md, "The launcher's memory").
+type launchFields struct {
+	Resources *specs.LinuxResources `json:",omitempty"`
+	Limits    config.Limits
+	RootID    *config.RootID   `json:",omitempty"`
+	MakeDirs  []string         `json:",omitempty"`
+	Timeout   time.Duration    `json:",omitempty"`
+	Egress    *config.Egress   `json:",omitempty"`
+	Publish   []config.Publish `json:",omitempty"`
+	HostPorts []uint16         `json:",omitempty"`
+}
+
+// startWire is sd as sent to the supervisor: Init and Launch set from its Config, the
+// filter's source left out (sd itself unchanged).
+func startWire(sd *startData) *startData {
+	out := *sd
+	c := sd.Config
+	if c == nil {
+		return &out
+	}
+	enc := *c
+	if c.Linux != nil {
+		l := *c.Linux
+		l.Seccomp = nil
+		enc.Linux = &l
+	}
+	out.Init = config.Encode(&enc)
+	out.Launch = &launchFields{Limits: c.Limits, RootID: c.RootID, MakeDirs: c.MakeDirs, Timeout: c.Timeout,
+		Egress: c.Egress, Publish: c.Publish, HostPorts: c.HostPorts}
+	if c.Linux != nil {
+		out.Launch.Resources = c.Linux.Resources
+	}
+	return &out
+}
+
+// readStartData decodes the start data from r, and its config from Init and Launch.
+func readStartData(r io.Reader) (*startData, error) {
+	var sd startData
+	if err := json.NewDecoder(r).Decode(&sd); err != nil {
+		return nil, err
+	}
+	if sd.Init == nil || sd.Launch == nil {
+		return nil, errors.New("no config in the start data")
+	}
+	c, err := config.Decode(sd.Init)
+	if err != nil {
+		return nil, err
+	}
+	f := sd.Launch
+	c.Limits, c.RootID, c.MakeDirs, c.Timeout, c.Egress, c.Publish, c.HostPorts =
+		f.Limits, f.RootID, f.MakeDirs, f.Timeout, f.Egress, f.Publish, f.HostPorts
+	if f.Resources != nil {
+		if c.Linux == nil {
+			return nil, errors.New("resources without a Linux section in the start data")
+		}
+		c.Linux.Resources = f.Resources
+	}
+	sd.Config, sd.Init, sd.Launch = c, nil, nil
+	return &sd, nil
 }
 
 // stopGrace is how long `session stop` lets the session's processes end after SIGTERM
@@ -89,8 +161,8 @@ func superviseMain() int {
 		ready.Close()
 		return nsinit.ExitSetup
 	}
-	var sd startData
-	if err := json.NewDecoder(os.NewFile(3, "start")).Decode(&sd); err != nil {
+	sd, err := readStartData(os.NewFile(3, "start"))
+	if err != nil {
 		return fail(fmt.Errorf("read the session's config: %w", err))
 	}
 	files := session.FilesOf(sd.Dir, sd.Name)
@@ -480,7 +552,7 @@ func setEnv(env []string, key, kv string) []string {
 // and returns once the session is ready, or the error that stopped it (the supervisor
 // then has left nothing behind).
 func startSupervisor(sd *startData, ownerPidfd int) error {
-	b, err := json.Marshal(sd)
+	b, err := json.Marshal(startWire(sd))
 	if err != nil {
 		return err
 	}
