@@ -243,6 +243,17 @@ func (g *v1Group) Stats() Stats {
 	return s
 }
 
+// LimitEvents reads memory.oom_control's oom_kill and pids.events' max.
+func (g *v1Group) LimitEvents() (oomKills, pidsMaxHits int64) {
+	if mem := g.dir("memory"); mem != "" {
+		oomKills = eventCount(filepath.Join(mem, "memory.oom_control"), "oom_kill")
+	}
+	if pids := g.dir("pids"); pids != "" {
+		pidsMaxHits = eventCount(filepath.Join(pids, "pids.events"), "max")
+	}
+	return oomKills, pidsMaxHits
+}
+
 // Dirs lists the group's directory in each hierarchy it was made in, each path
 // without symlinks (hosts that co-mount cpu and cpuacct link /sys/fs/cgroup/cpu to
 // cpu,cpuacct; a bind source is opened without following one).

@@ -36,6 +36,7 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 		os.Exit(ExitKilled)
 	}
 	acked, gone := noAck, false
+	fixThreads() // those made during setup (initthreads.go)
 	fds := make([]unix.PollFd, 0, 3)
 	for exited := false; !exited; {
 		fds = append(fds[:0], unix.PollFd{Fd: int32(sigfd), Events: unix.POLLIN})
@@ -49,6 +50,7 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 		n, err := unix.Poll(fds, 1000)
 		if err == nil {
 			reapOthers(pid, holder)
+			fixThreads() // any the runtime made since
 		}
 		if n == 0 && err == nil {
 			continue

@@ -532,23 +532,39 @@ func TestNotFoundContextJSON(t *testing.T) {
 	}
 }
 
-// A PATH bin directory whose parent holds more than a prefix's layout (the trial's
-// /tmp/trial with bin/, priv/, proj/): only the layout directories are bound, never the
-// siblings; a parent that is a prefix, a venv or a Go root is bound whole.
-func TestToolchainPrefixParts(t *testing.T) {
+// In git commit mode a linked worktree's common git dir (<repo>/.git, outside the
+// workspace) is bound read-write: a sandbox writes it, so it counts among the written
+// trees: a link there on the way (~/.local/bin/wt-tool -> <repo>/.git/refs/wt-tool ->
+// an app elsewhere, a link a sandbox could have planted) chooses no root. With git
+// readonly the git dir is read-only and the link is followed as any other.
+func TestToolchainLinkedWorktreeGitDir(t *testing.T) {
 	l := newToolchainLab(t)
-	h := l.home
-	trial := l.root + "/trial"
-	gor := l.root + "/go"
-	node := h + "/.nvm/versions/node/v20.1.0"
-	mkdirs(t, trial+"/bin", trial+"/lib", trial+"/priv", trial+"/proj", gor+"/bin", gor+"/src", node+"/lib")
-	os.WriteFile(trial+"/notes.txt", []byte("private"), 0o644)
-	os.WriteFile(gor+"/go.env", nil, 0o644)
-	os.WriteFile(gor+"/secret.txt", nil, 0o644)
-	os.WriteFile(node+"/README.md", nil, 0o644)
-	p := l.effective(l.host(trial+"/bin:"+gor+"/bin:~/.nvm/versions/node/v20.1.0/bin:/usr/bin"), "auto")
-	want := []string{trial + "/bin", trial + "/lib", gor, node}
-	if got := boundPaths(p); !slices.Equal(got, want) {
-		t.Fatalf("bound %q; want %q", got, want)
+	repo := filepath.Join(l.root, "src", "main")
+	newRepo(t, repo)
+	gitCmd(t, repo, "worktree", "add", "-q", l.ws)
+	common := filepath.Join(repo, ".git")
+	app := filepath.Join(l.home, "apps", "tool-2")
+	mkdirs(t, app+"/bin")
+	l.write("apps/tool-2/bin/tool", "#!/bin/sh\n")
+	l.symlink(app+"/bin/tool", common+"/refs/wt-tool")
+	l.symlink(common+"/refs/wt-tool", ".local/bin/wt-tool")
+	for _, mode := range []string{GitCommit, GitReadOnly} {
+		p, err := Effective(Options{Policy: gitPolicy(t, mode), Workspace: l.ws, Toolchains: []string{"auto"}}, l.host("~/.local/bin:/usr/bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := slices.ContainsFunc(boundPaths(p), func(b string) bool { return under(app, b) })
+		if mode == GitCommit && bound {
+			t.Errorf("%s: bound %q: %s, reached through a link in the linked worktree's git dir %s (written in commit mode)", mode, boundPaths(p), app, common)
+		}
+		if mode == GitReadOnly && !bound {
+			t.Errorf("%s: bound %q; want %s (the git dir is read-only there)", mode, boundPaths(p), app)
+		}
+	}
+	if c := linkedCommonDir(l.ws); c != common {
+		t.Errorf("linkedCommonDir(%s) = %q, want %s", l.ws, c, common)
+	}
+	if c := linkedCommonDir(repo); c != "" {
+		t.Errorf("linkedCommonDir of the main checkout = %q, want none", c)
 	}
 }

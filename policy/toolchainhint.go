@@ -258,6 +258,16 @@ func (p *Policy) toolchainHost(h Host, ws string) toolchainHost {
 		}
 		th.written = append(th.written, c) // --rw SRC:DST: the sandbox writes SRC too
 	}
+	// in git commit mode a linked worktree's common git dir (<repo>/.git, outside the
+	// tree) is bound read-write too (guardGit), so a sandbox writes it: nothing there
+	// chooses a bind source, and no root that holds it is bound (the main checkout)
+	if p.Filesystem.Git == GitCommit {
+		for _, t := range slices.Clone(th.written) {
+			if c := linkedCommonDir(t); c != "" {
+				th.written = append(th.written, c)
+			}
+		}
+	}
 	// every workspace's cache is some sandbox's to write, this launch's or not
 	if c, err := CacheRoot(h); err == nil {
 		if root, err := r.evalSymlinks(c.Root()); err == nil {
@@ -274,4 +284,24 @@ func (p *Policy) toolchainHost(h Host, ws string) toolchainHost {
 		th.from = c
 	}
 	return th
+}
+
+// linkedCommonDir is the common git dir of the linked worktree tree (whose .git is a
+// file naming <common>/worktrees/<name>, whose commondir names <common>), canonical, or
+// "" for any other tree. Read without the checks guardGit makes before binding it: a
+// path added to toolchainHost.written only narrows what toolchains may bind.
+func linkedCommonDir(tree string) string {
+	dotgit := filepath.Join(tree, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	gd, err := gitdirOf(dotgit)
+	if err != nil || gd == "" {
+		return ""
+	}
+	c, err := commondirOf(gd)
+	if err != nil || c == "" || filepath.Dir(gd) != filepath.Join(c, "worktrees") {
+		return ""
+	}
+	return c
 }

@@ -248,7 +248,7 @@ func execute(o policy.Options, status *os.File) error {
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}
-	if note := limitNote(spec, cmd.Result); note != "" {
+	if note := limitNote(spec, cmd.Result, false); note != "" {
 		fmt.Fprintln(os.Stderr, note)
 	}
 	if cmd.Result.ExitCode != 0 {
@@ -357,6 +357,14 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 			<-notified
 			fmt.Fprintln(os.Stderr, "gosbx: fault injected: the policy step stalls")
 			select {}
+		}
+		if err := fault.Check("policy pause"); err != nil {
+			// a policy step that waits for one byte on stdin (fault injection test): a
+			// test acts on the prestarted init meanwhile, then lets the launch go on
+			<-notified
+			fmt.Fprintln(os.Stderr, "gosbx: fault injected: the policy step pauses")
+			var b [1]byte
+			os.Stdin.Read(b[:])
 		}
 		spec, err := policy.Build(eff, o.Args, host)
 		done <- built{eff, spec, err}
