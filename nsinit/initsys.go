@@ -161,6 +161,9 @@ func (k *kernelInit) joinSessionKeyring() error { return newSessionKeyring() }
 // process of the sandbox runs. An init that serves more than one command (sessions)
 // limits every thread here instead.
 func (k *kernelInit) limitCaps() error {
+	if err := threadCapsRefused(); err != nil {
+		return err
+	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	for _, c := range stageCaps {
