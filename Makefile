@@ -4,10 +4,19 @@ BIN     ?= bin/gosbx
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 export CGO_ENABLED = 0
 
-.PHONY: build demo test unit integration integration-raw cases vet fuzz soak bench clean seccomp-profile
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+.PHONY: build install demo test unit integration integration-raw cases vet fuzz soak bench clean seccomp-profile
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gosbx
+
+# $(DESTDIR)$(PREFIX)/bin/gosbx, mode 0755: a root caller's sandbox runs as an unprivileged
+# host id, which must be able to execute it.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/gosbx
 
 # contrib/seccomp/gosbx.json: Podman's default seccomp profile plus what gosbx calls
 # (seccomp.ContainerNeeds); TestContainerProfileCalls checks it is current.

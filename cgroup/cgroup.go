@@ -46,6 +46,11 @@ type Group interface {
 	Add(pid int) error
 	// Stats reads what the sandbox used.
 	Stats() Stats
+	// LimitEvents reads how many times so far the memory limit's OOM killer killed a
+	// process of the group (oom_kill) and a fork was refused at the pids limit (pids.events
+	// max): counts, 0 when unknown. Cheaper than Stats (two files): a session reads them
+	// around each command.
+	LimitEvents() (oomKills, pidsMaxHits int64)
 	// Destroy kills whatever is left and removes the group; safe to call twice.
 	Destroy() error
 	// Dirs are the group's directories on the host, for a sandbox to see its own

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // v1Root is where the v1 hierarchies are mounted, one directory per controller.
@@ -100,6 +101,15 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 	for _, need := range neededV1(r) {
 		if !have[need] {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
+		}
+	}
+	if os.Geteuid() != 0 {
+		// said before the owner's lock, whose directory (/run/user/<uid>) an unprivileged
+		// caller may not have: that error would hide this one (faccessat(2), AT_EACCESS)
+		for _, p := range own {
+			if err := unix.Faccessat(unix.AT_FDCWD, p.dir, unix.W_OK, unix.AT_EACCESS); err != nil {
+				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, p.dir, err)
+			}
 		}
 	}
 	lock, err := ownerLock(n) // before the mkdir: a sweep never finds the group unowned
@@ -231,6 +241,17 @@ func (g *v1Group) Stats() Stats {
 		s.PidsPeak = readInt(filepath.Join(pids, "pids.peak"))
 	}
 	return s
+}
+
+// LimitEvents reads memory.oom_control's oom_kill and pids.events' max.
+func (g *v1Group) LimitEvents() (oomKills, pidsMaxHits int64) {
+	if mem := g.dir("memory"); mem != "" {
+		oomKills = eventCount(filepath.Join(mem, "memory.oom_control"), "oom_kill")
+	}
+	if pids := g.dir("pids"); pids != "" {
+		pidsMaxHits = eventCount(filepath.Join(pids, "pids.events"), "max")
+	}
+	return oomKills, pidsMaxHits
 }
 
 // Dirs lists the group's directory in each hierarchy it was made in, each path

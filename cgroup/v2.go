@@ -83,6 +83,12 @@ func (g *v2Group) Stats() Stats {
 	}
 }
 
+// LimitEvents reads memory.events' oom_kill and pids.events' max.
+func (g *v2Group) LimitEvents() (oomKills, pidsMaxHits int64) {
+	dir := filepath.Join(v2Mount, g.group)
+	return eventCount(filepath.Join(dir, "memory.events"), "oom_kill"), eventCount(filepath.Join(dir, "pids.events"), "max")
+}
+
 // Dirs is the group's directory in the unified hierarchy.
 func (g *v2Group) Dirs() []Dir { return []Dir{{Path: canonical(filepath.Join(v2Mount, g.group))}} }
 

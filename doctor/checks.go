@@ -185,9 +185,20 @@ func checkNamespace(exe, name string, flag uintptr) Check {
 func childCheck(exe, name, probe string, failStatus Status, fix string) Check {
 	out, err := clone(exe, unix.CLONE_NEWNS, probe)
 	if err != nil {
-		return Check{Name: name, Status: failStatus, Detail: strings.TrimSpace(out + " " + err.Error()), Fix: fix}
+		return Check{Name: name, Status: failStatus, Detail: probeDetail(out, err), Fix: fix}
 	}
 	return Check{Name: name, Status: OK, Detail: "mounted in a user namespace"}
+}
+
+// probeDetail is what a failed probe child says: its own message, which names the
+// call and the errno ("mount overlay: permission denied"); the exit status only when it
+// said nothing ("exit status 1" after the message read as part of it).
+func probeDetail(out string, err error) string {
+	var ee *exec.ExitError
+	if out != "" && errors.As(err, &ee) && ee.Exited() {
+		return out
+	}
+	return strings.TrimSpace(out + " " + err.Error())
 }
 
 func nsInode(name string) uint64 {

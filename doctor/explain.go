@@ -66,6 +66,11 @@ func explainSetup(se *nsinit.SetupError, f Facts) string {
 
 // explainCgroup says what to do when this caller has no usable cgroup.
 func explainCgroup(mode string, f Facts) string {
+	if !f.Root && mode == "cgroup-v1" {
+		// true in a container too (a /.dockerenv VM): the container's cgroup is not why
+		return "cgroup v1 only (or hybrid) and not root: unprivileged callers cannot create v1 groups. Limits you ask for will be refused (125); " +
+			"run as root, move the host to cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use --limits best-effort"
+	}
 	if f.Container != "" {
 		return "inside a container the cgroup file system is read-only or not delegated (Docker, Podman and Kubernetes mount it so): " +
 			"limits you ask for give 125; use --limits best-effort and limit the container itself (docker/podman run --memory, " +
@@ -73,10 +78,6 @@ func explainCgroup(mode string, f Facts) string {
 	}
 	if f.Root || mode == "none" {
 		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
-	}
-	if mode == "cgroup-v1" {
-		return "cgroup v1 only (or hybrid) and not root: unprivileged callers cannot create v1 groups. Limits you ask for will be refused (125); " +
-			"run as root, move the host to cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use --limits best-effort"
 	}
 	return "no cgroup v2 subtree is delegated to this user: run gosbx in a delegated scope " +
 		"(`systemd-run --user --scope -p Delegate=yes gosbx exec --cgroup-parent <that scope's group> ...`) or use --limits best-effort"

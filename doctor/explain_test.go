@@ -246,6 +246,10 @@ func TestExplainCgroup(t *testing.T) {
 	fix := explainCgroup("cgroup-v1", Facts{UID: 1000})
 	wantAll(t, "non-root v1", fix, "cgroup v1", "not root", "systemd.unified_cgroup_hierarchy=1", "--limits best-effort")
 	wantNone(t, "non-root v1", fix, "Delegate=yes")
+	// the same in a container (this VM has /.dockerenv): the v1 rule, not the container's
+	fix = explainCgroup("cgroup-v1", Facts{UID: 65534, Container: "docker"})
+	wantAll(t, "non-root v1 in a container", fix, "unprivileged callers cannot create v1 groups")
+	wantNone(t, "non-root v1 in a container", fix, "container")
 	// Non-root, v2: delegation.
 	fix = explainCgroup("cgroup-v2", Facts{UID: 1000})
 	wantAll(t, "non-root v2", fix, "delegated", "systemd-run --user --scope -p Delegate=yes", "--cgroup-parent", "--limits best-effort")
@@ -286,5 +290,17 @@ func TestExplainSetupKeepsTheErrorsHint(t *testing.T) {
 	fix := explainSetup(&nsinit.SetupError{Step: "clone", Err: forkErr(unix.EACCES), Hint: hint}, Facts{})
 	if fix != hint {
 		t.Errorf("fix %q; want the error's hint %q", fix, hint)
+	}
+}
+
+// A probe child that said why it failed is shown by its words alone (the trial saw
+// "mount overlay: permission denied exit status 1"); one that said nothing, by its status.
+func TestProbeDetail(t *testing.T) {
+	err := exec.Command("sh", "-c", "exit 1").Run()
+	if got := probeDetail("mount overlay: permission denied", err); got != "mount overlay: permission denied" {
+		t.Errorf("with a message: %q", got)
+	}
+	if got := probeDetail("", err); got != "exit status 1" {
+		t.Errorf("without one: %q", got)
 	}
 }

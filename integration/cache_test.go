@@ -198,6 +198,16 @@ func TestCachePerWorkspace(t *testing.T) {
 				t.Errorf("cache rm %s: exit 0, want refused", bad)
 			}
 		}
+		// an entry already gone: refused with what failed, not as a sandbox setup (the
+		// trial's "sandbox setup failed at cache"); job ls of no session alike
+		r = s.gosbx(runLimit, "cache", "rm", s.ws)
+		if r.code != 125 || strings.Contains(r.stderr, "sandbox setup") || !strings.Contains(r.stderr, "gosbx: cache rm") {
+			t.Errorf("cache rm of a workspace with no entry: %v; want 125 and a cache rm message", r)
+		}
+		r = s.gosbx(runLimit, "job", "ls", "nosuch-"+s.id)
+		if r.code != 125 || strings.Contains(r.stderr, "sandbox setup") || !strings.Contains(r.stderr, "session") {
+			t.Errorf("job ls of no session: %v; want 125 naming the missing session", r)
+		}
 		r = s.gosbx(runLimit, "cache", "rm", idB)
 		mustSucceed(t, r, "cache rm ID")
 		if e := s.entries(); len(e) != 0 {

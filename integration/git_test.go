@@ -623,3 +623,34 @@ touch "$1"; sleep 30`, "_", ready)
 		}
 	})
 }
+
+// A git commit refused by the default git: readonly says so: gosbx's note names the
+// read-only metadata and the git: commit setting (the trial saw only git's "Read-only
+// file system"); following it, the commit lands on the host. No note under commit mode,
+// and none for a failed command that ran no git.
+func TestGitReadonlyCommitNote(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		script := `echo new > added.txt && git add added.txt && git ` + gitID + ` commit -q -m "inside-` + s.id + `"`
+		r := s.sh(nil, script)
+		if r.code == 0 || !strings.Contains(r.stderr, "gosbx: note: the command ran git") || !strings.Contains(r.stderr, "git: commit") {
+			t.Errorf("git commit under readonly: %v; want a failure with gosbx's note naming git: commit", r)
+		}
+		if out, _ := s.hostGitOut(s.ws, "log", "--format=%s"); strings.Contains(out, "inside-"+s.id) {
+			t.Fatalf("the commit landed under git: readonly: %q", out)
+		}
+		r = s.sh(nil, `ls .git >/dev/null; exit 3`)
+		if r.code != 3 || strings.Contains(r.stderr, "ran git") {
+			t.Errorf("a failure that ran no git: %v; want exit 3 and no git note", r)
+		}
+		r = s.sh([]string{"--policy", s.commitPolicy()}, script)
+		mustSucceed(t, r, "the commit with the note's git: commit")
+		if strings.Contains(r.stderr, "ran git") {
+			t.Errorf("a note under git: commit: %v", r)
+		}
+		if out, _ := s.hostGitOut(s.ws, "log", "--format=%s"); !strings.Contains(out, "inside-"+s.id) {
+			t.Errorf("the commit made under git: commit is not in the host's log: %q", out)
+		}
+	})
+}

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxInitThreads is the most threads a one-shot init has while its command runs: the
@@ -78,4 +81,63 @@ while :; do sleep 1000 & wait $!; done`
 func sigName(s syscall.Signal) string {
 	return map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
 		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGWINCH: "SIGWINCH", syscall.SIGABRT: "SIGABRT"}[s]
+}
+
+// Signals a host process sends with tgkill(2) to one thread of the init while its
+// command runs reach the command, whichever thread: the main one (which reads them from
+// its signalfd) or any other (the Go runtime's, the set-ID handler), where the init's
+// handler sends them on to the main thread. Before, SIGUSR1, SIGUSR2 and SIGWINCH sent
+// to a thread other than the main one stayed pending there for good (blocked on every
+// thread since the init's start): nsinit's initthreads.go unblocks them on the others.
+// The init survives all of them.
+func TestInitThreadDirectedSignals(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		ctx := s.limitCtx(runLimit)
+		script := `for s in HUP INT QUIT USR1 USR2 WINCH; do trap "echo $s" $s; done
+trap "echo TERM; exit 3" TERM
+echo up
+while :; do sleep 1000 & wait $!; done`
+		cmd := s.command(ctx, "--", "/bin/sh", "-c", script)
+		stdout, err := cmd.StdoutPipe()
+		must(t, err)
+		must(t, cmd.Start())
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		lines := bufio.NewReader(stdout)
+		if line, _ := lines.ReadString('\n'); line != "up\n" {
+			t.Fatalf("the command did not start: %q", line)
+		}
+		init := initOfLauncher(t, cmd.Process.Pid)
+		waitInitInPoll(t, init)
+		expect := func(what, want string) {
+			t.Helper()
+			if line, err := lines.ReadString('\n'); line != want {
+				t.Fatalf("after %s, the command printed %q (%v), want %q", what, line, err, want)
+			}
+		}
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", init))
+		must(t, err)
+		if len(tasks) < 2 {
+			t.Fatalf("the init has no thread but its main one")
+		}
+		for _, task := range tasks {
+			tid, _ := strconv.Atoi(task.Name())
+			for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT} {
+				if err := unix.Tgkill(init, tid, sig); err == unix.ESRCH {
+					break // a thread the runtime ended meanwhile
+				} else if err != nil {
+					t.Fatalf("tgkill %d %d %v: %v", init, tid, sig, err)
+				}
+				expect(fmt.Sprintf("tgkill %v to thread %d", sig, tid), strings.TrimPrefix(sigName(sig), "SIG")+"\n")
+			}
+		}
+		// nothing else reached the command: the next line is the process-directed SIGTERM's
+		must(t, syscall.Kill(init, syscall.SIGTERM))
+		expect("SIGTERM to the init", "TERM\n")
+		err = cmd.Wait()
+		if ee, ok := err.(interface{ ExitCode() int }); !ok || ee.ExitCode() != 3 {
+			t.Errorf("gosbx exec: %v, want exit status 3 (the command's)", err)
+		}
+	})
 }

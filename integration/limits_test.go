@@ -565,6 +565,11 @@ func TestLimitsUnprivileged(t *testing.T) {
 		if !strings.Contains(r.stderr, "cgroup") || !strings.Contains(r.stderr, "--limits best-effort") {
 			t.Errorf("%q: the message does not name cgroup and the --limits best-effort way out:\n%s", flags, r.stderr)
 		}
+		// the cause, not the owner's lock directory it would have needed next (the
+		// trial saw "mkdir /run/user/65534: permission denied" with XDG_RUNTIME_DIR set)
+		if !strings.Contains(r.stderr, "unprivileged callers cannot create v1 groups") || strings.Contains(r.stderr, "/run/user") {
+			t.Errorf("%q: the message does not name the v1 rule, or blames /run/user:\n%s", flags, r.stderr)
+		}
 		if _, err := os.Stat(marker); err == nil {
 			t.Errorf("%q: the command ran although its limits could not be applied", flags)
 		}

@@ -181,3 +181,31 @@ func TestToolchainHintInSession(t *testing.T) {
 		}
 	})
 }
+
+// A PATH entry DIR/bin whose parent holds other things (the trial's /tmp/trial with
+// bin/, priv/, proj/): --toolchain auto binds bin (and a prefix's lib) so the tool runs,
+// and the siblings stay out of the sandbox: the command cannot read priv's file, checked
+// from the host by what it could write to the workspace.
+func TestToolchainParentSiblingsHidden(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		trial := filepath.Join(s.base, "trial")
+		for _, d := range []string{trial + "/bin", trial + "/lib", trial + "/priv", trial + "/proj"} {
+			must(t, os.MkdirAll(d, 0o755))
+		}
+		mustWriteExecutable(t, trial+"/bin/trialtool", []byte("#!/bin/sh\necho ran > \"$1\"\n"), 0o755)
+		must(t, os.WriteFile(trial+"/priv/secret", []byte("SECRET-"+s.id), 0o644))
+		must(t, os.MkdirAll(s.base+"/home", 0o755))
+		filepath.Walk(s.base, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+		r := s.runWith(s.base+"/home", trial+"/bin:/usr/bin:/bin", "--toolchain", "auto", "--", "sh", "-c",
+			`trialtool tool-ran; cat "$1"/priv/secret > leaked; ls -a "$1" > listing; exit 0`, "_", trial)
+		mustSucceed(t, r, "a tool of a PATH entry whose parent holds other directories")
+		wantContent(t, s.ws+"/tool-ran", "ran\n")
+		if b, _ := os.ReadFile(s.ws + "/leaked"); strings.Contains(string(b), "SECRET-") {
+			t.Errorf("the sandbox read %s/priv/secret: the PATH entry's parent was bound whole", trial)
+		}
+		if b, _ := os.ReadFile(s.ws + "/listing"); strings.Contains(string(b), "priv") || strings.Contains(string(b), "proj") {
+			t.Errorf("the sandbox lists %s's other directories:\n%s", trial, b)
+		}
+	})
+}

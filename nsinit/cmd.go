@@ -107,8 +107,11 @@ type Cmd struct {
 	session bool     // the init of a Session (NewSession): it serves requests
 	sess    *Session // set by Session.Command: Start asks the session's init
 	sessPid int      // a session command's pid in the init's pid namespace
-	hostPid int      // and on the host
-	pty     *os.File // a session command's terminal master (TTY)
+	// sessLimitEvents are the session's cgroup's OOM kills and pids-limit refusals
+	// when the session command was sent (cgroup.Group.LimitEvents)
+	sessLimitEvents [2]int64
+	hostPid         int      // and on the host
+	pty             *os.File // a session command's terminal master (TTY)
 
 	setupOut *setupOutput // the init's fd 2 until it restores the command's stderr
 }
@@ -808,8 +811,7 @@ func (c *Cmd) Wait() error {
 			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak
 			e.CPUUserUsec, e.CPUSystemUsec = r.CPUUser.Microseconds(), r.CPUSystem.Microseconds()
 		} else if r.Limits == string(cgroup.Rlimit) {
-			e.UsageNote = "unknown: no cgroup counts the sandbox's processes, memory or CPU time; " +
-				"the process limit holds as RLIMIT_NPROC, whose peak and hits the kernel does not report"
+			e.UsageNote = rlimitUsageNote
 		}
 		c.Events(e)
 	}
@@ -818,6 +820,10 @@ func (c *Cmd) Wait() error {
 	}
 	return &ExitError{r}
 }
+
+// rlimitUsageNote is the exit event's usage-note under RLIMIT_NPROC alone.
+const rlimitUsageNote = "unknown: no cgroup counts the sandbox's processes, memory or CPU time; " +
+	"the process limit holds as RLIMIT_NPROC, whose peak and hits the kernel does not report"
 
 // reapLater is how long after Wait a TeardownLater init is reaped.
 const reapLater = 50 * time.Millisecond

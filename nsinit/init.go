@@ -68,7 +68,14 @@ func Init() {
 	sigfd := -1
 	if !s.session {
 		var err error
-		if sigfd, err = catchSignals(); err != nil {
+		if sigfd, err = catchSignals(); err == nil {
+			err = filterFaultSignals()
+		}
+		if err == nil {
+			err = installUnblock()
+			fixThreads()
+		}
+		if err != nil {
 			w.send(errorMessage("signals", err))
 			os.Exit(ExitSetup)
 		}
@@ -192,11 +199,9 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 // The Go runtime exits or crashes on these when another process sends them (kill(2))
 // and nothing handles them; the others it ignores (runtime/sigtab_linux_generic.go).
 // A session's init handles SIGABRT (channel sigc) and ignores the rest of them during
-// its setup; a one-shot or pooled init catches SIGABRT (catchSignals) and leaves the
-// rest to the runtime until defaultFaultSignals: before the fork no process of the
-// sandbox exists, and a host process allowed to signal the init could SIGKILL it as
-// well (docs/decisions.md, "Speed, fourth attempt: the init's signals").
-// signal.Ignore
+// its setup; a one-shot or pooled init catches SIGABRT (catchSignals) and drops the rest
+// when another process sent them (filterFaultSignals, initfault.go) until
+// defaultFaultSignals. signal.Ignore
 // sets SIG_IGN, which the command would inherit, only for signals the runtime can
 // notify, which none of these is (a real fault still crashes). That covers kill(2) and
 // tgkill(2) (SI_USER, SI_TKILL) only: the runtime takes any other si_code for a fault of

@@ -3,6 +3,8 @@ package nsinit
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -97,9 +99,42 @@ func diedEarly(ws unix.WaitStatus, stderr string) error {
 	if stderr != "" {
 		said = "; it said: " + stderr
 	}
+	if sig, code, ok := runtimeSignalCrash(stderr); ok && ws.Exited() {
+		// the Go runtime's own report of a signal it died of: not a missing Init call
+		if code <= 0 {
+			return fmt.Errorf("the init stage was killed by %s during setup (%s%s): another process sent it "+
+				"(si_code %d: kill(2) or the like), not a fault of the init; a process allowed to signal the "+
+				"init (root, or the caller's uid) ended the launch", sig, describe(ws), said, code)
+		}
+		return fmt.Errorf("the init stage crashed on %s during setup (%s%s)", sig, describe(ws), said)
+	}
 	if ws.Exited() {
 		return fmt.Errorf("the init stage exited (%s) before reporting%s: a program that links nsinit must call "+
 			"nsinit.Init() first in main (or the init crashed)", describe(ws), said)
 	}
 	return fmt.Errorf("the init stage died during setup: %s%s", describe(ws), said)
+}
+
+// runtimeSignalCrash reads the Go runtime's report of a signal it died of from the
+// summary of a crashed init's stderr (runtime/signal_unix.go, sighandler: "SIGSEGV:
+// segmentation violation", then "PC=… m=… sigcode=N"): the signal's name and its
+// si_code (<= 0 when another process sent it, siginfo.h). ok is false for any other
+// output.
+func runtimeSignalCrash(summary string) (sig string, code int, ok bool) {
+	first, rest, _ := strings.Cut(summary, "; ")
+	name, _, found := strings.Cut(first, ":")
+	if !found || !strings.HasPrefix(name, "SIG") || strings.ContainsAny(name, " \t") {
+		return "", 0, false
+	}
+	_, after, found := strings.Cut(rest, "sigcode=")
+	if !found {
+		return "", 0, false
+	}
+	num, _, _ := strings.Cut(after, " ")
+	num, _, _ = strings.Cut(num, ";")
+	code, err := strconv.Atoi(num)
+	if err != nil {
+		return "", 0, false
+	}
+	return name, code, true
 }

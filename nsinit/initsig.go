@@ -23,8 +23,9 @@ import (
 // channel notified) ends the process. So the init blocks them again on its main thread
 // and gives them a handler of its own (sigRedirect, initsig_amd64.s), no Go code: it
 // sends the signal to the main thread (tgkill(2)), where it stays pending for the
-// signalfd. The others (SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT) stay blocked on every
-// thread. A session's init keeps os/signal (Init): its signals are drained by a
+// signalfd. The others (SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT) start blocked on every
+// thread; the init unblocks them on all but the main one (initthreads.go), where they
+// take the same way. A session's init keeps os/signal (Init): its signals are drained by a
 // goroutine while its requests are served by others, and its one-off cost is paid once
 // per session, not per command.
 

@@ -25,3 +25,42 @@ TEXT sigRestorer<>(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	$15, AX // SYS_rt_sigreturn
 	SYSCALL
 	INT	$3
+
+// func faultFilterAddr() uintptr
+TEXT ·faultFilterAddr(SB),NOSPLIT,$0-8
+	LEAQ	faultFilter<>(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// faultFilter is a signal handler (C calling convention: DI the signal number, SI the
+// siginfo, DX the ucontext) for the synchronous signals during a one-shot init's setup
+// (initfault.go): a signal another process sent (si_code <= 0: SI_USER, SI_QUEUE,
+// SI_TKILL, …) is dropped; any other is a fault of the init's own and goes on to the
+// handler that was there (the Go runtime's sigtramp), registers and stack as the kernel
+// left them, so that the runtime sees it as if called directly.
+TEXT faultFilter<>(SB),NOSPLIT|NOFRAME,$0
+	MOVL	8(SI), AX // si_code
+	CMPL	AX, $0
+	JLE	drop
+	LEAQ	·faultNext(SB), AX
+	MOVQ	(AX)(DI*8), AX
+	JMP	AX
+drop:
+	RET
+
+// func unblockAddr() uintptr
+TEXT ·unblockAddr(SB),NOSPLIT,$0-8
+	LEAQ	sigUnblock<>(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// sigUnblock is the handler of sigUnblockSignal (initthreads.go; C calling convention:
+// DX the ucontext): it clears unblockMask from the interrupted context's signal mask
+// (struct ucontext's uc_sigmask, at byte 296 on x86-64: uc_flags, uc_link, uc_stack,
+// then uc_mcontext's 256 bytes), which rt_sigreturn(2) makes the thread's mask on the
+// way back. No Go code runs.
+TEXT sigUnblock<>(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	·unblockMask(SB), AX
+	NOTQ	AX
+	ANDQ	AX, 296(DX)
+	RET

@@ -39,8 +39,8 @@ type initSys interface {
 	unsharePID() error
 	// setIDProc makes the set-ID handler's procfs (openSetIDProc).
 	setIDProc() error
-	// startSetID starts the set-ID handler's thread (startSetIDHandler).
-	startSetID() error
+	// startSetID starts the set-ID handler's threads (startSetIDHandler).
+	startSetID(threads int) error
 	holderFiles() (send, recv, exe int, err error)
 	startHolder(p *procPlan) (int, error)
 	awaitHolder(p *procPlan, pid, send, recv, exe int) (int, error)
@@ -145,7 +145,7 @@ func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, p
 }
 
 func (k *kernelInit) setIDProc() error                  { return openSetIDProc() }
-func (k *kernelInit) startSetID() error                 { return startSetIDHandler() }
+func (k *kernelInit) startSetID(threads int) error      { return startSetIDHandler(threads) }
 func (k *kernelInit) closeFds(fds []int)                { closeFds(fds) }
 func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot() }
 
@@ -161,6 +161,9 @@ func (k *kernelInit) joinSessionKeyring() error { return newSessionKeyring() }
 // process of the sandbox runs. An init that serves more than one command (sessions)
 // limits every thread here instead.
 func (k *kernelInit) limitCaps() error {
+	if err := threadCapsRefused(); err != nil {
+		return err
+	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	for _, c := range stageCaps {

@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 		os.Exit(ExitKilled)
 	}
 	acked, gone := noAck, false
+	fixThreads() // those made during setup (initthreads.go)
 	fds := make([]unix.PollFd, 0, 3)
 	for exited := false; !exited; {
 		fds = append(fds[:0], unix.PollFd{Fd: int32(sigfd), Events: unix.POLLIN})
@@ -49,6 +51,7 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 		n, err := unix.Poll(fds, 1000)
 		if err == nil {
 			reapOthers(pid, holder)
+			fixThreads() // any the runtime made since
 		}
 		if n == 0 && err == nil {
 			continue
@@ -222,7 +225,26 @@ func isForwarded(sig os.Signal) bool {
 // before the fork, so that no thread of pid 1 holds one once the command runs
 // (syscall.AllThreadsSyscall: one stop-the-world; dropping never fails).
 func dropThreadCaps() {
+	// threadCapsRefused has made sure, before any process of the sandbox existed, that
+	// this call is not refused
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+}
+
+// threadCapsRefused is an error when syscall.AllThreadsSyscall is refused in this
+// program, as it is in one linked with cgo (ENOTSUP): dropThreadCaps could then not
+// clear the capabilities of the init's other threads, which would keep them in the
+// sandbox's user namespace for the sandbox's life. The launch stops instead (fail
+// closed). Without the cgo build tag nothing is called; with it, the check is the
+// call itself (getpid(2) on every thread): refused at once when runtime/cgo is linked,
+// else one stop-the-world before the fork.
+func threadCapsRefused() error {
+	if !builtWithCgo {
+		return nil
+	}
+	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_GETPID, 0, 0, 0); errno == unix.ENOTSUP {
+		return fmt.Errorf("the init cannot drop the capabilities of its other threads: syscall.AllThreadsSyscall: %w in a program linked with cgo (build it with CGO_ENABLED=0)", errno)
+	}
+	return nil
 }

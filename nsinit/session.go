@@ -270,6 +270,9 @@ func (c *Cmd) startInSession() error {
 		mine.Close()
 		return c.fail(&SetupError{Step: "stdio", Err: err})
 	}
+	if g := s.c.own.group; g != nil {
+		c.sessLimitEvents[0], c.sessLimitEvents[1] = g.LimitEvents()
+	}
 	c.start = time.Now()
 	err = s.send(frame, []int{stdio.fds[0], stdio.fds[1], stdio.fds[2], int(theirs.Fd())})
 	theirs.Close()
@@ -337,9 +340,23 @@ func (c *Cmd) waitInSession() error {
 	}
 	wall := time.Since(c.start)
 	c.endInSession()
-	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: c.sess.HostUID(), Limits: string(cgroup.None)}
-	if c.sess.c.own.nproc {
+	own := &c.sess.c.own
+	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: c.sess.HostUID(), Limits: string(cgroup.None), CPUs: own.cpus}
+	if own.nproc {
 		r.Limits = string(cgroup.Rlimit)
+	}
+	if g := own.group; g != nil {
+		// The session's limits, shared by its commands: what its group counted while this
+		// one ran (on it, or on another process of the session) is what can be said.
+		r.Limits = string(g.Kind())
+		ooms, refused := g.LimitEvents()
+		r.OOMKilled = ooms > c.sessLimitEvents[0]
+		switch {
+		case r.OOMKilled:
+			r.LimitHit = "memory"
+		case refused > c.sessLimitEvents[1]:
+			r.LimitHit = "pids"
+		}
 	}
 	switch {
 	case r.TimedOut:
@@ -358,7 +375,17 @@ func (c *Cmd) waitInSession() error {
 	c.Result = r
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
-		c.Events(Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms})
+		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms,
+			Limits: r.Limits, LimitsNote: own.limits, CPUs: r.CPUs}
+		switch r.Limits {
+		case string(cgroup.V1), string(cgroup.V2):
+			oom := r.OOMKilled
+			e.OOMKilled, e.LimitHit = &oom, r.LimitHit
+			e.UsageNote = sessionUsageNote
+		case string(cgroup.Rlimit):
+			e.UsageNote = rlimitUsageNote
+		}
+		c.Events(e)
 	}
 	if r.Success() {
 		return nil
@@ -407,3 +434,9 @@ func (c *Cmd) SignalGroup(sig syscall.Signal) error {
 
 // WindowSize is a terminal's size in characters (TIOCSWINSZ, tty_ioctl(4)).
 type WindowSize struct{ Rows, Cols uint16 }
+
+// sessionUsageNote is a session command's exit event's usage-note: the session's
+// cgroup is shared by its commands, so no figure of it is one command's.
+const sessionUsageNote = "the session's: its commands share one cgroup, so memory, CPU and process figures are not " +
+	"this command's (gosbx session ls shows the session's); oom-killed and limit-hit say the session's limit " +
+	"acted while this command ran, on it or on another process of the session"

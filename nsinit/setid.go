@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -100,46 +101,76 @@ type (
 // (startSetIDHandler), or -1: no handler.
 var setidEpoll = -1
 
-// startSetIDHandler starts the init's one set-ID handler: a thread of its own, locked
-// and never unlocked (the runtime ends the thread with the goroutine), confined
-// (confineThread), that serves every command's listener (addSetIDListener) for the
-// init's life. It is made during setup, before any command runs: a thread made per
-// command would be made when a command may have filled the sandbox's pids limit, the
-// init's too, and the runtime dies when it cannot make a thread. Errors: epoll_create1,
-// confineThread's.
-func startSetIDHandler() error {
+// sessionSetIDThreads is how many handler threads a session's init has: a call that
+// stalls in the kernel (an open or chmod on a FUSE or network file system whose server
+// does not answer: an uninterruptible wait no signal or deadline ends) holds its thread
+// for as long, and the session's other commands' calls wait only once this many are
+// stalled at once (docs/decisions.md, "A stalled set-ID call"). An init of one command
+// has one: only that command's own calls could wait behind its stalled one.
+const sessionSetIDThreads = 3
+
+// startSetIDHandler starts the init's set-ID handler: threads of its own (threads, at
+// least 1), each locked and never unlocked (the runtime ends the thread with the
+// goroutine), confined (confineThread), that serve every command's listener
+// (addSetIDListener) for the init's life, each one notification at a time. They are made
+// during setup, before any command runs: a thread made per command or per call would be
+// made when a command may have filled the sandbox's pids limit, the init's too, and the
+// runtime dies when it cannot make a thread. Errors: epoll_create1, confineThread's.
+func startSetIDHandler(threads int) error {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("epoll_create1 for the set-ID handler: %w", err)
 	}
-	ready := make(chan error, 1)
-	go serveSetID(ep, ready)
-	if err := <-ready; err != nil {
-		unix.Close(ep)
+	ready := make(chan error, max(threads, 1))
+	for range max(threads, 1) {
+		go serveSetID(ep, ready)
+	}
+	for range max(threads, 1) {
+		if e := <-ready; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		// the threads that started wait in epoll_wait on ep for good: the setup fails
+		// and the init exits
 		return err
 	}
 	setidEpoll = ep
 	return nil
 }
 
+// setidListeners counts, by listener, the handler threads answering one of its
+// notifications, so that the listener is closed (its command gone: EPOLLHUP) only once
+// none uses it: its number could otherwise be reused by the next command's listener
+// while an answer is still to be sent on it.
+var setidListeners = struct {
+	sync.Mutex
+	busy    map[int]int
+	closing map[int]bool
+}{busy: map[int]int{}, closing: map[int]bool{}}
+
 // addSetIDListener hands a command's listener to the handler (epoll_ctl(2) from this
 // thread: the handler's epoll_wait sees it at once). Without a handler, or when the
 // listener cannot be added, it is closed: that command's set-ID calls fail (ENOSYS).
+// EPOLLONESHOT: one thread takes a notification of it, then arms it again (serveSetID).
 func addSetIDListener(listener int) {
 	if setidEpoll < 0 {
 		unix.Close(listener)
 		return
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(listener)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(listener)}
 	if err := unix.EpollCtl(setidEpoll, unix.EPOLL_CTL_ADD, listener, &ev); err != nil {
 		unix.Close(listener)
 	}
 }
 
 // serveSetID confines the calling thread, reports on ready, then answers the
-// notifications of every listener in the epoll instance ep, one at a time; a listener
-// no process holds the filter of any more (EPOLLHUP: its command is gone) is removed
-// and closed. It never returns once confined.
+// notifications of the listeners in the epoll instance ep, one at a time: it receives
+// one (the listener is disarmed, EPOLLONESHOT: no other thread takes it meanwhile),
+// arms the listener again, so that another thread may take its next one while this
+// one is answered, and answers it. A listener no process holds the filter of any more
+// (EPOLLHUP: its command is gone) is removed and closed once no thread answers on it.
+// It never returns once confined.
 func serveSetID(ep int, ready chan<- error) {
 	runtime.LockOSThread()
 	if err := confineThread(); err != nil {
@@ -147,32 +178,51 @@ func serveSetID(ep int, ready chan<- error) {
 		return // locked: the runtime ends the thread
 	}
 	ready <- nil
-	events := make([]unix.EpollEvent, 16)
+	events := make([]unix.EpollEvent, 1) // one at a time: the others stay for idle threads
 	for {
 		nr, err := unix.EpollWait(ep, events, -1)
-		if err != nil {
+		if err != nil || nr != 1 {
 			continue // EINTR (nothing else: ep and events are valid)
 		}
-		for _, ev := range events[:nr] {
-			listener := int(ev.Fd)
-			if ev.Events&unix.EPOLLIN == 0 {
-				// EPOLLHUP: every process of the command's filter is gone
-				unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, listener, nil)
+		ev := events[0]
+		listener := int(ev.Fd)
+		if ev.Events&unix.EPOLLIN == 0 {
+			// EPOLLHUP: every process of the command's filter is gone
+			unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, listener, nil)
+			setidListeners.Lock()
+			if setidListeners.busy[listener] > 0 {
+				setidListeners.closing[listener] = true
+			} else {
 				unix.Close(listener)
-				continue
 			}
-			serveOne(listener)
+			setidListeners.Unlock()
+			continue
 		}
+		setidListeners.Lock()
+		setidListeners.busy[listener]++
+		setidListeners.Unlock()
+		var n seccompNotif
+		recvErr := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
+		rearm := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(listener)}
+		unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, listener, &rearm)
+		if recvErr == nil { // else EINTR, or ENOENT: the caller died before the receive
+			serveOne(listener, &n)
+		}
+		setidListeners.Lock()
+		if setidListeners.busy[listener]--; setidListeners.busy[listener] == 0 {
+			delete(setidListeners.busy, listener)
+			if setidListeners.closing[listener] {
+				delete(setidListeners.closing, listener)
+				unix.Close(listener)
+			}
+		}
+		setidListeners.Unlock()
 	}
 }
 
-// serveOne receives one notification of listener and answers it.
-func serveOne(listener int) {
-	var n seccompNotif
-	if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
-		return // EINTR, or ENOENT: the caller died before the receive
-	}
-	c := setidCall{listener: listener, n: &n, pidDir: -1}
+// serveOne answers the notification n, received from listener.
+func serveOne(listener int, n *seccompNotif) {
+	c := setidCall{listener: listener, n: n, pidDir: -1}
 	val, errno, sent := c.handle()
 	c.close()
 	if !sent {

@@ -100,14 +100,19 @@ func (s *sandboxInit) setIDProc() error {
 	return s.sys.setIDProc()
 }
 
-// setIDHandler starts the one thread that answers every command's set-ID calls
-// (startSetIDHandler), after pivot_root (its root is the sandbox's) and before any
-// command exists (while the pids limit has room for it).
+// setIDHandler starts the threads that answer every command's set-ID calls
+// (startSetIDHandler: one, sessionSetIDThreads for a session), after pivot_root (its
+// root is the sandbox's) and before any command exists (while the pids limit has room
+// for them).
 func (s *sandboxInit) setIDHandler() error {
 	if !s.spec.Linux.Filter.Notifies() {
 		return nil
 	}
-	return s.sys.startSetID()
+	threads := 1
+	if s.session {
+		threads = sessionSetIDThreads
+	}
+	return s.sys.startSetID(threads)
 }
 
 func (s *sandboxInit) hostname() error {

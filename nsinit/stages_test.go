@@ -54,7 +54,7 @@ func (r *recorder) listenHostPorts(ports []uint16, keep bool) error {
 func (r *recorder) resolvConf(*mounts.Root) error       { return r.rec("resolvConf") }
 func (r *recorder) unsharePID() error                   { return r.rec("unshare CLONE_NEWPID") }
 func (r *recorder) setIDProc() error                    { return r.rec("setIDProc") }
-func (r *recorder) startSetID() error                   { return r.rec("startSetID") }
+func (r *recorder) startSetID(int) error                { return r.rec("startSetID") }
 func (r *recorder) holderFiles() (int, int, int, error) { return 5, 6, 4, r.rec("holderFiles") }
 func (r *recorder) startHolder(p *procPlan) (int, error) {
 	if err := r.rec("startHolder"); err != nil {

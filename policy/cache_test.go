@@ -156,6 +156,26 @@ func TestCacheDirOnDisk(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].ID != c.ID || list[0].Workspace != ws || list[0].LastUse.IsZero() {
 		t.Fatalf("ListCaches: %+v %v", list, err)
 	}
+	// more entries, made in an order their names do not sort in: listed by workspace
+	for _, w := range []string{"zz", "aa", "mm"} {
+		d := filepath.Join(filepath.Dir(ws), w)
+		mkdirs(t, d)
+		e := *c
+		e.ID, _ = WorkspaceID(d)
+		e.Workspace = d
+		if err := e.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err = ListCaches(c)
+	if err != nil || len(list) != 4 || !slices.IsSortedFunc(list, func(a, b CacheEntry) int { return strings.Compare(a.Workspace, b.Workspace) }) {
+		t.Errorf("ListCaches not sorted by workspace: %+v %v", list, err)
+	}
+	for _, e := range list[:] {
+		if e.ID != c.ID {
+			RemoveCache(c, e.ID)
+		}
+	}
 	ro := filepath.Join(c.Source(), "mod", "x")
 	mkdirs(t, ro)
 	os.WriteFile(filepath.Join(ro, "f"), []byte("x"), 0o444)

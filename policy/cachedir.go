@@ -1,11 +1,13 @@
 package policy
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,8 +183,9 @@ func (c *Cache) openRoot() (fd int, ok bool, err error) {
 	return fd, true, nil
 }
 
-// ListCaches lists the entries of the cache root c (from CacheRoot), by name; an
-// entry that is not a directory (a planted link) is skipped.
+// ListCaches lists the entries of the cache root c (from CacheRoot), sorted by
+// workspace path, then id (an entry whose metadata is unreadable, with no workspace,
+// first); an entry that is not a directory (a planted link) is skipped.
 func ListCaches(c *Cache) ([]CacheEntry, error) {
 	root, ok, err := c.openRoot()
 	if err != nil || !ok {
@@ -219,6 +222,9 @@ func ListCaches(c *Cache) ([]CacheEntry, error) {
 		unix.Close(fd)
 		out = append(out, e)
 	}
+	slices.SortFunc(out, func(a, b CacheEntry) int {
+		return cmp.Or(strings.Compare(a.Workspace, b.Workspace), strings.Compare(a.ID, b.ID))
+	})
 	return out, nil
 }
 

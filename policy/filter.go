@@ -37,12 +37,14 @@ type builtinFilter struct {
 // section with no rules, the default profile's in every built-in policy), else compiled
 // here. A bad section is an error of seccomp.Config.Spec or seccomp.Compile.
 //
-// A built-in's source is shared by every config built from it (its pointer): callers
-// read it (config.ToSpec), none writes it. The program is copied, so that a config's
-// Filter, which the init loads, is its own.
+// Both a built-in's source and its program are copied: a config is its caller's to
+// change (a library caller may edit one config's Linux.Seccomp, or a config.ToSpec of
+// it, and compile it again), and a change must never reach another config built in
+// the same process (from an attack review: a shared source loosened every later
+// sandbox's filter).
 func launchFilter(sc *seccomp.Config, mode string, callerUID int, uid, gid uint32) (*specs.LinuxSeccomp, seccomp.Program, error) {
 	if f := findBuiltinFilter(sc, mode, callerUID, uid, gid); f != nil {
-		return f.source, append(seccomp.Program(nil), f.prog...), nil
+		return copySource(f.source), append(seccomp.Program(nil), f.prog...), nil
 	}
 	source, err := LaunchSeccomp(sc, mode, callerUID, uid, gid).Spec()
 	if err != nil {
@@ -78,4 +80,53 @@ func findBuiltinFilter(sc *seccomp.Config, mode string, callerUID int, uid, gid 
 		}
 	}
 	return nil
+}
+
+// copySource is a deep copy of s that shares no pointer, slice or map with it. The
+// rules' names, arguments and errnos are each carved from one allocation (a few
+// allocations in all, not a few per rule).
+func copySource(s *specs.LinuxSeccomp) *specs.LinuxSeccomp {
+	c := *s
+	c.Architectures = append([]specs.Arch(nil), s.Architectures...)
+	c.Flags = append([]specs.LinuxSeccompFlag(nil), s.Flags...)
+	nerr, nnames, nargs := 0, 0, 0
+	if s.DefaultErrnoRet != nil {
+		nerr++
+	}
+	for _, r := range s.Syscalls {
+		nnames += len(r.Names)
+		nargs += len(r.Args)
+		if r.ErrnoRet != nil {
+			nerr++
+		}
+	}
+	errnos := make([]uint, 0, nerr)
+	names := make([]string, 0, nnames)
+	args := make([]specs.LinuxSeccompArg, 0, nargs)
+	errno := func(p *uint) *uint {
+		if p == nil {
+			return nil
+		}
+		errnos = append(errnos, *p)
+		return &errnos[len(errnos)-1]
+	}
+	c.DefaultErrnoRet = errno(s.DefaultErrnoRet)
+	if s.Syscalls != nil {
+		c.Syscalls = make([]specs.LinuxSyscall, len(s.Syscalls))
+	}
+	for i, r := range s.Syscalls {
+		r.ErrnoRet = errno(r.ErrnoRet)
+		if r.Names != nil {
+			start := len(names)
+			names = append(names, r.Names...)
+			r.Names = names[start:len(names):len(names)]
+		}
+		if r.Args != nil {
+			start := len(args)
+			args = append(args, r.Args...)
+			r.Args = args[start:len(args):len(args)]
+		}
+		c.Syscalls[i] = r
+	}
+	return &c
 }

@@ -55,8 +55,8 @@ func TestBuiltinFiltersCurrent(t *testing.T) {
 						in.name, mode, caller, len(f.prog), len(prog))
 				}
 				gotSource, gotProg, err := launchFilter(in.sc, mode, caller, 0, 0)
-				if err != nil || gotSource != f.source || !reflect.DeepEqual(gotProg, f.prog) {
-					t.Errorf("%s, network %s, caller %d: launchFilter did not return the generated filter (err %v)", in.name, mode, caller, err)
+				if err != nil || gotSource == f.source || !reflect.DeepEqual(gotSource, f.source) || !reflect.DeepEqual(gotProg, f.prog) {
+					t.Errorf("%s, network %s, caller %d: launchFilter did not return a copy of the generated filter (err %v)", in.name, mode, caller, err)
 				}
 				want++
 			}
@@ -138,12 +138,34 @@ func TestBuildBuiltinFilters(t *testing.T) {
 					t.Errorf("%s root=%v %s: the config's filter is not the compiled one", name, root, mode)
 				}
 				cfg.Linux.Filter[0].K = 0xdead
+				// the source too: each slice, pointer and element a caller could write
+				src := cfg.Linux.Seccomp
+				if src.DefaultErrnoRet != nil {
+					*src.DefaultErrnoRet = 99
+				}
+				src.Architectures[0] = "SCMP_ARCH_X86"
+				for i := range src.Syscalls {
+					src.Syscalls[i].Names[0] = "getpid"
+					if src.Syscalls[i].ErrnoRet != nil {
+						*src.Syscalls[i].ErrnoRet = 0
+					}
+					for j := range src.Syscalls[i].Args {
+						src.Syscalls[i].Args[j].Value = 0
+					}
+				}
+				src.Syscalls = src.Syscalls[:1]
 				again, err := Compile(o, h)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !reflect.DeepEqual(again.Linux.Filter, wantProg) {
 					t.Errorf("%s root=%v %s: a write to one config's filter changed the next one's", name, root, mode)
+				}
+				if !reflect.DeepEqual(any(again.Linux.Seccomp), wantSource) {
+					t.Errorf("%s root=%v %s: a write to one config's filter source changed the next one's", name, root, mode)
+				}
+				if prog, err := seccomp.Compile(again.Linux.Seccomp); err != nil || !reflect.DeepEqual(prog, wantProg) {
+					t.Errorf("%s root=%v %s: the next config's source compiles to another filter (err %v)", name, root, mode, err)
 				}
 			}
 		}

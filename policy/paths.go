@@ -143,3 +143,15 @@ func workdir(r *resolver, chdir, ws, cwd string) (string, error) {
 
 // fallbackHome is the private HOME when the caller's cannot hold a mount.
 const fallbackHome = "/home/sandbox"
+
+// WorkspaceRefusal is why dir could not be the read-write workspace under p for the
+// caller h (the check --workspace gets: a system directory, a home directory or one
+// holding it, repository metadata, a credential path); nil when it could. A note that
+// suggests a workspace asks this first, so it never suggests one gosbx refuses.
+func (p *Policy) WorkspaceRefusal(dir string, h Host) error {
+	c, err := newResolver().evalSymlinks(dir)
+	if err != nil {
+		return errorf("workspace", dir, err, "cannot resolve")
+	}
+	return writable("workspace", c, h, p.Filesystem.Credentials)
+}

@@ -425,13 +425,13 @@ func TestNotFoundHint(t *testing.T) {
 	if got := p.NotFoundHint(h, s, "nosuch", "nosuch"); got != "" {
 		t.Errorf("a command the host lacks too: %q", got)
 	}
-	// pyenv itself: bin/pyenv leads to libexec/pyenv; the root holding both is named
-	// once (the trial's hint said --ro ~/.pyenv --ro ~/.pyenv/libexec)
+	// pyenv itself: bin/pyenv leads to libexec/pyenv; both are named, once each, never
+	// ~/.pyenv whole with its other entries (versions, shims: not a prefix's layout)
 	mkdirs(t, l.home+"/.pyenv/bin", l.home+"/.pyenv/libexec")
 	os.WriteFile(l.home+"/.pyenv/libexec/pyenv", []byte("#!/bin/sh\n"), 0o755)
 	l.symlink("../libexec/pyenv", l.home+"/.pyenv/bin/pyenv")
 	hp := l.host("~/.pyenv/bin:/usr/bin")
-	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv or --toolchain auto"
+	want = "pyenv: not found inside the sandbox (on the host it is " + l.home + "/.pyenv/bin/pyenv): add --ro " + l.home + "/.pyenv/bin --ro " + l.home + "/.pyenv/libexec or --toolchain auto"
 	if got := p.NotFoundHint(hp, s, "pyenv", "pyenv"); got != want {
 		t.Errorf("pyenv hint\n%q; want\n%q", got, want)
 	}
@@ -529,5 +529,42 @@ func TestNotFoundContextJSON(t *testing.T) {
 				t.Errorf("toolchain %q: no hint for %s to compare", tc, name)
 			}
 		}
+	}
+}
+
+// In git commit mode a linked worktree's common git dir (<repo>/.git, outside the
+// workspace) is bound read-write: a sandbox writes it, so it counts among the written
+// trees: a link there on the way (~/.local/bin/wt-tool -> <repo>/.git/refs/wt-tool ->
+// an app elsewhere, a link a sandbox could have planted) chooses no root. With git
+// readonly the git dir is read-only and the link is followed as any other.
+func TestToolchainLinkedWorktreeGitDir(t *testing.T) {
+	l := newToolchainLab(t)
+	repo := filepath.Join(l.root, "src", "main")
+	newRepo(t, repo)
+	gitCmd(t, repo, "worktree", "add", "-q", l.ws)
+	common := filepath.Join(repo, ".git")
+	app := filepath.Join(l.home, "apps", "tool-2")
+	mkdirs(t, app+"/bin")
+	l.write("apps/tool-2/bin/tool", "#!/bin/sh\n")
+	l.symlink(app+"/bin/tool", common+"/refs/wt-tool")
+	l.symlink(common+"/refs/wt-tool", ".local/bin/wt-tool")
+	for _, mode := range []string{GitCommit, GitReadOnly} {
+		p, err := Effective(Options{Policy: gitPolicy(t, mode), Workspace: l.ws, Toolchains: []string{"auto"}}, l.host("~/.local/bin:/usr/bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := slices.ContainsFunc(boundPaths(p), func(b string) bool { return under(app, b) })
+		if mode == GitCommit && bound {
+			t.Errorf("%s: bound %q: %s, reached through a link in the linked worktree's git dir %s (written in commit mode)", mode, boundPaths(p), app, common)
+		}
+		if mode == GitReadOnly && !bound {
+			t.Errorf("%s: bound %q; want %s (the git dir is read-only there)", mode, boundPaths(p), app)
+		}
+	}
+	if c := linkedCommonDir(l.ws); c != common {
+		t.Errorf("linkedCommonDir(%s) = %q, want %s", l.ws, c, common)
+	}
+	if c := linkedCommonDir(repo); c != "" {
+		t.Errorf("linkedCommonDir of the main checkout = %q, want none", c)
 	}
 }

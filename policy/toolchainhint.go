@@ -84,7 +84,11 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 		} else {
 			roots = tr.outside(hostPath, v)
 		}
-		return name + ": not found inside the sandbox (on the host it is " + hostPath + ")" + fix(flag, roots)
+		h := name + ": not found inside the sandbox (on the host it is " + hostPath + ")" + fix(flag, roots)
+		if n := p.EmptyRootNote(); n != "" {
+			h += " (" + n + ")"
+		}
+		return h
 	}
 	abs := path
 	if !filepath.IsAbs(abs) && spec.Process != nil {
@@ -122,13 +126,24 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 		}
 		return path + ": its interpreter " + c.last() + " (where its symlink leads) is outside the sandbox" + fix("--ro", roots)
 	}
+	exe, target := path, c.last()
 	if interp := shebang(c.last()); filepath.IsAbs(interp) {
 		tainted = tainted || under(c.last(), tr.h.written...)
 		if roots := tr.outside(interp, v); len(roots) > 0 && trusted(roots) {
 			return path + ": its #! interpreter " + interp + " is outside the sandbox" + fix("--ro", roots)
 		}
+		if l := missingLink(spec, interp); l != "" && (!tainted || depth(l) == 1) {
+			return path + ": its #! interpreter " + interp + " is not in the sandbox (" + l + " is a symlink on the host, not made inside): add --ro " + l
+		}
+		ic, err := followChain(tr.r, interp, nil)
+		if err != nil {
+			return ""
+		}
+		exe, target = path+"'s #! interpreter "+interp, ic.last()
 	}
-	return ""
+	// shown, yet the kernel found no file: the ELF interpreter (ld.so) or, for the
+	// loader itself, a library is missing (an empty root, --ro /usr/bin alone)
+	return loaderHint(tr.r, spec, exe, target, v, p.EmptyRootNote())
 }
 
 // autoBound: root lies in a root auto binds for the caller's PATH (resolved in tr).
@@ -151,7 +166,10 @@ func (tr *tcResolver) outside(p string, visible func(string) bool) []string {
 	var roots []string
 	for _, hop := range hops {
 		if !visible(hop) {
-			if r := tr.rootOf(filepath.Dir(hop)); !slices.Contains(roots, r) {
+			for _, r := range tr.rootsOf(filepath.Dir(hop)) {
+				if slices.Contains(roots, r) {
+					continue
+				}
 				roots = append(roots, r)
 				if r == filepath.Join(tr.h.home, ".cargo", "bin") && isDir(filepath.Join(tr.h.home, ".rustup")) {
 					roots = append(roots, filepath.Join(tr.h.home, ".rustup")) // what rustup's proxies run
@@ -240,6 +258,16 @@ func (p *Policy) toolchainHost(h Host, ws string) toolchainHost {
 		}
 		th.written = append(th.written, c) // --rw SRC:DST: the sandbox writes SRC too
 	}
+	// in git commit mode a linked worktree's common git dir (<repo>/.git, outside the
+	// tree) is bound read-write too (guardGit), so a sandbox writes it: nothing there
+	// chooses a bind source, and no root that holds it is bound (the main checkout)
+	if p.Filesystem.Git == GitCommit {
+		for _, t := range slices.Clone(th.written) {
+			if c := linkedCommonDir(t); c != "" {
+				th.written = append(th.written, c)
+			}
+		}
+	}
 	// every workspace's cache is some sandbox's to write, this launch's or not
 	if c, err := CacheRoot(h); err == nil {
 		if root, err := r.evalSymlinks(c.Root()); err == nil {
@@ -256,4 +284,24 @@ func (p *Policy) toolchainHost(h Host, ws string) toolchainHost {
 		th.from = c
 	}
 	return th
+}
+
+// linkedCommonDir is the common git dir of the linked worktree tree (whose .git is a
+// file naming <common>/worktrees/<name>, whose commondir names <common>), canonical, or
+// "" for any other tree. Read without the checks guardGit makes before binding it: a
+// path added to toolchainHost.written only narrows what toolchains may bind.
+func linkedCommonDir(tree string) string {
+	dotgit := filepath.Join(tree, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	gd, err := gitdirOf(dotgit)
+	if err != nil || gd == "" {
+		return ""
+	}
+	c, err := commondirOf(gd)
+	if err != nil || c == "" || filepath.Dir(gd) != filepath.Join(c, "worktrees") {
+		return ""
+	}
+	return c
 }

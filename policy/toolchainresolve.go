@@ -119,8 +119,7 @@ func (tr *tcResolver) pathEntry(e string) {
 		tr.skip(canon, why+": the version manager's own commands (its shims are resolved to the version they run)")
 		return
 	}
-	root := tr.rootOf(canon)
-	if tr.add(root, why) {
+	if tr.addAll(tr.rootsOf(canon), why) {
 		tr.links(canon, why, 0)
 		if canon == filepath.Join(tr.h.home, ".cargo", "bin") {
 			// rustup's proxies there run the toolchains of RUSTUP_HOME (default ~/.rustup)
@@ -322,9 +321,10 @@ func (tr *tcResolver) follow(p, why string, depth int, tainted bool) {
 			tr.skip(p, why+": a link a sandbox could have written leads outside the sandbox, not to a version of a version manager on PATH: not bound")
 			return
 		}
-		root := tr.rootOf(dir)
-		if tr.add(root, why+" → "+hop) && depth < 2 && isFile(filepath.Join(root, "pyvenv.cfg")) {
-			tr.venv(root, why, depth+1, false)
+		for _, root := range tr.rootsOf(dir) {
+			if tr.add(root, why+" → "+hop) && depth < 2 && isFile(filepath.Join(root, "pyvenv.cfg")) {
+				tr.venv(root, why, depth+1, false)
+			}
 		}
 	}
 }
@@ -395,25 +395,36 @@ func (tr *tcResolver) venv(v, why string, depth int, tainted bool) {
 			}
 			continue
 		}
-		tr.add(tr.rootOf(c), why+": pyvenv.cfg home "+home)
+		tr.addAll(tr.rootsOf(c), why+": pyvenv.cfg home "+home)
 	}
 }
 
-// rootOf is the toolchain root of a bin directory: its parent (nvm's node version,
-// pyenv's version, /opt/tool), unless that parent is a home-like directory that holds
-// more than the toolchain (the home, ~/.local, ~/.cargo with its credentials, ~/go,
-// a top-level directory): then the directory itself.
-func (tr *tcResolver) rootOf(dir string) string {
+// rootsOf are the toolchain roots of a bin directory: its parent (nvm's node version,
+// pyenv's version, /opt/tool) when that is a prefix (prefixParts: a known root, or
+// nothing but a prefix's layout) or its layout directories when it holds other things
+// too, unless that parent is a home-like directory that holds more than the toolchain
+// (the home, ~/.local, ~/.cargo with its credentials, ~/go, a top-level directory):
+// then the directory itself. Any other directory is its own root.
+func (tr *tcResolver) rootsOf(dir string) []string {
 	if filepath.Base(dir) != "bin" {
-		return dir
+		return []string{dir}
 	}
 	parent := filepath.Dir(dir)
 	h := tr.h.home
 	stop := append([]string{filepath.Join(h, ".local"), filepath.Join(h, ".cargo"), filepath.Join(h, "go")}, tr.h.homes...)
 	if depth(parent) < 2 || contains(stop, parent) || tr.refused(parent) != "" {
-		return dir
+		return []string{dir}
 	}
-	return parent
+	return tr.prefixParts(parent)
+}
+
+// addAll is add for each of roots; it reports whether all are visible inside now.
+func (tr *tcResolver) addAll(roots []string, why string) bool {
+	ok := true
+	for _, r := range roots {
+		ok = tr.add(r, why) && ok
+	}
+	return ok
 }
 
 // refused says why root must never be bound ("" when it may be).

@@ -43,7 +43,7 @@ func newCacheCmd() *cobra.Command {
 			}
 			list, err := policy.ListCaches(root)
 			if err != nil {
-				return &setupFailure{step: "cache", err: err}
+				return &opFailure{err}
 			}
 			if asJSON {
 				if list == nil {
@@ -82,7 +82,7 @@ func newCacheCmd() *cobra.Command {
 			if all {
 				list, err := policy.ListCaches(root)
 				if err != nil {
-					return &setupFailure{step: "cache", err: err}
+					return &opFailure{err}
 				}
 				ids = nil
 				for _, e := range list {
@@ -101,11 +101,11 @@ func newCacheCmd() *cobra.Command {
 						id, err = policy.WorkspaceID(canon)
 					}
 					if err != nil {
-						return &setupFailure{step: "cache", err: err}
+						return &opFailure{err}
 					}
 				}
 				if err := policy.RemoveCache(root, id); err != nil {
-					return &setupFailure{step: "cache", err: err}
+					return &opFailure{err}
 				}
 				fmt.Fprintf(os.Stderr, "gosbx: removed the cache %s\n", id)
 			}
@@ -125,7 +125,7 @@ func cacheRoot() (*policy.Cache, error) {
 	}
 	c, err := policy.CacheRoot(h)
 	if err != nil {
-		return nil, &setupFailure{step: "cache", err: err}
+		return nil, &opFailure{err}
 	}
 	return c, nil
 }

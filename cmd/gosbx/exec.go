@@ -97,7 +97,7 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	b.register(f)
-	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout and --status-fd may be given with it")
+	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout, --status-fd, --detach and --tty may be given with it")
 	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job)")
 	f.BoolVar(&tty, "tty", false, "with --session: run CMD on a terminal of the sandbox's own (job control, Ctrl-C, window size), relayed to yours")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
@@ -248,11 +248,15 @@ func execute(o policy.Options, status *os.File) error {
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}
-	if note := limitNote(spec, cmd.Result); note != "" {
+	if note := limitNote(spec, cmd.Result, false); note != "" {
 		fmt.Fprintln(os.Stderr, note)
 	}
 	if cmd.Result.ExitCode != 0 {
-		if note := enclosingNote(o.Workspace, ws); note != "" {
+		refused := func(d string) error { return eff.WorkspaceRefusal(d, host) }
+		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
+		if note := gitNote(spec, eff.Filesystem.Git); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
 		return statusError(cmd.Result.ExitCode)
@@ -353,6 +357,14 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 			<-notified
 			fmt.Fprintln(os.Stderr, "gosbx: fault injected: the policy step stalls")
 			select {}
+		}
+		if err := fault.Check("policy pause"); err != nil {
+			// a policy step that waits for one byte on stdin (fault injection test): a
+			// test acts on the prestarted init meanwhile, then lets the launch go on
+			<-notified
+			fmt.Fprintln(os.Stderr, "gosbx: fault injected: the policy step pauses")
+			var b [1]byte
+			os.Stdin.Read(b[:])
 		}
 		spec, err := policy.Build(eff, o.Args, host)
 		done <- built{eff, spec, err}

@@ -33,11 +33,11 @@ func newJobCmd() *cobra.Command {
 			}
 			defer unix.Close(fd)
 			if err := session.WriteFrame(fd, session.ReqJobs, nil, nil); err != nil {
-				return &setupFailure{step: "session", err: err}
+				return &opFailure{err}
 			}
 			kind, b, _, err := session.ReadFrame(fd, 0)
 			if err != nil || kind != session.RepInfo {
-				return &setupFailure{step: "session", err: fmt.Errorf("session %q did not answer: %v", args[0], err)}
+				return &opFailure{fmt.Errorf("session %q did not answer: %v", args[0], err)}
 			}
 			if asJSON {
 				fmt.Fprintln(c.OutOrStdout(), string(b))
@@ -119,11 +119,11 @@ func dialSession(name string) (int, error) {
 	}
 	dir, err := session.Dir()
 	if err != nil {
-		return -1, &setupFailure{step: "session", err: err}
+		return -1, &opFailure{err}
 	}
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
-		return -1, &setupFailure{step: "session", err: noSession(name, err)}
+		return -1, &opFailure{noSession(name, err)}
 	}
 	return fd, nil
 }
@@ -142,12 +142,12 @@ func jobCall(ref string, kind byte, args []uint64) error {
 	}
 	defer unix.Close(fd)
 	if err := session.WriteFrame(fd, kind, session.EncodeUints(append([]uint64{id}, args...)...), nil); err != nil {
-		return &setupFailure{step: "session", err: err}
+		return &opFailure{err}
 	}
 	for {
 		k, b, _, err := session.ReadFrame(fd, 0)
 		if err != nil {
-			return &setupFailure{step: "session", err: fmt.Errorf("session %q ended before it answered: %w", name, err)}
+			return &opFailure{fmt.Errorf("session %q ended before it answered: %w", name, err)}
 		}
 		switch k {
 		case session.RepData:

@@ -15,8 +15,14 @@ import (
 // limitNote is the stderr line for a limit the sandbox hit, as the status line's
 // limit-hit says (cgroup memory.oom_control / memory.events, pids.events): what a
 // caller without --status-fd would otherwise only infer from a 137 or a failed fork.
-// "" when no limit was hit (or, under RLIMIT_NPROC alone, a hit is not known).
-func limitNote(spec *config.Config, r *nsinit.Result) string {
+// "" when no limit was hit (or, under RLIMIT_NPROC alone, a hit is not known). For a
+// command of a session (session true) the limits are the session's, shared by its
+// commands, and set when it starts.
+func limitNote(spec *config.Config, r *nsinit.Result, session bool) string {
+	the, fix := "the ", ""
+	if session {
+		the, fix = "the session's ", " on session start"
+	}
 	var res *specs.LinuxResources
 	if spec.Linux != nil {
 		res = spec.Linux.Resources
@@ -28,15 +34,15 @@ func limitNote(spec *config.Config, r *nsinit.Result) string {
 			limit = " (" + limitSize(*res.Memory.Limit) + ")"
 		}
 		if r.ExitCode == 128+int(syscall.SIGKILL) {
-			return "gosbx: killed by the memory limit" + limit + ": raise it with --memory"
+			return "gosbx: killed by " + the + "memory limit" + limit + ": raise it with --memory" + fix
 		}
-		return "gosbx: the memory limit" + limit + " killed a process of the sandbox (the OOM killer): raise it with --memory"
+		return "gosbx: " + the + "memory limit" + limit + " killed a process of the sandbox (the OOM killer): raise it with --memory" + fix
 	case "pids":
 		limit := ""
 		if res != nil && res.Pids != nil && res.Pids.Limit != nil {
 			limit = fmt.Sprintf(" (%d)", *res.Pids.Limit)
 		}
-		return "gosbx: the pids limit" + limit + " refused a fork: raise it with --pids"
+		return "gosbx: " + the + "pids limit" + limit + " refused a fork: raise it with --pids" + fix
 	}
 	return ""
 }

@@ -14,15 +14,18 @@ func TestLimitNote(t *testing.T) {
 	spec := &config.Config{Linux: &config.Linux{Resources: &specs.LinuxResources{
 		Memory: &specs.LinuxMemory{Limit: &mem}, Pids: &specs.LinuxPids{Limit: &pids}}}}
 	for _, c := range []struct {
-		r    nsinit.Result
-		want string
+		r       nsinit.Result
+		session bool
+		want    string
 	}{
-		{nsinit.Result{LimitHit: "memory", ExitCode: 137}, "gosbx: killed by the memory limit (64M): raise it with --memory"},
-		{nsinit.Result{LimitHit: "memory", ExitCode: 1}, "gosbx: the memory limit (64M) killed a process of the sandbox (the OOM killer): raise it with --memory"},
-		{nsinit.Result{LimitHit: "pids", ExitCode: 2}, "gosbx: the pids limit (20) refused a fork: raise it with --pids"},
-		{nsinit.Result{ExitCode: 137}, ""},
+		{nsinit.Result{LimitHit: "memory", ExitCode: 137}, false, "gosbx: killed by the memory limit (64M): raise it with --memory"},
+		{nsinit.Result{LimitHit: "memory", ExitCode: 1}, false, "gosbx: the memory limit (64M) killed a process of the sandbox (the OOM killer): raise it with --memory"},
+		{nsinit.Result{LimitHit: "pids", ExitCode: 2}, false, "gosbx: the pids limit (20) refused a fork: raise it with --pids"},
+		{nsinit.Result{ExitCode: 137}, false, ""},
+		{nsinit.Result{LimitHit: "memory", ExitCode: 137}, true, "gosbx: killed by the session's memory limit (64M): raise it with --memory on session start"},
+		{nsinit.Result{LimitHit: "pids", ExitCode: 2}, true, "gosbx: the session's pids limit (20) refused a fork: raise it with --pids on session start"},
 	} {
-		if got := limitNote(spec, &c.r); got != c.want {
+		if got := limitNote(spec, &c.r, c.session); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.r, got, c.want)
 		}
 	}

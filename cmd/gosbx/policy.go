@@ -51,6 +51,9 @@ func newPolicyShowCmd() *cobra.Command {
 				name = policy.DefaultProfile
 			}
 			fmt.Fprintf(c.OutOrStdout(), "# effective policy: %s, with the flags given and variables expanded\n", name)
+			if n := eff.EmptyRootNote(); n != "" {
+				fmt.Fprintf(c.ErrOrStderr(), "gosbx: warning: %s\n", n)
+			}
 			if cd := eff.CacheDir(); cd != nil {
 				fmt.Fprintf(c.OutOrStdout(), "# cache: %s (workspace id %s), bound read-write as ~/.cache\n", cd.Source(), cd.ID)
 			} else if n := eff.CacheNote(); n != "" {
@@ -87,6 +90,9 @@ func newPolicyCheckCmd() *cobra.Command {
 					ext = " (extends " + p.Base() + ")"
 				}
 				fmt.Fprintf(c.OutOrStdout(), "%s: ok%s\n", f, ext)
+				if n := p.EmptyRootNote(); n != "" {
+					fmt.Fprintf(c.ErrOrStderr(), "gosbx: warning: %s: %s\n", f, n)
+				}
 				// valid, but a launch on this host would stop at a required bind
 				if host, err := policy.CurrentHost(); err == nil {
 					for _, m := range p.MissingBinds(host) {

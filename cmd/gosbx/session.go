@@ -166,12 +166,12 @@ func stopSession(name string, kill bool) error {
 	}
 	dir, err := session.Dir()
 	if err != nil {
-		return &setupFailure{step: "session", err: err}
+		return &opFailure{err}
 	}
 	sweepStale(dir)
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
-		return &setupFailure{step: "session", err: noSession(name, err)}
+		return &opFailure{noSession(name, err)}
 	}
 	defer unix.Close(fd)
 	procs := lockProcs(session.FilesOf(dir, name).Lock)
@@ -180,11 +180,11 @@ func stopSession(name string, kill bool) error {
 		body = session.EncodeUint(1)
 	}
 	if err := session.WriteFrame(fd, session.ReqStop, body, nil); err != nil {
-		return &setupFailure{step: "session", err: err}
+		return &opFailure{err}
 	}
 	kind, _, _, err := session.ReadFrame(fd, 0)
 	if err != nil || kind != session.RepDone {
-		return &setupFailure{step: "session", err: fmt.Errorf("session %q: its supervisor did not confirm the stop: %v", name, err)}
+		return &opFailure{fmt.Errorf("session %q: its supervisor did not confirm the stop: %v", name, err)}
 	}
 	// The supervisor exits right after: wait for its end of the socket, and for it to
 	// be gone.
@@ -208,7 +208,7 @@ func newSessionLsCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			dir, err := session.Dir()
 			if err != nil {
-				return &setupFailure{step: "session", err: err}
+				return &opFailure{err}
 			}
 			infos := sweepStale(dir)
 			if asJSON {

@@ -506,6 +506,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 		reply(session.RepMessage, []byte(fmt.Sprintf("gosbx: timed out after %v; the command's process group was killed\n", limit)))
 	}
+	if note := limitNote(sv.sess.Config(), cmd.Result, true); note != "" {
+		reply(session.RepMessage, []byte(note+"\n"))
+	}
 	reply(session.RepExit, session.EncodeUint(uint64(cmd.Result.ExitCode)))
 }
 

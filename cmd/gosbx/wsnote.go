@@ -10,8 +10,11 @@ import (
 // (.git) or, the workspace having no go.mod, a Go module (go.mod): run from a
 // subdirectory, only that subdirectory is the sandbox's, and git says "not a git
 // repository", go "go.mod file not found", with no word of why. given is --workspace
-// as passed ("" when defaulted), cwd the directory it defaulted to. "" otherwise.
-func enclosingNote(given, cwd string) string {
+// as passed ("" when defaulted), cwd the directory it defaulted to; refused says why a
+// directory could not be the workspace (policy.WorkspaceRefusal): the nearest directory
+// above that holds one is named only when gosbx would take it (a stray go.mod in /tmp,
+// a ~/.git of dotfiles name none). "" otherwise.
+func enclosingNote(given, cwd string, refused func(string) error) string {
 	if given != "" || cwd == "" || exists(filepath.Join(cwd, ".git")) {
 		return ""
 	}
@@ -24,7 +27,10 @@ func enclosingNote(given, cwd string) string {
 		case mod && exists(filepath.Join(d, "go.mod")):
 			what = "a Go module"
 		}
-		if what != "" && d != "/" {
+		if what != "" {
+			if d == "/" || refused(d) != nil {
+				return "" // git and go would take this one too: nothing above to suggest
+			}
 			return "gosbx: note: the workspace is the current directory " + cwd + ", and " + d + " above it holds " + what +
 				" the sandbox does not show: to work in it, pass --workspace " + d + " (the command still starts in " + cwd + ")"
 		}

@@ -2,7 +2,10 @@
 // compiled policy, one per command, each used once. It runs every line of its standard
 // input as a shell command in a fresh sandbox and prints what each printed.
 //
-//	printf 'ls\nid -u\n' | go run ./examples/pool /path/to/workspace
+//	printf 'ls\nid -u\n' | CGO_ENABLED=0 go run ./examples/pool /path/to/workspace
+//
+// Build it with CGO_ENABLED=0 (README, Library): the sandbox's init is this program
+// re-executed, and a cgo build cannot set every thread's capabilities.
 package main
 
 import (

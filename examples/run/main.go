@@ -1,7 +1,10 @@
 // Command run shows gosbx's library API: it links nsinit, compiles the default policy
 // for a workspace, runs one command in a sandbox and prints what happened.
 //
-//	go run ./examples/run /path/to/workspace sh -c 'echo hello > greeting; ls'
+//	CGO_ENABLED=0 go run ./examples/run /path/to/workspace sh -c 'echo hello > greeting; ls'
+//
+// Build it with CGO_ENABLED=0 (README, Library): the sandbox's init is this program
+// re-executed, and a cgo build cannot set every thread's capabilities.
 package main
 
 import (

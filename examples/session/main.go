@@ -4,7 +4,10 @@
 // next (a server on the sandbox's loopback, a file in its /tmp).
 //
 //	printf 'python3 -m http.server 8000 >/dev/null 2>&1 &\nsleep 1; curl -sI localhost:8000\n' |
-//		go run ./examples/session /path/to/workspace
+//		CGO_ENABLED=0 go run ./examples/session /path/to/workspace
+//
+// Build it with CGO_ENABLED=0 (README, Library): the sandbox's init is this program
+// re-executed, and a cgo build cannot set every thread's capabilities.
 package main
 
 import (

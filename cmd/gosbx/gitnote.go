@@ -1,0 +1,41 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gosbx/gosbx/nsinit/config"
+	"github.com/gosbx/gosbx/policy"
+)
+
+// gitWord is the word git in a command line or a shell script (git, /usr/bin/git,
+// `cd x && git commit`), not inside another name (.git, gitk, legit, git-lfs).
+var gitWord = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])git($|[^A-Za-z0-9_.-])`)
+
+// gitNote is the note for a command of spec that failed after running git while
+// the repository metadata was bound read-only (git mode gitMode, "" the default
+// readonly): git says only "Read-only file system" (index.lock), with no word that the
+// policy made it so or how to allow commits. Detection is the command line naming git
+// (args[0], or a word of a shell's script): cheap, read from the spec, asked only after
+// a failure; a git run by a program that does not name it (make, a script file) gets
+// no note. "" otherwise.
+func gitNote(spec *config.Config, gitMode string) string {
+	if gitMode == policy.GitCommit || spec.Process == nil || spec.Linux == nil {
+		return ""
+	}
+	var ro []string
+	for _, p := range spec.Linux.ReadonlyPaths {
+		if filepath.Base(p) == ".git" || strings.Contains(p, "/.git/worktrees/") {
+			ro = append(ro, p)
+		}
+	}
+	if len(ro) == 0 || !slices.ContainsFunc(spec.Process.Args, gitWord.MatchString) {
+		return ""
+	}
+	return "gosbx: note: the command ran git, and the repository metadata (" + strings.Join(ro[:min(len(ro), 3)], ", ") +
+		") is read-only in this sandbox (the policy's git: readonly, the default): git add, commit, checkout and stash " +
+		"fail with \"Read-only file system\". To allow them (hooks and config stay read-only): a policy file with " +
+		"`extends: agent` and `filesystem: {git: commit}`, passed as --policy FILE (see README, Policies)"
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/nsinit/config"
+	"github.com/gosbx/gosbx/policy"
+)
+
+func TestGitNote(t *testing.T) {
+	spec := func(ro []string, args ...string) *config.Config {
+		return &config.Config{Process: &specs.Process{Args: args}, Linux: &config.Linux{ReadonlyPaths: ro}}
+	}
+	ws := []string{"/w/.git", "/proc/sys"}
+	for _, c := range []struct {
+		args []string
+		ro   []string
+		mode string
+		note bool
+	}{
+		{[]string{"git", "commit", "-m", "x"}, ws, "", true},
+		{[]string{"/usr/bin/git", "add", "."}, ws, policy.GitReadOnly, true},
+		{[]string{"sh", "-c", "cd sub && git commit -am x"}, ws, "", true},
+		{[]string{"git", "commit"}, ws, policy.GitCommit, false},      // commits allowed
+		{[]string{"git", "commit"}, []string{"/proc/sys"}, "", false}, // no repository guarded
+		{[]string{"sh", "-c", "ls .git; gitk; legit"}, ws, "", false}, // no git run
+		{[]string{"python3", "-c", "import sys; sys.exit(1)"}, ws, "", false},
+		{[]string{"git", "worktree", "list"}, []string{"/m/.git/worktrees/b"}, "", true},
+	} {
+		got := gitNote(spec(c.ro, c.args...), c.mode)
+		if (got != "") != c.note {
+			t.Errorf("%q ro %q mode %q: note %q, want note %v", c.args, c.ro, c.mode, got, c.note)
+		}
+		if c.note && !strings.Contains(got, "git: commit") {
+			t.Errorf("%q: note %q does not name git: commit", c.args, got)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A program linked with cgo cannot clear the capabilities of its init's other threads
+// (syscall.AllThreadsSyscall is refused: ENOTSUP), which then kept them in the
+// sandbox's user namespace for the sandbox's life: its one-shot launch must stop with
+// 125 at "limit capabilities", naming the fix, before the command runs (fail closed;
+// found by a new user's trial, examples/run built with the default CGO_ENABLED=1).
+func TestCgoProgramRefused(t *testing.T) {
+	requireBinary(t)
+	if os.Geteuid() != 0 {
+		t.Skip("root only (the library program runs as the test's user)")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc is needed to link a program with cgo (.ci/run installs it)")
+	}
+	s := newSandbox(t, rootCaller)
+	bin := filepath.Join(s.base, "run-cgo")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/run")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -o %s ./examples/run with cgo: %v\n%s", bin, err, out)
+	}
+	if out, err := exec.Command("go", "version", "-m", bin).Output(); err != nil || !strings.Contains(string(out), "CGO_ENABLED=1") {
+		t.Fatalf("the program is not built with cgo: %v\n%s", err, out)
+	}
+	marker := filepath.Join(s.ws, "ran")
+	run := exec.CommandContext(ctx, bin, s.ws, "sh", "-c", "touch "+marker)
+	out, err := run.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(string(out), "limit capabilities") || !strings.Contains(string(out), "CGO_ENABLED=0") {
+		t.Errorf("a cgo program's launch: %v, want exit 125 at limit capabilities naming CGO_ENABLED=0\n%s", err, out)
+	}
+	if _, err := os.Lstat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the command ran in a cgo program's sandbox (%s: %v)", marker, err)
+	}
+}
