@@ -845,7 +845,12 @@ func (c *Cmd) LimitsNote() string { return c.own.limits }
 // namespaceEvent is the first event: the init's pid and namespaces, and for a root
 // caller the host id the command runs as (or why it kept uid 0).
 func (c *Cmd) namespaceEvent() Event {
-	e := namespaceEvent(c.init.pid)
+	var e Event
+	if c.init.ns != nil {
+		e = *c.init.ns
+	} else {
+		e = namespaceEvent(c.init.pid)
+	}
 	e.SandboxID = c.own.id
 	if c.own.hostID != nil {
 		id := int64(c.own.hostID.id)

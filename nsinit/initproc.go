@@ -25,6 +25,7 @@ type initProc struct {
 	status   unix.WaitStatus
 	waitOnce sync.Once
 	after    func() // run once reaped: a raw init's arena unmapped (rawlaunch.go)
+	ns       *Event // a raw init's namespaces, read at its clone (rawlaunch.go)
 }
 
 // startInit clones and executes the init (/proc/self/exe) with argv and attr, on the

@@ -227,6 +227,11 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	mine = []int{mapsP[1]}
 	init := &initProc{pid: pid, after: func() { plan.Free() }}
 	freePlan = false
+	// Its namespaces, read now: it waits for the id maps. Once it has made itself not
+	// dumpable (PR_SET_DUMPABLE is its memory's, the launcher's too), /proc/PID/ns is
+	// closed to the launcher (TestStatusFD saw it, a race the Go init's slower start hid).
+	ns := namespaceEvent(pid)
+	init.ns = &ns
 	mapErr := writeIDMaps(pid, p.sys)
 	if mapErr == nil {
 		if _, werr := unix.Write(mapsP[1], []byte{0}); werr != nil {
