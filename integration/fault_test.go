@@ -114,20 +114,26 @@ func faultInits(step string) []int {
 
 // faultBinary builds gosbx with -tags gosbxfault into a directory any user can read.
 func faultBinary(t *testing.T) string {
+	return taggedBinary(t, "gosbxfault")
+}
+
+// taggedBinary builds gosbx with -tags tag (one tag or a comma-separated list) into a
+// directory any user can read.
+func taggedBinary(t *testing.T, tag string) string {
 	t.Helper()
 	requireBinary(t)
-	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-fault-")
+	dir, err := os.MkdirTemp("/var/tmp", "gosbx-it-"+strings.ReplaceAll(tag, ",", "-")+"-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))
 	bin := filepath.Join(dir, "gosbx")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-tags", "gosbxfault", "-o", bin, "./cmd/gosbx")
+	build := exec.CommandContext(ctx, "go", "build", "-tags", tag, "-o", bin, "./cmd/gosbx")
 	build.Dir = ".."
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags gosbxfault: %v\n%s", err, out)
+		t.Fatalf("go build -tags %s: %v\n%s", tag, err, out)
 	}
 	must(t, os.Chmod(bin, 0o755))
 	return bin

@@ -68,8 +68,7 @@ func initOfLauncher(t *testing.T, launcher int) int {
 	for _, k := range kids {
 		b, _ := os.ReadFile(k)
 		for _, p := range strings.Fields(string(b)) {
-			argv, _ := os.ReadFile("/proc/" + p + "/cmdline")
-			if strings.HasPrefix(string(argv), "gosbx-init\x00") {
+			if isInitProcess(p) {
 				pid, _ := strconv.Atoi(p)
 				return pid
 			}
@@ -77,6 +76,15 @@ func initOfLauncher(t *testing.T, launcher int) int {
 	}
 	t.Fatalf("no gosbx-init child of the launcher %d", launcher)
 	return 0
+}
+
+// isInitProcess reports whether the process pid is a sandbox's init: the Go init,
+// executed as gosbx-init, or the raw init (nsinit/rawinit.go), a clone of the launcher
+// that shares its memory, and so its command line, and names itself gosbx-init.
+func isInitProcess(pid string) bool {
+	argv, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+	comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+	return strings.HasPrefix(string(argv), "gosbx-init\x00") || string(comm) == "gosbx-init\n"
 }
 
 // waitInitInPoll waits (5 s at most) until the init's main thread waits in the reaper's

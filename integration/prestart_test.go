@@ -222,7 +222,7 @@ func initChild(t *testing.T, gosbx int) int {
 		t.Fatalf("gosbx %d has the children %v, want one init", gosbx, kids)
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kids[0]))
-	if !strings.HasPrefix(string(cmdline), "gosbx-init") {
+	if !isInitProcess(strconv.Itoa(kids[0])) {
 		t.Fatalf("gosbx's child %d is %q, not its init", kids[0], cmdline)
 	}
 	return kids[0]

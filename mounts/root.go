@@ -473,6 +473,9 @@ func OpenNull(path string) (*Null, error) {
 // Close releases the handle.
 func (n *Null) Close() error { return unix.Close(n.fd) }
 
+// Fd is the handle's O_PATH descriptor (a raw plan's child inherits it: PlanSetup).
+func (n *Null) Fd() int { return n.fd }
+
 // PivotRoot makes the new root the process's root with pivot_root(2) (new_root and
 // put_old both "."), detaches the old root (umount2(2) MNT_DETACH), makes the mounts
 // marked sealLater read-only, then the root tmpfs itself. Submounts keep their flags.

@@ -314,8 +314,18 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		params.as = nsOwner
 	}
 	var l *initLaunch
+	var raw *rawLaunch
 	var step string
-	if l = pre.take(&params, c.Stdin, c.Stdout, c.Stderr); l == nil {
+	if rawWanted(spec, &params, pooled, c.session, c.own.group != nil) {
+		// the raw init (rawlaunch.go): no init cloned ahead is taken
+		pre.Close()
+		var stdio *stdioCopy
+		if stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr); err != nil {
+			step = "pipe"
+		} else {
+			l, raw, step, err = launchRaw(spec, params, stdio)
+		}
+	} else if l = pre.take(&params, c.Stdin, c.Stdout, c.Stderr); l == nil {
 		pre.Close() // not the init this config needs: gone before another is cloned
 		// The command's stdio as os/exec would give it (files as they are, /dev/null,
 		// pipes copied by the launcher); a pooled init gets /dev/null until its process
@@ -355,32 +365,37 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	c.init, c.start = l.init, l.start
 	stdio, specW, syncR, lifeW, setupR := l.stdio, l.specW, l.syncR, l.lifeW, l.setupR
 	c.own.life, c.syncFile, c.sync = lifeW, syncR, newSyncReader(syncR)
+	if raw != nil {
+		c.sync.raw = raw.next
+	}
 	c.setupOut = readSetupOutput(setupR)
 	c.started = true
-	if err := c.sendSpec(spec, specW, mapped, hid); err != nil {
-		specW.Close()
-		c.stdio = stdio // aborted by reapFailed: nothing was read
-		c.reapFailed()
-		c.stdio = nil
-		if ws := c.init.wait(); ws.Exited() && (errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)) {
-			// it closed its socket by exiting before it read its config: say why that is
-			// (a quick start ends before the spec is sent)
-			err = &SetupError{Step: "init", Err: diedEarly(ws, c.setupOut.summary())}
+	if raw == nil {
+		if err := c.sendSpec(spec, specW, mapped, hid); err != nil {
+			specW.Close()
+			c.stdio = stdio // aborted by reapFailed: nothing was read
+			c.reapFailed()
+			c.stdio = nil
+			if ws := c.init.wait(); ws.Exited() && (errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)) {
+				// it closed its socket by exiting before it read its config: say why that is
+				// (a quick start ends before the spec is sent)
+				err = &SetupError{Step: "init", Err: diedEarly(ws, c.setupOut.summary())}
+			}
+			allow := spec.RootID != nil && spec.RootID.AllowHostRoot
+			var me *mounts.Error
+			if mapped && allow && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {
+				// The policy accepts host uid 0 where a bind cannot be idmapped.
+				c.identityMap = err.Error()
+				hid.release()
+				c.init, c.started, c.waited, c.own.nproc = nil, false, false, false
+				return c.spawn(pooled)
+			}
+			var se *SetupError
+			if !errors.As(err, &se) {
+				err = &SetupError{Step: "idmap", Err: err}
+			}
+			return nil, c.fail(err)
 		}
-		allow := spec.RootID != nil && spec.RootID.AllowHostRoot
-		var me *mounts.Error
-		if mapped && allow && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {
-			// The policy accepts host uid 0 where a bind cannot be idmapped.
-			c.identityMap = err.Error()
-			hid.release()
-			c.init, c.started, c.waited, c.own.nproc = nil, false, false, false
-			return c.spawn(pooled)
-		}
-		var se *SetupError
-		if !errors.As(err, &se) {
-			err = &SetupError{Step: "idmap", Err: err}
-		}
-		return nil, c.fail(err)
 	}
 	if mapped {
 		c.own.hostID = hid
@@ -390,7 +405,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		c.ctl = specW
 		stdio.abort() // nothing to copy: /dev/null until the process comes
 	} else {
-		specW.Close()
+		if specW != nil {
+			specW.Close()
+		}
 		stdio.run()
 		c.stdio = stdio // Wait waits for the copies
 	}
@@ -828,7 +845,12 @@ func (c *Cmd) LimitsNote() string { return c.own.limits }
 // namespaceEvent is the first event: the init's pid and namespaces, and for a root
 // caller the host id the command runs as (or why it kept uid 0).
 func (c *Cmd) namespaceEvent() Event {
-	e := namespaceEvent(c.init.pid)
+	var e Event
+	if c.init.ns != nil {
+		e = *c.init.ns
+	} else {
+		e = namespaceEvent(c.init.pid)
+	}
 	e.SandboxID = c.own.id
 	if c.own.hostID != nil {
 		id := int64(c.own.hostID.id)

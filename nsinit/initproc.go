@@ -24,6 +24,8 @@ type initProc struct {
 	reaped   bool
 	status   unix.WaitStatus
 	waitOnce sync.Once
+	after    func() // run once reaped: a raw init's arena unmapped (rawlaunch.go)
+	ns       *Event // a raw init's namespaces, read at its clone (rawlaunch.go)
 }
 
 // startInit clones and executes the init (/proc/self/exe) with argv and attr, on the
@@ -70,6 +72,9 @@ func (p *initProc) wait() unix.WaitStatus {
 			}
 		}
 		p.reaped = true
+		if p.after != nil {
+			p.after()
+		}
 	})
 	return p.status
 }

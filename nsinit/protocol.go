@@ -129,9 +129,12 @@ func (w syncWriter) send(m message) {
 	w.f.Write(e.B)
 }
 
-type syncReader struct{ r *bufio.Reader }
+type syncReader struct {
+	r   *bufio.Reader
+	raw func() (message, bool) // a raw init's reports (rawlaunch.go), read in r's place
+}
 
-func newSyncReader(r io.Reader) *syncReader { return &syncReader{bufio.NewReader(r)} }
+func newSyncReader(r io.Reader) *syncReader { return &syncReader{r: bufio.NewReader(r)} }
 
 // maxMessage bounds a message frame (an error text, a path).
 const maxMessage = 1 << 20
@@ -139,6 +142,9 @@ const maxMessage = 1 << 20
 // next returns the next message, or ok=false at EOF (the init has exited). A frame
 // that does not decode ends the stream too: only the init writes there.
 func (r *syncReader) next() (m message, ok bool) {
+	if r.raw != nil {
+		return r.raw()
+	}
 	if r.r == nil {
 		return message{}, false
 	}

@@ -23,6 +23,7 @@ import (
 // never returns.
 func TestMain(m *testing.M) {
 	Init()
+	rawRootGoSide() // rawroot_test.go: the Go init's root, when asked
 	// This test's sandboxes' cgroups are gosbx-<this pid>-<id> (ownCgroups); the
 	// owner's lock, not the name, says whether they are alive.
 	newSandboxID = func() string { return strconv.Itoa(os.Getpid()) + "-" + cgroup.NewID() }

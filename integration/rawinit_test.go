@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A -tags gosbxrawinit build (the raw init's test switch, nsinit/rawlaunch.go) takes the
+// raw init exactly where it is meant to, seen from the host while the command runs:
+// for a caller other than root with the default policy the sandbox's init is one
+// thread, named gosbx-init, whose command line is the launcher's (it shares the
+// launcher's memory: no Go program was executed); for root (a host id, bind trees) and
+// with a memory limit (a cgroup) it is the Go init, executed as gosbx-init, several
+// threads. The rest of the suite runs against such a build with GOSBX_TEST_BINARY (make
+// integration-raw), which proves the raw init's isolation; this test proves those runs
+// took it.
+func TestRawInitTaken(t *testing.T) {
+	bin := taggedBinary(t, "gosbxrawinit")
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, extra := range [][]string{nil, {"--memory", "256M"}} {
+			s := newSandbox(t, c)
+			ctx := s.limitCtx(runLimit)
+			args := append(append([]string{}, extra...), "--", "/bin/sh", "-c", "echo up; read x; exit 0")
+			cmd := s.command(ctx, args...)
+			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+			stdin, err := cmd.StdinPipe()
+			must(t, err)
+			stdout, err := cmd.StdoutPipe()
+			must(t, err)
+			must(t, cmd.Start())
+			line, _ := bufio.NewReader(stdout).ReadString('\n')
+			if line != "up\n" {
+				stdin.Close()
+				cmd.Wait()
+				if len(extra) > 0 && c.uid != 0 {
+					continue // no memory limit for this caller here: nothing to look at
+				}
+				t.Fatalf("%v: the command did not start: %q", extra, line)
+			}
+			init := initOfLauncher(t, cmd.Process.Pid)
+			waitInitInPoll(t, init)
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", init))
+			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", init))
+			raw := len(tasks) == 1 && !strings.HasPrefix(string(argv), "gosbx-init\x00")
+			want := c.uid != 0 && len(extra) == 0
+			if raw != want {
+				t.Errorf("%v: the init has %d threads, command line %q: raw init %v, want %v", extra, len(tasks), argv, raw, want)
+			}
+			stdin.Close()
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("%v: gosbx exec: %v", extra, err)
+			}
+		}
+	})
+}
+
+// A step of the raw init that fails says what the Go init's says: for every step of
+// faultSteps both make fail (-tags gosbxfault, the raw one with gosbxrawinit too), a
+// caller other than root (the raw init's) gets the same exit status and the same
+// message from both, and the command does not run.
+func TestRawFaultSameAsGo(t *testing.T) {
+	goBin := faultBinary(t)
+	rawBin := taggedBinary(t, "gosbxfault,gosbxrawinit")
+	s := newSandbox(t, nobodyCaller)
+	for _, st := range faultSteps {
+		var got [2]result
+		for i, bin := range []string{goBin, rawBin} {
+			marker := s.marker("fault")
+			ctx := s.limitCtx(runLimit)
+			cmd := s.rawCommand(ctx, "exec", "--workspace", s.ws, "--", "touch", marker)
+			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+			cmd.Env = s.env("GOSBX_FAULT=" + st)
+			got[i] = s.runCmd(ctx, cmd)
+			if _, err := os.Lstat(marker); err == nil && got[i].code != 0 {
+				t.Errorf("fault at %q: the command ran (%v)", st, got[i])
+				os.Remove(marker)
+			}
+			os.Remove(marker)
+		}
+		if got[0].code != got[1].code || got[0].stderr != got[1].stderr {
+			t.Errorf("fault at %q: Go init %d %q, raw init %d %q", st, got[0].code, got[0].stderr, got[1].code, got[1].stderr)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package nsinit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/rawplan"
+	"github.com/gosbx/gosbx/mounts"
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// The launcher's side of the raw init: the plan compiled from the config it already has
+// (planRawBuild, planRawStart), the raw child cloned with the init's namespaces and id
+// maps, and its reports read as the Go init's messages (rawReports), so that the rest
+// of the launch (cgroup placement, go-ahead, acknowledgement, Wait) is the same code
+// for both inits.
+
+// rawLaunch is a raw init's plan and what reading its reports needs.
+type rawLaunch struct {
+	plan  *rawplan.Plan
+	start *rawStart
+	sync  *os.File
+}
+
+// rawWanted reports whether this launch takes the raw init: only in a build that asks
+// for it (rawInitDefault, a test switch for now), for a config rawEligible accepts, and
+// a clone whose parameters the raw clone implements (no host id, no cgroup v2 clone,
+// no CPU pinning, no fd 7), without a cgroup (grouped): the raw init shares the
+// launcher's memory, whose pages a memory cgroup charges to the launcher's group and
+// whose whole size an OOM kill in the sandbox's group would weigh (and kill: every
+// process sharing a victim's memory dies with it).
+func rawWanted(spec *config.Config, p *cloneParams, pooled, session, grouped bool) bool {
+	if !rawInitDefault || pooled || session || grouped || p.as != nil || p.cpus != nil || p.egressR != nil || p.sys.UseCgroupFD ||
+		p.sys.Credential != nil || len(spec.Cleanup) > 0 {
+		return false
+	}
+	return rawEligible(spec) == nil
+}
+
+// rawArena is the size of a raw init's arena before the command's arguments,
+// environment and filter, and rawOps the ops it holds: the agent policy's plan is ~700
+// ops and ~60 KiB (TestRawRootSameMounts), its states and stacks ~50 KiB.
+const (
+	rawArena = 1 << 20
+	rawOps   = 8192
+)
+
+// rawArenaSize is the arena a config's plan needs: rawArena and room for the
+// command's arguments and environment (their C strings and pointers, twice for the
+// PATH candidates' share), the files' contents and the filter.
+func rawArenaSize(spec *config.Config) int {
+	n := rawArena
+	if spec.Process != nil {
+		for _, a := range append(slices.Clip(spec.Process.Args), spec.Process.Env...) {
+			n += 2*len(a) + 16
+		}
+	}
+	for _, f := range spec.Files {
+		n += len(f.Content) + len(f.Path) + 16
+	}
+	if spec.Linux != nil {
+		n += 8 * len(spec.Linux.Filter)
+	}
+	return n
+}
+
+// launchRaw compiles spec's raw init, clones it with p's namespaces and id maps, and
+// gives it stdio's descriptors. It returns the launch as launchInit does (specW nil:
+// the config is in the plan), or the step and the cause, with everything it made
+// closed and stdio aborted.
+func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLaunch, _ *rawLaunch, step string, err error) {
+	var mine []int // the launcher's copies, closed after the clone (or on failure)
+	closeMine := func() {
+		closeFds(mine)
+		mine = nil
+	}
+	var keep []*os.File // the launcher's ends it keeps
+	fail := func(step string, err error) (*initLaunch, *rawLaunch, string, error) {
+		closeMine()
+		for _, f := range keep {
+			f.Close()
+		}
+		stdio.abort()
+		return nil, nil, step, err
+	}
+	pipe := func() ([2]int, error) {
+		var fds [2]int
+		err := unix.Pipe2(fds[:], unix.O_CLOEXEC)
+		return fds, err
+	}
+	var fd rawFds
+	var sfd rawStartFds
+	for _, src := range mounts.BindSources(spec) {
+		var sf int
+		if sf, err = mounts.OpenSourcePath(src); err == nil {
+			err = fault.Check("open bind source")
+		}
+		if err != nil {
+			return fail("open bind source", err)
+		}
+		mine = append(mine, sf)
+		fd.sources = append(fd.sources, sf)
+	}
+	if spec.Linux != nil && len(spec.Linux.MaskedPaths) > 0 {
+		if fd.null, err = mounts.OpenNull("/dev/null"); err != nil {
+			return fail("mount", err)
+		}
+		defer fd.null.Close()
+	}
+	var syncP, lifeP, mapsP, holderRep, stageRep [2]int
+	for _, pp := range []*[2]int{&syncP, &lifeP, &mapsP, &holderRep, &stageRep} {
+		if *pp, err = pipe(); err != nil {
+			return fail("pipe", err)
+		}
+		mine = append(mine, pp[0], pp[1])
+		if err = fault.Check("pipe"); err != nil {
+			return fail("pipe", err)
+		}
+	}
+	fd.mapsR, fd.mapsW, fd.life = mapsP[0], mapsP[1], lifeP[0]
+	fd.holderRepR, fd.holderRepW = holderRep[0], holderRep[1]
+	if fd.holderSend, fd.holderRecv, fd.holderExe, err = (&kernelInit{}).holderFiles(); err != nil {
+		return fail("pid namespace", err)
+	}
+	mine = append(mine, fd.holderSend, fd.holderRecv, fd.holderExe)
+	sfd = rawStartFds{sync: syncP[1], stageRepR: stageRep[0], stageRepW: stageRep[1], life: lifeP[0]}
+
+	plan, err := rawplan.New(rawArenaSize(spec), rawOps)
+	if err != nil {
+		return fail("config", err)
+	}
+	freePlan := true
+	defer func() {
+		if freePlan {
+			plan.Free()
+		}
+	}()
+	// the command's stdio at 0-2, every descriptor the plan names kept, all others closed
+	var needed []int
+	for _, f := range mine {
+		if f != syncP[0] && f != lifeP[1] { // the launcher's ends: the life pipe must end with the launcher
+			needed = append(needed, f)
+		}
+	}
+	if fd.null != nil {
+		needed = append(needed, nullFd(fd.null))
+	}
+	s := plan.Begin("move descriptors")
+	// named as the Go init's argv[0] for ps(1) and the tests that look for it: its
+	// command line is the launcher's, whose memory it shares
+	plan.Call(s, nil, unix.SYS_PRCTL, rawplan.Lit(unix.PR_SET_NAME), rawplan.Lit(plan.Str(InitArg)))
+	// A fault of its own (a bug) kills the raw init with its default action, never the
+	// launcher's Go handler, which would run on the launcher's g in its memory. The
+	// signal handlers are its own copy (no CLONE_SIGHAND); every other signal stays
+	// blocked, the forwarded ones read from a signalfd.
+	dfl := rawplan.Alloc[[4]uintptr](plan)
+	for _, sig := range []unix.Signal{unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS} {
+		plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("rt_sigaction %v SIG_DFL: %w", sig, e) },
+			unix.SYS_RT_SIGACTION, rawplan.Lit(uintptr(sig)), rawplan.Lit(rawplan.Ptr(dfl)), rawplan.Lit(0), rawplan.Lit(8))
+	}
+	for i, f := range stdio.fds {
+		switch {
+		case f == i:
+			// the caller's own descriptor, shared: inherited as it is, without close-on-exec
+			plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("fcntl: %w", e) }, unix.SYS_FCNTL, rawplan.Lit(uintptr(f)), rawplan.Lit(unix.F_SETFD), rawplan.Lit(0))
+		case f < 3:
+			return fail("config", errors.New("the command's stdio below descriptor 3"))
+		default:
+			plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("dup3: %w", e) }, unix.SYS_DUP3, rawplan.Lit(uintptr(f)), rawplan.Lit(uintptr(i)), rawplan.Lit(0))
+		}
+	}
+	slices.Sort(needed)
+	next := 3
+	for _, n := range needed {
+		if n < 3 {
+			return fail("config", errors.New("a descriptor of the raw init below 3"))
+		}
+		if n > next {
+			plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("close_range: %w", e) }, unix.SYS_CLOSE_RANGE, rawplan.Lit(uintptr(next)), rawplan.Lit(uintptr(n-1)), rawplan.Lit(0))
+		}
+		next = n + 1
+	}
+	plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("close_range: %w", e) }, unix.SYS_CLOSE_RANGE, rawplan.Lit(uintptr(next)), rawplan.Lit(^uintptr(0)), rawplan.Lit(0))
+	built, err := planRawBuild(plan, spec, &fd)
+	if err != nil {
+		return fail("config", err)
+	}
+	start, err := planRawStart(plan, spec, built, sfd)
+	if err != nil {
+		var se *stepError
+		if errors.As(err, &se) {
+			return fail(se.step, se.err)
+		}
+		return fail("config", err)
+	}
+	syncR := os.NewFile(uintptr(syncP[0]), "sync")
+	lifeW := os.NewFile(uintptr(lifeP[1]), "life")
+	setupR, setupW, err := os.Pipe() // nothing writes: a raw init has no runtime to crash
+	if err != nil {
+		return fail("pipe", err)
+	}
+	setupW.Close()
+	keep = append(keep, setupR)
+	if err = fault.Check("clone"); err != nil {
+		return fail("clone", err)
+	}
+	flags := p.sys.Cloneflags
+	t0 := time.Now()
+	pid, err := rawplan.Start(plan, flags, syncP[1])
+	if err != nil {
+		return fail("clone", &os.PathError{Op: "clone", Path: "raw init", Err: err})
+	}
+	// the launcher's copies of what the raw init holds now, but its ends of sync, life
+	// and the id maps' gate
+	for _, f := range mine {
+		if f != syncP[0] && f != lifeP[1] && f != mapsP[1] {
+			unix.Close(f)
+		}
+	}
+	mine = []int{mapsP[1]}
+	init := &initProc{pid: pid, after: func() { plan.Free() }}
+	freePlan = false
+	// Its namespaces, read now: it waits for the id maps. Once it has made itself not
+	// dumpable (PR_SET_DUMPABLE is its memory's, the launcher's too), /proc/PID/ns is
+	// closed to the launcher (TestStatusFD saw it, a race the Go init's slower start hid).
+	ns := namespaceEvent(pid)
+	init.ns = &ns
+	mapErr := writeIDMaps(pid, p.sys)
+	if mapErr == nil {
+		if _, werr := unix.Write(mapsP[1], []byte{0}); werr != nil {
+			mapErr = fmt.Errorf("write the id maps' go-ahead: %w", werr)
+		}
+	}
+	closeMine()
+	if mapErr != nil {
+		init.kill()
+		rl := &rawLaunch{plan: plan, start: start, sync: syncR}
+		if m, ok := rl.next(); ok && m.Type == msgError {
+			mapErr = m.err() // the child stopped first: its step's error
+		}
+		init.wait() // unmaps the arena: after its report was read
+		syncR.Close()
+		lifeW.Close()
+		setupR.Close()
+		stdio.abort()
+		return nil, nil, "clone", mapErr
+	}
+	stdio.sent()
+	l := &initLaunch{init: init, syncR: syncR, lifeW: lifeW, setupR: setupR, stdio: stdio, params: p, start: t0}
+	return l, &rawLaunch{plan: plan, start: start, sync: syncR}, "", nil
+}
+
+// nullFd is the descriptor of a verified /dev/null.
+func nullFd(n *mounts.Null) int { return n.Fd() }
+
+// next reads the raw init's next report as the Go init's message: forking, exec (its
+// path and pid), exit (the command's wait status), or a failure as the error or
+// exec-error message the Go init's step would send; ok is false at end of file.
+func (r *rawLaunch) next() (message, bool) {
+	var b [16]byte
+	if _, err := io.ReadFull(r.sync, b[:]); err != nil {
+		return message{}, false
+	}
+	rec := rawplan.Record{Kind: uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24,
+		A: uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24}
+	for i := 7; i >= 0; i-- {
+		rec.B = rec.B<<8 | uint64(b[8+i])
+	}
+	switch rec.Kind {
+	case rawplan.RecForking:
+		return message{Type: msgForking}, true
+	case rawplan.RecExec:
+		return message{Type: msgExec, Path: r.start.path(r.plan), Pid: int(rec.B)}, true
+	case rawplan.RecExit:
+		return message{Type: msgExit, Status: int(rec.B)}, true
+	}
+	step, err := r.plan.Failed(rec, len(b))
+	var ee *execError
+	if errors.As(err, &ee) {
+		return message{Type: msgExecError, Path: ee.path, Errno: int(ee.errno), Error: ee.Error()}, true
+	}
+	return errorMessage(step, err), true
+}
