@@ -34,6 +34,9 @@ demo: build
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=40000x -fuzzminimizetime=500x ./policy/
+	# the raw init (issue 20), behind its build tag until it is on by default: the same
+	# integration suite against a -tags gosbxrawinit build
+	$(MAKE) integration-raw
 
 # Full leak soak: 1,000 sequential launches and 8 callers x 100, CLI and library (make test
 # runs a reduced one).
