@@ -51,7 +51,7 @@ func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (
 	if guess == nil || guess.Linux == nil || len(guess.Linux.UIDMappings) == 0 || len(guess.Linux.GIDMappings) == 0 {
 		return nil, errors.New("nsinit: prestart: the guess has no id mappings")
 	}
-	if rawInitDefault && guess.RootID == nil {
+	if rawInitDefault && rawAllowed.Load() && !rawTaken.Load() && guess.RootID == nil {
 		// a caller other than root takes the raw init (rawWanted), which is not cloned
 		// ahead: an init cloned now would be killed unused
 		return nil, nil

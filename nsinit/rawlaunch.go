@@ -30,7 +30,8 @@ type rawLaunch struct {
 }
 
 // rawWanted reports whether this launch takes the raw init: only in a build that asks
-// for it (rawInitDefault, a test switch for now), for a config rawEligible accepts, and
+// for it (rawInitDefault, a test switch for now), in a process that allowed it once
+// (AllowRawInit: the gosbx CLI), for a config rawEligible accepts, and
 // a clone whose parameters the raw clone implements (no host id, no cgroup v2 clone,
 // no CPU pinning, no fd 7), without a cgroup (grouped): the raw init shares the
 // launcher's memory, whose pages a memory cgroup charges to the launcher's group and
@@ -41,7 +42,9 @@ func rawWanted(spec *config.Config, p *cloneParams, pooled, session, grouped boo
 		p.sys.Credential != nil || len(spec.Cleanup) > 0 {
 		return false
 	}
-	return rawEligible(spec) == nil
+	// last: the one raw launch of an AllowRawInit process is spent only on a config
+	// that takes it
+	return rawEligible(spec) == nil && takeRaw()
 }
 
 // rawArena is the size of a raw init's arena before the command's arguments,
@@ -166,12 +169,21 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 			unix.SYS_RT_SIGACTION, rawplan.Lit(uintptr(sig)), rawplan.Lit(rawplan.Ptr(dfl)), rawplan.Lit(0), rawplan.Lit(8))
 	}
 	for i, f := range stdio.fds {
+		if f < 3 && f != i {
+			// another of the caller's 0-2 (Stdout and Stderr both os.Stdout, the 2>&1
+			// idiom; or swapped): a launcher copy above 2, so that no dup3 below
+			// overwrites a descriptor a later one reads (from an attack review)
+			c, err := unix.FcntlInt(uintptr(f), unix.F_DUPFD_CLOEXEC, 3)
+			if err != nil {
+				return fail("config", fmt.Errorf("fcntl F_DUPFD_CLOEXEC of the command's stdio %d: %w", f, err))
+			}
+			mine = append(mine, c) // not needed: closed in the raw init after its dup3
+			f = c
+		}
 		switch {
 		case f == i:
 			// the caller's own descriptor, shared: inherited as it is, without close-on-exec
 			plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("fcntl: %w", e) }, unix.SYS_FCNTL, rawplan.Lit(uintptr(f)), rawplan.Lit(unix.F_SETFD), rawplan.Lit(0))
-		case f < 3:
-			return fail("config", errors.New("the command's stdio below descriptor 3"))
 		default:
 			plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("dup3: %w", e) }, unix.SYS_DUP3, rawplan.Lit(uintptr(f)), rawplan.Lit(uintptr(i)), rawplan.Lit(0))
 		}
@@ -211,6 +223,9 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	if err = fault.Check("clone"); err != nil {
 		return fail("clone", err)
 	}
+	// The raw init's "set not dumpable" is its memory's, this process's too, until it
+	// is reaped (initProc.after)
+	dumpable, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	flags := p.sys.Cloneflags
 	t0 := time.Now()
 	pid, err := rawplan.Start(plan, flags, syncP[1])
@@ -225,7 +240,15 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		}
 	}
 	mine = []int{mapsP[1]}
-	init := &initProc{pid: pid, after: func() { plan.Free() }}
+	init := &initProc{pid: pid, after: func() {
+		plan.Free()
+		if dumpable == 1 {
+			// the memory is this process's alone again: dumpable as before, so that
+			// its later launches' clone children have /proc files it may write (the id
+			// maps; review11 F1)
+			unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+		}
+	}}
 	freePlan = false
 	// Its namespaces, read now: it waits for the id maps. Once it has made itself not
 	// dumpable (PR_SET_DUMPABLE is its memory's, the launcher's too), /proc/PID/ns is

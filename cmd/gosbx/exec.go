@@ -154,6 +154,10 @@ func execute(o policy.Options, status *os.File) error {
 	// runtime starts while the journals and the policy step run; it gets the config
 	// once built, or is killed and reaped (deferred) when the launch stops before, or
 	// by Start when the built config needs another clone.
+	// gosbx exec launches one sandbox and exits: the raw init, which shares this
+	// process's memory and leaves it not dumpable, may set it up (where the build and
+	// the config allow: nsinit.AllowRawInit)
+	nsinit.AllowRawInit()
 	pre := prestart(o, host)
 	defer pre.Close()
 	if fault.Check("prestart pid") != nil {
