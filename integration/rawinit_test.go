@@ -153,3 +153,28 @@ func TestRawInitLibraryLaunches(t *testing.T) {
 		}
 	}
 }
+
+// A config whose raw plan outgrows the raw init (its registers: one a bind until the
+// root exists) is set up by the Go init, not refused: 150 --ro binds run as a caller
+// other than root in a -tags gosbxrawinit build (review11 F3: 125, "the raw init's plan
+// ran out of registers"), and every bind is there.
+func TestRawInitPlanFullFallsBack(t *testing.T) {
+	bin := taggedBinary(t, "gosbxrawinit")
+	s := newSandbox(t, nobodyCaller)
+	dirs := filepath.Join(s.base, "many")
+	must(t, os.Mkdir(dirs, 0o755))
+	var args []string
+	for i := range 150 {
+		d := filepath.Join(dirs, fmt.Sprintf("d%03d", i))
+		must(t, os.Mkdir(d, 0o755))
+		must(t, os.WriteFile(filepath.Join(d, "f"), []byte(strconv.Itoa(i)), 0o644))
+		args = append(args, "--ro", d)
+	}
+	args = append(args, "--", "/bin/sh", "-c", "cat "+filepath.Join(dirs, "d000", "f")+" "+filepath.Join(dirs, "d149", "f"))
+	cmd := s.command(s.limitCtx(runLimit), args...)
+	cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "0149" {
+		t.Errorf("150 binds: %v, output %q, want 0149", err, out)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/rawplan"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
@@ -316,6 +317,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var l *initLaunch
 	var raw *rawLaunch
 	var step string
+	goInit := true
 	if rawWanted(spec, &params, pooled, c.session, c.own.group != nil) {
 		// the raw init (rawlaunch.go): no init cloned ahead is taken
 		pre.Close()
@@ -325,22 +327,33 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		} else {
 			l, raw, step, err = launchRaw(spec, params, stdio)
 		}
-	} else if l = pre.take(&params, c.Stdin, c.Stdout, c.Stderr); l == nil {
-		pre.Close() // not the init this config needs: gone before another is cloned
-		// The command's stdio as os/exec would give it (files as they are, /dev/null,
-		// pipes copied by the launcher); a pooled init gets /dev/null until its process
-		// comes with the real ones. Readers are read only once the init has its spec, so
-		// nothing of Stdin goes to a launch that stops before (or is tried again, below).
-		var stdio *stdioCopy
-		if pooled {
-			stdio, err = newStdioCopy(nil, nil, nil)
-		} else {
-			stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
+		// A plan larger than the raw init holds (its registers, ops or arena: a config
+		// with very many binds, review11 F3) is found before any clone: the Go init sets
+		// that sandbox up, as any config rawEligible refuses (nothing was started, and
+		// the stdio copy was ended unread)
+		goInit = errors.Is(err, rawplan.ErrFull)
+		if goInit {
+			l, raw, step, err = nil, nil, "", nil
 		}
-		if err != nil {
-			step = "pipe"
-		} else {
-			l, step, err = launchInit(params, stdio)
+	}
+	if goInit {
+		if l = pre.take(&params, c.Stdin, c.Stdout, c.Stderr); l == nil {
+			pre.Close() // not the init this config needs: gone before another is cloned
+			// The command's stdio as os/exec would give it (files as they are, /dev/null,
+			// pipes copied by the launcher); a pooled init gets /dev/null until its process
+			// comes with the real ones. Readers are read only once the init has its spec, so
+			// nothing of Stdin goes to a launch that stops before (or is tried again, below).
+			var stdio *stdioCopy
+			if pooled {
+				stdio, err = newStdioCopy(nil, nil, nil)
+			} else {
+				stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
+			}
+			if err != nil {
+				step = "pipe"
+			} else {
+				l, step, err = launchInit(params, stdio)
+			}
 		}
 	}
 	if egressR != nil {

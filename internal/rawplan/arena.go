@@ -31,7 +31,8 @@ func newArena(size int) (*arena, error) {
 	return &arena{mem: mem}, nil
 }
 
-// ErrFull is the arena's answer once a plan outgrows it.
+// ErrFull is the answer once a plan outgrows its arena, its ops or its registers: a
+// launcher then sets the sandbox up another way (nsinit: the Go init).
 var ErrFull = errors.New("the raw init's plan does not fit its arena")
 
 // alloc returns the offset of n zeroed bytes aligned to align (a power of two).

@@ -244,7 +244,7 @@ func (p *Plan) Reg() Reg {
 		}
 	}
 	if p.err == nil {
-		p.err = errors.New("the raw init's plan ran out of registers")
+		p.err = fmt.Errorf("%w: out of registers (%d)", ErrFull, Regs)
 	}
 	return 0
 }
