@@ -1,15 +1,16 @@
 # bench/nobody.sh, sourced by bench/run.sh (issue 20, the raw init's phase 1): a caller other
 # than root (uid 65534), the only caller the raw init serves yet, with three launchers of the
-# same boundary: bwrap, gosbx with the Go init (the default build) and gosbx built with
-# -tags gosbxrawinit (its launches there take the raw init: a CLONE_VM child of the launcher
-# that sets the sandbox up from a plan of raw system calls and stays pid 1). Cold start
+# same boundary: bwrap, gosbx built with -tags gosbxgoinit (the Go init, what every launch
+# took before the raw init) and the default gosbx (its launches there take the raw init: a
+# CLONE_VM child of the launcher that sets the sandbox up from a plan of raw system calls
+# and stays pid 1). Cold start
 # interleaved, and throughput. Needs G, B, WS, TMP, RAW, RUNS, WARMUP, TP_*, SPATH, SHOME, GO,
 # ROOT from run.sh. Everything runs from a scratch directory nobody can read ($NB).
 NB=$(mktemp -d /var/tmp/gosbx-bench-nb.XXXXXX)
 nobody_cleanup() { rm -rf "$NB"; }
 chmod 755 "$NB"
-(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -tags gosbxrawinit -ldflags "-X main.version=$VERSION-raw" -o "$NB/gosbx-raw" ./cmd/gosbx)
-cp "$G" "$NB/gosbx"
+(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -tags gosbxgoinit -ldflags "-X main.version=$VERSION-goinit" -o "$NB/gosbx" ./cmd/gosbx)
+cp "$G" "$NB/gosbx-raw"
 cp "$TMP/interleave" "$NB/interleave"
 mkdir -p "$NB/ws" "$NB/home" "$NB/rt" "$NB/out"
 chown 65534:65534 "$NB/ws" "$NB/home" "$NB/rt" "$NB/out"
@@ -45,11 +46,11 @@ initcomms() {
 	done
 	wait "$top" || true
 }
-initcomms $GRB | grep -qx gosbx-init || die "the -tags gosbxrawinit build did not take the raw init for uid 65534"
-initcomms $GNB | grep -qx exe || die "the default build did not take the Go init (an exe below the launcher) for uid 65534"
-! initcomms $GNB | grep -qx gosbx-init || die "the default build took the raw init"
+initcomms $GRB | grep -qx gosbx-init || die "the default build did not take the raw init for uid 65534"
+initcomms $GNB | grep -qx exe || die "the -tags gosbxgoinit build did not take the Go init (an exe below the launcher) for uid 65534"
+! initcomms $GNB | grep -qx gosbx-init || die "the -tags gosbxgoinit build took the raw init"
 
-say "a caller other than root (uid 65534): bwrap, gosbx (Go init), gosbx-raw (raw init), $((RUNS * 5)) interleaved rounds; throughput"
+say "a caller other than root (uid 65534): bwrap, gosbx (-tags gosbxgoinit: the Go init), gosbx-raw (the default build: the raw init), $((RUNS * 5)) interleaved rounds; throughput"
 nclean "$NB/interleave" -n "$((RUNS * 5))" -warmup "$WARMUP" -json bwrap="$BN /bin/true" \
 	gosbx="$GNB /bin/true" gosbx-raw="$GRB /bin/true" >"$RAW/nobody-interleaved.jsonl"
 seq "$TP_LAUNCHES" | sed "s|.*|/bin/true|" >"$NB/launches.txt"

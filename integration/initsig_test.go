@@ -115,7 +115,7 @@ func TestInitThreadDirectedSignals(t *testing.T) {
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", init))
 		must(t, err)
 		if argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", init)); len(tasks) < 2 && strings.HasPrefix(string(argv), "gosbx-init\x00") {
-			// (the raw init, a -tags gosbxrawinit build's, has its main thread alone)
+			// (the raw init, a caller other than root's, has its main thread alone)
 			t.Fatalf("the Go init has no thread but its main one")
 		}
 		for _, task := range tasks {

@@ -14,24 +14,28 @@ import (
 	"time"
 )
 
-// A -tags gosbxrawinit build (the raw init's test switch, nsinit/rawlaunch.go) takes the
-// raw init exactly where it is meant to, seen from the host while the command runs:
-// for a caller other than root with the default policy the sandbox's init is one
-// thread, named gosbx-init, whose command line is the launcher's (it shares the
-// launcher's memory: no Go program was executed); for root (a host id, bind trees) and
-// with a memory limit (a cgroup) it is the Go init, executed as gosbx-init, several
-// threads. The rest of the suite runs against such a build with GOSBX_TEST_BINARY (make
-// integration-raw), which proves the raw init's isolation; this test proves those runs
-// took it.
+// The default build takes the raw init exactly where it is meant to, and a -tags
+// gosbxgoinit build never, seen from the host while the command runs: for a caller
+// other than root with the default policy the sandbox's init is one thread, named
+// gosbx-init, whose command line is the launcher's (it shares the launcher's memory: no
+// Go program was executed); for root (a host id, bind trees) and with a memory limit (a
+// cgroup) it is the Go init, executed as gosbx-init, several threads. The rest of the
+// suite runs against both builds (make test: make integration-goinit), which proves
+// each init's isolation; this test proves which one those runs took.
 func TestRawInitTaken(t *testing.T) {
-	bin := taggedBinary(t, "gosbxrawinit")
+	requireBinary(t)
+	goBin := taggedBinary(t, "gosbxgoinit")
 	forEachCaller(t, func(t *testing.T, c caller) {
-		for _, extra := range [][]string{nil, {"--memory", "256M"}} {
+		for _, tc := range []struct {
+			bin   string
+			extra []string
+		}{{gosbxBin, nil}, {gosbxBin, []string{"--memory", "256M"}}, {goBin, nil}} {
+			extra := tc.extra
 			s := newSandbox(t, c)
 			ctx := s.limitCtx(runLimit)
 			args := append(append([]string{}, extra...), "--", "/bin/sh", "-c", "echo up; read x; exit 0")
 			cmd := s.command(ctx, args...)
-			cmd.Path, cmd.Args = replaceBinary(cmd, bin)
+			cmd.Path, cmd.Args = replaceBinary(cmd, tc.bin)
 			stdin, err := cmd.StdinPipe()
 			must(t, err)
 			stdout, err := cmd.StdoutPipe()
@@ -51,9 +55,9 @@ func TestRawInitTaken(t *testing.T) {
 			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", init))
 			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", init))
 			raw := len(tasks) == 1 && !strings.HasPrefix(string(argv), "gosbx-init\x00")
-			want := c.uid != 0 && len(extra) == 0
+			want := c.uid != 0 && len(extra) == 0 && tc.bin == gosbxBin
 			if raw != want {
-				t.Errorf("%v: the init has %d threads, command line %q: raw init %v, want %v", extra, len(tasks), argv, raw, want)
+				t.Errorf("%s %v: the init has %d threads, command line %q: raw init %v, want %v", tc.bin, extra, len(tasks), argv, raw, want)
 			}
 			stdin.Close()
 			if err := cmd.Wait(); err != nil {
@@ -64,12 +68,12 @@ func TestRawInitTaken(t *testing.T) {
 }
 
 // A step of the raw init that fails says what the Go init's says: for every step of
-// faultSteps both make fail (-tags gosbxfault, the raw one with gosbxrawinit too), a
+// faultSteps both make fail (-tags gosbxfault, the Go one with gosbxgoinit too), a
 // caller other than root (the raw init's) gets the same exit status and the same
 // message from both, and the command does not run.
 func TestRawFaultSameAsGo(t *testing.T) {
-	goBin := faultBinary(t)
-	rawBin := taggedBinary(t, "gosbxfault,gosbxrawinit")
+	goBin := taggedBinary(t, "gosbxfault,gosbxgoinit")
+	rawBin := faultBinary(t)
 	s := newSandbox(t, nobodyCaller)
 	for _, st := range faultSteps {
 		var got [2]result
@@ -92,7 +96,7 @@ func TestRawFaultSameAsGo(t *testing.T) {
 	}
 }
 
-// A library program (testdata/rawlib) built with -tags gosbxrawinit, run as a caller
+// A library program (testdata/rawlib), run as a caller
 // other than root, launches 3 sandboxes in turn and 8 at once, each with Stdout and
 // Stderr both its own stdout. Without nsinit.AllowRawInit every one takes the Go init
 // and the program stays dumpable; with it, the first takes the raw init (the program is
@@ -109,7 +113,7 @@ func TestRawInitLibraryLaunches(t *testing.T) {
 	bin := filepath.Join(s.base, "rawlib")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-tags", "gosbxrawinit", "-o", bin, "./integration/testdata/rawlib")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/rawlib")
 	build.Dir = ".."
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -156,10 +160,10 @@ func TestRawInitLibraryLaunches(t *testing.T) {
 
 // A config whose raw plan outgrows the raw init (its registers: one a bind until the
 // root exists) is set up by the Go init, not refused: 150 --ro binds run as a caller
-// other than root in a -tags gosbxrawinit build (review11 F3: 125, "the raw init's plan
+// other than root (review11 F3: 125, "the raw init's plan
 // ran out of registers"), and every bind is there.
 func TestRawInitPlanFullFallsBack(t *testing.T) {
-	bin := taggedBinary(t, "gosbxrawinit")
+	requireBinary(t)
 	s := newSandbox(t, nobodyCaller)
 	dirs := filepath.Join(s.base, "many")
 	must(t, os.Mkdir(dirs, 0o755))
@@ -172,7 +176,6 @@ func TestRawInitPlanFullFallsBack(t *testing.T) {
 	}
 	args = append(args, "--", "/bin/sh", "-c", "cat "+filepath.Join(dirs, "d000", "f")+" "+filepath.Join(dirs, "d149", "f"))
 	cmd := s.command(s.limitCtx(runLimit), args...)
-	cmd.Path, cmd.Args = replaceBinary(cmd, bin)
 	out, err := cmd.CombinedOutput()
 	if err != nil || string(out) != "0149" {
 		t.Errorf("150 binds: %v, output %q, want 0149", err, out)

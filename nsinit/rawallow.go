@@ -9,7 +9,7 @@ var rawAllowed, rawTaken atomic.Bool
 // AllowRawInit lets the next one-shot launch of this process, and only that one, be
 // set up by the raw init (the launcher's CLONE_VM child running a plan of raw system
 // calls, docs/decisions.md "the raw init") when its config and the build allow it
-// (today only a -tags gosbxrawinit build: elsewhere this changes nothing); every other
+// (not in a -tags gosbxgoinit build, where this changes nothing); every other
 // launch takes the Go init. For a program that launches one sandbox and
 // exits, as gosbx exec does: the raw init shares the caller's memory, and
 // PR_SET_DUMPABLE (prctl(2)) belongs to that memory, so from the raw init's "set not

@@ -359,7 +359,7 @@ func main() {
 	if nb := readNobody(*raw, atof(r.Meta["tp_launches"])); nb != nil {
 		r.Nobody = nb
 		il := nb.Interleaved
-		p("\nA caller other than root (uid 65534): gosbx with the Go init (the default build) and with the raw init (`-tags gosbxrawinit`, issue 20 phase 1, not yet the default), `/bin/true`; cold start median ms (bench/interleave, %d rounds), throughput launches per second (%s launches from %s callers, median of %s runs)\n\n",
+		p("\nA caller other than root (uid 65534): gosbx with the Go init (a `-tags gosbxgoinit` build: what every launch took before) and with the raw init (the default build's, issue 20), `/bin/true`; cold start median ms (bench/interleave, %d rounds), throughput launches per second (%s launches from %s callers, median of %s runs)\n\n",
 			il["bwrap"].Runs, r.Meta["tp_launches"], r.Meta["tp_callers"], r.Meta["tp_runs"])
 		p("| | bwrap | gosbx (Go init) | gosbx-raw (raw init) | gosbx/bwrap | gosbx-raw/bwrap |\n|---|--:|--:|--:|--:|--:|\n")
 		p("| cold start, ms | %.2f | %.2f | %.2f | %s× | %s× |\n", il["bwrap"].Median, il["gosbx"].Median, il["gosbx-raw"].Median,

@@ -4,9 +4,9 @@
 // (the os/exec 2>&1 idiom); the first with the two swapped, printing "swapped" on its
 // stdout (this program's stderr) and "1" on its stderr. With -allow it calls nsinit.AllowRawInit first. It prints
 // each command's output, "dumpable-during N" (prctl PR_GET_DUMPABLE of this process
-// while the first command runs) and "dumpable N" (at the end). Used by integration/rawinit_test.go (review11 F1, F2: in a -tags
-// gosbxrawinit build, every raw launch after the first failed at "clone", and stdio
-// on another of 0-2 was refused).
+// while the first command runs) and "dumpable N" (at the end). Used by
+// integration/rawinit_test.go (review11 F1, F2: once a program had taken the raw init,
+// every launch after the first failed at "clone"; stdio on another of 0-2 was refused).
 //
 //	rawlib [-allow] WORKSPACE
 package main
