@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -134,6 +135,72 @@ while :; do sleep 1000 & wait $!; done`
 			}
 		}
 		// nothing else reached the command: the next line is the process-directed SIGTERM's
+		must(t, syscall.Kill(init, syscall.SIGTERM))
+		expect("SIGTERM to the init", "TERM\n")
+		err = cmd.Wait()
+		if ee, ok := err.(interface{ ExitCode() int }); !ok || ee.ExitCode() != 3 {
+			t.Errorf("gosbx exec: %v, want exit status 3 (the command's)", err)
+		}
+	})
+}
+
+// sigUnblockSignal (64) sent by a host process, to the init or to its main thread, is
+// ignored: it no longer unblocks SIGUSR1 and co. on the main thread, where the init's
+// redirect would send them back to itself for good (from an attack review: the main
+// thread looped at full CPU and never reaped the command). The command still gets
+// SIGUSR1, and the process-directed SIGTERM ends it.
+func TestInitForeignUnblockSignal(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		ctx := s.limitCtx(runLimit)
+		script := `trap "echo USR1" USR1
+trap "echo TERM; exit 3" TERM
+echo up
+while :; do sleep 1000 & wait $!; done`
+		cmd := s.command(ctx, "--", "/bin/sh", "-c", script)
+		stdout, err := cmd.StdoutPipe()
+		must(t, err)
+		must(t, cmd.Start())
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		lines := make(chan string)
+		go func() {
+			defer close(lines)
+			r := bufio.NewReader(stdout)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				lines <- line
+			}
+		}()
+		if line := <-lines; line != "up\n" {
+			t.Fatalf("the command did not start: %q", line)
+		}
+		init := initOfLauncher(t, cmd.Process.Pid)
+		waitInitInPoll(t, init)
+		expect := func(what, want string) {
+			t.Helper()
+			select {
+			case line := <-lines:
+				if line == want {
+					return
+				}
+				t.Errorf("after %s, the command printed %q, want %q", what, line, want)
+			case <-time.After(20 * time.Second):
+				t.Errorf("after %s, the command printed nothing in 20 s, want %q", what, want)
+			}
+			// a looping init would outlive the launcher: end it (it is this test's)
+			syscall.Kill(init, syscall.SIGKILL)
+			t.FailNow()
+		}
+		must(t, syscall.Kill(init, 64))
+		must(t, unix.Tgkill(init, init, 64))
+		for i := 0; i < 2; i++ {
+			must(t, syscall.Kill(init, syscall.SIGUSR1))
+			expect("signal 64 from the host, then SIGUSR1", "USR1\n")
+		}
 		must(t, syscall.Kill(init, syscall.SIGTERM))
 		expect("SIGTERM to the init", "TERM\n")
 		err = cmd.Wait()
