@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
