@@ -292,7 +292,8 @@ git add .gitmodules && git update-index --add --cacheinfo 160000,$(git -C "$4" r
 			s.hostGit(mainRepo, "worktree", "add", "-q", "-b", "wtbranch", s.ws)
 			mustSucceed(s.t, s.run("--policy", s.commitPolicy(), "--", "true"), "the first launch")
 			return filepath.Join(mainRepo, ".git")
-		}}, {"submodule-git-dir", func(s *sandbox) string {
+		}},
+		{"submodule-git-dir", func(s *sandbox) string {
 			// a submodule's own modules/ (.git/modules/sub/modules/…), after one launch
 			gd := s.newSuperWithSubmodule()
 			mustSucceed(s.t, s.run("--policy", s.commitPolicy(), "--", "true"), "the first launch")
