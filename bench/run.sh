@@ -61,6 +61,7 @@ WORK=$(mktemp -d /var/tmp/gosbx-bench.XXXXXX)
 cleanup() {
 	[ "$(type -t sessions_cleanup)" = function ] && sessions_cleanup
 	[ "$(type -t egress_cleanup)" = function ] && egress_cleanup
+	[ "$(type -t nobody_cleanup)" = function ] && nobody_cleanup
 	rm -rf "$TMP" "$WORK"
 }
 trap cleanup EXIT
@@ -289,6 +290,10 @@ for r in $(seq "$RSS_REPS"); do
 	rss_one gosbx-none $GN /bin/sleep 2
 	rss_one library "$LIB" -workspace "$WS" -n 1 -warmup 0 -label rss -- /bin/sleep 2
 done
+
+# --- a caller other than root: the Go init against the raw init (issue 20) ----------------
+# shellcheck source=bench/nobody.sh
+. "$ROOT/bench/nobody.sh"
 
 # --- sessions (issue 16) -----------------------------------------------------------------
 # shellcheck source=bench/sessions.sh

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,24 +30,9 @@ const maxInitThreads = 5
 // initsig.go), the first one ends the init and the sandbox.
 func TestInitThreadsAndSignals(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
-		s := newSandbox(t, c)
-		ctx := s.limitCtx(runLimit)
-		script := `for s in HUP INT QUIT USR1 USR2 WINCH; do trap "echo $s" $s; done
-trap "echo TERM; exit 3" TERM
-echo up
-while :; do sleep 1000 & wait $!; done`
-		cmd := s.command(ctx, "--", "/bin/sh", "-c", script)
-		stdout, err := cmd.StdoutPipe()
-		must(t, err)
-		must(t, cmd.Start())
+		cmd, lines, init := startTrapping(t, newSandbox(t, c))
 		defer cmd.Wait()
 		defer cmd.Process.Kill()
-		lines := bufio.NewReader(stdout)
-		if line, _ := lines.ReadString('\n'); line != "up\n" {
-			t.Fatalf("the command did not start: %q", line)
-		}
-		init := initOfLauncher(t, cmd.Process.Pid)
-		waitInitInPoll(t, init)
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", init))
 		must(t, err)
 		if len(tasks) > maxInitThreads {
@@ -79,6 +65,31 @@ while :; do sleep 1000 & wait $!; done`
 	})
 }
 
+// startTrapping starts, in s, a shell that prints the name of each of SIGHUP, SIGINT,
+// SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH it gets and exits 3 on SIGTERM; it returns the
+// gosbx exec, the shell's output after its first line and the sandbox's init, waiting in
+// its reaper's poll. The caller kills and waits for cmd.
+func startTrapping(t *testing.T, s *sandbox) (*exec.Cmd, *bufio.Reader, int) {
+	t.Helper()
+	script := `for s in HUP INT QUIT USR1 USR2 WINCH; do trap "echo $s" $s; done
+trap "echo TERM; exit 3" TERM
+echo up
+while :; do sleep 1000 & wait $!; done`
+	cmd := s.command(s.limitCtx(runLimit), "--", "/bin/sh", "-c", script)
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	lines := bufio.NewReader(stdout)
+	if line, _ := lines.ReadString('\n'); line != "up\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the command did not start: %q", line)
+	}
+	init := initOfLauncher(t, cmd.Process.Pid)
+	waitInitInPoll(t, init)
+	return cmd, lines, init
+}
+
 func sigName(s syscall.Signal) string {
 	return map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
 		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGWINCH: "SIGWINCH", syscall.SIGABRT: "SIGABRT"}[s]
@@ -93,24 +104,9 @@ func sigName(s syscall.Signal) string {
 // The init survives all of them.
 func TestInitThreadDirectedSignals(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
-		s := newSandbox(t, c)
-		ctx := s.limitCtx(runLimit)
-		script := `for s in HUP INT QUIT USR1 USR2 WINCH; do trap "echo $s" $s; done
-trap "echo TERM; exit 3" TERM
-echo up
-while :; do sleep 1000 & wait $!; done`
-		cmd := s.command(ctx, "--", "/bin/sh", "-c", script)
-		stdout, err := cmd.StdoutPipe()
-		must(t, err)
-		must(t, cmd.Start())
+		cmd, lines, init := startTrapping(t, newSandbox(t, c))
 		defer cmd.Wait()
 		defer cmd.Process.Kill()
-		lines := bufio.NewReader(stdout)
-		if line, _ := lines.ReadString('\n'); line != "up\n" {
-			t.Fatalf("the command did not start: %q", line)
-		}
-		init := initOfLauncher(t, cmd.Process.Pid)
-		waitInitInPoll(t, init)
 		expect := func(what, want string) {
 			t.Helper()
 			if line, err := lines.ReadString('\n'); line != want {

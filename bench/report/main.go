@@ -151,6 +151,7 @@ type report struct {
 	// session-exec, session-gosbx), in ms
 	Interleaved map[string]startupResult `json:"interleaved,omitempty"`
 	Egress      *egressResults           `json:"egress,omitempty"`
+	Nobody      *nobodyResults           `json:"nobody,omitempty"`
 	CacheS      map[string]float64       `json:"warm_cache_median_s,omitempty"`
 	Targets     []target                 `json:"targets"`
 	RawFiles    []string                 `json:"raw_files"`
@@ -352,6 +353,19 @@ func main() {
 		p("| | empty | gosbx version | version/empty |\n|---|--:|--:|--:|\n")
 		p("| interleaved, %d rounds | %.3f | %.3f | %s× |\n", st.Rounds, st.EmptyMs, st.VersionMs, f2(st.Ratio))
 		p("| hyperfine -N | %.3f | %.3f | %s× |\n", st.HFEmptyMs, st.HFVersionMs, f2(st.HFRatio))
+	}
+
+	// A caller other than root: the Go init against the raw init (bench/nobody.sh).
+	if nb := readNobody(*raw, atof(r.Meta["tp_launches"])); nb != nil {
+		r.Nobody = nb
+		il := nb.Interleaved
+		p("\nA caller other than root (uid 65534): gosbx with the Go init (the default build) and with the raw init (`-tags gosbxrawinit`, issue 20 phase 1, not yet the default), `/bin/true`; cold start median ms (bench/interleave, %d rounds), throughput launches per second (%s launches from %s callers, median of %s runs)\n\n",
+			il["bwrap"].Runs, r.Meta["tp_launches"], r.Meta["tp_callers"], r.Meta["tp_runs"])
+		p("| | bwrap | gosbx (Go init) | gosbx-raw (raw init) | gosbx/bwrap | gosbx-raw/bwrap |\n|---|--:|--:|--:|--:|--:|\n")
+		p("| cold start, ms | %.2f | %.2f | %.2f | %s× | %s× |\n", il["bwrap"].Median, il["gosbx"].Median, il["gosbx-raw"].Median,
+			f2(il["gosbx"].Median/il["bwrap"].Median), f2(il["gosbx-raw"].Median/il["bwrap"].Median))
+		p("| throughput, launches/s | %.0f | %.0f | %.0f | %s× | %s× |\n", nb.Through["bwrap"], nb.Through["gosbx"], nb.Through["gosbx-raw"],
+			f2(nb.Through["gosbx"]/nb.Through["bwrap"]), f2(nb.Through["gosbx-raw"]/nb.Through["bwrap"]))
 	}
 
 	// Targets (issue 8).
@@ -656,4 +670,32 @@ func readEgress(raw string) *egressResults {
 		r.MsPerRequest[m] = median(v)
 	}
 	return r
+}
+
+// nobodyResults are bench/nobody.sh's rows: uid 65534's launches by bwrap, gosbx (Go
+// init) and gosbx-raw (raw init).
+type nobodyResults struct {
+	Interleaved map[string]startupResult `json:"cold_start_interleaved"`
+	Through     map[string]float64       `json:"throughput_launches_per_second"`
+}
+
+// readNobody reads nobody-interleaved.jsonl and nobody-throughput.json (launches per run:
+// n), or returns nil when the run had none.
+func readNobody(raw string, n float64) *nobodyResults {
+	il := readInterleaved(filepath.Join(raw, "nobody-interleaved.jsonl"))
+	if il == nil {
+		return nil
+	}
+	names := []string{"bwrap", "gosbx", "gosbx-raw"}
+	for _, v := range names {
+		if _, ok := il[v]; !ok {
+			check(fmt.Errorf("nobody-interleaved.jsonl: no result named %q", v))
+		}
+	}
+	tp := readHF(filepath.Join(raw, "nobody-throughput.json"), names...)
+	nb := &nobodyResults{Interleaved: il, Through: map[string]float64{}}
+	for _, v := range names {
+		nb.Through[v] = n / tp[v].Median
+	}
+	return nb
 }
