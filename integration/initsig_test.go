@@ -148,21 +148,12 @@ func TestInitThreadDirectedSignals(t *testing.T) {
 func TestInitForeignUnblockSignal(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
-		ctx := s.limitCtx(runLimit)
-		script := `trap "echo USR1" USR1
-trap "echo TERM; exit 3" TERM
-echo up
-while :; do sleep 1000 & wait $!; done`
-		cmd := s.command(ctx, "--", "/bin/sh", "-c", script)
-		stdout, err := cmd.StdoutPipe()
-		must(t, err)
-		must(t, cmd.Start())
+		cmd, r, init := startTrapping(t, s)
 		defer cmd.Wait()
 		defer cmd.Process.Kill()
 		lines := make(chan string)
 		go func() {
 			defer close(lines)
-			r := bufio.NewReader(stdout)
 			for {
 				line, err := r.ReadString('\n')
 				if err != nil {
@@ -171,11 +162,6 @@ while :; do sleep 1000 & wait $!; done`
 				lines <- line
 			}
 		}()
-		if line := <-lines; line != "up\n" {
-			t.Fatalf("the command did not start: %q", line)
-		}
-		init := initOfLauncher(t, cmd.Process.Pid)
-		waitInitInPoll(t, init)
 		expect := func(what, want string) {
 			t.Helper()
 			select {
@@ -199,7 +185,7 @@ while :; do sleep 1000 & wait $!; done`
 		}
 		must(t, syscall.Kill(init, syscall.SIGTERM))
 		expect("SIGTERM to the init", "TERM\n")
-		err = cmd.Wait()
+		err := cmd.Wait()
 		if ee, ok := err.(interface{ ExitCode() int }); !ok || ee.ExitCode() != 3 {
 			t.Errorf("gosbx exec: %v, want exit status 3 (the command's)", err)
 		}
