@@ -253,3 +253,80 @@ func TestGitCommitModeRebaseStateRemoved(t *testing.T) {
 		}
 	})
 }
+
+// In commit mode no launch can leave a submodule git dir of its making anywhere in a git
+// dir's modules/ tree, not on the launch after the one that made an empty modules/, not
+// in an empty modules/ of the user's, not in a directory between modules/ and a
+// submodule git dir with slashes in its name, and not in the main repository's git dir
+// of a linked worktree: the user's next git submodule update --init runs no hook of the
+// command's (from an attack review: the second launch planted .git/modules/evil).
+func TestGitCommitModeModulesTreePlant(t *testing.T) {
+	// plant bare-clones a repository into "$1/modules/$2" with a post-checkout hook that
+	// touches $3, and commits a .gitmodules entry and a gitlink that name it.
+	const plant = `export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git init -q "$4" && git -C "$4" commit -q --allow-empty -m s || exit 0
+mkdir -p "$1/modules/$2" 2>/dev/null && echo MADE
+git clone -q --bare "$4" "$1/modules/$2" 2>/dev/null || exit 0
+git --git-dir="$1/modules/$2" config core.bare false
+printf '#!/bin/sh\ntouch %s\n' "$3" > "$1/modules/$2/hooks/post-checkout" && chmod +x "$1/modules/$2/hooks/post-checkout"
+printf '[submodule "%s"]\n\tpath = evil\n\turl = ./evil\n' "$2" > .gitmodules
+git add .gitmodules && git update-index --add --cacheinfo 160000,$(git -C "$4" rev-parse HEAD),evil && git commit -qm "add evil" && echo PLANTED`
+	layouts := []struct {
+		name  string
+		setup func(s *sandbox) (gitDir string)
+	}{
+		{"second-launch", func(s *sandbox) string {
+			s.newRepo(s.ws, "base")
+			mustSucceed(s.t, s.run("--policy", s.commitPolicy(), "--", "true"), "the first launch")
+			return filepath.Join(s.ws, ".git")
+		}},
+		{"empty-modules", func(s *sandbox) string {
+			s.newRepo(s.ws, "base")
+			must(s.t, os.Mkdir(filepath.Join(s.ws, ".git", "modules"), 0o755))
+			s.chown(filepath.Join(s.ws, ".git", "modules"))
+			return filepath.Join(s.ws, ".git")
+		}},
+		{"worktree", func(s *sandbox) string {
+			mainRepo := filepath.Join(s.base, "mainrepo")
+			s.newRepo(mainRepo, "main-commit")
+			s.hostGit(mainRepo, "worktree", "add", "-q", "-b", "wtbranch", s.ws)
+			mustSucceed(s.t, s.run("--policy", s.commitPolicy(), "--", "true"), "the first launch")
+			return filepath.Join(mainRepo, ".git")
+		}},
+		{"submodule-git-dir", func(s *sandbox) string {
+			// a submodule's own modules/ (.git/modules/sub/modules/…), after one launch
+			gd := s.newSuperWithSubmodule()
+			mustSucceed(s.t, s.run("--policy", s.commitPolicy(), "--", "true"), "the first launch")
+			return gd
+		}},
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, l := range layouts {
+			for _, name := range []string{"evil", "vendor/evil"} {
+				s := newSandbox(t, c)
+				gitDir := l.setup(s)
+				if name == "vendor/evil" { // an existing directory between modules/ and a git dir
+					for _, d := range []string{"modules", "modules/vendor"} {
+						if _, err := os.Stat(filepath.Join(gitDir, d)); err != nil {
+							must(t, os.Mkdir(filepath.Join(gitDir, d), 0o755))
+							s.chown(filepath.Join(gitDir, d))
+						}
+					}
+				}
+				pwned := filepath.Join(s.base, "PWNED-modules")
+				r := s.run("--policy", s.commitPolicy(), "--", shellPath, "-c", plant, "_", gitDir, name, pwned, filepath.Join(s.ws, "src2"))
+				mustSucceed(t, r, l.name+" "+name+": the plant")
+				if strings.Contains(r.stdout, "MADE") || strings.Contains(r.stdout, "PLANTED") {
+					t.Errorf("%s %s: the command made a submodule git dir\n%v", l.name, name, r)
+				}
+				if _, err := os.Lstat(filepath.Join(gitDir, "modules", name)); err == nil {
+					t.Errorf("%s %s: %s/modules/%s outlived the sandbox", l.name, name, gitDir, name)
+				}
+				out, _ := s.hostGitOut(s.ws, "-c", "protocol.file.allow=always", "submodule", "update", "--init")
+				if _, err := os.Lstat(pwned); err == nil {
+					t.Errorf("%s %s: the user's git submodule update --init ran the command's hook\n%s", l.name, name, out)
+				}
+			}
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -133,6 +134,58 @@ func TestInitThreadDirectedSignals(t *testing.T) {
 		must(t, syscall.Kill(init, syscall.SIGTERM))
 		expect("SIGTERM to the init", "TERM\n")
 		err = cmd.Wait()
+		if ee, ok := err.(interface{ ExitCode() int }); !ok || ee.ExitCode() != 3 {
+			t.Errorf("gosbx exec: %v, want exit status 3 (the command's)", err)
+		}
+	})
+}
+
+// sigUnblockSignal (64) sent by a host process, to the init or to its main thread, is
+// ignored: it no longer unblocks SIGUSR1 and co. on the main thread, where the init's
+// redirect would send them back to itself for good (from an attack review: the main
+// thread looped at full CPU and never reaped the command). The command still gets
+// SIGUSR1, and the process-directed SIGTERM ends it.
+func TestInitForeignUnblockSignal(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		cmd, r, init := startTrapping(t, s)
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		lines := make(chan string)
+		go func() {
+			defer close(lines)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				lines <- line
+			}
+		}()
+		expect := func(what, want string) {
+			t.Helper()
+			select {
+			case line := <-lines:
+				if line == want {
+					return
+				}
+				t.Errorf("after %s, the command printed %q, want %q", what, line, want)
+			case <-time.After(20 * time.Second):
+				t.Errorf("after %s, the command printed nothing in 20 s, want %q", what, want)
+			}
+			// a looping init would outlive the launcher: end it (it is this test's)
+			syscall.Kill(init, syscall.SIGKILL)
+			t.FailNow()
+		}
+		must(t, syscall.Kill(init, 64))
+		must(t, unix.Tgkill(init, init, 64))
+		for i := 0; i < 2; i++ {
+			must(t, syscall.Kill(init, syscall.SIGUSR1))
+			expect("signal 64 from the host, then SIGUSR1", "USR1\n")
+		}
+		must(t, syscall.Kill(init, syscall.SIGTERM))
+		expect("SIGTERM to the init", "TERM\n")
+		err := cmd.Wait()
 		if ee, ok := err.(interface{ ExitCode() int }); !ok || ee.ExitCode() != 3 {
 			t.Errorf("gosbx exec: %v, want exit status 3 (the command's)", err)
 		}

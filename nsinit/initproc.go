@@ -133,9 +133,14 @@ func runtimeSignalCrash(summary string) (sig string, code int, ok bool) {
 	}
 	num, _, _ := strings.Cut(after, " ")
 	num, _, _ = strings.Cut(num, ";")
-	code, err := strconv.Atoi(num)
-	if err != nil {
-		return "", 0, false
+	// The runtime prints si_code (an int32) as a uint64: a negative code sent by another
+	// process (SI_TKILL -6, SI_QUEUE -1, SI_SIGIO -5) reads 2^64-6 and so on.
+	// A signed number is taken as it is.
+	if u, err := strconv.ParseUint(num, 10, 64); err == nil {
+		return name, int(int32(u)), true
 	}
-	return name, code, true
+	if n, err := strconv.ParseInt(num, 10, 32); err == nil {
+		return name, int(n), true
+	}
+	return "", 0, false
 }

@@ -22,6 +22,12 @@ func TestDiedEarlyNamesSignal(t *testing.T) {
 			[]string{"killed by SIGSEGV", "another process sent it", "si_code 0"}, "nsinit.Init()"},
 		{"SIGBUS: bus error; PC=0x46b3c1 m=0 sigcode=-6 addr=0x0",
 			[]string{"killed by SIGBUS", "si_code -6"}, "nsinit.Init()"},
+		// the runtime prints si_code as a uint64 (from an attack review: SI_SIGIO -5
+		// read as "must call nsinit.Init()")
+		{"SIGSEGV: segmentation violation; PC=0x46b3c1 m=0 sigcode=18446744073709551611 addr=0x0",
+			[]string{"killed by SIGSEGV", "si_code -5"}, "nsinit.Init()"},
+		{"SIGBUS: bus error; PC=0x46b3c1 m=3 sigcode=18446744073709551610",
+			[]string{"killed by SIGBUS", "si_code -6"}, "nsinit.Init()"},
 		{"SIGSEGV: segmentation violation; PC=0x0 m=0 sigcode=1 addr=0x0",
 			[]string{"crashed on SIGSEGV"}, "nsinit.Init()"},
 		{"", []string{"must call nsinit.Init() first in main"}, "killed by"},

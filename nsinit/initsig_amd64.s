@@ -55,12 +55,28 @@ TEXT ·unblockAddr(SB),NOSPLIT,$0-8
 	RET
 
 // sigUnblock is the handler of sigUnblockSignal (initthreads.go; C calling convention:
-// DX the ucontext): it clears unblockMask from the interrupted context's signal mask
-// (struct ucontext's uc_sigmask, at byte 296 on x86-64: uc_flags, uc_link, uc_stack,
-// then uc_mcontext's 256 bytes), which rt_sigreturn(2) makes the thread's mask on the
-// way back. No Go code runs.
+// SI the siginfo, DX the ucontext): it clears unblockMask from the interrupted context's
+// signal mask (struct ucontext's uc_sigmask, at byte 296 on x86-64: uc_flags, uc_link,
+// uc_stack, then uc_mcontext's 256 bytes), which rt_sigreturn(2) makes the thread's mask
+// on the way back. Only on the init's own request: a tgkill(2) (si_code SI_TKILL, -6,
+// which rt_sigqueueinfo(2) refuses to forge for another process) whose sender (si_pid, at
+// byte 16) is the init, to a thread other than redirectTid. Sent by anyone else, or to
+// the thread sigRedirect sends to, it does nothing: there the four would be unblocked
+// while sigRedirect keeps sending them back, a signal loop. No Go code runs.
 TEXT sigUnblock<>(SB),NOSPLIT|NOFRAME,$0
+	MOVL	8(SI), AX // si_code
+	CMPL	AX, $-6
+	JNE	ignore
+	MOVLQZX	16(SI), AX // si_pid
+	CMPQ	AX, ·redirectPid(SB)
+	JNE	ignore
+	MOVQ	DX, R8
+	MOVQ	$186, AX // SYS_gettid
+	SYSCALL
+	CMPQ	AX, ·redirectTid(SB)
+	JEQ	ignore
 	MOVQ	·unblockMask(SB), AX
 	NOTQ	AX
-	ANDQ	AX, 296(DX)
+	ANDQ	AX, 296(R8)
+ignore:
 	RET

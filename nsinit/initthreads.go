@@ -18,7 +18,8 @@ import (
 // thread's signalfd; sent to another thread, they would wait on that thread for good
 // (only a thread can take its own pending signals). So every thread but the main one
 // gets them unblocked, behind the runtime's back: the main thread sends it
-// sigUnblockSignal, whose handler (sigUnblock, initsig_amd64.s) clears them from the mask
+// sigUnblockSignal, whose handler (sigUnblock, initsig_amd64.s; it obeys only the init's
+// own tgkill to a thread other than the main one) clears them from the mask
 // the thread returns to. There, like the five, they reach sigRedirect, which sends them
 // on to the main thread; one already pending is delivered as soon as they are unblocked.
 // Threads the runtime makes later start with the four blocked again: the reaper repeats

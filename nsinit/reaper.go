@@ -233,18 +233,22 @@ func dropThreadCaps() {
 }
 
 // threadCapsRefused is an error when syscall.AllThreadsSyscall is refused in this
-// program, as it is in one linked with cgo (ENOTSUP): dropThreadCaps could then not
-// clear the capabilities of the init's other threads, which would keep them in the
-// sandbox's user namespace for the sandbox's life. The launch stops instead (fail
-// closed). Without the cgo build tag nothing is called; with it, the check is the
-// call itself (getpid(2) on every thread): refused at once when runtime/cgo is linked,
-// else one stop-the-world before the fork.
+// program: dropThreadCaps could then not clear the capabilities of the init's other
+// threads, which would keep them in the sandbox's user namespace for the sandbox's life.
+// The launch stops instead (fail closed). The runtime refuses it exactly when its iscgo
+// is set (runtime/os_linux.go: ENOTSUP with runtime/cgo, a panic with a stand-in that
+// sets iscgo without it, as ebitengine/purego's internal/fakecgo does in a CGO_ENABLED=0
+// build), so that is what is read: no build tag (the stand-in has none), no call (a
+// probe of a program without cgo would cost a stop-the-world of every thread).
 func threadCapsRefused() error {
-	if !builtWithCgo {
-		return nil
-	}
-	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_GETPID, 0, 0, 0); errno == unix.ENOTSUP {
-		return fmt.Errorf("the init cannot drop the capabilities of its other threads: syscall.AllThreadsSyscall: %w in a program linked with cgo (build it with CGO_ENABLED=0)", errno)
+	if runtimeIscgo {
+		return fmt.Errorf("the init cannot drop the capabilities of its other threads: syscall.AllThreadsSyscall: %w in a program linked with a cgo runtime (runtime/cgo, or a stand-in such as purego's fakecgo): build it with CGO_ENABLED=0 and without such a package", unix.ENOTSUP)
 	}
 	return nil
 }
+
+// runtimeIscgo is the runtime's iscgo: set when a cgo runtime is linked (runtime/cgo or
+// a stand-in). The runtime keeps it open to linkname (runtime/cgo.go).
+//
+//go:linkname runtimeIscgo runtime.iscgo
+var runtimeIscgo bool

@@ -272,6 +272,10 @@ func (si *sessionInit) reap() {
 // limitThreadCaps leaves every thread of pid 1 stageCaps only (capabilities are per
 // thread; syscall.AllThreadsSyscall sets them on all at once).
 func limitThreadCaps() error {
+	if runtimeIscgo {
+		// refused: ENOTSUP with runtime/cgo, a panic with a stand-in (threadCapsRefused)
+		return fmt.Errorf("capset on every thread: %w (a session needs gosbx built with CGO_ENABLED=0, without a cgo stand-in such as purego's fakecgo)", unix.ENOTSUP)
+	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	for _, c := range stageCaps {

@@ -74,7 +74,8 @@ func libDirs() []string {
 // libraries it loads are not there. It names the interpreter and the default library
 // directories to bind, as the program names them (--ro /lib64 binds /usr/lib64 and
 // makes the /lib64 link on merged-usr), and adds emptyRoot (the policy's missing
-// `extends:`) when it is not "". "" when the file is not a dynamic ELF executable, both
+// `extends:`) when it is not "". exe is printed as it is (the caller quotes it: Shown);
+// every path read from the file is quoted. "" when the file is not a dynamic ELF executable, both
 // are shown, or what is missing lies outside the default directories.
 func loaderHint(r *resolver, spec *config.Config, exe, c string, visible func(string) bool, emptyRoot string) string {
 	interp, needed, ok := elfDeps(c)
@@ -122,7 +123,7 @@ func loaderHint(r *resolver, spec *config.Config, exe, c string, visible func(st
 			}
 			if !slices.Contains(seen, c) {
 				seen = append(seen, c)
-				adds = append(adds, "--ro "+d)
+				adds = append(adds, "--ro "+Shown(d))
 			}
 		}
 		return len(dirs) > 0, true
@@ -132,7 +133,7 @@ func loaderHint(r *resolver, spec *config.Config, exe, c string, visible func(st
 		return ""
 	}
 	if miss {
-		missing = append(missing, "its ELF interpreter "+interp)
+		missing = append(missing, "its ELF interpreter "+Shown(interp))
 	}
 	var libs []string
 	for _, n := range needed {
@@ -151,7 +152,7 @@ func loaderHint(r *resolver, spec *config.Config, exe, c string, visible func(st
 		}
 	}
 	if len(libs) > 0 {
-		missing = append(missing, "the libraries it loads ("+strings.Join(libs, ", ")+")")
+		missing = append(missing, "the libraries it loads ("+strings.Join(shownAll(libs), ", ")+")")
 	}
 	if len(missing) == 0 {
 		return ""

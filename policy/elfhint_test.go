@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,5 +76,67 @@ func TestLoaderHint(t *testing.T) {
 	spec.Symlinks = []config.Symlink{{Path: "/lib64", Target: "usr/lib64"}, {Path: "/lib", Target: "usr/lib"}, {Path: "/bin", Target: "usr/bin"}}
 	if got := p.NotFoundHint(h, spec, "ls", "/usr/bin/ls"); got != "" {
 		t.Errorf("/usr bound: hint %q, want none", got)
+	}
+}
+
+// Shown quotes exactly the strings that hold a rune that is not printable.
+func TestShown(t *testing.T) {
+	for in, want := range map[string]string{
+		"/usr/lib64/ld-linux-x86-64.so.2": "/usr/lib64/ld-linux-x86-64.so.2",
+		"/home/u/My Projects/é/bin":       "/home/u/My Projects/é/bin",
+		"/a\ngosbx: note: x":              `"/a\ngosbx: note: x"`,
+		"/a\rb":                           `"/a\rb"`,
+		"/x\x1b[2K":                       `"/x\x1b[2K"`,
+		"/x\x7f":                          `"/x\x7f"`,
+		"/x\xff":                          `"/x\xff"`,
+		"/x\u202egnp.exe":                 `"/x\u202egnp.exe"`,
+		"/x\ty":                           `"/x\ty"`,
+	} {
+		if got := Shown(in); got != want {
+			t.Errorf("Shown(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// The 127 hint quotes the paths it reads from a file the sandbox may have written: an
+// ELF's PT_INTERP, a script's #! line (from an attack review: they printed lines of
+// their own, "gosbx: note: …", and terminal escapes).
+func TestNotFoundHintQuotesFilePaths(t *testing.T) {
+	orig, _, ok := elfDeps("/usr/bin/ls")
+	if !ok || orig != "/lib64/ld-linux-x86-64.so.2" {
+		t.Skipf("/usr/bin/ls is not the dynamic x86-64 executable this test expects (%q)", orig)
+	}
+	dir := t.TempDir()
+	b, err := os.ReadFile("/usr/bin/ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := "/lib64/\ngosbx: note: pwned!" // as long as the original
+	if len(fake) != len(orig) || bytes.Count(b, []byte(orig+"\x00")) != 1 {
+		t.Fatal("cannot patch the interpreter in place")
+	}
+	tool := filepath.Join(dir, "tool")
+	if err := os.WriteFile(tool, bytes.Replace(b, []byte(orig), []byte(fake), 1), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "script")
+	if err := os.WriteFile(script, []byte("#!/lib64/x\x1b[2K\x1b[1Agosbx:\x1b[Cexit\x1b[C0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bind := func(p string) specs.Mount { return specs.Mount{Type: "bind", Source: p, Destination: p} }
+	p, err := Parse([]byte("filesystem:\n  read_only: [/usr/bin]\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Host{Homes: []string{"/root"}, Home: "/root", Environ: []string{"PATH=/usr/bin"}}
+	spec := &config.Config{Mounts: []specs.Mount{bind("/usr/bin"), bind(dir)}, Process: &specs.Process{Args: []string{"x"}, Cwd: dir}}
+	for _, c := range []struct{ path, want string }{
+		{tool, `ELF interpreter "/lib64/\ngosbx: note: pwned!"`},
+		{script, `#! interpreter "/lib64/x\x1b[2K\x1b[1Agosbx:\x1b[Cexit\x1b[C0"`},
+	} {
+		got := p.NotFoundHint(h, spec, c.path, c.path)
+		if !strings.Contains(got, c.want) || strings.ContainsAny(got, "\n\x1b") {
+			t.Errorf("hint for %s: %q, want %s in it and no raw control byte", c.path, got, c.want)
+		}
 	}
 }

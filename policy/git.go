@@ -342,66 +342,58 @@ func (plan *gitPlan) guard(gd, own string) error {
 			}
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(gd, "modules")); os.IsNotExist(err) {
-		// no submodule git dir yet: none may be made (the user's next git submodule
-		// update --init would use one of the command's making)
-		plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, "modules"))
-		plan.readOnly = append(plan.readOnly, filepath.Join(gd, "modules"))
-	}
+	// No launch may add a submodule git dir anywhere under modules/ (the user's next git
+	// submodule update --init would adopt one of the command's making, hooks and all).
 	mods, err := readDirCapped(filepath.Join(gd, "modules"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "modules"), err, "cannot read the submodules' git dirs, so cannot guard them")
 	}
-	// A submodule git dir the command makes among the existing ones is removed after the
-	// run (a later git submodule update --init would adopt it, hooks and all).
-	keep := []string{}
-	for _, m := range mods {
-		keep = append(keep, m.Name())
+	if errors.Is(err, fs.ErrNotExist) {
+		plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, "modules"))
 	}
-	if len(mods) > 0 {
-		plan.noNewEntries(filepath.Join(gd, "modules"), keep)
-	}
-	for _, m := range mods {
-		sub := filepath.Join(gd, "modules", m.Name())
-		if m.IsDir() && m.Type()&os.ModeSymlink == 0 {
-			if gitDirLike(sub) {
-				if err := noCommondir(sub); err != nil {
-					return err
-				}
-				if err := plan.guard(sub, ""); err != nil {
-					return err
-				}
-			} else if err := plan.guardNested(sub, 3); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return plan.guardModulesDir(filepath.Join(gd, "modules"), mods, 3)
 }
 
-// guardNested looks for submodule git dirs under modules/ with slashes in their names.
-func (plan *gitPlan) guardNested(dir string, depth int) error {
-	if depth == 0 {
-		return nil
+// guardModulesDir guards dir, a directory of modules/ (the directory itself or one
+// between it and a submodule git dir whose name has slashes), holding ents at launch:
+// read-only when it holds nothing (so the command cannot add to it), and in every case
+// an entry the command adds is removed after the run (a mount cannot refuse one beside
+// the writable submodule git dirs). Each git dir among ents is guarded as a git dir;
+// each other directory the same way, depth levels deep; below that, read-only whole.
+func (plan *gitPlan) guardModulesDir(dir string, ents []fs.DirEntry, depth int) error {
+	keep := []string{}
+	for _, e := range ents {
+		keep = append(keep, e.Name())
 	}
-	ents, err := readDirCapped(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errorf("protected", dir, err, "cannot read the submodules' git dirs, so cannot guard them")
+	plan.noNewEntries(dir, keep)
+	if len(ents) == 0 {
+		plan.readOnly = append(plan.readOnly, dir)
+		return nil
 	}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
-		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
-			var err error
-			if gitDirLike(p) {
-				if err = noCommondir(p); err == nil {
-					err = plan.guard(p, "")
-				}
-			} else {
-				err = plan.guardNested(p, depth-1)
-			}
-			if err != nil {
+		if !e.IsDir() || e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		if gitDirLike(p) {
+			if err := noCommondir(p); err != nil {
 				return err
 			}
+			if err := plan.guard(p, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		if depth == 0 {
+			plan.readOnly = append(plan.readOnly, p) // deeper than submodule names go: nothing new inside
+			continue
+		}
+		sub, err := readDirCapped(p)
+		if err != nil {
+			return errorf("protected", p, err, "cannot read the submodules' git dirs, so cannot guard them")
+		}
+		if err := plan.guardModulesDir(p, sub, depth-1); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -513,3 +513,69 @@ func TestGitDirHugeDirectoryRefused(t *testing.T) {
 		t.Fatalf("a git dir with %d names in refs/tags: %v", maxDirEntries+1, err)
 	}
 }
+
+// In commit mode no directory of a git dir's modules/ tree takes a new entry: an empty
+// one (modules/ itself, or a directory between it and a submodule git dir whose name has
+// slashes) is read-only, and every one is cleaned of new entries after the run, whether
+// it was missing, empty or full at launch (from an attack review: an empty modules/ left
+// by an earlier launch got neither).
+func TestGitCommitModulesTreeNoNewEntries(t *testing.T) {
+	hasNoNew := func(s *config.Config, dir string, keep []string) bool {
+		return slices.ContainsFunc(s.Cleanup, func(e cleanup.Entry) bool {
+			return e.Kind == cleanup.RemoveNewEntries && e.Path == dir && slices.Equal(e.Keep, keep)
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		ws := canonTempDir(t)
+		newRepo(t, ws)
+		m := filepath.Join(ws, ".git", "modules")
+		os.RemoveAll(m)
+		s := compileGit(t, GitCommit, ws)
+		if !slices.Contains(s.Linux.ReadonlyPaths, m) || !slices.Contains(s.MakeDirs, m) || !hasNoNew(s, m, []string{}) {
+			t.Errorf("a missing modules/ is not made, read-only and cleaned: ro %q make %q cleanup %+v", s.Linux.ReadonlyPaths, s.MakeDirs, s.Cleanup)
+		}
+	})
+	t.Run("empty", func(t *testing.T) {
+		ws := canonTempDir(t)
+		newRepo(t, ws)
+		m := filepath.Join(ws, ".git", "modules")
+		mkdirAll(t, m, 0o755)
+		s := compileGit(t, GitCommit, ws)
+		if !slices.Contains(s.Linux.ReadonlyPaths, m) || !hasNoNew(s, m, []string{}) {
+			t.Errorf("an empty modules/ is not read-only and cleaned: ro %q cleanup %+v", s.Linux.ReadonlyPaths, s.Cleanup)
+		}
+	})
+	t.Run("nested", func(t *testing.T) {
+		ws := canonTempDir(t)
+		newRepo(t, ws)
+		m := filepath.Join(ws, ".git", "modules")
+		fakeGitDir(t, filepath.Join(m, "vendor", "lib"))
+		mkdirAll(t, filepath.Join(m, "vendor", "empty"), 0o755)
+		mkdirAll(t, filepath.Join(m, "a", "b", "c", "d", "e"), 0o755)
+		s := compileGit(t, GitCommit, ws)
+		for _, w := range []struct {
+			dir  string
+			keep []string
+		}{{m, []string{"a", "vendor"}}, {filepath.Join(m, "vendor"), []string{"empty", "lib"}}, {filepath.Join(m, "vendor", "empty"), []string{}},
+			{filepath.Join(m, "a", "b"), []string{"c"}}} {
+			if !hasNoNew(s, w.dir, w.keep) {
+				t.Errorf("%s is not cleaned of new entries (keep %q): %+v", w.dir, w.keep, s.Cleanup)
+			}
+		}
+		for _, ro := range []string{filepath.Join(m, "vendor", "empty"), filepath.Join(m, "a", "b", "c", "d")} {
+			if !slices.Contains(s.Linux.ReadonlyPaths, ro) {
+				t.Errorf("%s is not read-only: %q", ro, s.Linux.ReadonlyPaths)
+			}
+		}
+		if slices.Contains(s.Linux.ReadonlyPaths, m) || slices.Contains(s.Linux.ReadonlyPaths, filepath.Join(m, "vendor")) {
+			t.Errorf("a modules/ directory with a submodule git dir is read-only whole: %q", s.Linux.ReadonlyPaths)
+		}
+	})
+}
+
+func mkdirAll(t *testing.T, d string, perm os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(d, perm); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -143,7 +143,7 @@ func TestToolchainRoots(t *testing.T) {
 	l.symlink(h+"/.pyenv/versions/3.12.1/bin/python3", pipx+"/bin/python")
 	l.symlink(pipx+"/bin/black", ".local/bin/black")
 	p := l.effective(l.host("~/.nvm/versions/node/v20.1.0/bin:~/.local/bin:~/.cargo/bin:~/bin:/usr/bin"), "auto")
-	want := []string{h + "/.nvm/versions/node/v20.1.0", h + "/.local/bin", pipx, h + "/.pyenv/versions/3.12.1", h + "/apps/tool-1",
+	want := []string{h + "/.nvm/versions/node/v20.1.0", h + "/.local/bin", pipx + "/bin", pipx + "/pyvenv.cfg", h + "/.pyenv/versions/3.12.1", h + "/apps/tool-1",
 		h + "/.cargo/bin", h + "/.rustup", h + "/bin"}
 	if got := boundPaths(p); !slices.Equal(got, want) {
 		t.Fatalf("bound %q; want %q", got, want)
@@ -566,5 +566,62 @@ func TestToolchainLinkedWorktreeGitDir(t *testing.T) {
 	}
 	if c := linkedCommonDir(repo); c != "" {
 		t.Errorf("linkedCommonDir of the main checkout = %q, want none", c)
+	}
+}
+
+// --toolchain auto binds a bin directory's parent by its layout, never a project's other
+// files: a project's VERSION beside src/, a go.env, pyvenv.cfg or conda-meta/ alone make
+// no known root, and a file named README.something is no release document; a known root
+// (a Go release, a venv) shows its layout, not a secret beside it; a link in a PATH bin
+// directory to a file that is not executable binds nothing (from an attack review:
+// each bound a directory of secrets whole).
+func TestToolchainPrefixKeepsSecrets(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.home
+	prefixes := map[string][]string{
+		"proj":   {"bin/r10tool", "src/", "VERSION", "private/creds"},
+		"r10b":   {"bin/r10b", "lib/", "README.ssh-key"},
+		"goenv":  {"bin/gofake", "go.env", "private/creds"},
+		"goroot": {"bin/go", "src/runtime/", "pkg/tool/", "VERSION", "go.env", "lib/time/", "private/creds"},
+		"pyvcfg": {"bin/pytool", "pyvenv.cfg", "private/creds"},
+		"venv":   {"bin/python3", "lib/python3.12/", "pyvenv.cfg", "private/creds"},
+		"conda":  {"bin/ctool", "conda-meta/", "private/creds"},
+		"docs":   {"bin/dtool", "lib/", "README.md", "LICENSE"},
+	}
+	var path []string
+	for name, ents := range prefixes {
+		for _, e := range ents {
+			p := filepath.Join(h, "t", name, e)
+			if strings.HasSuffix(e, "/") {
+				mkdirs(t, p)
+				continue
+			}
+			mkdirs(t, filepath.Dir(p))
+			l.write(filepath.Join("t", name, e), "#!/bin/sh\n")
+		}
+		path = append(path, "~/t/"+name+"/bin")
+	}
+	// a link to a key beside the programs of a PATH bin directory
+	mkdirs(t, h+"/keys", h+"/lbin")
+	if err := os.WriteFile(h+"/keys/deploy", []byte("KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.symlink(h+"/keys/deploy", "lbin/cfg")
+	path = append(path, "~/lbin", "/usr/bin")
+	p := l.effective(l.host(strings.Join(path, ":")), "auto")
+	got := boundPaths(p)
+	for _, bad := range []string{"t/proj", "t/r10b", "t/goenv", "t/goroot", "t/pyvcfg", "t/venv", "t/conda", "keys",
+		"t/proj/private", "t/goroot/private", "t/venv/private"} {
+		for _, b := range got {
+			if b == filepath.Join(h, bad) || under(filepath.Join(h, bad, "private"), b) {
+				t.Errorf("bound %s, which shows %s (all bound: %q)", b, bad, got)
+			}
+		}
+	}
+	for _, want := range []string{"t/proj/bin", "t/r10b/bin", "t/r10b/lib", "t/goroot/bin", "t/goroot/src", "t/goroot/pkg",
+		"t/goroot/lib", "t/goroot/VERSION", "t/goroot/go.env", "t/venv/bin", "t/venv/lib", "t/venv/pyvenv.cfg", "t/docs"} {
+		if !slices.Contains(got, filepath.Join(h, want)) {
+			t.Errorf("%s is not bound: %q", want, got)
+		}
 	}
 }

@@ -41,7 +41,7 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 				nested = nested || (o != r && under(r, o))
 			}
 			if !nested {
-				adds = append(adds, flag+" "+r)
+				adds = append(adds, flag+" "+Shown(r))
 			}
 		}
 		if len(adds) == 0 {
@@ -84,7 +84,7 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 		} else {
 			roots = tr.outside(hostPath, v)
 		}
-		h := name + ": not found inside the sandbox (on the host it is " + hostPath + ")" + fix(flag, roots)
+		h := Shown(name) + ": not found inside the sandbox (on the host it is " + Shown(hostPath) + ")" + fix(flag, roots)
 		if n := p.EmptyRootNote(); n != "" {
 			h += " (" + n + ")"
 		}
@@ -124,22 +124,22 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 		if !trusted(roots) {
 			return ""
 		}
-		return path + ": its interpreter " + c.last() + " (where its symlink leads) is outside the sandbox" + fix("--ro", roots)
+		return Shown(path) + ": its interpreter " + Shown(c.last()) + " (where its symlink leads) is outside the sandbox" + fix("--ro", roots)
 	}
-	exe, target := path, c.last()
+	exe, target := Shown(path), c.last()
 	if interp := shebang(c.last()); filepath.IsAbs(interp) {
 		tainted = tainted || under(c.last(), tr.h.written...)
 		if roots := tr.outside(interp, v); len(roots) > 0 && trusted(roots) {
-			return path + ": its #! interpreter " + interp + " is outside the sandbox" + fix("--ro", roots)
+			return Shown(path) + ": its #! interpreter " + Shown(interp) + " is outside the sandbox" + fix("--ro", roots)
 		}
 		if l := missingLink(spec, interp); l != "" && (!tainted || depth(l) == 1) {
-			return path + ": its #! interpreter " + interp + " is not in the sandbox (" + l + " is a symlink on the host, not made inside): add --ro " + l
+			return Shown(path) + ": its #! interpreter " + Shown(interp) + " is not in the sandbox (" + Shown(l) + " is a symlink on the host, not made inside): add --ro " + Shown(l)
 		}
 		ic, err := followChain(tr.r, interp, nil)
 		if err != nil {
 			return ""
 		}
-		exe, target = path+"'s #! interpreter "+interp, ic.last()
+		exe, target = Shown(path)+"'s #! interpreter "+Shown(interp), ic.last()
 	}
 	// shown, yet the kernel found no file: the ELF interpreter (ld.so) or, for the
 	// loader itself, a library is missing (an empty root, --ro /usr/bin alone)

@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -23,23 +24,70 @@ var prefixDocs = []string{"LICENSE", "README", "CHANGELOG", "COPYING", "NOTICE",
 // maxPrefixEntries bounds how many entries of a bin directory's parent are read.
 const maxPrefixEntries = 256
 
-// knownRoot: dir is a toolchain root bound whole whatever else it holds: a version of
-// a version manager on the caller's PATH (pyenv's versions/V), a venv (pyvenv.cfg), a
-// Go root (go.env, or VERSION beside src/: the go command finds GOROOT as its
-// executable's parent's parent and reads src/, pkg/, go.env), a conda prefix
-// (conda-meta/).
-func (tr *tcResolver) knownRoot(dir string) bool {
-	return tr.versionDir(dir) == dir || isFile(filepath.Join(dir, "pyvenv.cfg")) ||
-		isFile(filepath.Join(dir, "go.env")) || (isFile(filepath.Join(dir, "VERSION")) && isDir(filepath.Join(dir, "src"))) ||
-		isDir(filepath.Join(dir, "conda-meta"))
+// knownRoot is what of dir to bind when it is a toolchain root whatever else it holds;
+// nil when it is none. A version of a version manager on the caller's PATH (pyenv's
+// versions/V) is bound whole; the others by their layout only, so that a project that
+// holds a root's markers besides its own files shows no more than the layout:
+//   - a Go root (the go command finds GOROOT as its executable's parent's parent and
+//     reads src/, pkg/tool, go.env): bin/go, src/runtime/ and pkg/tool/ with VERSION or
+//     go.env; its release directories and those two files;
+//   - a venv (venv(8): pyvenv.cfg beside bin/python): bin/python or bin/python3 and
+//     pyvenv.cfg (bin/python may be a link to an interpreter elsewhere, followed on its
+//     own); prefixLayout's directories and pyvenv.cfg;
+//   - a conda prefix: conda-meta/history and bin/; prefixLayout's directories and
+//     condaDirs.
+func (tr *tcResolver) knownRoot(dir string) []string {
+	if tr.versionDir(dir) == dir {
+		return []string{dir}
+	}
+	has := func(rel string) bool { return isFile(filepath.Join(dir, rel)) }
+	hasDir := func(rel string) bool { return isDir(filepath.Join(dir, rel)) }
+	var dirs, files []string
+	switch {
+	case has("bin/go") && hasDir("src/runtime") && hasDir("pkg/tool") && (has("VERSION") || has("go.env")):
+		dirs, files = goRootDirs, []string{"VERSION", "go.env"}
+	case has("pyvenv.cfg") && (exists(filepath.Join(dir, "bin/python")) || exists(filepath.Join(dir, "bin/python3"))):
+		dirs, files = layoutNames, []string{"pyvenv.cfg"}
+	case has("conda-meta/history") && hasDir("bin"):
+		dirs = append(slices.Clone(layoutNames), condaDirs...)
+	default:
+		return nil
+	}
+	var parts []string
+	for _, n := range dirs {
+		if fi, err := tr.r.lstat(filepath.Join(dir, n)); err == nil && fi.IsDir() {
+			parts = append(parts, filepath.Join(dir, n))
+		}
+	}
+	for _, n := range files {
+		if has(n) {
+			parts = append(parts, filepath.Join(dir, n))
+		}
+	}
+	return parts
 }
 
-// prefixParts is what of prefix (a bin directory's parent) to bind: prefix itself when it
-// is a known root or holds only prefixLayout entries and release documents; else its
-// prefixLayout directories that exist (bin among them), never its other entries.
+// exists: p is there (a symlink not followed).
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// layoutNames are prefixLayout's entries, in the order they are bound.
+var layoutNames = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "share", "include", "etc", "man"}
+
+// goRootDirs are the directories of a Go release (go1.x.linux-amd64.tar.gz's go/).
+var goRootDirs = []string{"api", "bin", "doc", "lib", "misc", "pkg", "src", "test"}
+
+// condaDirs are a conda prefix's directories besides prefixLayout's (its package
+// records, certificates, cross-compiler sysroots and Qt's).
+var condaDirs = []string{"conda-meta", "ssl", "compiler_compat", "x86_64-conda-linux-gnu", "x86_64-conda_cos6-linux-gnu",
+	"aarch64-conda-linux-gnu", "mkspecs", "plugins", "translations", "qml", "phrasebooks", "resources", "var"}
+
+// prefixParts is what of prefix (a bin directory's parent) to bind: a known root's parts
+// (knownRoot); prefix itself when it holds only prefixLayout entries and release
+// documents; else its prefixLayout directories that exist (bin among them), never its
+// other entries.
 func (tr *tcResolver) prefixParts(prefix string) []string {
-	if tr.knownRoot(prefix) {
-		return []string{prefix}
+	if parts := tr.knownRoot(prefix); parts != nil {
+		return parts
 	}
 	f, err := os.Open(prefix)
 	if err != nil {
@@ -60,7 +108,7 @@ func (tr *tcResolver) prefixParts(prefix string) []string {
 		return []string{prefix}
 	}
 	var parts []string
-	for _, n := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "share", "include", "etc", "man"} {
+	for _, n := range layoutNames {
 		if fi, err := tr.r.lstat(filepath.Join(prefix, n)); err == nil && (fi.IsDir() || n == "bin") {
 			parts = append(parts, filepath.Join(prefix, n))
 		}
@@ -71,10 +119,13 @@ func (tr *tcResolver) prefixParts(prefix string) []string {
 	return parts
 }
 
-// isDoc: name in dir is a regular file named as a release's documents are.
+// isDoc: name in dir is a regular file named as a release's documents are: one of
+// prefixDocs, bare or with .md or .txt, in any case (README.md, License.txt); not any
+// name that starts so (README.ssh-key).
 func isDoc(dir, name string) bool {
+	u := strings.ToUpper(name)
 	for _, d := range prefixDocs {
-		if strings.HasPrefix(strings.ToUpper(name), d) {
+		if u == d || u == d+".MD" || u == d+".TXT" {
 			fi, err := os.Lstat(filepath.Join(dir, name))
 			return err == nil && fi.Mode().IsRegular()
 		}

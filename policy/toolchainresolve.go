@@ -267,7 +267,8 @@ func (tr *tcResolver) toolVersions() ([][]string, string) {
 }
 
 // links follows the symbolic links in a bound bin directory (~/.local/bin's are often
-// into pipx venvs, or a toolchain elsewhere) and binds the roots they lead to.
+// into pipx venvs, or a toolchain elsewhere) to an executable file or a directory, and
+// binds the roots they lead to.
 func (tr *tcResolver) links(dir, why string, depth int) {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -280,6 +281,12 @@ func (tr *tcResolver) links(dir, why string, depth int) {
 		p := filepath.Join(dir, n)
 		fi, err := tr.r.lstat(p)
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		// only a link to a program (or a directory) is a toolchain's: one to another file
+		// (~/bin/cfg -> ~/secret/key) would bind that file's directory
+		// (a chain that does not resolve goes on to follow, which says why)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && (!st.Mode().IsRegular() || st.Mode()&0o111 == 0) {
 			continue
 		}
 		tr.follow(p, why+": link "+p, depth, false)
@@ -321,9 +328,13 @@ func (tr *tcResolver) follow(p, why string, depth int, tainted bool) {
 			tr.skip(p, why+": a link a sandbox could have written leads outside the sandbox, not to a version of a version manager on PATH: not bound")
 			return
 		}
-		for _, root := range tr.rootsOf(dir) {
-			if tr.add(root, why+" → "+hop) && depth < 2 && isFile(filepath.Join(root, "pyvenv.cfg")) {
-				tr.venv(root, why, depth+1, false)
+		if tr.addAll(tr.rootsOf(dir), why+" → "+hop) && depth < 2 {
+			// a venv's bin/ (pipx's): its interpreter's links and home too
+			for _, v := range []string{dir, filepath.Dir(dir)} {
+				if isFile(filepath.Join(v, "pyvenv.cfg")) {
+					tr.venv(v, why, depth+1, false)
+					break
+				}
 			}
 		}
 	}

