@@ -112,13 +112,16 @@ func faultInits(step string) []int {
 	}
 }
 
-// faultBinary builds gosbx with -tags gosbxfault into a directory any user can read.
+// faultBinary builds gosbx with -tags gosbxfault,gosbxgoinit into a directory any user
+// can read: the fault points of the Go init, which every launch of that build takes (a
+// caller other than root's would otherwise take the raw init, whose failures
+// TestRawFaultSameAsGo holds to the Go init's, step by step).
 func faultBinary(t *testing.T) string {
-	return taggedBinary(t, "gosbxfault")
+	return taggedBinary(t, "gosbxfault,gosbxgoinit")
 }
 
-// taggedBinary builds gosbx with -tags tag (one tag or a comma-separated list) into a
-// directory any user can read.
+// taggedBinary builds gosbx with -tags tag (one tag or a comma-separated list; "" for
+// the default build) into a directory any user can read.
 func taggedBinary(t *testing.T, tag string) string {
 	t.Helper()
 	requireBinary(t)

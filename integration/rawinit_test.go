@@ -23,13 +23,14 @@ import (
 // suite runs against both builds (make test: make integration-goinit), which proves
 // each init's isolation; this test proves which one those runs took.
 func TestRawInitTaken(t *testing.T) {
-	requireBinary(t)
+	// both built here: the suite also runs with GOSBX_TEST_BINARY a gosbxgoinit build
+	rawBin := taggedBinary(t, "")
 	goBin := taggedBinary(t, "gosbxgoinit")
 	forEachCaller(t, func(t *testing.T, c caller) {
 		for _, tc := range []struct {
 			bin   string
 			extra []string
-		}{{gosbxBin, nil}, {gosbxBin, []string{"--memory", "256M"}}, {goBin, nil}} {
+		}{{rawBin, nil}, {rawBin, []string{"--memory", "256M"}}, {goBin, nil}} {
 			extra := tc.extra
 			s := newSandbox(t, c)
 			ctx := s.limitCtx(runLimit)
@@ -55,7 +56,7 @@ func TestRawInitTaken(t *testing.T) {
 			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", init))
 			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", init))
 			raw := len(tasks) == 1 && !strings.HasPrefix(string(argv), "gosbx-init\x00")
-			want := c.uid != 0 && len(extra) == 0 && tc.bin == gosbxBin
+			want := c.uid != 0 && len(extra) == 0 && tc.bin == rawBin
 			if raw != want {
 				t.Errorf("%s %v: the init has %d threads, command line %q: raw init %v, want %v", tc.bin, extra, len(tasks), argv, raw, want)
 			}
@@ -72,8 +73,8 @@ func TestRawInitTaken(t *testing.T) {
 // caller other than root (the raw init's) gets the same exit status and the same
 // message from both, and the command does not run.
 func TestRawFaultSameAsGo(t *testing.T) {
-	goBin := taggedBinary(t, "gosbxfault,gosbxgoinit")
-	rawBin := faultBinary(t)
+	goBin := faultBinary(t)
+	rawBin := taggedBinary(t, "gosbxfault")
 	s := newSandbox(t, nobodyCaller)
 	for _, st := range faultSteps {
 		var got [2]result
