@@ -151,6 +151,12 @@ func TestRawInitLibraryLaunches(t *testing.T) {
 		if allow {
 			want[0] = "dumpable-during 0"
 		}
+		// a launch while the raw sandbox runs: refused, saying why (review12: the id
+		// maps' EACCES with a user-namespace hint); the Go init's launch otherwise runs
+		if concurrent := string(out); allow && !strings.Contains(concurrent, "concurrent: sandbox setup failed at clone: this process's raw init is running") ||
+			!allow && !strings.Contains(concurrent, "concurrent: ok") {
+			t.Errorf("allow %v: a launch while the first runs: %q", allow, out)
+		}
 		for _, w := range want {
 			if !slices.Contains(strings.Split(string(out), "\n"), w) {
 				t.Errorf("allow %v: %q, want a line %q (the raw init taken %v)", allow, out, w, allow)

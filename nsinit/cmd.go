@@ -336,7 +336,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 			l, raw, step, err = nil, nil, "", nil
 		}
 	}
-	if goInit {
+	if goInit && rawLive.Load() {
+		pre.Close()
+		step, err = "clone", errRawLive
+	} else if goInit {
 		if l = pre.take(&params, c.Stdin, c.Stdout, c.Stderr); l == nil {
 			pre.Close() // not the init this config needs: gone before another is cloned
 			// The command's stdio as os/exec would give it (files as they are, /dev/null,

@@ -1,10 +1,13 @@
 package nsinit
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // rawAllowed and rawTaken: the raw init is this process's to use (AllowRawInit), and
-// a launch has taken it.
-var rawAllowed, rawTaken atomic.Bool
+// a launch has taken it; rawLive: that raw init has not been reaped yet.
+var rawAllowed, rawTaken, rawLive atomic.Bool
 
 // AllowRawInit lets the next one-shot launch of this process, and only that one, be
 // set up by the raw init (the launcher's CLONE_VM child running a plan of raw system
@@ -16,7 +19,9 @@ var rawAllowed, rawTaken atomic.Bool
 // dumpable" step on the calling process is not dumpable either, for good (its
 // /proc/PID files become root's and the clone children of its other launches cannot
 // have their id maps written) until the raw init is reaped, when it is made dumpable
-// again. A program that launches sandboxes concurrently must not call it.
+// again (as it was before the launch: a change the program makes meanwhile is undone).
+// A launch that starts while it runs fails at "clone", saying so. A program that
+// launches sandboxes concurrently must not call it.
 func AllowRawInit() { rawAllowed.Store(true) }
 
 // takeRaw reports whether this launch may take the raw init, and if so marks it
@@ -24,3 +29,7 @@ func AllowRawInit() { rawAllowed.Store(true) }
 func takeRaw() bool {
 	return rawAllowed.Load() && rawTaken.CompareAndSwap(false, true)
 }
+
+// errRawLive is a launch's error while this process's raw init runs: its memory is not
+// dumpable, so a new init's id maps could not be written.
+var errRawLive = errors.New("this process's raw init is running (nsinit.AllowRawInit: one launch at a time, the memory it shares is not dumpable until it ends)")

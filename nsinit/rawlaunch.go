@@ -240,8 +240,10 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		}
 	}
 	mine = []int{mapsP[1]}
+	rawLive.Store(true)
 	init := &initProc{pid: pid, after: func() {
 		plan.Free()
+		defer rawLive.Store(false)
 		if dumpable == 1 {
 			// the memory is this process's alone again: dumpable as before, so that
 			// its later launches' clone children have /proc files it may write (the id

@@ -4,6 +4,7 @@
 // (the os/exec 2>&1 idiom); the first with the two swapped, printing "swapped" on its
 // stdout (this program's stderr) and "1" on its stderr. With -allow it calls nsinit.AllowRawInit first. It prints
 // each command's output, "dumpable-during N" (prctl PR_GET_DUMPABLE of this process
+// while the first command runs), "concurrent: ok" or "concurrent: ERROR" (a launch made
 // while the first command runs) and "dumpable N" (at the end). Used by
 // integration/rawinit_test.go (review11 F1, F2: once a program had taken the raw init,
 // every launch after the first failed at "clone"; stdio on another of 0-2 was refused).
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +80,16 @@ func main() {
 		os.Exit(1)
 	}
 	during, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	// one more launch while the first runs: the Go init's, or an error that says the
+	// raw init runs
+	if spec, err := policy.Compile(policy.Options{Workspace: args[0], Args: []string{"/bin/true"}}, host); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(nsinit.ExitSetup)
+	} else if err := nsinit.Command(spec).Run(); err != nil {
+		fmt.Printf("concurrent: %v\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	} else {
+		fmt.Println("concurrent: ok")
+	}
 	stdinR.Close()
 	stdin.Close()
 	if err := first.Wait(); err != nil {
