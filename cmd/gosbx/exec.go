@@ -305,7 +305,7 @@ type setupFailure struct {
 }
 
 func (e *setupFailure) Error() string {
-	return "sandbox setup failed at " + e.step + ": " + e.err.Error()
+	return "sandbox setup failed at " + e.step + ": " + policy.Shown(e.err.Error())
 }
 func (e *setupFailure) Unwrap() error { return e.err }
 func (e *setupFailure) ExitCode() int { return nsinit.ExitSetup }
