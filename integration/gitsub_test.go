@@ -367,7 +367,7 @@ git add .gitmodules && git update-index --add --cacheinfo 160000,$(git -C "$4" r
 			if fi, err := os.Lstat(stray); err == nil && fi.IsDir() {
 				t.Errorf("%s: the command's git dir in place of the stray file outlived the sandbox", name)
 			}
-			if !strings.Contains(r.stderr, "modules/"+name) {
+			if !strings.Contains(r.stderr, "created (or replaced) "+stray) {
 				t.Errorf("%s: the status does not say what was removed:\n%s", name, r.stderr)
 			}
 			out, _ := s.hostGitOut(s.ws, "-c", "protocol.file.allow=always", "submodule", "update", "--init")
