@@ -589,9 +589,16 @@ func TestGitModeCommitCleanupAfterLauncherKilled(t *testing.T) {
 		s := newSandbox(t, c)
 		s.newRepo(s.ws, "host-commit")
 		gitDir := filepath.Join(s.ws, ".git")
+		// a stray file in modules/, replaced by a directory (review12 F1: the init's
+		// cleanup keeps an entry by identity too)
+		must(t, os.MkdirAll(filepath.Join(gitDir, "modules"), 0o755))
+		s.chown(filepath.Join(gitDir, "modules"))
+		must(t, os.WriteFile(filepath.Join(gitDir, "modules", "README"), []byte("stray\n"), 0o644))
+		s.chown(filepath.Join(gitDir, "modules", "README"))
 		ready := filepath.Join(s.ws, "ready")
 		ctx := s.limitCtx(runLimit)
 		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", `trap '' TERM
+rm .git/modules/README && mkdir -p .git/modules/README/hooks
 echo ../evil > .git/commondir; mkdir .git/rebase-merge && echo 'exec touch /tmp/x' > .git/rebase-merge/git-rebase-todo
 ln -s /etc/passwd .git/COMMIT_EDITMSG 2>/dev/null || ln -sf /etc/passwd .git/COMMIT_EDITMSG
 touch "$1"; sleep 30`, "_", ready)
@@ -609,8 +616,9 @@ touch "$1"; sleep 30`, "_", ready)
 		var left []string
 		for deadline = time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			left = nil
-			for _, p := range []string{"commondir", "rebase-merge", "COMMIT_EDITMSG"} {
-				if st, err := os.Lstat(filepath.Join(gitDir, p)); err == nil && (p != "COMMIT_EDITMSG" || st.Mode()&os.ModeSymlink != 0) {
+			for _, p := range []string{"commondir", "rebase-merge", "COMMIT_EDITMSG", "modules/README"} {
+				if st, err := os.Lstat(filepath.Join(gitDir, p)); err == nil && (p != "COMMIT_EDITMSG" || st.Mode()&os.ModeSymlink != 0) &&
+					(p != "modules/README" || st.IsDir()) {
 					left = append(left, p)
 				}
 			}

@@ -330,3 +330,50 @@ git add .gitmodules && git update-index --add --cacheinfo 160000,$(git -C "$4" r
 		}
 	})
 }
+
+// In commit mode an entry of the modules/ tree that is there at launch as a file (a
+// stray one, at the top or in a plain directory) and that the command replaces by a
+// submodule git dir with a hook is removed when the sandbox ends: an entry is kept by
+// what it is (device, inode, type), not by name, and the user's next git submodule
+// update --init runs no hook of the command's (from an attack review: review12 F1).
+func TestGitCommitModeStrayModulesFileReplaced(t *testing.T) {
+	// plant replaces "$1/modules/$2" (a file) by a bare clone with a post-checkout hook
+	// that touches $3, and commits a .gitmodules entry and a gitlink that name it.
+	const plant = `export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git init -q "$4" && git -C "$4" commit -q --allow-empty -m s || exit 0
+rm -f "$1/modules/$2" && git clone -q --bare "$4" "$1/modules/$2" 2>/dev/null || exit 0
+git --git-dir="$1/modules/$2" config core.bare false
+printf '#!/bin/sh\ntouch %s\n' "$3" > "$1/modules/$2/hooks/post-checkout" && chmod +x "$1/modules/$2/hooks/post-checkout"
+printf '[submodule "%s"]\n\tpath = evil\n\turl = ./evil\n' "$2" > .gitmodules
+git add .gitmodules && git update-index --add --cacheinfo 160000,$(git -C "$4" rev-parse HEAD),evil && git commit -qm "add evil" && echo PLANTED`
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, name := range []string{"README", "plain/x"} {
+			s := newSandbox(t, c)
+			s.newRepo(s.ws, "base")
+			gitDir := filepath.Join(s.ws, ".git")
+			stray := filepath.Join(gitDir, "modules", name)
+			for d := filepath.Dir(stray); d != gitDir; d = filepath.Dir(d) {
+				must(t, os.MkdirAll(d, 0o755))
+				s.chown(d)
+			}
+			must(t, os.WriteFile(stray, []byte("stray\n"), 0o644))
+			s.chown(stray)
+			pwned := filepath.Join(s.base, "PWNED-stray")
+			r := s.runStatusToStderr("--policy", s.commitPolicy(), "--", shellPath, "-c", plant, "_", gitDir, name, pwned, filepath.Join(s.ws, "src2"))
+			mustSucceed(t, r, name+": the plant")
+			if !strings.Contains(r.stdout, "PLANTED") {
+				t.Fatalf("%s: the command could not replace the stray file: the test exercises nothing\n%v", name, r)
+			}
+			if fi, err := os.Lstat(stray); err == nil && fi.IsDir() {
+				t.Errorf("%s: the command's git dir in place of the stray file outlived the sandbox", name)
+			}
+			if !strings.Contains(r.stderr, "created (or replaced) "+stray) {
+				t.Errorf("%s: the status does not say what was removed:\n%s", name, r.stderr)
+			}
+			out, _ := s.hostGitOut(s.ws, "-c", "protocol.file.allow=always", "submodule", "update", "--init")
+			if _, err := os.Lstat(pwned); err == nil {
+				t.Errorf("%s: the user's git submodule update --init ran the command's hook\n%s", name, out)
+			}
+		}
+	})
+}

@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/shown"
 )
 
 // Error is a failed mount-layer operation. It renders the operation, source, target,
@@ -24,7 +26,8 @@ import (
 //
 //	bind /usr on /usr (ro,nosuid,nodev): operation not permitted
 //
-// and unwraps to the errno.
+// and unwraps to the errno. Paths and the cause are shown with shown.Text (a path the
+// sandbox chose prints no line or terminal escape of its own).
 type Error struct {
 	Op     string // "bind", "mount", "mask", "symlink", "pivot_root", "remount-ro", …
 	Source string // host path, or the file system type of a new mount; may be empty
@@ -37,19 +40,19 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Op)
 	if e.Source != "" {
-		b.WriteString(" " + e.Source)
+		b.WriteString(" " + shown.Text(e.Source))
 		if e.Target != "" {
 			b.WriteString(" on")
 		}
 	}
 	if e.Target != "" {
-		b.WriteString(" " + e.Target)
+		b.WriteString(" " + shown.Text(e.Target))
 	}
 	if e.Flags != "" {
 		b.WriteString(" (" + e.Flags + ")")
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
+	b.WriteString(shown.Text(e.Err.Error()))
 	return b.String()
 }
 

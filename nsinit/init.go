@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/shown"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -176,7 +177,7 @@ type stepError struct {
 	err  error
 }
 
-func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }
+func (e *stepError) Error() string { return e.step + ": " + shown.Text(e.err.Error()) }
 func (e *stepError) Unwrap() error { return e.err }
 
 func step(name string, err error) error {

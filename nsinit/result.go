@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/gosbx/gosbx/internal/shown"
 )
 
 // Exit statuses of `gosbx exec`, as DESIGN.md's table (and timeout(1), env(1)).
@@ -78,12 +80,13 @@ func (e *SetupError) Error() string {
 	return "sandbox setup failed at " + e.Step + ": " + e.cause()
 }
 
-// cause is Err's text, with the hint.
+// cause is Err's text (shown.Text: a path in it the sandbox chose prints no line or
+// terminal escape of its own), with the hint.
 func (e *SetupError) cause() string {
 	if e.Hint == "" {
-		return e.Err.Error()
+		return shown.Text(e.Err.Error())
 	}
-	return e.Err.Error() + " (" + e.Hint + ")"
+	return shown.Text(e.Err.Error()) + " (" + e.Hint + ")"
 }
 func (e *SetupError) Unwrap() error { return e.Err }
 

@@ -45,9 +45,10 @@ func (plan *gitPlan) absentAfter(p string) {
 }
 
 // noNewEntries adds dir as a directory in which nothing may be added during the run
-// (a commit-mode git dir's modules/): entries not in keep are removed.
-func (plan *gitPlan) noNewEntries(dir string, keep []string) {
-	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: dir, Keep: keep})
+// (a commit-mode git dir's modules/): entries not in keep, or no longer the object ids
+// gives for their name, are removed.
+func (plan *gitPlan) noNewEntries(dir string, keep []string, ids []cleanup.ID) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: dir, Keep: keep, KeepIDs: ids})
 }
 
 // noSymlinks adds gd as a writable git dir in which no symlink, FIFO, socket or device
@@ -360,12 +361,19 @@ func (plan *gitPlan) guard(gd, own string) error {
 // an entry the command adds is removed after the run (a mount cannot refuse one beside
 // the writable submodule git dirs). Each git dir among ents is guarded as a git dir;
 // each other directory the same way, depth levels deep; below that, read-only whole.
+// Every entry is kept as what it is at launch (device, inode, type): one replaced during
+// the run (a stray file made into a git dir with hooks) is removed after it.
 func (plan *gitPlan) guardModulesDir(dir string, ents []fs.DirEntry, depth int) error {
-	keep := []string{}
+	keep, ids := []string{}, []cleanup.ID{}
 	for _, e := range ents {
-		keep = append(keep, e.Name())
+		var st unix.Stat_t
+		p := filepath.Join(dir, e.Name())
+		if err := unix.Lstat(p, &st); err != nil {
+			return errorf("protected", p, err, "cannot read the submodules' git dirs, so cannot guard them")
+		}
+		keep, ids = append(keep, e.Name()), append(ids, cleanup.IDOf(&st))
 	}
-	plan.noNewEntries(dir, keep)
+	plan.noNewEntries(dir, keep, ids)
 	if len(ents) == 0 {
 		plan.readOnly = append(plan.readOnly, dir)
 		return nil

@@ -63,7 +63,9 @@ type Options struct {
 }
 
 // Error is a request the policy refuses: it names the field (or flag), the path when
-// there is one, and the reason.
+// there is one, and the reason. Error() shows each part with Shown: a path the sandbox
+// made (a directory name, a symlink's target in Reason or Err) prints no line or terminal
+// escape of its own.
 type Error struct {
 	Field  string // "workspace", "ro", "rw", "env", "chdir", "net", "command"
 	Path   string
@@ -74,11 +76,11 @@ type Error struct {
 func (e *Error) Error() string {
 	s := e.Field
 	if e.Path != "" {
-		s += " " + e.Path
+		s += " " + Shown(e.Path)
 	}
-	s += ": " + e.Reason
+	s += ": " + Shown(e.Reason)
 	if e.Err != nil {
-		s += ": " + e.Err.Error()
+		s += ": " + Shown(e.Err.Error())
 	}
 	return s
 }

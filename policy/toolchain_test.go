@@ -610,18 +610,47 @@ func TestToolchainPrefixKeepsSecrets(t *testing.T) {
 	path = append(path, "~/lbin", "/usr/bin")
 	p := l.effective(l.host(strings.Join(path, ":")), "auto")
 	got := boundPaths(p)
-	for _, bad := range []string{"t/proj", "t/r10b", "t/goenv", "t/goroot", "t/pyvcfg", "t/venv", "t/conda", "keys",
+	for _, bad := range []string{"t/proj", "t/r10b", "t/r10b/lib", "t/goenv", "t/goroot", "t/pyvcfg", "t/venv", "t/conda", "keys",
 		"t/proj/private", "t/goroot/private", "t/venv/private"} {
 		for _, b := range got {
-			if b == filepath.Join(h, bad) || under(filepath.Join(h, bad, "private"), b) {
+			if b == filepath.Join(h, bad) || under(filepath.Join(h, bad, "private"), b) || under(filepath.Join(h, bad), b) && bad == "t/r10b/lib" {
 				t.Errorf("bound %s, which shows %s (all bound: %q)", b, bad, got)
 			}
 		}
 	}
-	for _, want := range []string{"t/proj/bin", "t/r10b/bin", "t/r10b/lib", "t/goroot/bin", "t/goroot/src", "t/goroot/pkg",
+	for _, want := range []string{"t/proj/bin", "t/r10b/bin", "t/goroot/bin", "t/goroot/src", "t/goroot/pkg",
 		"t/goroot/lib", "t/goroot/VERSION", "t/goroot/go.env", "t/venv/bin", "t/venv/lib", "t/venv/pyvenv.cfg", "t/docs"} {
 		if !slices.Contains(got, filepath.Join(h, want)) {
 			t.Errorf("%s is not bound: %q", want, got)
+		}
+	}
+}
+
+// --toolchain auto binds only the bin directory of a PATH entry's parent that is not an
+// installation prefix: a work directory's etc/ and share/ (its config and data, named as
+// a prefix's are) stay out, its other entries too, while a real prefix (bin, etc, share
+// and nothing else) is still bound whole (from an attack review, review12 F3).
+func TestToolchainNonPrefixBinOnly(t *testing.T) {
+	l := newToolchainLab(t)
+	h := l.home
+	mkdirs(t, h+"/work/bin", h+"/work/etc", h+"/work/share", h+"/work/projects", h+"/pfx/bin", h+"/pfx/etc", h+"/pfx/share")
+	l.write("work/bin/wt", "#!/bin/sh\n")
+	l.write("work/etc/db.conf", "S1")
+	l.write("work/share/notes", "S2")
+	l.write("work/projects/p", "S3")
+	l.write("pfx/bin/pt", "#!/bin/sh\n")
+	l.write("pfx/etc/pt.conf", "c")
+	got := boundPaths(l.effective(l.host("~/work/bin:~/pfx/bin:/usr/bin"), "auto"))
+	for _, b := range got {
+		for _, bad := range []string{"work/etc", "work/share", "work/projects"} {
+			if under(filepath.Join(h, bad), b) || under(b, filepath.Join(h, bad)) {
+				t.Errorf("bound %s, which shows ~/%s (all bound: %q)", b, bad, got)
+			}
+		}
+	}
+	for _, want := range []string{"work/bin", "pfx"} {
+		if !slices.Contains(got, filepath.Join(h, want)) {
+			t.Errorf("~/%s is not bound: %q", want, got)
 		}
 	}
 }

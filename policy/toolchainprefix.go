@@ -9,9 +9,9 @@ import (
 
 // prefixLayout are the entries of an installation prefix (GNU coding standards'
 // directory variables, hier(7)'s /usr/local) a toolchain's programs read: a bin
-// directory's parent is bound whole only when it holds nothing else, otherwise these
-// are bound one by one, so that a directory that merely has a bin among other things
-// (/tmp/trial holding bin/, priv/, proj/) shows only its prefix's part.
+// directory's parent is bound whole only when it holds nothing else, otherwise only its
+// bin, so that a directory that merely has a bin among other things (/tmp/trial holding
+// bin/, priv/, proj/; ~/work holding bin/, etc/, share/, projects/) shows only that.
 var prefixLayout = map[string]bool{
 	"bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true, "libx32": true, "libexec": true,
 	"share": true, "include": true, "etc": true, "man": true,
@@ -83,8 +83,8 @@ var condaDirs = []string{"conda-meta", "ssl", "compiler_compat", "x86_64-conda-l
 
 // prefixParts is what of prefix (a bin directory's parent) to bind: a known root's parts
 // (knownRoot); prefix itself when it holds only prefixLayout entries and release
-// documents; else its prefixLayout directories that exist (bin among them), never its
-// other entries.
+// documents; else its bin directory only, never its other entries (not etc/ or share/
+// by name: the parent is no installation prefix).
 func (tr *tcResolver) prefixParts(prefix string) []string {
 	if parts := tr.knownRoot(prefix); parts != nil {
 		return parts
@@ -107,16 +107,10 @@ func (tr *tcResolver) prefixParts(prefix string) []string {
 	if whole {
 		return []string{prefix}
 	}
-	var parts []string
-	for _, n := range layoutNames {
-		if fi, err := tr.r.lstat(filepath.Join(prefix, n)); err == nil && (fi.IsDir() || n == "bin") {
-			parts = append(parts, filepath.Join(prefix, n))
-		}
-	}
-	if len(parts) == 0 {
-		parts = []string{filepath.Join(prefix, "bin")}
-	}
-	return parts
+	// Not a prefix: a project or dotfiles directory whose etc/, share/, lib/ are its own
+	// config and data, unrelated to the programs on PATH (from an attack review, review12
+	// F3); what those programs link to is followed on its own.
+	return []string{filepath.Join(prefix, "bin")}
 }
 
 // isDoc: name in dir is a regular file named as a release's documents are: one of

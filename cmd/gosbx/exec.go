@@ -244,10 +244,10 @@ func execute(o policy.Options, status *os.File) error {
 		if madeForMount(spec, p) {
 			continue // a tmpfs mount point the launch made in a host tree, as expected
 		}
-		fmt.Fprintf(os.Stderr, "gosbx: the command created %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p))
+		fmt.Fprintf(os.Stderr, "gosbx: the command created (or replaced) %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p))
 	}
 	for _, p := range cmd.Result.NotRemoved {
-		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created at %s; it would redirect git outside the sandbox: remove it before running git there\n", policy.Shown(p))
+		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created (or replaced) at %s; it would redirect git outside the sandbox: remove it before running git there\n", policy.Shown(p))
 	}
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
@@ -305,7 +305,7 @@ type setupFailure struct {
 }
 
 func (e *setupFailure) Error() string {
-	return "sandbox setup failed at " + e.step + ": " + e.err.Error()
+	return "sandbox setup failed at " + e.step + ": " + policy.Shown(e.err.Error())
 }
 func (e *setupFailure) Unwrap() error { return e.err }
 func (e *setupFailure) ExitCode() int { return nsinit.ExitSetup }

@@ -25,7 +25,8 @@ const (
 	// mount cannot keep it from creating.
 	RemoveIfCreated Kind = "remove-if-created"
 	// RemoveNewEntries: the entries of the directory Path whose names are not in Keep
-	// (each with everything in it) are removed.
+	// (each with everything in it) are removed, and so is a kept name that is no longer
+	// the object it was at launch (KeepIDs: another type, device or inode).
 	RemoveNewEntries Kind = "remove-new-entries"
 	// RemoveSpecialUnder: every symlink, FIFO, socket and device under the directory
 	// Path is removed, at most 32 levels deep, not descending into directories that
@@ -45,11 +46,28 @@ type Entry struct {
 	Path string `json:"path"`
 	// Keep (RemoveNewEntries) are the names of Path's entries that stay.
 	Keep []string `json:"keep,omitempty"`
+	// KeepIDs (RemoveNewEntries), one per Keep name when given, are what each name was
+	// at launch; a name whose entry differs after the run (replaced: a stray file made
+	// into a git dir with hooks) is removed as a new one.
+	KeepIDs []ID `json:"keep_ids,omitempty"`
 	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
 	// patterns of their last two components, "parent/name" ("objects/??").
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
+}
+
+// ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
+// st_mode.
+type ID struct {
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	Type uint32 `json:"type"`
+}
+
+// IDOf returns st's identity.
+func IDOf(st *unix.Stat_t) ID {
+	return ID{Dev: uint64(st.Dev), Ino: st.Ino, Type: st.Mode & unix.S_IFMT}
 }
 
 // Check refuses an entry of an unknown kind, or whose path is not absolute, clean and
@@ -60,6 +78,8 @@ func (e Entry) Check() error {
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
+	case len(e.KeepIDs) != 0 && len(e.KeepIDs) != len(e.Keep):
+		return fmt.Errorf("cleanup %s of %s: %d identities for %d kept names", e.Kind, e.Path, len(e.KeepIDs), len(e.Keep))
 	}
 	return nil
 }
@@ -84,7 +104,7 @@ func Run(entries []Entry) (removed, failed []string) {
 					r = []string{e.Path}
 				}
 			case RemoveNewEntries:
-				r, f = removeNewEntries(e.Path, e.Keep)
+				r, f = removeNewEntries(e.Path, e.Keep, e.KeepIDs)
 			case RemoveSpecialUnder:
 				r, f = removeSpecial(e.Path, e.Skip)
 			case RestoreSymlink:
@@ -107,11 +127,15 @@ func unreachable(err error) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
 }
 
-// removeNewEntries removes every entry of dir not named in keep.
-func removeNewEntries(dir string, keep []string) (removed, failed []string) {
-	kept := map[string]bool{}
-	for _, k := range keep {
-		kept[k] = true
+// removeNewEntries removes every entry of dir not named in keep, and, when ids holds
+// one identity per name, every kept name whose entry is no longer that object.
+func removeNewEntries(dir string, keep []string, ids []ID) (removed, failed []string) {
+	kept := map[string]*ID{}
+	for i, k := range keep {
+		kept[k] = nil
+		if len(ids) == len(keep) {
+			kept[k] = &ids[i]
+		}
 	}
 	fd, err := openDirNoFollow(dir)
 	if unreachable(err) {
@@ -123,11 +147,12 @@ func removeNewEntries(dir string, keep []string) (removed, failed []string) {
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	err = eachName(f, func(n string) {
-		if kept[n] {
-			return
-		}
+		id, isKept := kept[n]
 		var st unix.Stat_t
 		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			return
+		}
+		if isKept && (id == nil || *id == IDOf(&st)) {
 			return
 		}
 		if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {

@@ -128,3 +128,60 @@ func TestMakeDirs(t *testing.T) {
 		t.Error("a file was taken for the directory")
 	}
 }
+
+// TestRemoveNewEntriesByIdentity: a kept name whose entry is no longer the object it was
+// (a file replaced by a directory, a file replaced by another file) is removed; a kept
+// name that is still the same object stays, and so does every name with no identity.
+func TestRemoveNewEntriesByIdentity(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"same", "todir", "tofile", "noid"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(n string) ID {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, n), &st); err != nil {
+			t.Fatal(err)
+		}
+		return IDOf(&st)
+	}
+	keep := []string{"same", "todir", "tofile"}
+	ids := []ID{id("same"), id("todir"), id("tofile")}
+	// replaced while the first still exists, so the inode cannot be reused
+	if err := os.Rename(filepath.Join(dir, "tofile"), filepath.Join(dir, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tofile"), []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "todir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "todir", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removed, failed := Run([]Entry{{Kind: RemoveNewEntries, Path: dir, Keep: keep, KeepIDs: ids}})
+	if len(failed) != 0 {
+		t.Fatalf("failed: %v", failed)
+	}
+	for _, n := range []string{"todir", "tofile", "old", "noid"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			t.Errorf("%s outlived the cleanup (removed %v)", n, removed)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "same")); err != nil {
+		t.Errorf("the unchanged kept entry was removed: %v", err)
+	}
+	// without identities, names alone are kept (the old form of the entry)
+	if err := os.Mkdir(filepath.Join(dir, "n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Run([]Entry{{Kind: RemoveNewEntries, Path: dir, Keep: []string{"same", "n"}}})
+	if _, err := os.Lstat(filepath.Join(dir, "n")); err != nil {
+		t.Errorf("a kept name with no identity was removed: %v", err)
+	}
+	if (Entry{Kind: RemoveNewEntries, Path: dir, Keep: keep, KeepIDs: ids[:1]}).Check() == nil {
+		t.Error("an entry with fewer identities than kept names passed Check")
+	}
+}

@@ -96,6 +96,12 @@ func Encode(c *Config) []byte {
 		e.Str(string(x.Kind))
 		e.Str(x.Path)
 		e.Strs(x.Keep)
+		e.Uint(uint64(len(x.KeepIDs)))
+		for _, id := range x.KeepIDs {
+			e.Uint(id.Dev)
+			e.Uint(id.Ino)
+			e.Uint(uint64(id.Type))
+		}
 		e.Strs(x.Skip)
 		e.Str(x.Target)
 	}
@@ -204,10 +210,18 @@ func Decode(b []byte) (*Config, error) {
 		}
 	}
 	c.ReadonlyOptional = d.Strs()
-	if n := d.Count(5); n > 0 {
+	if n := d.Count(6); n > 0 {
 		c.Cleanup = make([]cleanup.Entry, n)
 		for i := range c.Cleanup {
-			c.Cleanup[i] = cleanup.Entry{Kind: cleanup.Kind(d.Str()), Path: d.Str(), Keep: d.Strs(), Skip: d.Strs(), Target: d.Str()}
+			x := cleanup.Entry{Kind: cleanup.Kind(d.Str()), Path: d.Str(), Keep: d.Strs()}
+			if m := d.Count(3); m > 0 {
+				x.KeepIDs = make([]cleanup.ID, m)
+				for j := range x.KeepIDs {
+					x.KeepIDs[j] = cleanup.ID{Dev: d.Uint(), Ino: d.Uint(), Type: uint32(d.Uint())}
+				}
+			}
+			x.Skip, x.Target = d.Strs(), d.Str()
+			c.Cleanup[i] = x
 		}
 	}
 	if d.Bool() {
