@@ -25,15 +25,9 @@ func TestCgoProgramRefused(t *testing.T) {
 		t.Fatal("gcc is needed to link a program with cgo (.ci/run installs it)")
 	}
 	s := newSandbox(t, rootCaller)
-	bin := filepath.Join(s.base, "run-cgo")
+	bin := buildProgram(t, s, "run-cgo", "./examples/run", "CGO_ENABLED=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/run")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -o %s ./examples/run with cgo: %v\n%s", bin, err, out)
-	}
 	if out, err := exec.Command("go", "version", "-m", bin).Output(); err != nil || !strings.Contains(string(out), "CGO_ENABLED=1") {
 		t.Fatalf("the program is not built with cgo: %v\n%s", err, out)
 	}

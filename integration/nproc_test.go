@@ -157,14 +157,21 @@ func TestSessionNprocUnprivileged(t *testing.T) {
 // sandbox's base directory, readable and executable by every caller, and returns its path.
 func buildTestdata(t *testing.T, s *sandbox, name string) string {
 	t.Helper()
+	return buildProgram(t, s, name, "./integration/testdata/"+name, "CGO_ENABLED=0")
+}
+
+// buildProgram builds the package pkg (a path from the project's root) into s.base/name,
+// mode 0755, with env added to the environment; it returns the program's path.
+func buildProgram(t *testing.T, s *sandbox, name, pkg string, env ...string) string {
+	t.Helper()
 	bin := filepath.Join(s.base, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/"+name)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), env...)
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", name, err, out)
+		t.Fatalf("go build -o %s %s (%v): %v\n%s", bin, pkg, env, err, out)
 	}
 	must(t, os.Chmod(bin, 0o755))
 	return bin

@@ -111,16 +111,9 @@ func TestRawInitLibraryLaunches(t *testing.T) {
 		t.Skip("root only (runs the program as uid 65534)")
 	}
 	s := newSandbox(t, nobodyCaller)
-	bin := filepath.Join(s.base, "rawlib")
+	bin := buildTestdata(t, s, "rawlib")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./integration/testdata/rawlib")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build rawlib: %v\n%s", err, out)
-	}
-	must(t, os.Chmod(bin, 0o755))
 	for _, allow := range []bool{false, true} {
 		args := []string{fmt.Sprintf("--reuid=%d", nobodyID), fmt.Sprintf("--regid=%d", nobodyID), "--clear-groups", "--", bin}
 		if allow {
