@@ -35,6 +35,7 @@ type Trimmer struct {
 	min  uint64
 	// statm is the process's /proc/self/statm; nil when it could not be opened
 	statm *os.File
+	pages *FilePages // nil: no drop
 
 	mu       sync.Mutex
 	busy     int
@@ -52,15 +53,19 @@ func OpenStatm() (*os.File, error) { return os.Open("/proc/self/statm") }
 
 // New returns a Trimmer for idle (a duration) and min (bytes of resident anonymous
 // memory grown since now, or since the last trim), reading statm (from OpenStatm; nil:
-// it opens it now). Without a readable statm no trim is ever done.
-func New(idle time.Duration, min uint64, statm *os.File) *Trimmer {
+// it opens it now). Without a readable statm no collection is ever done. With pages
+// (nil: none), every idle moment also drops the pages of the binary only this process
+// maps (FilePages.Drop), the first one idle from now.
+func New(idle time.Duration, min uint64, statm *os.File, pages *FilePages) *Trimmer {
 	if statm == nil {
 		statm, _ = OpenStatm()
 	}
-	t := &Trimmer{idle: idle, min: min, statm: statm}
+	t := &Trimmer{idle: idle, min: min, statm: statm, pages: pages}
 	t.mark = t.anonResident()
-	t.timer = time.AfterFunc(time.Hour, t.fire)
-	t.timer.Stop()
+	t.timer = time.AfterFunc(idle, t.fire)
+	if pages == nil {
+		t.timer.Stop()
+	}
 	return t
 }
 
@@ -104,23 +109,31 @@ func (t *Trimmer) Trims() int {
 
 func (t *Trimmer) fire() {
 	t.mu.Lock()
-	r := t.anonResident()
-	due := t.busy == 0 && !t.trimming && r > t.mark && r-t.mark >= t.min // when busy, its Done arms the timer again
-	t.trimming = due
-	t.mu.Unlock()
-	if !due {
-		return
+	if t.busy > 0 || t.trimming {
+		t.mu.Unlock()
+		return // when busy, its Done arms the timer again
 	}
+	r := t.anonResident()
+	collect := r > t.mark && r-t.mark >= t.min
+	t.trimming = true
+	t.mu.Unlock()
 	// Not under mu: work that starts meanwhile does not wait for the collection (the
 	// collector runs beside it).
-	debug.FreeOSMemory()
+	if collect {
+		debug.FreeOSMemory()
+	}
+	if t.pages != nil {
+		t.pages.Drop() // after the collection, which reads the binary's type data
+	}
 	t.mu.Lock()
-	t.mark = t.anonResident()
-	t.trims++
+	if collect {
+		t.mark = t.anonResident()
+		t.trims++
+	}
 	t.trimming = false
 	f := t.onTrim
 	t.mu.Unlock()
-	if f != nil {
+	if f != nil && collect {
 		f()
 	}
 }
