@@ -83,8 +83,8 @@ func (f *FilePages) Drop() (int, error) {
 // readMaps reads the whole maps file from its start into f.buf.
 func (f *FilePages) readMaps(fd int) ([]byte, error) {
 	b := f.buf[:0]
-	if cap(b) < 8<<10 {
-		b = make([]byte, 0, 8<<10)
+	if cap(b) < 4<<10 {
+		b = make([]byte, 0, 4<<10)
 	}
 	for {
 		if len(b) == cap(b) {
@@ -161,7 +161,7 @@ const (
 )
 
 // pagemapChunk is how many pagemap entries are read at a time.
-const pagemapChunk = 1024
+const pagemapChunk = 256
 
 func dropFilePages(maps []byte, pagemap int, bufp *[]byte) (int, error) {
 	at := uintptr(unsafe.Pointer(unsafe.StringData(anchor)))
