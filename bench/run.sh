@@ -15,7 +15,8 @@
 #
 # Knobs (environment): RUNS (cold-start runs, default 40), WARMUP (5), HEAVY_RUNS (15),
 # TP_LAUNCHES (500), TP_CALLERS (8), TP_RUNS (3), LIB_N (200), RSS_REPS (3),
-# STARTUP_ROUNDS (500: gosbx version against an empty Go program), and for the warm path
+# STARTUP_ROUNDS (500: gosbx version against an empty Go program), SREQS (10: requests each
+# of 20 sessions serves before their memory is read again), and for the warm path
 # POOL_SIZE (2) and GAP_MS (20); the egress rows EG_REPS (5), EG_MB (100), EG_REQS (200)
 # (bench/egress.sh).
 # No network is used: every sandbox has its own network namespace with only lo, but the
@@ -287,6 +288,9 @@ rss_one() { # rss_one LABEL CMD...: start CMD (which runs sleep 2), read its tre
 for r in $(seq "$RSS_REPS"); do
 	rss_one bwrap $B /bin/sleep 2
 	rss_one gosbx $GS /bin/sleep 2
+	# the same with the binary's pages kept mapped (the A/B of the launcher's drop of the
+	# pages only it maps, 250 ms into the command: cmd/gosbx/memdrop.go)
+	rss_one gosbx-keep env GOSBX_KEEP_PAGES=1 $GS /bin/sleep 2
 	rss_one gosbx-none $GN /bin/sleep 2
 	rss_one library "$LIB" -workspace "$WS" -n 1 -warmup 0 -label rss -- /bin/sleep 2
 done

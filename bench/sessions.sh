@@ -3,10 +3,12 @@
 # boundary and gosbx exec, in one hyperfine run; `session start` against gosbx exec; the
 # unique memory (USS: Private_Clean + Private_Dirty of smaps_rollup) of what a session
 # keeps alive on the host (supervisor, init, the commands' pid 1), for 1 and 20 idle
-# sessions. Needs G, B, GS, WS, WORK, RAW, RUNS, WARMUP, SPATH, SHOME from run.sh.
+# sessions, and for the 20 once each has served SREQS (10) `exec --session` requests.
+# Needs G, B, GS, WS, WORK, RAW, RUNS, WARMUP, SPATH, SHOME from run.sh.
 # The sessions' runtime directory is a scratch one ($WORK/rt), so nothing of the caller's
 # is touched.
 SRT=$WORK/rt
+SREQS=${SREQS:-10}
 mkdir -p "$SRT" && chmod 0700 "$SRT"
 sclean() { env -i PATH="$SPATH" HOME="$SHOME" LANG=C.UTF-8 XDG_RUNTIME_DIR="$SRT" "$@"; }
 sessions_cleanup() {
@@ -49,5 +51,14 @@ for n in 1 20; do
 	for i in $(seq "$n"); do sclean "$G" session start "mem$i" --workspace "$WS" || die "session start mem$i"; done
 	sleep 1 # idle: the launch's garbage collected by the runtimes' background work
 	printf '{"sessions":%d,"uss_kib":%d}\n' "$n" "$(session_uss)" >>"$RAW/session-memory.jsonl"
+	if [ "$n" = 20 ]; then
+		# the same sessions once each has served SREQS requests, then idled 1 s (a
+		# session's supervisor and init trim their heap once idle: internal/memtrim)
+		for i in $(seq "$n"); do
+			for _ in $(seq "$SREQS"); do sclean "$G" exec --session "mem$i" -- /bin/true || die "exec --session mem$i"; done
+		done
+		sleep 1
+		printf '{"sessions":%d,"requests":%d,"uss_kib":%d}\n' "$n" "$SREQS" "$(session_uss)" >>"$RAW/session-memory.jsonl"
+	fi
 	sessions_cleanup
 done

@@ -326,7 +326,7 @@ func main() {
 	samples := readRSS(filepath.Join(*raw, "rss.jsonl"))
 	p("\nResident memory while `sleep 2` runs inside, MiB: VmRSS (Pss / USS = Private_Clean + Private_Dirty); median of %s\n\n", r.Meta["rss_reps"])
 	p("| | launcher | reaper (pid 1 inside) | command (`sleep`) |\n|---|--:|--:|--:|\n")
-	for _, v := range []string{"bwrap", "gosbx", "gosbx-none", "library"} {
+	for _, v := range []string{"bwrap", "gosbx", "gosbx-keep", "gosbx-none", "library"} {
 		var l, rp, c, lp, rpp, lu, ru []float64
 		for _, s := range samples {
 			if s.Label == v {
@@ -335,11 +335,17 @@ func main() {
 				lu, ru = append(lu, float64(s.LauncherUSS)), append(ru, float64(s.ReaperUSS))
 			}
 		}
+		if len(l) == 0 {
+			continue // a row older raw files do not have
+		}
 		m := rssMedians{median(l), median(rp), median(c), median(lp), median(rpp), median(lu), median(ru), len(l)}
 		r.RSS[v] = m
 		name := v
-		if v == "library" {
+		switch v {
+		case "library":
 			name = "library (launcher = bench/libbench itself)"
+		case "gosbx-keep":
+			name = "gosbx, GOSBX_KEEP_PAGES=1 (the binary's pages kept mapped: the A/B of the launcher's drop)"
 		}
 		p("| %s | %s (%s / %s) | %s (%s / %s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.LauncherUSS),
 			mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.ReaperUSS), mib(m.CommandKiB))
@@ -428,6 +434,9 @@ func main() {
 			sessRatio = il["gosbx-session"].Median / il["bwrap"].Median
 			sessDetail = fmt.Sprintf("interleaved: exec --session %.2f ms, bwrap %.2f ms; hyperfine -N %s× (%s)", il["gosbx-session"].Median, il["bwrap"].Median,
 				f2(se.SessionExecMs/se.BwrapMs), sessDetail)
+		}
+		if se.Requests > 0 {
+			p("\nThe 20 sessions once each has served %d `exec --session` requests and idled 1 s: %s MiB USS a session (idle from the start: %s)\n", se.Requests, mib(se.USS20UsedKiB), mib(se.USS20KiB))
 		}
 		r.Targets = append(r.Targets,
 			target{"exec into a running session (/bin/true, whole call)", "≤ 0.5× bwrap", sessRatio, "× bwrap",
@@ -606,6 +615,9 @@ type sessionResults struct {
 	StartGosbxMs  float64 `json:"session_start_run_gosbx_exec_median_ms"`
 	USS1KiB       float64 `json:"uss_kib_1_session"`
 	USS20KiB      float64 `json:"uss_kib_per_session_at_20"`
+	// the 20 sessions again, once each has served Requests exec --session calls
+	USS20UsedKiB float64 `json:"uss_kib_per_session_at_20_after_requests,omitempty"`
+	Requests     int     `json:"requests_each,omitempty"`
 }
 
 func readSessions(raw string) *sessionResults {
@@ -618,13 +630,16 @@ func readSessions(raw string) *sessionResults {
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var m struct {
 			Sessions int     `json:"sessions"`
+			Requests int     `json:"requests"`
 			USS      float64 `json:"uss_kib"`
 		}
 		check(json.Unmarshal([]byte(line), &m))
-		switch m.Sessions {
-		case 1:
+		switch {
+		case m.Requests > 0:
+			se.USS20UsedKiB, se.Requests = m.USS/float64(m.Sessions), m.Requests
+		case m.Sessions == 1:
 			se.USS1KiB = m.USS
-		case 20:
+		case m.Sessions == 20:
 			se.USS20KiB = m.USS / 20
 		}
 	}

@@ -1,8 +1,11 @@
-// Package memtrim hands a long-lived process's freed heap back to the kernel once the
-// process has been idle a while after work that allocated: a session's supervisor and
-// init, which wait for hours between requests. Go's collector first runs once the heap
-// has grown to 4 MiB (GOGC=100), so without a trim every request's garbage stays
-// resident until then (docs/decisions.md, "Memory, second pass").
+// Package memtrim is what a waiting gosbx process gives back. A Trimmer hands a
+// long-lived process's freed heap back to the kernel once the process has been idle a
+// while after work that allocated: a session's supervisor and init, which wait for
+// hours between requests (Go's collector first runs once the heap has grown to 4 MiB,
+// so without a trim every request's garbage stays resident until then). FilePages
+// drops a process's mapping of the pages of its binary that no other process maps (a
+// launcher whose command runs on, an idle supervisor). docs/decisions.md, "Memory,
+// second pass (issue 20)".
 package memtrim
 
 import (
@@ -15,10 +18,10 @@ import (
 )
 
 // SessionIdle and SessionMin are a session's: its supervisor and init return their
-// heap's free pages once idle SessionIdle after requests that allocated at least
-// SessionMin bytes since the last trim. Not sooner: back-to-back requests pay no
-// collection; not for less: a collection in a process that allocated little adds more
-// (the collector's own structures) than it frees.
+// heap's free pages once idle SessionIdle after requests that grew their resident
+// anonymous memory by at least SessionMin bytes since the last trim. Not sooner:
+// back-to-back requests pay no collection; not for less: a collection in a process
+// that grew little adds about what it frees (the collector's own structures).
 const (
 	SessionIdle = 250 * time.Millisecond
 	SessionMin  = 256 << 10
@@ -39,7 +42,7 @@ type Trimmer struct {
 
 	mu       sync.Mutex
 	busy     int
-	trimming bool // a fire is collecting: a second one started meanwhile does nothing
+	trimming bool // a fire is collecting or dropping: a second one meanwhile does nothing
 	timer    *time.Timer
 	mark     uint64 // resident anonymous bytes after the last trim, or at New
 	trims    int
