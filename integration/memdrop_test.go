@@ -82,8 +82,8 @@ func TestLauncherDropsBinaryPages(t *testing.T) {
 		limit = kept / 3
 		dropped := own(false)
 		t.Logf("the binary's pages the launcher alone maps: %d KiB kept, %d KiB after the drop", kept, dropped)
-		if kept < 512 {
-			t.Fatalf("with GOSBX_KEEP_PAGES=1 the launcher holds %d KiB of the binary alone: want the 512 KiB and more this test compares against", kept)
+		if kept < 256 {
+			t.Fatalf("with GOSBX_KEEP_PAGES=1 the launcher holds %d KiB of the binary alone: want the 256 KiB and more this test compares against", kept)
 		}
 		if dropped < 0 || dropped >= limit {
 			t.Errorf("the launcher 3 s into the command holds %d KiB of the binary alone (%d KiB kept with GOSBX_KEEP_PAGES=1): want under a third of that", dropped, kept)
