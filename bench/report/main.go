@@ -326,7 +326,7 @@ func main() {
 	samples := readRSS(filepath.Join(*raw, "rss.jsonl"))
 	p("\nResident memory while `sleep 2` runs inside, MiB: VmRSS (Pss / USS = Private_Clean + Private_Dirty); median of %s\n\n", r.Meta["rss_reps"])
 	p("| | launcher | reaper (pid 1 inside) | command (`sleep`) |\n|---|--:|--:|--:|\n")
-	for _, v := range []string{"bwrap", "gosbx", "gosbx-keep", "gosbx-none", "library"} {
+	for _, v := range []string{"bwrap", "gosbx", "gosbx-keep", "gosbx-none", "library", "gosbx-raw-nobody", "gosbx-raw-nobody-keep"} {
 		var l, rp, c, lp, rpp, lu, ru []float64
 		for _, s := range samples {
 			if s.Label == v {
@@ -346,6 +346,10 @@ func main() {
 			name = "library (launcher = bench/libbench itself)"
 		case "gosbx-keep":
 			name = "gosbx, GOSBX_KEEP_PAGES=1 (the binary's pages kept mapped: the A/B of the launcher's drop)"
+		case "gosbx-raw-nobody":
+			name = "gosbx as uid 65534, raw init (the launcher's memory is the raw init's: reaper = the same)"
+		case "gosbx-raw-nobody-keep":
+			name = "the same, GOSBX_KEEP_PAGES=1"
 		}
 		p("| %s | %s (%s / %s) | %s (%s / %s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.LauncherUSS),
 			mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.ReaperUSS), mib(m.CommandKiB))
