@@ -27,6 +27,7 @@ const (
 // table of some KiB.
 const (
 	elfMaxPhdrs   = 1024
+	elfMaxPhent   = 256 // bytes of one program header (56 in ELF64, 32 in ELF32)
 	elfMaxDynamic = 1 << 20
 	elfMaxStrtab  = 4 << 20
 	elfMaxNeeded  = 1024
@@ -78,7 +79,7 @@ func readELFDeps(r io.ReaderAt, size int64) (interp string, needed []string, ok 
 	if phnum == 0 {
 		return "", nil, true // no program headers: nothing loaded dynamically
 	}
-	if phentsize < want || phnum > elfMaxPhdrs || phoff > uint64(size) || phentsize*phnum > uint64(size)-phoff {
+	if phentsize < want || phentsize > elfMaxPhent || phnum > elfMaxPhdrs || phoff > uint64(size) || phentsize*phnum > uint64(size)-phoff {
 		return "", nil, false
 	}
 	buf := make([]byte, phentsize*phnum)

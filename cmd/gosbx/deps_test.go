@@ -33,7 +33,7 @@ func TestStartPathDeps(t *testing.T) {
 // (text/template's field evaluation does; cobra reaches it only through
 // SetUsageTemplate, SetHelpTemplate or SetVersionTemplate). Once one such call is
 // reachable the linker keeps every exported method of every type that reaches an
-// interface: 1.9 MB more binary and ~50 more page faults at every start
+// interface: 1.9 MB more binary and ~15 more page faults at every start
 // (docs/decisions.md, "Speed, sixth attempt: the launcher's start").
 func TestNoReflectMethod(t *testing.T) {
 	cmd := exec.Command("go", "build", "-ldflags=-dumpdep", "-o", os.DevNull, ".")

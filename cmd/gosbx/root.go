@@ -32,7 +32,7 @@ built, the command does not run and gosbx exits 125.`,
 	// field through a text/template only when its output is changed
 	// (SetVersionTemplate), and a reachable text/template makes the linker keep every
 	// exported method of every type (its evalField calls reflect's MethodByName): 1.9
-	// MB of binary and ~50 page faults on every start (docs/decisions.md, "Speed, sixth
+	// MB of binary and ~15 page faults on every start (docs/decisions.md, "Speed, sixth
 	// attempt: the launcher's start").
 	showVersion := root.Flags().BoolP("version", "v", false, "version for gosbx")
 	root.RunE = func(c *cobra.Command, _ []string) error {
