@@ -59,13 +59,8 @@ nclean hyperfine -N --style basic --runs "$TP_RUNS" --warmup 1 --export-json "$N
 	-n bwrap "$XN $BN" -n gosbx "$XN $GNB" -n gosbx-raw "$XN $GRB" >&2
 cp "$NB/out/nobody-throughput.json" "$RAW/nobody-throughput.json"
 # resident memory while sleep 2 runs, as uid 65534 with the raw init, whose memory is the
-# launcher's (one figure for both: the reaper column is the same memory), with the
-# launcher's drop of the binary's pages only it maps and without (GOSBX_KEEP_PAGES=1)
+# launcher's (one figure for both: the reaper column is the same memory)
 for r in $(seq "$RSS_REPS"); do
-	for keep in 0 1; do
-		label=gosbx-raw-nobody
-		[ "$keep" = 1 ] && label=gosbx-raw-nobody-keep
-		rss_one "$label" /bin/sh -c "cd $NB/ws && exec setpriv --reuid 65534 --regid 65534 --clear-groups \
-			env -i PATH=$SPATH HOME=$NB/home LANG=C.UTF-8 GOSBX_KEEP_PAGES=$keep $GRB /bin/sleep 2"
-	done
+	rss_one gosbx-raw-nobody /bin/sh -c "cd $NB/ws && exec setpriv --reuid 65534 --regid 65534 --clear-groups \
+		env -i PATH=$SPATH HOME=$NB/home LANG=C.UTF-8 $GRB /bin/sleep 2"
 done

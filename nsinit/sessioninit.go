@@ -59,9 +59,7 @@ type sessionInit struct {
 func serveSession(s *sandboxInit, w syncWriter) {
 	// the init's own statm for the trim, opened while the host's /proc is in view (after
 	// pivot_root /proc shows the commands' pid namespace, not the init); without it the
-	// init's heap is only ever collected by the runtime's own pacing. No drop of the
-	// binary's pages (memtrim.FilePages): the init maps none the supervisor does not
-	// (measured), and the drop's reads cost it ~80 KiB
+	// init's heap is only ever collected by the runtime's own pacing
 	statm, _ := memtrim.OpenStatm()
 	for _, st := range s.buildSteps() {
 		if err := step(st.name, st.do(s)); err != nil {
@@ -86,7 +84,7 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	cleanupSpec = s.spec
 	// From here commands may run: should the owner die, the reaper cleans up after them.
 	forked.Store(true)
-	si := &sessionInit{s: s, live: map[int]syncWriter{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm, nil)}
+	si := &sessionInit{s: s, live: map[int]syncWriter{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}
 	go si.reap()
 	go func() {
 		for range sigc { // the owner speaks on fd 3; signals to pid 1 are not forwarded

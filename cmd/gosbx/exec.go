@@ -158,8 +158,6 @@ func execute(o policy.Options, status *os.File) error {
 	// process's memory and leaves it not dumpable, may set it up (where the build and
 	// the config allow: nsinit.AllowRawInit)
 	nsinit.AllowRawInit()
-	// opened before the raw init, which makes this process not dumpable (memdrop.go)
-	pages := openPages()
 	pre := prestart(o, host)
 	defer pre.Close()
 	if fault.Check("prestart pid") != nil {
@@ -237,9 +235,7 @@ func execute(o policy.Options, status *os.File) error {
 			cmd.Signal(s)
 		}
 	}()
-	stopDrop := dropPagesLater(pages)
 	err = cmd.Wait()
-	stopDrop()
 	var ee *nsinit.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		return err

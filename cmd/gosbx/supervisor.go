@@ -204,7 +204,7 @@ func superviseMain() int {
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
 	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
-		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil, openPages())}
+		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
 	ready.Write([]byte("0"))
 	ready.Close()

@@ -2,10 +2,8 @@
 // long-lived process's freed heap back to the kernel once the process has been idle a
 // while after work that allocated: a session's supervisor and init, which wait for
 // hours between requests (Go's collector first runs once the heap has grown to 4 MiB,
-// so without a trim every request's garbage stays resident until then). FilePages
-// drops a process's mapping of the pages of its binary that no other process maps (a
-// launcher whose command runs on, an idle supervisor). docs/decisions.md, "Memory,
-// second pass (issue 20)".
+// so without a trim every request's garbage stays resident until then).
+// docs/decisions.md, "Memory, second pass (issue 20)".
 package memtrim
 
 import (
@@ -38,11 +36,10 @@ type Trimmer struct {
 	min  uint64
 	// statm is the process's /proc/self/statm; nil when it could not be opened
 	statm *os.File
-	pages *FilePages // nil: no drop
 
 	mu       sync.Mutex
 	busy     int
-	trimming bool // a fire is collecting or dropping: a second one meanwhile does nothing
+	trimming bool // a fire is collecting: a second one meanwhile does nothing
 	timer    *time.Timer
 	mark     uint64 // resident anonymous bytes after the last trim, or at New
 	trims    int
@@ -56,19 +53,16 @@ func OpenStatm() (*os.File, error) { return os.Open("/proc/self/statm") }
 
 // New returns a Trimmer for idle (a duration) and min (bytes of resident anonymous
 // memory grown since now, or since the last trim), reading statm (from OpenStatm; nil:
-// it opens it now). Without a readable statm no collection is ever done. With pages
-// (nil: none), every idle moment also drops the pages of the binary only this process
-// maps (FilePages.Drop), the first one idle from now.
-func New(idle time.Duration, min uint64, statm *os.File, pages *FilePages) *Trimmer {
+// it opens it now). Without a readable statm no collection is ever done. No timer runs
+// until the first Done or Poke.
+func New(idle time.Duration, min uint64, statm *os.File) *Trimmer {
 	if statm == nil {
 		statm, _ = OpenStatm()
 	}
-	t := &Trimmer{idle: idle, min: min, statm: statm, pages: pages}
+	t := &Trimmer{idle: idle, min: min, statm: statm}
 	t.mark = t.anonResident()
 	t.timer = time.AfterFunc(idle, t.fire)
-	if pages == nil {
-		t.timer.Stop()
-	}
+	t.timer.Stop()
 	return t
 }
 
@@ -117,26 +111,22 @@ func (t *Trimmer) fire() {
 		return // when busy, its Done arms the timer again
 	}
 	r := t.anonResident()
-	collect := r > t.mark && r-t.mark >= t.min
+	if r <= t.mark || r-t.mark < t.min {
+		t.mu.Unlock()
+		return
+	}
 	t.trimming = true
 	t.mu.Unlock()
 	// Not under mu: work that starts meanwhile does not wait for the collection (the
 	// collector runs beside it).
-	if collect {
-		debug.FreeOSMemory()
-	}
-	if t.pages != nil {
-		t.pages.Drop() // after the collection, which reads the binary's type data
-	}
+	debug.FreeOSMemory()
 	t.mu.Lock()
-	if collect {
-		t.mark = t.anonResident()
-		t.trims++
-	}
+	t.mark = t.anonResident()
+	t.trims++
 	t.trimming = false
 	f := t.onTrim
 	t.mu.Unlock()
-	if f != nil && collect {
+	if f != nil {
 		f()
 	}
 }

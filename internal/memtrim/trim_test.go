@@ -26,7 +26,7 @@ func grow(n int) {
 
 func newTest(t *testing.T, idle time.Duration, min uint64) (*Trimmer, chan struct{}) {
 	t.Helper()
-	tr := New(idle, min, nil, nil)
+	tr := New(idle, min, nil)
 	if tr.anonResident() == 0 {
 		t.Fatal("resident anonymous memory reads 0: /proc/self/statm not read")
 	}
@@ -101,7 +101,7 @@ func TestNoTrimBelowMin(t *testing.T) {
 // TestAnonResidentParses: statm's resident less shared, in bytes, is the kernel's
 // RssAnon (within what a concurrent allocation can move).
 func TestAnonResidentParses(t *testing.T) {
-	tr := New(time.Hour, 0, nil, nil)
+	tr := New(time.Hour, 0, nil)
 	got := tr.anonResident()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
