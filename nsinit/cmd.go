@@ -372,6 +372,15 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err != nil {
 		c.own.dropGroup()
+		var me *mounts.Error
+		if !goInit && step == "idmap" && mapped && spec.RootID.AllowHostRoot && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {
+			// the raw init's trees (launchRaw), as the Go init's below: the policy
+			// accepts host uid 0 where a bind cannot be idmapped
+			c.identityMap = err.Error()
+			hid.release()
+			c.own.nproc = false
+			return c.spawn(pooled)
+		}
 		if step == "clone" && mapped && errors.Is(err, unix.EACCES) {
 			return nil, c.fail(&SetupError{Step: "clone", Err: err, Hint: fmt.Sprintf("a root caller's init runs as the unprivileged "+
 				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755", hid.id)})

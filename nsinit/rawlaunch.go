@@ -30,16 +30,16 @@ type rawLaunch struct {
 }
 
 // rawWanted reports whether this launch takes the raw init: only in a build that asks
-// for it (rawInitDefault, a test switch for now), in a process that allowed it once
-// (AllowRawInit: the gosbx CLI), for a config rawEligible accepts, and
-// a clone whose parameters the raw clone implements (no host id, no cgroup v2 clone,
-// no CPU pinning, no fd 7), without a cgroup (grouped): the raw init shares the
+// for it (rawInitDefault), in a process that allowed it once (AllowRawInit: the gosbx
+// CLI), for a config rawEligible accepts, and a clone whose parameters the raw clone
+// implements (a root caller's host id, trees and credentials included; no cgroup v2
+// clone, no CPU pinning, no fd 7), without a cgroup (grouped): the raw init shares the
 // launcher's memory, whose pages a memory cgroup charges to the launcher's group and
 // whose whole size an OOM kill in the sandbox's group would weigh (and kill: every
 // process sharing a victim's memory dies with it).
 func rawWanted(spec *config.Config, p *cloneParams, pooled, session, grouped bool) bool {
-	if !rawInitDefault || pooled || session || grouped || p.as != nil || p.cpus != nil || p.egressR != nil || p.sys.UseCgroupFD ||
-		p.sys.Credential != nil || len(spec.Cleanup) > 0 {
+	if !rawInitDefault || pooled || session || grouped || p.cpus != nil || p.egressR != nil || p.sys.UseCgroupFD ||
+		len(spec.Cleanup) > 0 {
 		return false
 	}
 	// last: the one raw launch of an AllowRawInit process is spent only on a config
@@ -100,16 +100,40 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	}
 	var fd rawFds
 	var sfd rawStartFds
-	for _, src := range mounts.BindSources(spec) {
-		var sf int
-		if sf, err = mounts.OpenSourcePath(src); err == nil {
-			err = fault.Check("open bind source")
+	// A root caller's init runs as its host id, which may not reach a source (under
+	// /root): the launcher clones every bind (sendSpec's trees), and idmaps the
+	// read-write ones once the raw init's user namespace has its maps (the raw init
+	// holds the same detached mounts at the same numbers).
+	fd.trees = slices.Contains(p.args, treesArg)
+	var trees []*mounts.Source
+	if fd.trees {
+		if err = fault.Check("open bind source"); err == nil {
+			trees, err = mounts.CloneSources(spec)
 		}
 		if err != nil {
 			return fail("open bind source", err)
 		}
-		mine = append(mine, sf)
-		fd.sources = append(fd.sources, sf)
+		for _, t := range trees {
+			mine = append(mine, t.Fd())
+			fd.sources = append(fd.sources, t.Fd())
+		}
+	} else {
+		for _, src := range mounts.BindSources(spec) {
+			var sf int
+			if sf, err = mounts.OpenSourcePath(src); err == nil {
+				err = fault.Check("open bind source")
+			}
+			if err != nil {
+				return fail("open bind source", err)
+			}
+			mine = append(mine, sf)
+			fd.sources = append(fd.sources, sf)
+		}
+	}
+	// the clone child's credentials inside, as forkAndExecInChild1 sets them
+	if cr := p.sys.Credential; cr != nil {
+		fd.cred = cr
+		fd.setgroups = !(p.sys.GidMappings != nil && !p.sys.GidMappingsEnableSetgroups && len(cr.Groups) == 0) && !cr.NoSetGroups
 	}
 	if spec.Linux != nil && len(spec.Linux.MaskedPaths) > 0 {
 		if fd.null, err = mounts.OpenNull("/dev/null"); err != nil {
@@ -228,18 +252,33 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	dumpable, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	flags := p.sys.Cloneflags
 	t0 := time.Now()
-	pid, err := rawplan.Start(plan, flags, syncP[1])
+	var pid int
+	if p.as != nil {
+		// cloned by the host id, which then owns the user namespace (startInitAs)
+		err = asHostID(p.as.id, func() (err error) {
+			pid, err = rawplan.Start(plan, flags, syncP[1])
+			return err
+		})
+	} else {
+		pid, err = rawplan.Start(plan, flags, syncP[1])
+	}
 	if err != nil {
 		return fail("clone", &os.PathError{Op: "clone", Path: "raw init", Err: err})
 	}
 	// the launcher's copies of what the raw init holds now, but its ends of sync, life
-	// and the id maps' gate
+	// and the id maps' gate, and the trees it idmaps below
+	keepFd := func(f int) bool {
+		return f == syncP[0] || f == lifeP[1] || f == mapsP[1] || slices.ContainsFunc(trees, func(t *mounts.Source) bool { return t.Fd() == f })
+	}
 	for _, f := range mine {
-		if f != syncP[0] && f != lifeP[1] && f != mapsP[1] {
+		if !keepFd(f) {
 			unix.Close(f)
 		}
 	}
 	mine = []int{mapsP[1]}
+	for _, t := range trees {
+		mine = append(mine, t.Fd())
+	}
 	rawLive.Store(true)
 	init := &initProc{pid: pid, after: func() {
 		plan.Free()
@@ -258,6 +297,11 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	ns := namespaceEvent(pid)
 	init.ns = &ns
 	mapErr := writeIDMaps(pid, p.sys)
+	mapStep := "clone"
+	if mapErr == nil && fd.trees {
+		// before the go-ahead: the raw init attaches the trees only after it
+		mapStep, mapErr = idmapRaw(spec, trees, pid, p.as)
+	}
 	if mapErr == nil {
 		if _, werr := unix.Write(mapsP[1], []byte{0}); werr != nil {
 			mapErr = fmt.Errorf("write the id maps' go-ahead: %w", werr)
@@ -275,11 +319,27 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		lifeW.Close()
 		setupR.Close()
 		stdio.abort()
-		return nil, nil, "clone", mapErr
+		return nil, nil, mapStep, mapErr
 	}
 	stdio.sent()
 	l := &initLaunch{init: init, syncR: syncR, lifeW: lifeW, setupR: setupR, stdio: stdio, params: p, start: t0}
 	return l, &rawLaunch{plan: plan, start: start, sync: syncR}, "", nil
+}
+
+// idmapRaw idmaps a root caller's trees for the raw init pid, whose command runs as the
+// host id hid, as sendSpec does for the Go init: it returns the step and the error
+// that stopped it (a *mounts.Error of op idmap as it is, for the fallback to host uid 0
+// that spawn may take).
+func idmapRaw(spec *config.Config, trees []*mounts.Source, pid int, hid *hostID) (string, error) {
+	plan, owners, err := idmapPlan(spec, trees)
+	if err != nil {
+		return "open bind source", err
+	}
+	self := fileOwner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
+	if err = fault.Check("idmap"); err == nil {
+		err = idmapTrees(trees, plan, owners, pid, self, hid.id)
+	}
+	return "idmap", err
 }
 
 // nullFd is the descriptor of a verified /dev/null.
