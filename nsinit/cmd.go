@@ -318,14 +318,14 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var raw *rawLaunch
 	var step string
 	goInit := true
-	if rawWanted(spec, &params, pooled, c.session, c.own.group != nil) {
+	if rawWanted(spec, &params, pooled, c.session, c.own.group) {
 		// the raw init (rawlaunch.go): no init cloned ahead is taken
 		pre.Close()
 		var stdio *stdioCopy
 		if stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr); err != nil {
 			step = "pipe"
 		} else {
-			l, raw, step, err = launchRaw(spec, params, stdio)
+			l, raw, step, err = launchRaw(spec, params, stdio, c.own.group)
 		}
 		// A plan larger than the raw init holds (its registers, ops or arena: a config
 		// with very many binds, review11 F3) is found before any clone: the Go init sets
@@ -446,7 +446,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	placed := make(chan error, 1)
 	go func() {
 		var err error
-		if c.own.group != nil {
+		if c.own.group != nil && raw == nil {
+			// (the raw init never joins: each command does, in its process stage)
 			if err = fault.Check("cgroup place"); err == nil {
 				err = c.own.group.Add(c.init.pid)
 			}

@@ -2,6 +2,7 @@ package nsinit
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 	"github.com/gosbx/gosbx/seccomp"
@@ -199,4 +201,170 @@ touch "$1/made-$2" && stat -c '%u %g' "$1/made-$2"
 	if strings.Contains(r.out, "wrote-ro") || !strings.Contains(r.out, "\nro\n") {
 		t.Errorf("the read-only bind: %q", r.out)
 	}
+}
+
+// runRaw runs spec to its end with the raw init allowed or not and returns its result,
+// its output and whether the raw init was taken (rawTaken: one launch per process).
+func runRaw(t *testing.T, spec *config.Config, raw bool) (*Result, string, bool) {
+	t.Helper()
+	rawAllowed.Store(raw)
+	rawTaken.Store(false)
+	defer rawAllowed.Store(false)
+	var out strings.Builder
+	c := Command(spec)
+	c.Stdout, c.Stderr = &out, &out
+	err := c.Run()
+	var ee *ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("raw %v: %v", raw, err)
+	}
+	return c.Result, out.String(), rawTaken.Load()
+}
+
+// A root caller's launch with a cgroup (v1 here: memory, pids, cpu) set up by the raw
+// init: the raw init, which shares the launcher's memory, and the holder stay out of
+// the group; the command is in every hierarchy of it from its start, sees its own
+// cgroup as / (a cgroup namespace rooted at the group, as with the Go init), and holds
+// no descriptor of the group's cgroup.procs; and the limits hold for it and all it
+// forks as with the Go init: an OOM in the group kills the command, never the launcher
+// (this test process), with the same exit status and report; a fork bomb stops at the
+// pids limit, reported as such.
+func TestRawRootCgroup(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a cgroup")
+	}
+	if cgroup.Mode() != cgroup.V1 {
+		t.Skip("the raw init's cgroups are v1 only")
+	}
+	ws := testWorkspace(t)
+	limited := func(args ...string) *config.Config {
+		spec := compile(t, policy.Options{Workspace: ws, Args: args, Resources: policy.Resources{Memory: "64M", Pids: 32}}, nil)
+		return withoutNotify(t, spec)
+	}
+
+	// the placement, seen from the host while the command waits
+	spec := limited("/bin/sh", "-c", "grep -E ':(memory|pids):' /proc/self/cgroup; echo ready; read x")
+	runs := map[bool]rawCallerRun{}
+	for _, raw := range []bool{false, true} {
+		runs[raw] = runRawCgroup(t, spec, raw)
+	}
+	g, r := runs[false], runs[true]
+	if r.initThreads != 1 || g.initThreads < 2 {
+		t.Errorf("init threads: Go %d, raw %d: want the raw init taken with AllowRawInit only", g.initThreads, r.initThreads)
+	}
+	if g.out != r.out || !strings.Contains(r.out, ":memory:/\n") {
+		t.Errorf("the command's own cgroups:\nGo init:\n%s\nraw init:\n%s\nwant both at / of their namespace", g.out, r.out)
+	}
+	if !strings.Contains(r.ids, "command in group") || strings.Contains(r.ids, "init in group") || strings.Contains(r.ids, "holder in group") ||
+		strings.Contains(r.ids, "cgroup.procs") {
+		t.Errorf("raw init: %s; want the command alone in the group, no cgroup.procs held", r.ids)
+	}
+	if !strings.Contains(g.ids, "command in group") || !strings.Contains(g.ids, "init in group") {
+		t.Errorf("Go init: %s; want the init and the command in the group", g.ids)
+	}
+
+	// an OOM in the group: the command killed, the launcher alive (this process), the
+	// same report
+	oom := limited("/bin/sh", "-c", "head -c 300M /dev/zero | tail -n 1 >/dev/null; echo after $?")
+	var oomRes [2]*Result
+	for i, raw := range []bool{false, true} {
+		res, out, taken := runRaw(t, oom, raw)
+		if taken != raw {
+			t.Errorf("OOM run: raw init taken %v, want %v", taken, raw)
+		}
+		if !res.OOMKilled || res.LimitHit != "memory" || !strings.Contains(out, "after 137") {
+			t.Errorf("raw %v: an OOM in the group: %+v, output %q; want the command's tail killed, limit-hit memory", raw, res, out)
+		}
+		oomRes[i] = res
+	}
+	if oomRes[0].ExitCode != oomRes[1].ExitCode {
+		t.Errorf("OOM exit: Go init %d, raw init %d", oomRes[0].ExitCode, oomRes[1].ExitCode)
+	}
+
+	// a fork bomb at the pids limit (32): refused forks, said so
+	bomb := limited("/bin/sh", "-c", "i=0; while [ $i -lt 64 ]; do sleep 1 & i=$((i+1)); done 2>/dev/null; wait; echo bombed")
+	for _, raw := range []bool{false, true} {
+		res, out, taken := runRaw(t, bomb, raw)
+		if taken != raw {
+			t.Errorf("pids run: raw init taken %v, want %v", taken, raw)
+		}
+		if res.LimitHit != "pids" || res.PidsPeak > 32 {
+			t.Errorf("raw %v: a fork bomb under a 32-process limit: %+v, output %q; want limit-hit pids", raw, res, out)
+		}
+	}
+}
+
+// runRawCgroup is runRawCaller for a launch with a cgroup: ids says, from the host,
+// which of the command, the init and the holder are in the sandbox's memory and pids
+// groups, and names any cgroup.procs the command or the init holds open.
+func runRawCgroup(t *testing.T, spec *config.Config, raw bool) rawCallerRun {
+	t.Helper()
+	rawAllowed.Store(raw)
+	rawTaken.Store(false)
+	defer rawAllowed.Store(false)
+	var log eventLog
+	c := Command(spec)
+	c.Events = log.add
+	stdinR, stdinW, _ := os.Pipe()
+	stdoutR, stdoutW, _ := os.Pipe()
+	c.Stdin, c.Stdout, c.Stderr = stdinR, stdoutW, os.Stderr
+	err := c.Start()
+	stdinR.Close()
+	stdoutW.Close()
+	defer stdinW.Close()
+	defer stdoutR.Close()
+	if err != nil {
+		t.Fatalf("raw %v: Start: %v", raw, err)
+	}
+	br := bufio.NewReader(stdoutR)
+	var r rawCallerRun
+	for {
+		line, err := br.ReadString('\n')
+		if line == "ready\n" || err != nil {
+			break
+		}
+		r.out += line
+	}
+	var cmdPid int
+	for _, e := range log.events() {
+		if e.Exec {
+			cmdPid = e.Pid
+		}
+	}
+	init := c.init.pid
+	kids, _ := os.ReadFile("/proc/" + strconv.Itoa(init) + "/task/" + strconv.Itoa(init) + "/children")
+	holder := strings.Fields(string(kids))
+	id := c.SandboxID()
+	inGroup := func(pid string) bool {
+		b, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+		n := 0
+		for _, l := range strings.Split(string(b), "\n") {
+			if (strings.Contains(l, ":memory:") || strings.Contains(l, ":pids:")) && strings.Contains(l, id) {
+				n++
+			}
+		}
+		return n == 2
+	}
+	for who, pid := range map[string]string{"command": strconv.Itoa(cmdPid), "init": strconv.Itoa(init)} {
+		if inGroup(pid) {
+			r.ids += who + " in group; "
+		}
+		fds, _ := os.ReadDir("/proc/" + pid + "/fd")
+		for _, f := range fds {
+			if l, _ := os.Readlink("/proc/" + pid + "/fd/" + f.Name()); strings.Contains(l, "cgroup.procs") {
+				r.ids += who + " holds " + l + "; "
+			}
+		}
+	}
+	if len(holder) > 0 && inGroup(holder[0]) {
+		r.ids += "holder in group; "
+	}
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(init) + "/task")
+	r.initThreads = len(tasks)
+	stdinW.Write([]byte("go\n"))
+	io.Copy(io.Discard, br)
+	if err := c.Wait(); err != nil {
+		t.Errorf("raw %v: Wait: %v", raw, err)
+	}
+	return r
 }

@@ -3,6 +3,7 @@ package nsinit
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -41,6 +42,11 @@ type rawFds struct {
 	holderRepR   int
 	holderRepW   int
 	life         int
+
+	// grouped: the sandbox has a cgroup, which each command joins in its process stage
+	// (rawStartFds.join): the raw init stays out of it, and so unshares no cgroup
+	// namespace rooted at its own group (the process stage does, once in the group)
+	grouped bool
 
 	// the credentials the clone child takes inside (initSysAttr's sys.Credential, nil
 	// for none) and whether it calls setgroups(2) for them, as forkAndExecInChild1 does
@@ -107,7 +113,13 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		c.init[cp/32].Effective |= 1 << (cp % 32)
 		c.init[cp/32].Permitted |= 1 << (cp % 32)
 	}
-	for _, cp := range stageCaps {
+	stage := stageCaps
+	if fd.grouped && hasNamespace(spec, specs.CgroupNamespace) {
+		// the process stage unshares the command's cgroup namespace once it has joined
+		// the group, before it drops every capability (planRawStart)
+		stage = append(slices.Clip(stage), unix.CAP_SYS_ADMIN)
+	}
+	for _, cp := range stage {
 		c.stage[cp/32].Effective |= 1 << (cp % 32)
 		c.stage[cp/32].Permitted |= 1 << (cp % 32)
 	}
@@ -229,8 +241,8 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	s = p.Begin("session keyring")
 	p.Call(s, errno("keyctl join session keyring"), unix.SYS_KEYCTL, lit(unix.KEYCTL_JOIN_SESSION_KEYRING), lit(0)).Tolerate(unix.ENOSYS).Tolerate(unix.EPERM)
 	s = p.Begin("cgroup namespace")
-	if hasNamespace(spec, specs.CgroupNamespace) {
-		// after the launcher's go-ahead: the init is in the sandbox's cgroup
+	if hasNamespace(spec, specs.CgroupNamespace) && !fd.grouped {
+		// after the launcher's go-ahead (a group's placement, for the Go init)
 		r := p.Reg()
 		p.Op(s, errno("the launcher's go-ahead"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.life)), lit(0), lit(1)).Into(r)
 		built.goByte = &r

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/rawplan"
 	"github.com/gosbx/gosbx/mounts"
@@ -33,13 +36,14 @@ type rawLaunch struct {
 // for it (rawInitDefault), in a process that allowed it once (AllowRawInit: the gosbx
 // CLI), for a config rawEligible accepts, and a clone whose parameters the raw clone
 // implements (a root caller's host id, trees and credentials included; no cgroup v2
-// clone, no CPU pinning, no fd 7), without a cgroup (grouped): the raw init shares the
-// launcher's memory, whose pages a memory cgroup charges to the launcher's group and
-// whose whole size an OOM kill in the sandbox's group would weigh (and kill: every
-// process sharing a victim's memory dies with it).
-func rawWanted(spec *config.Config, p *cloneParams, pooled, session, grouped bool) bool {
-	if !rawInitDefault || pooled || session || grouped || p.cpus != nil || p.egressR != nil || p.sys.UseCgroupFD ||
-		len(spec.Cleanup) > 0 {
+// clone, no CPU pinning, no fd 7), with no cgroup or a v1 one (group): the raw init
+// shares the launcher's memory, so it never joins the group (an OOM kill in the group
+// would kill every process sharing its victim's memory: the launcher with it); the
+// command joins it in its process stage (rawStartFds.join). A v2 group would need the
+// process stage cloned into it (clone3 CLONE_INTO_CGROUP): not built, the Go init.
+func rawWanted(spec *config.Config, p *cloneParams, pooled, session bool, group cgroup.Group) bool {
+	if !rawInitDefault || pooled || session || group != nil && group.Kind() != cgroup.V1 || p.cpus != nil || p.egressR != nil ||
+		p.sys.UseCgroupFD || len(spec.Cleanup) > 0 {
 		return false
 	}
 	// last: the one raw launch of an AllowRawInit process is spent only on a config
@@ -78,7 +82,7 @@ func rawArenaSize(spec *config.Config) int {
 // gives it stdio's descriptors. It returns the launch as launchInit does (specW nil:
 // the config is in the plan), or the step and the cause, with everything it made
 // closed and stdio aborted.
-func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLaunch, _ *rawLaunch, step string, err error) {
+func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgroup.Group) (_ *initLaunch, _ *rawLaunch, step string, err error) {
 	var mine []int // the launcher's copies, closed after the clone (or on failure)
 	closeMine := func() {
 		closeFds(mine)
@@ -130,6 +134,32 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 			fd.sources = append(fd.sources, sf)
 		}
 	}
+	// the sandbox's v1 cgroup, joined by the command in its process stage: its
+	// cgroup.procs in each hierarchy, opened here (v1 checks the opener's credentials,
+	// __cgroup1_procs_write: root's, not the host id's the raw init runs as)
+	if group != nil {
+		if group.Kind() != cgroup.V1 {
+			return fail("config", fmt.Errorf("a %s group for the raw init", group.Kind()))
+		}
+		seen := map[string]bool{}
+		for _, d := range group.Dirs() {
+			if seen[d.Path] { // co-mounted hierarchies (cpu,cpuacct) listed twice
+				continue
+			}
+			seen[d.Path] = true
+			var j int
+			if err = fault.Check("cgroup place"); err == nil {
+				j, err = unix.Open(filepath.Join(d.Path, "cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			}
+			if err != nil {
+				return fail("cgroup place", &os.PathError{Op: "open", Path: filepath.Join(d.Path, "cgroup.procs"), Err: err})
+			}
+			mine = append(mine, j)
+			sfd.join = append(sfd.join, j)
+		}
+		fd.grouped = true
+		sfd.cgroupNS = hasNamespace(spec, specs.CgroupNamespace)
+	}
 	// the clone child's credentials inside, as forkAndExecInChild1 sets them
 	if cr := p.sys.Credential; cr != nil {
 		fd.cred = cr
@@ -157,7 +187,7 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		return fail("pid namespace", err)
 	}
 	mine = append(mine, fd.holderSend, fd.holderRecv, fd.holderExe)
-	sfd = rawStartFds{sync: syncP[1], stageRepR: stageRep[0], stageRepW: stageRep[1], life: lifeP[0]}
+	sfd.sync, sfd.stageRepR, sfd.stageRepW, sfd.life = syncP[1], stageRep[0], stageRep[1], lifeP[0]
 
 	plan, err := rawplan.New(rawArenaSize(spec), rawOps)
 	if err != nil {
