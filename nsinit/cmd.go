@@ -446,9 +446,9 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	placed := make(chan error, 1)
 	go func() {
 		var err error
-		if c.own.group != nil && raw == nil {
+		if c.own.group != nil {
 			// (the raw init never joins: each command does, in its process stage)
-			if err = fault.Check("cgroup place"); err == nil {
+			if err = fault.Check("cgroup place"); err == nil && raw == nil {
 				err = c.own.group.Add(c.init.pid)
 			}
 		}

@@ -147,12 +147,10 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 				continue
 			}
 			seen[d.Path] = true
-			var j int
-			if err = fault.Check("cgroup place"); err == nil {
-				j, err = unix.Open(filepath.Join(d.Path, "cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
-			}
+			j, err := unix.Open(filepath.Join(d.Path, "cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return fail("cgroup place", &os.PathError{Op: "open", Path: filepath.Join(d.Path, "cgroup.procs"), Err: err})
+				// the step the Go init's placement fails at
+				return fail("cgroup", &os.PathError{Op: "open", Path: filepath.Join(d.Path, "cgroup.procs"), Err: err})
 			}
 			mine = append(mine, j)
 			sfd.join = append(sfd.join, j)
@@ -337,9 +335,13 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 			mapErr = fmt.Errorf("write the id maps' go-ahead: %w", werr)
 		}
 	}
+	if mapErr != nil {
+		// killed before the gate closes (closeMine): it must not report the gate's end
+		// of file as its own failure in place of mapErr
+		init.kill()
+	}
 	closeMine()
 	if mapErr != nil {
-		init.kill()
 		rl := &rawLaunch{plan: plan, start: start, sync: syncR}
 		if m, ok := rl.next(); ok && m.Type == msgError {
 			mapErr = m.err() // the child stopped first: its step's error
