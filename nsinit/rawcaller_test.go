@@ -3,13 +3,16 @@ package nsinit
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -298,6 +301,20 @@ func TestRawRootCgroup(t *testing.T) {
 // which of the command, the init and the holder are in the sandbox's memory and pids
 // groups, and names any cgroup.procs the command or the init holds open.
 func runRawCgroup(t *testing.T, spec *config.Config, raw bool) rawCallerRun {
+	return runRawCgroupAs(t, spec, raw, func(cgroupFile, id string) bool {
+		n := 0
+		for _, l := range strings.Split(cgroupFile, "\n") {
+			if (strings.Contains(l, ":memory:") || strings.Contains(l, ":pids:")) && strings.Contains(l, id) {
+				n++
+			}
+		}
+		return n == 2
+	})
+}
+
+// runRawCgroupAs is runRawCgroup with in saying whether a /proc/PID/cgroup's text puts
+// the process in the sandbox id's group.
+func runRawCgroupAs(t *testing.T, spec *config.Config, raw bool, in func(cgroupFile, id string) bool) rawCallerRun {
 	t.Helper()
 	rawAllowed.Store(raw)
 	rawTaken.Store(false)
@@ -337,13 +354,7 @@ func runRawCgroup(t *testing.T, spec *config.Config, raw bool) rawCallerRun {
 	id := c.SandboxID()
 	inGroup := func(pid string) bool {
 		b, _ := os.ReadFile("/proc/" + pid + "/cgroup")
-		n := 0
-		for _, l := range strings.Split(string(b), "\n") {
-			if (strings.Contains(l, ":memory:") || strings.Contains(l, ":pids:")) && strings.Contains(l, id) {
-				n++
-			}
-		}
-		return n == 2
+		return in(string(b), id)
 	}
 	for who, pid := range map[string]string{"command": strconv.Itoa(cmdPid), "init": strconv.Itoa(init)} {
 		if inGroup(pid) {
@@ -367,4 +378,168 @@ func runRawCgroup(t *testing.T, spec *config.Config, raw bool) rawCallerRun {
 		t.Errorf("raw %v: Wait: %v", raw, err)
 	}
 	return r
+}
+
+// v2Group is a cgroup v2 group without controllers on the unified hierarchy of a hybrid
+// host: placement and teardown as cgroup's v2 group, no limits (there are none here).
+type v2Group struct {
+	dir string
+	fd  int
+}
+
+func (g *v2Group) Kind() cgroup.Kind                          { return cgroup.V2 }
+func (g *v2Group) CloneFd() int                               { return g.fd }
+func (g *v2Group) Add(int) error                              { return nil }
+func (g *v2Group) Stats() cgroup.Stats                        { return cgroup.Stats{} }
+func (g *v2Group) LimitEvents() (oomKills, pidsMaxHits int64) { return 0, 0 }
+func (g *v2Group) Dirs() []cgroup.Dir                         { return []cgroup.Dir{{Path: g.dir}} }
+func (g *v2Group) Destroy() error {
+	if g.fd < 0 {
+		return nil
+	}
+	os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
+	unix.Close(g.fd)
+	g.fd = -1
+	var err error
+	for range 1000 {
+		if err = unix.Rmdir(g.dir); err != unix.EBUSY {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return err
+}
+
+// fakeV2 makes each sandbox's group a new directory of parent, a cgroup v2 group
+// without controllers (this hybrid host's unified hierarchy): placement and teardown
+// as cgroup's v2 groups, no limits.
+func fakeV2(t *testing.T, parent string) {
+	old := newCgroup
+	t.Cleanup(func() { newCgroup = old })
+	newCgroup = func(_ *specs.LinuxResources, o cgroup.Options) (cgroup.Group, error) {
+		dir := filepath.Join(parent, "gosbx-"+o.ID)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			unix.Rmdir(dir)
+			return nil, err
+		}
+		return &v2Group{dir: dir, fd: fd}, nil
+	}
+}
+
+// unifiedV2 is this host's cgroup v2 hierarchy beside the v1 ones, or "".
+func unifiedV2() string {
+	var st unix.Statfs_t
+	if unix.Statfs("/sys/fs/cgroup/unified", &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return ""
+	}
+	return "/sys/fs/cgroup/unified"
+}
+
+// inV2 says whether a /proc/PID/cgroup's text puts the process in gosbx-<id>.
+func inV2(cgroupFile, id string) bool {
+	for _, l := range strings.Split(cgroupFile, "\n") {
+		if strings.HasPrefix(l, "0::") && strings.HasSuffix(l, "/gosbx-"+id) {
+			return true
+		}
+	}
+	return false
+}
+
+// rawV2Env names the delegated group TestRawCgroupV2Delegated's child side runs in.
+const rawV2Env = "GOSBX_RAWV2_DELEGATED"
+
+// With a cgroup v2 group (CLONE_INTO_CGROUP), a caller other than root, in a subtree
+// delegated to it (a directory of this host's unified hierarchy, no controllers, owned
+// by uid 65534, the test binary run in it as that uid): the raw init is cloned outside
+// the group and the command's process stage into it (clone3): from the host the
+// command is in the group and the raw init and the holder are not, where the Go init
+// is cloned into it; the command sees its group as / of its cgroup namespace with both.
+// A root caller's host id may not clone into a v2 group (its group's ancestors'
+// cgroup.procs are root's): it takes the Go init.
+func TestRawCgroupV2Delegated(t *testing.T) {
+	unified := unifiedV2()
+	if unified == "" {
+		t.Skip("no cgroup v2 hierarchy here")
+	}
+	if d := os.Getenv(rawV2Env); d != "" {
+		rawCgroupV2Side(t, d)
+		return
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a delegated group")
+	}
+	// a root caller: the Go init
+	fakeV2(t, unified)
+	ws := testWorkspace(t)
+	spec := withoutNotify(t, compile(t, policy.Options{Workspace: ws, Resources: policy.Resources{Memory: "64M"},
+		Args: []string{"/bin/sh", "-c", "grep '^0::' /proc/self/cgroup; echo ready; read x"}}, nil))
+	if r := runRawCgroupAs(t, spec, true, inV2); r.initThreads < 2 || !strings.Contains(r.ids, "init in group") {
+		t.Errorf("root with a v2 group: %d init threads, %q: want the Go init, in the group", r.initThreads, r.ids)
+	}
+
+	// a caller other than root, delegated a subtree
+	deleg := filepath.Join(unified, fmt.Sprintf("gosbx-test-delegated-%d", os.Getpid()))
+	if err := os.Mkdir(deleg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(deleg)
+	for _, f := range []string{"", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control"} {
+		if err := os.Chown(filepath.Join(deleg, f), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+		self, "-test.run=^TestRawCgroupV2Delegated$", "-test.v")
+	cmd.Env = append(os.Environ(), rawV2Env+"="+deleg)
+	gate, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// in the delegated group before it launches anything
+	werr := os.WriteFile(filepath.Join(deleg, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0)
+	gate.Write([]byte("go\n"))
+	gate.Close()
+	err = cmd.Wait()
+	t.Logf("the delegated caller's side:\n%s", out.String())
+	if werr != nil || err != nil || !strings.Contains(out.String(), "--- PASS") {
+		t.Errorf("the delegated caller's side: %v, %v:\n%s", werr, err, out.String())
+	}
+}
+
+// rawCgroupV2Side is TestRawCgroupV2Delegated's side run as the delegated uid, in
+// deleg once its stdin says so.
+func rawCgroupV2Side(t *testing.T, deleg string) {
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	fakeV2(t, deleg)
+	ws := testWorkspace(t)
+	spec := compile(t, policy.Options{Workspace: ws, Resources: policy.Resources{Memory: "64M"},
+		Args: []string{"/bin/sh", "-c", "grep '^0::' /proc/self/cgroup; echo ready; read x"}}, nil)
+	g := runRawCgroupAs(t, spec, false, inV2)
+	r := runRawCgroupAs(t, spec, true, inV2)
+	t.Logf("uid %d: Go init %+v; raw init %+v", os.Getuid(), g, r)
+	if r.initThreads != 1 || g.initThreads < 2 {
+		t.Errorf("init threads: Go %d, raw %d: want the raw init taken with AllowRawInit only", g.initThreads, r.initThreads)
+	}
+	if g.out != "0::/\n" || r.out != g.out {
+		t.Errorf("the command's own v2 cgroup: Go init %q, raw init %q; want 0::/ with both", g.out, r.out)
+	}
+	if r.ids != "command in group; " {
+		t.Errorf("raw init: %q; want the command alone in the group", r.ids)
+	}
+	if !strings.Contains(g.ids, "command in group") || !strings.Contains(g.ids, "init in group") {
+		t.Errorf("Go init: %q; want the init and the command in the group", g.ids)
+	}
 }

@@ -35,15 +35,22 @@ type rawLaunch struct {
 // rawWanted reports whether this launch takes the raw init: only in a build that asks
 // for it (rawInitDefault), in a process that allowed it once (AllowRawInit: the gosbx
 // CLI), for a config rawEligible accepts, and a clone whose parameters the raw clone
-// implements (a root caller's host id, trees and credentials included; no cgroup v2
-// clone, no CPU pinning, no fd 7), with no cgroup or a v1 one (group): the raw init
-// shares the launcher's memory, so it never joins the group (an OOM kill in the group
-// would kill every process sharing its victim's memory: the launcher with it); the
-// command joins it in its process stage (rawStartFds.join). A v2 group would need the
-// process stage cloned into it (clone3 CLONE_INTO_CGROUP): not built, the Go init.
+// implements (a root caller's host id, trees and credentials included; no CPU
+// pinning, no fd 7), with or without a cgroup (group): the raw init shares the
+// launcher's memory, so it never joins the group (an OOM kill in the group would kill
+// every process sharing its victim's memory: the launcher with it; it is cloned
+// without the Go init's CLONE_INTO_CGROUP); each command joins it in its process stage
+// (rawStartFds: a v1 group's cgroup.procs written, or a v2 group's clone3
+// CLONE_INTO_CGROUP of the stage, for a raw init that runs as the launcher's uid: a
+// root caller's host id may not clone into a v2 group, the Go init then).
 func rawWanted(spec *config.Config, p *cloneParams, pooled, session bool, group cgroup.Group) bool {
-	if !rawInitDefault || pooled || session || group != nil && group.Kind() != cgroup.V1 || p.cpus != nil || p.egressR != nil ||
-		p.sys.UseCgroupFD || len(spec.Cleanup) > 0 {
+	// A v2 group's clone3 is checked against the cloner's own credentials
+	// (cgroup_attach_permissions: write access to the cgroup.procs of the common
+	// ancestor of its group and the target): the launcher's own, not a host id's
+	// (p.as), whose raw init the launcher's group's ancestors refuse
+	v2 := group != nil && group.Kind() == cgroup.V2 && group.CloneFd() >= 0 && p.as == nil
+	if !rawInitDefault || pooled || session || group != nil && group.Kind() != cgroup.V1 && !v2 || p.cpus != nil || p.egressR != nil ||
+		p.sys.UseCgroupFD && !v2 || len(spec.Cleanup) > 0 {
 		return false
 	}
 	// last: the one raw launch of an AllowRawInit process is spent only on a config
@@ -137,10 +144,17 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	// the sandbox's v1 cgroup, joined by the command in its process stage: its
 	// cgroup.procs in each hierarchy, opened here (v1 checks the opener's credentials,
 	// __cgroup1_procs_write: root's, not the host id's the raw init runs as)
-	if group != nil {
-		if group.Kind() != cgroup.V1 {
-			return fail("config", fmt.Errorf("a %s group for the raw init", group.Kind()))
-		}
+	switch {
+	case group == nil:
+	case group.Kind() == cgroup.V2 && group.CloneFd() >= 0:
+		// the group's directory, which the process stage is cloned into: the group's own
+		// descriptor, kept by the raw init at its number (not the launcher's to close)
+		sfd.cgroupFd = group.CloneFd()
+		fd.grouped = true
+		sfd.cgroupNS = hasNamespace(spec, specs.CgroupNamespace)
+	case group.Kind() != cgroup.V1:
+		return fail("config", fmt.Errorf("a %s group for the raw init", group.Kind()))
+	default:
 		seen := map[string]bool{}
 		for _, d := range group.Dirs() {
 			if seen[d.Path] { // co-mounted hierarchies (cpu,cpuacct) listed twice
@@ -206,6 +220,9 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	}
 	if fd.null != nil {
 		needed = append(needed, nullFd(fd.null))
+	}
+	if sfd.cgroupFd > 0 {
+		needed = append(needed, sfd.cgroupFd)
 	}
 	s := plan.Begin("move descriptors")
 	// named as the Go init's argv[0] for ps(1) and the tests that look for it: its

@@ -31,6 +31,10 @@ type rawStartFds struct {
 	// command's cgroup namespace, rooted at its group
 	join     []int
 	cgroupNS bool
+	// cgroupFd is a cgroup v2 group's directory (cgroup.Group.CloneFd) the process
+	// stage is cloned into (clone3 CLONE_INTO_CGROUP), or 0 (never a group's: the
+	// launcher's stdio)
+	cgroupFd int
 }
 
 // rawStart is what the launcher needs to read the raw init's reports: the program's
@@ -164,7 +168,7 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 
 	// the process stage, in a child of its own (planProcess's steps and calls)
 	sub := p.BeginSub(s)
-	if len(fd.join) > 0 {
+	if len(fd.join) > 0 || fd.cgroupFd > 0 {
 		// The sandbox's cgroup, joined by the command first of all: the raw init, which
 		// shares the launcher's memory, never joins (a memory cgroup's OOM kill of a
 		// process sharing it would kill the launcher with it; docs/decisions.md "Speed,
@@ -239,7 +243,14 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	// the fork, reported as startPlan's are: under the process stage's first step
 	s = p.Begin("signal mask")
 	cmd := p.Reg()
-	p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
+	if fd.cgroupFd > 0 {
+		// into the v2 group from its birth; its page faults until its execve are the
+		// launcher's memory's, charged to the memory's owner (as a v1 join's)
+		p.CloneSubInto(s, errno("clone3 CLONE_INTO_CGROUP"), sub, unix.CLONE_VFORK, fd.cgroupFd, cmd)
+		p.Call(s, errno("close the cgroup"), unix.SYS_CLOSE, lit(uintptr(fd.cgroupFd)))
+	} else {
+		p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
+	}
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))
 	for _, j := range fd.join {
 		p.Call(s, errno("close cgroup.procs"), unix.SYS_CLOSE, lit(uintptr(j)))
