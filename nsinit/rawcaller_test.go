@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/ownmountns"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 	"github.com/gosbx/gosbx/seccomp"
@@ -541,5 +542,49 @@ func rawCgroupV2Side(t *testing.T, deleg string) {
 	}
 	if !strings.Contains(g.ids, "command in group") || !strings.Contains(g.ids, "init in group") {
 		t.Errorf("Go init: %q; want the init and the command in the group", g.ids)
+	}
+}
+
+// A root caller's read-write bind that cannot be idmapped (an overlayfs workspace,
+// mounted in a mount namespace of this test's own): under the default
+// root_identity_map: allow the raw init's launch, like the Go init's, gives the host id
+// back and runs the command as host uid 0 (Result.IdentityMap says why, the same
+// words); the raw init was tried first (the idmap follows its clone).
+func TestRawRootIdentityFallback(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a root caller, an overlay mount")
+	}
+	if !ownmountns.Active() {
+		ownmountns.Rerun(t)
+		return
+	}
+	base := testWorkspace(t)
+	ws := filepath.Join(base, "mnt")
+	for _, d := range []string{"lo", "up", "wk", "mnt"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount("gosbx-test", ws, "overlay", unix.MS_NOSUID|unix.MS_NODEV,
+		"lowerdir="+filepath.Join(base, "lo")+",upperdir="+filepath.Join(base, "up")+",workdir="+filepath.Join(base, "wk")); err != nil {
+		t.Skipf("overlayfs: %v", err)
+	}
+	defer unix.Unmount(ws, unix.MNT_DETACH)
+	var maps [2]string
+	for i, raw := range []bool{false, true} {
+		marker := filepath.Join(ws, "made-"+strconv.FormatBool(raw))
+		spec := withoutNotify(t, compile(t, policy.Options{Workspace: ws, Args: []string{"touch", marker}}, nil))
+		res, out, taken := runRaw(t, spec, raw)
+		var st unix.Stat_t
+		if err := unix.Stat(marker, &st); err != nil || st.Uid != 0 || res.ExitCode != 0 {
+			t.Errorf("raw %v: %+v, output %q, the command's file: %v (owner %d)", raw, res, out, err, st.Uid)
+		}
+		if taken != raw || res.IdentityMap == "" || res.HostUID != -1 {
+			t.Errorf("raw %v: raw init tried %v, identity map %q, host id %d: want the fallback to host uid 0", raw, taken, res.IdentityMap, res.HostUID)
+		}
+		maps[i] = res.IdentityMap
+	}
+	if maps[0] != maps[1] {
+		t.Errorf("why host uid 0: Go init %q, raw init %q", maps[0], maps[1])
 	}
 }
