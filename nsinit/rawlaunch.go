@@ -298,14 +298,21 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	flags := p.sys.Cloneflags
 	t0 := time.Now()
 	var pid int
+	var mapErr error
+	clone := func() (err error) {
+		if pid, err = rawplan.Start(plan, flags, syncP[1]); err == nil {
+			// from the cloning thread, as forkExecInit writes them: a host id's thread
+			// owns the new user namespace, which is all map_write(2) asks of the writer
+			// there (a root caller without CAP_SYS_ADMIN has it nowhere else)
+			mapErr = writeIDMaps(pid, p.sys)
+		}
+		return err
+	}
 	if p.as != nil {
 		// cloned by the host id, which then owns the user namespace (startInitAs)
-		err = asHostID(p.as.id, func() (err error) {
-			pid, err = rawplan.Start(plan, flags, syncP[1])
-			return err
-		})
+		err = asHostID(p.as.id, clone)
 	} else {
-		pid, err = rawplan.Start(plan, flags, syncP[1])
+		err = clone()
 	}
 	if err != nil {
 		return fail("clone", &os.PathError{Op: "clone", Path: "raw init", Err: err})
@@ -341,7 +348,6 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	// closed to the launcher (TestStatusFD saw it, a race the Go init's slower start hid).
 	ns := namespaceEvent(pid)
 	init.ns = &ns
-	mapErr := writeIDMaps(pid, p.sys)
 	mapStep := "clone"
 	if mapErr == nil && fd.trees {
 		// before the go-ahead: the raw init attaches the trees only after it
