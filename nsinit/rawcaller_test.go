@@ -300,7 +300,8 @@ func TestRawRootCgroup(t *testing.T) {
 
 // runRawCgroup is runRawCaller for a launch with a cgroup: ids says, from the host,
 // which of the command, the init and the holder are in the sandbox's memory and pids
-// groups, and names any cgroup.procs the command or the init holds open.
+// groups, and names any file of a cgroup hierarchy (a cgroup.procs, a v2 group's
+// directory) the command or the init holds open.
 func runRawCgroup(t *testing.T, spec *config.Config, raw bool) rawCallerRun {
 	return runRawCgroupAs(t, spec, raw, func(cgroupFile, id string) bool {
 		n := 0
@@ -363,7 +364,7 @@ func runRawCgroupAs(t *testing.T, spec *config.Config, raw bool, in func(cgroupF
 		}
 		fds, _ := os.ReadDir("/proc/" + pid + "/fd")
 		for _, f := range fds {
-			if l, _ := os.Readlink("/proc/" + pid + "/fd/" + f.Name()); strings.Contains(l, "cgroup.procs") {
+			if l, _ := os.Readlink("/proc/" + pid + "/fd/" + f.Name()); strings.HasPrefix(l, "/sys/fs/cgroup") {
 				r.ids += who + " holds " + l + "; "
 			}
 		}
@@ -458,7 +459,9 @@ const rawV2Env = "GOSBX_RAWV2_DELEGATED"
 // by uid 65534, the test binary run in it as that uid): the raw init is cloned outside
 // the group and the command's process stage into it (clone3): from the host the
 // command is in the group and the raw init and the holder are not, where the Go init
-// is cloned into it; the command sees its group as / of its cgroup namespace with both.
+// is cloned into it; the command sees its group as / of its cgroup namespace with both,
+// and holds no descriptor of a cgroup hierarchy (the raw init's own descriptors are
+// not readable to that uid, it is not dumpable: TestRawRootCgroup checks them as root).
 // A root caller's host id may not clone into a v2 group (its group's ancestors'
 // cgroup.procs are root's): it takes the Go init.
 func TestRawCgroupV2Delegated(t *testing.T) {

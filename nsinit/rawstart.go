@@ -180,6 +180,10 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 			p.Call(ps, errno("write 0 to cgroup.procs"), unix.SYS_WRITE, lit(uintptr(j)), lit(p.Str("0")), lit(1))
 			p.Call(ps, errno("close cgroup.procs"), unix.SYS_CLOSE, lit(uintptr(j)))
 		}
+		if fd.cgroupFd > 0 {
+			// (already in the v2 group: cloned into it) its directory closed as well
+			p.Call(ps, errno("close the cgroup"), unix.SYS_CLOSE, lit(uintptr(fd.cgroupFd)))
+		}
 		if fd.cgroupNS {
 			ps = p.Begin("cgroup namespace")
 			p.Call(ps, errno("unshare(CLONE_NEWCGROUP)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWCGROUP))
