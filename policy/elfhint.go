@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"debug/elf"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,8 +12,8 @@ import (
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
-// maxELFHint bounds the size of a file elfDeps parses (debug/elf reads the dynamic
-// section and its strings whole; a file in the workspace is the command's choice).
+// maxELFHint bounds the size of a file elfDeps reads (a file in the workspace is the
+// command's choice).
 const maxELFHint = 256 << 20
 
 // elfDeps reads the ELF file p (canonical, opened as openNoLinks does, so that a link
@@ -33,21 +31,7 @@ func elfDeps(p string) (interp string, needed []string, ok bool) {
 	}
 	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	ef, err := elf.NewFile(f)
-	if err != nil {
-		return "", nil, false
-	}
-	defer ef.Close()
-	for _, pr := range ef.Progs {
-		if pr.Type == elf.PT_INTERP && pr.Filesz > 0 && pr.Filesz < 4096 {
-			b, err := io.ReadAll(io.LimitReader(pr.Open(), int64(pr.Filesz)))
-			if err == nil {
-				interp = strings.TrimRight(string(b), "\x00")
-			}
-		}
-	}
-	needed, _ = ef.ImportedLibraries()
-	return interp, needed, true
+	return readELFDeps(f, size)
 }
 
 // libDirs are the directories the dynamic loader searches by default (ld.so(8): the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -10,9 +9,24 @@ import (
 	"github.com/gosbx/gosbx/policy"
 )
 
-// gitWord is the word git in a command line or a shell script (git, /usr/bin/git,
-// `cd x && git commit`), not inside another name (.git, gitk, legit, git-lfs).
-var gitWord = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])git($|[^A-Za-z0-9_.-])`)
+// hasGitWord reports whether s holds the word git, as in a command line or a shell
+// script (git, /usr/bin/git, `cd x && git commit`), not inside another name (.git,
+// gitk, legit, git-lfs): "git" with no name byte ([A-Za-z0-9_.-]) on either side. A
+// loop, not a regexp: a package-level regexp is compiled at every start of gosbx
+// (docs/decisions.md, "Speed, sixth attempt: the launcher's start").
+func hasGitWord(s string) bool {
+	for i := 0; i+3 <= len(s); i++ {
+		if s[i:i+3] == "git" && (i == 0 || !nameByte(s[i-1])) && (i+3 == len(s) || !nameByte(s[i+3])) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameByte is a byte that continues a command or file name: [A-Za-z0-9_.-].
+func nameByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_' || b == '.' || b == '-'
+}
 
 // gitNote is the note for a command of spec that failed after running git while
 // the repository metadata was bound read-only (git mode gitMode, "" the default
@@ -31,7 +45,7 @@ func gitNote(spec *config.Config, gitMode string) string {
 			ro = append(ro, p)
 		}
 	}
-	if len(ro) == 0 || !slices.ContainsFunc(spec.Process.Args, gitWord.MatchString) {
+	if len(ro) == 0 || !slices.ContainsFunc(spec.Process.Args, hasGitWord) {
 		return ""
 	}
 	return "gosbx: note: the command ran git, and the repository metadata (" + strings.Join(shownAll(ro[:min(len(ro), 3)]), ", ") +

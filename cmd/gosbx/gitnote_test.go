@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -60,5 +61,18 @@ func TestNotesQuotePaths(t *testing.T) {
 	got = enclosingNote("", sub, func(string) error { return nil })
 	if got == "" || strings.ContainsAny(got, "\n\x1b\a") {
 		t.Errorf("workspace note %q: want the paths quoted, no raw control byte", got)
+	}
+}
+
+// TestHasGitWord: the word git is found alone, after a path or a shell separator, and
+// not inside another name; checked against the regexp it replaces.
+func TestHasGitWord(t *testing.T) {
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9_.-])git($|[^A-Za-z0-9_.-])`)
+	for _, s := range []string{"git", "/usr/bin/git", "cd x && git commit", "x;git", "git;x", "(git)",
+		".git", "gitk", "legit", "git-lfs", "a_git", "git.x", "gi", "", "ggit git", "legit git", "gitgit", "Git", "GIT",
+		"\tgit\n", "git-", "-git", "é git", "gitégit"} {
+		if got, want := hasGitWord(s), re.MatchString(s); got != want {
+			t.Errorf("hasGitWord(%q) = %v; the regexp says %v", s, got, want)
+		}
 	}
 }

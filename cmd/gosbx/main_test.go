@@ -189,6 +189,9 @@ func TestRunUsage(t *testing.T) {
 		{name: "bad env", args: []string{"exec", "--workspace", ws, "--env", "NOEQUALS", "--", "true"}, code: 125, stderr: "env"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 125, stderr: "unknown command"},
 		{name: "version", args: []string{"version"}, code: 0, stdout: "gosbx "},
+		{name: "--version", args: []string{"--version"}, code: 0, stdout: "gosbx "},
+		{name: "-v", args: []string{"-v"}, code: 0, stdout: "gosbx "},
+		{name: "no arguments", args: nil, code: 0, stdout: "gosbx runs a command"},
 		{name: "version with args", args: []string{"version", "x"}, code: 125, stderr: "gosbx: "},
 	}
 	for _, tt := range tests {

@@ -28,8 +28,20 @@ built, the command does not run and gosbx exits 125.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.Version = versionString()
-	root.SetVersionTemplate("gosbx {{.Version}}\n")
+	// --version is the root's own flag, not cobra's Version field: cobra prints that
+	// field through a text/template only when its output is changed
+	// (SetVersionTemplate), and a reachable text/template makes the linker keep every
+	// exported method of every type (its evalField calls reflect's MethodByName): 1.9
+	// MB of binary and ~15 page faults on every start (docs/decisions.md, "Speed, sixth
+	// attempt: the launcher's start").
+	showVersion := root.Flags().BoolP("version", "v", false, "version for gosbx")
+	root.RunE = func(c *cobra.Command, _ []string) error {
+		if *showVersion {
+			fmt.Fprintln(c.OutOrStdout(), "gosbx "+versionString())
+			return nil
+		}
+		return c.Help() // what cobra does for a root without a Run
+	}
 	if len(args) > 0 {
 		switch args[0] {
 		case "exec":
