@@ -18,8 +18,11 @@ import (
 // gosbxgoinit build never, seen from the host while the command runs: for a caller
 // other than root with the default policy the sandbox's init is one thread, named
 // gosbx-init, whose command line is the launcher's (it shares the launcher's memory: no
-// Go program was executed); for root (a host id, bind trees) and with a memory limit (a
-// cgroup) it is the Go init, executed as gosbx-init, several threads. The rest of the
+// Go program was executed); for root it is the Go init, executed as gosbx-init, several
+// threads, with or without a memory limit (a cgroup): a root caller's filter notifies
+// its set-ID calls, which only the Go init serves (nsinit's rawSetID; the raw init's
+// host id, trees, credentials and v1 cgroup are proved at the library level,
+// nsinit's TestRawRootCaller, TestRawRootCgroup, TestRawRootFaultSameAsGo). The rest of the
 // suite runs against both builds (make test: make integration-goinit), which proves
 // each init's isolation; this test proves which one those runs took.
 func TestRawInitTaken(t *testing.T) {

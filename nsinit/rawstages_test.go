@@ -1,8 +1,11 @@
 package nsinit
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/gosbx/gosbx/internal/rawplan"
 	"github.com/gosbx/gosbx/mounts"
@@ -18,11 +21,20 @@ import (
 // (under the process stage's first step, as startPlan reports it) and the exec report
 // (no step).
 func TestRawStepOrder(t *testing.T) {
-	spec := stageSpec()
+	// a caller other than root's config, and a root caller's: a host id (the trees, the
+	// credentials set inside with setgroups allowed)
+	for _, mapped := range []bool{false, true} {
+		spec := stageSpec()
+		spec.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
+		spec.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
+		t.Run(fmt.Sprintf("mapped %v", mapped), func(t *testing.T) { rawStepOrder(t, spec, mapped) })
+	}
+}
 
+func rawStepOrder(t *testing.T, spec *config.Config, mapped bool) {
 	// the Go init's
 	r := &recorder{spec: spec}
-	s := &sandboxInit{sys: r}
+	s := &sandboxInit{sys: r, trees: mapped}
 	var goSteps []string
 	for _, st := range s.buildSteps() {
 		n := len(r.calls)
@@ -44,6 +56,25 @@ func TestRawStepOrder(t *testing.T) {
 	}
 	dir.Close()
 	goSteps = append(goSteps, plan.steps...)
+	// its clone child's (forkExecInit's plan for the SysProcAttr the launcher uses),
+	// without those the raw child has no use for: it runs no Go handler and executes
+	// nothing (its descriptors are moved by its first step, before these)
+	sys := initSysAttr(spec, mapped, false, -1)
+	ip, err := planInit(initArgs(false, false, mapped), nil, []uintptr{0, 1, 2}, sys, 10, 11, 12, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goClone []string
+	for _, op := range ip.ops {
+		name := initSteps[op.step]
+		switch name {
+		case "block signals", "reset signal handlers", "restore the signal mask", "move descriptors", "execve /proc/self/exe":
+			continue
+		}
+		if len(goClone) == 0 || goClone[len(goClone)-1] != name {
+			goClone = append(goClone, name)
+		}
+	}
 
 	// the raw plan's
 	p, err := rawplan.New(1<<20, 4096)
@@ -51,7 +82,8 @@ func TestRawStepOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Free()
-	fds := &rawFds{mapsR: 20, mapsW: 21, holderSend: 22, holderRecv: 23, holderExe: 24, holderRepR: 25, holderRepW: 26, life: 27}
+	fds := &rawFds{mapsR: 20, mapsW: 21, holderSend: 22, holderRecv: 23, holderExe: 24, holderRepR: 25, holderRepW: 26, life: 27,
+		trees: mapped, cred: sys.Credential, setgroups: mapped}
 	built, err := planRawBuild(p, spec, fds)
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +113,11 @@ func TestRawStepOrder(t *testing.T) {
 	if !slices.Equal(goSteps, rawSteps) {
 		t.Errorf("steps differ:\nGo init:  %q\nraw plan: %q", goSteps, rawSteps)
 	}
-	if want := []string{"wait for the id maps", "setsid", "ambient capabilities"}; !slices.Equal(order[:first], want) {
-		t.Errorf("the clone child's steps %q, want %q", order[:first], want)
+	if !slices.Equal(order[:first], goClone) {
+		t.Errorf("the clone child's steps %q, the Go init's clone %q", order[:first], goClone)
+	}
+	if want := slices.Contains(goClone, "setuid"); want != mapped {
+		t.Errorf("mapped %v: the Go init's clone sets the credentials: %v", mapped, want)
 	}
 }
 
