@@ -33,6 +33,9 @@ func Init() {
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
+	if len(os.Args) > 0 && os.Args[0] == setidArg {
+		serveRawSetID() // a raw init's set-ID handler (rawsetid.go); never returns
+	}
 	if len(os.Args) == 0 || os.Args[0] != InitArg {
 		return
 	}

@@ -39,6 +39,7 @@ type rawFds struct {
 	holderRepR   int
 	holderRepW   int
 	life         int
+	setid        *rawSetIDFds // the set-ID handler's (rawsetid.go), when the filter notifies
 }
 
 // rawCaps are the capability sets the raw init sets with capset(2): its own (initCaps,
@@ -64,8 +65,6 @@ func rawEligible(spec *config.Config) error {
 		return errors.New("a root caller's host id (bind trees, credentials)")
 	case spec.Egress != nil || len(spec.Publish) > 0 || len(spec.HostPorts) > 0:
 		return errors.New("egress, port forwards or host ports")
-	case spec.Linux.Filter.Notifies():
-		return errors.New("a set-ID listener")
 	case !hasNamespace(spec, specs.PIDNamespace) || !hasNamespace(spec, specs.MountNamespace) || !hasNamespace(spec, specs.UserNamespace):
 		return errors.New("no pid, mount or user namespace")
 	}
@@ -78,6 +77,10 @@ type rawBuilt struct {
 	root   *mounts.RawRoot
 	holder rawplan.Reg
 	goByte *rawplan.Reg
+	// the set-ID handler's pid (-1: none; taken first, so never another op's stale
+	// value) and descriptors (rawsetid.go)
+	helper rawplan.Reg
+	setid  *rawSetIDFds
 }
 
 // planRawBuild compiles buildSteps for spec into p (see the top of this file). It
@@ -87,6 +90,10 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	if err := rawEligible(spec); err != nil {
 		return nil, err
 	}
+	if spec.Linux.Filter.Notifies() != (fd.setid != nil) {
+		return nil, errors.New("a set-ID listener needs its handler's descriptors, and only one")
+	}
+	built := &rawBuilt{helper: p.Reg(), setid: fd.setid}
 	lit := rawplan.Lit
 	c := rawplan.Alloc[rawCaps](p)
 	c.hdr.Version = unix.LINUX_CAPABILITY_VERSION_3
@@ -122,6 +129,12 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.Begin("read config")
 	// pid namespace: this process's next child is pid 1 of a new one, the holder
 	s = p.Begin("pid namespace")
+	if fd.setid != nil {
+		// cloned before the unshare: outside the commands' pid namespace
+		if err := planRawSetIDHandler(p, s, fd.setid, c, built.helper); err != nil {
+			return nil, err
+		}
+	}
 	p.Call(s, errno("unshare(CLONE_NEWPID)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWPID))
 	sub := p.BeginSub(s)
 	hs := p.Begin("pid 1 of the commands")
@@ -138,7 +151,7 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		lit(p.Str("")), lit(rawplan.Ptr(&c.argv[0])), lit(rawplan.Ptr(&c.envv[0])), lit(unix.AT_EMPTY_PATH))
 	p.Release(proc)
 	p.EndSub(sub, fd.holderRepW)
-	built := &rawBuilt{holder: p.Reg()}
+	built.holder = p.Reg()
 	p.CloneSub(s, errno("clone"), sub, 0, built.holder)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderRepW)))
 
@@ -180,7 +193,10 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	if fd.null != nil {
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.null.Fd())))
 	}
-	p.Begin("set-ID procfs")
+	s = p.Begin("set-ID procfs")
+	if fd.setid != nil {
+		planRawSetIDProc(p, s, fd.setid)
+	}
 	p.Begin("resolv.conf")
 	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
 		return nil, err
@@ -199,6 +215,9 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	}
 	s = p.Begin("limit capabilities")
 	p.Call(s, errno("capset"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.stage[0])))
-	p.Begin("set-ID thread")
+	s = p.Begin("set-ID thread")
+	if fd.setid != nil {
+		planRawSetIDThread(p, s, fd.setid)
+	}
 	return built, p.Finish()
 }

@@ -133,6 +133,13 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		return fail("pid namespace", err)
 	}
 	mine = append(mine, fd.holderSend, fd.holderRecv, fd.holderExe)
+	if spec.Linux != nil && spec.Linux.Filter.Notifies() {
+		var opened []int
+		if fd.setid, opened, err = openRawSetID(); err != nil { // rawsetid.go
+			return fail("set-ID thread", err)
+		}
+		mine = append(mine, opened...)
+	}
 	sfd = rawStartFds{sync: syncP[1], stageRepR: stageRep[0], stageRepW: stageRep[1], life: lifeP[0]}
 
 	plan, err := rawplan.New(rawArenaSize(spec), rawOps)
