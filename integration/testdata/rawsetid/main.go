@@ -3,12 +3,13 @@
 // caller's filter does), from any caller: run as uid 65534 it lets the tests prove the
 // raw init's set-ID handler (nsinit/rawsetid.go) before root callers take the raw init.
 // Without -go it calls nsinit.AllowRawInit, so that the launch takes the raw init where
-// the build allows it. The command's first line must be "READY": this program then
+// the build allows it; with -plain the policy's own filter (no set-ID rules) stays, for
+// a measure of what the listener costs. The command's first line must be "READY": this program then
 // prints "dumpable N" (prctl PR_GET_DUMPABLE of this process while the command runs:
 // 0 when the raw init, which shares its memory, set up the sandbox), then the
 // command's further output, then "exit N". The command's stdin is this program's.
 //
-//	rawsetid [-go] WORKSPACE [--ro DIR] -- CMD [ARGS...]
+//	rawsetid [-go] [-plain] WORKSPACE [--ro DIR] -- CMD [ARGS...]
 package main
 
 import (
@@ -28,9 +29,12 @@ import (
 func main() {
 	nsinit.Init()
 	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "-go" {
+	goInit, plain := false, false
+	for len(args) > 0 && (args[0] == "-go" || args[0] == "-plain") {
+		goInit, plain = goInit || args[0] == "-go", plain || args[0] == "-plain"
 		args = args[1:]
-	} else {
+	}
+	if !goInit {
 		nsinit.AllowRawInit()
 	}
 	if len(args) < 3 {
@@ -60,16 +64,18 @@ func main() {
 	if err != nil {
 		exit(err)
 	}
-	// a root caller's filter (the set-ID rules first), whoever runs this
-	src, err := policy.CallerSeccomp(policy.NetworkSeccomp(nil, policy.NetNone), 0).Spec()
-	if err != nil {
-		exit(err)
-	}
-	if spec.Linux.Filter, err = seccomp.Compile(src); err != nil {
-		exit(err)
-	}
-	if !spec.Linux.Filter.Notifies() {
-		exit(fmt.Errorf("the filter does not notify"))
+	if !plain {
+		// a root caller's filter (the set-ID rules first), whoever runs this
+		src, err := policy.CallerSeccomp(policy.NetworkSeccomp(nil, policy.NetNone), 0).Spec()
+		if err != nil {
+			exit(err)
+		}
+		if spec.Linux.Filter, err = seccomp.Compile(src); err != nil {
+			exit(err)
+		}
+		if !spec.Linux.Filter.Notifies() {
+			exit(fmt.Errorf("the filter does not notify"))
+		}
 	}
 	cmd := nsinit.Command(spec)
 	out, pw, err := os.Pipe()
