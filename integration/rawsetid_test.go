@@ -198,7 +198,8 @@ func setidHandlerOf(program int) int {
 // set-ID call came (a command without one never has it), no capability in any set,
 // no_new_privs, the sandbox's uid, outside the commands' pid namespace (its NSpid has
 // one level fewer than theirs), holding only its listeners, its epoll instance and pid
-// 1's procfs besides stdio, and gone with the sandbox. It fails with the handler's
+// 1's procfs besides stdio, and gone with the sandbox; no process of the command holds
+// a listener. It fails with the handler's
 // confinement left out (its capability sets), checked.
 func TestRawSetIDHandlerConfined(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -211,7 +212,10 @@ func TestRawSetIDHandlerConfined(t *testing.T) {
 		must(t, err)
 		script := `echo READY; touch f; echo pid; read x`
 		if call {
-			script = `echo READY; touch f; chmod 4755 f; echo chmod $?; echo pid; read x`
+			// and no process of the command holds a listener (TestSetIDNoListenerInCommand)
+			script = `echo READY; touch f; chmod 4755 f; echo chmod $?
+n=0; for f in /proc/[0-9]*/fd/*; do case "$(readlink "$f" 2>/dev/null)" in *seccomp*) n=$((n+1));; esac; done
+echo listeners $n; echo pid; read x`
 		}
 		args := []string{fmt.Sprintf("--reuid=%d", nobodyID), fmt.Sprintf("--regid=%d", nobodyID), "--clear-groups", "--",
 			bin, s.ws, "--", "/bin/sh", "-c", script}
@@ -230,7 +234,7 @@ func TestRawSetIDHandlerConfined(t *testing.T) {
 			}
 			text += string(buf[:n])
 		}
-		if call && !strings.Contains(text, "chmod 0\n") || !strings.Contains(text, "dumpable 0\n") {
+		if call && (!strings.Contains(text, "chmod 0\n") || !strings.Contains(text, "listeners 0\n")) || !strings.Contains(text, "dumpable 0\n") {
 			t.Errorf("call %v: want the raw init and the chmod answered: %q", call, text)
 		}
 		h := setidHandlerOf(cmd.Process.Pid)
