@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -196,8 +197,8 @@ func setidHandlerOf(program int) int {
 
 // The raw init's handler, seen from the host while it serves: started only once a
 // set-ID call came (a command without one never has it), no capability in any set,
-// no_new_privs, the sandbox's uid, outside the commands' pid namespace (its NSpid has
-// one level fewer than theirs), holding only its listeners, its epoll instance and pid
+// no_new_privs, the sandbox's uid, not dumpable, in pid 1's pid namespace (not the
+// commands'), holding only its listeners, its epoll instance and pid
 // 1's procfs besides stdio, and gone with the sandbox; no process of the command holds
 // a listener. It fails with the handler's
 // confinement left out (its capability sets), checked.
@@ -255,6 +256,12 @@ echo listeners $n; echo pid; read x`
 			}
 			if st["NoNewPrivs"] != "1" || st["Uid"] != "65534\t65534\t65534\t65534" {
 				t.Errorf("the handler's NoNewPrivs %q, Uid %q", st["NoNewPrivs"], st["Uid"])
+			}
+			// not dumpable: its /proc/PID files are root's, not uid 65534's (uid 0 is not
+			// mapped in the sandbox of a caller other than root: proc(5), task_dump_owner)
+			var pst syscall.Stat_t
+			if err := syscall.Stat(fmt.Sprintf("/proc/%d/status", h), &pst); err != nil || pst.Uid != 0 {
+				t.Errorf("the handler's /proc/PID/status is uid %d (%v): want 0, not dumpable", pst.Uid, err)
 			}
 			// in pid 1's pid namespace (its parent's), not the commands' (the
 			// parent's pid_for_children)
