@@ -20,7 +20,8 @@ import (
 )
 
 // Init runs the init stage when the binary was re-executed as one (argv[0] == InitArg),
-// and never returns in that case; otherwise it returns at once. A program that links
+// or a raw init's set-ID handler (argv[0] "gosbx-setid", rawsetid.go), and never
+// returns in those cases; otherwise it returns at once. A program that links
 // nsinit must call it first in main, before any other work:
 //
 //	func main() {
