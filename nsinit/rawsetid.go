@@ -17,7 +17,7 @@ import (
 // The raw init's set-ID handler (docs/decisions.md, "The set-ID listener in the raw
 // init"): a config whose filter notifies (seccomp.NoSetIDRules) gets, besides the raw
 // init, a child of it cloned before the commands' pid namespace exists (so outside it,
-// in pid 1's), that confines itself at once (securebits locked without root's
+// in pid 1's), that confines itself at once (an empty bounding set, securebits locked without root's
 // privileges, no capability, no_new_privs, every descriptor closed but its own), then
 // waits: for pid 1's procfs (made at the "set-ID procfs" step, as the Go init does),
 // then for the command's listener (sent by the process stage, as setidplan.go does for
@@ -80,7 +80,7 @@ func openRawSetID() (*rawSetIDFds, []int, error) {
 // clone of the set-ID handler's waiting child (see the top of this file) into
 // built.helper, and closes the raw init's copies of the descriptors only the child
 // needs. The child's own steps are "set-ID thread" (its confinement, reported as the
-// Go init's handler thread's is; AwaitSetIDHandler reads it) and "set-ID handler".
+// Go init's handler thread's is; planRawSetIDThread awaits it) and "set-ID handler".
 func planRawSetIDHandler(p *rawplan.Plan, s uint16, fd *rawSetIDFds, c *rawCaps, helper rawplan.Reg) error {
 	lit := rawplan.Lit
 	errno := func(what string) func(unix.Errno) error {
