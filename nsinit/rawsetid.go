@@ -17,8 +17,9 @@ import (
 // The raw init's set-ID handler (docs/decisions.md, "The set-ID listener in the raw
 // init"): a config whose filter notifies (seccomp.NoSetIDRules) gets, besides the raw
 // init, a child of it cloned before the commands' pid namespace exists (so outside it,
-// in pid 1's), that confines itself at once (an empty bounding set, securebits locked without root's
-// privileges, no capability, no_new_privs, every descriptor closed but its own), then
+// in pid 1's), that confines itself at once (an empty bounding set, securebits locked
+// without root's privileges, no capability, no_new_privs, every descriptor closed but
+// its own), then
 // waits: for pid 1's procfs (made at the "set-ID procfs" step, as the Go init does),
 // then for the command's listener (sent by the process stage, as setidplan.go does for
 // the Go init), then for a notification on it (PollIn). Only then does it execute this
