@@ -77,8 +77,7 @@ type rawBuilt struct {
 	root   *mounts.RawRoot
 	holder rawplan.Reg
 	goByte *rawplan.Reg
-	// the set-ID handler's pid (-1: none; taken first, so never another op's stale
-	// value) and descriptors (rawsetid.go)
+	// the set-ID handler's pid (negative: none) and descriptors (rawsetid.go)
 	helper rawplan.Reg
 	setid  *rawSetIDFds
 }
@@ -129,6 +128,9 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.Begin("read config")
 	// pid namespace: this process's next child is pid 1 of a new one, the holder
 	s = p.Begin("pid namespace")
+	// the handler's pid, or a negative number for the reaper (a failing close(-1)): never
+	// a value an earlier op left in the register
+	p.Op(s, nil, rawplan.Try, unix.SYS_CLOSE, lit(^uintptr(0))).Into(built.helper)
 	if fd.setid != nil {
 		// cloned before the unshare: outside the commands' pid namespace
 		if err := planRawSetIDHandler(p, s, fd.setid, c, built.helper); err != nil {

@@ -27,7 +27,7 @@ const (
 // ReapArgs are a Reap op's inputs, in the arena (ReapOp).
 type ReapArgs struct {
 	sigfd, life, pidfd, cmd, holder, sync, goByte Reg
-	helper                                        Reg // the set-ID handler's pid (nsinit/rawsetid.go), or a register holding -1
+	helper                                        Reg // the set-ID handler's pid (nsinit/rawsetid.go); negative: none
 	lifeFd, syncFd                                uintptr
 	forward                                       uint64 // the signals sent on to the command (bit n-1 for signal n)
 	ackByte                                       byte   // the acknowledgement's byte; the go-ahead byte that asks for none
@@ -35,7 +35,7 @@ type ReapArgs struct {
 }
 
 // ReapOp adds the Reap op: sigfd, pidfd, cmd (its pid), holder (its pid), helper (the
-// set-ID handler's pid, killed with the holder; -1: none) and goByte (the go-ahead's
+// set-ID handler's pid, killed with the holder; negative: none) and goByte (the go-ahead's
 // byte, ReadOne) are registers; life and sync descriptors.
 func (p *Plan) ReapOp(s uint16, sigfd, pidfd, cmd, holder, helper, goByte Reg, life, sync int, forward uint64, ack, noAck byte) {
 	ra := Alloc[ReapArgs](p)
