@@ -52,6 +52,8 @@ type rawFds struct {
 	// for none) and whether it calls setgroups(2) for them, as forkAndExecInChild1 does
 	cred      *syscall.Credential
 	setgroups bool
+
+	setid *rawSetIDFds // the set-ID handler's (rawsetid.go), when the filter notifies
 }
 
 // rawCred is the clone child's supplementary groups, in the arena.
@@ -74,11 +76,6 @@ type rawCaps struct {
 	envv               [1]uintptr
 }
 
-// rawSetID says whether the raw init serves a filter's set-ID notifications (a root
-// caller's filter always has them: policy.CallerSeccomp). Not yet: such a config takes
-// the Go init, and Prestart keeps cloning a root caller's init ahead.
-const rawSetID = false
-
 // rawEligible reports why spec cannot take the raw init, or nil: only what planRawBuild
 // implements fully, so that no raw launch runs with less isolation than the Go init's
 // would.
@@ -88,8 +85,6 @@ func rawEligible(spec *config.Config) error {
 		return errors.New("no linux section or no process")
 	case spec.Egress != nil || len(spec.Publish) > 0 || len(spec.HostPorts) > 0:
 		return errors.New("egress, port forwards or host ports")
-	case spec.Linux.Filter.Notifies() && !rawSetID:
-		return errors.New("a set-ID listener")
 	case !hasNamespace(spec, specs.PIDNamespace) || !hasNamespace(spec, specs.MountNamespace) || !hasNamespace(spec, specs.UserNamespace):
 		return errors.New("no pid, mount or user namespace")
 	}
@@ -102,6 +97,9 @@ type rawBuilt struct {
 	root   *mounts.RawRoot
 	holder rawplan.Reg
 	goByte *rawplan.Reg
+	// the set-ID handler's pid (negative: none) and descriptors (rawsetid.go)
+	helper rawplan.Reg
+	setid  *rawSetIDFds
 }
 
 // planRawBuild compiles buildSteps for spec into p (see the top of this file). It
@@ -111,6 +109,10 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	if err := rawEligible(spec); err != nil {
 		return nil, err
 	}
+	if spec.Linux.Filter.Notifies() != (fd.setid != nil) {
+		return nil, errors.New("a set-ID listener needs its handler's descriptors, and only one")
+	}
+	built := &rawBuilt{helper: p.Reg(), setid: fd.setid}
 	lit := rawplan.Lit
 	c := rawplan.Alloc[rawCaps](p)
 	c.hdr.Version = unix.LINUX_CAPABILITY_VERSION_3
@@ -170,6 +172,15 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.Begin("read config")
 	// pid namespace: this process's next child is pid 1 of a new one, the holder
 	s = p.Begin("pid namespace")
+	// the handler's pid, or a negative number for the reaper (a failing close(-1)): never
+	// a value an earlier op left in the register
+	p.Op(s, nil, rawplan.Try, unix.SYS_CLOSE, lit(^uintptr(0))).Into(built.helper)
+	if fd.setid != nil {
+		// cloned before the unshare: outside the commands' pid namespace
+		if err := planRawSetIDHandler(p, s, fd.setid, c, built.helper); err != nil {
+			return nil, err
+		}
+	}
 	p.Call(s, errno("unshare(CLONE_NEWPID)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWPID))
 	sub := p.BeginSub(s)
 	hs := p.Begin("pid 1 of the commands")
@@ -188,7 +199,7 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		lit(p.Str("")), lit(rawplan.Ptr(&c.argv[0])), lit(rawplan.Ptr(&c.envv[0])), lit(unix.AT_EMPTY_PATH))
 	p.Release(proc)
 	p.EndSub(sub, fd.holderRepW)
-	built := &rawBuilt{holder: p.Reg()}
+	built.holder = p.Reg()
 	p.CloneSub(s, errno("clone"), sub, 0, built.holder)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderRepW)))
 
@@ -236,7 +247,10 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	if fd.null != nil {
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.null.Fd())))
 	}
-	p.Begin("set-ID procfs")
+	s = p.Begin("set-ID procfs")
+	if fd.setid != nil {
+		planRawSetIDProc(p, s, fd.setid)
+	}
 	p.Begin("resolv.conf")
 	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
 		return nil, err
@@ -255,6 +269,9 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	}
 	s = p.Begin("limit capabilities")
 	p.Call(s, errno("capset"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.stage[0])))
-	p.Begin("set-ID thread")
+	s = p.Begin("set-ID thread")
+	if fd.setid != nil {
+		planRawSetIDThread(p, s, fd.setid)
+	}
 	return built, p.Finish()
 }

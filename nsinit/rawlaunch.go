@@ -199,6 +199,13 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 		return fail("pid namespace", err)
 	}
 	mine = append(mine, fd.holderSend, fd.holderRecv, fd.holderExe)
+	if spec.Linux != nil && spec.Linux.Filter.Notifies() {
+		var opened []int
+		if fd.setid, opened, err = openRawSetID(); err != nil { // rawsetid.go
+			return fail("set-ID thread", err)
+		}
+		mine = append(mine, opened...)
+	}
 	sfd.sync, sfd.stageRepR, sfd.stageRepW, sfd.life = syncP[1], stageRep[0], stageRep[1], lifeP[0]
 
 	plan, err := rawplan.New(rawArenaSize(spec), rawOps)

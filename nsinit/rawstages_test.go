@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/rawplan"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/config"
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // The raw init's steps come in the Go init's order for the same config: its build
@@ -18,16 +20,25 @@ import (
 // out are the raw plan's own steps that the Go init does elsewhere: the clone child's
 // (id maps, setsid, capabilities: initclone.go), the holder's (a procPlan of the Go
 // init's pid namespace step), the signalfd (catchSignals, before the steps), the fork
-// (under the process stage's first step, as startPlan reports it) and the exec report
-// (no step).
+// (under the process stage's first step, as startPlan reports it), the exec report
+// (no step) and, for a filter that notifies, the set-ID handler's child's (cloned in
+// the pid namespace step: its confinement, reported as the Go init's "set-ID thread",
+// then its wait, "set-ID handler"; rawsetid.go). Both with a filter that allows and
+// with one that notifies (the set-ID procfs, the handler, the listener's steps act).
 func TestRawStepOrder(t *testing.T) {
 	// a caller other than root's config, and a root caller's: a host id (the trees, the
-	// credentials set inside with setgroups allowed)
+	// credentials set inside with setgroups allowed); each with a filter that allows and
+	// one that notifies
 	for _, mapped := range []bool{false, true} {
-		spec := stageSpec()
-		spec.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
-		spec.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
-		t.Run(fmt.Sprintf("mapped %v", mapped), func(t *testing.T) { rawStepOrder(t, spec, mapped) })
+		for _, notify := range []bool{false, true} {
+			spec := stageSpec()
+			spec.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
+			spec.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
+			if notify {
+				spec.Linux.Filter = seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_USER_NOTIF}}
+			}
+			t.Run(fmt.Sprintf("mapped=%v notify=%v", mapped, notify), func(t *testing.T) { rawStepOrder(t, spec, mapped) })
+		}
 	}
 }
 
@@ -84,6 +95,9 @@ func rawStepOrder(t *testing.T, spec *config.Config, mapped bool) {
 	defer p.Free()
 	fds := &rawFds{mapsR: 20, mapsW: 21, holderSend: 22, holderRecv: 23, holderExe: 24, holderRepR: 25, holderRepW: 26, life: 27,
 		trees: mapped, cred: sys.Credential, setgroups: mapped}
+	if spec.Linux.Filter.Notifies() {
+		fds.setid = &rawSetIDFds{handler: 31, send: 32, exe: 33, repR: 34, repW: 35}
+	}
 	built, err := planRawBuild(p, spec, fds)
 	if err != nil {
 		t.Fatal(err)
@@ -97,10 +111,14 @@ func rawStepOrder(t *testing.T, spec *config.Config, mapped bool) {
 		t.Fatalf("no pid namespace step: %v", order)
 	}
 	var rawSteps []string
-	for _, name := range order[first:] {
+	for i, name := range order[first:] {
 		switch name {
-		case "pid 1 of the commands", "signals", "exec report":
+		case "pid 1 of the commands", "signals", "exec report", "set-ID handler":
 			continue
+		case "set-ID thread":
+			if i+1 < len(order[first:]) && order[first+i+1] == "set-ID handler" {
+				continue // the handler's child's confinement
+			}
 		}
 		if len(rawSteps) == 0 || rawSteps[len(rawSteps)-1] != name {
 			rawSteps = append(rawSteps, name)
@@ -109,6 +127,9 @@ func rawStepOrder(t *testing.T, spec *config.Config, mapped bool) {
 	// the fork's own ops, after the process stage's, are under its first step (startPlan)
 	if n := len(rawSteps); n > 0 && rawSteps[n-1] == "signal mask" {
 		rawSteps = rawSteps[:n-1]
+	}
+	if spec.Linux.Filter.Notifies() && (!slices.Contains(goSteps, "set-ID procfs") || !slices.Contains(goSteps, "set-ID thread")) {
+		t.Errorf("the Go init's steps for a filter that notifies lack the set-ID ones: %q", goSteps)
 	}
 	if !slices.Equal(goSteps, rawSteps) {
 		t.Errorf("steps differ:\nGo init:  %q\nraw plan: %q", goSteps, rawSteps)

@@ -230,7 +230,11 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 			b[4], b[5], b[6], b[7] = byte(ins.K), byte(ins.K>>8), byte(ins.K>>16), byte(ins.K>>24)
 		}
 		c.fprog.len, c.fprog.filter = uint16(len(filter)), p.Bytes(prog)
-		p.Call(ps, errno("seccomp(SECCOMP_SET_MODE_FILTER)"), unix.SYS_SECCOMP, lit(unix.SECCOMP_SET_MODE_FILTER), lit(0), lit(rawplan.Ptr(&c.fprog)))
+		if built.setid != nil {
+			planRawListener(p, ps, built.setid, rawplan.Ptr(&c.fprog)) // rawsetid.go
+		} else {
+			p.Call(ps, errno("seccomp(SECCOMP_SET_MODE_FILTER)"), unix.SYS_SECCOMP, lit(unix.SECCOMP_SET_MODE_FILTER), lit(0), lit(rawplan.Ptr(&c.fprog)))
+		}
 	}
 	ps = p.Begin("exec")
 	argv, err := p.StrArray(proc.Args)
@@ -262,6 +266,9 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	p.AwaitSub(s, errno("the process stage's report"), sub, lit(uintptr(fd.stageRepR)))
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepR)))
 	p.CloseReg(s, dir) // as awaitPlan closes the command's working directory
+	if built.setid != nil {
+		planRawSetIDDone(p, s, built.setid)
+	}
 
 	// the exec report, then pid 1's capabilities dropped (dropThreadCaps), then the reaper
 	s = p.Begin("exec report")
@@ -273,7 +280,7 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	for _, sig := range forwarded {
 		forward |= 1 << (uint(sig.(unix.Signal)) - 1)
 	}
-	p.ReapOp(s, sigfd, pidfd, cmd, built.holder, *goByte, fd.life, fd.sync, forward, lifeAck, lifeGoNoAck)
+	p.ReapOp(s, sigfd, pidfd, cmd, built.holder, built.helper, *goByte, fd.life, fd.sync, forward, lifeAck, lifeGoNoAck)
 	if err := p.Finish(); err != nil {
 		return nil, err
 	}

@@ -54,6 +54,7 @@ const (
 	Reap                      // the init's reaper (reap.go); never returns
 	Or16                      // no call: the 16 bits at arena offset a[0] or'ed with a[1] (a flag into an ifreq)
 	AwaitSub                  // read(2) of a sub-plan's report on a[0]: end of file passes; a report fails as the sub-plan's op (indices from a[1])
+	PollIn                    // poll(2) of a[0] until it is readable; EPIPE when it hangs up first (pollin.go)
 )
 
 // Regs is the number of registers of a plan.
@@ -556,6 +557,8 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			r, e = lookPath(st, k)
 		case Reap:
 			reap(st, k)
+		case PollIn:
+			e = pollIn(st, k)
 		case Or16:
 			f := (*uint16)(unsafe.Add(unsafe.Pointer(st), a[0]))
 			*f |= uint16(a[1])
@@ -574,6 +577,7 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 		case RecvFd:
 			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
 			st.cmsg.fd = -1
+			a[1] = uintptr(unsafe.Pointer(&st.msg)) // this state's buffers: a sub-plan's own, not the plan's
 			r, e = k.raw(o.nr, a)
 			if e == 0 {
 				if r != 1 || st.cmsg.hdr.Level != unix.SOL_SOCKET || st.cmsg.hdr.Type != unix.SCM_RIGHTS || st.cmsg.fd < 0 {
