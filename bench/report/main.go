@@ -358,10 +358,11 @@ func main() {
 		p("| %s | %s (%s / %s; %s) | %s (%s / %s; %s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.LauncherUSS), mib(m.LauncherAnon),
 			mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.ReaperUSS), mib(m.ReaperAnon), mib(m.CommandKiB))
 	}
-	p("| gosbx/bwrap | %s× (USS %s×) | %s× (USS %s×) | |\n", f2(r.RSS["gosbx"].LauncherKiB/r.RSS["bwrap"].LauncherKiB),
-		f2(r.RSS["gosbx"].LauncherUSS/r.RSS["bwrap"].LauncherUSS), f2(r.RSS["gosbx"].ReaperKiB/r.RSS["bwrap"].ReaperKiB),
-		f2(r.RSS["gosbx"].ReaperUSS/r.RSS["bwrap"].ReaperUSS))
-	p("\nAnon (Anonymous of smaps_rollup) is the heap, the stacks and the written copies of `.data`/`.bss`: memory the kernel can take back only by swapping. USS less Anon is file pages only this process maps, for gosbx its own binary's code and read-only data: clean page cache, mapped shared (and out of USS) as soon as a second gosbx process maps them, reclaimable either way. A static binary's USS counts them; a dynamically linked one's (bwrap's) counts little of its libraries, which other processes map.\n")
+	p("| gosbx/bwrap | %s× (USS %s×; Anon %s×) | %s× (USS %s×; Anon %s×) | |\n", f2(r.RSS["gosbx"].LauncherKiB/r.RSS["bwrap"].LauncherKiB),
+		f2(r.RSS["gosbx"].LauncherUSS/r.RSS["bwrap"].LauncherUSS), f2(r.RSS["gosbx"].LauncherAnon/r.RSS["bwrap"].LauncherAnon),
+		f2(r.RSS["gosbx"].ReaperKiB/r.RSS["bwrap"].ReaperKiB), f2(r.RSS["gosbx"].ReaperUSS/r.RSS["bwrap"].ReaperUSS),
+		f2(r.RSS["gosbx"].ReaperAnon/r.RSS["bwrap"].ReaperAnon))
+	p("\nAnon (Anonymous of smaps_rollup) is the heap, the stacks and the written copies of `.data`/`.bss`: memory the kernel can take back only by swapping. USS less Anon is file pages only this process maps, for gosbx its own binary's code and read-only data: clean page cache, mapped shared (and out of USS) as soon as a second gosbx process maps them, reclaimable either way. A static binary's USS counts them; a dynamically linked one's (bwrap's) counts little of its libraries, which other processes map. Anonymous also counts pages a fork() left shared copy-on-write (bwrap's reaper is a fork of bwrap: its Anon can exceed its USS); gosbx's processes are exec'd or `CLONE_VM` children, which share none.\n")
 	if st := readStartup(*raw); st != nil {
 		r.Startup = st
 		p("\nStart of the binary: `gosbx version` against an empty Go program (`func main() {}`), median ms\n\n")
