@@ -86,6 +86,15 @@ func viaSymlink(field, raw, given, canon string, st os.FileInfo, h Host) error {
 // holds or lies inside one of the credential paths creds; by name, and by identity
 // (refusedAlias: a bind mount of one of those under another name, or holding one).
 func writable(field, canon string, h Host, creds []string) error {
+	if err := writableName(field, canon, h, creds); err != nil {
+		return err
+	}
+	// the same refusals by identity: a bind mount is another name for what it shows
+	return refusedAlias(field, canon, h, creds)
+}
+
+// writableName is writable's rule by name alone.
+func writableName(field, canon string, h Host, creds []string) *Error {
 	if canon == "/" {
 		return errorf(field, canon, nil, "refusing / read-write: it is the root file system; name a project directory")
 	}
@@ -114,8 +123,7 @@ func writable(field, canon string, h Host, creds []string) error {
 			return errorf(field, canon, nil, "refusing %s read-write: it is, holds or lies in the credential path %s (filesystem.credentials)", canon, c)
 		}
 	}
-	// the same refusals by identity: a bind mount is another name for what it shows
-	return refusedAlias(field, canon, h, creds)
+	return nil
 }
 
 // sandboxHome is where the private HOME is mounted: the caller's home path, so paths

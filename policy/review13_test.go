@@ -134,19 +134,29 @@ func TestAliasPieces(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		kind refusedKind
-		c, r string
+		m          mountEntry
+		path, want string
+	}{
+		{mountEntry{"8:1", "/", "/srv/host"}, "/etc", "/srv/host/etc"},
+		{mountEntry{"8:1", "/etc/apt", "/srv/alias"}, "/etc/apt/x", "/srv/alias/x"},
+		{mountEntry{"8:1", "/etc/apt", "/srv/alias"}, "/etc", ""},
+		{mountEntry{"8:1", "/etc/apt", "/srv/alias"}, "/etc/aptx", ""},
+	} {
+		got, ok := nameAt(tc.m, tc.path)
+		if ok != (tc.want != "") || got != tc.want {
+			t.Errorf("nameAt(%+v, %s) = %q %v, want %q", tc.m, tc.path, got, ok, tc.want)
+		}
+	}
+	h := fakeHost("/")
+	for _, tc := range []struct {
+		x    string
 		want bool
 	}{
-		{refusedHolding, "/", "/", true},
-		{refusedHolding, "/", "/root", true},
-		{refusedHolding, "/root/x", "/root", false},
-		{refusedTree, "/etc/apt", "/etc", true},
-		{refusedTree, "/etcx", "/etc", false},
-		{refusedHolding, "/var/tmp/ws", "/var", false},
+		{"/", true}, {"/home", true}, {"/etc/apt", true}, {"/var/tmp/ws", false}, {"/var", true},
+		{"/home/gosbx-test-nobody/src", false}, {"/home/gosbx-test-nobody/.ssh/k", true},
 	} {
-		if got := nameRefuses(tc.kind, tc.c, tc.r); got != tc.want {
-			t.Errorf("nameRefuses(%v, %s, %s) = %v", tc.kind, tc.c, tc.r, got)
+		if got := holdsRefused("rw", tc.x, h, []string{"/home/gosbx-test-nobody/.ssh"}) != nil; got != tc.want {
+			t.Errorf("holdsRefused(%s) = %v", tc.x, got)
 		}
 	}
 }
