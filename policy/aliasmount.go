@@ -9,15 +9,15 @@ import (
 	"syscall"
 )
 
-// A read-write tree is refused by its name (writable) and by its identity: a bind mount
-// makes / or a home reachable under any name (mount --bind / /host, as containers and
-// agents are often given the host), and the name rule alone would take such an alias
-// whole. refusedAlias compares the candidate, and every mount inside it, with each
-// path the name rule refuses: the same file (st_dev, st_ino), or the same place in the
-// same file system as mountinfo shows it (the mount's device and root field: a bind of
-// a refused tree's subtree is that subtree). See proc_pid_mountinfo(5).
+// A read-write tree is refused by its name (writableName) and by its identity: a bind
+// mount makes / or a home reachable under any name (mount --bind / /host, as containers
+// and agents are often given the host), and the name rule alone would take such an
+// alias whole. refusedAlias applies the name rule to every other name mountinfo gives
+// the candidate (a mount's device and root field: a bind of a refused tree's subtree is
+// that subtree), and to what each mount inside it shows and holds; and compares its
+// (st_dev, st_ino) with / and the homes. See proc_pid_mountinfo(5).
 
-// mountEntry is one line of /proc/self/mountinfo: the device (major:minor), the root
+// mountEntry is one line of mountinfo: the device (major:minor), the root
 // of the mount within its file system, and its mount point.
 type mountEntry struct{ dev, root, point string }
 
