@@ -278,17 +278,19 @@ func fileLocked(t *testing.T, path string) bool {
 	return false
 }
 
-// memoryLimit is memory.limit_in_bytes of pid's cgroup v1 memory group.
-// commandOf is the child of the sandbox's init that is not the holder (gosbx-pid1):
-// a one-shot sandbox's command.
+// commandOf is the child of the sandbox's init that is not the holder (gosbx-pid1) and
+// is in the commands' pid namespace (the raw init's set-ID handler child is in the
+// init's own): a one-shot sandbox's command.
 func commandOf(t *testing.T, init int) int {
 	t.Helper()
+	own, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", init))
 	for _, f := range tasks {
 		b, _ := os.ReadFile(f)
 		for _, w := range strings.Fields(string(b)) {
 			cmdline, _ := os.ReadFile("/proc/" + w + "/cmdline")
-			if pid, err := strconv.Atoi(w); err == nil && !strings.HasPrefix(string(cmdline), "gosbx-pid1") {
+			ns, _ := os.Readlink("/proc/" + w + "/ns/pid")
+			if pid, err := strconv.Atoi(w); err == nil && ns != own && !strings.HasPrefix(string(cmdline), "gosbx-pid1") {
 				return pid
 			}
 		}
@@ -296,6 +298,8 @@ func commandOf(t *testing.T, init int) int {
 	t.Fatalf("the init %d has no child but the holder", init)
 	return 0
 }
+
+// memoryLimit is memory.limit_in_bytes of pid's cgroup v1 memory group.
 
 func memoryLimit(t *testing.T, pid int) int64 {
 	t.Helper()
