@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
