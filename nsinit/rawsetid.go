@@ -20,13 +20,17 @@ import (
 // The raw init's set-ID handler (docs/decisions.md, "The set-ID listener in the raw
 // init"): a config whose filter notifies (seccomp.NoSetIDRules) gets, besides the raw
 // init, a child of it cloned before the commands' pid namespace exists (so outside it,
-// in pid 1's), that confines itself at once (an empty bounding set, securebits locked
-// without root's privileges, no capability, no_new_privs, every descriptor closed but
-// its own), then
+// in pid 1's), that confines itself at once (a session keyring of its own, an empty
+// bounding set, securebits locked without root's privileges, no capability,
+// no_new_privs, every descriptor closed but its own, and checks that it may execute
+// the launcher's executable), then
 // waits: for pid 1's procfs (made at the "set-ID procfs" step, as the Go init does),
 // then for the command's listener (sent by the process stage, as setidplan.go does for
-// the Go init), then for a notification on it (PollIn). Only then does it execute this
-// program again (execveat(2) of the launcher's executable, opened before the clone) as
+// the Go init; then it chdirs to the sandbox's root), then for a notification on it
+// (PollIn). Only then does it execute this program again, after pivot_root: so only a
+// program with no ELF interpreter (rawSetIDExe; docs/decisions.md "Nothing executed
+// after pivot_root that the sandbox can choose"), by execveat(2) of the launcher's
+// executable (opened and checked before the clone), as
 // setidArg, which runs setid.go's handler (serveRawSetID): a /bin/true pays a clone
 // and no Go start; the first set-ID call one Go start. A command whose filter
 // no process holds any more makes it exit without executing anything. The raw init's
