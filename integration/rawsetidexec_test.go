@@ -118,6 +118,8 @@ func TestRawSetIDExecNoInterpreter(t *testing.T) {
 		t.Skip("root only: a root caller's filter notifies")
 	}
 	s := newSandbox(t, rootCaller)
+	// built here: the suite also runs with GOSBX_TEST_BINARY a gosbxgoinit build
+	static := taggedBinary(t, "")
 	pie := pieBinary(t)
 	so := ""
 	if gcc, err := exec.LookPath("gcc"); err != nil {
@@ -144,7 +146,7 @@ __attribute__((constructor)) static void mark(int argc, char **argv) {
 	for _, b := range []struct {
 		name, bin string
 		raw       bool
-	}{{"static", gosbxBin, true}, {"pie", pie, false}} {
+	}{{"static", static, true}, {"pie", pie, false}} {
 		for _, f := range []string{"s", "handler-ran", "command-loaded", "preload", "evil.so"} {
 			os.Remove(filepath.Join(s.ws, f))
 		}
@@ -194,7 +196,7 @@ func TestRawSetIDChildState(t *testing.T) {
 		t.Skip("root only: a root caller's filter notifies")
 	}
 	s := newSandbox(t, rootCaller)
-	cmd, _, end := startWaiting(t, s, gosbxBin, "exec", "--workspace", s.ws, "--", "/bin/sh", "-c", "echo ready; read x")
+	cmd, _, end := startWaiting(t, s, taggedBinary(t, ""), "exec", "--workspace", s.ws, "--", "/bin/sh", "-c", "echo ready; read x")
 	defer end()
 	child := 0
 	for _, init := range procChildren(cmd.Process.Pid) {
@@ -265,7 +267,7 @@ func TestRawSetIDBinaryNotExecutable(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))
 	bin := filepath.Join(dir, "gosbx")
-	copyFile(t, gosbxBin, bin, 0o700)
+	copyFile(t, taggedBinary(t, ""), bin, 0o700)
 	must(t, os.Chmod(bin, 0o700))
 	ctx := s.limitCtx(runLimit)
 	cmd := exec.CommandContext(ctx, bin, "exec", "--workspace", s.ws, "--", "/bin/sh", "-c", "touch s; chmod 4755 s; echo chmod $?")
