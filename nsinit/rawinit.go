@@ -78,6 +78,7 @@ type rawBuilt struct {
 	root   *mounts.RawRoot
 	holder rawplan.Reg
 	goByte *rawplan.Reg
+	oom    rawplan.Reg // pid 1's own oom_score_adj, open (oomscore.go)
 }
 
 // planRawBuild compiles buildSteps for spec into p (see the top of this file). It
@@ -182,7 +183,13 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	}
 	p.Begin("set-ID procfs")
 	p.Begin("resolv.conf")
-	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
+	s = p.Begin("pivot_root")
+	// pid 1's own oom_score_adj (oomscore.go), opened while the host's /proc is in view
+	// and pid 1 dumpable: raised for the fork of the command, then put back
+	// (planRawStart)
+	built.oom = p.Reg()
+	p.Call(s, errno("open "+oomScorePath), unix.SYS_OPENAT, lit(atFdcwd), lit(p.Str(oomScorePath)), lit(unix.O_WRONLY|unix.O_CLOEXEC)).Into(built.oom)
+	if err := root.PlanPivotRoot(s); err != nil {
 		return nil, err
 	}
 	s = p.Begin("set not dumpable")

@@ -1,7 +1,9 @@
 package nsinit
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -215,7 +217,17 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	// the fork, reported as startPlan's are: under the process stage's first step
 	s = p.Begin("signal mask")
 	cmd := p.Reg()
+	// the command inherits oomScoreAdj; pid 1 has its own value back once the command
+	// executed (CLONE_VFORK): the launcher's, which the raw init inherited (oomscore.go)
+	orig, err := os.ReadFile(oomScorePath)
+	if err != nil {
+		return nil, &stepError{"oom score", fmt.Errorf("read %s: %w", oomScorePath, err)}
+	}
+	orig = bytes.TrimSpace(orig)
+	p.Call(s, errno("write "+oomScoreAdj+" to "+oomScorePath), unix.SYS_WRITE, built.oom.Arg(), lit(p.Str(oomScoreAdj)), lit(uintptr(len(oomScoreAdj))))
 	p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
+	p.Call(s, errno("write "+oomScorePath), unix.SYS_WRITE, built.oom.Arg(), lit(p.Bytes(orig)), lit(uintptr(len(orig))))
+	p.CloseReg(s, built.oom)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))
 	p.AwaitSub(s, errno("the process stage's report"), sub, lit(uintptr(fd.stageRepR)))
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepR)))
