@@ -707,9 +707,13 @@ func (c *Cmd) isTimedOut() bool {
 }
 
 // Signal sends sig to the command; the sandbox's init forwards SIGINT, SIGTERM, SIGHUP,
-// SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH and SIGCONT to it. SIGKILL kills the whole sandbox.
-// For a command of a Session, any signal goes to the command alone, through the
-// session's init, while it runs (SignalGroup: to its process group).
+// SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM and SIGWINCH to it, each but SIGWINCH followed by
+// SIGCONT (timeout(1)'s way: a stopped command gets it); SIGTSTP, SIGTTIN and SIGTTOU
+// stop every process of the sandbox (SIGSTOP) and SIGCONT continues them all. SIGKILL
+// kills the whole sandbox. For a command of a Session, any signal goes to the command
+// alone, through the session's init, while it runs (SignalGroup: to its process group),
+// with the same SIGCONT after it, and SIGTSTP, SIGTTIN, SIGTTOU and SIGCONT act on its
+// process group.
 func (c *Cmd) Signal(sig os.Signal) error {
 	if c.sess != nil {
 		ss, ok := sig.(syscall.Signal)

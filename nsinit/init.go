@@ -198,8 +198,9 @@ func step(name string, err error) error {
 	return &stepError{name, err}
 }
 
-// signals forwarded by the reaper to the command.
-var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
+// signals forwarded by the reaper to the command (sendOn says how).
+var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2,
+	unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU}
 
 // The Go runtime exits or crashes on these when another process sends them (kill(2))
 // and nothing handles them; the others it ignores (runtime/sigtab_linux_generic.go).

@@ -23,8 +23,8 @@ import (
 // channel notified) ends the process. So the init blocks them again on its main thread
 // and gives them a handler of its own (sigRedirect, initsig_amd64.s), no Go code: it
 // sends the signal to the main thread (tgkill(2)), where it stays pending for the
-// signalfd. The others (SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT) start blocked on every
-// thread; the init unblocks them on all but the main one (initthreads.go), where they
+// signalfd. The others (SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM and the job-control
+// stops SIGTSTP, SIGTTIN, SIGTTOU) start blocked on every thread; the init unblocks them on all but the main one (initthreads.go), where they
 // take the same way. A session's init keeps os/signal (Init): its signals are drained by a
 // goroutine while its requests are served by others, and its one-off cost is paid once
 // per session, not per command.
@@ -32,7 +32,12 @@ import (
 // initSignals are the signals an init catches: those it forwards to the command
 // (forwarded) and SIGABRT, which it drops.
 var initSignals = [...]unix.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
-	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGABRT}
+	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM,
+	unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU, unix.SIGABRT}
+
+// runtimeUnblocked are the initSignals the Go runtime unblocks on every thread it makes
+// (runtime.blockableSig false: their default kills).
+var runtimeUnblocked = [...]unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGQUIT, unix.SIGABRT}
 
 // redirected are the signals given sigRedirect: all of initSignals. The runtime unblocks
 // five of them on every thread it makes (SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT), and
@@ -91,8 +96,8 @@ func catchSignals() (int, error) {
 	return fd, nil
 }
 
-// forwardSignals reads every signal pending on sigfd and sends those in forwarded to
-// pid (the others, SIGABRT, are dropped).
+// forwardSignals reads every signal pending on sigfd and sends those in forwarded on
+// (sendOn); the others, SIGABRT, are dropped.
 func forwardSignals(sigfd, pid int) {
 	var buf [8 * sizeofSiginfo]byte
 	for {
@@ -106,9 +111,34 @@ func forwardSignals(sigfd, pid int) {
 		for off := 0; off+sizeofSiginfo <= n; off += sizeofSiginfo {
 			si := (*unix.SignalfdSiginfo)(unsafe.Pointer(&buf[off]))
 			if sig := unix.Signal(si.Signo); isForwarded(sig) {
-				unix.Kill(pid, sig)
+				sendOn(pid, sig)
 			}
 		}
+	}
+}
+
+// sendOn passes a signal the launcher sent pid 1 on to the sandbox of a one-shot or
+// pooled init, as a shell's job control and timeout(1) would to a job (docs/decisions.md,
+// "Stopped commands and job control"):
+//   - SIGTSTP, SIGTTIN, SIGTTOU (the launcher was stopped from its terminal, Ctrl-Z):
+//     SIGSTOP to every process of the sandbox, kill(2) with pid -1 (all but pid 1 itself).
+//     SIGSTOP, because a command may catch or ignore the others and read on from the
+//     user's terminal while the user's shell owns it (review13 F8);
+//   - SIGCONT: to every process of the sandbox, as a shell's fg/bg continues a whole job;
+//   - SIGWINCH: to the command;
+//   - any other: to the command, then SIGCONT to it, as timeout(1) and a shell's kill do:
+//     a stopped command would otherwise keep a SIGTERM pending for good (review13 F1).
+func sendOn(pid int, sig unix.Signal) {
+	switch sig {
+	case unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		unix.Kill(-1, unix.SIGSTOP)
+	case unix.SIGCONT:
+		unix.Kill(-1, unix.SIGCONT)
+	case unix.SIGWINCH:
+		unix.Kill(pid, sig)
+	default:
+		unix.Kill(pid, sig)
+		unix.Kill(pid, unix.SIGCONT)
 	}
 }
 

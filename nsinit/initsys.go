@@ -73,6 +73,7 @@ type kernelInit struct {
 	goAhead      bool // awaitGoAhead read the go-ahead
 	lifeSync     bool // not a session's init: the reaper reads the life pipe itself
 	noAck        bool // the go-ahead said no acknowledgement of the exec report comes
+	oom          oomScore
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
@@ -144,10 +145,17 @@ func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, p
 	return mounts.Setup(spec, sources, mounts.ProcFS(procFS))
 }
 
-func (k *kernelInit) setIDProc() error                  { return openSetIDProc() }
-func (k *kernelInit) startSetID(threads int) error      { return startSetIDHandler(threads) }
-func (k *kernelInit) closeFds(fds []int)                { closeFds(fds) }
-func (k *kernelInit) pivotRoot(root *mounts.Root) error { return root.PivotRoot() }
+func (k *kernelInit) setIDProc() error             { return openSetIDProc() }
+func (k *kernelInit) startSetID(threads int) error { return startSetIDHandler(threads) }
+func (k *kernelInit) closeFds(fds []int)           { closeFds(fds) }
+func (k *kernelInit) pivotRoot(root *mounts.Root) error {
+	// pid 1's own oom_score_adj (oomscore.go), opened while the host's /proc is in view
+	// (the root's shows the commands' pid namespace, not pid 1) and pid 1 is dumpable
+	if err := k.oom.open(); err != nil {
+		return err
+	}
+	return root.PivotRoot()
+}
 
 func (k *kernelInit) setNotDumpable() error     { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
 func (k *kernelInit) joinSessionKeyring() error { return newSessionKeyring() }
@@ -224,8 +232,14 @@ func (k *kernelInit) restoreStderr() {
 	}
 }
 
-func (k *kernelInit) fork(p *procPlan) (int, error) { return forkPlan(p) }
-func (k *kernelInit) dropAllCaps()                  { dropThreadCaps() }
+func (k *kernelInit) fork(p *procPlan) (int, error) {
+	if err := k.oom.raise(); err != nil {
+		return 0, err
+	}
+	defer k.oom.restore()
+	return forkPlan(p)
+}
+func (k *kernelInit) dropAllCaps() { dropThreadCaps() }
 
 // stageCaps are the capabilities pid 1 keeps once the root is built, for the process
 // stage in the child: raising rlimits (CAP_SYS_RESOURCE), opening the working directory

@@ -13,8 +13,8 @@ import (
 // Signals sent to one thread of a one-shot or pooled init (tgkill(2) by a host process;
 // docs/decisions.md, "Signals sent to one thread of the init"). The launcher executes
 // the init with initSignals blocked, and the Go runtime gives every thread it makes that
-// start mask, except the five it unblocks (initsig.go). SIGUSR1, SIGUSR2, SIGWINCH and
-// SIGCONT so stay blocked on every thread: sent to the process, they wait for the main
+// start mask, except the five it unblocks (initsig.go). The others (SIGUSR1, SIGUSR2,
+// SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU) so stay blocked on every thread: sent to the process, they wait for the main
 // thread's signalfd; sent to another thread, they would wait on that thread for good
 // (only a thread can take its own pending signals). So every thread but the main one
 // gets them unblocked, behind the runtime's back: the main thread sends it
@@ -22,7 +22,7 @@ import (
 // own tgkill to a thread other than the main one) clears them from the mask
 // the thread returns to. There, like the five, they reach sigRedirect, which sends them
 // on to the main thread; one already pending is delivered as soon as they are unblocked.
-// Threads the runtime makes later start with the four blocked again: the reaper repeats
+// Threads the runtime makes later start with those blocked again: the reaper repeats
 // this for new threads on each wake (at least once a second).
 
 // sigUnblockSignal is the signal fixThreads sends: the highest real-time signal, which
@@ -49,8 +49,9 @@ var (
 // installUnblock installs sigUnblock on sigUnblockSignal and opens the init's task
 // directory. Errors name the system call or the path.
 func installUnblock() error {
-	for _, s := range [...]unix.Signal{unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT} {
-		unblockMask |= 1 << (uint(s) - 1)
+	unblockMask = initSigMask()
+	for _, s := range runtimeUnblocked {
+		unblockMask &^= 1 << (uint(s) - 1)
 	}
 	_, r := redirectAddrs()
 	act := kernelSigaction{handler: unblockAddr(), flags: saOnStack | saRestart | saRestorer | saSiginfo, restorer: r, mask: ^uint64(0)}

@@ -1,7 +1,9 @@
 package nsinit
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -251,6 +253,16 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	// the fork, reported as startPlan's are: under the process stage's first step
 	s = p.Begin("signal mask")
 	cmd := p.Reg()
+	// the command inherits oomScoreAdj; pid 1 has its own value back once the command
+	// executed (CLONE_VFORK): the launcher's, which the raw init inherited (oomscore.go)
+	var orig []byte
+	if built.oomOpen {
+		if orig, err = os.ReadFile(oomScorePath); err != nil {
+			return nil, &stepError{"oom score", fmt.Errorf("read %s: %w", oomScorePath, err)}
+		}
+		orig = bytes.TrimSpace(orig)
+		p.Call(s, errno("write "+oomScoreAdj+" to "+oomScorePath), unix.SYS_WRITE, built.oom.Arg(), lit(p.Str(oomScoreAdj)), lit(uintptr(len(oomScoreAdj))))
+	}
 	if fd.cgroupFd > 0 {
 		// into the v2 group from its birth; its page faults until its execve are the
 		// launcher's memory's, charged to the memory's owner (as a v1 join's)
@@ -258,6 +270,10 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 		p.Call(s, errno("close the cgroup"), unix.SYS_CLOSE, lit(uintptr(fd.cgroupFd)))
 	} else {
 		p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
+	}
+	if built.oomOpen {
+		p.Call(s, errno("write "+oomScorePath), unix.SYS_WRITE, built.oom.Arg(), lit(p.Bytes(orig)), lit(uintptr(len(orig))))
+		p.CloseReg(s, built.oom)
 	}
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))
 	for _, j := range fd.join {

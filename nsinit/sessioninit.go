@@ -238,10 +238,23 @@ func (si *sessionInit) signal(body []byte) {
 	if _, ok := si.live[pid]; !ok {
 		return
 	}
+	target := pid
 	if group {
-		unix.Kill(-pid, sig)
-	} else {
-		unix.Kill(pid, sig)
+		target = -pid
+	}
+	// As a one-shot init does (sendOn), but within the command's process group: the
+	// session's other commands are other requests' (docs/decisions.md, "Stopped
+	// commands and job control").
+	switch sig {
+	case unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		unix.Kill(-pid, unix.SIGSTOP)
+	case unix.SIGCONT:
+		unix.Kill(-pid, unix.SIGCONT)
+	case unix.SIGWINCH, unix.SIGKILL, unix.SIGSTOP:
+		unix.Kill(target, sig)
+	default:
+		unix.Kill(target, sig)
+		unix.Kill(target, unix.SIGCONT)
 	}
 }
 

@@ -130,8 +130,28 @@ func openStatusFd(s string) (*os.File, error) {
 	return os.NewFile(uintptr(n), "status"), nil
 }
 
-// forwardedSignals reach the command through the sandbox's init.
-var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+// forwardedSignals reach the command through the sandbox's init (nsinit's Cmd.Signal
+// says how): those a process is sent to end it, to tell it something or to stop and
+// continue it as a job, as docker run's --sig-proxy and tini forward every catchable
+// signal. Not SIGPIPE: gosbx holds no pipe of the command's (its stdio are the
+// caller's own descriptors), so one sent to gosbx is about gosbx's own writes. Not
+// SIGCHLD or SIGURG, which are about gosbx's children and sockets (docs/decisions.md,
+// "Stopped commands and job control").
+var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2,
+	unix.SIGWINCH, unix.SIGALRM, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU}
+
+// isJobStop reports whether s is one of the job-control stops a terminal or a shell
+// sends (SIGTSTP: Ctrl-Z; SIGTTIN, SIGTTOU: a background job's terminal access).
+func isJobStop(s os.Signal) bool {
+	return s == unix.SIGTSTP || s == unix.SIGTTIN || s == unix.SIGTTOU
+}
+
+// stopSelf stops gosbx as a job-control stop's default action would, once the sandbox
+// was told to stop: SIGSTOP to itself, as dumb-init does (its handler has taken
+// SIGTSTP, whose default action is gone while it is caught). The caller's shell sees
+// gosbx stopped and takes its terminal back; SIGCONT (fg, bg) continues gosbx, which
+// forwards it.
+func stopSelf() { unix.Kill(os.Getpid(), unix.SIGSTOP) }
 
 func execute(o policy.Options, status *os.File) error {
 	// Catch forwarded signals before the sandbox exists, so none is lost or kills us.
@@ -233,6 +253,9 @@ func execute(o policy.Options, status *os.File) error {
 	go func() {
 		for s := range sigc {
 			cmd.Signal(s)
+			if isJobStop(s) {
+				stopSelf()
+			}
 		}
 	}()
 	err = cmd.Wait()
@@ -325,8 +348,8 @@ func emitError(status *os.File, err error) {
 }
 
 // stopSignals stop the launch when they arrive during the policy step (each one's
-// default action ends a process); SIGWINCH does not.
-var stopSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
+// default action ends a process); SIGWINCH and SIGCONT do not.
+var stopSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM}
 
 // stoppedBySignal is a launch stopped by a signal before the sandbox existed.
 type stoppedBySignal struct{ sig unix.Signal }
@@ -389,6 +412,9 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 		case sig := <-sigc:
 			if s, ok := sig.(unix.Signal); ok && slices.Contains(stopSignals, sig) {
 				return nil, nil, stoppedBySignal{s}
+			}
+			if isJobStop(sig) {
+				stopSelf() // no sandbox yet: only gosbx to stop
 			}
 		}
 	}

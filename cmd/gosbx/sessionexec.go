@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -78,7 +79,15 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 	// are caught ends this client by its default action, and the supervisor kills the
 	// command when its client goes. No signal.Stop: gosbx exits once this returns.
 	sigc := make(chan os.Signal, 16)
-	go signal.Notify(sigc, forwardedSignals...)
+	caught := forwardedSignals
+	if tty {
+		// Not SIGTTIN and SIGTTOU: their default stops this process when it sets its
+		// terminal's mode from the background (makeRaw after bg), as any terminal
+		// program is; caught, the kernel would send them again at each retry. The
+		// command cannot read this terminal meanwhile: only this process relays it.
+		caught = slices.DeleteFunc(slices.Clone(caught), func(s os.Signal) bool { return s == unix.SIGTTIN || s == unix.SIGTTOU })
+	}
+	go signal.Notify(sigc, caught...)
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
 		return fail(&setupFailure{step: "session", err: noSession(name, err)})
@@ -89,10 +98,12 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		req.Rows, req.Cols = ws.Row, ws.Col
 	}
 	var termP atomic.Pointer[terminal] // set once the terminal's master came
+	var saved *unix.Termios            // the terminal's settings before makeRaw (--tty)
 	if tty {
 		// Raw before the command can start: a key typed early (Ctrl-C) must reach its
 		// terminal, not signal this process.
-		defer restoreTerminal(makeRaw())
+		saved = makeRaw()
+		defer restoreTerminal(saved)
 	}
 	stdio := []int{0, 1, 2}
 	if status != nil {
@@ -108,8 +119,24 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 				t.resize()
 				continue
 			}
-			if n, ok := s.(syscall.Signal); ok {
+			n, ok := s.(syscall.Signal)
+			if !ok {
+				continue
+			}
+			if isJobStop(s) && tty {
+				// The command's terminal is the session's pty: Ctrl-Z typed reaches it
+				// there (this terminal is raw), and this stop came from elsewhere (kill).
+				// The command's process group is stopped all the same, and this
+				// terminal given back as it was while gosbx is stopped.
 				session.WriteFrame(fd, session.ReqSignal, session.EncodeUint(uint64(n)), nil)
+				restoreTerminal(saved)
+				stopSelf()
+				makeRaw()
+				continue
+			}
+			session.WriteFrame(fd, session.ReqSignal, session.EncodeUint(uint64(n)), nil)
+			if isJobStop(s) {
+				stopSelf() // the command's process group was stopped first
 			}
 		}
 	}()

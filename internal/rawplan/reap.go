@@ -147,7 +147,8 @@ func reap(st *State, k Caller) {
 	exit(st, k, code)
 }
 
-// forward reads every signal pending on sigfd and sends those in mask to cmd.
+// forward reads every signal pending on sigfd and sends those in mask on, as nsinit's
+// sendOn does.
 //
 //go:nosplit
 //go:norace
@@ -165,9 +166,26 @@ func forward(st *State, k Caller, sigfd, cmd uintptr, mask uint64) {
 		}
 		for off := uintptr(0); off+size <= r; off += size {
 			sig := (*unix.SignalfdSiginfo)(unsafe.Pointer(&st.sigbuf[off])).Signo
-			if sig >= 1 && sig <= 64 && mask&(1<<(sig-1)) != 0 {
+			if sig < 1 || sig > 64 || mask&(1<<(sig-1)) == 0 {
+				continue
+			}
+			// as nsinit's sendOn: the job-control stops stop every process (SIGSTOP,
+			// kill -1), SIGCONT continues them all, any other but SIGWINCH is followed
+			// by SIGCONT to the command
+			switch sig {
+			case uint32(unix.SIGTSTP), uint32(unix.SIGTTIN), uint32(unix.SIGTTOU):
+				a[0], a[1] = ^uintptr(0), uintptr(unix.SIGSTOP)
+				k.raw(unix.SYS_KILL, a)
+			case uint32(unix.SIGCONT):
+				a[0], a[1] = ^uintptr(0), uintptr(unix.SIGCONT)
+				k.raw(unix.SYS_KILL, a)
+			default:
 				a[0], a[1] = cmd, uintptr(sig)
 				k.raw(unix.SYS_KILL, a)
+				if sig != uint32(unix.SIGWINCH) {
+					a[0], a[1] = cmd, uintptr(unix.SIGCONT)
+					k.raw(unix.SYS_KILL, a)
+				}
 			}
 		}
 	}
