@@ -166,6 +166,9 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	go func() {
 		cmd.Wait()
 		sv.routes.remove(pid)
+		for _, m := range cleanupNotes(cmd.Result) {
+			l.Write([]byte(m))
+		}
 		x.mu.Lock()
 		x.ended, x.result, x.code = time.Now(), cmd.Result, cmd.Result.ExitCode
 		x.mu.Unlock()

@@ -85,6 +85,13 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 	}
 	defer unix.Close(fd)
 	req := &session.ExecRequest{Args: args, Env: r.env, Chdir: r.chdir, Timeout: timeout, Status: status != nil, Detach: detach, TTY: tty}
+	// gosbx exec's defaults: the working directory is the caller's when it lies in the
+	// workspace (the supervisor decides), the umask the caller's; read at once (the
+	// umask has no call that only reads it, and nothing here creates a file meanwhile)
+	req.Cwd, _ = os.Getwd()
+	old := unix.Umask(0o022)
+	unix.Umask(old)
+	req.HasUmask, req.Umask = true, uint32(old)
 	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); tty && err == nil {
 		req.Rows, req.Cols = ws.Row, ws.Col
 	}

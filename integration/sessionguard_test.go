@@ -1,0 +1,244 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tests of a session's guards per request (attack review 13: F9, F9b, F7, F10, F11,
+// F12): what gosbx exec does for one sandbox holds for each command of a session.
+
+// waitPath waits up to d for path to exist (or, with gone, not to) on the host.
+func waitPath(path string, gone bool, d time.Duration) bool {
+	for end := time.Now().Add(d); ; {
+		_, err := os.Lstat(path)
+		if (err == nil) != gone {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSessionGitGuardPerRequest: under git: commit, a commondir planted by a session's
+// command is removed before its `exec --session` returns (said on stderr), not when the
+// session ends; one planted by a process the command left in the background, between
+// two requests, is removed before the next command starts (checked from inside and on
+// the host). Without the per-request cleanup both stay on the host until session stop,
+// where the host's git follows them.
+func TestSessionGitGuardPerRequest(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.newRepo(e.ws, "host-commit")
+		e.start("g", "--policy", e.commitPolicy())
+		commondir := filepath.Join(e.ws, ".git", "commondir")
+		r := e.in("g", nil, "git init -q --bare evil && echo ../evil > .git/commondir")
+		mustSucceed(t, r, "plant")
+		if _, err := os.Lstat(commondir); err == nil {
+			t.Errorf("the planted %s is on the host after its request returned", commondir)
+		}
+		if !strings.Contains(r.stderr, "commondir") || !strings.Contains(r.stderr, "removed") {
+			t.Errorf("the removal is not said on stderr\n%v", r)
+		}
+		// a background process plants once the host makes ws/go, after its request
+		mustSucceed(t, e.in("g", nil, `(while [ ! -e go ]; do sleep 0.02; done; echo ../evil > .git/commondir) >/dev/null 2>&1 </dev/null &`), "background planter")
+		must(t, os.WriteFile(filepath.Join(e.ws, "go"), nil, 0o644))
+		if !waitPath(commondir, false, 10*time.Second) {
+			t.Fatalf("the background process did not plant %s", commondir)
+		}
+		r = e.in("g", nil, "test ! -e .git/commondir")
+		if r.code != 0 || !strings.Contains(r.stderr, "removed") {
+			t.Errorf("the next command found the background plant (or was not told of its removal)\n%v", r)
+		}
+		if _, err := os.Lstat(commondir); err == nil {
+			t.Errorf("the background plant %s is still on the host after the next request", commondir)
+		}
+		// the session's own writes to the git dir still work (commit mode)
+		mustSucceed(t, e.in("g", nil, "echo v2 > tracked.txt && git -c user.name=s -c user.email=s@s commit -qam s"), "commit in the session")
+	})
+}
+
+// TestSessionNewRepoRefused: a repository the user makes in the workspace after the
+// session started has no read-only .git in the sandbox (its mounts are fixed): the next
+// request is refused (125, naming session stop) rather than run where it could plant a
+// hook the host's git would run; after a restart the repository is guarded as usual.
+// Without the per-request scan the hook is planted on the host.
+func TestSessionNewRepoRefused(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("n")
+		mustSucceed(t, e.in("n", nil, "true"), "a first command")
+		dep := filepath.Join(e.ws, "dep")
+		e.newRepo(dep, "dep-commit")
+		hook := filepath.Join(dep, ".git", "hooks", "post-commit")
+		r := e.in("n", nil, `printf '#!/bin/sh\ntouch /tmp/x\n' > dep/.git/hooks/post-commit && chmod +x dep/.git/hooks/post-commit`)
+		if r.code != 125 || !strings.Contains(r.stderr, "session stop n") {
+			t.Errorf("a request after a repository appeared: want 125 naming session stop\n%v", r)
+		}
+		if _, err := os.Lstat(hook); err == nil {
+			t.Errorf("the session planted %s in the user's new repository", hook)
+		}
+		mustSucceed(t, e.gosbx("session", "stop", "n"), "stop")
+		e.start("n")
+		r = e.in("n", nil, `printf x > dep/.git/hooks/post-commit`)
+		if r.code == 0 {
+			t.Errorf("the restarted session could write the new repository's hooks\n%v", r)
+		}
+		if _, err := os.Lstat(hook); err == nil {
+			t.Errorf("%s planted after the restart", hook)
+		}
+	})
+}
+
+// TestSessionClientKilledKillsGroup: SIGKILL of an `exec --session` client kills its
+// command's whole process group, as --timeout does: the child it started with & is gone
+// too (checked on the host). Without it only the command's first process was killed.
+func TestSessionClientKilledKillsGroup(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("k")
+		link := e.sleepLink("grp")
+		cmd := e.rawCommand(e.limitCtx(runLimit), "exec", "--session", "k", "--", shellPath, "-c", `"$0" 331 & exec "$0" 337`, link)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		must(t, cmd.Start())
+		if p := waitHostPIDs(link, 10*time.Second, func(n int) bool { return n == 2 }); len(p) != 2 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the command's two sleeps on the host: %v", p)
+		}
+		// setpriv execs gosbx: the pid is the client's
+		must(t, cmd.Process.Signal(syscall.SIGKILL))
+		cmd.Wait()
+		if left := waitHostPIDs(link, 5*time.Second, func(n int) bool { return n == 0 }); len(left) > 0 {
+			t.Errorf("processes of the command's group outlived its killed client: %v", left)
+		}
+	})
+}
+
+// TestSessionStopAnswersRunning: `session kill` (and stop) while a command runs gives its
+// client the command's end (137, 143), never 125 ("never ran"): the supervisor exits only
+// once the exit status is sent. The race was rare (1 in ~40); several rounds.
+func TestSessionStopAnswersRunning(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		for i := 0; i < 6; i++ {
+			how := []string{"kill", "stop"}[i%2]
+			e.start("s")
+			ready := filepath.Join(e.ws, "ready")
+			os.Remove(ready)
+			cmd := e.rawCommand(e.limitCtx(runLimit), "exec", "--session", "s", "--", shellPath, "-c", "touch ready; exec sleep 30")
+			cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			must(t, cmd.Start())
+			if !waitPath(ready, false, 10*time.Second) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the command did not start")
+			}
+			mustSucceed(t, e.gosbx("session", how, "s"), how)
+			err := cmd.Wait()
+			code := exitCode(err, cmd.ProcessState)
+			if code != 137 && code != 143 {
+				t.Fatalf("round %d (%s): the client of a command that ran got %d, want 137 or 143\nstderr: %s", i, how, code, errb.String())
+			}
+		}
+	})
+}
+
+// TestSessionClientCwdUmask: `exec --session` starts the command in the caller's
+// current directory when it lies inside the workspace (else the workspace), with the
+// caller's umask, as gosbx exec does; --chdir still wins.
+func TestSessionClientCwdUmask(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		sub := filepath.Join(e.ws, "sub")
+		must(t, os.Mkdir(sub, 0o755))
+		e.chown(sub)
+		e.start("d")
+		run := func(dir, umask string, args ...string) result {
+			t.Helper()
+			ctx := e.limitCtx(runLimit)
+			cmd := e.rawCommand(ctx, append([]string{"exec", "--session", "d"}, args...)...)
+			cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+			cmd.Dir = dir
+			// the caller's umask: set by a shell that then execs the client
+			cmd.Args = append([]string{"/bin/sh", "-c", "umask " + umask + ` && exec "$@"`, "sh"}, cmd.Args...)
+			p, err := exec.LookPath("/bin/sh")
+			must(t, err)
+			cmd.Path = p
+			return e.runCmd(ctx, cmd)
+		}
+		if r := run(sub, "077", "--", shellPath, "-c", "pwd; umask"); r.code != 0 || r.stdout != sub+"\n0077\n" {
+			t.Errorf("from %s with umask 077: want %s and 0077\n%v", sub, sub, r)
+		}
+		if r := run(e.base, "022", "--", shellPath, "-c", "pwd; umask"); r.code != 0 || r.stdout != e.ws+"\n0022\n" {
+			t.Errorf("from outside the workspace: want the workspace and 0022\n%v", r)
+		}
+		if r := run(sub, "027", "--chdir", e.ws, "--", shellPath, "-c", "pwd; umask"); r.code != 0 || r.stdout != e.ws+"\n0027\n" {
+			t.Errorf("--chdir from %s: want the workspace\n%v", sub, r)
+		}
+	})
+}
+
+// TestSessionStartKilledBeforeReady: a `session start` killed before it reported the
+// session ready leaves no session: its supervisor, having no acknowledgement, ends the
+// sandbox. The client is stopped as soon as its supervisor exists (well before the
+// sandbox is built), then killed. Without the acknowledgement the session ran on.
+func TestSessionStartKilledBeforeReady(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		cmd := e.rawCommand(e.limitCtx(runLimit), "session", "start", "z", "--workspace", e.ws)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		must(t, cmd.Start())
+		pid := cmd.Process.Pid
+		var sup int
+		for end := time.Now().Add(10 * time.Second); sup == 0 && time.Now().Before(end); {
+			if sup = childWithArg(pid, "gosbx-session-supervisor"); sup == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		syscall.Kill(pid, syscall.SIGSTOP)
+		if sup == 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+			cmd.Wait()
+			t.Fatalf("no supervisor appeared")
+		}
+		must(t, syscall.Kill(pid, syscall.SIGKILL))
+		cmd.Wait()
+		for end := time.Now().Add(10 * time.Second); alive(sup) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(sup) {
+			t.Errorf("the supervisor %d of a session start killed before ready runs on", sup)
+		}
+		if f := e.runtimeFiles(); len(f) > 0 {
+			t.Errorf("runtime files left: %q", f)
+		}
+	})
+}
+
+// childWithArg is the pid of a child of pid (any thread's) whose argv[1] is arg, or 0.
+func childWithArg(pid int, arg string) int {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			cl, _ := os.ReadFile("/proc/" + c + "/cmdline")
+			parts := strings.Split(string(cl), "\x00")
+			if len(parts) > 1 && parts[1] == arg {
+				n, _ := strconv.Atoi(c)
+				return n
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,89 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// ProtectedScan is what the search for protected paths found in a sandbox's writable
+// trees when it was built, kept to search them again while the sandbox runs: a
+// session's mounts are fixed at its start, so a repository made in its workspace later
+// (by the user on the host, or by a command) has no read-only .git, and the host's git
+// would run what a command plants in it. Patterns are filesystem.protected; Cwd the
+// working directory the workspace's scan followed down (repos.go).
+type ProtectedScan struct {
+	Trees    []string `json:"trees"`
+	Cwd      string   `json:"cwd,omitempty"`
+	Patterns []string `json:"patterns"`
+	Limit    int      `json:"limit,omitempty"`
+	Known    []string `json:"known"`
+}
+
+// ScanProtected searches p's writable trees (the workspace, each read-write bind at its
+// own path, canonical) for its protected paths now, with cwd the command's working
+// directory. It is called before the sandbox is built, so that whatever appears between
+// the two is guarded by the build and still taken as new by Added (refused, not missed).
+// A tree that cannot be resolved is left out (the build refuses it).
+func (p *Policy) ScanProtected(cwd string, h Host) (ProtectedScan, error) {
+	s := ProtectedScan{Cwd: cwd, Patterns: p.Filesystem.Protected, Limit: p.Filesystem.ScanLimit}
+	if len(s.Patterns) == 0 {
+		return s, nil
+	}
+	r := newResolver()
+	if ws, err := r.evalSymlinks(p.Workspace.Path); err == nil {
+		s.Trees = append(s.Trees, ws)
+	}
+	for _, rw := range p.Filesystem.ReadWrite {
+		if rw.Dest != "" {
+			continue
+		}
+		if c, err := r.evalSymlinks(absFrom(rw.Path, h.Cwd)); err == nil && !slices.Contains(s.Trees, c) {
+			s.Trees = append(s.Trees, c)
+		}
+	}
+	known, err := s.scan()
+	s.Known = known
+	return s, err
+}
+
+// scan lists the protected paths of s's trees as they are now.
+func (s ProtectedScan) scan() ([]string, error) {
+	r := newResolver()
+	var out []string
+	for i, t := range s.Trees {
+		cwd := ""
+		if i == 0 {
+			cwd = s.Cwd
+		}
+		found, err := scanProtected(r, t, cwd, s.Patterns, s.Limit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// Added searches s's trees again and refuses (a *Error at step protected) when a
+// protected path is there that was not at the start: it cannot be guarded without
+// building the sandbox again, which session names.
+func (s ProtectedScan) Added(session string) error {
+	if len(s.Patterns) == 0 {
+		return nil
+	}
+	now, err := s.scan()
+	if err != nil {
+		return err
+	}
+	var added []string
+	for _, p := range now {
+		if !slices.Contains(s.Known, p) {
+			added = append(added, p) // Error() shows it
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	return errorf("protected", "", nil, "%s appeared in a writable tree after session %s was started; a session's mounts are fixed at its start, so it is not guarded (git would run what a command put in it); the command was not run. Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again",
+		strings.Join(added, ", "), session, session, session)
+}
