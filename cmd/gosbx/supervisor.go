@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/config"
@@ -546,6 +547,10 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 	}()
 	err = cmd.Wait()
+	if fault.Check("session slow answer") != nil {
+		// the answer late (fault injection test): the session's end must wait for it
+		time.Sleep(300 * time.Millisecond)
+	}
 	if proxied {
 		sv.routes.remove(pid) // its connections' last lines first
 	}
