@@ -20,7 +20,7 @@ type ProtectedScan struct {
 }
 
 // ScanProtected searches p's writable trees (the workspace, each read-write bind at its
-// own path, canonical) for its protected paths now, with cwd the command's working
+// own path, canonical, as Build resolves them) for its protected paths now, with cwd the command's working
 // directory. It is called before the sandbox is built, so that whatever appears between
 // the two is guarded by the build and still taken as new by Added (refused, not missed).
 // A tree that cannot be resolved is left out (the build refuses it).
@@ -37,7 +37,7 @@ func (p *Policy) ScanProtected(cwd string, h Host) (ProtectedScan, error) {
 		if rw.Dest != "" {
 			continue
 		}
-		if c, err := r.evalSymlinks(absFrom(rw.Path, h.Cwd)); err == nil && !slices.Contains(s.Trees, c) {
+		if _, c, err := canonical(r, "rw", rw.Path, h.Cwd); err == nil && !slices.Contains(s.Trees, c) {
 			s.Trees = append(s.Trees, c)
 		}
 	}

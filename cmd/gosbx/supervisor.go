@@ -211,14 +211,13 @@ func superviseMain() int {
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
 	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound, protected: sd.Protected,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
-	if !delivered(ready) {
-		unix.Shutdown(lfd, unix.SHUT_RDWR)
-		sess.Close(0)
-		cgroup.CollectStale()
-		session.Remove(files)
-		return nsinit.ExitSetup
-	}
 	go sv.accept(lfd)
+	if !delivered(ready) {
+		// the starter is gone without taking "ready": its caller holds the session for
+		// failed; ended at once, as by session kill (the wait below breaks on stop)
+		sv.killNow.Store(true)
+		sv.requestStop()
+	}
 
 	var lifetime <-chan time.Time
 	if sd.Lifetime > 0 {
