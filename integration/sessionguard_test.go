@@ -196,6 +196,47 @@ func TestSessionStopWaitsForAnswer(t *testing.T) {
 	})
 }
 
+// TestSessionSupervisorGoneAfterStart: a supervisor killed (SIGKILL) while a command
+// runs cannot send its exit status; the client, told the command was executed, exits
+// 137 ("killed"), never 125 ("did not run"), with and without --status-fd.
+func TestSessionSupervisorGoneAfterStart(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, statusFd := range []bool{false, true} {
+			e := newSessionEnv(t, c)
+			e.start("v")
+			in := e.info("v")
+			ready := filepath.Join(e.ws, "ready")
+			args := []string{"exec", "--session", "v"}
+			if statusFd {
+				args = append(args, "--status-fd", "3")
+			}
+			cmd := e.rawCommand(e.limitCtx(runLimit), append(args, "--", shellPath, "-c", "touch ready; exec sleep 30")...)
+			cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+			if statusFd {
+				f, err := os.Create(filepath.Join(e.base, "status"))
+				must(t, err)
+				defer f.Close()
+				e.chown(f.Name())
+				cmd.ExtraFiles = []*os.File{f}
+			}
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			must(t, cmd.Start())
+			if !waitPath(ready, false, 10*time.Second) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("--status-fd %v: the command did not start: %s", statusFd, errb.String())
+			}
+			must(t, syscall.Kill(in.Pid, syscall.SIGKILL))
+			err := cmd.Wait()
+			if code := exitCode(err, cmd.ProcessState); code != 137 {
+				t.Errorf("--status-fd %v: the client of a command that ran got %d when its supervisor was killed, want 137\nstderr: %s", statusFd, code, errb.String())
+			}
+			e.gosbx("session", "ls") // removes the killed session's leftovers
+		}
+	})
+}
+
 // TestSessionClientCwdUmask: `exec --session` starts the command in the caller's
 // current directory when it lies inside the workspace (else the workspace), with the
 // caller's umask, as gosbx exec does; --chdir still wins.

@@ -504,6 +504,11 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return
 	}
+	if !req.Status {
+		// the client's sign that the command ran (its exec event, bare): a session that
+		// ends before the exit status came is then "killed" to it, never 125
+		reply(session.RepEvent, execEventPrefix)
+	}
 	var pid int
 	if proxied {
 		route := &netRoute{message: func(m string) { reply(session.RepMessage, []byte(m)) }}
