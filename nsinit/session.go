@@ -116,7 +116,9 @@ func (s *Session) Config() *config.Config { return s.c.Config }
 // Command returns a Cmd that runs process in the session. Set its Stdin, Stdout,
 // Stderr, Timeout and Events as for Command; Start, Wait, Run and Signal behave the
 // same, but a Timeout kills the command's process group, not the sandbox, and the
-// command's end does not end the sandbox (what it left running goes on).
+// command's end does not end the sandbox (what it left running goes on). The config's
+// after-run cleanup runs before Start sends the command and before Wait returns
+// (Session.Cleanup; Result.Removed, NotRemoved).
 func (s *Session) Command(process *specs.Process) *Cmd {
 	spec := *s.c.Config
 	spec.Process = process
