@@ -61,6 +61,15 @@ func TestSessionGitGuardPerRequest(t *testing.T) {
 		if _, err := os.Lstat(commondir); err == nil {
 			t.Errorf("the background plant %s is still on the host after the next request", commondir)
 		}
+		// a job's plant: removed when the job ends (job wait returns after it), said in its log
+		mustSucceed(t, e.gosbx("exec", "--session", "g", "--detach", "--", shellPath, "-c", "echo ../evil > .git/commondir"), "a planting job")
+		mustSucceed(t, e.gosbx("job", "wait", "g/1"), "job wait")
+		if _, err := os.Lstat(commondir); err == nil {
+			t.Errorf("a job's plant %s is on the host after the job ended", commondir)
+		}
+		if r := e.gosbx("job", "logs", "g/1"); !strings.Contains(r.stdout, "removed") {
+			t.Errorf("the job's log does not say the removal\n%v", r)
+		}
 		// the session's own writes to the git dir still work (commit mode)
 		mustSucceed(t, e.in("g", nil, "echo v2 > tracked.txt && git -c user.name=s -c user.email=s@s commit -qam s"), "commit in the session")
 	})
