@@ -33,6 +33,8 @@ demo: build
 # fixed in 1.27; it did once in CI).
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
+	# a root caller's raw init fails every step as the Go init does (a fault build)
+	$(GO) test -count=1 -tags gosbxfault -run '^TestRawRootFaultSameAsGo$$' ./nsinit/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=40000x -fuzzminimizetime=500x ./policy/
 	# the Go init where the raw init serves by default (a caller other than root's gosbx
 	# exec): the same integration suite against a -tags gosbxgoinit build

@@ -193,8 +193,9 @@ func TestPrestartRunsBuiltConfig(t *testing.T) {
 				t.Errorf("%v: the sandbox's net namespace %s, the host's %s: want the host's: %v", tc.flags, ns, hostNS, tc.hostNet)
 			}
 			if tc.memory > 0 {
-				if got := memoryLimit(t, init); got != tc.memory {
-					t.Errorf("%v: the init's memory.limit_in_bytes %d, want %d", tc.flags, got, tc.memory)
+				// the command's group (a raw init stays out of it; the Go init is in it too)
+				if got := memoryLimit(t, commandOf(t, init)); got != tc.memory {
+					t.Errorf("%v: the command's memory.limit_in_bytes %d, want %d", tc.flags, got, tc.memory)
 				}
 			}
 			in.Close()
@@ -277,7 +278,29 @@ func fileLocked(t *testing.T, path string) bool {
 	return false
 }
 
+// commandOf is the child of the sandbox's init that is not the holder (gosbx-pid1) and
+// is in the commands' pid namespace (the raw init's set-ID handler child is in the
+// init's own): a one-shot sandbox's command.
+func commandOf(t *testing.T, init int) int {
+	t.Helper()
+	own, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", init))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			cmdline, _ := os.ReadFile("/proc/" + w + "/cmdline")
+			ns, _ := os.Readlink("/proc/" + w + "/ns/pid")
+			if pid, err := strconv.Atoi(w); err == nil && ns != own && !strings.HasPrefix(string(cmdline), "gosbx-pid1") {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("the init %d has no child but the holder", init)
+	return 0
+}
+
 // memoryLimit is memory.limit_in_bytes of pid's cgroup v1 memory group.
+
 func memoryLimit(t *testing.T, pid int) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))

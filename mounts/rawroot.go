@@ -58,7 +58,7 @@ func (h *openHows) attr(set uint64, prop uint64) (uintptr, error) {
 }
 
 // RawSupported reports why spec's root cannot be compiled into a raw plan, or nil: the
-// mount kinds PlanSetup does not implement (trees are never given to it).
+// mount kinds PlanSetup and PlanSetupTrees do not implement.
 func RawSupported(spec *config.Config) error {
 	for _, m := range spec.Mounts {
 		switch m.Type {
@@ -84,6 +84,20 @@ func RawSupported(spec *config.Config) error {
 // one proc mount. Errors: a mount kind not implemented (RawSupported), a wrong number of
 // sources, a plan that outgrows its arena.
 func PlanSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, null *Null, procFS rawplan.Reg) (*RawRoot, error) {
+	return planSetup(p, s, spec, sourceFds, false, null, procFS)
+}
+
+// PlanSetupTrees is PlanSetup with trees, as SetupTrees is Setup's: one detached mount
+// tree per bind mount of spec.Mounts, in order, cloned by the launcher (CloneSources)
+// and possibly idmapped there after the clone of the raw child (the child holds the
+// same open mount at the same number): each is attached as it is, not opened again,
+// and closed once attached. For a launcher that is root, whose raw init runs as an
+// unprivileged host uid that may not reach a source.
+func PlanSetupTrees(p *rawplan.Plan, s uint16, spec *config.Config, trees []int, null *Null, procFS rawplan.Reg) (*RawRoot, error) {
+	return planSetup(p, s, spec, trees, true, null, procFS)
+}
+
+func planSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, detached bool, null *Null, procFS rawplan.Reg) (*RawRoot, error) {
 	if err := RawSupported(spec); err != nil {
 		return nil, err
 	}
@@ -101,7 +115,8 @@ func PlanSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, 
 	// the sources, all before the root is attached (a tmpfs on /tmp hides those below it)
 	type planned struct {
 		o    options
-		tree rawplan.Reg
+		tree rawplan.Arg // a register (opened here), or the launcher's tree (detached)
+		reg  rawplan.Reg
 		dir  bool
 	}
 	plan := make([]planned, len(spec.Mounts))
@@ -119,7 +134,12 @@ func PlanSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, 
 			return nil, &Error{Op: "stat", Source: m.Source, Err: err}
 		}
 		plan[i].dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
-		plan[i].tree = rr.planSource(s, sourceFds[0], m.Source, o.recursive)
+		if detached {
+			plan[i].tree = rawplan.Lit(uintptr(sourceFds[0]))
+		} else {
+			plan[i].reg = rr.planSource(s, sourceFds[0], m.Source, o.recursive)
+			plan[i].tree = plan[i].reg.Arg()
+		}
 		sourceFds = sourceFds[1:]
 	}
 	if len(sourceFds) > 0 {
@@ -167,9 +187,13 @@ func PlanSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, 
 				return nil, err
 			}
 			p.Call(s, func(e unix.Errno) error { return errorf("bind", src, dest, attr, fmt.Errorf("mount_setattr: %w", e)) },
-				unix.SYS_MOUNT_SETATTR, pl.tree.Arg(), rawplan.Lit(p.Str("")), rawplan.Lit(unix.AT_EMPTY_PATH|unix.AT_RECURSIVE), rawplan.Lit(ea), rawplan.Lit(unix.MOUNT_ATTR_SIZE_VER0))
+				unix.SYS_MOUNT_SETATTR, pl.tree, rawplan.Lit(p.Str("")), rawplan.Lit(unix.AT_EMPTY_PATH|unix.AT_RECURSIVE), rawplan.Lit(ea), rawplan.Lit(unix.MOUNT_ATTR_SIZE_VER0))
 			rr.attach(s, pl.tree, dest, pl.dir, func(err error) error { return errorf("bind", src, dest, attr, err) })
-			p.CloseReg(s, pl.tree)
+			if detached {
+				p.Call(s, nil, unix.SYS_CLOSE, pl.tree) // consumed, as Bind's src
+			} else {
+				p.CloseReg(s, pl.reg)
+			}
 			continue
 		}
 		fsType := m.Type
@@ -183,7 +207,7 @@ func PlanSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, 
 			procUsed = true
 		}
 		rr.newFS(s, mnt, procFS, given, m.Type, pl.o.data, attr, wrap)
-		rr.attach(s, mnt, dest, true, wrap)
+		rr.attach(s, mnt.Arg(), dest, true, wrap)
 		if pl.o.ro {
 			rr.roLater = append(rr.roLater, rawSealed{mnt, dest})
 		} else {
@@ -300,9 +324,9 @@ func (rr *RawRoot) mkdirAll(s uint16, dest string, wrap func(error) error) rawpl
 	return cur
 }
 
-// attach adds attach's calls: the mount in register mnt moved onto dest, a directory
-// (made if missing) or a file (created empty, 0444, if missing).
-func (rr *RawRoot) attach(s uint16, mnt rawplan.Reg, dest string, dir bool, wrap func(error) error) {
+// attach adds attach's calls: the mount mnt (a register, or a descriptor number) moved
+// onto dest, a directory (made if missing) or a file (created empty, 0444, if missing).
+func (rr *RawRoot) attach(s uint16, mnt rawplan.Arg, dest string, dir bool, wrap func(error) error) {
 	p := rr.p
 	point := func(err error) error { return wrap(fmt.Errorf("mount point: %w", err)) }
 	var t rawplan.Reg
@@ -322,7 +346,7 @@ func (rr *RawRoot) attach(s uint16, mnt rawplan.Reg, dest string, dir bool, wrap
 		p.CloseReg(s, parent)
 	}
 	p.Call(s, func(e unix.Errno) error { return wrap(e) },
-		unix.SYS_MOVE_MOUNT, mnt.Arg(), rawplan.Lit(p.Str("")), t.Arg(), rawplan.Lit(p.Str("")), rawplan.Lit(unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH))
+		unix.SYS_MOVE_MOUNT, mnt, rawplan.Lit(p.Str("")), t.Arg(), rawplan.Lit(p.Str("")), rawplan.Lit(unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH))
 	p.CloseReg(s, t)
 }
 

@@ -321,14 +321,14 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	var raw *rawLaunch
 	var step string
 	goInit := true
-	if rawWanted(spec, &params, pooled, c.session, c.own.group != nil) {
+	if rawWanted(spec, &params, pooled, c.session, c.own.group) {
 		// the raw init (rawlaunch.go): no init cloned ahead is taken
 		pre.Close()
 		var stdio *stdioCopy
 		if stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr); err != nil {
 			step = "pipe"
 		} else {
-			l, raw, step, err = launchRaw(spec, params, stdio)
+			l, raw, step, err = launchRaw(spec, params, stdio, c.own.group)
 		}
 		// A plan larger than the raw init holds (its registers, ops or arena: a config
 		// with very many binds, review11 F3) is found before any clone: the Go init sets
@@ -375,6 +375,15 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err != nil {
 		c.own.dropGroup()
+		var me *mounts.Error
+		if !goInit && step == "idmap" && mapped && spec.RootID.AllowHostRoot && errors.As(err, &me) && me.Op == "idmap" && errors.Is(err, unix.EINVAL) {
+			// the raw init's trees (launchRaw), as the Go init's below: the policy
+			// accepts host uid 0 where a bind cannot be idmapped
+			c.identityMap = err.Error()
+			hid.release()
+			c.own.nproc = false
+			return c.spawn(pooled)
+		}
 		if step == "clone" && mapped && errors.Is(err, unix.EACCES) {
 			return nil, c.fail(&SetupError{Step: "clone", Err: err, Hint: fmt.Sprintf("a root caller's init runs as the unprivileged "+
 				"host id %d: the gosbx binary must be executable by other users, e.g. mode 0755", hid.id)})
@@ -441,7 +450,8 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	go func() {
 		var err error
 		if c.own.group != nil {
-			if err = fault.Check("cgroup place"); err == nil {
+			// (the raw init never joins: each command does, in its process stage)
+			if err = fault.Check("cgroup place"); err == nil && raw == nil {
 				err = c.own.group.Add(c.init.pid)
 			}
 		}

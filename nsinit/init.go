@@ -20,7 +20,8 @@ import (
 )
 
 // Init runs the init stage when the binary was re-executed as one (argv[0] == InitArg),
-// and never returns in that case; otherwise it returns at once. A program that links
+// or a raw init's set-ID handler (argv[0] "gosbx-setid", rawsetid.go), and never
+// returns in those cases; otherwise it returns at once. A program that links
 // nsinit must call it first in main, before any other work:
 //
 //	func main() {
@@ -32,6 +33,9 @@ func Init() {
 		// only holds a user namespace (identity.go) until its stdin closes
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
+	}
+	if len(os.Args) > 0 && os.Args[0] == setidArg {
+		serveRawSetID() // a raw init's set-ID handler (rawsetid.go); never returns
 	}
 	if len(os.Args) == 0 || os.Args[0] != InitArg {
 		return

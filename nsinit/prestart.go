@@ -51,9 +51,10 @@ func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (
 	if guess == nil || guess.Linux == nil || len(guess.Linux.UIDMappings) == 0 || len(guess.Linux.GIDMappings) == 0 {
 		return nil, errors.New("nsinit: prestart: the guess has no id mappings")
 	}
-	if rawInitDefault && rawAllowed.Load() && !rawTaken.Load() && guess.RootID == nil {
-		// a caller other than root takes the raw init (rawWanted), which is not cloned
-		// ahead: an init cloned now would be killed unused
+	if rawInitDefault && rawAllowed.Load() && !rawTaken.Load() {
+		// the launch takes the raw init (rawWanted), which is not cloned ahead: an init
+		// cloned now would be killed unused (a root caller's launch with a v2 group,
+		// which takes the Go init, is cloned by Start then)
 		return nil, nil
 	}
 	p := &Prestarted{id: newSandboxID(), stdin: stdin, stdout: stdout, stderr: stderr}

@@ -80,6 +80,7 @@ type procPlan struct {
 	// the holder's procfs context, sent to pid 1 (planHolder)
 	fsType [8]byte
 	empty  [1]byte
+	slash  [2]byte // "/": the holder's working directory
 	fdmsg  fdMessage
 	iobyte [1]byte
 	iov    unix.Iovec
@@ -223,6 +224,12 @@ func planHolder(sock, exe int) *procPlan {
 	p.sigset[0] = ^uint64(0)
 	p.call(s, "block every signal", unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, ptr(&p.sigset[0]), 0, 8)
 	p.call(s, "close_range 0-max CLOSE_RANGE_CLOEXEC", unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC)
+	// its working directory the launcher's no more: the old root, which the init's
+	// pivot_root(2) then moves to the sandbox's root with the holder's root (it moves
+	// every process of the mount namespace whose root or working directory is the old
+	// root), so that pid 1 of the commands holds nothing of the host's tree
+	copy(p.slash[:], "/")
+	p.call(s, "chdir /", unix.SYS_CHDIR, ptr(&p.slash[0]))
 	p.pathp = &p.empty[0] // "": execveat(2) AT_EMPTY_PATH
 	p.argv, _ = syscall.SlicePtrFromStrings([]string{p.path})
 	p.envv = []*byte{nil}

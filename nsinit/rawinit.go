@@ -3,6 +3,8 @@ package nsinit
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -31,6 +33,7 @@ import (
 // report pipe, and the life pipe's read end.
 type rawFds struct {
 	sources      []int
+	trees        bool // sources are detached trees the launcher cloned (a root caller's host id)
 	null         *mounts.Null
 	mapsR, mapsW int // -1 without id maps
 	holderSend   int
@@ -39,7 +42,27 @@ type rawFds struct {
 	holderRepR   int
 	holderRepW   int
 	life         int
+
+	// grouped: the sandbox has a cgroup, which each command joins in its process stage
+	// (rawStartFds.join): the raw init stays out of it, and so unshares no cgroup
+	// namespace rooted at its own group (the process stage does, once in the group)
+	grouped bool
+
+	// the credentials the clone child takes inside (initSysAttr's sys.Credential, nil
+	// for none) and whether it calls setgroups(2) for them, as forkAndExecInChild1 does
+	cred      *syscall.Credential
+	setgroups bool
+
+	setid *rawSetIDFds // the set-ID handler's (rawsetid.go), when the filter notifies
 }
+
+// rawCred is the clone child's supplementary groups, in the arena.
+type rawCred struct {
+	groups [64]uint32
+}
+
+// maxRawGroups bounds the supplementary groups a raw init sets.
+const maxRawGroups = 64
 
 // rawCaps are the capability sets the raw init sets with capset(2): its own (initCaps,
 // what the Go init keeps from its ambient set after execve), stageCaps once the root is
@@ -60,12 +83,8 @@ func rawEligible(spec *config.Config) error {
 	switch {
 	case spec.Linux == nil || spec.Process == nil:
 		return errors.New("no linux section or no process")
-	case spec.RootID != nil:
-		return errors.New("a root caller's host id (bind trees, credentials)")
 	case spec.Egress != nil || len(spec.Publish) > 0 || len(spec.HostPorts) > 0:
 		return errors.New("egress, port forwards or host ports")
-	case spec.Linux.Filter.Notifies():
-		return errors.New("a set-ID listener")
 	case !hasNamespace(spec, specs.PIDNamespace) || !hasNamespace(spec, specs.MountNamespace) || !hasNamespace(spec, specs.UserNamespace):
 		return errors.New("no pid, mount or user namespace")
 	}
@@ -78,6 +97,9 @@ type rawBuilt struct {
 	root   *mounts.RawRoot
 	holder rawplan.Reg
 	goByte *rawplan.Reg
+	// the set-ID handler's pid (negative: none) and descriptors (rawsetid.go)
+	helper rawplan.Reg
+	setid  *rawSetIDFds
 }
 
 // planRawBuild compiles buildSteps for spec into p (see the top of this file). It
@@ -87,6 +109,10 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	if err := rawEligible(spec); err != nil {
 		return nil, err
 	}
+	if spec.Linux.Filter.Notifies() != (fd.setid != nil) {
+		return nil, errors.New("a set-ID listener needs its handler's descriptors, and only one")
+	}
+	built := &rawBuilt{helper: p.Reg(), setid: fd.setid}
 	lit := rawplan.Lit
 	c := rawplan.Alloc[rawCaps](p)
 	c.hdr.Version = unix.LINUX_CAPABILITY_VERSION_3
@@ -94,7 +120,13 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		c.init[cp/32].Effective |= 1 << (cp % 32)
 		c.init[cp/32].Permitted |= 1 << (cp % 32)
 	}
-	for _, cp := range stageCaps {
+	stage := stageCaps
+	if fd.grouped && hasNamespace(spec, specs.CgroupNamespace) {
+		// the process stage unshares the command's cgroup namespace once it has joined
+		// the group, before it drops every capability (planRawStart)
+		stage = append(slices.Clip(stage), unix.CAP_SYS_ADMIN)
+	}
+	for _, cp := range stage {
 		c.stage[cp/32].Effective |= 1 << (cp % 32)
 		c.stage[cp/32].Permitted |= 1 << (cp % 32)
 	}
@@ -103,16 +135,34 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		return func(e unix.Errno) error { return fmt.Errorf("%s: %w", what, e) }
 	}
 
-	// what forkExecInit's child does before execve: the id maps, setsid; then the
+	// what forkExecInit's child does before execve, in its order: keep the capabilities
+	// across a change of uid, the id maps, setsid, the credentials; then the
 	// capabilities the Go init has after it (its ambient set)
+	s := p.Begin("keep capabilities")
+	p.Call(s, errno("prctl(PR_SET_KEEPCAPS)"), unix.SYS_PRCTL, lit(unix.PR_SET_KEEPCAPS), lit(1))
 	if fd.mapsR >= 0 {
 		s := p.Begin("wait for the id maps")
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.mapsW)))
 		p.Op(s, errno("read"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.mapsR)), lit(0), lit(1))
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.mapsR)))
 	}
-	s := p.Begin("setsid")
+	s = p.Begin("setsid")
 	p.Call(s, errno("setsid"), unix.SYS_SETSID)
+	if cr := fd.cred; cr != nil {
+		if fd.setgroups {
+			if len(cr.Groups) > maxRawGroups {
+				return nil, fmt.Errorf("%d supplementary groups, at most %d", len(cr.Groups), maxRawGroups)
+			}
+			g := rawplan.Alloc[rawCred](p)
+			copy(g.groups[:], cr.Groups)
+			s = p.Begin("setgroups")
+			p.Call(s, errno("setgroups"), unix.SYS_SETGROUPS, lit(uintptr(len(cr.Groups))), lit(rawplan.Ptr(&g.groups[0])))
+		}
+		s = p.Begin("setgid")
+		p.Call(s, errno(fmt.Sprintf("setgid %d", cr.Gid)), unix.SYS_SETGID, lit(uintptr(cr.Gid)))
+		s = p.Begin("setuid")
+		p.Call(s, errno(fmt.Sprintf("setuid %d", cr.Uid)), unix.SYS_SETUID, lit(uintptr(cr.Uid)))
+	}
 	s = p.Begin("ambient capabilities")
 	p.Call(s, errno("capset"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.init[0])))
 
@@ -122,6 +172,15 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.Begin("read config")
 	// pid namespace: this process's next child is pid 1 of a new one, the holder
 	s = p.Begin("pid namespace")
+	// the handler's pid, or a negative number for the reaper (a failing close(-1)): never
+	// a value an earlier op left in the register
+	p.Op(s, nil, rawplan.Try, unix.SYS_CLOSE, lit(^uintptr(0))).Into(built.helper)
+	if fd.setid != nil {
+		// cloned before the unshare: outside the commands' pid namespace
+		if err := planRawSetIDHandler(p, s, fd.setid, c, built.helper); err != nil {
+			return nil, err
+		}
+	}
 	p.Call(s, errno("unshare(CLONE_NEWPID)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWPID))
 	sub := p.BeginSub(s)
 	hs := p.Begin("pid 1 of the commands")
@@ -133,12 +192,14 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.Call(hs, errno("set no_new_privs"), unix.SYS_PRCTL, lit(unix.PR_SET_NO_NEW_PRIVS), lit(1))
 	p.Call(hs, errno("block every signal"), unix.SYS_RT_SIGPROCMASK, lit(unix.SIG_SETMASK), lit(rawplan.Ptr(&c.sigAll)), lit(0), lit(8))
 	p.Call(hs, errno("close_range 0-max CLOSE_RANGE_CLOEXEC"), unix.SYS_CLOSE_RANGE, lit(0), lit(^uintptr(0)), lit(unix.CLOSE_RANGE_CLOEXEC))
+	// the old root, moved to the sandbox's by pivot_root (planHolder)
+	p.Call(hs, errno("chdir /"), unix.SYS_CHDIR, lit(p.Str("/")))
 	c.argv[0] = p.Str("gosbx-pid1")
 	p.Call(hs, errno("execveat the holder (a memfd: vm.memfd_noexec=2 forbids it)"), unix.SYS_EXECVEAT, lit(uintptr(fd.holderExe)),
 		lit(p.Str("")), lit(rawplan.Ptr(&c.argv[0])), lit(rawplan.Ptr(&c.envv[0])), lit(unix.AT_EMPTY_PATH))
 	p.Release(proc)
 	p.EndSub(sub, fd.holderRepW)
-	built := &rawBuilt{holder: p.Reg()}
+	built.holder = p.Reg()
 	p.CloneSub(s, errno("clone"), sub, 0, built.holder)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderRepW)))
 
@@ -167,7 +228,11 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	procFS := p.Reg()
 	p.RecvFd(s, func(e unix.Errno) error { return fmt.Errorf("receive the procfs context: %w", e) }, lit(uintptr(fd.holderRecv)), procFS)
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.holderRecv)))
-	root, err := mounts.PlanSetup(p, s, spec, fd.sources, fd.null, procFS)
+	setup := mounts.PlanSetup
+	if fd.trees {
+		setup = mounts.PlanSetupTrees // consumed there, as SetupTrees does
+	}
+	root, err := setup(p, s, spec, fd.sources, fd.null, procFS)
 	if err != nil {
 		return nil, err
 	}
@@ -175,12 +240,17 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	// the O_PATH descriptors of the host sources (and /dev/null), cloned into the root
 	// now: none of the host stays within the init's reach
 	for _, src := range fd.sources {
-		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(src)))
+		if !fd.trees {
+			p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(src)))
+		}
 	}
 	if fd.null != nil {
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.null.Fd())))
 	}
-	p.Begin("set-ID procfs")
+	s = p.Begin("set-ID procfs")
+	if fd.setid != nil {
+		planRawSetIDProc(p, s, fd.setid)
+	}
 	p.Begin("resolv.conf")
 	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
 		return nil, err
@@ -190,8 +260,8 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	s = p.Begin("session keyring")
 	p.Call(s, errno("keyctl join session keyring"), unix.SYS_KEYCTL, lit(unix.KEYCTL_JOIN_SESSION_KEYRING), lit(0)).Tolerate(unix.ENOSYS).Tolerate(unix.EPERM)
 	s = p.Begin("cgroup namespace")
-	if hasNamespace(spec, specs.CgroupNamespace) {
-		// after the launcher's go-ahead: the init is in the sandbox's cgroup
+	if hasNamespace(spec, specs.CgroupNamespace) && !fd.grouped {
+		// after the launcher's go-ahead (a group's placement, for the Go init)
 		r := p.Reg()
 		p.Op(s, errno("the launcher's go-ahead"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.life)), lit(0), lit(1)).Into(r)
 		built.goByte = &r
@@ -199,6 +269,9 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	}
 	s = p.Begin("limit capabilities")
 	p.Call(s, errno("capset"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.stage[0])))
-	p.Begin("set-ID thread")
+	s = p.Begin("set-ID thread")
+	if fd.setid != nil {
+		planRawSetIDThread(p, s, fd.setid)
+	}
 	return built, p.Finish()
 }

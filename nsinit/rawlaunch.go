@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/rawplan"
 	"github.com/gosbx/gosbx/mounts"
@@ -30,16 +33,24 @@ type rawLaunch struct {
 }
 
 // rawWanted reports whether this launch takes the raw init: only in a build that asks
-// for it (rawInitDefault, a test switch for now), in a process that allowed it once
-// (AllowRawInit: the gosbx CLI), for a config rawEligible accepts, and
-// a clone whose parameters the raw clone implements (no host id, no cgroup v2 clone,
-// no CPU pinning, no fd 7), without a cgroup (grouped): the raw init shares the
-// launcher's memory, whose pages a memory cgroup charges to the launcher's group and
-// whose whole size an OOM kill in the sandbox's group would weigh (and kill: every
-// process sharing a victim's memory dies with it).
-func rawWanted(spec *config.Config, p *cloneParams, pooled, session, grouped bool) bool {
-	if !rawInitDefault || pooled || session || grouped || p.as != nil || p.cpus != nil || p.egressR != nil || p.sys.UseCgroupFD ||
-		p.sys.Credential != nil || len(spec.Cleanup) > 0 {
+// for it (rawInitDefault), in a process that allowed it once (AllowRawInit: the gosbx
+// CLI), for a config rawEligible accepts, and a clone whose parameters the raw clone
+// implements (a root caller's host id, trees and credentials included; no CPU
+// pinning, no fd 7), with or without a cgroup (group): the raw init shares the
+// launcher's memory, so it never joins the group (an OOM kill in the group would kill
+// every process sharing its victim's memory: the launcher with it; it is cloned
+// without the Go init's CLONE_INTO_CGROUP); each command joins it in its process stage
+// (rawStartFds: a v1 group's cgroup.procs written, or a v2 group's clone3
+// CLONE_INTO_CGROUP of the stage, for a raw init that runs as the launcher's uid: a
+// root caller's host id may not clone into a v2 group, the Go init then).
+func rawWanted(spec *config.Config, p *cloneParams, pooled, session bool, group cgroup.Group) bool {
+	// A v2 group's clone3 is checked against the cloner's own credentials
+	// (cgroup_attach_permissions: write access to the cgroup.procs of the common
+	// ancestor of its group and the target): the launcher's own, not a host id's
+	// (p.as), whose raw init the launcher's group's ancestors refuse
+	v2 := group != nil && group.Kind() == cgroup.V2 && group.CloneFd() >= 0 && p.as == nil
+	if !rawInitDefault || pooled || session || group != nil && group.Kind() != cgroup.V1 && !v2 || p.cpus != nil || p.egressR != nil ||
+		p.sys.UseCgroupFD && !v2 || len(spec.Cleanup) > 0 {
 		return false
 	}
 	// last: the one raw launch of an AllowRawInit process is spent only on a config
@@ -78,7 +89,7 @@ func rawArenaSize(spec *config.Config) int {
 // gives it stdio's descriptors. It returns the launch as launchInit does (specW nil:
 // the config is in the plan), or the step and the cause, with everything it made
 // closed and stdio aborted.
-func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLaunch, _ *rawLaunch, step string, err error) {
+func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgroup.Group) (_ *initLaunch, _ *rawLaunch, step string, err error) {
 	var mine []int // the launcher's copies, closed after the clone (or on failure)
 	closeMine := func() {
 		closeFds(mine)
@@ -100,16 +111,71 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	}
 	var fd rawFds
 	var sfd rawStartFds
-	for _, src := range mounts.BindSources(spec) {
-		var sf int
-		if sf, err = mounts.OpenSourcePath(src); err == nil {
-			err = fault.Check("open bind source")
+	// A root caller's init runs as its host id, which may not reach a source (under
+	// /root): the launcher clones every bind (sendSpec's trees), and idmaps the
+	// read-write ones once the raw init's user namespace has its maps (the raw init
+	// holds the same detached mounts at the same numbers).
+	fd.trees = slices.Contains(p.args, treesArg)
+	var trees []*mounts.Source
+	if fd.trees {
+		if err = fault.Check("open bind source"); err == nil {
+			trees, err = mounts.CloneSources(spec)
 		}
 		if err != nil {
 			return fail("open bind source", err)
 		}
-		mine = append(mine, sf)
-		fd.sources = append(fd.sources, sf)
+		for _, t := range trees {
+			mine = append(mine, t.Fd())
+			fd.sources = append(fd.sources, t.Fd())
+		}
+	} else {
+		for _, src := range mounts.BindSources(spec) {
+			var sf int
+			if sf, err = mounts.OpenSourcePath(src); err == nil {
+				err = fault.Check("open bind source")
+			}
+			if err != nil {
+				return fail("open bind source", err)
+			}
+			mine = append(mine, sf)
+			fd.sources = append(fd.sources, sf)
+		}
+	}
+	// the sandbox's v1 cgroup, joined by the command in its process stage: its
+	// cgroup.procs in each hierarchy, opened here (v1 checks the opener's credentials,
+	// __cgroup1_procs_write: root's, not the host id's the raw init runs as)
+	switch {
+	case group == nil:
+	case group.Kind() == cgroup.V2 && group.CloneFd() >= 0:
+		// the group's directory, which the process stage is cloned into: the group's own
+		// descriptor, kept by the raw init at its number (not the launcher's to close)
+		sfd.cgroupFd = group.CloneFd()
+		fd.grouped = true
+		sfd.cgroupNS = hasNamespace(spec, specs.CgroupNamespace)
+	case group.Kind() != cgroup.V1:
+		return fail("config", fmt.Errorf("a %s group for the raw init", group.Kind()))
+	default:
+		seen := map[string]bool{}
+		for _, d := range group.Dirs() {
+			if seen[d.Path] { // co-mounted hierarchies (cpu,cpuacct) listed twice
+				continue
+			}
+			seen[d.Path] = true
+			j, err := unix.Open(filepath.Join(d.Path, "cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				// the step the Go init's placement fails at
+				return fail("cgroup", &os.PathError{Op: "open", Path: filepath.Join(d.Path, "cgroup.procs"), Err: err})
+			}
+			mine = append(mine, j)
+			sfd.join = append(sfd.join, j)
+		}
+		fd.grouped = true
+		sfd.cgroupNS = hasNamespace(spec, specs.CgroupNamespace)
+	}
+	// the clone child's credentials inside, as forkAndExecInChild1 sets them
+	if cr := p.sys.Credential; cr != nil {
+		fd.cred = cr
+		fd.setgroups = !(p.sys.GidMappings != nil && !p.sys.GidMappingsEnableSetgroups && len(cr.Groups) == 0) && !cr.NoSetGroups
 	}
 	if spec.Linux != nil && len(spec.Linux.MaskedPaths) > 0 {
 		if fd.null, err = mounts.OpenNull("/dev/null"); err != nil {
@@ -133,7 +199,14 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		return fail("pid namespace", err)
 	}
 	mine = append(mine, fd.holderSend, fd.holderRecv, fd.holderExe)
-	sfd = rawStartFds{sync: syncP[1], stageRepR: stageRep[0], stageRepW: stageRep[1], life: lifeP[0]}
+	if spec.Linux != nil && spec.Linux.Filter.Notifies() {
+		var opened []int
+		if fd.setid, opened, err = openRawSetID(); err != nil { // rawsetid.go
+			return fail("set-ID thread", err)
+		}
+		mine = append(mine, opened...)
+	}
+	sfd.sync, sfd.stageRepR, sfd.stageRepW, sfd.life = syncP[1], stageRep[0], stageRep[1], lifeP[0]
 
 	plan, err := rawplan.New(rawArenaSize(spec), rawOps)
 	if err != nil {
@@ -154,6 +227,9 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	}
 	if fd.null != nil {
 		needed = append(needed, nullFd(fd.null))
+	}
+	if sfd.cgroupFd > 0 {
+		needed = append(needed, sfd.cgroupFd)
 	}
 	s := plan.Begin("move descriptors")
 	// named as the Go init's argv[0] for ps(1) and the tests that look for it: its
@@ -228,18 +304,40 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	dumpable, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	flags := p.sys.Cloneflags
 	t0 := time.Now()
-	pid, err := rawplan.Start(plan, flags, syncP[1])
+	var pid int
+	var mapErr error
+	clone := func() (err error) {
+		if pid, err = rawplan.Start(plan, flags, syncP[1]); err == nil {
+			// from the cloning thread, as forkExecInit writes them: a host id's thread
+			// owns the new user namespace, which is all map_write(2) asks of the writer
+			// there (a root caller without CAP_SYS_ADMIN has it nowhere else)
+			mapErr = writeIDMaps(pid, p.sys)
+		}
+		return err
+	}
+	if p.as != nil {
+		// cloned by the host id, which then owns the user namespace (startInitAs)
+		err = asHostID(p.as.id, clone)
+	} else {
+		err = clone()
+	}
 	if err != nil {
 		return fail("clone", &os.PathError{Op: "clone", Path: "raw init", Err: err})
 	}
 	// the launcher's copies of what the raw init holds now, but its ends of sync, life
-	// and the id maps' gate
+	// and the id maps' gate, and the trees it idmaps below
+	keepFd := func(f int) bool {
+		return f == syncP[0] || f == lifeP[1] || f == mapsP[1] || slices.ContainsFunc(trees, func(t *mounts.Source) bool { return t.Fd() == f })
+	}
 	for _, f := range mine {
-		if f != syncP[0] && f != lifeP[1] && f != mapsP[1] {
+		if !keepFd(f) {
 			unix.Close(f)
 		}
 	}
 	mine = []int{mapsP[1]}
+	for _, t := range trees {
+		mine = append(mine, t.Fd())
+	}
 	rawLive.Store(true)
 	init := &initProc{pid: pid, after: func() {
 		plan.Free()
@@ -257,15 +355,23 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 	// closed to the launcher (TestStatusFD saw it, a race the Go init's slower start hid).
 	ns := namespaceEvent(pid)
 	init.ns = &ns
-	mapErr := writeIDMaps(pid, p.sys)
+	mapStep := "clone"
+	if mapErr == nil && fd.trees {
+		// before the go-ahead: the raw init attaches the trees only after it
+		mapStep, mapErr = idmapRaw(spec, trees, pid, p.as)
+	}
 	if mapErr == nil {
 		if _, werr := unix.Write(mapsP[1], []byte{0}); werr != nil {
 			mapErr = fmt.Errorf("write the id maps' go-ahead: %w", werr)
 		}
 	}
+	if mapErr != nil {
+		// killed before the gate closes (closeMine): it must not report the gate's end
+		// of file as its own failure in place of mapErr
+		init.kill()
+	}
 	closeMine()
 	if mapErr != nil {
-		init.kill()
 		rl := &rawLaunch{plan: plan, start: start, sync: syncR}
 		if m, ok := rl.next(); ok && m.Type == msgError {
 			mapErr = m.err() // the child stopped first: its step's error
@@ -275,11 +381,27 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy) (_ *initLau
 		lifeW.Close()
 		setupR.Close()
 		stdio.abort()
-		return nil, nil, "clone", mapErr
+		return nil, nil, mapStep, mapErr
 	}
 	stdio.sent()
 	l := &initLaunch{init: init, syncR: syncR, lifeW: lifeW, setupR: setupR, stdio: stdio, params: p, start: t0}
 	return l, &rawLaunch{plan: plan, start: start, sync: syncR}, "", nil
+}
+
+// idmapRaw idmaps a root caller's trees for the raw init pid, whose command runs as the
+// host id hid, as sendSpec does for the Go init: it returns the step and the error
+// that stopped it (a *mounts.Error of op idmap as it is, for the fallback to host uid 0
+// that spawn may take).
+func idmapRaw(spec *config.Config, trees []*mounts.Source, pid int, hid *hostID) (string, error) {
+	plan, owners, err := idmapPlan(spec, trees)
+	if err != nil {
+		return "open bind source", err
+	}
+	self := fileOwner{spec.Linux.UIDMappings[0].ContainerID, spec.Linux.GIDMappings[0].ContainerID}
+	if err = fault.Check("idmap"); err == nil {
+		err = idmapTrees(trees, plan, owners, pid, self, hid.id)
+	}
+	return "idmap", err
 }
 
 // nullFd is the descriptor of a verified /dev/null.

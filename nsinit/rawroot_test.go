@@ -22,6 +22,10 @@ import (
 // rawRootEnv names the workspace of the Go side of TestRawRootSameMounts.
 const rawRootEnv = "GOSBX_RAWROOT_WORKSPACE"
 
+// rawRootTreesEnv, set, has the Go side build the root from trees (SetupTrees), as a
+// root caller's init does.
+const rawRootTreesEnv = "GOSBX_RAWROOT_TREES"
+
 // rawRootConfig is the default agent policy's config for workspace (the command true).
 func rawRootConfig(workspace string) (*config.Config, error) {
 	h, err := policy.CurrentHost()
@@ -43,7 +47,20 @@ func rawRootGoSide() {
 	spec, err := rawRootConfig(ws)
 	if err == nil {
 		var r *mounts.Root
-		if r, err = mounts.Setup(spec, nil); err == nil {
+		if os.Getenv(rawRootTreesEnv) != "" {
+			// a root caller's: the trees cloned first (here, not in a launcher)
+			var trees []*mounts.Source
+			if trees, err = mounts.CloneSources(spec); err == nil {
+				var fds []int
+				for _, t := range trees {
+					fds = append(fds, t.Fd())
+				}
+				r, err = mounts.SetupTrees(spec, fds)
+			}
+		} else {
+			r, err = mounts.Setup(spec, nil)
+		}
+		if err == nil {
 			err = r.PivotRoot()
 		}
 	}
@@ -87,6 +104,14 @@ func TestRawRootSameMounts(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the raw child here makes a mount namespace without a user namespace")
 	}
+	// the sources opened by path in the init (a caller other than root), and a root
+	// caller's trees cloned by the launcher (SetupTrees, PlanSetupTrees)
+	for _, trees := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trees %v", trees), func(t *testing.T) { rawRootSameMounts(t, trees) })
+	}
+}
+
+func rawRootSameMounts(t *testing.T, trees bool) {
 	ws := testWorkspace(t)
 	spec, err := rawRootConfig(ws)
 	if err != nil {
@@ -96,6 +121,9 @@ func TestRawRootSameMounts(t *testing.T) {
 	// the Go init's
 	cmd := exec.Command("/proc/self/exe", "-test.run=^$")
 	cmd.Env = append(os.Environ(), rawRootEnv+"="+ws)
+	if trees {
+		cmd.Env = append(cmd.Env, rawRootTreesEnv+"=1")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS}
 	out, err := cmd.Output()
 	if err != nil {
@@ -105,13 +133,26 @@ func TestRawRootSameMounts(t *testing.T) {
 
 	// the raw plan's
 	var sources []int
-	for _, src := range mounts.BindSources(spec) {
-		fd, err := mounts.OpenSourcePath(src)
+	setup := mounts.PlanSetup
+	if trees {
+		srcs, err := mounts.CloneSources(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer unix.Close(fd)
-		sources = append(sources, fd)
+		for _, s := range srcs {
+			defer s.Close()
+			sources = append(sources, s.Fd())
+		}
+		setup = mounts.PlanSetupTrees
+	} else {
+		for _, src := range mounts.BindSources(spec) {
+			fd, err := mounts.OpenSourcePath(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			sources = append(sources, fd)
+		}
 	}
 	null, err := mounts.OpenNull("/dev/null")
 	if err != nil {
@@ -132,7 +173,7 @@ func TestRawRootSameMounts(t *testing.T) {
 	s := p.Begin("mount")
 	proc := p.Reg()
 	p.Call(s, nil, unix.SYS_FSOPEN, rawplan.Lit(p.Str("proc")), rawplan.Lit(unix.FSOPEN_CLOEXEC)).Into(proc)
-	rr, err := mounts.PlanSetup(p, s, spec, sources, null, proc)
+	rr, err := setup(p, s, spec, sources, null, proc)
 	if err != nil {
 		t.Fatal(err)
 	}

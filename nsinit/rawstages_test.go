@@ -1,12 +1,17 @@
 package nsinit
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/rawplan"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/config"
+	"github.com/gosbx/gosbx/seccomp"
 )
 
 // The raw init's steps come in the Go init's order for the same config: its build
@@ -15,14 +20,32 @@ import (
 // out are the raw plan's own steps that the Go init does elsewhere: the clone child's
 // (id maps, setsid, capabilities: initclone.go), the holder's (a procPlan of the Go
 // init's pid namespace step), the signalfd (catchSignals, before the steps), the fork
-// (under the process stage's first step, as startPlan reports it) and the exec report
-// (no step).
+// (under the process stage's first step, as startPlan reports it), the exec report
+// (no step) and, for a filter that notifies, the set-ID handler's child's (cloned in
+// the pid namespace step: its confinement, reported as the Go init's "set-ID thread",
+// then its wait, "set-ID handler"; rawsetid.go). Both with a filter that allows and
+// with one that notifies (the set-ID procfs, the handler, the listener's steps act).
 func TestRawStepOrder(t *testing.T) {
-	spec := stageSpec()
+	// a caller other than root's config, and a root caller's: a host id (the trees, the
+	// credentials set inside with setgroups allowed); each with a filter that allows and
+	// one that notifies
+	for _, mapped := range []bool{false, true} {
+		for _, notify := range []bool{false, true} {
+			spec := stageSpec()
+			spec.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
+			spec.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65534, Size: 1}}
+			if notify {
+				spec.Linux.Filter = seccomp.Program{{Code: 6, K: unix.SECCOMP_RET_USER_NOTIF}}
+			}
+			t.Run(fmt.Sprintf("mapped=%v notify=%v", mapped, notify), func(t *testing.T) { rawStepOrder(t, spec, mapped) })
+		}
+	}
+}
 
+func rawStepOrder(t *testing.T, spec *config.Config, mapped bool) {
 	// the Go init's
 	r := &recorder{spec: spec}
-	s := &sandboxInit{sys: r}
+	s := &sandboxInit{sys: r, trees: mapped}
 	var goSteps []string
 	for _, st := range s.buildSteps() {
 		n := len(r.calls)
@@ -44,6 +67,25 @@ func TestRawStepOrder(t *testing.T) {
 	}
 	dir.Close()
 	goSteps = append(goSteps, plan.steps...)
+	// its clone child's (forkExecInit's plan for the SysProcAttr the launcher uses),
+	// without those the raw child has no use for: it runs no Go handler and executes
+	// nothing (its descriptors are moved by its first step, before these)
+	sys := initSysAttr(spec, mapped, false, -1)
+	ip, err := planInit(initArgs(false, false, mapped), nil, []uintptr{0, 1, 2}, sys, 10, 11, 12, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goClone []string
+	for _, op := range ip.ops {
+		name := initSteps[op.step]
+		switch name {
+		case "block signals", "reset signal handlers", "restore the signal mask", "move descriptors", "execve /proc/self/exe":
+			continue
+		}
+		if len(goClone) == 0 || goClone[len(goClone)-1] != name {
+			goClone = append(goClone, name)
+		}
+	}
 
 	// the raw plan's
 	p, err := rawplan.New(1<<20, 4096)
@@ -51,7 +93,11 @@ func TestRawStepOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Free()
-	fds := &rawFds{mapsR: 20, mapsW: 21, holderSend: 22, holderRecv: 23, holderExe: 24, holderRepR: 25, holderRepW: 26, life: 27}
+	fds := &rawFds{mapsR: 20, mapsW: 21, holderSend: 22, holderRecv: 23, holderExe: 24, holderRepR: 25, holderRepW: 26, life: 27,
+		trees: mapped, cred: sys.Credential, setgroups: mapped}
+	if spec.Linux.Filter.Notifies() {
+		fds.setid = &rawSetIDFds{handler: 31, send: 32, exe: 33, repR: 34, repW: 35}
+	}
 	built, err := planRawBuild(p, spec, fds)
 	if err != nil {
 		t.Fatal(err)
@@ -65,10 +111,14 @@ func TestRawStepOrder(t *testing.T) {
 		t.Fatalf("no pid namespace step: %v", order)
 	}
 	var rawSteps []string
-	for _, name := range order[first:] {
+	for i, name := range order[first:] {
 		switch name {
-		case "pid 1 of the commands", "signals", "exec report":
+		case "pid 1 of the commands", "signals", "exec report", "set-ID handler":
 			continue
+		case "set-ID thread":
+			if i+1 < len(order[first:]) && order[first+i+1] == "set-ID handler" {
+				continue // the handler's child's confinement
+			}
 		}
 		if len(rawSteps) == 0 || rawSteps[len(rawSteps)-1] != name {
 			rawSteps = append(rawSteps, name)
@@ -78,11 +128,17 @@ func TestRawStepOrder(t *testing.T) {
 	if n := len(rawSteps); n > 0 && rawSteps[n-1] == "signal mask" {
 		rawSteps = rawSteps[:n-1]
 	}
+	if spec.Linux.Filter.Notifies() && (!slices.Contains(goSteps, "set-ID procfs") || !slices.Contains(goSteps, "set-ID thread")) {
+		t.Errorf("the Go init's steps for a filter that notifies lack the set-ID ones: %q", goSteps)
+	}
 	if !slices.Equal(goSteps, rawSteps) {
 		t.Errorf("steps differ:\nGo init:  %q\nraw plan: %q", goSteps, rawSteps)
 	}
-	if want := []string{"wait for the id maps", "setsid", "ambient capabilities"}; !slices.Equal(order[:first], want) {
-		t.Errorf("the clone child's steps %q, want %q", order[:first], want)
+	if !slices.Equal(order[:first], goClone) {
+		t.Errorf("the clone child's steps %q, the Go init's clone %q", order[:first], goClone)
+	}
+	if want := slices.Contains(goClone, "setuid"); want != mapped {
+		t.Errorf("mapped %v: the Go init's clone sets the credentials: %v", mapped, want)
 	}
 }
 

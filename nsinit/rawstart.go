@@ -24,6 +24,17 @@ import (
 // sync pipe (the reports), the process stage's report pipe, and the life pipe.
 type rawStartFds struct {
 	sync, stageRepR, stageRepW, life int
+
+	// join are the launcher's descriptors of the sandbox's cgroup.procs, one per v1
+	// hierarchy (rawCgroupFiles): the process stage writes "0" to each, then closes it,
+	// before anything of the command runs; cgroupNS, that it then unshares the
+	// command's cgroup namespace, rooted at its group
+	join     []int
+	cgroupNS bool
+	// cgroupFd is a cgroup v2 group's directory (cgroup.Group.CloneFd) the process
+	// stage is cloned into (clone3 CLONE_INTO_CGROUP), or 0 (never a group's: the
+	// launcher's stdio)
+	cgroupFd int
 }
 
 // rawStart is what the launcher needs to read the raw init's reports: the program's
@@ -157,6 +168,27 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 
 	// the process stage, in a child of its own (planProcess's steps and calls)
 	sub := p.BeginSub(s)
+	if len(fd.join) > 0 || fd.cgroupFd > 0 {
+		// The sandbox's cgroup, joined by the command first of all: the raw init, which
+		// shares the launcher's memory, never joins (a memory cgroup's OOM kill of a
+		// process sharing it would kill the launcher with it; docs/decisions.md "Speed,
+		// sixth attempt"). This child shares that memory too until its execve, but
+		// under CLONE_VFORK the OOM killer never picks it (oom_badness: in_vfork), and
+		// its page faults are charged to the memory's owner, the launcher.
+		ps := p.Begin("cgroup place")
+		for _, j := range fd.join {
+			p.Call(ps, errno("write 0 to cgroup.procs"), unix.SYS_WRITE, lit(uintptr(j)), lit(p.Str("0")), lit(1))
+			p.Call(ps, errno("close cgroup.procs"), unix.SYS_CLOSE, lit(uintptr(j)))
+		}
+		if fd.cgroupFd > 0 {
+			// (already in the v2 group: cloned into it) its directory closed as well
+			p.Call(ps, errno("close the cgroup"), unix.SYS_CLOSE, lit(uintptr(fd.cgroupFd)))
+		}
+		if fd.cgroupNS {
+			ps = p.Begin("cgroup namespace")
+			p.Call(ps, errno("unshare(CLONE_NEWCGROUP)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWCGROUP))
+		}
+	}
 	ps := p.Begin("signal mask")
 	for sig := uintptr(1); sig <= 64; sig++ {
 		if sig == uintptr(unix.SIGKILL) || sig == uintptr(unix.SIGSTOP) {
@@ -198,7 +230,11 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 			b[4], b[5], b[6], b[7] = byte(ins.K), byte(ins.K>>8), byte(ins.K>>16), byte(ins.K>>24)
 		}
 		c.fprog.len, c.fprog.filter = uint16(len(filter)), p.Bytes(prog)
-		p.Call(ps, errno("seccomp(SECCOMP_SET_MODE_FILTER)"), unix.SYS_SECCOMP, lit(unix.SECCOMP_SET_MODE_FILTER), lit(0), lit(rawplan.Ptr(&c.fprog)))
+		if built.setid != nil {
+			planRawListener(p, ps, built.setid, rawplan.Ptr(&c.fprog)) // rawsetid.go
+		} else {
+			p.Call(ps, errno("seccomp(SECCOMP_SET_MODE_FILTER)"), unix.SYS_SECCOMP, lit(unix.SECCOMP_SET_MODE_FILTER), lit(0), lit(rawplan.Ptr(&c.fprog)))
+		}
 	}
 	ps = p.Begin("exec")
 	argv, err := p.StrArray(proc.Args)
@@ -215,11 +251,24 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	// the fork, reported as startPlan's are: under the process stage's first step
 	s = p.Begin("signal mask")
 	cmd := p.Reg()
-	p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
+	if fd.cgroupFd > 0 {
+		// into the v2 group from its birth; its page faults until its execve are the
+		// launcher's memory's, charged to the memory's owner (as a v1 join's)
+		p.CloneSubInto(s, errno("clone3 CLONE_INTO_CGROUP"), sub, unix.CLONE_VFORK, fd.cgroupFd, cmd)
+		p.Call(s, errno("close the cgroup"), unix.SYS_CLOSE, lit(uintptr(fd.cgroupFd)))
+	} else {
+		p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
+	}
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))
+	for _, j := range fd.join {
+		p.Call(s, errno("close cgroup.procs"), unix.SYS_CLOSE, lit(uintptr(j)))
+	}
 	p.AwaitSub(s, errno("the process stage's report"), sub, lit(uintptr(fd.stageRepR)))
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepR)))
 	p.CloseReg(s, dir) // as awaitPlan closes the command's working directory
+	if built.setid != nil {
+		planRawSetIDDone(p, s, built.setid)
+	}
 
 	// the exec report, then pid 1's capabilities dropped (dropThreadCaps), then the reaper
 	s = p.Begin("exec report")
@@ -231,7 +280,7 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	for _, sig := range forwarded {
 		forward |= 1 << (uint(sig.(unix.Signal)) - 1)
 	}
-	p.ReapOp(s, sigfd, pidfd, cmd, built.holder, *goByte, fd.life, fd.sync, forward, lifeAck, lifeGoNoAck)
+	p.ReapOp(s, sigfd, pidfd, cmd, built.holder, built.helper, *goByte, fd.life, fd.sync, forward, lifeAck, lifeGoNoAck)
 	if err := p.Finish(); err != nil {
 		return nil, err
 	}

@@ -155,6 +155,7 @@ func TestStageOrder(t *testing.T) {
 		"  set no_new_privs",
 		"  block every signal",
 		"  close_range 0-max CLOSE_RANGE_CLOEXEC",
+		"  chdir /",
 		"  execveat the holder (a memfd: vm.memfd_noexec=2 forbids it)",
 		"sethostname gosbx",
 		"loopbackUp",

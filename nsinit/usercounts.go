@@ -24,34 +24,41 @@ import (
 // The thread goes back to euid 0 (which restores its effective set), or, should that
 // fail, is never unlocked, so the runtime ends it with its goroutine.
 func startInitAs(hid uint32, argv []string, attr *syscall.ProcAttr, cpus *unix.CPUSet) (*initProc, error) {
-	type result struct {
-		p   *initProc
-		err error
-	}
-	done := make(chan result, 1)
+	var p *initProc
+	err := asHostID(hid, func() (err error) {
+		p, err = startInit(argv, attr, cpus)
+		return err
+	})
+	return p, err
+}
+
+// asHostID runs clone on a locked thread of its own whose effective uid is hid (see
+// startInitAs), and returns its error or the one that kept it from running.
+func asHostID(hid uint32, clone func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 		var caps [2]unix.CapUserData
 		if err := unix.Capget(&hdr, &caps[0]); err != nil {
 			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("capget: %w", err)}
+			done <- fmt.Errorf("capget: %w", err)
 			return
 		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(hid), ^uintptr(0)); e != 0 {
 			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("setresuid(-1, %d, -1): %w", hid, e)}
+			done <- fmt.Errorf("setresuid(-1, %d, -1): %w", hid, e)
 			return
 		}
-		var r result
+		var err error
 		raised := caps
 		for i := range raised {
 			raised[i].Effective = raised[i].Permitted
 		}
-		if err := unix.Capset(&hdr, &raised[0]); err != nil {
-			r.err = fmt.Errorf("capset after setting the effective uid to %d: %w", hid, err)
+		if err = unix.Capset(&hdr, &raised[0]); err != nil {
+			err = fmt.Errorf("capset after setting the effective uid to %d: %w", hid, err)
 		} else {
-			r.p, r.err = startInit(argv, attr, cpus)
+			err = clone()
 		}
 		// back to euid 0: the kernel sets the effective set to the permitted one; then
 		// exactly the effective set the thread had
@@ -59,8 +66,7 @@ func startInitAs(hid uint32, argv []string, attr *syscall.ProcAttr, cpus *unix.C
 			unix.Capset(&hdr, &caps[0]) == nil {
 			runtime.UnlockOSThread()
 		}
-		done <- r
+		done <- err
 	}()
-	r := <-done
-	return r.p, r.err
+	return <-done
 }

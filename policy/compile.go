@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +88,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		}
 		given, canon, err := canonical(r, "ro", ro.Path, h.Cwd)
 		if err != nil {
-			if ro.Optional && isNotExist(err) {
+			if ro.Optional && isAbsent(err) {
 				continue
 			}
 			return nil, err
@@ -166,7 +167,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		}
 		given, canon, err := canonical(r, "rw", rw.Path, h.Cwd)
 		if err != nil {
-			if rw.Optional && isNotExist(err) {
+			if rw.Optional && isAbsent(err) {
 				continue
 			}
 			return nil, err
@@ -314,20 +315,23 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		b.bind(d, d, false)
 	}
 
-	// Symlinks whose targets are bound elsewhere: resolver files in /etc, names given
-	// through a symlink, the workspace as the caller named it.
+	// Symlinks whose targets are bound elsewhere: resolver files in /etc (each link of
+	// the chain and the target file), names given through a symlink, the workspace as
+	// the caller named it.
 	b.origin = "a resolver file's target"
 	rr := newResolver()
+	var dotdotDirs []string
 	for _, rf := range resolverFiles {
 		if !underAny(rf, roDests) && !contains(roDests, filepath.Dir(rf)) {
 			continue
 		}
-		t, err := rr.evalSymlinks(rf)
-		if err != nil || t == rf || under(t, roDests...) || under(t, noBindUnder...) {
-			continue
+		b.origin = "the target of " + rf
+		if dirs, ok := b.resolverChain(rr, rf, roDests, trees); ok {
+			dotdotDirs = append(dotdotDirs, dirs...)
+			if t, err := rr.evalSymlinks(rf); err == nil && !contains(roDests, t) {
+				roDests = append(roDests, t)
+			}
 		}
-		b.bind(t, t, true)
-		roDests = append(roDests, t)
 	}
 	// Never in a bound tree: there the name exists already, and creating it would
 	// write the host.
@@ -352,12 +356,13 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if err := b.userLinks(f.Symlinks); err != nil {
 		return nil, err
 	}
+	b.emptyDirs(dotdotDirs)
 	if err := b.check(); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(b.mounts, func(i, j int) bool { return depth(b.mounts[i].Destination) < depth(b.mounts[j].Destination) })
 
-	env, err := environment(p, h, home)
+	env, err := environment(p, h, home, b.mounts)
 	if err != nil {
 		return nil, err
 	}
@@ -523,6 +528,14 @@ func unique(list []string) []string {
 func isNotExist(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Reason == "does not exist"
+}
+
+// isAbsent reports whether an optional bind whose canonical() gave err is skipped: it
+// does not exist, or the caller may not reach it (EACCES on a directory on the way, as
+// ${home}/go for uid 65534 with HOME=/root). Nothing the caller cannot read is lost by
+// leaving it out; a path that is not optional still stops the launch.
+func isAbsent(err error) bool {
+	return isNotExist(err) || errors.Is(err, fs.ErrPermission)
 }
 
 type builder struct {

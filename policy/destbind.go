@@ -53,7 +53,7 @@ func (b *builder) destBinds(r *resolver, moved []movedBind, p *Policy, h Host, m
 		}
 		given, canon, err := canonical(r, fl, m.Path, "/")
 		if err != nil {
-			if m.Optional && isNotExist(err) {
+			if m.Optional && isAbsent(err) {
 				continue
 			}
 			return false, err

@@ -1,8 +1,12 @@
 package policy
 
 import (
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // DefaultPath is PATH inside when neither the policy nor the caller has one.
@@ -14,11 +18,13 @@ const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 var envAllow = []string{"PATH", "LANG", "TZ", "TERM", "USER", "LOGNAME", "SHELL"}
 
 // environment builds the command's environment: the caller's PATH, LANG, LC_*, TZ,
-// TERM, USER, LOGNAME and SHELL (default /bin/sh); HOME and TMPDIR pointing at the
-// private ones; the policy's environment.pass (the caller's values), environment.path
-// and path_prepend, then environment.set (with the caller's --env). Everything else of
-// the caller (secrets, LD_PRELOAD, SSH_AUTH_SOCK) is dropped.
-func environment(p *Policy, h Host, home string) ([]string, error) {
+// TERM, USER, LOGNAME and SHELL (default /bin/sh); the caller's VIRTUAL_ENV when that
+// directory is visible inside (mounts: the sandbox's, as Build made them); HOME and
+// TMPDIR pointing at the private ones; the policy's environment.pass (the caller's
+// values), environment.path and path_prepend (prependPath), then environment.set (with
+// the caller's --env). Everything else of the caller (secrets, LD_PRELOAD,
+// SSH_AUTH_SOCK) is dropped.
+func environment(p *Policy, h Host, home string, mounts []specs.Mount) ([]string, error) {
 	caller := map[string]string{}
 	for _, kv := range h.Environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -47,8 +53,12 @@ func environment(p *Policy, h Host, home string) ([]string, error) {
 		put("PATH", DefaultPath)
 	}
 	set["PATH"] = p.substPath(set["PATH"])
+	venv := caller["VIRTUAL_ENV"]
 	if len(e.PathPrepend) > 0 {
-		put("PATH", strings.Join(e.PathPrepend, ":")+":"+set["PATH"])
+		put("PATH", prependPath(e.PathPrepend, set["PATH"], venv))
+	}
+	if venv != "" && visibleDir(venv, mounts) {
+		put("VIRTUAL_ENV", venv)
 	}
 	if _, ok := set["SHELL"]; !ok {
 		put("SHELL", "/bin/sh") // else tmux and others fall back to the passwd shell, often nologin
@@ -96,4 +106,72 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// prependPath puts the policy's path_prepend dirs in front of the PATH list path, but
+// after the caller's activated virtual environments (the leading entries of path that
+// are venv/bin or hold a pyvenv.cfg beside them, PEP 405): an activated venv's python
+// and pip keep precedence over a toolchain's. A prepend dir path already holds keeps
+// the caller's place and is not repeated.
+func prependPath(prepend []string, path, venv string) string {
+	entries := filepath.SplitList(path)
+	lead := 0
+	for lead < len(entries) && isVenvBin(entries[lead], venv) {
+		lead++
+	}
+	had := map[string]bool{}
+	for _, e := range entries {
+		had[filepath.Clean(e)] = true
+	}
+	out := append([]string{}, entries[:lead]...)
+	for _, d := range prepend {
+		if !had[filepath.Clean(d)] {
+			had[filepath.Clean(d)] = true
+			out = append(out, d)
+		}
+	}
+	return strings.Join(append(out, entries[lead:]...), ":")
+}
+
+// isVenvBin reports whether the PATH entry e is a Python virtual environment's bin
+// directory: $VIRTUAL_ENV/bin, or a directory whose parent holds pyvenv.cfg (PEP 405).
+func isVenvBin(e, venv string) bool {
+	if e == "" || !filepath.IsAbs(e) || filepath.Base(filepath.Clean(e)) != "bin" {
+		return false
+	}
+	if venv != "" && filepath.Clean(e) == filepath.Join(venv, "bin") {
+		return true
+	}
+	st, err := os.Stat(filepath.Join(filepath.Dir(filepath.Clean(e)), "pyvenv.cfg"))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// visibleDir reports whether the absolute path dir names a directory that the sandbox
+// shows at the same path: the deepest of mounts holding it (and holding its canonical
+// path, when it was named through a symlink) is a bind of a host tree at its own path.
+// A dir under a private tmpfs (the HOME) or in no bind at all is not visible.
+func visibleDir(dir string, mounts []specs.Mount) bool {
+	if !filepath.IsAbs(dir) {
+		return false
+	}
+	dir = filepath.Clean(dir)
+	canon, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	if st, err := os.Stat(canon); err != nil || !st.IsDir() {
+		return false
+	}
+	for _, d := range []string{dir, canon} {
+		var m *specs.Mount
+		for i := range mounts {
+			if under(d, mounts[i].Destination) && (m == nil || len(mounts[i].Destination) > len(m.Destination)) {
+				m = &mounts[i]
+			}
+		}
+		if m == nil || m.Type != "bind" || m.Source != m.Destination {
+			return false
+		}
+	}
+	return true
 }

@@ -83,8 +83,18 @@ func viaSymlink(field, raw, given, canon string, st os.FileInfo, h Host) error {
 // writable refuses a read-write bind (the workspace or --rw) of the root, a shared
 // system directory, anything beneath a system tree, a home directory or one of its
 // ancestors, repository metadata (a path with a .git component), or a path that is,
-// holds or lies inside one of the credential paths creds.
+// holds or lies inside one of the credential paths creds; by name, and by identity
+// (refusedAlias: a bind mount of one of those under another name, or holding one).
 func writable(field, canon string, h Host, creds []string) error {
+	if err := writableName(field, canon, h, creds); err != nil {
+		return err
+	}
+	// the same refusals by identity: a bind mount is another name for what it shows
+	return refusedAlias(field, canon, h, creds)
+}
+
+// writableName is writable's rule by name alone.
+func writableName(field, canon string, h Host, creds []string) *Error {
 	if canon == "/" {
 		return errorf(field, canon, nil, "refusing / read-write: it is the root file system; name a project directory")
 	}

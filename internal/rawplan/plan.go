@@ -47,13 +47,14 @@ const (
 	ReadlinkIs                // readlinkat(2) of a[0], a[1]: EEXIST unless the link's target is the a[3] bytes at arena offset a[2]
 	WriteAll                  // write(2) of a[2] bytes at a[1] to a[0], again after a short write
 	SendFd                    // sendmsg(2) on a[0] of one byte with the descriptor a[1] (SCM_RIGHTS)
-	CloneSub                  // clone(2) of a child (flags a[0], stack top a[1]) running the sub-plan at arena offset a[2], its registers a copy of these: its pid
+	CloneSub                  // clone(2) of a child (flags a[0], stack top a[1]; or clone3(2), its clone_args at a[0] of size a[1]) running the sub-plan at arena offset a[2], its registers a copy of these: its pid
 	Emit                      // write(2) on a[0] of a Record: kind a[1], values a[2] and a[3]
 	AbsCwd                    // getcwd(2): ENOENT unless the path starts with '/' ("(unreachable)" otherwise)
 	LookPath                  // the first executable regular file among the candidates at arena offset a[1], from the directory a[0]: its address
 	Reap                      // the init's reaper (reap.go); never returns
 	Or16                      // no call: the 16 bits at arena offset a[0] or'ed with a[1] (a flag into an ifreq)
 	AwaitSub                  // read(2) of a sub-plan's report on a[0]: end of file passes; a report fails as the sub-plan's op (indices from a[1])
+	PollIn                    // poll(2) of a[0] until it is readable; EPIPE when it hangs up first (pollin.go)
 )
 
 // Regs is the number of registers of a plan.
@@ -361,6 +362,33 @@ func (p *Plan) CloneSub(s uint16, errf func(unix.Errno) error, sub *Sub, flags u
 	p.Op(s, errf, CloneSub, unix.SYS_CLONE, Lit(flags|unix.CLONE_VM|uintptr(unix.SIGCHLD)), Lit(top), Lit(off)).Into(r)
 }
 
+// cloneArgs is struct clone_args (clone3(2), CLONE_ARGS_SIZE_VER2).
+type cloneArgs struct {
+	flags, pidfd, childTID, parentTID, exitSignal, stack, stackSize, tls, setTID, setTIDSize, cgroup uint64
+}
+
+// CloneSubInto is CloneSub with clone3(2) and CLONE_INTO_CGROUP: the child starts in
+// the cgroup v2 group whose directory is the descriptor cgroupFd (in the cloning
+// child's table), so that it belongs to the group before it runs an instruction.
+func (p *Plan) CloneSubInto(s uint16, errf func(unix.Errno) error, sub *Sub, flags uintptr, cgroupFd int, r Reg) {
+	top, err := p.Stack(StackSize)
+	if err == nil && sub.st == nil {
+		err = errors.New("a sub-plan not ended")
+	}
+	args := Alloc[cloneArgs](p)
+	if err != nil || args == nil {
+		p.Refuse(err)
+		return
+	}
+	// clone3 takes the stack's lowest address and size: the child's stack pointer is
+	// their sum, the same 16-byte aligned top as CloneSub's, within the allocation
+	base := top - (StackSize - 64)
+	*args = cloneArgs{flags: uint64(flags | unix.CLONE_VM | unix.CLONE_INTO_CGROUP), exitSignal: uint64(unix.SIGCHLD),
+		stack: uint64(base), stackSize: uint64(top - base), cgroup: uint64(cgroupFd)}
+	off := ptr(sub.st) - ptr(p.St)
+	p.Op(s, errf, CloneSub, unix.SYS_CLONE3, Lit(ptr(args)), Lit(unsafe.Sizeof(*args)), Lit(off)).Into(r)
+}
+
 // AwaitSub adds the wait for sub's report on the descriptor report (the pipe's read
 // end): a failure of the sub-plan fails the plan at the sub-plan's op.
 func (p *Plan) AwaitSub(s uint16, errf func(unix.Errno) error, sub *Sub, report Arg) {
@@ -434,8 +462,9 @@ type fdMessage struct {
 // neither allocate nor store a pointer.
 type Caller interface {
 	raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno)
-	// clone starts a child running sub (CloneSub).
-	clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno)
+	// clone starts a child running sub (CloneSub): clone(2) with flags a1 and stack
+	// top a2, or clone3(2) with its struct clone_args at a1, of size a2 (nr says which).
+	clone(nr, a1, a2 uintptr, sub *State) (uintptr, unix.Errno)
 }
 
 type Kernel struct{}
@@ -451,8 +480,8 @@ func (*Kernel) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
 
 //go:nosplit
 //go:norace
-func (*Kernel) clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno) {
-	pid, e := cloneRaw(unix.SYS_CLONE, flags, stack, sub)
+func (*Kernel) clone(nr, a1, a2 uintptr, sub *State) (uintptr, unix.Errno) {
+	pid, e := cloneRaw(nr, a1, a2, sub)
 	return pid, unix.Errno(e)
 }
 
@@ -528,6 +557,8 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 			r, e = lookPath(st, k)
 		case Reap:
 			reap(st, k)
+		case PollIn:
+			e = pollIn(st, k)
 		case Or16:
 			f := (*uint16)(unsafe.Add(unsafe.Pointer(st), a[0]))
 			*f |= uint16(a[1])
@@ -535,7 +566,7 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 		case CloneSub:
 			sub := (*State)(unsafe.Add(unsafe.Pointer(st), a[2]))
 			sub.regs = st.regs // the sub-plan starts with the registers as they are now
-			r, e = k.clone(a[0], a[1], sub)
+			r, e = k.clone(o.nr, a[0], a[1], sub)
 		case AwaitSub:
 			var n int
 			if n, e = readSubReport(st, k); e == 0 && n == recSize && st.subrep.Kind == RecFailed {
@@ -546,6 +577,7 @@ func Run(st *State, k Caller) (int, unix.Errno) {
 		case RecvFd:
 			st.msg.controllen = uint64(unsafe.Sizeof(st.cmsg))
 			st.cmsg.fd = -1
+			a[1] = uintptr(unsafe.Pointer(&st.msg)) // this state's buffers: a sub-plan's own, not the plan's
 			r, e = k.raw(o.nr, a)
 			if e == 0 {
 				if r != 1 || st.cmsg.hdr.Level != unix.SOL_SOCKET || st.cmsg.hdr.Type != unix.SCM_RIGHTS || st.cmsg.fd < 0 {

@@ -28,7 +28,7 @@ type rawAnswer struct {
 	e unix.Errno
 }
 
-func (k *rawRecorder) clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno) {
+func (k *rawRecorder) clone(nr, a1, a2 uintptr, sub *State) (uintptr, unix.Errno) {
 	return 0, unix.ENOSYS
 }
 
@@ -397,8 +397,8 @@ func TestRawPlanKernelKinds(t *testing.T) {
 // kernelCounter is the kernel, counting calls by number.
 type kernelCounter struct{ n map[uintptr]int }
 
-func (k *kernelCounter) clone(flags, stack uintptr, sub *State) (uintptr, unix.Errno) {
-	return TheKernel.clone(flags, stack, sub)
+func (k *kernelCounter) clone(nr, a1, a2 uintptr, sub *State) (uintptr, unix.Errno) {
+	return TheKernel.clone(nr, a1, a2, sub)
 }
 
 func (k *kernelCounter) raw(nr uintptr, a *[6]uintptr) (uintptr, unix.Errno) {
@@ -461,4 +461,81 @@ func TestRawPlanSub(t *testing.T) {
 			t.Errorf("failing sub-plan: %s: %v, %v, %v; want sub: EEXIST, nothing made, 125", step, rerr, statErr, ws)
 		}
 	}
+}
+
+// A sub-plan cloned with CloneSubInto starts in the cgroup v2 group given (seen from
+// the host in its /proc/PID/cgroup while it waits), and CLONE_VFORK holds its parent
+// until it has ended.
+func TestRawPlanSubIntoCgroup(t *testing.T) {
+	unified := "/sys/fs/cgroup/unified"
+	if _, err := os.Stat(filepath.Join(unified, "cgroup.procs")); err != nil {
+		unified = "/sys/fs/cgroup"
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a cgroup v2 group")
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(unified, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		t.Skip("no cgroup v2 hierarchy mounted")
+	}
+	name := fmt.Sprintf("gosbx-rawplan-test-%d", os.Getpid())
+	dir := filepath.Join(unified, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(dir)
+	cg, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep, subRep, ready, gate [2]int
+	for _, fds := range []*[2]int{&rep, &subRep, &ready, &gate} {
+		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newTestPlan(t)
+	s := p.Begin("main")
+	sub := p.BeginSub(s)
+	ss := p.Begin("sub")
+	p.Call(ss, nil, unix.SYS_WRITE, Lit(uintptr(ready[1])), Lit(p.Str("r")), Lit(1))
+	p.Op(ss, nil, ReadOne, unix.SYS_READ, Lit(uintptr(gate[0])), Lit(0), Lit(1))
+	p.EndSub(sub, subRep[1])
+	pid := p.Reg()
+	p.CloneSubInto(s, nil, sub, unix.CLONE_VFORK, cg, pid)
+	p.Call(s, nil, unix.SYS_CLOSE, Lit(uintptr(subRep[1])))
+	p.AwaitSub(s, nil, sub, Lit(uintptr(subRep[0])))
+	p.Call(s, nil, unix.SYS_WRITE, Lit(uintptr(ready[1])), Lit(p.Str("p")), Lit(1))
+	child, err := Start(p, 0, rep[1])
+	for _, fd := range []int{rep[1], subRep[0], subRep[1], ready[1], gate[0], cg} {
+		unix.Close(fd)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	if n, _ := unix.Read(ready[0], b[:]); n != 1 || b[0] != 'r' {
+		t.Fatalf("the sub-plan did not start: %q", b[:n])
+	}
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", child, child))
+	f := strings.Fields(string(kids))
+	if len(f) != 1 {
+		t.Fatalf("the raw child's children: %q", kids)
+	}
+	sub0, _ := os.ReadFile("/proc/" + f[0] + "/cgroup")
+	parent, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", child))
+	if !strings.Contains(string(sub0), "0::/"+name+"\n") || strings.Contains(string(parent), name) {
+		t.Errorf("the sub-plan's cgroups:\n%s\nits parent's:\n%s\nwant the sub-plan alone in %s", sub0, parent, name)
+	}
+	unix.Write(gate[1], []byte{1})
+	unix.Close(gate[1])
+	if n, _ := unix.Read(ready[0], b[:]); n != 1 || b[0] != 'p' {
+		t.Errorf("the parent plan did not go on after the sub-plan ended: %q", b[:n])
+	}
+	unix.Close(ready[0])
+	if step, rerr := ReadReport(p, rep[0]); rerr != nil {
+		t.Errorf("%s: %v", step, rerr)
+	}
+	var ws unix.WaitStatus
+	unix.Wait4(child, &ws, 0, nil)
 }

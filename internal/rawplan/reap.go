@@ -27,17 +27,19 @@ const (
 // ReapArgs are a Reap op's inputs, in the arena (ReapOp).
 type ReapArgs struct {
 	sigfd, life, pidfd, cmd, holder, sync, goByte Reg
+	helper                                        Reg // the set-ID handler's pid (nsinit/rawsetid.go); negative: none
 	lifeFd, syncFd                                uintptr
 	forward                                       uint64 // the signals sent on to the command (bit n-1 for signal n)
 	ackByte                                       byte   // the acknowledgement's byte; the go-ahead byte that asks for none
 	noAckByte                                     byte
 }
 
-// ReapOp adds the Reap op: sigfd, pidfd, cmd (its pid), holder (its pid) and goByte
-// (the go-ahead's byte, ReadOne) are registers; life and sync descriptors.
-func (p *Plan) ReapOp(s uint16, sigfd, pidfd, cmd, holder, goByte Reg, life, sync int, forward uint64, ack, noAck byte) {
+// ReapOp adds the Reap op: sigfd, pidfd, cmd (its pid), holder (its pid), helper (the
+// set-ID handler's pid, killed with the holder; negative: none) and goByte (the go-ahead's
+// byte, ReadOne) are registers; life and sync descriptors.
+func (p *Plan) ReapOp(s uint16, sigfd, pidfd, cmd, holder, helper, goByte Reg, life, sync int, forward uint64, ack, noAck byte) {
 	ra := Alloc[ReapArgs](p)
-	*ra = ReapArgs{sigfd: sigfd, pidfd: pidfd, cmd: cmd, holder: holder, goByte: goByte,
+	*ra = ReapArgs{sigfd: sigfd, pidfd: pidfd, cmd: cmd, holder: holder, helper: helper, goByte: goByte,
 		lifeFd: uintptr(life), syncFd: uintptr(sync), forward: forward, ackByte: ack, noAckByte: noAck}
 	p.Op(s, nil, Reap, 0, Lit(p.Offset(ptr(ra))))
 }
@@ -52,6 +54,7 @@ func reap(st *State, k Caller) {
 	ra := (*ReapArgs)(unsafe.Add(unsafe.Pointer(st), st.args[0]))
 	sigfd, pidfd := st.regs[ra.sigfd%Regs], st.regs[ra.pidfd%Regs]
 	cmd, holder := st.regs[ra.cmd%Regs], st.regs[ra.holder%Regs]
+	helper := st.regs[ra.helper%Regs]
 	acked := byte(st.regs[ra.goByte%Regs]) == ra.noAckByte
 	gone := false
 	a := &st.args
@@ -76,7 +79,7 @@ func reap(st *State, k Caller) {
 			continue
 		}
 		if e != 0 {
-			endRest(st, k, holder)
+			endRest(st, k, holder, helper)
 			exit(st, k, killedStatus)
 		}
 		for j := 0; j < n; j++ {
@@ -129,11 +132,11 @@ func reap(st *State, k Caller) {
 			break
 		}
 		if e != unix.EINTR {
-			endRest(st, k, holder)
+			endRest(st, k, holder, helper)
 			exit(st, k, killedStatus)
 		}
 	}
-	endRest(st, k, holder)
+	endRest(st, k, holder, helper)
 	st.rec = Record{Kind: RecExit, B: uint64(ws)}
 	a[0], a[1], a[2] = ra.syncFd, uintptr(unsafe.Pointer(&st.rec)), recSize
 	k.raw(unix.SYS_WRITE, a)
@@ -192,14 +195,23 @@ func reapOthers(st *State, k Caller, cmd, holder int64) {
 	}
 }
 
-// endRest kills the holder and reaps every child until none is left (nsinit's endRest).
+// endRest kills the holder and the set-ID handler (helper: its answer can wait in the
+// kernel for good, on a file system whose server stalls) and reaps every child until
+// none is left (nsinit's endRest; the Go init's handler threads end with its exit).
+// The helper's pid is its own even if it exited and was reaped already: no other
+// process of the init's pid namespace but the commands (just killed with the holder)
+// could have taken it.
 //
 //go:nosplit
 //go:norace
-func endRest(st *State, k Caller, holder int64) {
+func endRest(st *State, k Caller, holder, helper int64) {
 	a := &st.args
 	if holder > 0 {
 		a[0], a[1] = uintptr(holder), uintptr(unix.SIGKILL)
+		k.raw(unix.SYS_KILL, a)
+	}
+	if helper > 0 {
+		a[0], a[1] = uintptr(helper), uintptr(unix.SIGKILL)
 		k.raw(unix.SYS_KILL, a)
 	}
 	for {
