@@ -75,25 +75,39 @@ func TestSessionGitGuardPerRequest(t *testing.T) {
 	})
 }
 
-// TestSessionNewRepoRefused: a repository the user makes in the workspace after the
-// session started has no read-only .git in the sandbox (its mounts are fixed): the next
-// request is refused (125, naming session stop) rather than run where it could plant a
-// hook the host's git would run; after a restart the repository is guarded as usual.
-// Without the per-request scan the hook is planted on the host.
+// TestSessionNewRepoRefused: a repository a session's command or job makes (git init)
+// while it runs is the command's own, as in one-shot: later requests run, and its .git
+// is writable from the session (README, Known limits). One the user makes in the
+// workspace on the host between requests has no read-only .git in the sandbox (its
+// mounts are fixed): the next request is refused (125, naming session stop) rather than
+// run where it could plant a hook the host's git would run; after a restart the
+// repository is guarded as usual. Without the per-request search the hook is planted on
+// the host; without telling the two apart, the request after a git init is refused.
 func TestSessionNewRepoRefused(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		e := newSessionEnv(t, c)
 		e.start("n")
-		mustSucceed(t, e.in("n", nil, "true"), "a first command")
+		mustSucceed(t, e.in("n", nil, "git init -q mine"), "git init in a request")
+		mustSucceed(t, e.gosbx("exec", "--session", "n", "--detach", "--", "git", "init", "-q", "jobs"), "git init in a job")
+		mustSucceed(t, e.gosbx("job", "wait", "n/1"), "job wait")
+		// the known limit: a repository the session made is not protected
+		mustSucceed(t, e.in("n", nil, "true"), "a request after the command's git init")
+		mustSucceed(t, e.in("n", nil, "printf x > mine/.git/description && printf x > jobs/.git/description"), "writing the session's own repositories")
+		if b, err := os.ReadFile(filepath.Join(e.ws, "mine", ".git", "description")); err != nil || string(b) != "x" {
+			t.Errorf("the known limit does not hold as README says: %q, %v", b, err)
+		}
 		dep := filepath.Join(e.ws, "dep")
 		e.newRepo(dep, "dep-commit")
 		hook := filepath.Join(dep, ".git", "hooks", "post-commit")
 		r := e.in("n", nil, `printf '#!/bin/sh\ntouch /tmp/x\n' > dep/.git/hooks/post-commit && chmod +x dep/.git/hooks/post-commit`)
-		if r.code != 125 || !strings.Contains(r.stderr, "session stop n") {
-			t.Errorf("a request after a repository appeared: want 125 naming session stop\n%v", r)
+		if r.code != 125 || !strings.Contains(r.stderr, "session stop n") || !strings.Contains(r.stderr, dep) {
+			t.Errorf("a request after the host made a repository: want 125 naming it and session stop\n%v", r)
 		}
 		if _, err := os.Lstat(hook); err == nil {
 			t.Errorf("the session planted %s in the user's new repository", hook)
+		}
+		if r := e.in("n", nil, "true"); r.code != 125 {
+			t.Errorf("a second request: want the refusal again (until the restart)\n%v", r)
 		}
 		mustSucceed(t, e.gosbx("session", "stop", "n"), "stop")
 		e.start("n")

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -287,4 +288,73 @@ func TestReadRegularReads(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCachedScanIsReference: a search that keeps what it read (a session's rescan)
+// finds what the reference finds after each change to the tree (a repository made deep
+// down, a directory made unreadable, renamed, swapped for a symlink, removed), and
+// reads again only the directories that changed.
+func TestCachedScanIsReference(t *testing.T) {
+	old := racyWindow
+	racyWindow = 0 // the tree is seconds old (fine-grained ctimes: Linux 6.13's multigrain timestamps on tmpfs and ext4)
+	defer func() { racyWindow = old }()
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	for _, d := range []string{"a/b/c", "a/x", "d/e", "node_modules/p", "old/.git"} {
+		mkdirs(t, filepath.Join(ws, d))
+	}
+	pats := []string{".git", "config/*.key"}
+	s := ProtectedScan{Trees: []string{ws}, Patterns: pats}
+	check := func(step string, wantReads int) {
+		t.Helper()
+		want, wantErr := protectedInReference(ws, "", pats, 0)
+		reads := 0
+		if s.cache != nil {
+			reads = s.cache.reads
+		}
+		got, err := s.scan(s.cacheOrNew())
+		if !slices.Equal(got, want) || (err == nil) != (wantErr == nil) {
+			t.Errorf("%s: cached scan %q, %v; reference %q, %v", step, got, err, want, wantErr)
+		}
+		if n := s.cache.reads - reads; wantReads >= 0 && n != wantReads {
+			t.Errorf("%s: %d directories read, want %d", step, n, wantReads)
+		}
+	}
+	check("first", 8) // ws, a, a/b, a/b/c, a/x, d, d/e, old
+	check("unchanged", 0)
+	mkdirs(t, filepath.Join(ws, "a", "b", "c", ".git"))
+	check("a repository deep down", 1)
+	mkdirs(t, filepath.Join(ws, "config"))
+	touch(t, filepath.Join(ws, "config", "tls.key"))
+	check("an anchored pattern", 2)
+	if err := os.Rename(filepath.Join(ws, "a", "x"), filepath.Join(ws, "a", "y")); err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, filepath.Join(ws, "a", "y", ".git"))
+	check("a directory renamed", 2) // a, a/y (moved, and changed)
+	if err := os.RemoveAll(filepath.Join(ws, "d", "e")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(ws, "a"), filepath.Join(ws, "d", "e")); err != nil {
+		t.Fatal(err)
+	}
+	check("a directory swapped for a symlink", 1)
+	if os.Getuid() == 0 {
+		// root reads it all the same (CAP_DAC_OVERRIDE), as the reference does; the
+		// chmod is a change of ctime alone
+		if err := os.Chmod(filepath.Join(ws, "a", "b"), 0); err != nil {
+			t.Fatal(err)
+		}
+		check("a directory's mode changed", 1)
+		os.Chmod(filepath.Join(ws, "a", "b"), 0o755)
+		check("changed back", 1)
+	}
+	if err := os.RemoveAll(filepath.Join(ws, "a")); err != nil {
+		t.Fatal(err)
+	}
+	check("a tree removed", 1)
+	racyWindow = time.Hour
+	s.cache = nil
+	check("recent ctimes, first", 4) // ws, config, d, old
+	check("recent ctimes are read every time", 4)
 }

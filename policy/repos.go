@@ -44,6 +44,19 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 
 // scanProtected is protectedIn, resolving cwd with r.
 func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) ([]string, error) {
+	return scanProtectedCached(r, root, cwd, patterns, limit, nil)
+}
+
+// scanEntry is what the scan keeps of a directory's entry: one that matches a pattern,
+// or a directory it enters; rel is its path from the tree's root (anchored patterns).
+type scanEntry struct {
+	name, rel string
+	matched   bool
+}
+
+// scanProtectedCached is scanProtected; with c (non-nil) it reads only the directories
+// that changed since c was filled (dircache.go), with the same result as a full scan.
+func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit int, c *dirCache) ([]string, error) {
 	if limit <= 0 {
 		limit = DefaultScanLimit
 	}
@@ -117,6 +130,7 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 	defer direntBufs.Put(pooled)
 	buf := pooled[:]
 	var walk func(parent int, name, dir, rel string, depth int)
+	var visit func(keep []scanEntry, fd int, dir string, depth int)
 	walk = func(parent int, name, dir, rel string, depth int) {
 		if depth > scanDepth || exhausted {
 			return
@@ -126,8 +140,17 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			return
 		}
 		budget--
+		if c != nil {
+			// Unchanged since the last scan (its entries and mode as they were): what it
+			// held is taken as read, and the scan goes on by path (no descriptor).
+			if keep, ok := c.lookup(dir); ok {
+				visit(keep, -1, dir, depth)
+				return
+			}
+			parent, name = unix.AT_FDCWD, dir
+		}
 		flags := unix.O_NOFOLLOW
-		if parent == unix.AT_FDCWD {
+		if depth == 0 {
 			flags = 0 // the tree's root, canonical
 		}
 		fd, err := openDirAt(parent, name, flags)
@@ -136,6 +159,11 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			return
 		}
 		defer unix.Close(fd)
+		// the directory's state before it is read: a change after this is seen next time
+		var st unix.Stat_t
+		if c != nil && unix.Fstat(fd, &st) != nil {
+			st = unix.Stat_t{}
+		}
 		// Listable is not enough: a directory without search permission (r--) lists its
 		// names, a .git among them, but nothing in it can be looked at (faccessat2(2),
 		// the caller's effective ids).
@@ -145,11 +173,7 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 		}
 		// Only what decides the result is kept: the entries that match a pattern and
 		// the directories the scan enters, in os.ReadDir's order (by name).
-		type entry struct {
-			name, rel string
-			matched   bool
-		}
-		var keep []entry
+		var keep []scanEntry
 		err = eachDirent(fd, buf, func(nb []byte, typ uint8) error {
 			isDir, err := isDirAt(fd, nb, typ)
 			if errors.Is(err, os.ErrNotExist) {
@@ -174,7 +198,7 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 				}
 			}
 			if matched || isDir && !scanSkip[string(nb)] {
-				keep = append(keep, entry{string(nb), r, matched})
+				keep = append(keep, scanEntry{string(nb), r, matched})
 			}
 			return nil
 		})
@@ -182,7 +206,13 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			unreadable(dir, depth, err)
 			return
 		}
-		slices.SortFunc(keep, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+		slices.SortFunc(keep, func(a, b scanEntry) int { return strings.Compare(a.name, b.name) })
+		if c != nil {
+			c.store(dir, &st, keep)
+		}
+		visit(keep, fd, dir, depth)
+	}
+	visit = func(keep []scanEntry, fd int, dir string, depth int) {
 		for _, e := range keep {
 			if e.matched {
 				add(filepath.Join(dir, e.name))

@@ -17,6 +17,8 @@ type ProtectedScan struct {
 	Patterns []string `json:"patterns"`
 	Limit    int      `json:"limit,omitempty"`
 	Known    []string `json:"known"`
+	// cache is what Rescan read last (dircache.go)
+	cache *dirCache
 }
 
 // ScanProtected searches p's writable trees (the workspace, each read-write bind at its
@@ -41,49 +43,73 @@ func (p *Policy) ScanProtected(cwd string, h Host) (ProtectedScan, error) {
 			s.Trees = append(s.Trees, c)
 		}
 	}
-	known, err := s.scan()
+	known, err := s.scan(nil)
 	s.Known = known
 	return s, err
 }
 
-// scan lists the protected paths of s's trees as they are now.
-func (s ProtectedScan) scan() ([]string, error) {
+// scan lists the protected paths of s's trees as they are now; with c, reading only
+// the directories changed since c's last search.
+func (s ProtectedScan) scan(c *dirCache) ([]string, error) {
 	r := newResolver()
 	var out []string
+	if c != nil {
+		c.begin()
+	}
 	for i, t := range s.Trees {
 		cwd := ""
 		if i == 0 {
 			cwd = s.Cwd
 		}
-		found, err := scanProtected(r, t, cwd, s.Patterns, s.Limit)
+		found, err := scanProtectedCached(r, t, cwd, s.Patterns, s.Limit, c)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, found...)
 	}
+	if c != nil {
+		c.prune()
+	}
 	return out, nil
 }
 
-// Added searches s's trees again and refuses (a *Error at step protected) when a
-// protected path is there that was not at the start: it cannot be guarded without
-// building the sandbox again, which session names.
-func (s ProtectedScan) Added(session string) error {
+// Rescan searches s's trees again and returns the protected paths there that are not
+// in s.Known, in the scan's order. It reads only the directories that changed since its
+// last call (dircache.go): the first reads them all. Not safe for concurrent use.
+func (s *ProtectedScan) Rescan() ([]string, error) {
 	if len(s.Patterns) == 0 {
-		return nil
+		return nil, nil
 	}
-	now, err := s.scan()
+	now, err := s.scan(s.cacheOrNew())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var added []string
 	for _, p := range now {
 		if !slices.Contains(s.Known, p) {
-			added = append(added, p) // Error() shows it
+			added = append(added, p)
 		}
 	}
-	if len(added) == 0 {
-		return nil
-	}
-	return errorf("protected", "", nil, "%s appeared in a writable tree after session %s was started; a session's mounts are fixed at its start, so it is not guarded (git would run what a command put in it); the command was not run. Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again",
+	return added, nil
+}
+
+// Accept adds paths (from Rescan) to s.Known: Rescan no longer returns them.
+func (s *ProtectedScan) Accept(paths []string) {
+	s.Known = append(s.Known, paths...)
+}
+
+// NewProtectedError is the refusal (a *Error at step protected) of a request of
+// session while added (from Rescan) are in its writable trees unguarded: a session's
+// mounts are fixed at its start, so only building the sandbox again guards them.
+func NewProtectedError(session string, added []string) error {
+	return errorf("protected", "", nil, "%s appeared in a writable tree after session %s was started, while none of its commands ran; a session's mounts are fixed at its start, so it is not guarded (git would run what a command put in it); the command was not run. Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again",
 		strings.Join(added, ", "), session, session, session)
+}
+
+// cacheOrNew is s.cache, made on first use.
+func (s *ProtectedScan) cacheOrNew() *dirCache {
+	if s.cache == nil {
+		s.cache = newDirCache()
+	}
+	return s.cache
 }

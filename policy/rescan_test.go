@@ -3,13 +3,15 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestProtectedScanAdded: the scan kept at a session's start finds nothing new while the
-// trees are unchanged, and refuses (naming the restart) once a .git appears in the
-// workspace or in a --rw tree; one that was there at the start is known.
+// trees are unchanged, and finds a .git that appears in the workspace or in a --rw tree
+// until it is accepted; one that was there at the start is known. The refusal names it
+// and the restart.
 func TestProtectedScanAdded(t *testing.T) {
 	base := t.TempDir()
 	ws, rw := filepath.Join(base, "ws"), filepath.Join(base, "rw")
@@ -28,18 +30,27 @@ func TestProtectedScanAdded(t *testing.T) {
 	if err != nil || len(s.Trees) != 2 || len(s.Known) != 1 {
 		t.Fatalf("scan at the start: %+v, %v; want 2 trees, old/.git known", s, err)
 	}
-	if err := s.Added("n"); err != nil {
-		t.Fatalf("nothing new: %v", err)
+	if added, err := s.Rescan(); err != nil || len(added) != 0 {
+		t.Fatalf("nothing new: %q, %v", added, err)
 	}
 	for _, d := range []string{filepath.Join(ws, "a", "b", ".git"), filepath.Join(rw, "dep", ".git")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		err := s.Added("n")
-		if err == nil || !strings.Contains(err.Error(), d) || !strings.Contains(err.Error(), "gosbx session stop n") {
-			t.Errorf("after %s appeared: %v; want a refusal naming it and the restart", d, err)
+		added, err := s.Rescan()
+		if err != nil || !slices.Equal(added, []string{d}) {
+			t.Errorf("after %s appeared: %q, %v; want it", d, added, err)
 		}
-		os.RemoveAll(filepath.Dir(d))
+		if again, _ := s.Rescan(); !slices.Equal(again, added) {
+			t.Errorf("rescan before Accept: %q, want %q again", again, added)
+		}
+		s.Accept(added)
+		if again, _ := s.Rescan(); len(again) != 0 {
+			t.Errorf("rescan after Accept: %q, want nothing", again)
+		}
+		if msg := NewProtectedError("n", added).Error(); !strings.Contains(msg, d) || !strings.Contains(msg, "gosbx session stop n") {
+			t.Errorf("the refusal %q names neither %s nor the restart", msg, d)
+		}
 	}
 }
 

@@ -47,7 +47,7 @@ type startData struct {
 	IdleTimeout  time.Duration // 0: none
 	Lifetime     time.Duration // the policy's --timeout: the session's own, 0: none
 	// Protected is what the search for protected paths found before the build: a
-	// request is refused while one has appeared since (policy.ProtectedScan.Added)
+	// request is refused while one has appeared since that no command made (repoGuard)
 	Protected policy.ProtectedScan
 	// NotFound explains a command's exit 127 as gosbx exec does, from the host as the
 	// session's start saw it (its PATH and HOME: those its binds were chosen from).
@@ -145,8 +145,8 @@ type supervisor struct {
 	bounds policy.Bounds
 	// notFound is startData.NotFound (withNotFoundHint)
 	notFound policy.NotFoundContext
-	// protected is startData.Protected
-	protected policy.ProtectedScan
+	// guard searches startData.Protected's trees around each command (repoGuard)
+	guard *repoGuard
 
 	mu       sync.Mutex
 	closing  bool      // no new command: the session ends (set before sess.Close)
@@ -209,7 +209,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound, protected: sd.Protected,
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound, guard: &repoGuard{name: sd.Name, scan: sd.Protected},
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{})}
 	go sv.accept(lfd)
 	if !delivered(ready) {
@@ -218,6 +218,8 @@ func superviseMain() int {
 		sv.killNow.Store(true)
 		sv.requestStop()
 	}
+	// the trees read once now, off the first request's path (a request waits for it)
+	go sv.guard.prime()
 
 	var lifetime <-chan time.Time
 	if sd.Lifetime > 0 {
@@ -443,16 +445,25 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		proc, err = sv.process(req)
 	}
 	if err == nil {
-		// a repository (or other protected path) made since the session started has no
-		// read-only mount: refused, not run unguarded
-		if perr := sv.protected.Added(sv.name); perr != nil {
-			err = &nsinit.SetupError{Step: "protected", Err: perr}
-		}
+		// a repository (or other protected path) made since the last request, while
+		// none of the session's commands ran, has no read-only mount: refused, not run
+		// unguarded; one a command made is its own (repoGuard)
+		err = sv.guard.before()
 	}
 	if err != nil {
 		refuse(err)
 		return
 	}
+	// the search once the command ended (its git cleanup done), before its exit status
+	// is answered: what appeared meanwhile was the command's
+	guarded := true
+	endGuard := func() {
+		if guarded {
+			guarded = false
+			sv.guard.ended()
+		}
+	}
+	defer endGuard()
 	sv.mu.Lock()
 	if sv.closing {
 		sv.mu.Unlock()
@@ -474,7 +485,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	cmd := sv.sess.Command(proc)
 	cmd.Timeout = req.Timeout
 	if req.Detach {
-		sv.detach(cmd, req, reply)
+		if sv.detach(cmd, req, reply) {
+			guarded = false // the job's end searches
+		}
 		return
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
@@ -551,6 +564,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 	}()
 	err = cmd.Wait()
+	endGuard()
 	if fault.Check("session slow answer") != nil {
 		// the answer late (fault injection test): the session's end must wait for it
 		time.Sleep(300 * time.Millisecond)
