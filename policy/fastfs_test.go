@@ -358,3 +358,46 @@ func TestCachedScanIsReference(t *testing.T) {
 	check("recent ctimes, first", 4) // ws, config, d, old
 	check("recent ctimes are read every time", 4)
 }
+
+// BenchmarkRescan: a session's search of its workspace, all read (full) and with
+// nothing changed since the last search (cached): a workspace of 4096 directories within
+// the scan's depth (filesystem.scan_limit's default) and a small one (a repository and
+// 5 directories). docs/decisions.md, "New repositories in a session".
+func BenchmarkRescan(b *testing.B) {
+	old := racyWindow
+	racyWindow = 0
+	defer func() { racyWindow = old }()
+	for _, c := range []struct {
+		name string
+		dirs []string
+	}{{"small", []string{".git", "src/a", "src/b", "docs", "test/x"}}, {"4096", nil}} {
+		ws := filepath.Join(b.TempDir(), "ws")
+		for _, d := range c.dirs {
+			mkdirs(b, filepath.Join(ws, d))
+		}
+		if c.dirs == nil {
+			for i := range 15 {
+				for j := range 16 {
+					for k := range 16 {
+						mkdirs(b, filepath.Join(ws, strconv.Itoa(i), strconv.Itoa(j), strconv.Itoa(k)))
+					}
+				}
+			}
+		}
+		s := ProtectedScan{Trees: []string{ws}, Patterns: []string{".git"}}
+		if _, err := s.scan(nil); err != nil {
+			b.Fatal(err) // 4096 directories: at the limit, not past it
+		}
+		b.Run(c.name+"/full", func(b *testing.B) {
+			for b.Loop() {
+				s.scan(nil)
+			}
+		})
+		b.Run(c.name+"/cached", func(b *testing.B) {
+			s.Rescan()
+			for b.Loop() {
+				s.Rescan()
+			}
+		})
+	}
+}
