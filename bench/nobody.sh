@@ -58,3 +58,9 @@ XN="xargs -a $NB/launches.txt -P $TP_CALLERS -n 1"
 nclean hyperfine -N --style basic --runs "$TP_RUNS" --warmup 1 --export-json "$NB/out/nobody-throughput.json" \
 	-n bwrap "$XN $BN" -n gosbx "$XN $GNB" -n gosbx-raw "$XN $GRB" >&2
 cp "$NB/out/nobody-throughput.json" "$RAW/nobody-throughput.json"
+# resident memory while sleep 2 runs, as uid 65534 with the raw init, whose memory is the
+# launcher's (one figure for both: the reaper column is the same memory)
+for r in $(seq "$RSS_REPS"); do
+	rss_one gosbx-raw-nobody /bin/sh -c "cd $NB/ws && exec setpriv --reuid 65534 --regid 65534 --clear-groups \
+		env -i PATH=$SPATH HOME=$NB/home LANG=C.UTF-8 $GRB /bin/sleep 2"
+done

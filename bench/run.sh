@@ -15,7 +15,8 @@
 #
 # Knobs (environment): RUNS (cold-start runs, default 40), WARMUP (5), HEAVY_RUNS (15),
 # TP_LAUNCHES (500), TP_CALLERS (8), TP_RUNS (3), LIB_N (200), RSS_REPS (3),
-# STARTUP_ROUNDS (500: gosbx version against an empty Go program), and for the warm path
+# STARTUP_ROUNDS (500: gosbx version against an empty Go program), SREQS (10: requests each
+# of 20 sessions serves before their memory is read again), and for the warm path
 # POOL_SIZE (2) and GAP_MS (20); the egress rows EG_REPS (5), EG_MB (100), EG_REQS (200)
 # (bench/egress.sh).
 # No network is used: every sandbox has its own network namespace with only lo, but the
@@ -243,7 +244,7 @@ hf heavy-find "$HEAVY_RUNS" 2 "/bin/sh -c 'find /usr -type f | wc -l'"
 hf heavy-stat "$HEAVY_RUNS" 2 "/usr/bin/python3 -c 'import os, sys; st, p = os.stat, sys.prefix; [st(p) for _ in range(300000)]'"
 
 # --- resident memory while `sleep 2` runs -------------------------------------------------
-say "resident memory (VmRSS, Pss, USS) of the launcher, the reaper and the command, $RSS_REPS reps"
+say "resident memory (VmRSS, Pss, USS, Anonymous) of the launcher, the reaper and the command, $RSS_REPS reps"
 kib() { # kib PID FIELD: a /proc/PID/status (VmRSS) or smaps_rollup (Pss) value in KiB
 	local f=status
 	[ "$2" = Pss ] && f=smaps_rollup
@@ -251,6 +252,11 @@ kib() { # kib PID FIELD: a /proc/PID/status (VmRSS) or smaps_rollup (Pss) value 
 }
 # uss PID: unique memory (Private_Clean + Private_Dirty of smaps_rollup), KiB
 uss() { awk '/^Private_(Clean|Dirty):/ {s += $2} END {print s + 0}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
+# anon PID: private anonymous memory (Anonymous of smaps_rollup: heap, stacks, written
+# .data/.bss), KiB. USS less this is file pages (mostly the binary's code and read-only
+# data) only this process maps: clean page cache, shared as soon as a second process of
+# the binary maps them, reclaimable either way
+anon() { awk '$1 == "Anonymous:" {print $2; exit}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
 child() { pgrep -P "$1" | head -n 1; }
 # sleepchild PID: the child of PID running sleep (the sandbox's init has two children: the
 # commands' pid 1, the holder, and the command itself)
@@ -275,11 +281,11 @@ rss_one() { # rss_one LABEL CMD...: start CMD (which runs sleep 2), read its tre
 	done
 	[ -n "$cmd" ] || die "$label: no command process found under $launcher"
 	sleep 0.5
-	printf '{"label":"%s","launcher_pid":%d,"reaper_pid":%d,"command_pid":%d,"launcher_rss_kib":%d,"reaper_rss_kib":%d,"command_rss_kib":%d,"launcher_pss_kib":%d,"reaper_pss_kib":%d,"command_pss_kib":%d,"launcher_uss_kib":%d,"reaper_uss_kib":%d,"launcher_comm":"%s","reaper_comm":"%s"}\n' \
+	printf '{"label":"%s","launcher_pid":%d,"reaper_pid":%d,"command_pid":%d,"launcher_rss_kib":%d,"reaper_rss_kib":%d,"command_rss_kib":%d,"launcher_pss_kib":%d,"reaper_pss_kib":%d,"command_pss_kib":%d,"launcher_uss_kib":%d,"reaper_uss_kib":%d,"launcher_anon_kib":%d,"reaper_anon_kib":%d,"launcher_comm":"%s","reaper_comm":"%s"}\n' \
 		"$label" "$launcher" "$reaper" "$cmd" \
 		"$(kib "$launcher" VmRSS)" "$(kib "$reaper" VmRSS)" "$(kib "$cmd" VmRSS)" \
 		"$(kib "$launcher" Pss)" "$(kib "$reaper" Pss)" "$(kib "$cmd" Pss)" \
-		"$(uss "$launcher")" "$(uss "$reaper")" \
+		"$(uss "$launcher")" "$(uss "$reaper")" "$(anon "$launcher")" "$(anon "$reaper")" \
 		"$(cat "/proc/$launcher/comm")" "$(cat "/proc/$reaper/comm")" >>"$RAW/rss.jsonl"
 	wait "$top" || die "$label: the sleep 2 run failed"
 }

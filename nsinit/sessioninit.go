@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/internal/memtrim"
 	"github.com/gosbx/gosbx/internal/wire"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -49,11 +50,17 @@ type sessionInit struct {
 	mu sync.Mutex // held across each fork and its entry in live, so the reaper sees both
 	// live maps each running command's pid to the socket its exit is reported on
 	live map[int]syncWriter
+	// trim returns the heap's free pages once idle after commands (internal/memtrim)
+	trim *memtrim.Trimmer
 }
 
 // serveSession builds the sandbox, reports ready, and serves requests until the owner
 // closes fd 3 or dies. It never returns.
 func serveSession(s *sandboxInit, w syncWriter) {
+	// the init's own statm for the trim, opened while the host's /proc is in view (after
+	// pivot_root /proc shows the commands' pid namespace, not the init); without it the
+	// init's heap is only ever collected by the runtime's own pacing
+	statm, _ := memtrim.OpenStatm()
 	for _, st := range s.buildSteps() {
 		if err := step(st.name, st.do(s)); err != nil {
 			reportInitError(w, err)
@@ -77,7 +84,7 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	cleanupSpec = s.spec
 	// From here commands may run: should the owner die, the reaper cleans up after them.
 	forked.Store(true)
-	si := &sessionInit{s: s, live: map[int]syncWriter{}}
+	si := &sessionInit{s: s, live: map[int]syncWriter{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}
 	go si.reap()
 	go func() {
 		for range sigc { // the owner speaks on fd 3; signals to pid 1 are not forwarded
@@ -96,6 +103,7 @@ func serveSession(s *sandboxInit, w syncWriter) {
 		switch body[0] {
 		case reqStart:
 			si.start(body[1:], fds)
+			si.trim.Poke()
 		case reqSignal:
 			closeFds(fds)
 			si.signal(body[1:])
@@ -265,6 +273,7 @@ func (si *sessionInit) reap() {
 		if ok {
 			w.send(message{Type: msgExit, Status: int(ws)})
 			w.f.Close()
+			si.trim.Poke()
 		}
 	}
 }

@@ -51,6 +51,10 @@ type rssSample struct {
 	CommandPSS  int    `json:"command_pss_kib"`
 	LauncherUSS int    `json:"launcher_uss_kib"`
 	ReaperUSS   int    `json:"reaper_uss_kib"`
+	// Anonymous of smaps_rollup: heap, stacks, written .data/.bss (USS less it is the
+	// binary's pages only this process maps)
+	LauncherAnon int `json:"launcher_anon_kib"`
+	ReaperAnon   int `json:"reaper_anon_kib"`
 }
 
 // startupResult is one line of bench/interleave -json: the interleaved start of the
@@ -131,7 +135,10 @@ type rssMedians struct {
 	ReaperPSS   float64 `json:"reaper_pss_kib"`
 	LauncherUSS float64 `json:"launcher_uss_kib"`
 	ReaperUSS   float64 `json:"reaper_uss_kib"`
-	Samples     int     `json:"samples"`
+	// Anonymous of smaps_rollup, KiB (0: raw files older than the field)
+	LauncherAnon float64 `json:"launcher_anon_kib"`
+	ReaperAnon   float64 `json:"reaper_anon_kib"`
+	Samples      int     `json:"samples"`
 }
 
 type report struct {
@@ -324,29 +331,38 @@ func main() {
 
 	// Memory.
 	samples := readRSS(filepath.Join(*raw, "rss.jsonl"))
-	p("\nResident memory while `sleep 2` runs inside, MiB: VmRSS (Pss / USS = Private_Clean + Private_Dirty); median of %s\n\n", r.Meta["rss_reps"])
+	p("\nResident memory while `sleep 2` runs inside, MiB: VmRSS (Pss / USS = Private_Clean + Private_Dirty; Anon = Anonymous); median of %s\n\n", r.Meta["rss_reps"])
 	p("| | launcher | reaper (pid 1 inside) | command (`sleep`) |\n|---|--:|--:|--:|\n")
-	for _, v := range []string{"bwrap", "gosbx", "gosbx-none", "library"} {
-		var l, rp, c, lp, rpp, lu, ru []float64
+	for _, v := range []string{"bwrap", "gosbx", "gosbx-none", "library", "gosbx-raw-nobody"} {
+		var l, rp, c, lp, rpp, lu, ru, la, ra []float64
 		for _, s := range samples {
 			if s.Label == v {
 				l, rp, c = append(l, float64(s.LauncherRSS)), append(rp, float64(s.ReaperRSS)), append(c, float64(s.CommandRSS))
 				lp, rpp = append(lp, float64(s.LauncherPSS)), append(rpp, float64(s.ReaperPSS))
 				lu, ru = append(lu, float64(s.LauncherUSS)), append(ru, float64(s.ReaperUSS))
+				la, ra = append(la, float64(s.LauncherAnon)), append(ra, float64(s.ReaperAnon))
 			}
 		}
-		m := rssMedians{median(l), median(rp), median(c), median(lp), median(rpp), median(lu), median(ru), len(l)}
+		if len(l) == 0 {
+			continue // a row older raw files do not have
+		}
+		m := rssMedians{median(l), median(rp), median(c), median(lp), median(rpp), median(lu), median(ru), median(la), median(ra), len(l)}
 		r.RSS[v] = m
 		name := v
-		if v == "library" {
+		switch v {
+		case "library":
 			name = "library (launcher = bench/libbench itself)"
+		case "gosbx-raw-nobody":
+			name = "gosbx as uid 65534, raw init (the launcher's memory is the raw init's: reaper = the same)"
 		}
-		p("| %s | %s (%s / %s) | %s (%s / %s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.LauncherUSS),
-			mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.ReaperUSS), mib(m.CommandKiB))
+		p("| %s | %s (%s / %s; %s) | %s (%s / %s; %s) | %s |\n", name, mib(m.LauncherKiB), mib(m.LauncherPSS), mib(m.LauncherUSS), mib(m.LauncherAnon),
+			mib(m.ReaperKiB), mib(m.ReaperPSS), mib(m.ReaperUSS), mib(m.ReaperAnon), mib(m.CommandKiB))
 	}
-	p("| gosbx/bwrap | %s× (USS %s×) | %s× (USS %s×) | |\n", f2(r.RSS["gosbx"].LauncherKiB/r.RSS["bwrap"].LauncherKiB),
-		f2(r.RSS["gosbx"].LauncherUSS/r.RSS["bwrap"].LauncherUSS), f2(r.RSS["gosbx"].ReaperKiB/r.RSS["bwrap"].ReaperKiB),
-		f2(r.RSS["gosbx"].ReaperUSS/r.RSS["bwrap"].ReaperUSS))
+	p("| gosbx/bwrap | %s× (USS %s×; Anon %s×) | %s× (USS %s×; Anon %s×) | |\n", f2(r.RSS["gosbx"].LauncherKiB/r.RSS["bwrap"].LauncherKiB),
+		f2(r.RSS["gosbx"].LauncherUSS/r.RSS["bwrap"].LauncherUSS), f2(r.RSS["gosbx"].LauncherAnon/r.RSS["bwrap"].LauncherAnon),
+		f2(r.RSS["gosbx"].ReaperKiB/r.RSS["bwrap"].ReaperKiB), f2(r.RSS["gosbx"].ReaperUSS/r.RSS["bwrap"].ReaperUSS),
+		f2(r.RSS["gosbx"].ReaperAnon/r.RSS["bwrap"].ReaperAnon))
+	p("\nAnon (Anonymous of smaps_rollup) is the heap, the stacks and the written copies of `.data`/`.bss`: memory the kernel can take back only by swapping. USS less Anon is file pages only this process maps, for gosbx its own binary's code and read-only data: clean page cache, mapped shared (and out of USS) as soon as a second gosbx process maps them, reclaimable either way. A static binary's USS counts them; a dynamically linked one's (bwrap's) counts little of its libraries, which other processes map. Anonymous also counts pages a fork() left shared copy-on-write (bwrap's reaper is a fork of bwrap: its Anon can exceed its USS); gosbx's processes are exec'd or `CLONE_VM` children, which share none.\n")
 	if st := readStartup(*raw); st != nil {
 		r.Startup = st
 		p("\nStart of the binary: `gosbx version` against an empty Go program (`func main() {}`), median ms\n\n")
@@ -398,7 +414,8 @@ func main() {
 	g := r.RSS["gosbx"]
 	r.Targets = append(r.Targets, target{"launcher and init unique memory while a command runs (issue 20)", "≤ 1 MiB each",
 		math.Max(g.LauncherUSS, g.ReaperUSS) / 1024, "MiB USS (larger of the two)", g.LauncherUSS <= 1024 && g.ReaperUSS <= 1024,
-		fmt.Sprintf("launcher %s MiB, init %s MiB; bwrap %s and %s MiB", mib(g.LauncherUSS), mib(g.ReaperUSS), mib(r.RSS["bwrap"].LauncherUSS), mib(r.RSS["bwrap"].ReaperUSS))})
+		fmt.Sprintf("launcher %s MiB (Anon %s), init %s MiB (Anon %s); bwrap %s and %s MiB", mib(g.LauncherUSS), mib(g.LauncherAnon), mib(g.ReaperUSS), mib(g.ReaperAnon),
+			mib(r.RSS["bwrap"].LauncherUSS), mib(r.RSS["bwrap"].ReaperUSS))})
 	if st := r.Startup; st != nil {
 		r.Targets = append(r.Targets, target{"gosbx version against an empty Go program (issue 20)", "≤ 1.3×", st.Ratio, "×",
 			st.Ratio <= 1.3, fmt.Sprintf("interleaved: version %.3f ms, empty %.3f ms; hyperfine -N %s×", st.VersionMs, st.EmptyMs, f2(st.HFRatio))})
@@ -429,11 +446,17 @@ func main() {
 			sessDetail = fmt.Sprintf("interleaved: exec --session %.2f ms, bwrap %.2f ms; hyperfine -N %s× (%s)", il["gosbx-session"].Median, il["bwrap"].Median,
 				f2(se.SessionExecMs/se.BwrapMs), sessDetail)
 		}
+		p("\nPer session, USS (Anon = Anonymous: heap and stacks; the rest is the binary's pages only the session's processes map): 1 idle session %s MiB (Anon %s), 20 idle %s (Anon %s)",
+			mib(se.USS1KiB), mib(se.Anon1KiB), mib(se.USS20KiB), mib(se.Anon20KiB))
+		if se.Requests > 0 {
+			p("; the 20 once each has served %d `exec --session` requests and idled 1 s %s (Anon %s)", se.Requests, mib(se.USS20UsedKiB), mib(se.Anon20UsedKiB))
+		}
+		p("\n")
 		r.Targets = append(r.Targets,
 			target{"exec into a running session (/bin/true, whole call)", "≤ 0.5× bwrap", sessRatio, "× bwrap",
 				sessRatio <= 0.5, sessDetail},
 			target{"idle session memory at 20 sessions", "≤ 2 MiB a session", se.USS20KiB / 1024, "MiB USS", se.USS20KiB <= 2048,
-				fmt.Sprintf("supervisor + init + the commands' pid 1; 20 sessions %s MiB in all; 1 session %s MiB", mib(se.USS20KiB*20), mib(se.USS1KiB))})
+				fmt.Sprintf("supervisor + init + the commands' pid 1 (Anon %s MiB); 20 sessions %s MiB in all; 1 session %s MiB", mib(se.Anon20KiB), mib(se.USS20KiB*20), mib(se.USS1KiB))})
 	}
 	if _, err := os.Stat(filepath.Join(*raw, "cache-go.json")); err == nil {
 		w := readHF(filepath.Join(*raw, "cache-go.json"), "direct", "gosbx-cache")
@@ -606,6 +629,13 @@ type sessionResults struct {
 	StartGosbxMs  float64 `json:"session_start_run_gosbx_exec_median_ms"`
 	USS1KiB       float64 `json:"uss_kib_1_session"`
 	USS20KiB      float64 `json:"uss_kib_per_session_at_20"`
+	// the 20 sessions again, once each has served Requests exec --session calls
+	USS20UsedKiB float64 `json:"uss_kib_per_session_at_20_after_requests,omitempty"`
+	Requests     int     `json:"requests_each,omitempty"`
+	// the Anonymous part of each (smaps_rollup): heap and stacks
+	Anon1KiB      float64 `json:"anon_kib_1_session"`
+	Anon20KiB     float64 `json:"anon_kib_per_session_at_20"`
+	Anon20UsedKiB float64 `json:"anon_kib_per_session_at_20_after_requests,omitempty"`
 }
 
 func readSessions(raw string) *sessionResults {
@@ -618,14 +648,18 @@ func readSessions(raw string) *sessionResults {
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var m struct {
 			Sessions int     `json:"sessions"`
+			Requests int     `json:"requests"`
 			USS      float64 `json:"uss_kib"`
+			Anon     float64 `json:"anon_kib"`
 		}
 		check(json.Unmarshal([]byte(line), &m))
-		switch m.Sessions {
-		case 1:
-			se.USS1KiB = m.USS
-		case 20:
-			se.USS20KiB = m.USS / 20
+		switch {
+		case m.Requests > 0:
+			se.USS20UsedKiB, se.Anon20UsedKiB, se.Requests = m.USS/float64(m.Sessions), m.Anon/float64(m.Sessions), m.Requests
+		case m.Sessions == 1:
+			se.USS1KiB, se.Anon1KiB = m.USS, m.Anon
+		case m.Sessions == 20:
+			se.USS20KiB, se.Anon20KiB = m.USS/20, m.Anon/20
 		}
 	}
 	return se
