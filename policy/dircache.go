@@ -1,32 +1,51 @@
 package policy
 
 import (
+	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// dirCache keeps what the search for protected paths read in each directory, with the
-// directory's state when it was read, so that searching the same trees again reads only
-// the directories that changed: one lstat(2) for each directory that did not, in place
-// of open, faccessat2 and getdents64 (docs/decisions.md, "New repositories in a session").
+// dirCache keeps what the search for protected paths read in each directory, so that
+// searching the same trees again reads only the directories that changed
+// (docs/decisions.md, "New repositories in a session"). A directory is taken as
+// unchanged in one of two ways:
 //
-// A directory whose entries or mode change gets a new ctime (inode(7): creating,
-// removing or renaming an entry sets the directory's mtime and ctime; chmod, chown and
-// utimensat set ctime, which no caller can set back). So a directory with the same
-// device, inode number, ctime and mtime as when it was read holds the same names, and
-// the directories among them are the same ones, each checked the same way in turn.
+//   - watched: an inotify(7) watch on it, added before it was read, has reported no
+//     event since (an entry made, removed or renamed in it; its own mode, owner or ACL
+//     changed; it moved or was removed). No system call at all for it.
+//   - by its state: the same device, inode number, ctime and mtime (lstat(2)) as when it
+//     was read, where no watch could be added (max_user_watches), after the watch queue
+//     overflowed, or once the mount table changed (a mount over a directory sends no
+//     event; the watch sees the covered one). Creating, removing or renaming an entry
+//     sets the directory's mtime and ctime; chmod, chown and utimensat set ctime, which
+//     no caller can set back (inode(7)). A file system's timestamps can be coarser than
+//     the changes (a tick): a directory changed again within the tick of the read would
+//     look unchanged, so one whose ctime is within racyWindow of the read is not taken
+//     this way (git's "racily clean" entries, gitformat-index(5), are the same rule).
 //
-// A file system's timestamps can be coarser than the changes (a tick of the clock):
-// a directory changed again within the tick of the read would look unchanged. One whose
-// ctime is within racyWindow of the read is not kept, and is read again each time until
-// it is older (git's "racily clean" entries, gitformat-index(5), are the same rule).
+// Only local file systems are watched (inotify does not see changes made by another
+// client of a network one): elsewhere the state is checked each time.
 type dirCache struct {
-	dirs map[string]cachedDir
-	// seen are the directories this search met (kept or read): the others are dropped
-	// once it ends (prune)
-	seen map[string]cachedDir
-	now  time.Time
+	dirs map[string]*cachedDir
+	// gen counts the searches: a directory this one met (kept or read) has it, the
+	// others are dropped once it ends (prune)
+	gen uint64
+	now time.Time
+
+	// ifd is the inotify instance (-1: none could be made); dirty are the watches
+	// that reported an event since the last search; verify: take no watch's word in
+	// this search (its queue overflowed, or the mount table changed)
+	ifd    int
+	dirty  map[int32]bool
+	verify bool
+	// mounts is /proc/self/mountinfo, open: poll(2) says a mount table change once
+	mounts int
+	// local caches localFS by device
+	local map[uint64]bool
+
 	// reads counts the directories read (not found unchanged), for the tests
 	reads int
 }
@@ -35,6 +54,9 @@ type cachedDir struct {
 	dev, ino     uint64
 	ctime, mtime unix.Timespec
 	keep         []scanEntry
+	wd           int32 // its watch, -1: none
+	racy         bool  // its ctime too recent for the state check
+	gen          uint64
 }
 
 // racyWindow is how recent a directory's ctime may be for its read to be kept: far more
@@ -42,41 +64,164 @@ type cachedDir struct {
 // variable for the unit tests alone.
 var racyWindow = 3 * time.Second
 
-func newDirCache() *dirCache { return &dirCache{dirs: map[string]cachedDir{}} }
+// watchMask: the events that change what a search reads in a directory.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
-// begin starts a search: what it meets is kept by prune.
+// newDirCache makes a cache; watch says whether to use inotify (else the state check
+// alone). Its descriptors stay open for the process's life, as the cache's owner (a
+// session's supervisor) does.
+func newDirCache(watch bool) *dirCache {
+	c := &dirCache{dirs: map[string]*cachedDir{}, dirty: map[int32]bool{}, ifd: -1, mounts: -1, local: map[uint64]bool{}}
+	if !watch {
+		return c
+	}
+	m, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return c
+	}
+	ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		unix.Close(m)
+		return c // max_user_instances: the state check for all
+	}
+	c.ifd, c.mounts = ifd, m
+	return c
+}
+
+// begin starts a search: what it meets is kept by prune. It takes the events the
+// watches reported since the last search.
 func (c *dirCache) begin() {
-	c.seen = map[string]cachedDir{}
+	c.gen++
 	c.now = time.Now()
+	clear(c.dirty)
+	c.verify = c.ifd < 0
+	if c.ifd < 0 {
+		return
+	}
+	// proc_mounts's poll: POLLPRI|POLLERR once for each change since the last poll
+	// (proc(5), /proc/pid/mounts); POLLIN always
+	fds := []unix.PollFd{{Fd: int32(c.mounts), Events: unix.POLLPRI}}
+	if _, err := unix.Poll(fds, 0); err != nil || fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
+		c.verify = true
+	}
+	var buf [4096]byte
+	for {
+		n, err := unix.Read(c.ifd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			if err != unix.EAGAIN {
+				c.verify = true
+			}
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				c.verify = true
+			}
+			c.dirty[ev.Wd] = true
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
 }
 
-// prune keeps the directories this search met, after it succeeded.
+// prune drops the directories this search did not meet, after it succeeded, and
+// removes their watches (unless a directory it met has the same one: a bind mount).
 func (c *dirCache) prune() {
-	c.dirs, c.seen = c.seen, nil
+	var gone []int32
+	used := map[int32]bool{}
+	for dir, d := range c.dirs {
+		switch {
+		case d.gen != c.gen:
+			delete(c.dirs, dir)
+			if d.wd >= 0 {
+				gone = append(gone, d.wd)
+			}
+		case d.wd >= 0:
+			used[d.wd] = true
+		}
+	}
+	for _, wd := range gone {
+		if !used[wd] {
+			unix.InotifyRmWatch(c.ifd, uint32(wd))
+			used[wd] = true // once
+		}
+	}
 }
 
-// lookup returns what dir held when it was read, if it is unchanged since (lstat(2):
-// dir is the path the search reached it by; its parents were found unchanged first).
+// lookup returns what dir held when it was read, if it is unchanged since (dir is the
+// path the search reached it by; its parents were found unchanged first).
 func (c *dirCache) lookup(dir string) ([]scanEntry, bool) {
 	d, ok := c.dirs[dir]
-	if !ok {
+	if !ok || d.wd >= 0 && c.dirty[d.wd] {
 		return nil, false
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR ||
-		st.Dev != d.dev || st.Ino != d.ino || st.Ctim != d.ctime || st.Mtim != d.mtime {
-		return nil, false
+	if d.wd < 0 || c.verify {
+		var st unix.Stat_t
+		if d.racy || unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR ||
+			st.Dev != d.dev || st.Ino != d.ino || st.Ctim != d.ctime || st.Mtim != d.mtime {
+			return nil, false
+		}
 	}
-	c.seen[dir] = d
+	d.gen = c.gen
 	return d.keep, true
 }
 
-// store keeps what dir held when it was read, st its state (fstat(2) before the read),
-// unless its ctime is too recent to tell a later change from it.
-func (c *dirCache) store(dir string, st *unix.Stat_t, keep []scanEntry) {
+// watch adds a watch on the open directory fd (before it is read) and returns it, or
+// -1: no inotify, a file system it does not serve, or the limit of watches reached.
+func (c *dirCache) watch(fd int) int {
+	if c.ifd < 0 {
+		return -1
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return -1
+	}
+	local, ok := c.local[st.Dev]
+	if !ok {
+		local = localFS(fd)
+		c.local[st.Dev] = local
+	}
+	if !local {
+		return -1
+	}
+	wd, err := unix.InotifyAddWatch(c.ifd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	if err != nil {
+		return -1
+	}
+	delete(c.dirty, int32(wd)) // an event before this read is this read's
+	return wd
+}
+
+// store keeps what dir held when it was read, st its state (fstat(2) after the watch,
+// before the read), wd its watch (-1: none).
+func (c *dirCache) store(dir string, st *unix.Stat_t, keep []scanEntry, wd int) {
 	c.reads++
-	if st.Ino == 0 || c.now.Sub(time.Unix(st.Ctim.Unix())) < racyWindow {
+	if st.Ino == 0 {
 		return
 	}
-	c.seen[dir] = cachedDir{dev: st.Dev, ino: st.Ino, ctime: st.Ctim, mtime: st.Mtim, keep: keep}
+	racy := c.now.Sub(time.Unix(st.Ctim.Unix())) < racyWindow
+	if racy && wd < 0 {
+		return
+	}
+	c.dirs[dir] = &cachedDir{dev: st.Dev, ino: st.Ino, ctime: st.Ctim, mtime: st.Mtim, keep: keep, wd: int32(wd), racy: racy, gen: c.gen}
+}
+
+// localFS reports whether the directory fd is on a file system whose changes inotify
+// sees all of: one that lives on this machine (statfs(2) f_type, linux/magic.h); not
+// overlayfs (a change made in a layer's own directory sends no event through it).
+func localFS(fd int) bool {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(fd, &fs) != nil {
+		return false
+	}
+	switch uint32(fs.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC,
+		unix.F2FS_SUPER_MAGIC:
+		return true
+	}
+	return false
 }

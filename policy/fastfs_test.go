@@ -292,9 +292,16 @@ func TestReadRegularReads(t *testing.T) {
 
 // TestCachedScanIsReference: a search that keeps what it read (a session's rescan)
 // finds what the reference finds after each change to the tree (a repository made deep
-// down, a directory made unreadable, renamed, swapped for a symlink, removed), and
-// reads again only the directories that changed.
+// down, a directory renamed, swapped for a symlink, its mode changed, a tree removed),
+// and reads again only the directories that changed: told by inotify watches, and by
+// their state alone (no watch).
 func TestCachedScanIsReference(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(map[bool]string{true: "watched", false: "state"}[watch], func(t *testing.T) { testCachedScan(t, watch) })
+	}
+}
+
+func testCachedScan(t *testing.T, watch bool) {
 	old := racyWindow
 	racyWindow = 0 // the tree is seconds old (fine-grained ctimes: Linux 6.13's multigrain timestamps on tmpfs and ext4)
 	defer func() { racyWindow = old }()
@@ -304,24 +311,25 @@ func TestCachedScanIsReference(t *testing.T) {
 		mkdirs(t, filepath.Join(ws, d))
 	}
 	pats := []string{".git", "config/*.key"}
-	s := ProtectedScan{Trees: []string{ws}, Patterns: pats}
+	s := ProtectedScan{Trees: []string{ws}, Patterns: pats, cache: newDirCache(watch)}
+	if watch && s.cache.ifd < 0 {
+		t.Fatal("no inotify instance")
+	}
 	check := func(step string, wantReads int) {
 		t.Helper()
 		want, wantErr := protectedInReference(ws, "", pats, 0)
-		reads := 0
-		if s.cache != nil {
-			reads = s.cache.reads
-		}
-		got, err := s.scan(s.cacheOrNew())
+		reads := s.cache.reads
+		got, err := s.scan(s.cache)
 		if !slices.Equal(got, want) || (err == nil) != (wantErr == nil) {
 			t.Errorf("%s: cached scan %q, %v; reference %q, %v", step, got, err, want, wantErr)
 		}
-		if n := s.cache.reads - reads; wantReads >= 0 && n != wantReads {
+		if n := s.cache.reads - reads; n != wantReads {
 			t.Errorf("%s: %d directories read, want %d", step, n, wantReads)
 		}
 	}
 	check("first", 8) // ws, a, a/b, a/b/c, a/x, d, d/e, old
 	check("unchanged", 0)
+	touch(t, filepath.Join(ws, "a", "b", "c", "file"))
 	mkdirs(t, filepath.Join(ws, "a", "b", "c", ".git"))
 	check("a repository deep down", 1)
 	mkdirs(t, filepath.Join(ws, "config"))
@@ -341,22 +349,29 @@ func TestCachedScanIsReference(t *testing.T) {
 	check("a directory swapped for a symlink", 1)
 	if os.Getuid() == 0 {
 		// root reads it all the same (CAP_DAC_OVERRIDE), as the reference does; the
-		// chmod is a change of ctime alone
+		// chmod is a change of ctime alone (the watch on a tells it too: IN_ATTRIB)
 		if err := os.Chmod(filepath.Join(ws, "a", "b"), 0); err != nil {
 			t.Fatal(err)
 		}
-		check("a directory's mode changed", 1)
+		check("a directory's mode changed", map[bool]int{true: 2, false: 1}[watch])
 		os.Chmod(filepath.Join(ws, "a", "b"), 0o755)
-		check("changed back", 1)
+		check("changed back", map[bool]int{true: 2, false: 1}[watch])
 	}
 	if err := os.RemoveAll(filepath.Join(ws, "a")); err != nil {
 		t.Fatal(err)
 	}
 	check("a tree removed", 1)
+	check("unchanged again", 0)
+	// a directory changed within racyWindow of its read: the state check reads it
+	// every time; a watch is told of each change
 	racyWindow = time.Hour
-	s.cache = nil
+	s.cache = newDirCache(watch)
 	check("recent ctimes, first", 4) // ws, config, d, old
-	check("recent ctimes are read every time", 4)
+	check("recent ctimes, again", map[bool]int{true: 0, false: 4}[watch])
+	if watch {
+		mkdirs(t, filepath.Join(ws, "d", "new", ".git"))
+		check("a change under a watch", 2) // d, d/new
+	}
 }
 
 // BenchmarkRescan: a session's search of its workspace, all read (full) and with

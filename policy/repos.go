@@ -50,8 +50,8 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 // scanEntry is what the scan keeps of a directory's entry: one that matches a pattern,
 // or a directory it enters; rel is its path from the tree's root (anchored patterns).
 type scanEntry struct {
-	name, rel string
-	matched   bool
+	name, rel, path string // path: dir/name, made once (a cached search meets it again)
+	matched         bool
 }
 
 // scanProtectedCached is scanProtected; with c (non-nil) it reads only the directories
@@ -159,10 +159,15 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			return
 		}
 		defer unix.Close(fd)
-		// the directory's state before it is read: a change after this is seen next time
+		// the directory watched, and its state, before it is read: a change after this
+		// is seen next time
 		var st unix.Stat_t
-		if c != nil && unix.Fstat(fd, &st) != nil {
-			st = unix.Stat_t{}
+		wd := -1
+		if c != nil {
+			wd = c.watch(fd)
+			if unix.Fstat(fd, &st) != nil {
+				st = unix.Stat_t{}
+			}
 		}
 		// Listable is not enough: a directory without search permission (r--) lists its
 		// names, a .git among them, but nothing in it can be looked at (faccessat2(2),
@@ -198,7 +203,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 				}
 			}
 			if matched || isDir && !scanSkip[string(nb)] {
-				keep = append(keep, scanEntry{string(nb), r, matched})
+				keep = append(keep, scanEntry{name: string(nb), rel: r, path: filepath.Join(dir, string(nb)), matched: matched})
 			}
 			return nil
 		})
@@ -208,17 +213,17 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		}
 		slices.SortFunc(keep, func(a, b scanEntry) int { return strings.Compare(a.name, b.name) })
 		if c != nil {
-			c.store(dir, &st, keep)
+			c.store(dir, &st, keep, wd)
 		}
 		visit(keep, fd, dir, depth)
 	}
 	visit = func(keep []scanEntry, fd int, dir string, depth int) {
 		for _, e := range keep {
 			if e.matched {
-				add(filepath.Join(dir, e.name))
+				add(e.path)
 				continue // its contents are protected with it
 			}
-			walk(fd, e.name, filepath.Join(dir, e.name), e.rel, depth+1)
+			walk(fd, e.name, e.path, e.rel, depth+1)
 		}
 	}
 	walk(unix.AT_FDCWD, root, root, "", 0)

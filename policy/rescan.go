@@ -109,7 +109,7 @@ func NewProtectedError(session string, added []string) error {
 // cacheOrNew is s.cache, made on first use.
 func (s *ProtectedScan) cacheOrNew() *dirCache {
 	if s.cache == nil {
-		s.cache = newDirCache()
+		s.cache = newDirCache(true)
 	}
 	return s.cache
 }
