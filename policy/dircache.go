@@ -46,8 +46,20 @@ type dirCache struct {
 	// local caches localFS by device
 	local map[uint64]bool
 
+	// walks are what each tree's last walk found, and whether every directory it met
+	// was watched (replay); root is the tree being walked, trees those walked (not
+	// replayed) in this search
+	walks map[string]walkResult
+	root  string
+	trees map[string]bool
+
 	// reads counts the directories read (not found unchanged), for the tests
 	reads int
+}
+
+type walkResult struct {
+	found   []string
+	watched bool
 }
 
 type cachedDir struct {
@@ -57,6 +69,7 @@ type cachedDir struct {
 	wd           int32 // its watch, -1: none
 	racy         bool  // its ctime too recent for the state check
 	gen          uint64
+	root         string // the tree it is in
 }
 
 // racyWindow is how recent a directory's ctime may be for its read to be kept: far more
@@ -72,7 +85,7 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 // alone). Its descriptors stay open for the process's life, as the cache's owner (a
 // session's supervisor) does.
 func newDirCache(watch bool) *dirCache {
-	c := &dirCache{dirs: map[string]*cachedDir{}, dirty: map[int32]bool{}, ifd: -1, mounts: -1, local: map[uint64]bool{}}
+	c := &dirCache{dirs: map[string]*cachedDir{}, dirty: map[int32]bool{}, walks: map[string]walkResult{}, trees: map[string]bool{}, ifd: -1, mounts: -1, local: map[uint64]bool{}}
 	if !watch {
 		return c
 	}
@@ -95,6 +108,7 @@ func (c *dirCache) begin() {
 	c.gen++
 	c.now = time.Now()
 	clear(c.dirty)
+	clear(c.trees)
 	c.verify = c.ifd < 0
 	if c.ifd < 0 {
 		return
@@ -128,14 +142,17 @@ func (c *dirCache) begin() {
 	}
 }
 
-// prune drops the directories this search did not meet, after it succeeded, and
+// prune drops the directories this search did not meet in the trees it walked, after it succeeded, and
 // removes their watches (unless a directory it met has the same one: a bind mount).
 func (c *dirCache) prune() {
+	if len(c.trees) == 0 {
+		return // all replayed
+	}
 	var gone []int32
 	used := map[int32]bool{}
 	for dir, d := range c.dirs {
 		switch {
-		case d.gen != c.gen:
+		case d.gen != c.gen && c.trees[d.root]:
 			delete(c.dirs, dir)
 			if d.wd >= 0 {
 				gone = append(gone, d.wd)
@@ -153,21 +170,46 @@ func (c *dirCache) prune() {
 }
 
 // lookup returns what dir held when it was read, if it is unchanged since (dir is the
-// path the search reached it by; its parents were found unchanged first).
-func (c *dirCache) lookup(dir string) ([]scanEntry, bool) {
+// path the search reached it by; its parents were found unchanged first), and whether
+// a watch said so.
+func (c *dirCache) lookup(dir string) (keep []scanEntry, watched, ok bool) {
 	d, ok := c.dirs[dir]
 	if !ok || d.wd >= 0 && c.dirty[d.wd] {
-		return nil, false
+		return nil, false, false
 	}
 	if d.wd < 0 || c.verify {
 		var st unix.Stat_t
 		if d.racy || unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR ||
 			st.Dev != d.dev || st.Ino != d.ino || st.Ctim != d.ctime || st.Mtim != d.mtime {
-			return nil, false
+			return nil, false, false
 		}
 	}
 	d.gen = c.gen
-	return d.keep, true
+	return d.keep, d.wd >= 0, true
+}
+
+// replay returns what root's last walk found, when nothing can have changed since:
+// every directory it met was watched, no watch has sent an event since, nothing asks
+// for the state check.
+func (c *dirCache) replay(root string) ([]string, bool) {
+	w, ok := c.walks[root]
+	if !ok || !w.watched || len(c.dirty) > 0 || c.verify {
+		return nil, false
+	}
+	return w.found, true
+}
+
+// walking starts the walk of root: what store keeps is root's.
+func (c *dirCache) walking(root string) {
+	c.root = root
+	c.trees[root] = true
+	delete(c.walks, root) // a walk that fails leaves nothing to replay
+}
+
+// walked keeps what root's walk found (for replay), watched whether every directory it
+// met was watched.
+func (c *dirCache) walked(root string, found []string, watched bool) {
+	c.walks[root] = walkResult{found: found, watched: watched}
 }
 
 // watch adds a watch on the open directory fd (before it is read) and returns it, or
@@ -207,7 +249,7 @@ func (c *dirCache) store(dir string, st *unix.Stat_t, keep []scanEntry, wd int) 
 	if racy && wd < 0 {
 		return
 	}
-	c.dirs[dir] = &cachedDir{dev: st.Dev, ino: st.Ino, ctime: st.Ctim, mtime: st.Mtim, keep: keep, wd: int32(wd), racy: racy, gen: c.gen}
+	c.dirs[dir] = &cachedDir{dev: st.Dev, ino: st.Ino, ctime: st.Ctim, mtime: st.Mtim, keep: keep, wd: int32(wd), racy: racy, gen: c.gen, root: c.root}
 }
 
 // localFS reports whether the directory fd is on a file system whose changes inotify

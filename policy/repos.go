@@ -117,13 +117,32 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 	// planted in it, and make it readable again in the next. Read-only, it cannot be
 	// chmod'ed back (EROFS). Gone, or swapped for a symlink or a file meanwhile: skipped,
 	// as os.ReadDir would.
+	// With c: a tree whose every directory was watched and has sent no event since is
+	// not walked at all (what its last walk found is found again, in its order).
+	// Otherwise what this walk finds is kept for that, with whether it can be.
+	walkAdd, watchedAll := add, c != nil
+	var walkFound []string
+	if c != nil {
+		if found, ok := c.replay(root); ok {
+			for _, p := range found {
+				add(p)
+			}
+			return out, nil
+		}
+		c.walking(root)
+		walkAdd = func(p string) {
+			add(p)
+			walkFound = append(walkFound, p)
+		}
+	}
 	unreadable := func(dir string, depth int, err error) {
+		watchedAll = false // not kept: read again each time
 		switch {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
 		case depth == 0:
 			rootErr = err
 		default:
-			add(dir)
+			walkAdd(dir)
 		}
 	}
 	pooled := direntBufs.Get().(*[direntBufSize]byte)
@@ -143,7 +162,8 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		if c != nil {
 			// Unchanged since the last scan (its entries and mode as they were): what it
 			// held is taken as read, and the scan goes on by path (no descriptor).
-			if keep, ok := c.lookup(dir); ok {
+			if keep, watched, ok := c.lookup(dir); ok {
+				watchedAll = watchedAll && watched
 				visit(keep, -1, dir, depth)
 				return
 			}
@@ -213,6 +233,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		}
 		slices.SortFunc(keep, func(a, b scanEntry) int { return strings.Compare(a.name, b.name) })
 		if c != nil {
+			watchedAll = watchedAll && wd >= 0 && st.Ino != 0
 			c.store(dir, &st, keep, wd)
 		}
 		visit(keep, fd, dir, depth)
@@ -220,7 +241,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 	visit = func(keep []scanEntry, fd int, dir string, depth int) {
 		for _, e := range keep {
 			if e.matched {
-				add(e.path)
+				walkAdd(e.path)
 				continue // its contents are protected with it
 			}
 			walk(fd, e.name, e.path, e.rel, depth+1)
@@ -233,6 +254,9 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 	if exhausted {
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
 			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
+	}
+	if c != nil {
+		c.walked(root, walkFound, watchedAll)
 	}
 	return out, nil
 }
