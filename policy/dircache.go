@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"os"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -43,6 +45,10 @@ type dirCache struct {
 	verify bool
 	// mounts is /proc/self/mountinfo, open: poll(2) says a mount table change once
 	mounts int
+	// watches are the watches held; at most maxWatches (a share of the user's
+	// max_user_watches: an editor's or a build tool's file watcher needs them too)
+	watches    map[int32]bool
+	maxWatches int
 	// local caches localFS by device
 	local map[uint64]bool
 
@@ -85,7 +91,7 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 // alone). Its descriptors stay open for the process's life, as the cache's owner (a
 // session's supervisor) does.
 func newDirCache(watch bool) *dirCache {
-	c := &dirCache{dirs: map[string]*cachedDir{}, dirty: map[int32]bool{}, walks: map[string]walkResult{}, trees: map[string]bool{}, ifd: -1, mounts: -1, local: map[uint64]bool{}}
+	c := &dirCache{dirs: map[string]*cachedDir{}, dirty: map[int32]bool{}, walks: map[string]walkResult{}, trees: map[string]bool{}, watches: map[int32]bool{}, ifd: -1, mounts: -1, local: map[uint64]bool{}}
 	if !watch {
 		return c
 	}
@@ -99,6 +105,7 @@ func newDirCache(watch bool) *dirCache {
 		return c // max_user_instances: the state check for all
 	}
 	c.ifd, c.mounts = ifd, m
+	c.maxWatches = userWatches() / watchShare
 	return c
 }
 
@@ -164,6 +171,7 @@ func (c *dirCache) prune() {
 	for _, wd := range gone {
 		if !used[wd] {
 			unix.InotifyRmWatch(c.ifd, uint32(wd))
+			delete(c.watches, wd)
 			used[wd] = true // once
 		}
 	}
@@ -227,13 +235,16 @@ func (c *dirCache) watch(fd int) int {
 		local = localFS(fd)
 		c.local[st.Dev] = local
 	}
-	if !local {
+	if !local || len(c.watches) >= c.maxWatches {
+		// none: the state check. (A directory that had one gets none on its next read
+		// here; the old watch stays, counted, its events harmless: at most maxWatches.)
 		return -1
 	}
 	wd, err := unix.InotifyAddWatch(c.ifd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	if err != nil {
 		return -1
 	}
+	c.watches[int32(wd)] = true
 	delete(c.dirty, int32(wd)) // an event before this read is this read's
 	return wd
 }
@@ -266,4 +277,21 @@ func localFS(fd int) bool {
 		return true
 	}
 	return false
+}
+
+// watchShare: a cache holds at most this fraction of the user's inotify watches
+// (1/16: 12033 of this machine's 192530, 512 of the smallest default, 8192).
+const watchShare = 16
+
+// userWatches is fs.inotify.max_user_watches (inotify(7)), 8192 if it cannot be read.
+func userWatches() int {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+	if err != nil {
+		return 8192
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return 8192
+	}
+	return n
 }

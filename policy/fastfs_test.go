@@ -296,12 +296,15 @@ func TestReadRegularReads(t *testing.T) {
 // and reads again only the directories that changed: told by inotify watches, and by
 // their state alone (no watch).
 func TestCachedScanIsReference(t *testing.T) {
-	for _, watch := range []bool{true, false} {
-		t.Run(map[bool]string{true: "watched", false: "state"}[watch], func(t *testing.T) { testCachedScan(t, watch) })
+	for _, mode := range []string{"watched", "state", "capped"} {
+		t.Run(mode, func(t *testing.T) { testCachedScan(t, mode) })
 	}
 }
 
-func testCachedScan(t *testing.T, watch bool) {
+// testCachedScan is TestCachedScanIsReference in mode: "watched", "state" (no inotify),
+// "capped" (3 watches at most: the rest by state; reads not counted).
+func testCachedScan(t *testing.T, mode string) {
+	watch := mode != "state"
 	old := racyWindow
 	racyWindow = 0 // the tree is seconds old (fine-grained ctimes: Linux 6.13's multigrain timestamps on tmpfs and ext4)
 	defer func() { racyWindow = old }()
@@ -311,10 +314,17 @@ func testCachedScan(t *testing.T, watch bool) {
 		mkdirs(t, filepath.Join(ws, d))
 	}
 	pats := []string{".git", "config/*.key"}
-	s := ProtectedScan{Trees: []string{ws}, Patterns: pats, cache: newDirCache(watch)}
-	if watch && s.cache.ifd < 0 {
-		t.Fatal("no inotify instance")
+	newCache := func() *dirCache {
+		c := newDirCache(watch)
+		if watch && c.ifd < 0 {
+			t.Fatal("no inotify instance")
+		}
+		if mode == "capped" {
+			c.maxWatches = 3
+		}
+		return c
 	}
+	s := ProtectedScan{Trees: []string{ws}, Patterns: pats, cache: newCache()}
 	check := func(step string, wantReads int) {
 		t.Helper()
 		want, wantErr := protectedInReference(ws, "", pats, 0)
@@ -323,7 +333,7 @@ func testCachedScan(t *testing.T, watch bool) {
 		if !slices.Equal(got, want) || (err == nil) != (wantErr == nil) {
 			t.Errorf("%s: cached scan %q, %v; reference %q, %v", step, got, err, want, wantErr)
 		}
-		if n := s.cache.reads - reads; n != wantReads {
+		if n := s.cache.reads - reads; mode != "capped" && n != wantReads {
 			t.Errorf("%s: %d directories read, want %d", step, n, wantReads)
 		}
 	}
@@ -365,10 +375,17 @@ func testCachedScan(t *testing.T, watch bool) {
 	// a directory changed within racyWindow of its read: the state check reads it
 	// every time; a watch is told of each change
 	racyWindow = time.Hour
-	s.cache = newDirCache(watch)
+	s.cache = newCache()
 	check("recent ctimes, first", 4) // ws, config, d, old
 	check("recent ctimes, again", map[bool]int{true: 0, false: 4}[watch])
-	if watch {
+	if mode == "capped" {
+		mkdirs(t, filepath.Join(ws, "d", "new", ".git"))
+		check("a change, capped", 0)
+		if len(s.cache.watches) > 3 {
+			t.Errorf("%d watches, want at most 3", len(s.cache.watches))
+		}
+	}
+	if mode == "watched" {
 		mkdirs(t, filepath.Join(ws, "d", "new", ".git"))
 		check("a change under a watch", 2) // d, d/new
 	}
