@@ -53,6 +53,13 @@ func rawWanted(spec *config.Config, p *cloneParams, pooled, session bool, group 
 		p.sys.UseCgroupFD && !v2 || len(spec.Cleanup) > 0 {
 		return false
 	}
+	// the set-ID handler executes this program after pivot_root: not a program the
+	// sandbox's root gives an ELF interpreter (rawSetIDExe)
+	if spec.Linux != nil && spec.Linux.Filter.Notifies() {
+		if _, err := rawSetIDExe(); err != nil {
+			return false
+		}
+	}
 	// last: the one raw launch of an AllowRawInit process is spent only on a config
 	// that takes it
 	return rawEligible(spec) == nil && takeRaw()

@@ -1,10 +1,13 @@
 package nsinit
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -17,13 +20,17 @@ import (
 // The raw init's set-ID handler (docs/decisions.md, "The set-ID listener in the raw
 // init"): a config whose filter notifies (seccomp.NoSetIDRules) gets, besides the raw
 // init, a child of it cloned before the commands' pid namespace exists (so outside it,
-// in pid 1's), that confines itself at once (an empty bounding set, securebits locked
-// without root's privileges, no capability, no_new_privs, every descriptor closed but
-// its own), then
+// in pid 1's), that confines itself at once (a session keyring of its own, an empty
+// bounding set, securebits locked without root's privileges, no capability,
+// no_new_privs, every descriptor closed but its own, and checks that it may execute
+// the launcher's executable), then
 // waits: for pid 1's procfs (made at the "set-ID procfs" step, as the Go init does),
 // then for the command's listener (sent by the process stage, as setidplan.go does for
-// the Go init), then for a notification on it (PollIn). Only then does it execute this
-// program again (execveat(2) of the launcher's executable, opened before the clone) as
+// the Go init; then it chdirs to the sandbox's root), then for a notification on it
+// (PollIn). Only then does it execute this program again, after pivot_root: so only a
+// program with no ELF interpreter (rawSetIDExe; docs/decisions.md "Nothing executed
+// after pivot_root that the sandbox can choose"), by execveat(2) of the launcher's
+// executable (opened and checked before the clone), as
 // setidArg, which runs setid.go's handler (serveRawSetID): a /bin/true pays a clone
 // and no Go start; the first set-ID call one Go start. A command whose filter
 // no process holds any more makes it exit without executing anything. The raw init's
@@ -62,9 +69,15 @@ func openRawSetID() (*rawSetIDFds, []int, error) {
 		return fail(fmt.Errorf("socketpair for the set-ID handler: %w", err))
 	}
 	opened = append(opened, sp[0], sp[1])
-	exe, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	// a copy of the descriptor checked once (rawSetIDExe): the file executed is the
+	// file checked
+	self, err := rawSetIDExe()
 	if err != nil {
-		return fail(fmt.Errorf("open /proc/self/exe for the set-ID handler: %w", err))
+		return fail(err)
+	}
+	exe, err := unix.FcntlInt(uintptr(self), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return fail(fmt.Errorf("fcntl F_DUPFD_CLOEXEC of /proc/self/exe for the set-ID handler: %w", err))
 	}
 	opened = append(opened, exe)
 	var rep [2]int
@@ -76,6 +89,68 @@ func openRawSetID() (*rawSetIDFds, []int, error) {
 	fd.none = fault.Check("set-ID handler") != nil
 	return fd, opened, nil
 }
+
+// rawSetIDExe is an O_PATH descriptor of this process's executable (/proc/self/exe,
+// opened once and kept for the process's life), or why the raw init's set-ID handler
+// may not execute it: the handler executes it after pivot_root, in the sandbox's
+// root, so an ELF interpreter (PT_INTERP: a -buildmode=pie or cgo build) would be the
+// sandbox's ld.so, with the sandbox's /etc/ld.so.preload, run outside the filter and
+// the cgroup (attack review 14, F1; docs/decisions.md "Nothing executed after
+// pivot_root that the sandbox can choose"). rawWanted gives such a build the Go init,
+// whose handler is a thread. Errors: open(2) of /proc/self/exe or of its descriptor,
+// read(2), an ELF file this check does not know (not 64-bit little-endian, no program
+// header, more than 0xfff0 of them), or a PT_INTERP.
+var rawSetIDExe = sync.OnceValues(func() (int, error) {
+	exe, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open /proc/self/exe for the set-ID handler: %w", err)
+	}
+	// read through the same open file, not the path again (elf(5))
+	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(exe))
+	if err == nil {
+		err = noELFInterpreter(f)
+		f.Close()
+	}
+	if err != nil {
+		unix.Close(exe)
+		return -1, fmt.Errorf("the set-ID handler's executable (/proc/self/exe): %w", err)
+	}
+	return exe, nil
+})
+
+// errELFInterp is noELFInterpreter's error for an executable with a PT_INTERP.
+var errELFInterp = errors.New("it has an ELF interpreter (PT_INTERP: a PIE or cgo build), which the sandbox's root would provide")
+
+// noELFInterpreter returns nil if f is a 64-bit little-endian ELF file with no
+// PT_INTERP program header (elf(5)), errELFInterp if it has one, or the error that
+// kept it from saying (read(2), a header it does not know).
+func noELFInterpreter(f *os.File) error {
+	var eh [64]byte // Elf64_Ehdr
+	if _, err := f.ReadAt(eh[:], 0); err != nil {
+		return fmt.Errorf("read the ELF header: %w", err)
+	}
+	le := binary.LittleEndian
+	if string(eh[:4]) != "\x7fELF" || eh[4] != 2 || eh[5] != 1 { // ELFCLASS64, ELFDATA2LSB
+		return errors.New("not a 64-bit little-endian ELF file")
+	}
+	phoff, phentsize, phnum := le.Uint64(eh[0x20:]), int(le.Uint16(eh[0x36:])), int(le.Uint16(eh[0x38:]))
+	if phentsize < 56 || phnum == 0 || phnum >= 0xfff0 || phoff > 1<<30 {
+		return fmt.Errorf("program headers: %d of %d bytes at %d", phnum, phentsize, phoff)
+	}
+	ph := make([]byte, phnum*phentsize)
+	if _, err := f.ReadAt(ph, int64(phoff)); err != nil {
+		return fmt.Errorf("read the program headers: %w", err)
+	}
+	for i := 0; i < phnum; i++ {
+		if le.Uint32(ph[i*phentsize:]) == uint32(elfPTInterp) {
+			return errELFInterp
+		}
+	}
+	return nil
+}
+
+// elfPTInterp is PT_INTERP (elf(5)).
+const elfPTInterp = 3
 
 // planRawSetIDHandler adds to step s (the pid namespace's, before the unshare) the
 // clone of the set-ID handler's waiting child (see the top of this file) into
@@ -108,6 +183,9 @@ func planRawSetIDHandler(p *rawplan.Plan, s uint16, fd *rawSetIDFds, c *rawCaps,
 	sub := p.BeginSub(s)
 	hs := p.Begin("set-ID thread")
 	p.Call(hs, errno("prctl(PR_SET_PDEATHSIG)"), unix.SYS_PRCTL, lit(unix.PR_SET_PDEATHSIG), lit(uintptr(unix.SIGKILL)))
+	// cloned before the init's "session keyring" step: a session keyring of its own,
+	// as the init's (never the caller's, which an execve keeps)
+	p.Call(hs, errno("keyctl join session keyring"), unix.SYS_KEYCTL, lit(unix.KEYCTL_JOIN_SESSION_KEYRING), lit(0)).Tolerate(unix.ENOSYS).Tolerate(unix.EPERM)
 	// nothing of the init's but stderr (also at 0 and 1: the Go runtime wants them open)
 	next := 3
 	for _, n := range keep {
@@ -127,6 +205,12 @@ func planRawSetIDHandler(p *rawplan.Plan, s uint16, fd *rawSetIDFds, c *rawCaps,
 	p.Call(hs, errno("set securebits"), unix.SYS_PRCTL, lit(unix.PR_SET_SECUREBITS), lit(caps.LockedNoRoot))
 	p.Call(hs, errno("capset to empty"), unix.SYS_CAPSET, lit(rawplan.Ptr(&c.hdr)), lit(rawplan.Ptr(&c.empty[0])))
 	p.Call(hs, errno("set no_new_privs"), unix.SYS_PRCTL, lit(unix.PR_SET_NO_NEW_PRIVS), lit(1))
+	// the execveat to come, checked now with the credentials it will have (a binary
+	// the host id may not execute: the Go init stops at its clone, review14 F2)
+	p.Call(hs, func(e unix.Errno) error {
+		return fmt.Errorf("the set-ID handler may not execute the gosbx binary (faccessat2 /proc/self/exe X_OK: %w): "+
+			"the gosbx binary must be executable by other users, e.g. mode 0755", e)
+	}, unix.SYS_FACCESSAT2, lit(uintptr(fd.exe)), lit(p.Str("")), lit(unix.X_OK), lit(unix.AT_EACCESS|unix.AT_EMPTY_PATH))
 	p.Call(hs, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.repW))) // confined: end of file to the init
 
 	ws := p.Begin("set-ID handler")
@@ -138,6 +222,10 @@ func planRawSetIDHandler(p *rawplan.Plan, s uint16, fd *rawSetIDFds, c *rawCaps,
 	p.Call(ws, errno("dup3"), unix.SYS_DUP3, lis.Arg(), lit(uintptr(lisNr)), lit(0))
 	p.CloseReg(ws, proc)
 	p.CloseReg(ws, lis)
+	// The listener comes from the process stage, after pivot_root: "/" is the sandbox's
+	// root now, and the working directory the clone gave it (the launcher's, on the
+	// host's tree) is dropped before anything runs (review14 F1)
+	p.Call(ws, errno("chdir /"), unix.SYS_CHDIR, lit(p.Str("/")))
 	// the first notification, or the end of every process of the filter: exit 0
 	m := p.Mark()
 	p.Op(ws, errno("poll the seccomp listener"), rawplan.PollIn, unix.SYS_POLL, lit(uintptr(lisNr))).Tolerate(unix.EPIPE)
@@ -238,7 +326,8 @@ func serveRawSetID() {
 			fail(fmt.Errorf("fcntl %d: %w", fd, err))
 		}
 	}
-	// its working directory was the launcher's (pivot_root moved its root only)
+	// the raw steps' chdir already did (planRawSetIDHandler); again, as the Go init's
+	// handler would need it
 	if err := unix.Chdir("/"); err != nil {
 		fail(fmt.Errorf("chdir /: %w", err))
 	}
