@@ -81,7 +81,8 @@ func TestSessionGitGuardPerRequest(t *testing.T) {
 // workspace on the host between requests has no read-only .git in the sandbox (its
 // mounts are fixed): the next request is refused (125, naming session stop) rather than
 // run where it could plant a hook the host's git would run; after a restart the
-// repository is guarded as usual. Without the per-request search the hook is planted on
+// repository is guarded as usual. One a process left in the background makes between
+// requests is refused the same way. Without the per-request search the hook is planted on
 // the host; without telling the two apart, the request after a git init is refused.
 func TestSessionNewRepoRefused(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
@@ -117,6 +118,16 @@ func TestSessionNewRepoRefused(t *testing.T) {
 		}
 		if _, err := os.Lstat(hook); err == nil {
 			t.Errorf("%s planted after the restart", hook)
+		}
+		// a process a request left in the background makes one between requests:
+		// refused as the host's (its command had ended)
+		mustSucceed(t, e.in("n", nil, `(while [ ! -e go ]; do sleep 0.02; done; git init -q bg) >/dev/null 2>&1 </dev/null &`), "background git init")
+		must(t, os.WriteFile(filepath.Join(e.ws, "go"), nil, 0o644))
+		if !waitPath(filepath.Join(e.ws, "bg", ".git", "HEAD"), false, 10*time.Second) {
+			t.Fatal("the background process made no repository")
+		}
+		if r := e.in("n", nil, "true"); r.code != 125 || !strings.Contains(r.stderr, filepath.Join(e.ws, "bg", ".git")) {
+			t.Errorf("a request after a background process made a repository between requests: want 125 naming it\n%v", r)
 		}
 	})
 }
