@@ -223,7 +223,8 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 				}
 			}
 			if matched || isDir && !scanSkip[string(nb)] {
-				keep = append(keep, scanEntry{name: string(nb), rel: r, path: filepath.Join(dir, string(nb)), matched: matched})
+				p := filepath.Join(dir, string(nb))
+				keep = append(keep, scanEntry{name: p[len(p)-len(nb):], rel: r, path: p, matched: matched}) // one string
 			}
 			return nil
 		})
