@@ -9,8 +9,10 @@ import (
 // trees when it was built, kept to search them again while the sandbox runs: a
 // session's mounts are fixed at its start, so a repository made in its workspace later
 // (by the user on the host, or by a command) has no read-only .git, and the host's git
-// would run what a command plants in it. Patterns are filesystem.protected; Cwd the
-// working directory the workspace's scan followed down (repos.go).
+// would run what a command plants in it. A session's supervisor searches again around each
+// request (Rescan) and judges what is new by when it appeared (cmd/gosbx/repoguard.go).
+// Patterns are filesystem.protected; Cwd the working directory the workspace's scan
+// followed down (repos.go).
 type ProtectedScan struct {
 	Trees    []string `json:"trees"`
 	Cwd      string   `json:"cwd,omitempty"`
