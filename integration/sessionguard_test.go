@@ -132,6 +132,39 @@ func TestSessionNewRepoRefused(t *testing.T) {
 	})
 }
 
+// TestSessionMountOverRefused: a file system mounted on the host over a directory of a
+// session's workspace, with a .git in it, between requests, is seen (a mount sends no
+// inotify event: the supervisor takes the mount table's change and checks each
+// directory's state) and refused as a host-made repository; once unmounted, requests run
+// again. Without the mount table check the request runs.
+func TestSessionMountOverRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the test mounts on the host: root only")
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		sub := filepath.Join(e.ws, "sub")
+		must(t, os.Mkdir(sub, 0o755))
+		e.start("m")
+		mustSucceed(t, e.in("m", nil, "true"), "a first command")
+		must(t, syscall.Mount("none", sub, "tmpfs", 0, "mode=755"))
+		mounted := true
+		unmount := func() {
+			if mounted {
+				mounted = false
+				must(t, syscall.Unmount(sub, syscall.MNT_DETACH))
+			}
+		}
+		t.Cleanup(unmount)
+		must(t, os.Mkdir(filepath.Join(sub, ".git"), 0o755))
+		if r := e.in("m", nil, "true"); r.code != 125 || !strings.Contains(r.stderr, filepath.Join(sub, ".git")) {
+			t.Errorf("a request after a mount over the workspace brought a .git: want 125 naming it\n%v", r)
+		}
+		unmount()
+		mustSucceed(t, e.in("m", nil, "true"), "a request once it is unmounted")
+	})
+}
+
 // TestSessionClientKilledKillsGroup: SIGKILL of an `exec --session` client kills its
 // command's whole process group, as --timeout does: the child it started with & is gone
 // too (checked on the host). Without it only the command's first process was killed.
