@@ -483,10 +483,13 @@ func TestSessionCleanupAfterRun(t *testing.T) {
 				e := newSessionEnv(t, c)
 				e.newRepo(e.ws, "host-commit")
 				e.start("c", "--policy", e.commitPolicy())
-				mustSucceed(t, e.in("c", nil, "git init -q --bare evil && echo ../evil > .git/commondir"), "plant")
+				// planted by a process left in the background, once the host makes ws/go:
+				// after its request, whose end removes what it planted itself
+				mustSucceed(t, e.in("c", nil, `git init -q --bare evil && (while [ ! -e go ]; do sleep 0.02; done; echo ../evil > .git/commondir) >/dev/null 2>&1 </dev/null &`), "plant")
 				commondir := filepath.Join(e.ws, ".git", "commondir")
-				if _, err := os.Lstat(commondir); err != nil {
-					t.Fatalf("the command could not plant %s: %v", commondir, err)
+				must(t, os.WriteFile(filepath.Join(e.ws, "go"), nil, 0o644))
+				if !waitPath(commondir, false, 10*time.Second) {
+					t.Fatalf("the command could not plant %s", commondir)
 				}
 				in := e.info("c")
 				if how == "stop" {

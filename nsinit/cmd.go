@@ -111,8 +111,11 @@ type Cmd struct {
 	// sessLimitEvents are the session's cgroup's OOM kills and pids-limit refusals
 	// when the session command was sent (cgroup.Group.LimitEvents)
 	sessLimitEvents [2]int64
-	hostPid         int      // and on the host
-	pty             *os.File // a session command's terminal master (TTY)
+	// sessRemoved, sessNotRemoved: what the session's cleanup before this command's
+	// start removed or could not (Session.Cleanup), reported with its exit
+	sessRemoved, sessNotRemoved []string
+	hostPid                     int      // and on the host
+	pty                         *os.File // a session command's terminal master (TTY)
 
 	setupOut *setupOutput // the init's fd 2 until it restores the command's stderr
 }

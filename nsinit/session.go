@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -36,6 +37,13 @@ type Session struct {
 
 	closeOnce sync.Once
 	result    *Result
+
+	// cleanMu: one cleanup at a time (Cleanup, Close's)
+	cleanMu sync.Mutex
+	// live are the config's Cleanup entries that may run while the sandbox runs: all
+	// but the mount points the launch made in a host tree (removing one on the host
+	// would unmount it in the sandbox)
+	live []cleanup.Entry
 }
 
 // NewSession builds the sandbox of cfg (its Process, if any, is only the template of
@@ -71,7 +79,7 @@ func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
 		c.reapFailed()
 		return nil, c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait(), c.setupOut.summary())})
 	}
-	s := &Session{c: c, done: make(chan struct{})}
+	s := &Session{c: c, done: make(chan struct{}), live: liveCleanup(cfg)}
 	go func() {
 		for {
 			if _, ok := c.sync.next(); !ok {
@@ -108,7 +116,9 @@ func (s *Session) Config() *config.Config { return s.c.Config }
 // Command returns a Cmd that runs process in the session. Set its Stdin, Stdout,
 // Stderr, Timeout and Events as for Command; Start, Wait, Run and Signal behave the
 // same, but a Timeout kills the command's process group, not the sandbox, and the
-// command's end does not end the sandbox (what it left running goes on).
+// command's end does not end the sandbox (what it left running goes on). The config's
+// after-run cleanup runs before Start sends the command and before Wait returns
+// (Session.Cleanup; Result.Removed, NotRemoved).
 func (s *Session) Command(process *specs.Process) *Cmd {
 	spec := *s.c.Config
 	spec.Process = process
@@ -223,7 +233,9 @@ func (s *Session) Close(grace time.Duration) *Result {
 		if c.own.nproc {
 			r.Limits = string(cgroup.Rlimit)
 		}
+		s.cleanMu.Lock()
 		r.Removed, r.NotRemoved = c.own.afterRun(c.Config)
+		s.cleanMu.Unlock()
 		if c.own.group != nil {
 			r.Limits = string(c.own.group.Kind())
 			c.own.dropGroup()
@@ -231,6 +243,42 @@ func (s *Session) Close(grace time.Duration) *Result {
 		s.result = r
 	})
 	return s.result
+}
+
+// Cleanup runs the config's after-run cleanup (Config.Cleanup: what a command may have
+// made in a writable git dir that would redirect the host's git: a commondir, a new
+// modules/ entry, a symlink...) now, while the session runs, and returns the paths
+// removed and, for those that could not be, "path: cause". The entries for mount points
+// the launch made in a host tree are left to Close. A session command runs it before it
+// starts and once it has ended (Result.Removed, NotRemoved): what a process of the
+// session plants between commands is removed at the next command's start, or at Close,
+// not before (docs/decisions.md, "The git guard of a session").
+func (s *Session) Cleanup() (removed, failed []string) {
+	if len(s.live) == 0 {
+		return nil, nil
+	}
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	return cleanup.Run(s.live)
+}
+
+// liveCleanup is cfg.Cleanup without the entries of a tmpfs mount point (its
+// destination, or a directory above it, made by the launch).
+func liveCleanup(cfg *config.Config) []cleanup.Entry {
+	var out []cleanup.Entry
+	for _, e := range cfg.Cleanup {
+		mountPoint := false
+		for _, m := range cfg.Mounts {
+			if e.Kind == cleanup.RemoveIfCreated && (m.Destination == e.Path || strings.HasPrefix(m.Destination, e.Path+"/")) {
+				mountPoint = true
+				break
+			}
+		}
+		if !mountPoint {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // startInSession is Start for a Cmd of a Session: the process, its stdio and a socket
@@ -249,6 +297,8 @@ func (c *Cmd) startInSession() error {
 		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Rows)
 		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Cols)
 	}
+	// what a process of the session left in a git dir since the last command ended
+	c.sessRemoved, c.sessNotRemoved = s.Cleanup()
 	proc := c.Config.Process
 	if s.c.own.nproc && s.c.own.nprocLimit > 0 {
 		// the session's process limit where no cgroup could be had: RLIMIT_NPROC in its
@@ -342,6 +392,9 @@ func (c *Cmd) waitInSession() error {
 	c.endInSession()
 	own := &c.sess.c.own
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: c.sess.HostUID(), Limits: string(cgroup.None), CPUs: own.cpus}
+	// the git guard after every command, as after a sandbox's end (Cleanup)
+	removed, failed := c.sess.Cleanup()
+	r.Removed, r.NotRemoved = append(c.sessRemoved, removed...), append(c.sessNotRemoved, failed...)
 	if own.nproc {
 		r.Limits = string(cgroup.Rlimit)
 	}
@@ -375,7 +428,7 @@ func (c *Cmd) waitInSession() error {
 	c.Result = r
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
-		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms,
+		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed, NotRemoved: r.NotRemoved,
 			Limits: r.Limits, LimitsNote: own.limits, CPUs: r.CPUs}
 		switch r.Limits {
 		case string(cgroup.V1), string(cgroup.V2):

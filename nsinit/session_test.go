@@ -15,6 +15,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -192,5 +193,45 @@ func TestSessionShortCommands(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestSessionCleanupPerCommand: a session's cleanup entries are carried out when each
+// command ends (Result.Removed), not only at Close, and before the next starts (what a
+// background process made since); a tmpfs mount point's entry is left to Close, so the
+// sandbox's mount stays usable.
+func TestSessionCleanupPerCommand(t *testing.T) {
+	ws := testWorkspace(t)
+	cfg := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws}, nil)
+	planted := filepath.Join(ws, "planted")
+	mp := filepath.Join(ws, "mnt")
+	cfg.Cleanup = append(cfg.Cleanup, cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: planted},
+		cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: mp})
+	cfg.MakeDirs = append(cfg.MakeDirs, mp)
+	cfg.Mounts = append(cfg.Mounts, specs.Mount{Destination: mp, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev"}})
+	s, err := NewSession(cfg)
+	skipIfNoSandbox(t, err)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	defer s.Close(time.Second)
+	c := s.Command(sessionProc(s, "sh", "-c", "touch planted mnt/x"))
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(planted); err == nil || len(c.Result.Removed) != 1 || c.Result.Removed[0] != planted {
+		t.Errorf("after the command: %s there (%v), Removed %q; want it removed and said", planted, err, c.Result.Removed)
+	}
+	// planted between two commands: removed before the next one starts
+	if err := os.WriteFile(planted, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = s.Command(sessionProc(s, "sh", "-c", "test ! -e planted && test -e mnt/x"))
+	if err := c.Run(); err != nil || len(c.Result.Removed) != 1 {
+		t.Errorf("the next command: %v, Removed %q; want planted gone before it started, the tmpfs kept", err, c.Result.Removed)
+	}
+	s.Close(time.Second)
+	if _, err := os.Lstat(mp); err == nil {
+		t.Errorf("the mount point %s outlived Close", mp)
 	}
 }

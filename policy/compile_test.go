@@ -40,7 +40,7 @@ func canonTempDir(t *testing.T) string {
 	return d
 }
 
-func mkdirs(t *testing.T, paths ...string) {
+func mkdirs(t testing.TB, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
 		if err := os.MkdirAll(p, 0o755); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -286,5 +287,149 @@ func TestReadRegularReads(t *testing.T) {
 				t.Errorf("readRegular over the limit: %v", err)
 			}
 		}
+	}
+}
+
+// TestCachedScanIsReference: a search that keeps what it read (a session's rescan)
+// finds what the reference finds after each change to the tree (a repository made deep
+// down, a directory renamed, swapped for a symlink, its mode changed, a tree removed),
+// and reads again only the directories that changed: told by inotify watches, and by
+// their state alone (no watch).
+func TestCachedScanIsReference(t *testing.T) {
+	for _, mode := range []string{"watched", "state", "capped"} {
+		t.Run(mode, func(t *testing.T) { testCachedScan(t, mode) })
+	}
+}
+
+// testCachedScan is TestCachedScanIsReference in mode: "watched", "state" (no inotify),
+// "capped" (3 watches at most: the rest by state; reads not counted).
+func testCachedScan(t *testing.T, mode string) {
+	watch := mode != "state"
+	old := racyWindow
+	racyWindow = 0 // the tree is seconds old (fine-grained ctimes: Linux 6.13's multigrain timestamps on tmpfs and ext4)
+	defer func() { racyWindow = old }()
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	for _, d := range []string{"a/b/c", "a/x", "d/e", "node_modules/p", "old/.git"} {
+		mkdirs(t, filepath.Join(ws, d))
+	}
+	pats := []string{".git", "config/*.key"}
+	newCache := func() *dirCache {
+		c := newDirCache(watch)
+		if watch && c.ifd < 0 {
+			t.Fatal("no inotify instance")
+		}
+		if mode == "capped" {
+			c.maxWatches = 3
+		}
+		return c
+	}
+	s := ProtectedScan{Trees: []string{ws}, Patterns: pats, cache: newCache()}
+	check := func(step string, wantReads int) {
+		t.Helper()
+		want, wantErr := protectedInReference(ws, "", pats, 0)
+		reads := s.cache.reads
+		got, err := s.scan(s.cache)
+		if !slices.Equal(got, want) || (err == nil) != (wantErr == nil) {
+			t.Errorf("%s: cached scan %q, %v; reference %q, %v", step, got, err, want, wantErr)
+		}
+		if n := s.cache.reads - reads; mode != "capped" && n != wantReads {
+			t.Errorf("%s: %d directories read, want %d", step, n, wantReads)
+		}
+	}
+	check("first", 8) // ws, a, a/b, a/b/c, a/x, d, d/e, old
+	check("unchanged", 0)
+	touch(t, filepath.Join(ws, "a", "b", "c", "file"))
+	mkdirs(t, filepath.Join(ws, "a", "b", "c", ".git"))
+	check("a repository deep down", 1)
+	mkdirs(t, filepath.Join(ws, "config"))
+	touch(t, filepath.Join(ws, "config", "tls.key"))
+	check("an anchored pattern", 2)
+	if err := os.Rename(filepath.Join(ws, "a", "x"), filepath.Join(ws, "a", "y")); err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, filepath.Join(ws, "a", "y", ".git"))
+	check("a directory renamed", 2) // a, a/y (moved, and changed)
+	if err := os.RemoveAll(filepath.Join(ws, "d", "e")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(ws, "a"), filepath.Join(ws, "d", "e")); err != nil {
+		t.Fatal(err)
+	}
+	check("a directory swapped for a symlink", 1)
+	if os.Getuid() == 0 {
+		// root reads it all the same (CAP_DAC_OVERRIDE), as the reference does; the
+		// chmod is a change of ctime alone (the watch on a tells it too: IN_ATTRIB)
+		if err := os.Chmod(filepath.Join(ws, "a", "b"), 0); err != nil {
+			t.Fatal(err)
+		}
+		check("a directory's mode changed", map[bool]int{true: 2, false: 1}[watch])
+		os.Chmod(filepath.Join(ws, "a", "b"), 0o755)
+		check("changed back", map[bool]int{true: 2, false: 1}[watch])
+	}
+	if err := os.RemoveAll(filepath.Join(ws, "a")); err != nil {
+		t.Fatal(err)
+	}
+	check("a tree removed", 1)
+	check("unchanged again", 0)
+	// a directory changed within racyWindow of its read: the state check reads it
+	// every time; a watch is told of each change
+	racyWindow = time.Hour
+	s.cache = newCache()
+	check("recent ctimes, first", 4) // ws, config, d, old
+	check("recent ctimes, again", map[bool]int{true: 0, false: 4}[watch])
+	if mode == "capped" {
+		mkdirs(t, filepath.Join(ws, "d", "new", ".git"))
+		check("a change, capped", 0)
+		if len(s.cache.watches) > 3 {
+			t.Errorf("%d watches, want at most 3", len(s.cache.watches))
+		}
+	}
+	if mode == "watched" {
+		mkdirs(t, filepath.Join(ws, "d", "new", ".git"))
+		check("a change under a watch", 2) // d, d/new
+	}
+}
+
+// BenchmarkRescan: a session's search of its workspace, all read (full) and with
+// nothing changed since the last search (cached): a workspace of 4096 directories within
+// the scan's depth (filesystem.scan_limit's default) and a small one (a repository and
+// 5 directories). docs/decisions.md, "New repositories in a session".
+func BenchmarkRescan(b *testing.B) {
+	old := racyWindow
+	racyWindow = 0
+	defer func() { racyWindow = old }()
+	for _, c := range []struct {
+		name string
+		dirs []string
+	}{{"small", []string{".git", "src/a", "src/b", "docs", "test/x"}}, {"4096", nil}} {
+		ws := filepath.Join(b.TempDir(), "ws")
+		for _, d := range c.dirs {
+			mkdirs(b, filepath.Join(ws, d))
+		}
+		if c.dirs == nil {
+			for i := range 15 {
+				for j := range 16 {
+					for k := range 16 {
+						mkdirs(b, filepath.Join(ws, strconv.Itoa(i), strconv.Itoa(j), strconv.Itoa(k)))
+					}
+				}
+			}
+		}
+		s := ProtectedScan{Trees: []string{ws}, Patterns: []string{".git"}}
+		if _, err := s.scan(nil); err != nil {
+			b.Fatal(err) // 4096 directories: at the limit, not past it
+		}
+		b.Run(c.name+"/full", func(b *testing.B) {
+			for b.Loop() {
+				s.scan(nil)
+			}
+		})
+		b.Run(c.name+"/cached", func(b *testing.B) {
+			s.Rescan()
+			for b.Loop() {
+				s.Rescan()
+			}
+		})
 	}
 }

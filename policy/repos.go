@@ -44,6 +44,19 @@ func protectedIn(root, cwd string, patterns []string, limit int) ([]string, erro
 
 // scanProtected is protectedIn, resolving cwd with r.
 func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) ([]string, error) {
+	return scanProtectedCached(r, root, cwd, patterns, limit, nil)
+}
+
+// scanEntry is what the scan keeps of a directory's entry: one that matches a pattern,
+// or a directory it enters; rel is its path from the tree's root (anchored patterns).
+type scanEntry struct {
+	name, rel, path string // path: dir/name, made once (a cached search meets it again)
+	matched         bool
+}
+
+// scanProtectedCached is scanProtected; with c (non-nil) it reads only the directories
+// that changed since c was filled (dircache.go), with the same result as a full scan.
+func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit int, c *dirCache) ([]string, error) {
 	if limit <= 0 {
 		limit = DefaultScanLimit
 	}
@@ -104,19 +117,39 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 	// planted in it, and make it readable again in the next. Read-only, it cannot be
 	// chmod'ed back (EROFS). Gone, or swapped for a symlink or a file meanwhile: skipped,
 	// as os.ReadDir would.
+	// With c: a tree whose every directory was watched and has sent no event since is
+	// not walked at all (what its last walk found is found again, in its order).
+	// Otherwise what this walk finds is kept for that, with whether it can be.
+	walkAdd, watchedAll := add, c != nil
+	var walkFound []string
+	if c != nil {
+		if found, ok := c.replay(root); ok {
+			for _, p := range found {
+				add(p)
+			}
+			return out, nil
+		}
+		c.walking(root)
+		walkAdd = func(p string) {
+			add(p)
+			walkFound = append(walkFound, p)
+		}
+	}
 	unreadable := func(dir string, depth int, err error) {
+		watchedAll = false // not kept: read again each time
 		switch {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
 		case depth == 0:
 			rootErr = err
 		default:
-			add(dir)
+			walkAdd(dir)
 		}
 	}
 	pooled := direntBufs.Get().(*[direntBufSize]byte)
 	defer direntBufs.Put(pooled)
 	buf := pooled[:]
 	var walk func(parent int, name, dir, rel string, depth int)
+	var visit func(keep []scanEntry, fd int, dir string, depth int)
 	walk = func(parent int, name, dir, rel string, depth int) {
 		if depth > scanDepth || exhausted {
 			return
@@ -126,8 +159,18 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			return
 		}
 		budget--
+		if c != nil {
+			// Unchanged since the last scan (its entries and mode as they were): what it
+			// held is taken as read, and the scan goes on by path (no descriptor).
+			if keep, watched, ok := c.lookup(dir); ok {
+				watchedAll = watchedAll && watched
+				visit(keep, -1, dir, depth)
+				return
+			}
+			parent, name = unix.AT_FDCWD, dir
+		}
 		flags := unix.O_NOFOLLOW
-		if parent == unix.AT_FDCWD {
+		if depth == 0 {
 			flags = 0 // the tree's root, canonical
 		}
 		fd, err := openDirAt(parent, name, flags)
@@ -136,6 +179,16 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			return
 		}
 		defer unix.Close(fd)
+		// the directory watched, and its state, before it is read: a change after this
+		// is seen next time
+		var st unix.Stat_t
+		wd := -1
+		if c != nil {
+			wd = c.watch(fd)
+			if unix.Fstat(fd, &st) != nil {
+				st = unix.Stat_t{}
+			}
+		}
 		// Listable is not enough: a directory without search permission (r--) lists its
 		// names, a .git among them, but nothing in it can be looked at (faccessat2(2),
 		// the caller's effective ids).
@@ -145,11 +198,7 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 		}
 		// Only what decides the result is kept: the entries that match a pattern and
 		// the directories the scan enters, in os.ReadDir's order (by name).
-		type entry struct {
-			name, rel string
-			matched   bool
-		}
-		var keep []entry
+		var keep []scanEntry
 		err = eachDirent(fd, buf, func(nb []byte, typ uint8) error {
 			isDir, err := isDirAt(fd, nb, typ)
 			if errors.Is(err, os.ErrNotExist) {
@@ -174,7 +223,8 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 				}
 			}
 			if matched || isDir && !scanSkip[string(nb)] {
-				keep = append(keep, entry{string(nb), r, matched})
+				p := filepath.Join(dir, string(nb))
+				keep = append(keep, scanEntry{name: p[len(p)-len(nb):], rel: r, path: p, matched: matched}) // one string
 			}
 			return nil
 		})
@@ -182,13 +232,20 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 			unreadable(dir, depth, err)
 			return
 		}
-		slices.SortFunc(keep, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+		slices.SortFunc(keep, func(a, b scanEntry) int { return strings.Compare(a.name, b.name) })
+		if c != nil {
+			watchedAll = watchedAll && wd >= 0 && st.Ino != 0
+			c.store(dir, &st, keep, wd)
+		}
+		visit(keep, fd, dir, depth)
+	}
+	visit = func(keep []scanEntry, fd int, dir string, depth int) {
 		for _, e := range keep {
 			if e.matched {
-				add(filepath.Join(dir, e.name))
+				walkAdd(e.path)
 				continue // its contents are protected with it
 			}
-			walk(fd, e.name, filepath.Join(dir, e.name), e.rel, depth+1)
+			walk(fd, e.name, e.path, e.rel, depth+1)
 		}
 	}
 	walk(unix.AT_FDCWD, root, root, "", 0)
@@ -198,6 +255,9 @@ func scanProtected(r *resolver, root, cwd string, patterns []string, limit int) 
 	if exhausted {
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
 			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
+	}
+	if c != nil {
+		c.walked(root, walkFound, watchedAll)
 	}
 	return out, nil
 }

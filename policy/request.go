@@ -17,6 +17,9 @@ type Bounds struct {
 	Workspace string `json:"workspace"`
 	// Timeout is the policy's wall-clock limit (0: none); a request may only shorten it.
 	Timeout time.Duration `json:"timeout"`
+	// Cwd is the policy's own working directory (process.cwd, or --chdir where the
+	// sandbox was built): when set, a request's Cwd does not replace it.
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // Request is what a command run in an existing sandbox asks beyond its args: Env
@@ -26,11 +29,14 @@ type Request struct {
 	Env     []string
 	Chdir   string
 	Timeout time.Duration
+	// Cwd is the caller's current directory: the working directory when Chdir is ""
+	// and it lies inside the workspace (symlinks resolved), as gosbx exec's default.
+	Cwd string
 }
 
 // Bounds are p's bounds for a request (p as Effective returns it).
 func (p *Policy) Bounds() Bounds {
-	return Bounds{ExtraEnv: allowed(p.Environment.AllowExtra), Workspace: p.Workspace.Path, Timeout: p.Timeout()}
+	return Bounds{ExtraEnv: allowed(p.Environment.AllowExtra), Workspace: p.Workspace.Path, Timeout: p.Timeout(), Cwd: p.Process.Cwd}
 }
 
 // Check refuses a request that b does not allow, with the *Error gosbx exec gives for
@@ -49,7 +55,15 @@ func (b Bounds) Check(r Request) (cwd string, err error) {
 		return "", err
 	}
 	if r.Chdir == "" {
-		return "", nil
+		if r.Cwd == "" || b.Cwd != "" || b.Workspace == "" || !filepath.IsAbs(r.Cwd) {
+			return "", nil
+		}
+		// gosbx exec's default (workdir): the caller's directory if it lies inside the
+		// workspace, else the workspace
+		if c, err := newResolver().evalSymlinks(r.Cwd); err == nil && under(c, b.Workspace) {
+			return c, nil
+		}
+		return b.Workspace, nil
 	}
 	return checkChdir(r.Chdir, b.Workspace)
 }

@@ -132,12 +132,13 @@ func (x *job) info() session.Job {
 	return in
 }
 
-// detach starts cmd as a job and answers its id.
-func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply func(byte, []byte)) {
+// detach starts cmd as a job and answers its id; it reports whether the job started
+// (its end then runs sv.guard.ended).
+func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply func(byte, []byte)) bool {
 	if err := os.MkdirAll(sv.files.Jobs, 0o700); err != nil {
 		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
 		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
-		return
+		return false
 	}
 	sv.jobs.mu.Lock()
 	sv.jobs.next++
@@ -147,7 +148,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	if err != nil {
 		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
 		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
-		return
+		return false
 	}
 	x := &job{id: id, args: req.Args, started: time.Now(), cmd: cmd, log: l, done: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, l, l
@@ -157,7 +158,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 		l.f.Close()
 		os.Remove(l.path)
 		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
-		return
+		return false
 	}
 	pid := cmd.Pid() // read now, while the job runs, for job ls
 	// the proxy's denials go to the job's log, as its stderr
@@ -165,7 +166,11 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	sv.jobs.add(x)
 	go func() {
 		cmd.Wait()
+		sv.guard.ended() // what the job made is its own (repoGuard)
 		sv.routes.remove(pid)
+		for _, m := range cleanupNotes(cmd.Result) {
+			l.Write([]byte(m))
+		}
 		x.mu.Lock()
 		x.ended, x.result, x.code = time.Now(), cmd.Result, cmd.Result.ExitCode
 		x.mu.Unlock()
@@ -177,6 +182,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	}()
 	reply(session.RepJob, session.EncodeUint(uint64(id)))
 	reply(session.RepExit, session.EncodeUint(0))
+	return true
 }
 
 // jobRequest serves ReqJobs, ReqJobWait, ReqJobKill and ReqJobLogs on fd.

@@ -81,6 +81,16 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
+			// the protected paths as they are before the build: one that appears later
+			// is refused at each request (its .git cannot be bound read-only any more)
+			scanCwd := eff.Process.Cwd
+			if scanCwd == "" {
+				scanCwd = host.Cwd
+			}
+			scan, err := eff.ScanProtected(scanCwd, host)
+			if err != nil {
+				return &setupFailure{step: "policy", err: err}
+			}
 			spec, err := policy.Build(eff, o.Args, host)
 			if err == nil {
 				err = checkRunDirHidden(spec)
@@ -99,7 +109,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if net == "" {
 				net = "none"
 			}
-			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host),
+			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host), Protected: scan,
 				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
 			pidfd := -1
 			if owner != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -94,6 +95,13 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 	}
 	defer unix.Close(fd)
 	req := &session.ExecRequest{Args: args, Env: r.env, Chdir: r.chdir, Timeout: timeout, Status: status != nil, Detach: detach, TTY: tty}
+	// gosbx exec's defaults: the working directory is the caller's when it lies in the
+	// workspace (the supervisor decides), the umask the caller's; read at once (the
+	// umask has no call that only reads it, and nothing here creates a file meanwhile)
+	req.Cwd, _ = os.Getwd()
+	old := unix.Umask(0o022)
+	unix.Umask(old)
+	req.HasUmask, req.Umask = true, uint32(old)
 	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); tty && err == nil {
 		req.Rows, req.Cols = ws.Row, ws.Col
 	}
@@ -140,13 +148,23 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 			}
 		}
 	}()
+	started := false // the supervisor said the command was executed (its exec event)
 	for {
 		kind, body, fds, err := session.ReadFrame(fd, 1)
+		if err != nil && started {
+			// the command ran: never 125 ("did not run"), which a caller may retry
+			termP.Load().finish()
+			fmt.Fprintf(os.Stderr, "gosbx: session %q ended before the command's exit status came (%v); the command had started: taken as killed\n", name, err)
+			return statusError(128 + int(unix.SIGKILL))
+		}
 		if err != nil {
 			return fail(&setupFailure{step: "session", err: fmt.Errorf("session %q ended before the command's exit status came: %w", name, err)})
 		}
 		switch kind {
 		case session.RepEvent:
+			if bytes.HasPrefix(body, execEventPrefix) || bytes.Contains(body, execEventField) {
+				started = true
+			}
 			if status != nil {
 				status.Write(append(body, '\n'))
 			}
@@ -175,6 +193,10 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		}
 	}
 }
+
+// execEventPrefix is the supervisor's bare exec event (sent without --status-fd too),
+// execEventField the field of a full one (nsinit.Event's "exec": true).
+var execEventPrefix, execEventField = []byte(`{"exec":true}`), []byte(`"exec":true`)
 
 // terminal relays the caller's terminal (or stdin and stdout) to and from a session
 // command's terminal master, the caller's terminal in raw mode (makeRaw: its keys,

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/memtrim"
 	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/nsinit"
@@ -27,8 +28,10 @@ import (
 
 // supervisorArg, as argv[1], makes the binary a session's supervisor (started by
 // `gosbx session start`, detached: a session of its own, stdio /dev/null). fd 3 carries
-// its startData (JSON), fd 4 its answer: "0" once the session is ready, "1" and the
-// error that stopped it otherwise.
+// its startData (JSON), fd 4 (a socket) its answer: "0" once the session is ready, "1"
+// and the error that stopped it otherwise; after "0" the starter answers "k" once it
+// has it, and a session whose starter is gone without it is ended (the caller that
+// killed `session start` took it as failed).
 const supervisorArg = "gosbx-session-supervisor"
 
 // startData is what `session start` hands its supervisor.
@@ -44,6 +47,9 @@ type startData struct {
 	DieWithOwner bool
 	IdleTimeout  time.Duration // 0: none
 	Lifetime     time.Duration // the policy's --timeout: the session's own, 0: none
+	// Protected is what the search for protected paths found before the build: a
+	// request is refused while one has appeared since that no command made (repoGuard)
+	Protected policy.ProtectedScan
 	// NotFound explains a command's exit 127 as gosbx exec does, from the host as the
 	// session's start saw it (its PATH and HOME: those its binds were chosen from).
 	NotFound policy.NotFoundContext
@@ -140,8 +146,11 @@ type supervisor struct {
 	bounds policy.Bounds
 	// notFound is startData.NotFound (withNotFoundHint)
 	notFound policy.NotFoundContext
+	// guard searches startData.Protected's trees around each command (repoGuard)
+	guard *repoGuard
 
 	mu       sync.Mutex
+	closing  bool      // no new command: the session ends (set before sess.Close)
 	active   int       // commands running for a client
 	last     time.Time // the last request's end
 	requests int
@@ -202,12 +211,18 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound,
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound, guard: &repoGuard{name: sd.Name, scan: sd.Protected},
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
-	ready.Write([]byte("0"))
-	ready.Close()
+	if !delivered(ready) {
+		// the starter is gone without taking "ready": its caller holds the session for
+		// failed; ended at once, as by session kill (the wait below breaks on stop)
+		sv.killNow.Store(true)
+		sv.requestStop()
+	}
+	// the trees read once now, off the first request's path (a request waits for it)
+	go sv.guard.prime()
 
 	var lifetime <-chan time.Time
 	if sd.Lifetime > 0 {
@@ -251,6 +266,11 @@ wait:
 		}
 	}
 	unix.Shutdown(lfd, unix.SHUT_RDWR) // no new client
+	// No command starts from here on: each one started has its handler counted in
+	// replies, whose exit status is sent before this process exits.
+	sv.mu.Lock()
+	sv.closing = true
+	sv.mu.Unlock()
 	if sv.killNow.Load() {
 		sess.Close(0)
 	} else {
@@ -259,8 +279,38 @@ wait:
 	cgroup.CollectStale()
 	session.Remove(files)
 	close(sv.finished)
-	sv.replies.Wait()
+	// The answers owed (a command's exit status, the stop's confirmation), bounded: a
+	// client that reads none of its frames must not keep the supervisor.
+	answered := make(chan struct{})
+	go func() { sv.replies.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(5 * time.Second):
+	}
 	return 0
+}
+
+// delivered sends "0" (ready) on the start socket and reports whether the starter took
+// it: its "k", rather than the end of the socket (the starter killed before it could
+// return, its caller told nothing of a session).
+func delivered(ready *os.File) bool {
+	defer ready.Close()
+	if _, err := ready.Write([]byte("0")); err != nil {
+		return false
+	}
+	if unix.Shutdown(int(ready.Fd()), unix.SHUT_WR) != nil {
+		return false
+	}
+	b := make([]byte, 1)
+	for {
+		n, err := ready.Read(b)
+		if n == 1 {
+			return b[0] == 'k'
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 // listen makes the control socket at path, mode 0600 (in a 0700 directory).
@@ -402,25 +452,50 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if err == nil {
 		proc, err = sv.process(req)
 	}
+	if err == nil {
+		// a repository (or other protected path) made since the last request, while
+		// none of the session's commands ran, has no read-only mount: refused, not run
+		// unguarded; one a command made is its own (repoGuard)
+		err = sv.guard.before()
+	}
 	if err != nil {
 		refuse(err)
 		return
 	}
+	// the search once the command ended (its git cleanup done), before its exit status
+	// is answered: what appeared meanwhile was the command's
+	guarded := true
+	endGuard := func() {
+		if guarded {
+			guarded = false
+			sv.guard.ended()
+		}
+	}
+	defer endGuard()
 	sv.mu.Lock()
+	if sv.closing {
+		sv.mu.Unlock()
+		refuse(&nsinit.SetupError{Step: "session", Err: fmt.Errorf("session %q is ending; the command was not started", sv.name)})
+		return
+	}
 	sv.active++
 	sv.requests++
+	sv.replies.Add(1) // before sess.Close: see superviseMain
 	sv.mu.Unlock()
 	defer func() {
 		sv.mu.Lock()
 		sv.active--
 		sv.last = time.Now()
 		sv.mu.Unlock()
+		sv.replies.Done()
 	}()
 	stdio := files[:3]
 	cmd := sv.sess.Command(proc)
 	cmd.Timeout = req.Timeout
 	if req.Detach {
-		sv.detach(cmd, req, reply)
+		if sv.detach(cmd, req, reply) {
+			guarded = false // the job's end searches
+		}
 		return
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
@@ -450,6 +525,11 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return
 	}
+	if !req.Status {
+		// the client's sign that the command ran (its exec event, bare): a session that
+		// ends before the exit status came is then "killed" to it, never 125
+		reply(session.RepEvent, execEventPrefix)
+	}
 	var pid int
 	if proxied {
 		route := &netRoute{message: func(m string) { reply(session.RepMessage, []byte(m)) }}
@@ -469,7 +549,8 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		pty.Close()
 	}
 	// The client forwards its signals; should it go away before the command ends,
-	// the command is killed (not what it started in the background).
+	// the command's process group is killed, as --timeout kills it (what it moved to a
+	// session or group of its own goes on, as documented).
 	var done atomic.Bool
 	readerDone := make(chan struct{})
 	go func() {
@@ -480,7 +561,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 				return
 			}
 			if err != nil {
-				cmd.Signal(unix.SIGKILL)
+				cmd.SignalGroup(unix.SIGKILL)
 				return
 			}
 			if kind == session.ReqSignal {
@@ -491,6 +572,11 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		}
 	}()
 	err = cmd.Wait()
+	endGuard()
+	if fault.Check("session slow answer") != nil {
+		// the answer late (fault injection test): the session's end must wait for it
+		time.Sleep(300 * time.Millisecond)
+	}
 	if proxied {
 		sv.routes.remove(pid) // its connections' last lines first
 	}
@@ -506,6 +592,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if err != nil && !errors.As(err, &ee) {
 		refuse(err)
 		return
+	}
+	for _, m := range cleanupNotes(cmd.Result) {
+		reply(session.RepMessage, []byte(m))
 	}
 	if cmd.Result.TimedOut {
 		limit := req.Timeout // Cmd keeps the shorter of it and the policy's
@@ -527,7 +616,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 // the policy's); a refusal is a *nsinit.SetupError at step policy, as gosbx exec says
 // it. Nothing else of the session's policy can be changed by a request.
 func (sv *supervisor) process(req *session.ExecRequest) (*specs.Process, error) {
-	cwd, err := sv.bounds.Check(policy.Request{Env: req.Env, Chdir: req.Chdir, Timeout: req.Timeout})
+	cwd, err := sv.bounds.Check(policy.Request{Env: req.Env, Chdir: req.Chdir, Timeout: req.Timeout, Cwd: req.Cwd})
 	if err != nil {
 		return nil, &nsinit.SetupError{Step: "policy", Err: err}
 	}
@@ -541,6 +630,11 @@ func (sv *supervisor) process(req *session.ExecRequest) (*specs.Process, error) 
 	}
 	if cwd != "" {
 		p.Cwd = cwd
+	}
+	if req.HasUmask && tpl.User.Umask == nil {
+		// the caller's, as gosbx exec's command inherits it (a policy's own stays)
+		u := req.Umask
+		p.User.Umask = &u
 	}
 	return &p, nil
 }
@@ -568,10 +662,12 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 	if err != nil {
 		return err
 	}
-	readyR, readyW, err := os.Pipe()
+	// the answer's socket: "0" (or "1" and the error) one way, "k" back
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("start the supervisor: socketpair: %w", err)
 	}
+	readyR, readyW := os.NewFile(uintptr(sp[0]), "ready"), os.NewFile(uintptr(sp[1]), "ready")
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return err
@@ -596,11 +692,19 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 	}
 	go func() { cfgW.Write(b); cfgW.Close() }()
 	ans, _ := io.ReadAll(readyR)
-	readyR.Close()
 	switch {
 	case len(ans) > 0 && ans[0] == '0':
-		// The supervisor runs on; its parent (this process) exits without waiting.
+		// The supervisor runs on; its parent (this process) exits without waiting. Had
+		// this process been killed before this "k", the supervisor ends the session.
+		if _, err := readyR.Write([]byte("k")); err != nil {
+			readyR.Close()
+			return fmt.Errorf("the session's supervisor ended as it became ready: %w", err)
+		}
+		readyR.Close()
 		return nil
+	}
+	readyR.Close()
+	switch {
 	case len(ans) > 0 && ans[0] == '1':
 		var ws syscall.WaitStatus
 		syscall.Wait4(pid, &ws, 0, nil)
@@ -609,6 +713,20 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 	var ws syscall.WaitStatus
 	syscall.Wait4(pid, &ws, 0, nil)
 	return fmt.Errorf("the session's supervisor ended before the session was ready (%v)", ws)
+}
+
+// cleanupNotes are the lines gosbx exec prints for what the git guard's cleanup removed
+// (or could not) after a command: a session runs it before and after each of its
+// commands (nsinit.Session.Cleanup).
+func cleanupNotes(r *nsinit.Result) []string {
+	var out []string
+	for _, p := range r.Removed {
+		out = append(out, fmt.Sprintf("gosbx: the session's commands created (or replaced) %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p)))
+	}
+	for _, p := range r.NotRemoved {
+		out = append(out, fmt.Sprintf("gosbx: WARNING: could not remove what the session's commands created (or replaced) at %s; it would redirect git outside the sandbox: remove it before running git there\n", policy.Shown(p)))
+	}
+	return out
 }
 
 // replyStartError answers a command that did not start: the error for stderr, and

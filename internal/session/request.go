@@ -25,6 +25,14 @@ type ExecRequest struct {
 	// master (RepPTY), the window size starts as Rows x Cols.
 	TTY        bool
 	Rows, Cols uint16
+	// Cwd is the client's current directory (getcwd(3)): the command's working
+	// directory when no Chdir is given and it lies inside the session's workspace, as
+	// gosbx exec's default --chdir.
+	Cwd string
+	// Umask, when HasUmask, is the client's umask (umask(2)), the command's unless the
+	// session's policy sets one, as gosbx exec's command inherits its caller's.
+	HasUmask bool
+	Umask    uint32
 }
 
 // Encode is the request's wire encoding.
@@ -40,6 +48,9 @@ func (r *ExecRequest) Encode() []byte {
 	e.Bool(r.TTY)
 	e.Uint(uint64(r.Rows))
 	e.Uint(uint64(r.Cols))
+	e.Str(r.Cwd)
+	e.Bool(r.HasUmask)
+	e.Uint(uint64(r.Umask))
 	return e.B
 }
 
@@ -53,6 +64,9 @@ func DecodeExec(b []byte) (*ExecRequest, error) {
 	r.Detach = d.Bool()
 	r.TTY = d.Bool()
 	r.Rows, r.Cols = uint16(d.Uint()), uint16(d.Uint())
+	r.Cwd = d.Str()
+	r.HasUmask = d.Bool()
+	r.Umask = d.Uint32() & 0o777
 	return r, d.End("exec request")
 }
 
