@@ -128,8 +128,39 @@ func checkContainer(f Facts) Check {
 	} else {
 		parts = append(parts, "/proc not masked")
 	}
+	if p, fix := hostRootProcSys(f); p != "" {
+		parts = append(parts, p)
+		if fix != "" {
+			c.Status, c.Fix = Warn, fix
+		}
+	}
 	c.Detail = strings.Join(parts, "; ")
 	return c
+}
+
+// FixHostRootContainer is what a container running as the host's root with /proc
+// unmasked does instead: the README's rule (unmask /proc only for a container whose root
+// is not the host's root).
+const FixHostRootContainer = "this container's uid 0 is the host's root and /proc/sys is writable to it " +
+	"(kernel.core_pattern names a program the kernel runs as host root): unmask /proc only for a container whose root " +
+	"is not the host's root: give it a user namespace (podman run --userns=auto, which needs a range for user " +
+	"\"containers\" in /etc/subuid and /etc/subgid, or --uidmap 0:300000:65536 --gidmap 0:300000:65536; " +
+	"Docker's userns-remap; Kubernetes hostUsers: false), or run it as a non-root user"
+
+// hostRootProcSys is what checkContainer says of a container without a user namespace
+// of its own (uid 0 there is the host's) whose /proc/sys is writable: for a uid 0
+// caller a part of the detail and the fix (warn); for another uid only the part (its
+// writes are refused, but the container's root could make them). A process with
+// CAP_SYS_ADMIN (a privileged container, or a VM that only looks like one) could
+// remount a masked /proc anyway: the mask is not what confines it, so nothing is said.
+func hostRootProcSys(f Facts) (part, fix string) {
+	if f.Container == "" || !f.HostUserns || !f.ProcSysWritable || f.SysAdmin() {
+		return "", ""
+	}
+	if f.UID != 0 {
+		return "no user namespace and /proc/sys writable: not by uid " + strconv.Itoa(f.UID) + ", but by the container's root, which is the host's", ""
+	}
+	return "no user namespace (uid 0 is the host's root) and /proc/sys writable", FixHostRootContainer
 }
 
 // clone starts exe ProbeArg args in new namespaces with the id maps of nsinit (the
