@@ -48,6 +48,25 @@ func v1Hierarchies() ([]v1Dir, error) {
 	return out, nil
 }
 
+// ownGroupsMounted says why the caller's own group in a hierarchy, the path
+// /proc/self/cgroup names under its mount, is not a directory in this mount namespace:
+// a container that shares the host's cgroup namespace (Podman and Docker on a cgroup v1
+// host) gets paths relative to the host's root, with only its own group mounted at
+// /sys/fs/cgroup/<controller> (cgroup_namespaces(7)). The mkdir below it would fail
+// with a bare ENOENT.
+func ownGroupsMounted(own []v1Dir) error {
+	for _, p := range own {
+		if _, err := os.Stat(p.dir); err != nil {
+			return fmt.Errorf("this process's %s group is not in this mount namespace: %w (the path /proc/self/cgroup names, "+
+				"under the %s hierarchy's mount; a container sharing the host's cgroup namespace sees the host's path with only its "+
+				"own group mounted): run the container with its own cgroup namespace and a writable cgroup mount "+
+				"(podman run --cgroupns=private --cgroups=enabled, as root with /sys/fs/cgroup writable), or run without limits",
+				p.sub, err, p.sub)
+		}
+	}
+	return nil
+}
+
 type v1Group struct {
 	name  string
 	dirs  []v1Dir    // in each hierarchy; co-mounted ones share a directory
@@ -102,6 +121,9 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 		if !have[need] {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
+	}
+	if err := ownGroupsMounted(own); err != nil {
+		return nil, fmt.Errorf("%w: create cgroup v1 group %s: %w", ErrUnavailable, n, err)
 	}
 	if os.Geteuid() != 0 {
 		// said before the owner's lock, whose directory (/run/user/<uid>) an unprivileged

@@ -304,19 +304,19 @@ func checkCgroup(exe string, f Facts) []Check {
 	}
 	if mode == cgroup.None {
 		modeCheck.Status, modeCheck.Detail = Warn, "no cgroup file system"
-		modeCheck.Fix = explainCgroup(string(mode), f)
+		modeCheck.Fix = explainCgroup(string(mode), f, nil)
 	}
 	limit := int64(64)
 	g, err := cgroup.New(&specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}, cgroup.Options{})
 	noClone := Check{Name: "CLONE_INTO_CGROUP", Status: Skip, Detail: "no cgroup for this caller"}
 	if err != nil {
-		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}, noClone}
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f, err)}, noClone}
 	}
 	defer g.Destroy()
 	sleeper := exec.Command(exe, ProbeArg, "wait")
 	stdin, err := sleeper.StdinPipe()
 	if err != nil {
-		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}, noClone}
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f, err)}, noClone}
 	}
 	limitCheck := Check{Name: "cgroup limits", Status: OK, Detail: fmt.Sprintf("%s group made with pids.max 64", g.Kind())}
 	if g.CloneFd() >= 0 {
