@@ -48,6 +48,13 @@ func v1Hierarchies() ([]v1Dir, error) {
 	return out, nil
 }
 
+// FixContainerCgroup is what a container's caller does when it cannot make cgroups:
+// Podman on a cgroup v1 host mounts the container's own group read-only, with or without
+// its own cgroup namespace (--cgroupns=private: measured, "read-only file system").
+const FixContainerCgroup = "run without limits (--limits best-effort, and limit the container itself: podman/docker run " +
+	"--memory, --pids-limit, --cpus), or give the container a writable cgroup mount of its own (--cgroupns=private alone " +
+	"leaves it read-only), or run gosbx on the host"
+
 // ownGroupsMounted says why the caller's own group in a hierarchy, the path
 // /proc/self/cgroup names under its mount, is not a directory in this mount namespace:
 // a container that shares the host's cgroup namespace (Podman and Docker on a cgroup v1
@@ -59,9 +66,7 @@ func ownGroupsMounted(own []v1Dir) error {
 		if _, err := os.Stat(p.dir); err != nil {
 			return fmt.Errorf("this process's %s group is not in this mount namespace: %w (the path /proc/self/cgroup names, "+
 				"under the %s hierarchy's mount; a container sharing the host's cgroup namespace sees the host's path with only its "+
-				"own group mounted): run the container with its own cgroup namespace and a writable cgroup mount "+
-				"(podman run --cgroupns=private --cgroups=enabled, as root with /sys/fs/cgroup writable), or run without limits",
-				p.sub, err, p.sub)
+				"own group mounted): %s", p.sub, err, p.sub, FixContainerCgroup)
 		}
 	}
 	return nil
@@ -158,6 +163,11 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 		}
 		if err != nil {
 			g.abandon()
+			if errors.Is(err, syscall.EROFS) && os.Geteuid() == 0 {
+				// not the caller's privilege: the mount (a container's, mounted read-only)
+				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (the cgroup file system is mounted read-only here, as a container runtime mounts it: %s)",
+					ErrUnavailable, n, err, FixContainerCgroup)
+			}
 			if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
 			}

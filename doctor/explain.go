@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit"
 )
@@ -74,9 +75,7 @@ func explainCgroup(mode string, f Facts, err error) string {
 		// cgroup.ownGroupsMounted: the path /proc/self/cgroup names is not mounted here
 		return "this process's own cgroup, the path /proc/self/cgroup names, is not under this mount namespace's /sys/fs/cgroup " +
 			"(a container that shares the host's cgroup namespace sees the host's path, with only its own group mounted): " +
-			"limits you ask for give 125; run the container with its own cgroup namespace and a writable cgroup mount " +
-			"(podman run --cgroupns=private --cgroups=enabled), or use --limits best-effort and limit the container itself " +
-			"(podman/docker run --memory, --pids-limit, --cpus)"
+			"limits you ask for give 125; " + cgroup.FixContainerCgroup
 	}
 	if f.UID != 0 && mode == "cgroup-v1" {
 		// true in a container too (a /.dockerenv VM): the container's cgroup is not why

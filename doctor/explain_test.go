@@ -264,7 +264,7 @@ func TestExplainCgroupContainerRoot(t *testing.T) {
 	missing := fmt.Errorf("no usable cgroup: create cgroup v1 group gosbx-x: this process's memory group is not in this mount namespace: %w",
 		&os.PathError{Op: "stat", Path: "/sys/fs/cgroup/memory/libpod_parent/libpod-1", Err: unix.ENOENT})
 	fix := explainCgroup("cgroup-v1", f, missing)
-	wantAll(t, "container root, own group missing", fix, "/proc/self/cgroup", "cgroup namespace", "--cgroupns=private", "--limits best-effort")
+	wantAll(t, "container root, own group missing", fix, "/proc/self/cgroup", "cgroup namespace", "--cgroupns=private alone", "--limits best-effort")
 	wantNone(t, "container root, own group missing", fix, "not root", "run as root")
 	fix = explainCgroup("cgroup-v1", f, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/memory/gosbx-x", Err: unix.EROFS})
 	wantAll(t, "container root, read-only", fix, "read-only", "--limits best-effort")
