@@ -221,6 +221,9 @@ func execute(o policy.Options, status *os.File) error {
 		emit(nsinit.Event{Error: err.Error(), Step: "cache", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "cache", Err: err}
 	}
+	if note := goCacheNote(eff, spec.Process.Args, spec.Process.Env); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	if status != nil {
 		if err := checkStatusOutside(int(status.Fd()), spec); err != nil {
 			emit(nsinit.Event{Error: err.Error(), Step: "status-fd", Status: nsinit.ExitSetup})
