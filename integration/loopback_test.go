@@ -103,3 +103,21 @@ func TestLoopbackTrialCases(t *testing.T) {
 		}
 	})
 }
+
+// In a session, the note of an allowed host that cannot be reached goes to the stderr
+// of the request that made the connection, as a denial does.
+func TestLoopbackDownInSession(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		down, err := net.Listen("tcp", "127.0.0.1:0")
+		must(t, err)
+		dp := down.Addr().(*net.TCPAddr).Port
+		down.Close()
+		e.start("d", "--net", "proxy", "--allow-host", fmt.Sprintf("127.0.0.1:%d", dp))
+		r := e.in("d", nil, fmt.Sprintf("curl -sS -m 10 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/", dp))
+		want := fmt.Sprintf("gosbx: note: 127.0.0.1:%d is allowed (rule network.allow 127.0.0.1:%d), but the connection to it failed", dp, dp)
+		if r.stdout != "502" || !strings.Contains(r.stderr, want) {
+			t.Errorf("a session's request to an allowed port with nothing behind it: want 502 and %q\n%v", want, r)
+		}
+	})
+}
