@@ -198,6 +198,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 			}
 			return nil, errorf("limits", "", err, "bad limit")
 		}
+		if err := checkLower(p.Resources, o.Resources); err != nil {
+			return nil, err
+		}
 		p.Resources = mergeResources(p.Resources, &o.Resources)
 	}
 	if o.Hostname != "" {
