@@ -85,9 +85,9 @@ func openLockDir() (int, string, error) {
 }
 
 // ownerLock takes the owner's lock of the group name (owner.go): its lock file in the
-// caller's lock directory, created, and locked without waiting (a new id's file is
-// held by no one; a sweep may hold an orphan one for an instant, and removes it: then
-// the file is made anew). The returned file holds the lock until releaseOwner.
+// caller's lock directory, made locked (bornLocked), or an existing one locked without
+// waiting (a sweep may hold an orphan one for an instant, and removes it: then the file
+// is made anew). The returned file holds the lock until releaseOwner.
 func ownerLock(name string) (*os.File, error) {
 	dfd, dir, err := openLockDir()
 	if err != nil {
@@ -95,6 +95,9 @@ func ownerLock(name string) (*os.File, error) {
 	}
 	defer unix.Close(dfd)
 	p := filepath.Join(dir, name)
+	if f := bornLocked(dfd, name, p); f != nil {
+		return f, nil
+	}
 	for again := 0; again < 8; again++ {
 		fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
@@ -116,6 +119,27 @@ func ownerLock(name string) (*os.File, error) {
 		return os.NewFile(uintptr(fd), p), nil
 	}
 	return nil, fmt.Errorf("lock %s: held or removed by another process again and again", p)
+}
+
+// bornLocked makes the lock file name in the directory dfd already locked: an unnamed
+// file (open(2) O_TMPFILE), locked, then linked at name (linkat(2) through
+// /proc/self/fd, AT_SYMLINK_FOLLOW). A file created at its name and locked after would
+// look orphaned to a sweep between the two (sweepOwnerLocks: no group yet, lock free),
+// which then held it while it removed it; under load, for longer than ownerLock's
+// retries ("held or removed by another process again and again": docs/decisions.md "A
+// raw launch's descriptors closed twice"). nil when the name exists already or the
+// file system or a missing /proc refuses: ownerLock then creates and locks the file.
+func bornLocked(dfd int, name, p string) *os.File {
+	fd, err := unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil ||
+		unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dfd, name, unix.AT_SYMLINK_FOLLOW) != nil {
+		unix.Close(fd)
+		return nil
+	}
+	return os.NewFile(uintptr(fd), p)
 }
 
 // releaseOwner removes the owner's lock file, then unlocks it (after the group is

@@ -48,6 +48,30 @@ func v1Hierarchies() ([]v1Dir, error) {
 	return out, nil
 }
 
+// FixContainerCgroup is what a container's caller does when it cannot make cgroups:
+// Podman on a cgroup v1 host mounts the container's own group read-only, with or without
+// its own cgroup namespace (--cgroupns=private: measured, "read-only file system").
+const FixContainerCgroup = "run without limits (--limits best-effort, and limit the container itself: podman/docker run " +
+	"--memory, --pids-limit, --cpus), or give the container a writable cgroup mount of its own (--cgroupns=private alone " +
+	"leaves it read-only), or run gosbx on the host"
+
+// ownGroupsMounted says why the caller's own group in a hierarchy, the path
+// /proc/self/cgroup names under its mount, is not a directory in this mount namespace:
+// a container that shares the host's cgroup namespace (Podman and Docker on a cgroup v1
+// host) gets paths relative to the host's root, with only its own group mounted at
+// /sys/fs/cgroup/<controller> (cgroup_namespaces(7)). The mkdir below it would fail
+// with a bare ENOENT.
+func ownGroupsMounted(own []v1Dir) error {
+	for _, p := range own {
+		if _, err := os.Stat(p.dir); err != nil {
+			return fmt.Errorf("this process's %s group is not in this mount namespace: %w (the path /proc/self/cgroup names, "+
+				"under the %s hierarchy's mount; a container sharing the host's cgroup namespace sees the host's path with only its "+
+				"own group mounted): %s", p.sub, err, p.sub, FixContainerCgroup)
+		}
+	}
+	return nil
+}
+
 type v1Group struct {
 	name  string
 	dirs  []v1Dir    // in each hierarchy; co-mounted ones share a directory
@@ -103,6 +127,9 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 			return nil, fmt.Errorf("%w: the cgroup v1 %s controller is not mounted, so its limit cannot be applied", ErrUnavailable, need)
 		}
 	}
+	if err := ownGroupsMounted(own); err != nil {
+		return nil, fmt.Errorf("%w: create cgroup v1 group %s: %w", ErrUnavailable, n, err)
+	}
 	if os.Geteuid() != 0 {
 		// said before the owner's lock, whose directory (/run/user/<uid>) an unprivileged
 		// caller may not have: that error would hide this one (faccessat(2), AT_EACCESS)
@@ -136,6 +163,11 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 		}
 		if err != nil {
 			g.abandon()
+			if errors.Is(err, syscall.EROFS) && os.Geteuid() == 0 {
+				// not the caller's privilege: the mount (a container's, mounted read-only)
+				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (the cgroup file system is mounted read-only here, as a container runtime mounts it: %s)",
+					ErrUnavailable, n, err, FixContainerCgroup)
+			}
 			if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
 			}

@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -287,5 +288,29 @@ func TestV1NewNotStalledByParentLock(t *testing.T) {
 	g.Destroy()
 	if d > time.Second {
 		t.Errorf("New waited %v behind a lock another user holds on its parent", d)
+	}
+}
+
+// A container root on a cgroup v1 host whose cgroup namespace is the host's: its
+// /proc/self/cgroup names /libpod_parent/libpod-ID, which is not under its own mount
+// (recorded: "mkdir /sys/fs/cgroup/memory/libpod_parent/…: no such file or directory").
+// The error says so and names the container flag, instead of a bare mkdir ENOENT.
+func TestOwnGroupsMountedNamesTheCgroupNamespace(t *testing.T) {
+	dir := t.TempDir()
+	if err := ownGroupsMounted([]v1Dir{{"memory", dir}}); err != nil {
+		t.Fatalf("an existing own group: %v", err)
+	}
+	missing := filepath.Join(dir, "libpod_parent", "libpod-0123")
+	err := ownGroupsMounted([]v1Dir{{"memory", dir}, {"memory", missing}})
+	if err == nil {
+		t.Fatal("a missing own group: no error")
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%v: does not wrap ErrNotExist", err)
+	}
+	for _, want := range []string{missing, "memory group is not in this mount namespace", "/proc/self/cgroup", "--limits best-effort", "--cgroupns=private alone leaves it read-only"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
 	}
 }

@@ -50,7 +50,7 @@ func RunFor(exe, workspace string) *Report {
 	}
 	if userns.Status == OK {
 		r.add(childCheck(exe, "new mount API", "mountapi", Fail, "fsopen, fsmount, move_mount, mount_setattr need Linux 5.12 or later"))
-		r.add(childCheck(exe, "overlayfs in a user namespace", "overlay", Warn, "not needed by the default policy: the kernel refused an overlayfs mount in a user namespace for this caller (it needs Linux 5.11, and an upper file system that allows whiteouts there)"))
+		r.add(overlayCheck(exe))
 	} else {
 		r.add(Check{Name: "new mount API", Status: Skip, Detail: "needs a user namespace"})
 		r.add(Check{Name: "overlayfs in a user namespace", Status: Skip, Detail: "needs a user namespace"})
@@ -128,8 +128,39 @@ func checkContainer(f Facts) Check {
 	} else {
 		parts = append(parts, "/proc not masked")
 	}
+	if p, fix := hostRootProcSys(f); p != "" {
+		parts = append(parts, p)
+		if fix != "" {
+			c.Status, c.Fix = Warn, fix
+		}
+	}
 	c.Detail = strings.Join(parts, "; ")
 	return c
+}
+
+// FixHostRootContainer is what a container running as the host's root with /proc
+// unmasked does instead: the README's rule (unmask /proc only for a container whose root
+// is not the host's root).
+const FixHostRootContainer = "this container's uid 0 is the host's root and /proc/sys is writable to it " +
+	"(kernel.core_pattern names a program the kernel runs as host root): unmask /proc only for a container whose root " +
+	"is not the host's root: give it a user namespace (podman run --userns=auto, which needs a range for user " +
+	"\"containers\" in /etc/subuid and /etc/subgid, or --uidmap 0:300000:65536 --gidmap 0:300000:65536; " +
+	"Docker's userns-remap; Kubernetes hostUsers: false), or run it as a non-root user"
+
+// hostRootProcSys is what checkContainer says of a container without a user namespace
+// of its own (uid 0 there is the host's) whose /proc/sys is writable: for a uid 0
+// caller a part of the detail and the fix (warn); for another uid only the part (its
+// writes are refused, but the container's root could make them). A process with
+// CAP_SYS_ADMIN (a privileged container, or a VM that only looks like one) could
+// remount a masked /proc anyway: the mask is not what confines it, so nothing is said.
+func hostRootProcSys(f Facts) (part, fix string) {
+	if f.Container == "" || !f.HostUserns || !f.ProcSysWritable || f.SysAdmin() {
+		return "", ""
+	}
+	if f.UID != 0 {
+		return "no user namespace and /proc/sys writable: not by uid " + strconv.Itoa(f.UID) + ", but by the container's root, which is the host's", ""
+	}
+	return "no user namespace (uid 0 is the host's root) and /proc/sys writable", FixHostRootContainer
 }
 
 // clone starts exe ProbeArg args in new namespaces with the id maps of nsinit (the
@@ -188,6 +219,18 @@ func childCheck(exe, name, probe string, failStatus Status, fix string) Check {
 		return Check{Name: name, Status: failStatus, Detail: probeDetail(out, err), Fix: fix}
 	}
 	return Check{Name: name, Status: OK, Detail: "mounted in a user namespace"}
+}
+
+// overlayCheck mounts an overlayfs in a user namespace. The default policy does not use
+// one, so a refusal is a skip that says so (uid 65534 is refused here), not a warning
+// whose own fix says it is not needed.
+func overlayCheck(exe string) Check {
+	c := childCheck(exe, "overlayfs in a user namespace", "overlay", Skip, "")
+	if c.Status == Skip {
+		c.Detail = "not needed by the default policy: the kernel refused an overlayfs mount in a user namespace for this caller (" +
+			c.Detail + "; it needs Linux 5.11, and an upper file system that allows whiteouts there)"
+	}
+	return c
 }
 
 // probeDetail is what a failed probe child says: its own message, which names the
@@ -273,19 +316,19 @@ func checkCgroup(exe string, f Facts) []Check {
 	}
 	if mode == cgroup.None {
 		modeCheck.Status, modeCheck.Detail = Warn, "no cgroup file system"
-		modeCheck.Fix = explainCgroup(string(mode), f)
+		modeCheck.Fix = explainCgroup(string(mode), f, nil)
 	}
 	limit := int64(64)
 	g, err := cgroup.New(&specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}, cgroup.Options{})
 	noClone := Check{Name: "CLONE_INTO_CGROUP", Status: Skip, Detail: "no cgroup for this caller"}
 	if err != nil {
-		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}, noClone}
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f, err)}, noClone}
 	}
 	defer g.Destroy()
 	sleeper := exec.Command(exe, ProbeArg, "wait")
 	stdin, err := sleeper.StdinPipe()
 	if err != nil {
-		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f)}, noClone}
+		return []Check{modeCheck, {Name: "cgroup limits", Status: Warn, Detail: err.Error(), Fix: explainCgroup(string(mode), f, err)}, noClone}
 	}
 	limitCheck := Check{Name: "cgroup limits", Status: OK, Detail: fmt.Sprintf("%s group made with pids.max 64", g.Kind())}
 	if g.CloneFd() >= 0 {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gosbx/gosbx/egress"
@@ -49,9 +50,17 @@ func CheckEgress(patterns []string) []Check {
 			break
 		}
 		if c.Status == OK {
-			c.Detail = fmt.Sprintf("resolves and answers on port %v from the host", reached)
+			c.Detail = "resolves and answers on " + portsText(reached) + " from the host"
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// portsText names ports for people: "port 443", "ports 443 and 80".
+func portsText(ports []string) string {
+	if len(ports) == 1 {
+		return "port " + ports[0]
+	}
+	return "ports " + strings.Join(ports[:len(ports)-1], ", ") + " and " + ports[len(ports)-1]
 }

@@ -29,6 +29,13 @@ func TestCheckEgress(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", c.Name, c.Status, c.Detail, want[i])
 		}
 	}
+	// the trial's "answers on port [18080]" (a Go slice printed)
+	if w := fmt.Sprintf("answers on port %d from the host", open); got[0].Detail != "resolves and "+w {
+		t.Errorf("detail %q, want %q", got[0].Detail, "resolves and "+w)
+	}
+	if got := portsText([]string{"443", "80"}); got != "ports 443 and 80" {
+		t.Errorf("portsText: %q", got)
+	}
 	if bad := CheckEgress([]string{"*"}); len(bad) != 1 || bad[0].Status != Fail {
 		t.Errorf("a bad pattern: %+v", bad)
 	}

@@ -3,10 +3,12 @@ package doctor
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit"
 )
@@ -64,9 +66,18 @@ func explainSetup(se *nsinit.SetupError, f Facts) string {
 	return "gosbx could not build the sandbox at step " + se.Step + "; the message says why"
 }
 
-// explainCgroup says what to do when this caller has no usable cgroup.
-func explainCgroup(mode string, f Facts) string {
-	if !f.Root && mode == "cgroup-v1" {
+// explainCgroup says what to do when this caller has no usable cgroup, from the
+// cgroup mode, the host's facts and the error of cgroup.New (nil: none was tried). A
+// uid 0 without CAP_SYS_ADMIN (a container's root) is not told to run as root: v1
+// groups are made by file permissions, which its uid passes.
+func explainCgroup(mode string, f Facts, err error) string {
+	if errors.Is(err, fs.ErrNotExist) && mode == "cgroup-v1" && f.UID == 0 {
+		// cgroup.ownGroupsMounted: the path /proc/self/cgroup names is not mounted here
+		return "this process's own cgroup, the path /proc/self/cgroup names, is not under this mount namespace's /sys/fs/cgroup " +
+			"(a container that shares the host's cgroup namespace sees the host's path, with only its own group mounted): " +
+			"limits you ask for give 125; " + cgroup.FixContainerCgroup
+	}
+	if f.UID != 0 && mode == "cgroup-v1" {
 		// true in a container too (a /.dockerenv VM): the container's cgroup is not why
 		return "cgroup v1 only (or hybrid) and not root: unprivileged callers cannot create v1 groups. Limits you ask for will be refused (125); " +
 			"run as root, move the host to cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use --limits best-effort"
@@ -76,7 +87,7 @@ func explainCgroup(mode string, f Facts) string {
 			"limits you ask for give 125; use --limits best-effort and limit the container itself (docker/podman run --memory, " +
 			"--pids-limit, --cpus; a Pod's resources.limits)"
 	}
-	if f.Root || mode == "none" {
+	if f.UID == 0 || mode == "none" {
 		return "the cgroup file system is missing or read-only here (inside a container?): mount cgroup2 at /sys/fs/cgroup or run on the host"
 	}
 	return "no cgroup v2 subtree is delegated to this user: run gosbx in a delegated scope " +

@@ -240,26 +240,43 @@ func TestExplainSetupOtherSteps(t *testing.T) {
 func TestExplainCgroup(t *testing.T) {
 	// Root: the only reason root has no cgroup is a missing or read-only file system.
 	for _, mode := range []string{"cgroup-v1", "cgroup-v2", "none"} {
-		wantAll(t, "root "+mode, explainCgroup(mode, Facts{UID: 0, Root: true}), "missing or read-only", "/sys/fs/cgroup")
+		wantAll(t, "root "+mode, explainCgroup(mode, Facts{UID: 0, Root: true}, nil), "missing or read-only", "/sys/fs/cgroup")
 	}
 	// Non-root, v1 or hybrid: no delegation exists in v1.
-	fix := explainCgroup("cgroup-v1", Facts{UID: 1000})
+	fix := explainCgroup("cgroup-v1", Facts{UID: 1000}, nil)
 	wantAll(t, "non-root v1", fix, "cgroup v1", "not root", "systemd.unified_cgroup_hierarchy=1", "--limits best-effort")
 	wantNone(t, "non-root v1", fix, "Delegate=yes")
 	// the same in a container (this VM has /.dockerenv): the v1 rule, not the container's
-	fix = explainCgroup("cgroup-v1", Facts{UID: 65534, Container: "docker"})
+	fix = explainCgroup("cgroup-v1", Facts{UID: 65534, Container: "docker"}, nil)
 	wantAll(t, "non-root v1 in a container", fix, "unprivileged callers cannot create v1 groups")
 	wantNone(t, "non-root v1 in a container", fix, "container")
 	// Non-root, v2: delegation.
-	fix = explainCgroup("cgroup-v2", Facts{UID: 1000})
+	fix = explainCgroup("cgroup-v2", Facts{UID: 1000}, nil)
 	wantAll(t, "non-root v2", fix, "delegated", "systemd-run --user --scope -p Delegate=yes", "--cgroup-parent", "--limits best-effort")
 	wantNone(t, "non-root v2", fix, "unified_cgroup_hierarchy")
+}
+
+// A container's root (uid 0 without CAP_SYS_ADMIN) on a cgroup v1 host is not told to
+// run as root (recorded: "not root ... run as root" to a uid-0 caller in Podman); when
+// its own group is not mounted (the host's cgroup namespace) the fix names that.
+func TestExplainCgroupContainerRoot(t *testing.T) {
+	f := Facts{UID: 0, Container: "podman"}
+	missing := fmt.Errorf("no usable cgroup: create cgroup v1 group gosbx-x: this process's memory group is not in this mount namespace: %w",
+		&os.PathError{Op: "stat", Path: "/sys/fs/cgroup/memory/libpod_parent/libpod-1", Err: unix.ENOENT})
+	fix := explainCgroup("cgroup-v1", f, missing)
+	wantAll(t, "container root, own group missing", fix, "/proc/self/cgroup", "cgroup namespace", "--cgroupns=private alone", "--limits best-effort")
+	wantNone(t, "container root, own group missing", fix, "not root", "run as root")
+	fix = explainCgroup("cgroup-v1", f, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/memory/gosbx-x", Err: unix.EROFS})
+	wantAll(t, "container root, read-only", fix, "read-only", "--limits best-effort")
+	wantNone(t, "container root, read-only", fix, "not root", "run as root")
+	fix = explainCgroup("cgroup-v2", Facts{UID: 0}, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/gosbx-x", Err: unix.EROFS})
+	wantNone(t, "uid 0 without CAP_SYS_ADMIN, v2", fix, "delegated to this user")
 }
 
 // With no cgroup file system at all (inside another sandbox, a container without
 // /sys/fs/cgroup), a non-root caller's problem is not delegation.
 func TestExplainCgroupNoneNonRoot(t *testing.T) {
-	fix := explainCgroup("none", Facts{UID: 65534})
+	fix := explainCgroup("none", Facts{UID: 65534}, nil)
 	wantNone(t, "non-root, no cgroup fs", fix, "delegated", "Delegate=yes")
 	wantAll(t, "non-root, no cgroup fs", fix, "/sys/fs/cgroup")
 }

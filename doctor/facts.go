@@ -28,6 +28,14 @@ type Facts struct {
 	Seccomp                string // the Seccomp: field of /proc/self/status: 0 none, 1 strict, 2 filter
 	AppArmor               string // /proc/self/attr/current ("" when absent)
 	CapEff                 uint64 // this process's effective capability set
+	// HostUserns: this process's user namespace maps all of 0-4294967294 to itself
+	// (/proc/self/uid_map "0 0 4294967295", user_namespaces(7)): the initial one, so a
+	// container's uid 0 here is the host's uid 0.
+	HostUserns bool
+	// ProcSysWritable: /proc/sys is not mounted read-only here (statfs(2) ST_RDONLY
+	// clear): a uid 0 of the initial user namespace can write the host's sysctls
+	// (kernel.core_pattern, whose pipe helper the kernel runs as host root).
+	ProcSysWritable bool
 }
 
 // SysAdmin says whether CAP_SYS_ADMIN is in the effective set.
@@ -71,7 +79,25 @@ func ReadFacts() Facts {
 		f.AppArmor = strings.TrimSpace(strings.TrimRight(string(b), "\x00"))
 	}
 	f.MaskedProc = maskedProc()
+	if b, err := os.ReadFile("/proc/self/uid_map"); err == nil {
+		f.HostUserns = initialIDMap(string(b))
+	}
+	var sfs unix.Statfs_t
+	if unix.Statfs("/proc/sys/kernel", &sfs) == nil {
+		f.ProcSysWritable = sfs.Flags&unix.ST_RDONLY == 0
+	}
 	return f
+}
+
+// initialIDMap says whether an id map file (/proc/PID/uid_map) is the initial user
+// namespace's: one line mapping 0 to 0 for 4294967295 ids (user_namespaces(7)).
+func initialIDMap(m string) bool {
+	lines := strings.Split(strings.TrimSpace(m), "\n")
+	if len(lines) != 1 {
+		return false
+	}
+	f := strings.Fields(lines[0])
+	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
 }
 
 // maskedProc lists mounts on top of entries of /proc (what makes the kernel refuse a

@@ -268,3 +268,17 @@ func TestEveryCheckAlwaysPresent(t *testing.T) {
 		}
 	}
 }
+
+// A refused overlayfs mount (uid 65534 here: "mount overlay: permission denied") is a
+// skip saying the default policy does not need it, with no fix to list: it was a warn
+// whose fix said "not needed".
+func TestOverlayRefusedIsSkip(t *testing.T) {
+	requireUserns(t)
+	c := overlayCheck("/bin/false") // the probe fails as a refused mount does
+	if c.Status != Skip || c.Fix != "" || !strings.Contains(c.Detail, "not needed by the default policy") {
+		t.Errorf("a refused overlayfs mount: %+v; want skip, not needed, no fix", c)
+	}
+	if c := overlayCheck(testExe(t)); c.Status != OK && c.Status != Skip {
+		t.Errorf("overlayfs here: %+v", c)
+	}
+}

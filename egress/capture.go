@@ -129,7 +129,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		}
 		up, err := p.dial(d)
 		if err != nil {
-			p.emit(Event{Net: "allow", Proto: "capture", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
+			p.dialFailed(c, "capture", d, err) // a tunnel: no answer the client's protocol would read
 			return
 		}
 		p.relay("capture", d, c, up, nil, nil, sniCheck)
@@ -196,7 +196,10 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first, held
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
+		text := p.dialFailed(c, proto, d, err)
+		if proto == "capture-http" {
+			httpError(c, 502, "Bad Gateway", "gosbx proxy: "+text, "")
+		}
 		return
 	}
 	mode := sniNone

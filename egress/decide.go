@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 )
 
 // Policy is the allow and deny lists of a sandbox's egress. A connection is allowed
@@ -66,7 +67,7 @@ func (d Decision) Message() string {
 	// the exact flag: the address (a literal's, or the one the name resolved to) and port
 	addr, lit, of := "ADDRESS", "address literal ", "address "
 	if len(d.Why) > len(lit) && d.Why[:len(lit)] == lit {
-		addr = d.Why[len(lit):]
+		addr, _, _ = strings.Cut(d.Why[len(lit):], " ")
 	} else if len(d.Why) > len(of) && d.Why[:len(of)] == of && d.Port != 0 {
 		a := d.Why[len(of):]
 		for i := 0; i < len(a); i++ {
@@ -127,6 +128,17 @@ func hostPort(host string, port uint16) string {
 // done (its Addrs set).
 func (p *Policy) Host(host string, port uint16) Decision {
 	d := Decision{Host: host, Port: port}
+	if n, _ := normalName(host); n == "localhost" {
+		// decided as the address it names (localhostAddr), which the proxy dials:
+		// a rule for 127.0.0.1 or for localhost allows it, and the refusal's fix names
+		// the one flag that does
+		d = p.Host(localhostAddr.String(), port)
+		d.Host = n
+		if !d.Allow && d.Why != "" {
+			d.Why += " (localhost)"
+		}
+		return d
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
 			d.Rule, d.Host = "invalid-host", peerText(host)

@@ -24,7 +24,7 @@ func TestParseRule(t *testing.T) {
 		{in: "10.1.2.3/8", prefix: "10.0.0.0/8", ports: []uint16{443, 80}},
 		{in: "[fd00::1]:8443", prefix: "fd00::1/128", ports: []uint16{8443}},
 		{in: "fd00::1", prefix: "fd00::1/128", ports: []uint16{443, 80}},
-		{in: "localhost", name: "localhost", ports: []uint16{443, 80}},
+		{in: "localhost", prefix: "127.0.0.1/32", ports: []uint16{443, 80}}, // the host's loopback by name
 		{in: "*", err: "want a host name"},
 		{in: "*.com.", name: "com", wild: true, err: "want a host name"},
 		{in: "a..b", err: "want a host name"},

@@ -100,8 +100,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		}
 		up, err := p.dial(d)
 		if err != nil {
-			p.emit(Event{Net: "allow", Proto: "http-connect", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
-			httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
+			httpError(c, 502, "Bad Gateway", "gosbx proxy: "+p.dialFailed(c, "http-connect", d, err), "")
 			return
 		}
 		if _, err := c.Write([]byte(version + " 200 Connection established\r\n\r\n")); err != nil {
@@ -132,8 +131,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: "http", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
-		httpError(c, 502, "Bad Gateway", fmt.Sprintf("gosbx proxy: %s allowed, but the connection failed: %v", hostPort(d.Host, port), err), "")
+		httpError(c, 502, "Bad Gateway", "gosbx proxy: "+p.dialFailed(c, "http", d, err), "")
 		return
 	}
 	// One request per upstream connection: the head rewritten (origin form, the URI's

@@ -5,12 +5,16 @@ import (
 	"container/list"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -30,7 +34,8 @@ type Event struct {
 	// Origin is what Proxy.Origin said of the connection (0: not asked, or unknown):
 	// for the owner to route the line to the request that made it, not part of it.
 	Origin int `json:"-"`
-	// Message is a denial's message (Decision.Message), not part of the line.
+	// Message is a denial's message (Decision.Message), or the note of an allowed
+	// connection that could not be made ("note: ..."), not part of the line.
 	Message string `json:"-"`
 	// Ends says the line is the last of a connection whose Origin was asked with
 	// deny false (an allowed connection's, or its tunnel's denial by rule sni).
@@ -52,7 +57,9 @@ type Proxy struct {
 	// time.
 	Events func(Event)
 	// Denied receives each denial's message (Decision.Message), for the caller's
-	// stderr: an agent reads it there when its client prints only "403".
+	// stderr: an agent reads it there when its client prints only "403"; and the note
+	// of an allowed connection whose dial failed ("note: HOST:PORT is allowed ..., but
+	// the connection to it failed: CAUSE"), which a client shows as a 502 or nothing.
 	Denied func(msg string)
 	// Origin, if set, says which process of the sandbox made the connection c (an
 	// accepted one; nil for a DNS question over UDP), for Event.Origin: a session's
@@ -265,6 +272,37 @@ func (p *Proxy) denyFrom(origin int, ends bool, proto string, d Decision) string
 		p.Denied(msg)
 	}
 	return msg
+}
+
+// dialFailed reports an allowed connection whose dial failed: its status line (with
+// the error), and a note on Denied's stderr (Event.Message, for a session's request),
+// and returns the text for the client: the host and port, the rule that allowed them,
+// the cause and what to check.
+func (p *Proxy) dialFailed(c net.Conn, proto string, d Decision, err error) string {
+	text := dialFailure(d, err)
+	msg := "note: " + text
+	p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Message: msg, Ends: true})
+	if p.Denied != nil {
+		p.Denied(msg)
+	}
+	return text
+}
+
+// dialFailure says why an allowed host could not be reached: "127.0.0.1:80 is
+// allowed (rule network.allow 127.0.0.1), but the connection to it failed: dial tcp
+// 127.0.0.1:80: connect: connection refused: nothing listens on that port of the host".
+func dialFailure(d Decision, err error) string {
+	hp := hostPort(d.Host, d.Port)
+	why := ""
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = ": nothing listens on that port of the host (start the server, or allow the port it listens on: --allow-host HOST:PORT)"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):
+		why = ": no answer in time (is the host up, and is this its port?)"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		why = ": the host has no route to it"
+	}
+	return fmt.Sprintf("%s is allowed (rule %s), but the connection to it failed: %v%s", hp, d.Rule, err, why)
 }
 
 // dial connects to the first of d's checked addresses that answers.

@@ -77,6 +77,12 @@ func ParseRule(s string) (Rule, error) {
 		return r, nil
 	}
 	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	if name == "localhost" {
+		// the host's loopback by its name (RFC 6761): the rule is 127.0.0.1's, as a
+		// request for localhost is decided (Policy.Host), never the host's lookup of it
+		r.Prefix = netip.PrefixFrom(localhostAddr, 32)
+		return r, nil
+	}
 	if rest, ok := strings.CutPrefix(name, "*."); ok {
 		r.Wildcard, name = true, rest
 	}
@@ -85,6 +91,30 @@ func ParseRule(s string) (Rule, error) {
 	}
 	r.Name = name
 	return r, nil
+}
+
+// localhostAddr is what "localhost" is, in a rule and in a request: 127.0.0.1, the
+// address the sandbox's own /etc/hosts and DNS stub give it, so that a client's
+// connection to localhost:PORT (captured on the sandbox's 127.0.0.1) and the rule that
+// allows it are one address.
+var localhostAddr = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+
+// LoopbackNote is the note for allow patterns that name a loopback address without a
+// port ("127.0.0.1", "localhost"), "" for none: such a rule allows ports 80 and 443,
+// the only ports of a loopback address captured without being named, so a client that
+// skips the proxy for 127.0.0.1 (NO_PROXY) and connects to another port finds nothing
+// listening in the sandbox, which no refusal can report.
+func LoopbackNote(allow []string) string {
+	for _, s := range allow {
+		r, err := ParseRule(s)
+		if err != nil || r.Name != "" || r.AnyPort || !r.Prefix.Addr().IsLoopback() || len(r.Ports) != len(defaultPorts) {
+			continue
+		}
+		return fmt.Sprintf("--allow-host %s names no port: it allows ports 80 and 443 of the host's loopback only; "+
+			"for another, name it (--allow-host %s:PORT), which is also captured on the sandbox's own 127.0.0.1:PORT, "+
+			"where a client that skips the proxy (NO_PROXY) connects", s, strings.TrimSuffix(s, "/32"))
+	}
+	return ""
 }
 
 // ParseRules parses each pattern of list; field names the list in errors

@@ -103,7 +103,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 	}
 	up, err := p.dial(d)
 	if err != nil {
-		p.emit(Event{Net: "allow", Proto: "socks5", Host: d.Host, Port: port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Ends: true})
+		p.dialFailed(c, "socks5", d, err)
 		socksReply(c, socksHostUnreach)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -293,6 +294,83 @@ func TestCacheRefused(t *testing.T) {
 		}
 		if e := s.entries(); len(e) != 0 {
 			t.Errorf("refused launches made cache entries: %v", e)
+		}
+	})
+}
+
+// Entries of workspaces that no longer exist (removed, or removed and made again) are
+// marked gone by cache ls; cache rm takes such a workspace's path (the entries that
+// record it); a name that is neither an id nor a recorded workspace points at the ID
+// column; cache rm --gone removes exactly the gone ones (checked on disk).
+func TestCacheGoneWorkspaces(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newCacheSandbox(t, c)
+		mk := func(name string) string {
+			ws := filepath.Join(s.base, name)
+			must(t, os.Mkdir(ws, 0o755))
+			s.chown(ws)
+			mustSucceed(t, s.gosbx(runLimit, "exec", "--cache", "--workspace", ws, "--", "/bin/true"), "making "+name+"'s entry")
+			return ws
+		}
+		removed, remade, kept, pruned := mk("removed"), mk("remade"), mk("kept"), mk("pruned")
+		idRemoved, idRemade, idKept, idPruned := s.entryFor(removed), s.entryFor(remade), s.entryFor(kept), s.entryFor(pruned)
+		// the same path, another directory (made before the old one goes: another inode),
+		// so another id: the entry is not its
+		must(t, os.Mkdir(remade+".new", 0o755))
+		s.chown(remade + ".new")
+		for _, ws := range []string{removed, remade, pruned} {
+			must(t, os.Remove(ws))
+		}
+		must(t, os.Rename(remade+".new", remade))
+
+		r := s.gosbx(runLimit, "cache", "ls", "--json")
+		mustSucceed(t, r, "cache ls --json")
+		var list []struct {
+			ID   string
+			Gone bool
+		}
+		must(t, json.Unmarshal([]byte(r.stdout), &list))
+		gone := map[string]bool{}
+		for _, e := range list {
+			gone[e.ID] = e.Gone
+		}
+		want := map[string]bool{idRemoved: true, idRemade: true, idPruned: true, idKept: false}
+		if !reflect.DeepEqual(gone, want) {
+			t.Errorf("cache ls gone: %v, want %v", gone, want)
+		}
+		r = s.gosbx(runLimit, "cache", "ls")
+		mustSucceed(t, r, "cache ls")
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, idRemoved+" ") && !strings.HasSuffix(l, removed+" (gone)") || strings.HasPrefix(l, idKept+" ") && strings.Contains(l, "(gone)") {
+				t.Errorf("cache ls line %q: want the gone marker only on the removed workspaces", l)
+			}
+		}
+		if !strings.Contains(r.stdout, removed+" (gone)") {
+			t.Errorf("cache ls: no gone marker on %s:\n%s", removed, r.stdout)
+		}
+
+		// a path that is neither: refused, pointing at the ID column; nothing removed
+		r = s.gosbx(runLimit, "cache", "rm", filepath.Join(s.base, "never-was"))
+		if r.code != 125 || !strings.Contains(r.stderr, "ID column of `gosbx cache ls`") {
+			t.Errorf("cache rm of an unknown path: %v; want 125 and the ID column named", r)
+		}
+		if n := len(s.entries()); n != 4 {
+			t.Errorf("%d entries after a refused rm, want 4", n)
+		}
+		// the removed workspace's path removes its entry, and only it
+		mustSucceed(t, s.gosbx(runLimit, "cache", "rm", removed), "cache rm of a removed workspace's path")
+		if _, err := os.Lstat(filepath.Join(s.xdg, "gosbx", idRemoved)); err == nil {
+			t.Errorf("cache rm %s left %s", removed, idRemoved)
+		}
+		// the remade one's path: no entry under its new id, so the one recorded for it
+		mustSucceed(t, s.gosbx(runLimit, "cache", "rm", remade), "cache rm of a remade workspace's path")
+		if _, err := os.Lstat(filepath.Join(s.xdg, "gosbx", idRemade)); err == nil {
+			t.Errorf("cache rm %s left %s", remade, idRemade)
+		}
+		// --gone: the pruned one, not the kept one
+		mustSucceed(t, s.gosbx(runLimit, "cache", "rm", "--gone"), "cache rm --gone")
+		if e := s.entries(); !reflect.DeepEqual(e, []string{idKept}) {
+			t.Errorf("entries after rm --gone: %v, want only %s", e, idKept)
 		}
 	})
 }

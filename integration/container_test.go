@@ -200,6 +200,34 @@ func TestContainer(t *testing.T) {
 						t.Errorf("doctor: want ok false, exit 1, sandbox launch fail naming %q; got ok %v exit %d %+v", want, ok, d.code, launch)
 					}
 				case shippedPosture.name, usernsPosture.name:
+					// README's bold rule: /proc unmasked only for a container whose root is
+					// not the host's; doctor warns the container's root of breaking it, with
+					// the user-namespace fix, and says nothing where a user namespace is given
+					c := byName["container"]
+					hostRoot := p.name == shippedPosture.name && uid == 0
+					if hostRoot && (c.Status != "warn" || !strings.Contains(c.Fix, "--uidmap") || !strings.Contains(c.Detail, "/proc/sys writable")) {
+						t.Errorf("doctor as the host's root with /proc unmasked: %+v; want warn with the user-namespace fix", c)
+					}
+					if !hostRoot && c.Status != "ok" {
+						t.Errorf("doctor's container check: %+v; want ok", c)
+					}
+					if hostRoot {
+						// a cgroup v1 host's container shares its cgroup namespace: the group
+						// /proc/self/cgroup names is not under the container's /sys/fs/cgroup
+						m := h.run(t, p, uid, ws, outside, "exec", "--memory", "64M", "--workspace", "/work", "--", "/bin/true")
+						if m.code != 125 || !strings.Contains(m.stderr, "not in this mount namespace") || !strings.Contains(m.stderr, "--cgroupns=private") {
+							t.Errorf("exec --memory as the container's root: %v; want 125 naming the cgroup namespace and its fix", m)
+						}
+						if c := byName["cgroup limits"]; c.Status != "warn" || strings.Contains(c.Fix, "run as root") || !strings.Contains(c.Fix, "/proc/self/cgroup") {
+							t.Errorf("doctor's cgroup check as the container's root: %+v; want warn naming the cgroup namespace, not \"run as root\"", c)
+						}
+						// its own cgroup namespace: the mount is read-only, said as such to uid 0
+						q := posture{p.name, append(append([]string{}, p.opts...), "--cgroupns=private"), p.idBase}
+						m = h.run(t, q, uid, ws, outside, "exec", "--memory", "64M", "--workspace", "/work", "--", "/bin/true")
+						if m.code != 125 || !strings.Contains(m.stderr, "mounted read-only here") || strings.Contains(m.stderr, "unprivileged") {
+							t.Errorf("exec --memory as the root of a container with its own cgroup namespace: %v; want 125 naming the read-only mount", m)
+						}
+					}
 					mustSucceed(t, r, "a command under gosbx's profile with /proc unmasked")
 					if b, err := os.ReadFile(filepath.Join(ws, "ran")); err != nil || string(b) != "ran\n" {
 						t.Errorf("the workspace write did not reach the host: %q %v", b, err)

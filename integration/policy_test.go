@@ -480,3 +480,36 @@ func TestPolicyExportTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A resource flag over a limit the policy file names may only lower it (the trial's
+// --memory 2G over memory: 1G ran with 2G): raising any of them is refused with 125
+// naming both values and the command does not run; lowering one applies it (the
+// rlimit read inside). Session start is held to the same rule.
+func TestPolicyFileLimitsOnlyLower(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		pol := s.writePolicy("limits.yaml", "extends: agent\nresources: {memory: 1G, pids: 100, nofile: 512, fsize: 1M, cpus: 1}\n")
+		for _, bad := range [][]string{
+			{"--memory", "2G", "1G"}, {"--pids", "5000", "100"}, {"--nofile", "4096", "512"},
+			{"--fsize", "2M", "1M"}, {"--cpus", "2", "1"}, {"--memory-swap", "1G", "0"},
+		} {
+			m := s.marker("raise" + bad[0])
+			r := s.run("--policy", pol, bad[0], bad[1], "--", "/usr/bin/touch", m)
+			wantRefused(t, bad[0]+" "+bad[1]+" over the policy's "+bad[2], r, m, bad[0][2:]+": "+bad[1]+" is more than the policy's "+bad[2])
+		}
+		// an rlimit alone: it applies for every caller (a memory limit needs a cgroup)
+		low := s.writePolicy("nofile.yaml", "extends: agent\nresources: {nofile: 512}\n")
+		r := s.run("--policy", low, "--nofile", "256", "--", "/bin/sh", "-c", "ulimit -n")
+		mustSucceed(t, r, "--nofile 256 under the policy's 512")
+		if strings.TrimSpace(r.stdout) != "256" {
+			t.Errorf("--nofile 256 under the policy's 512: ulimit -n inside says %q", r.stdout)
+		}
+		if c.uid == 0 {
+			e := newSessionEnv(t, c)
+			r := e.gosbx("session", "start", "lim", "--workspace", e.ws, "--policy", pol, "--memory", "2G")
+			if r.code != 125 || !strings.Contains(r.stderr, "memory: 2G is more than the policy's 1G") {
+				t.Errorf("session start --memory 2G over the policy's 1G: want 125 naming both\n%v", r)
+			}
+		}
+	})
+}

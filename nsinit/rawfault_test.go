@@ -3,9 +3,13 @@
 package nsinit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/policy"
@@ -54,6 +58,52 @@ func TestRawRootFaultSameAsGo(t *testing.T) {
 			if got[0] != got[1] {
 				t.Errorf("memory %q, fault at %q:\nGo init:  %s\nraw init: %s", memory, st, got[0], got[1])
 			}
+		}
+	}
+}
+
+// A raw launch that fails at its clone leaves no descriptor of this process to be
+// closed twice: its sync and life pipe ends were closed as plain numbers while
+// os.Files wrapping them waited for the garbage collector, whose finalizers then
+// closed whatever this process had opened at those numbers since (a later launch's
+// sync pipe or bind source: TestRawRootFaultSameAsGo failed one run in four, "died
+// during setup: signal: killed" or "bad file descriptor" at a later step).
+func TestRawCloneFailureClosesOnce(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a root caller's launch")
+	}
+	ws := testWorkspace(t)
+	spec := withoutNotify(t, compile(t, policy.Options{Workspace: ws, Args: []string{"true"}}, nil))
+	t.Setenv(fault.Var, "clone")
+	rawAllowed.Store(true)
+	rawTaken.Store(false)
+	err := Command(spec).Run()
+	rawAllowed.Store(false)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "clone" || !rawTaken.Load() {
+		t.Fatalf("raw launch with a fault at clone: %v (raw init taken: %v), want a setup error at clone", err, rawTaken.Load())
+	}
+	// the numbers the launch freed, taken again (the lowest free ones: open(2))
+	var fds []int
+	for range 32 {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, p[0], p[1])
+	}
+	defer closeFds(fds)
+	// every finalizer queued until now has run once a finalizer queued after one that
+	// ran has run too (one goroutine runs them, a queue's batch at a time)
+	for range 2 {
+		done := make(chan struct{})
+		runtime.SetFinalizer(new([16]byte), func(*[16]byte) { close(done) })
+		runtime.GC()
+		<-done
+	}
+	for _, fd := range fds {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			t.Errorf("descriptor %d, opened after the failed launch: %v (closed by a finalizer of the launch's)", fd, err)
 		}
 	}
 }

@@ -295,8 +295,6 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 		}
 		return fail("config", err)
 	}
-	syncR := os.NewFile(uintptr(syncP[0]), "sync")
-	lifeW := os.NewFile(uintptr(lifeP[1]), "life")
 	setupR, setupW, err := os.Pipe() // nothing writes: a raw init has no runtime to crash
 	if err != nil {
 		return fail("pipe", err)
@@ -342,6 +340,12 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 		}
 	}
 	mine = []int{mapsP[1]}
+	// Wrapped only now, once no failure can close them as numbers (closeMine): a
+	// number closed under an os.File is closed again by its finalizer, whatever the
+	// process has opened at it since (docs/decisions.md "A raw launch's descriptors
+	// closed twice")
+	syncR := os.NewFile(uintptr(syncP[0]), "sync")
+	lifeW := os.NewFile(uintptr(lifeP[1]), "life")
 	for _, t := range trees {
 		mine = append(mine, t.Fd())
 	}

@@ -163,6 +163,23 @@ type CacheEntry struct {
 	Path      string    `json:"path"`      // the entry on the host
 	Size      int64     `json:"size"`      // bytes allocated (st_blocks × 512), links not followed; -1: unknown (unreadable, or deeper than maxCacheDepth)
 	LastUse   time.Time `json:"last_use"`  // the metadata file's time (zero if none)
+	// Gone: the workspace recorded no longer exists, or is another directory now (its
+	// WorkspaceID differs: removed and made again): no launch uses this entry again.
+	Gone bool `json:"gone"`
+}
+
+// workspaceGone says whether the entry id, recorded for workspace ws, can no longer be
+// that workspace's: ws is missing, or names a directory with another id. An entry
+// without a readable workspace is not called gone.
+func workspaceGone(ws, id string) bool {
+	if ws == "" {
+		return false
+	}
+	now, err := WorkspaceID(ws)
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	return now != id
 }
 
 // openRoot opens the cache root without creating it; ok is false when it does not
@@ -220,6 +237,7 @@ func ListCaches(c *Cache) ([]CacheEntry, error) {
 			f.Close()
 		}
 		unix.Close(fd)
+		e.Gone = workspaceGone(e.Workspace, e.ID)
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b CacheEntry) int {

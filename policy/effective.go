@@ -198,6 +198,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 			}
 			return nil, errorf("limits", "", err, "bad limit")
 		}
+		if err := checkLower(p.Resources, o.Resources); err != nil {
+			return nil, err
+		}
 		p.Resources = mergeResources(p.Resources, &o.Resources)
 	}
 	if o.Hostname != "" {
@@ -226,6 +229,7 @@ func Effective(o Options, h Host) (*Policy, error) {
 			}
 		}
 	}
+	f.ReadOnly, f.ReadWrite = dedupeBinds(f.ReadOnly), dedupeBinds(f.ReadWrite)
 	for i := range f.Tmpfs {
 		if f.Tmpfs[i].Path, err = exPath("tmpfs", f.Tmpfs[i].Path); err != nil {
 			return nil, err
@@ -305,4 +309,25 @@ func credentials(r *resolver, list []string, vars map[string]string) ([]string, 
 func (p *Policy) Timeout() time.Duration {
 	d, _ := ParseTimeout(p.Process.Timeout)
 	return d
+}
+
+// dedupeBinds keeps one bind of each expanded path and destination that policies
+// name (a profile's optional ~/.gitconfig and a file's own ~/.gitconfig, after extends
+// appended them): at the first one's place, optional only if every one was. A flag's
+// bind is left as it is: one that repeats another is refused by Compile ("already").
+func dedupeBinds(list []Bind) []Bind {
+	out := list[:0:0]
+	at := map[[2]string]int{}
+	for _, b := range list {
+		k := [2]string{b.Path, b.Dest}
+		if i, ok := at[k]; ok && !b.flag {
+			out[i].Optional = out[i].Optional && b.Optional
+			continue
+		}
+		if !b.flag {
+			at[k] = len(out)
+		}
+		out = append(out, b)
+	}
+	return out
 }

@@ -320,3 +320,30 @@ func TestEffectiveCredentials(t *testing.T) {
 		t.Errorf("--ro of ~/.ssh: %v", err)
 	}
 }
+
+// A bind a file names that its extends' profile has too is listed once (the trial's
+// `extends: build` plus ~/.gitconfig showed it twice): required if either requires it.
+func TestEffectiveDedupesBinds(t *testing.T) {
+	ws := t.TempDir()
+	home := t.TempDir()
+	p, err := Parse([]byte("extends: build\nfilesystem:\n  read_only: [~/.gitconfig, "+home+"/.gitconfig]\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eff, err := Effective(Options{Policy: p, Workspace: ws, Args: []string{"true"}}, Host{Home: home, Homes: []string{home}, Cwd: ws, UID: os.Getuid(), GID: os.Getgid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Bind
+	for _, b := range eff.Filesystem.ReadOnly {
+		if b.Path == filepath.Join(home, ".gitconfig") {
+			got = append(got, b)
+		}
+	}
+	if len(got) != 1 || got[0].Optional {
+		t.Errorf("~/.gitconfig binds: %+v; want one, required", got)
+	}
+	if d := dedupeBinds([]Bind{{Path: "/a", Optional: true}, {Path: "/b"}, {Path: "/a", Optional: true}, {Path: "/a", Dest: "/c"}}); len(d) != 3 || !d[0].Optional || d[0].Path != "/a" || d[1].Path != "/b" {
+		t.Errorf("dedupeBinds: %+v", d)
+	}
+}

@@ -23,6 +23,10 @@ func TestEmptyRootNote(t *testing.T) {
 		{"filesystem:\n  read_only: [/usr/bin]\n", true},
 		{"extends: agent\nfilesystem:\n  git: commit\n", false},
 		{"filesystem:\n  read_only: [/usr, /lib64]\n", false},
+		// the trial's: /usr alone shows no /lib64, where ls names its ELF interpreter
+		{"filesystem:\n  read_only: [/usr]\n", true},
+		{"filesystem:\n  read_only: [/usr/lib, /usr/bin]\n", true},
+		{"filesystem:\n  read_only: [/usr, /lib]\n", false},
 		{"filesystem:\n  read_only: [/]\n", false},
 	} {
 		p, err := Parse([]byte(c.yaml), "t.yaml")

@@ -221,6 +221,9 @@ func execute(o policy.Options, status *os.File) error {
 		emit(nsinit.Event{Error: err.Error(), Step: "cache", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "cache", Err: err}
 	}
+	if note := goCacheNote(eff, spec.Process.Args, spec.Process.Env); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	if status != nil {
 		if err := checkStatusOutside(int(status.Fd()), spec); err != nil {
 			emit(nsinit.Event{Error: err.Error(), Step: "status-fd", Status: nsinit.ExitSetup})
@@ -250,6 +253,7 @@ func execute(o policy.Options, status *os.File) error {
 	if note := cpusNote(spec); note != "" {
 		fmt.Fprintln(os.Stderr, note)
 	}
+	warnLoopbackPorts(spec)
 	go func() {
 		for s := range sigc {
 			cmd.Signal(s)
@@ -318,6 +322,18 @@ func warnDowngrades(cmd *nsinit.Cmd, spec *config.Config) {
 	if note := cmd.LimitsNote(); note != "" && len(spec.Limits.Required) > 0 {
 		fmt.Fprintf(os.Stderr, "gosbx: warning: running without the limits asked for (%s), as best-effort allows: %s\n",
 			strings.Join(spec.Limits.Required, ", "), note)
+	}
+}
+
+// warnLoopbackPorts says on stderr when an allow pattern names a loopback address
+// without a port (egress.LoopbackNote): the failure it leads to, a connection refused
+// inside the sandbox, reaches no proxy that could report it.
+func warnLoopbackPorts(spec *config.Config) {
+	if spec.Egress == nil {
+		return
+	}
+	if note := egress.LoopbackNote(spec.Egress.Allow); note != "" {
+		fmt.Fprintf(os.Stderr, "gosbx: note: %s\n", note)
 	}
 }
 

@@ -124,6 +124,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err := startSupervisor(sd, pidfd); err != nil {
 				return sessionFailure{err}
 			}
+			warnLoopbackPorts(spec)
 			return nil
 		},
 	}

@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"slices"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -106,6 +104,7 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		req.Rows, req.Cols = ws.Row, ws.Col
 	}
 	var termP atomic.Pointer[terminal] // set once the terminal's master came
+	var hangup atomic.Bool             // a SIGTERM or SIGHUP came: hang the terminal up
 	var saved *unix.Termios            // the terminal's settings before makeRaw (--tty)
 	if tty {
 		// Raw before the command can start: a key typed early (Ctrl-C) must reach its
@@ -143,6 +142,13 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 				continue
 			}
 			session.WriteFrame(fd, session.ReqSignal, session.EncodeUint(uint64(n)), nil)
+			if tty && (s == unix.SIGTERM || s == unix.SIGHUP) {
+				// the caller's terminal (or whoever runs this client) is going: the
+				// command's terminal is hung up as a closed terminal emulator's is, so
+				// an interactive shell, which ignores SIGTERM, ends too
+				hangup.Store(true)
+				termP.Load().hangup()
+			}
 			if isJobStop(s) {
 				stopSelf() // the command's process group was stopped first
 			}
@@ -176,7 +182,10 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 			}
 		case session.RepPTY:
 			if tty && len(fds) == 1 && termP.Load() == nil {
-				termP.Store(relayTerminal(os.NewFile(uintptr(fds[0]), "pty")))
+				termP.Store(relayTerminal(fds[0]))
+				if hangup.Load() {
+					termP.Load().hangup()
+				}
 			} else {
 				closeAll(fds)
 			}
@@ -197,45 +206,6 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 // execEventPrefix is the supervisor's bare exec event (sent without --status-fd too),
 // execEventField the field of a full one (nsinit.Event's "exec": true).
 var execEventPrefix, execEventField = []byte(`{"exec":true}`), []byte(`"exec":true`)
-
-// terminal relays the caller's terminal (or stdin and stdout) to and from a session
-// command's terminal master, the caller's terminal in raw mode (makeRaw: its keys,
-// Ctrl-C included, go to the command's terminal, whose line discipline makes the
-// signals), its window size followed (SIGWINCH).
-type terminal struct {
-	pty    *os.File
-	copied chan struct{} // closed once the command's output has been copied
-}
-
-func relayTerminal(pty *os.File) *terminal {
-	t := &terminal{pty: pty, copied: make(chan struct{})}
-	t.resize()
-	go func() {
-		defer close(t.copied)
-		io.Copy(os.Stdout, pty) // ends with EIO once no process holds the terminal
-	}()
-	go io.Copy(pty, os.Stdin)
-	return t
-}
-
-// resize gives the command's terminal the caller's window size.
-func (t *terminal) resize() {
-	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); err == nil {
-		unix.IoctlSetWinsize(int(t.pty.Fd()), unix.TIOCSWINSZ, ws)
-	}
-}
-
-// finish lets the command's last output through (until the terminal is closed by
-// everyone inside, or 200 ms: a background process may hold it).
-func (t *terminal) finish() {
-	if t == nil {
-		return
-	}
-	select {
-	case <-t.copied:
-	case <-time.After(200 * time.Millisecond):
-	}
-}
 
 // makeRaw puts the caller's terminal on stdin, if it is one, in raw mode (no echo, no
 // line editing, no signals from keys, no output processing: cfmakeraw(3)) and returns

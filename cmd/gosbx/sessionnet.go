@@ -154,14 +154,14 @@ func (r *netRoutes) route(e egress.Event) {
 	}
 	switch {
 	case rt != nil:
-		if e.Net == "deny" {
+		if e.Message != "" {
 			rt.message("gosbx: " + lineText(sessionFix(e.Message)) + "\n")
 		}
 		if rt.event != nil {
 			b, _ := json.Marshal(e)
 			rt.event(b)
 		}
-	case e.Net == "deny":
+	case e.Message != "":
 		for _, x := range r.byPid {
 			x.message("gosbx: " + lineText(sessionFix(e.Message)) + " (a connection of this session that gosbx could not attribute to a request)\n")
 		}

@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -51,15 +52,18 @@ func main() {
 		proc := *cfg.Process // the session's environment, working directory and user
 		proc.Args = []string{"sh", "-c", lines.Text()}
 		cmd := sess.Command(&proc)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		// the output is held until the line ends, so that it follows its own header (as
+		// examples/pool prints it)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.Timeout = time.Minute // this command's process group, not the session
 		err := cmd.Run()
 		var exitErr *nsinit.ExitError
 		switch {
 		case err == nil, errors.As(err, &exitErr):
-			fmt.Printf("$ %s  (exit %d)\n", lines.Text(), cmd.Result.ExitCode)
+			fmt.Printf("$ %s  (exit %d)\n%s", lines.Text(), cmd.Result.ExitCode, out.String())
 		default:
-			fmt.Printf("$ %s  (not run: %v)\n", lines.Text(), err) // *SetupError, *ExecError
+			fmt.Printf("$ %s  (not run: %v)\n%s", lines.Text(), err, out.String()) // *SetupError, *ExecError
 		}
 	}
 }

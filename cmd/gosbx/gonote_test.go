@@ -1,0 +1,31 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gosbx/gosbx/policy"
+)
+
+// go itself with no cache bound gets the note naming --cache and --policy build; a
+// shell running go, or GOCACHE set inside, does not (exit 0 paths of the trial: each
+// `gosbx exec -- go test` under agent built everything again, silently).
+func TestGoCacheNote(t *testing.T) {
+	p := &policy.Policy{} // no cache: agent's default
+	n := goCacheNote(p, []string{"/usr/local/go/bin/go", "test", "./..."}, []string{"PATH=/usr/bin"})
+	for _, w := range []string{"build cache starts empty", "--cache", "--policy build"} {
+		if !strings.Contains(n, w) {
+			t.Errorf("note %q: want %q", n, w)
+		}
+	}
+	for name, c := range map[string]struct{ args, env []string }{
+		"a shell":     {[]string{"sh", "-c", "go test"}, nil},
+		"GOCACHE set": {[]string{"go", "build"}, []string{"GOCACHE=/work/.gocache"}},
+		"gofmt":       {[]string{"gofmt", "-l"}, nil},
+		"no command":  {nil, nil},
+	} {
+		if n := goCacheNote(p, c.args, c.env); n != "" {
+			t.Errorf("%s: note %q, want none", name, n)
+		}
+	}
+}
