@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +74,44 @@ func TestMemoryOneShotTmpfsWriter(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "dd:137") {
 		t.Errorf("want dd killed (dd:137) and the shell's exit 0\n%v", r)
 	}
+}
+
+// The launcher's own oom_score_adj stays what it was throughout a launch, while the
+// command gets 1000 (attack review 15 F2): the raw init shares the launcher's memory,
+// and a write of its own oom_score_adj was the launcher's too (__set_oom_adj copies it
+// to every process of the memory). strace delays each clone (the window between the
+// raise and the command's clone, 0.2 s) while a loop samples the launcher's value.
+func TestMemoryOOMScoreLauncherUntouched(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("no strace to widen the window")
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		ctx := s.limitCtx(runLimit)
+		g := s.rawCommand(ctx, "exec", "--", shellPath, "-c", `echo "CMD $(cat /proc/self/oom_score_adj)"`).Args
+		script := `S=$1; shift
+"$S" -o /dev/null -f -e trace=clone,clone3 -e inject=clone,clone3:delay_enter=200000 "$@" </dev/null &
+T=$!; seen=""
+while kill -0 $T 2>/dev/null; do
+  for c in $(cat /proc/$T/task/*/children 2>/dev/null); do
+    v=$(cat /proc/$c/oom_score_adj 2>/dev/null) && case " $seen " in *" $v "*) ;; *) seen="$seen $v";; esac
+  done
+done
+wait $T; echo "RC $?"; echo "LAUNCHER$seen"`
+		cmd := exec.CommandContext(ctx, shellPath, append([]string{"-c", script, "_", strace}, g...)...)
+		cmd.Env = s.env()
+		cmd.Dir = s.base
+		cmd.WaitDelay = 5 * time.Second
+		r := s.runCmd(ctx, cmd)
+		if !strings.Contains(r.stdout, "RC 0\n") || !strings.Contains(r.stdout, "CMD 1000\n") {
+			t.Fatalf("want the command at 1000\n%v", r)
+		}
+		own, err := os.ReadFile("/proc/self/oom_score_adj")
+		must(t, err)
+		want := "LAUNCHER " + strings.TrimSpace(string(own)) + "\n"
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the launcher's oom_score_adj changed during the launch (want only %q)\n%v", want, r)
+		}
+	})
 }

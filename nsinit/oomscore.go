@@ -28,6 +28,16 @@ import (
 // CAP_SYS_RESOURCE in the initial user namespace). A command may likewise lower its own
 // back to that inherited value, no lower: that makes pid 1 a candidate again and so can
 // end only its own sandbox, which it may end anyway.
+//
+// That is the Go init's way: its memory is its own (executed), shared by no process
+// once the holder has executed (awaitHolder, before any command's fork) but by the
+// command children, whose CLONE_VFORK makes __set_oom_adj (fs/proc/base.c) pass them
+// by; its threads are the one process. The raw init shares the launcher's memory
+// (CLONE_VM, no CLONE_VFORK: MMF_MULTIPROCESS), and __set_oom_adj copies a write of
+// its value to every process of that memory, the launcher's own (review15 F2): so the
+// raw init never writes it, and the command's process stage raises its own instead
+// (planRawStart: vfork_done set, the write is its alone), its file opened while it
+// sets the memory dumpable for that open.
 
 // oomScoreAdj is every command's oom_score_adj (proc(5)).
 const oomScoreAdj = "1000"

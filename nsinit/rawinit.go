@@ -94,11 +94,11 @@ func rawEligible(spec *config.Config) error {
 // rawBuilt is what the start needs of the build: the root, the holder's pid and the
 // go-ahead's byte (nil when the build did not read it), in registers.
 type rawBuilt struct {
-	root    *mounts.RawRoot
-	holder  rawplan.Reg
-	goByte  *rawplan.Reg
-	oom     rawplan.Reg // pid 1's own oom_score_adj, open (oomscore.go) when oomOpen
-	oomOpen bool
+	root   *mounts.RawRoot
+	holder rawplan.Reg
+	goByte *rawplan.Reg
+	// the command's process stage raises its own oom_score_adj (oomscore.go)
+	oomRaise bool
 	// the set-ID handler's pid (negative: none) and descriptors (rawsetid.go)
 	helper rawplan.Reg
 	setid  *rawSetIDFds
@@ -148,20 +148,12 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		p.Op(s, errno("read"), rawplan.ReadOne, unix.SYS_READ, lit(uintptr(fd.mapsR)), lit(0), lit(1))
 		p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.mapsR)))
 	}
-	// pid 1's own oom_score_adj (oomscore.go), opened once the launcher has written
-	// the id maps (its last change of credentials: each makes the shared memory not
-	// dumpable, commit_creds), while the host's /proc is in view. The file is pid 1's
-	// only while the memory is dumpable: for a root caller the launcher's change of euid
-	// to the host id made it not, and no execve (as the Go init's) makes it dumpable
-	// again; pid 1 sets it back (a process whose real, effective and saved ids differ
-	// can be traced by root alone), and "set not dumpable" below clears it for good. Where the launcher was not dumpable (a
-	// library program's choice), that is left: no oom_score_adj then. Raised for the
-	// fork of the command, then put back (planRawStart).
+	// The command's oom_score_adj is raised by the command's own process stage
+	// (planRawStart, oomscore.go), which opens its own file while it sets the memory
+	// dumpable for that open; where the launcher was not dumpable (a library
+	// program's choice), that is left: no oom_score_adj then.
 	if d, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); d == 1 {
-		p.Call(s, errno("prctl(PR_SET_DUMPABLE)"), unix.SYS_PRCTL, lit(unix.PR_SET_DUMPABLE), lit(1))
-		built.oom = p.Reg()
-		built.oomOpen = true
-		p.Call(s, errno("open "+oomScorePath), unix.SYS_OPENAT, lit(atFdcwd), lit(p.Str(oomScorePath)), lit(unix.O_WRONLY|unix.O_CLOEXEC)).Into(built.oom)
+		built.oomRaise = true
 	}
 	s = p.Begin("setsid")
 	p.Call(s, errno("setsid"), unix.SYS_SETSID)

@@ -1,9 +1,7 @@
 package nsinit
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -191,6 +189,21 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 			p.Call(ps, errno("unshare(CLONE_NEWCGROUP)"), unix.SYS_UNSHARE, lit(unix.CLONE_NEWCGROUP))
 		}
 	}
+	if built.oomRaise {
+		// The command's oom_score_adj, raised here in its own process (oomscore.go):
+		// a write by pid 1, which shares the launcher's memory (MMF_MULTIPROCESS), is
+		// copied by __set_oom_adj (fs/proc/base.c) to every process of that memory,
+		// the launcher too; this child's (vfork_done set) is its own alone. Its file
+		// is its own only while the memory is dumpable (task_dump_owner): set so for
+		// the open, and not dumpable again before anything else runs.
+		ps := p.Begin("oom score")
+		p.Call(ps, errno("prctl(PR_SET_DUMPABLE)"), unix.SYS_PRCTL, lit(unix.PR_SET_DUMPABLE), lit(1))
+		oom := p.Reg()
+		p.Call(ps, errno("open "+oomScorePath), unix.SYS_OPENAT, lit(atFdcwd), lit(p.Str(oomScorePath)), lit(unix.O_WRONLY|unix.O_CLOEXEC)).Into(oom)
+		p.Call(ps, errno("prctl(PR_SET_DUMPABLE)"), unix.SYS_PRCTL, lit(unix.PR_SET_DUMPABLE), lit(0))
+		p.Call(ps, errno("write "+oomScoreAdj+" to "+oomScorePath), unix.SYS_WRITE, oom.Arg(), lit(p.Str(oomScoreAdj)), lit(uintptr(len(oomScoreAdj))))
+		p.CloseReg(ps, oom)
+	}
 	ps := p.Begin("signal mask")
 	for sig := uintptr(1); sig <= 64; sig++ {
 		if sig == uintptr(unix.SIGKILL) || sig == uintptr(unix.SIGSTOP) {
@@ -253,16 +266,6 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	// the fork, reported as startPlan's are: under the process stage's first step
 	s = p.Begin("signal mask")
 	cmd := p.Reg()
-	// the command inherits oomScoreAdj; pid 1 has its own value back once the command
-	// executed (CLONE_VFORK): the launcher's, which the raw init inherited (oomscore.go)
-	var orig []byte
-	if built.oomOpen {
-		if orig, err = os.ReadFile(oomScorePath); err != nil {
-			return nil, &stepError{"oom score", fmt.Errorf("read %s: %w", oomScorePath, err)}
-		}
-		orig = bytes.TrimSpace(orig)
-		p.Call(s, errno("write "+oomScoreAdj+" to "+oomScorePath), unix.SYS_WRITE, built.oom.Arg(), lit(p.Str(oomScoreAdj)), lit(uintptr(len(oomScoreAdj))))
-	}
 	if fd.cgroupFd > 0 {
 		// into the v2 group from its birth; its page faults until its execve are the
 		// launcher's memory's, charged to the memory's owner (as a v1 join's)
@@ -270,10 +273,6 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 		p.Call(s, errno("close the cgroup"), unix.SYS_CLOSE, lit(uintptr(fd.cgroupFd)))
 	} else {
 		p.CloneSub(s, errno("clone"), sub, unix.CLONE_VFORK, cmd)
-	}
-	if built.oomOpen {
-		p.Call(s, errno("write "+oomScorePath), unix.SYS_WRITE, built.oom.Arg(), lit(p.Bytes(orig)), lit(uintptr(len(orig))))
-		p.CloseReg(s, built.oom)
 	}
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))
 	for _, j := range fd.join {

@@ -144,6 +144,9 @@ func refusedAlias(field, canon string, h Host, creds []string) error {
 	if !ok {
 		return errorf(field, canon, nil, "no mount holds it in /proc/self/mountinfo")
 	}
+	if err := refusedPlace(field, canon, cp, mounts, h, creds); err != nil {
+		return err
+	}
 	for _, m := range mounts {
 		if m.dev != cp.dev {
 			continue
