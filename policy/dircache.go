@@ -105,7 +105,7 @@ func newDirCache(watch bool) *dirCache {
 		return c // max_user_instances: the state check for all
 	}
 	c.ifd, c.mounts = ifd, m
-	c.maxWatches = userWatches() / watchShare
+	c.maxWatches = watchCap(inotifyLimit("max_user_watches", 8192), inotifyLimit("max_user_instances", 128))
 	return c
 }
 
@@ -279,19 +279,29 @@ func localFS(fd int) bool {
 	return false
 }
 
-// watchShare: a cache holds at most this fraction of the user's inotify watches
-// (1/16: 12033 of this machine's 192530, 512 of the smallest default, 8192).
-const watchShare = 16
+// watchCap is how many watches one cache may hold, given the user's
+// max_user_watches and max_user_instances (inotify(7)): each cache (a session's
+// supervisor) holds one instance, so however many sessions the user runs, up to every
+// instance it may have, together they hold at most half its watches (the rest is an
+// editor's, a build tool's, systemd's path units'). Past it the state check (lstat)
+// stands in for a watch. 32 on the smallest defaults (8192, 128); 752 on this
+// machine's 192530.
+func watchCap(watches, instances int) int {
+	if instances < 1 {
+		instances = 1
+	}
+	return watches / (2 * instances)
+}
 
-// userWatches is fs.inotify.max_user_watches (inotify(7)), 8192 if it cannot be read.
-func userWatches() int {
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+// inotifyLimit is /proc/sys/fs/inotify/name (inotify(7)), def if it cannot be read.
+func inotifyLimit(name string, def int) int {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/" + name)
 	if err != nil {
-		return 8192
+		return def
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || n <= 0 {
-		return 8192
+		return def
 	}
 	return n
 }
