@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/policy"
 )
@@ -18,8 +20,7 @@ import (
 //     kept out of the search's reach (moved into a skipped directory and back), not made;
 //   - made while none ran since the last search (the user on the host; or a process the
 //     session left running in the background, whose refusal is the session's own loss):
-//     every request is refused until the session is restarted, even once it is gone
-//     from the search's view again.
+//     every request is refused while it is there (until the session is restarted).
 //
 // Known paths are kept by identity (policy.KnownPath): a start-time repository removed
 // and made again at its path (the start's read-only bind covered the old one) is new.
@@ -40,11 +41,10 @@ type repoGuard struct {
 	running int
 	// ran: a command ran since the last search
 	ran bool
-	// since is when the last search that began while no command ran ended: only a path
-	// born after it can be a command's
+	// since is when the last search that began while no command ran ended (the
+	// coarse clock file system timestamps are taken from): only a path born at or after
+	// it can be a command's
 	since time.Time
-	// refused is the refusal every request gets until the session is restarted
-	refused error
 }
 
 // prime reads the trees once so that the first request's search reads only what
@@ -53,7 +53,7 @@ func (g *repoGuard) prime() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.scan.Rescan()
-	g.since = time.Now()
+	g.since = coarseNow()
 }
 
 // before searches the trees (and the chain down to cwd, the command's working
@@ -85,9 +85,6 @@ func (g *repoGuard) ended(cwd string) {
 
 // search is the search itself, g.mu held.
 func (g *repoGuard) search(cwd string) error {
-	if g.refused != nil {
-		return g.refused
-	}
 	idle := g.running == 0
 	var cwds []string
 	if cwd != "" {
@@ -100,7 +97,7 @@ func (g *repoGuard) search(cwd string) error {
 	var fresh, old, chain []policy.Found
 	for _, f := range added {
 		switch {
-		case (g.ran || g.running > 0) && f.Born && f.BirthTime().After(g.since):
+		case (g.ran || g.running > 0) && f.Born && !f.BirthTime().Before(g.since):
 			fresh = append(fresh, f)
 		case f.Chain:
 			chain = append(chain, f)
@@ -110,12 +107,9 @@ func (g *repoGuard) search(cwd string) error {
 	}
 	if len(old) > 0 {
 		if !g.ran && g.running == 0 {
-			g.refused = policy.NewProtectedError(g.name, policy.Paths(old))
-		} else {
-			g.refused = policy.NewProtectedBornError(g.name, policy.Paths(old))
+			return &nsinit.SetupError{Step: "protected", Err: policy.NewProtectedError(g.name, policy.Paths(old))}
 		}
-		g.refused = &nsinit.SetupError{Step: "protected", Err: g.refused}
-		return g.refused
+		return &nsinit.SetupError{Step: "protected", Err: policy.NewProtectedBornError(g.name, policy.Paths(old))}
 	}
 	if len(chain) > 0 {
 		// not the session's end: the request's own directory, refused each time
@@ -124,9 +118,20 @@ func (g *repoGuard) search(cwd string) error {
 	g.scan.Accept(fresh)
 	g.ran = g.running > 0
 	if idle {
-		// the fine clock, read after the search: a path born before it has a birth
-		// time at or before it (a coarse file system timestamp is never ahead)
-		g.since = time.Now()
+		g.since = coarseNow()
 	}
 	return nil
+}
+
+// coarseNow is CLOCK_REALTIME_COARSE (clock_gettime(2)), the clock a new inode's
+// timestamps come from (current_time; a multigrain file system's may be finer, never
+// earlier): a path born after this read has a birth time at or after it. One born
+// within the clock's tick (4 ms at HZ=250) before it may pass as later: out of the
+// search's reach at that instant, and still a limit (README).
+func coarseNow() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Now()
+	}
+	return time.Unix(ts.Unix())
 }
