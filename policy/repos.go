@@ -144,7 +144,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		switch {
 		case c != nil && depth > 0 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)):
 			if changed == nil {
-				changed = errorf("protected", dir, err, "%v", ErrChangedMidSearch)
+				changed = changedError(dir, err)
 			}
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
 		case depth == 0:
@@ -170,7 +170,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		if c != nil {
 			// Unchanged since the last scan (its entries and mode as they were): what it
 			// held is taken as read, and the scan goes on by path (no descriptor).
-			if keep, watched, ok := c.lookup(dir); ok {
+			if keep, watched, ok := c.lookup(dir, parent >= 0); ok {
 				watchedAll = watchedAll && watched
 				visit(keep, -1, dir, depth)
 				return
@@ -211,7 +211,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			isDir, err := isDirAt(fd, nb, typ)
 			if errors.Is(err, os.ErrNotExist) {
 				if c != nil && changed == nil {
-					changed = errorf("protected", filepath.Join(dir, string(nb)), err, "%v", ErrChangedMidSearch)
+					changed = changedError(filepath.Join(dir, string(nb)), err)
 				}
 				return nil // gone: os.ReadDir leaves it out
 			}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -124,6 +125,11 @@ func (s ProtectedScan) scan(c *dirCache) ([]string, error) {
 	}
 	if c != nil {
 		c.prune()
+		// an event on a directory while the trees were walked: what was read of it
+		// may be neither its state before nor after
+		if !c.settle(s.Patterns) {
+			return nil, changedError(s.Trees[0], nil)
+		}
 	}
 	return out, nil
 }
@@ -140,6 +146,18 @@ func (s *ProtectedScan) Rescan(cwds ...string) ([]Found, error) {
 	if len(s.Patterns) == 0 {
 		return nil, nil
 	}
+	var added []Found
+	var err error
+	for try := 0; try < searchTries; try++ {
+		if added, err = s.rescan(cwds); !errors.Is(err, ErrChangedMidSearch) {
+			break
+		}
+	}
+	return added, err
+}
+
+// rescan is one try of Rescan.
+func (s *ProtectedScan) rescan(cwds []string) ([]Found, error) {
 	now, err := s.scan(s.cacheOrNew())
 	if err != nil {
 		return nil, err
@@ -160,7 +178,7 @@ func (s *ProtectedScan) Rescan(cwds ...string) ([]Found, error) {
 	for i, p := range now {
 		k, born, err := identify(p)
 		if err != nil {
-			return nil, errorf("protected", p, err, "the protected path changed while it was searched")
+			return nil, changedError(p, err)
 		}
 		if !slices.Contains(s.Known, k) {
 			added = append(added, Found{KnownPath: k, Born: born, Chain: i >= inTrees})
@@ -216,10 +234,23 @@ func Paths(found []Found) []string {
 	return out
 }
 
-// ErrChangedMidSearch is why a directory that vanished, or became a symlink or a file,
-// while the search read it, fails the search: a process moving a repository out of the
-// search's reach and back must not have it skipped.
-var ErrChangedMidSearch = errors.New("a directory changed while it was searched for protected paths (a process of the session racing it?); try again, or restart the session")
+// ErrChangedMidSearch is why a search failed: a directory vanished, or turned into a
+// symlink or a file, between its listing and its open, or a watched directory had an
+// entry that matters made, moved or removed while the trees were walked. A process
+// moving a repository out of the search's reach and back must not have it skipped.
+var ErrChangedMidSearch = errors.New("a directory changed while the trees were searched for protected paths (a process racing the search?)")
+
+// changedError is the search's error for path, which changed (err) while searched.
+func changedError(path string, err error) error {
+	if err == nil {
+		return errorf("protected", path, ErrChangedMidSearch, "refused rather than left unsearched; try again")
+	}
+	return errorf("protected", path, fmt.Errorf("%w: %w", ErrChangedMidSearch, err), "refused rather than left unsearched; try again")
+}
+
+// searchTries is how many times Rescan searches while the trees change under it before
+// it fails.
+const searchTries = 3
 
 // NewProtectedError is the refusal (a *Error at step protected) of a request of
 // session while added (from Rescan) are in its writable trees unguarded: a session's

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestProtectedScanAdded: the scan kept at a session's start finds nothing new while the
@@ -212,5 +215,76 @@ func TestBoundsCwd(t *testing.T) {
 	}
 	if got, _ := b.Check(Request{Cwd: sub, Chdir: "/tmp"}); got != "/tmp" {
 		t.Errorf("--chdir: got %q", got)
+	}
+}
+
+// TestRescanRacedFailsClosed: while a process swaps a directory holding a .git with an
+// empty one (renameat2 RENAME_EXCHANGE, in a loop), every search either finds the .git
+// or fails (ErrChangedMidSearch), never succeeds without it: a change the watches saw
+// during the walk, or a directory gone between its listing and its open, fails it
+// (attack review 15, F5 repro B). Without it some searches skip the .git and succeed.
+func TestRescanRacedFailsClosed(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	mkdirs(t, filepath.Join(ws, "a", "r", ".git"), filepath.Join(ws, "z", "r"))
+	for i := 0; i < 40; i++ {
+		mkdirs(t, filepath.Join(ws, "f"+strconv.Itoa(i)))
+	}
+	s := ProtectedScan{Trees: []string{ws}, Patterns: []string{".git"}}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, filepath.Join(ws, "a"), unix.AT_FDCWD, filepath.Join(ws, "z"), unix.RENAME_EXCHANGE)
+		}
+	}()
+	var found, failed, missed int
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		added, err := s.Rescan()
+		switch {
+		case errors.Is(err, ErrChangedMidSearch):
+			failed++
+		case err != nil:
+			t.Fatal(err)
+		case len(added) == 1:
+			found++
+		default:
+			missed++
+		}
+	}
+	t.Logf("found %d, failed closed %d, missed %d", found, failed, missed)
+	if missed > 0 {
+		t.Errorf("%d searches succeeded without the .git", missed)
+	}
+}
+
+// TestRescanSwappedDirs: two directories swapped between searches (RENAME_EXCHANGE:
+// their parent has the event, not the watches of what lies below them) are read again
+// below them: the .git is found at its new path. Without the identity check of a
+// re-read directory's children the cache answered for the old inodes by path and the
+// search missed it (the rescan then named a path that is gone).
+func TestRescanSwappedDirs(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	mkdirs(t, filepath.Join(ws, "a", "r", ".git"), filepath.Join(ws, "z", "r"))
+	s := ProtectedScan{Trees: []string{ws}, Patterns: []string{".git"}}
+	for i, want := range []string{"a", "z", "a"} {
+		if i > 0 {
+			if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(ws, "a"), unix.AT_FDCWD, filepath.Join(ws, "z"), unix.RENAME_EXCHANGE); err != nil {
+				t.Fatal(err)
+			}
+		}
+		git := filepath.Join(ws, want, "r", ".git")
+		if added, err := s.Rescan(); err != nil || !slices.Equal(Paths(added), []string{git}) {
+			t.Errorf("swap %d: %v, %v; want %s", i, added, err, git)
+		}
 	}
 }
