@@ -266,7 +266,7 @@ func NewProtectedError(session string, added []string) error {
 // made by the host (or a process left in the background) where the search does not read;
 // not the command's own.
 func NewProtectedBornError(session string, found []string) error {
-	return errorf("protected", "", nil, "%s was made before session %s's last search yet not found by it (moved into a searched directory from one the search skips, or made outside the session's commands, or on a file system that keeps no birth time); it is not guarded (git would run what a command put in it). Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again",
+	return errorf("protected", "", nil, "%s was made before session %s's last search yet not found by it (moved into a searched directory from one the search skips, or made outside the session's commands); it is not guarded (git would run what a command put in it). Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again",
 		strings.Join(found, ", "), session, session, session)
 }
 

@@ -97,7 +97,9 @@ func (g *repoGuard) search(cwd string) error {
 	var fresh, old, chain []policy.Found
 	for _, f := range added {
 		switch {
-		case (g.ran || g.running > 0) && f.Born && !f.BirthTime().Before(g.since):
+		case (g.ran || g.running > 0) && (!f.Born || !f.BirthTime().Before(g.since)):
+			// (a file system without birth times, NFS, some FUSE ones: taken by when it
+			// appeared alone, as before; README)
 			fresh = append(fresh, f)
 		case f.Chain:
 			chain = append(chain, f)
