@@ -129,7 +129,7 @@ func (g *repoGuard) search(cwd string) error {
 // timestamps come from (current_time; a multigrain file system's may be finer, never
 // earlier): a path born after this read has a birth time at or after it. One born
 // within the clock's tick (4 ms at HZ=250) before it may pass as later: out of the
-// search's reach at that instant, and still a limit (README).
+// search's reach at that instant, and still a limit (docs/decisions.md).
 func coarseNow() time.Time {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
