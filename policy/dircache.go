@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"bytes"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +45,10 @@ type dirCache struct {
 	ifd    int
 	dirty  map[int32]bool
 	verify bool
+	// carry are the watches that reported an event after a search's walk (settle),
+	// dirty for the next; carryVerify: the queue overflowed meanwhile
+	carry       map[int32]bool
+	carryVerify bool
 	// mounts is /proc/self/mountinfo, open: poll(2) says a mount table change once
 	mounts int
 	// watches are the watches held; at most maxWatches (a share of the user's
@@ -91,7 +97,7 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 // alone). Its descriptors stay open for the process's life, as the cache's owner (a
 // session's supervisor) does.
 func newDirCache(watch bool) *dirCache {
-	c := &dirCache{dirs: map[string]*cachedDir{}, dirty: map[int32]bool{}, walks: map[string]walkResult{}, trees: map[string]bool{}, watches: map[int32]bool{}, ifd: -1, mounts: -1, local: map[uint64]bool{}}
+	c := &dirCache{dirs: map[string]*cachedDir{}, dirty: map[int32]bool{}, walks: map[string]walkResult{}, trees: map[string]bool{}, watches: map[int32]bool{}, carry: map[int32]bool{}, ifd: -1, mounts: -1, local: map[uint64]bool{}}
 	if !watch {
 		return c
 	}
@@ -105,7 +111,7 @@ func newDirCache(watch bool) *dirCache {
 		return c // max_user_instances: the state check for all
 	}
 	c.ifd, c.mounts = ifd, m
-	c.maxWatches = userWatches() / watchShare
+	c.maxWatches = watchCap(inotifyLimit("max_user_watches", 8192), inotifyLimit("max_user_instances", 128))
 	return c
 }
 
@@ -116,7 +122,12 @@ func (c *dirCache) begin() {
 	c.now = time.Now()
 	clear(c.dirty)
 	clear(c.trees)
-	c.verify = c.ifd < 0
+	for wd := range c.carry {
+		c.dirty[wd] = true
+	}
+	clear(c.carry)
+	c.verify = c.ifd < 0 || c.carryVerify
+	c.carryVerify = false
 	if c.ifd < 0 {
 		return
 	}
@@ -145,6 +156,56 @@ func (c *dirCache) begin() {
 			}
 			c.dirty[ev.Wd] = true
 			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
+// settle reads the events the watches reported while the search walked, keeps them
+// for the next search (carry), and reports whether none can have changed what it found:
+// an entry that is a directory (IN_ISDIR) or named as the last component of one of
+// patterns made, moved or removed, a watched directory's own change (IN_ATTRIB,
+// moved, removed), or an overflowed queue. Other files coming and going (a build's
+// output, an editor's swap files) do not count.
+func (c *dirCache) settle(patterns []string) bool {
+	if c.ifd < 0 {
+		return true
+	}
+	quiet := true
+	var buf [4096]byte
+	for {
+		n, err := unix.Read(c.ifd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			if err != unix.EAGAIN {
+				c.carryVerify, quiet = true, false
+			}
+			return quiet
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				continue // a watch removed (prune), or its directory gone: told by IN_DELETE_SELF
+			}
+			c.carry[ev.Wd] = true
+			switch {
+			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+				c.carryVerify, quiet = true, false
+			case len(name) == 0 || ev.Mask&unix.IN_ISDIR != 0:
+				quiet = false
+			default:
+				for _, p := range patterns {
+					if nameMatch(path.Base(p), string(name)) {
+						quiet = false
+					}
+				}
+			}
 		}
 	}
 }
@@ -178,17 +239,25 @@ func (c *dirCache) prune() {
 }
 
 // lookup returns what dir held when it was read, if it is unchanged since (dir is the
-// path the search reached it by; its parents were found unchanged first), and whether
-// a watch said so.
-func (c *dirCache) lookup(dir string) (keep []scanEntry, watched, ok bool) {
+// path the search reached it by), and whether a watch said so. moved: its parent was
+// read again in this search, so the path may lead to another directory now (a watch is
+// on an inode: a directory renamed over it, or swapped with RENAME_EXCHANGE, sends
+// the parent an event, not the watch of the one it replaced), and it is taken only when
+// lstat(2) finds the same directory there.
+func (c *dirCache) lookup(dir string, moved bool) (keep []scanEntry, watched, ok bool) {
 	d, ok := c.dirs[dir]
 	if !ok || d.wd >= 0 && c.dirty[d.wd] {
 		return nil, false, false
 	}
-	if d.wd < 0 || c.verify {
-		var st unix.Stat_t
+	var st unix.Stat_t
+	switch {
+	case d.wd < 0 || c.verify:
 		if d.racy || unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR ||
 			st.Dev != d.dev || st.Ino != d.ino || st.Ctim != d.ctime || st.Mtim != d.mtime {
+			return nil, false, false
+		}
+	case moved:
+		if unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev != d.dev || st.Ino != d.ino {
 			return nil, false, false
 		}
 	}
@@ -279,19 +348,29 @@ func localFS(fd int) bool {
 	return false
 }
 
-// watchShare: a cache holds at most this fraction of the user's inotify watches
-// (1/16: 12033 of this machine's 192530, 512 of the smallest default, 8192).
-const watchShare = 16
+// watchCap is how many watches one cache may hold, given the user's
+// max_user_watches and max_user_instances (inotify(7)): each cache (a session's
+// supervisor) holds one instance, so however many sessions the user runs, up to every
+// instance it may have, together they hold at most half its watches (the rest is an
+// editor's, a build tool's, systemd's path units'). Past it the state check (lstat)
+// stands in for a watch. 32 on the smallest defaults (8192, 128); 752 on this
+// machine's 192530.
+func watchCap(watches, instances int) int {
+	if instances < 1 {
+		instances = 1
+	}
+	return watches / (2 * instances)
+}
 
-// userWatches is fs.inotify.max_user_watches (inotify(7)), 8192 if it cannot be read.
-func userWatches() int {
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+// inotifyLimit is /proc/sys/fs/inotify/name (inotify(7)), def if it cannot be read.
+func inotifyLimit(name string, def int) int {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/" + name)
 	if err != nil {
-		return 8192
+		return def
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || n <= 0 {
-		return 8192
+		return def
 	}
 	return n
 }

@@ -135,9 +135,17 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			walkFound = append(walkFound, p)
 		}
 	}
+	// With c (a session's search again, its sandbox alive): a directory that vanished
+	// or changed type since its parent was read fails the search, a process may be
+	// moving a repository out of its reach and back (ErrChangedMidSearch).
+	var changed error
 	unreadable := func(dir string, depth int, err error) {
 		watchedAll = false // not kept: read again each time
 		switch {
+		case c != nil && depth > 0 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)):
+			if changed == nil {
+				changed = changedError(dir, err)
+			}
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
 		case depth == 0:
 			rootErr = err
@@ -162,7 +170,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		if c != nil {
 			// Unchanged since the last scan (its entries and mode as they were): what it
 			// held is taken as read, and the scan goes on by path (no descriptor).
-			if keep, watched, ok := c.lookup(dir); ok {
+			if keep, watched, ok := c.lookup(dir, parent >= 0); ok {
 				watchedAll = watchedAll && watched
 				visit(keep, -1, dir, depth)
 				return
@@ -202,6 +210,9 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		err = eachDirent(fd, buf, func(nb []byte, typ uint8) error {
 			isDir, err := isDirAt(fd, nb, typ)
 			if errors.Is(err, os.ErrNotExist) {
+				if c != nil && changed == nil {
+					changed = changedError(filepath.Join(dir, string(nb)), err)
+				}
 				return nil // gone: os.ReadDir leaves it out
 			}
 			if err != nil {
@@ -251,6 +262,9 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 	walk(unix.AT_FDCWD, root, root, "", 0)
 	if rootErr != nil {
 		return nil, errorf("protected", root, rootErr, "cannot read the tree to search it for protected paths")
+	}
+	if changed != nil {
+		return nil, changed
 	}
 	if exhausted {
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+

@@ -166,7 +166,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	sv.jobs.add(x)
 	go func() {
 		cmd.Wait()
-		sv.guard.ended() // what the job made is its own (repoGuard)
+		sv.guard.ended(cmd.Config.Process.Cwd) // what the job made is its own (repoGuard)
 		sv.routes.remove(pid)
 		for _, m := range cleanupNotes(cmd.Result) {
 			l.Write([]byte(m))

@@ -456,7 +456,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		// a repository (or other protected path) made since the last request, while
 		// none of the session's commands ran, has no read-only mount: refused, not run
 		// unguarded; one a command made is its own (repoGuard)
-		err = sv.guard.before()
+		err = sv.guard.before(proc.Cwd)
 	}
 	if err != nil {
 		refuse(err)
@@ -468,7 +468,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	endGuard := func() {
 		if guarded {
 			guarded = false
-			sv.guard.ended()
+			sv.guard.ended(proc.Cwd)
 		}
 	}
 	defer endGuard()
