@@ -114,7 +114,7 @@ func TestRawSetIDCallsSameAsGo(t *testing.T) {
 		s.chown(filepath.Join(s.ws, "sub"))
 		s.writeWS("dd", "", 0o600)
 		r := runRawSetID(t, s, bin, goInit, nil, nil, []string{"--ro", ro},
-			"/bin/sh", "-c", `echo READY; exec "$0" -c "$1" "$2"`, python, setIDCallsProbe+rawSetIDExtraProbe, roFile)
+			"/bin/sh", "-c", `echo READY; exec "$0" -c "$1" "$2" "$3"`, python, setIDCallsProbe+rawSetIDExtraProbe, roFile)
 		checkInit(t, r, goInit)
 		if r.exit != 0 {
 			t.Fatalf("go init %v: the probe exited %d\n%+v", goInit, r.exit, r)
@@ -166,27 +166,8 @@ func TestRawSetIDCallsSameAsGo(t *testing.T) {
 // setidHandlerOf is the pid of the set-ID handler of the raw init that is a child of
 // program (a child of that init executed as gosbx-setid), or 0.
 func setidHandlerOf(program int) int {
-	children := func(ppid int) []int {
-		var out []int
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
-			}
-			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-			if len(f) > 1 && f[1] == strconv.Itoa(ppid) {
-				out = append(out, pid)
-			}
-		}
-		return out
-	}
-	for _, init := range children(program) {
-		for _, c := range children(init) {
+	for _, init := range procChildren(program) {
+		for _, c := range procChildren(init) {
 			if argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c)); strings.HasPrefix(string(argv), "gosbx-setid\x00") {
 				return c
 			}
@@ -327,28 +308,8 @@ func TestRawSetIDRaceSymlinkSwap(t *testing.T) {
 	must(t, os.Mkdir(ro, 0o755))
 	roFile := filepath.Join(ro, "x")
 	must(t, os.WriteFile(roFile, nil, 0o644))
-	script := `
-import ctypes, os, sys, threading
-libc = ctypes.CDLL(None, use_errno=True)
-ro = sys.argv[1]
-os.mkdir("real"); open("real/x", "w").close()
-os.symlink(ro, "evil")
-stop = False
-def swap():
-    while not stop:
-        os.rename("real", "tmp"); os.rename("evil", "real")
-        os.rename("real", "evil"); os.rename("tmp", "real")
-th = threading.Thread(target=swap); th.start()
-ok = other = 0
-for i in range(2000):
-    if libc.chmod(b"real/x", 0o4755) == 0:
-        ok += 1
-    else:
-        other += 1
-stop = True; th.join()
-print("chmods", ok, "failed", other)
-`
-	r := runRawSetID(t, s, bin, false, nil, nil, []string{"--ro", ro}, "/bin/sh", "-c", `echo READY; exec "$0" -c "$1" "$2"`, python, script, ro)
+	script := symlinkSwapScript
+	r := runRawSetID(t, s, bin, false, nil, nil, []string{"--ro", ro}, "/bin/sh", "-c", `echo READY; exec "$0" -c "$1" "$2" "$3"`, python, script, ro, "2000")
 	checkInit(t, r, false)
 	out := strings.Join(r.out, "\n")
 	if r.exit != 0 || !strings.Contains(out, "chmods ") || strings.Contains(out, "chmods 0 ") {

@@ -213,28 +213,8 @@ func TestSetIDRaceSymlinkSwap(t *testing.T) {
 	must(t, os.Mkdir(ro, 0o755))
 	roFile := filepath.Join(ro, "x")
 	must(t, os.WriteFile(roFile, nil, 0o644))
-	script := `
-import ctypes, os, sys, threading
-libc = ctypes.CDLL(None, use_errno=True)
-ro = sys.argv[1]
-os.mkdir("real"); open("real/x", "w").close()
-os.symlink(ro, "evil")
-stop = False
-def swap():
-    while not stop:
-        os.rename("real", "tmp"); os.rename("evil", "real")
-        os.rename("real", "evil"); os.rename("tmp", "real")
-th = threading.Thread(target=swap); th.start()
-ok = other = 0
-for i in range(3000):
-    if libc.chmod(b"real/x", 0o4755) == 0:
-        ok += 1
-    else:
-        other += 1
-stop = True; th.join()
-print("chmods", ok, "failed", other)
-`
-	r := s.run("--ro", ro, "--", python, "-c", script, ro)
+	script := symlinkSwapScript
+	r := s.run("--ro", ro, "--", python, "-c", script, ro, "3000")
 	mustSucceed(t, r, "race")
 	if !strings.Contains(r.stdout, "chmods ") || strings.Contains(r.stdout, "chmods 0 ") {
 		t.Errorf("no chmod went through the workspace's directory: the race did not run\n%v", r)
@@ -623,3 +603,28 @@ func TestSetIDPidsFull(t *testing.T) {
 		t.Errorf("host: the init has %d threads after 20 requests, %d before", after, before)
 	}
 }
+
+// symlinkSwapScript races a chmod with S_ISUID (argv[2] times) through a path component
+// that another thread swaps between a directory and a symlink to argv[1], a read-only
+// bind (python3 -c, in the workspace).
+const symlinkSwapScript = `
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+ro = sys.argv[1]
+os.mkdir("real"); open("real/x", "w").close()
+os.symlink(ro, "evil")
+stop = False
+def swap():
+    while not stop:
+        os.rename("real", "tmp"); os.rename("evil", "real")
+        os.rename("real", "evil"); os.rename("tmp", "real")
+th = threading.Thread(target=swap); th.start()
+ok = other = 0
+for i in range(int(sys.argv[2])):
+    if libc.chmod(b"real/x", 0o4755) == 0:
+        ok += 1
+    else:
+        other += 1
+stop = True; th.join()
+print("chmods", ok, "failed", other)
+`
