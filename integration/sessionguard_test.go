@@ -263,6 +263,51 @@ func TestSessionStopWaitsForAnswer(t *testing.T) {
 	})
 }
 
+// TestSessionSupervisorGoneBeforeExecReport: a supervisor killed after it handed the
+// command to the session but before it relayed the exec (a -tags gosbxfault build,
+// GOSBX_FAULT=session slow exec report: the command runs, the report waits 5 s) gives
+// its client 137, never 125 ("did not run", which a caller may retry): the dispatch
+// frame sent before the command can run tells the client it may have. Without it the
+// client said 125 every time; TestSessionSupervisorGoneAfterStart met that window by
+// chance.
+func TestSessionSupervisorGoneBeforeExecReport(t *testing.T) {
+	bin := faultBinary(t)
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		with := func(cmd *exec.Cmd) *exec.Cmd {
+			for i, a := range cmd.Args {
+				if a == gosbxBin {
+					cmd.Args[i] = bin
+				}
+			}
+			if cmd.Path == gosbxBin {
+				cmd.Path = bin
+			}
+			cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt, "GOSBX_FAULT=session slow exec report")
+			return cmd
+		}
+		ctx := e.limitCtx(runLimit)
+		mustSucceed(t, e.runCmd(ctx, with(e.rawCommand(ctx, "session", "start", "g", "--workspace", e.ws))), "session start")
+		in := e.info("g")
+		ready := filepath.Join(e.ws, "ready")
+		cmd := with(e.rawCommand(e.limitCtx(runLimit), "exec", "--session", "g", "--", shellPath, "-c", "touch ready; exec sleep 30"))
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		must(t, cmd.Start())
+		if !waitPath(ready, false, 10*time.Second) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the command did not start: %s", errb.String())
+		}
+		must(t, syscall.Kill(in.Pid, syscall.SIGKILL))
+		err := cmd.Wait()
+		if code := exitCode(err, cmd.ProcessState); code != 137 {
+			t.Errorf("the client of a command that ran, its exec not yet reported, got %d when its supervisor was killed, want 137\nstderr: %s", code, errb.String())
+		}
+		e.gosbx("session", "ls") // removes the killed session's leftovers
+	})
+}
+
 // TestSessionSupervisorGoneAfterStart: a supervisor killed (SIGKILL) while a command
 // runs cannot send its exit status; the client, told the command was executed, exits
 // 137 ("killed"), never 125 ("did not run"), with and without --status-fd.

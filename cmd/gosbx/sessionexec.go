@@ -154,13 +154,15 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 			}
 		}
 	}()
-	started := false // the supervisor said the command was executed (its exec event)
+	// the supervisor handed the command to the session (dispatchEvent) or said it was
+	// executed (its exec event): from then on it may have run
+	started := false
 	for {
 		kind, body, fds, err := session.ReadFrame(fd, 1)
 		if err != nil && started {
-			// the command ran: never 125 ("did not run"), which a caller may retry
+			// the command may have run: never 125 ("did not run"), which a caller may retry
 			termP.Load().finish()
-			fmt.Fprintf(os.Stderr, "gosbx: session %q ended before the command's exit status came (%v); the command had started: taken as killed\n", name, err)
+			fmt.Fprintf(os.Stderr, "gosbx: session %q ended before the command's exit status came (%v); the command may have started: taken as killed\n", name, err)
 			return statusError(128 + int(unix.SIGKILL))
 		}
 		if err != nil {
@@ -168,6 +170,10 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		}
 		switch kind {
 		case session.RepEvent:
+			if bytes.Equal(body, dispatchEvent) {
+				started = true // the client's own: not a status line
+				continue
+			}
 			if bytes.HasPrefix(body, execEventPrefix) || bytes.Contains(body, execEventField) {
 				started = true
 			}
@@ -206,6 +212,10 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 // execEventPrefix is the supervisor's bare exec event (sent without --status-fd too),
 // execEventField the field of a full one (nsinit.Event's "exec": true).
 var execEventPrefix, execEventField = []byte(`{"exec":true}`), []byte(`"exec":true`)
+
+// dispatchEvent is the supervisor's frame sent just before it hands a request's command
+// to the session (sent always, never written to the status descriptor).
+var dispatchEvent = []byte(`{"dispatched":true}`)
 
 // makeRaw puts the caller's terminal on stdin, if it is one, in raw mode (no echo, no
 // line editing, no signals from keys, no output processing: cfmakeraw(3)) and returns

@@ -518,12 +518,21 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if proxied {
 		sv.routes.begin()
 	}
+	// From here the command may run before its exec is reported (the init forks it as
+	// soon as it has the request): a client that loses this session after this frame
+	// must not say 125, "did not run" (the caller may retry it)
+	reply(session.RepEvent, dispatchEvent)
 	if err := cmd.Start(); err != nil {
 		if proxied {
 			sv.routes.abort()
 		}
 		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return
+	}
+	if fault.Check("session slow exec report") != nil {
+		// the exec reported late (fault injection test): the command runs, its client
+		// has only the dispatch frame
+		time.Sleep(5 * time.Second)
 	}
 	if !req.Status {
 		// the client's sign that the command ran (its exec event, bare): a session that
