@@ -492,10 +492,16 @@ func TestPolicyFileLimitsOnlyLower(t *testing.T) {
 		for _, bad := range [][]string{
 			{"--memory", "2G", "1G"}, {"--pids", "5000", "100"}, {"--nofile", "4096", "512"},
 			{"--fsize", "2M", "1M"}, {"--cpus", "2", "1"}, {"--memory-swap", "1G", "0"},
+			// 0 is no limit: it lifts the policy's (an attack review ran 200 MiB under 64M)
+			{"--memory", "0", "1G"}, {"--fsize", "0", "1M"},
 		} {
-			m := s.marker("raise" + bad[0])
+			m := s.marker("raise" + bad[0] + bad[1])
+			asked := bad[1]
+			if asked == "0" {
+				asked = "0 (no limit)"
+			}
 			r := s.run("--policy", pol, bad[0], bad[1], "--", "/usr/bin/touch", m)
-			wantRefused(t, bad[0]+" "+bad[1]+" over the policy's "+bad[2], r, m, bad[0][2:]+": "+bad[1]+" is more than the policy's "+bad[2])
+			wantRefused(t, bad[0]+" "+bad[1]+" over the policy's "+bad[2], r, m, bad[0][2:]+": "+asked+" is more than the policy's "+bad[2])
 		}
 		// an rlimit alone: it applies for every caller (a memory limit needs a cgroup)
 		low := s.writePolicy("nofile.yaml", "extends: agent\nresources: {nofile: 512}\n")
@@ -509,6 +515,10 @@ func TestPolicyFileLimitsOnlyLower(t *testing.T) {
 			r := e.gosbx("session", "start", "lim", "--workspace", e.ws, "--policy", pol, "--memory", "2G")
 			if r.code != 125 || !strings.Contains(r.stderr, "memory: 2G is more than the policy's 1G") {
 				t.Errorf("session start --memory 2G over the policy's 1G: want 125 naming both\n%v", r)
+			}
+			r = e.gosbx("session", "start", "lim0", "--workspace", e.ws, "--policy", pol, "--memory", "0")
+			if r.code != 125 || !strings.Contains(r.stderr, "memory: 0 (no limit) is more than the policy's 1G") {
+				t.Errorf("session start --memory 0 over the policy's 1G: want 125 naming both\n%v", r)
 			}
 		}
 	})

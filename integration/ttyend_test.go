@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bytes"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,6 +79,31 @@ func TestSessionTTYEndOfInput(t *testing.T) {
 	})
 }
 
+// ignoring is a command that ignores the hangup and reads nothing; its $0 (ignMark and
+// the signal) names it in /proc.
+const ignoring, ignMark = `trap "" HUP TERM INT; echo ready-$((40+2)); while :; do sleep 1; done`, "gosbx-it-ignores-hup-"
+
+// waitGone waits up to d for no process on the host to have mark in its command line;
+// it returns one that still has, or 0.
+func waitGone(mark string, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	for {
+		pid := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if n, err := strconv.Atoi(e.Name()); err == nil {
+				if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(mark)) {
+					pid = n
+				}
+			}
+		}
+		if pid == 0 || time.Now().After(deadline) {
+			return pid
+		}
+		time.Sleep(100 * time.Millisecond) // polling /proc: a process's end has no event to wait on from here
+	}
+}
+
 // TestSessionTTYHangup: a SIGTERM or SIGHUP to a --tty client whose stdin never ends
 // (the trial's `timeout 10` did not end it: an interactive bash ignores SIGTERM) is
 // forwarded, then the sandbox's terminal is hung up as a closed terminal emulator's:
@@ -94,6 +121,10 @@ func TestSessionTTYHangup(t *testing.T) {
 			{syscall.SIGTERM, []string{"bash"}, func(c int) bool { return c == 129 }},
 			{syscall.SIGHUP, []string{"bash"}, func(c int) bool { return c == 129 }},
 			{syscall.SIGTERM, []string{"sh", "-c", `trap "" TERM HUP; echo ready-$((40+2)); cat; exit 7`}, func(c int) bool { return c == 7 }},
+			// ignoring the hangup too, reading nothing (attack review 16 F2): the client
+			// gives up after its grace, 128+signal, and the command is killed
+			{syscall.SIGTERM, []string{"sh", "-c", ignoring, ignMark + "TERM-" + c.name}, func(c int) bool { return c == 143 }},
+			{syscall.SIGHUP, []string{"sh", "-c", ignoring, ignMark + "HUP-" + c.name}, func(c int) bool { return c == 129 }},
 		} {
 			ctx := e.limitCtx(runLimit)
 			cmd := e.rawCommand(ctx, append([]string{"exec", "--session", "hup", "--tty", "--"}, tc.args...)...)
@@ -117,6 +148,11 @@ func TestSessionTTYHangup(t *testing.T) {
 			in.Close()
 			if !ok || !tc.want(code) {
 				t.Errorf("%v, %v to the client: exit %d (ended by itself: %v), want the terminal hung up\n%q", tc.args, tc.sig, code, ok, out.String())
+			}
+			if m := tc.args[len(tc.args)-1]; strings.HasPrefix(m, ignMark) {
+				if pid := waitGone(m, 10*time.Second); pid != 0 {
+					t.Errorf("%v: the command (pid %d on the host) still runs 10 s after its client ended", tc.sig, pid)
+				}
 			}
 		}
 	})

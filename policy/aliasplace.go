@@ -15,8 +15,11 @@ import (
 // The place is then the name that counts: /host is "/" there, /host/etc is "/etc",
 // /host/home/u is a home. A file system is a system's root when its top, shown by a
 // mount whose root field is "/", holds the directories etc and usr, or when it is the
-// device of the mount at our own /. Any other file system (a data volume mounted
-// whole, a tmpfs) keeps the plain rule: its top may be a workspace.
+// device of the mount at our own /. When no mount shows a file system's top and the
+// candidate's mount shows a subdirectory of it (root field not "/"), the place is
+// judged too: nothing says the file system is not a system's root. Any other file
+// system (a data volume mounted whole, a tmpfs) keeps the plain rule: its top may be
+// a workspace.
 
 // refusedPlace refuses canon when its place cp lies in a system's root file system and
 // the name rule refuses cp.path there (homes: ours, and the directories in that file
@@ -35,15 +38,24 @@ func refusedPlace(field, canon string, cp place, mounts []mountEntry, h Host, cr
 		ours = true
 	}
 	why := ""
-	switch {
+	homes := h.Homes
+	switch m := holding(mounts, canon); {
 	case ours:
 		why = "the file system of our own /"
 	case top != "" && holdsSystemDirs(top):
 		why = fmt.Sprintf("a system's root file system (etc/ and usr/ at its top, shown at %s)", top)
+	case top == "" && m != nil && m.root != "/":
+		// only a subdirectory of the file system is shown (a hostPath bind of /etc at
+		// /hostetc, attack review 16 F4): nothing tells whether it is a system's root,
+		// and the place's own name is the one that system gives it, so the name rule
+		// judges it (a directory of /home taken as a home, its own /home unseen)
+		why = fmt.Sprintf("a file system whose top no mount shows (%s shows its %s)", m.point, m.root)
+		if rest, ok := strings.CutPrefix(cp.path, "/home/"); ok {
+			homes = append([]string{"/home/" + strings.SplitN(rest, "/", 2)[0]}, homes...)
+		}
 	default:
 		return nil
 	}
-	homes := h.Homes
 	if top != "" && under(cp.path, "/home") {
 		homes = append(homesIn(filepath.Join(top, "home")), homes...)
 	}

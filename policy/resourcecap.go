@@ -19,10 +19,8 @@ func checkLower(base *Resources, over Resources) error {
 		return errorf(flag, "", nil, "%s is more than the policy's %s (resources.%s): a flag may only lower it", asked, policy, field)
 	}
 	if over.Memory != "" && base.Memory != "" {
-		a, _ := sizeOf(over.Memory, false)
-		p, _ := sizeOf(base.Memory, false)
-		if a > p {
-			return higher("memory", over.Memory, base.Memory, "memory")
+		if raisesSize(over.Memory, base.Memory) {
+			return higher("memory", sizeShown(over.Memory), base.Memory, "memory")
 		}
 	}
 	// swap: the policy's is none ("0") unless it says otherwise, wherever it has a
@@ -48,10 +46,8 @@ func checkLower(base *Resources, over Resources) error {
 		return higher("nofile", fmt.Sprint(over.NoFile), fmt.Sprint(base.NoFile), "nofile")
 	}
 	if over.FSize != "" && base.FSize != "" {
-		a, _ := sizeOf(over.FSize, false)
-		p, _ := sizeOf(base.FSize, false)
-		if a > p {
-			return higher("fsize", over.FSize, base.FSize, "fsize")
+		if raisesSize(over.FSize, base.FSize) {
+			return higher("fsize", sizeShown(over.FSize), base.FSize, "fsize")
 		}
 	}
 	// best-effort runs without a limit the host cannot apply: a weaker promise than
@@ -67,6 +63,26 @@ func checkLower(base *Resources, over Resources) error {
 		}
 	}
 	return nil
+}
+
+// raisesSize says whether the size asked is more than the policy's, where a size of 0
+// is no limit (resources.go applies only sizes > 0): 0 asked over a policy's limit lifts
+// it, as an attack review found "--memory 0" did.
+func raisesSize(asked, policy string) bool {
+	a, _ := sizeOf(asked, false)
+	p, _ := sizeOf(policy, false)
+	if p == 0 {
+		return false
+	}
+	return a == 0 || a > p
+}
+
+// sizeShown is s for a message, saying what a size of 0 means.
+func sizeShown(s string) string {
+	if n, _ := sizeOf(s, false); n == 0 {
+		return s + " (no limit)"
+	}
+	return s
 }
 
 // hasLimit says whether r names any limit.

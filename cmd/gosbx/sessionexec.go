@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -103,9 +104,16 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 	if ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ); tty && err == nil {
 		req.Rows, req.Cols = ws.Row, ws.Col
 	}
-	var termP atomic.Pointer[terminal] // set once the terminal's master came
-	var hangup atomic.Bool             // a SIGTERM or SIGHUP came: hang the terminal up
-	var saved *unix.Termios            // the terminal's settings before makeRaw (--tty)
+	var termP atomic.Pointer[terminal]   // set once the terminal's master came
+	var hangup atomic.Bool               // a SIGTERM or SIGHUP came: hang the terminal up
+	var gaveUp atomic.Int32              // the signal after whose hangup grace this client stopped waiting
+	var grace atomic.Pointer[time.Timer] // the hangup's grace, stopped before fd is closed
+	defer func() {
+		if t := grace.Load(); t != nil {
+			t.Stop()
+		}
+	}()
+	var saved *unix.Termios // the terminal's settings before makeRaw (--tty)
 	if tty {
 		// Raw before the command can start: a key typed early (Ctrl-C) must reach its
 		// terminal, not signal this process.
@@ -146,7 +154,16 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 				// the caller's terminal (or whoever runs this client) is going: the
 				// command's terminal is hung up as a closed terminal emulator's is, so
 				// an interactive shell, which ignores SIGTERM, ends too
-				hangup.Store(true)
+				if !hangup.Swap(true) {
+					// a command ignoring the hangup too (trap "" HUP TERM) would keep
+					// this client, and the caller's terminal raw, until SIGKILL: after
+					// a grace for its exit, stop waiting; the supervisor kills the
+					// command's process group when its client goes
+					grace.Store(time.AfterFunc(hangupGrace, func() {
+						gaveUp.Store(int32(n))
+						unix.Shutdown(fd, unix.SHUT_RDWR)
+					}))
+				}
 				termP.Load().hangup()
 			}
 			if isJobStop(s) {
@@ -159,6 +176,11 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 	started := false
 	for {
 		kind, body, fds, err := session.ReadFrame(fd, 1)
+		if sig := gaveUp.Load(); err != nil && sig != 0 {
+			termP.Load().finish()
+			fmt.Fprintf(os.Stderr, "gosbx: the command did not end within %v of the hangup (%v); the session kills it as this client goes\n", hangupGrace, unix.Signal(sig))
+			return statusError(128 + int(sig))
+		}
 		if err != nil && started {
 			// the command may have run: never 125 ("did not run"), which a caller may retry
 			termP.Load().finish()
@@ -208,6 +230,11 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		}
 	}
 }
+
+// hangupGrace is how long a --tty client waits for the command's exit after a SIGTERM
+// or SIGHUP hung its terminal up (the hangup ends a shell at once; a command ignoring it
+// is killed by the supervisor once this client goes).
+const hangupGrace = 2 * time.Second
 
 // execEventPrefix is the supervisor's bare exec event (sent without --status-fd too),
 // execEventField the field of a full one (nsinit.Event's "exec": true).
