@@ -74,7 +74,7 @@ func takeHostSnap(base string) (hostSnap, error) {
 	if h.procs, h.others, err = soakProcs(base); err != nil {
 		return h, err
 	}
-	if h.mountLines, err = mountinfoLines(); err != nil {
+	if h.mountLines, err = ownmountns.Table(); err != nil {
 		return h, err
 	}
 	h.base = base
@@ -144,30 +144,6 @@ func statPPid(stat string) int {
 		return -1
 	}
 	return n
-}
-
-func mountinfoLines() ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if sc.Text() != "" {
-			out = append(out, sc.Text())
-		}
-	}
-	return out, sc.Err()
-}
-
-// mountPoint is field 5 of a mountinfo line, unescaped.
-func mountPoint(line string) string {
-	f := strings.Fields(line)
-	if len(f) < 5 {
-		return ""
-	}
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(f[4])
 }
 
 // gosbxCgroups lists the gosbx-* directories under the calling process's own groups in
@@ -279,17 +255,18 @@ func (h hostSnap) leaks(after hostSnap) []string {
 			out = append(out, "process left running: "+p)
 		}
 	}
-	if len(after.mountLines) != len(h.mountLines) {
+	added, removed := ownmountns.Changes(h.mountLines, after.mountLines)
+	if len(added)+len(removed) > 0 {
 		out = append(out, fmt.Sprintf("host mount table: %d entries before, %d after", len(h.mountLines), len(after.mountLines)))
-		for _, l := range stringsMinus(after.mountLines, h.mountLines) {
+		for _, l := range added {
 			out = append(out, "  new mount: "+l)
 		}
-		for _, l := range stringsMinus(h.mountLines, after.mountLines) {
+		for _, l := range removed {
 			out = append(out, "  mount gone: "+l)
 		}
 	}
-	for _, l := range stringsMinus(after.mountLines, h.mountLines) {
-		if mp := mountPoint(l); mp == h.base || strings.HasPrefix(mp, h.base+"/") {
+	for _, l := range added {
+		if mp := ownmountns.MountPoint(l); mp == h.base || strings.HasPrefix(mp, h.base+"/") {
 			out = append(out, "mount left under the workspace: "+mp)
 		}
 	}

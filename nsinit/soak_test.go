@@ -56,7 +56,7 @@ type procSnap struct {
 	goroutines int
 	children   []string // pids in /proc/self/task/*/children
 	cgroups    []string // gosbx-<our pid>-* groups under our own cgroups
-	mounts     int      // /proc/self/mountinfo lines; -1: not compared (runInOwnMountNS)
+	mounts     []string // /proc/self/mountinfo lines; nil: not compared (not in a mount namespace of its own)
 }
 
 func takeProcSnap() (procSnap, error) {
@@ -73,13 +73,10 @@ func takeProcSnap() (procSnap, error) {
 		return s, err
 	}
 	s.cgroups = ownCgroups()
-	s.mounts = -1
 	if ownmountns.Active() {
-		b, err := os.ReadFile("/proc/self/mountinfo")
-		if err != nil {
+		if s.mounts, err = ownmountns.Table(); err != nil {
 			return s, err
 		}
-		s.mounts = strings.Count(string(b), "\n")
 	}
 	return s, nil
 }
@@ -253,8 +250,14 @@ func (s procSnap) leaks(a procSnap) []string {
 			out = append(out, "cgroup left: "+g)
 		}
 	}
-	if a.mounts != s.mounts && a.mounts >= 0 && s.mounts >= 0 {
-		out = append(out, fmt.Sprintf("mount table of this process: %d entries before, %d after", s.mounts, a.mounts))
+	if a.mounts != nil && s.mounts != nil {
+		added, removed := ownmountns.Changes(s.mounts, a.mounts)
+		for _, l := range added {
+			out = append(out, "mount added to this process's table: "+l)
+		}
+		for _, l := range removed {
+			out = append(out, "mount gone from this process's table: "+l)
+		}
 	}
 	return out
 }
@@ -471,7 +474,7 @@ func TestSoakLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("before: %d fds, %d threads, %d goroutines, %d children, %d own cgroups, %d mounts",
-		len(before.fds), before.threads, before.goroutines, len(before.children), len(before.cgroups), before.mounts)
+		len(before.fds), before.threads, before.goroutines, len(before.children), len(before.cgroups), len(before.mounts))
 	if len(before.children) > 0 {
 		t.Fatalf("child processes before the soak: %v", describePids(before.children))
 	}
@@ -541,7 +544,7 @@ func TestSoakLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("after: %d fds, %d threads, %d goroutines, %d children, %d own cgroups, %d mounts",
-		len(after.fds), after.threads, after.goroutines, len(after.children), len(after.cgroups), after.mounts)
+		len(after.fds), after.threads, after.goroutines, len(after.children), len(after.cgroups), len(after.mounts))
 	for _, l := range leaks {
 		t.Errorf("after the soak (and %v to settle): %s", soakSettle, l)
 	}
