@@ -229,10 +229,10 @@ func runRaw(t *testing.T, spec *config.Config, raw bool) (*Result, string, bool)
 // init: the raw init, which shares the launcher's memory, and the holder stay out of
 // the group; the command is in every hierarchy of it from its start, sees its own
 // cgroup as / (a cgroup namespace rooted at the group, as with the Go init), and holds
-// no descriptor of the group's cgroup.procs; and the limits hold for it and all it
-// forks as with the Go init: an OOM in the group kills the command, never the launcher
-// (this test process), with the same exit status and report; a fork bomb stops at the
-// pids limit, reported as such.
+// no descriptor of the group's files (the tasks files the launcher opened); and the
+// limits hold for it and all it forks as with the Go init: an OOM in the group kills
+// the command, never the launcher (this test process), with the same exit status and
+// report; a fork bomb stops at the pids limit, reported as such.
 func TestRawRootCgroup(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: a cgroup")
@@ -260,8 +260,8 @@ func TestRawRootCgroup(t *testing.T) {
 		t.Errorf("the command's own cgroups:\nGo init:\n%s\nraw init:\n%s\nwant both at / of their namespace", g.out, r.out)
 	}
 	if !strings.Contains(r.ids, "command in group") || strings.Contains(r.ids, "init in group") || strings.Contains(r.ids, "holder in group") ||
-		strings.Contains(r.ids, "cgroup.procs") {
-		t.Errorf("raw init: %s; want the command alone in the group, no cgroup.procs held", r.ids)
+		strings.Contains(r.ids, " holds ") {
+		t.Errorf("raw init: %s; want the command alone in the group, no file of it held", r.ids)
 	}
 	if !strings.Contains(g.ids, "command in group") || !strings.Contains(g.ids, "init in group") {
 		t.Errorf("Go init: %s; want the init and the command in the group", g.ids)
@@ -300,7 +300,7 @@ func TestRawRootCgroup(t *testing.T) {
 
 // runRawCgroup is runRawCaller for a launch with a cgroup: ids says, from the host,
 // which of the command, the init and the holder are in the sandbox's memory and pids
-// groups, and names any file of a cgroup hierarchy (a cgroup.procs, a v2 group's
+// groups, and names any file of a cgroup hierarchy (a tasks file, a v2 group's
 // directory) the command or the init holds open.
 func runRawCgroup(t *testing.T, spec *config.Config, raw bool) rawCallerRun {
 	return runRawCgroupAs(t, spec, raw, func(cgroupFile, id string) bool {

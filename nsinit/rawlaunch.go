@@ -148,9 +148,14 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 			fd.sources = append(fd.sources, sf)
 		}
 	}
-	// the sandbox's v1 cgroup, joined by the command in its process stage: its
-	// cgroup.procs in each hierarchy, opened here (v1 checks the opener's credentials,
-	// __cgroup1_procs_write: root's, not the host id's the raw init runs as)
+	// the sandbox's v1 cgroup, joined by the command in its process stage: its tasks
+	// file in each hierarchy, opened here (v1 checks the opener's credentials,
+	// __cgroup1_procs_write: root's, not the host id's the raw init runs as). tasks, not
+	// cgroup.procs: the stage is one thread, so moving that thread moves the process,
+	// and a write of "0" to tasks (this thread alone) is the one v1 migration that does
+	// not take cgroup_threadgroup_rwsem for writing (cgroup_procs_write_start), whose
+	// rcu_sync costs an RCU grace period, ~9 ms here, whenever no migration ran in the
+	// last one (docs/decisions.md "v1 join through tasks")
 	switch {
 	case group == nil:
 	case group.Kind() == cgroup.V2 && group.CloneFd() >= 0:
@@ -168,10 +173,10 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 				continue
 			}
 			seen[d.Path] = true
-			j, err := unix.Open(filepath.Join(d.Path, "cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			j, err := unix.Open(filepath.Join(d.Path, "tasks"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				// the step the Go init's placement fails at
-				return fail("cgroup", &os.PathError{Op: "open", Path: filepath.Join(d.Path, "cgroup.procs"), Err: err})
+				return fail("cgroup", &os.PathError{Op: "open", Path: filepath.Join(d.Path, "tasks"), Err: err})
 			}
 			mine = append(mine, j)
 			sfd.join = append(sfd.join, j)

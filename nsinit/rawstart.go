@@ -25,10 +25,10 @@ import (
 type rawStartFds struct {
 	sync, stageRepR, stageRepW, life int
 
-	// join are the launcher's descriptors of the sandbox's cgroup.procs, one per v1
-	// hierarchy (rawCgroupFiles): the process stage writes "0" to each, then closes it,
-	// before anything of the command runs; cgroupNS, that it then unshares the
-	// command's cgroup namespace, rooted at its group
+	// join are the launcher's descriptors of the sandbox's tasks files, one per v1
+	// hierarchy (rawLaunch): the process stage, one thread, writes "0" to each, then
+	// closes it, before anything of the command runs; cgroupNS, that it then unshares
+	// the command's cgroup namespace, rooted at its group
 	join     []int
 	cgroupNS bool
 	// cgroupFd is a cgroup v2 group's directory (cgroup.Group.CloneFd) the process
@@ -177,8 +177,8 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 		// its page faults are charged to the memory's owner, the launcher.
 		ps := p.Begin("cgroup place")
 		for _, j := range fd.join {
-			p.Call(ps, errno("write 0 to cgroup.procs"), unix.SYS_WRITE, lit(uintptr(j)), lit(p.Str("0")), lit(1))
-			p.Call(ps, errno("close cgroup.procs"), unix.SYS_CLOSE, lit(uintptr(j)))
+			p.Call(ps, errno("write 0 to tasks"), unix.SYS_WRITE, lit(uintptr(j)), lit(p.Str("0")), lit(1))
+			p.Call(ps, errno("close tasks"), unix.SYS_CLOSE, lit(uintptr(j)))
 		}
 		if fd.cgroupFd > 0 {
 			// (already in the v2 group: cloned into it) its directory closed as well
@@ -276,7 +276,7 @@ func planRawStart(p *rawplan.Plan, spec *config.Config, built *rawBuilt, fd rawS
 	}
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepW)))
 	for _, j := range fd.join {
-		p.Call(s, errno("close cgroup.procs"), unix.SYS_CLOSE, lit(uintptr(j)))
+		p.Call(s, errno("close tasks"), unix.SYS_CLOSE, lit(uintptr(j)))
 	}
 	p.AwaitSub(s, errno("the process stage's report"), sub, lit(uintptr(fd.stageRepR)))
 	p.Call(s, errno("close"), unix.SYS_CLOSE, lit(uintptr(fd.stageRepR)))
