@@ -104,7 +104,9 @@ func v1Parents(own []v1Dir) []string {
 // another): so each directory carries its own lock, and a sweep judges each directory
 // by that.
 func newV1(r *specs.LinuxResources, o Options) (Group, error) {
-	gcV1(0)
+	if sweepNeeded() { // as CollectStale: only when a sweep could find a group
+		gcV1(0)
+	}
 	r = withoutUnaccountedSwap(r)
 	id := o.ID
 	if id == "" {

@@ -212,5 +212,7 @@ func gcV2(parent string, wait time.Duration) {
 		killRemoveV2(filepath.Join(dir, e.Name()), 300*time.Millisecond)
 	}
 	sweepOwnerLocks([]string{dir})
-	markSwept()
+	if parent == DefaultParent { // the parent CollectStale sweeps
+		markSwept()
+	}
 }
