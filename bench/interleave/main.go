@@ -8,6 +8,13 @@
 //
 // CMD is split on spaces (no quoting); stdin, stdout and stderr are /dev/null. A command
 // that exits non-zero stops the run (exit 1), so a broken variant is not timed.
+//
+// With -cpu it also counts the CPU time (user + system, getrusage(2)) of every process a
+// run starts: it is a child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER), so a process the
+// command leaves behind (a sandbox's pid 1 that the launcher does not wait for) is
+// reparented to it; after each timed run it reaps until ECHILD and adds the rusage of
+// each process reaped. Waiting for them is not timed. A launcher's own rusage (what
+// hyperfine's user and system see) counts only the children it waited for.
 package main
 
 import (
@@ -18,20 +25,31 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 type variant struct {
 	name  string
 	argv  []string
 	times []float64 // ms
+	cpu   []float64 // ms, user + system of every process of the run (-cpu)
 }
 
 func main() {
 	rounds := flag.Int("n", 200, "rounds")
 	warmup := flag.Int("warmup", 5, "untimed rounds first")
 	asJSON := flag.Bool("json", false, "print one JSON object per command")
+	cpu := flag.Bool("cpu", false, "also count the CPU time of every process a run starts (as a child subreaper)")
 	flag.Parse()
+	if *cpu {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			fmt.Fprintf(os.Stderr, "interleave: prctl PR_SET_CHILD_SUBREAPER: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	var vs []*variant
 	for _, a := range flag.Args() {
 		name, cmd, ok := strings.Cut(a, "=")
@@ -54,6 +72,17 @@ func main() {
 			if r >= *warmup {
 				v.times = append(v.times, float64(d.Microseconds())/1000)
 			}
+			if *cpu {
+				user, sys := rusageMs(c.ProcessState.SysUsage().(*syscall.Rusage))
+				ou, os_, err := reapOrphans()
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "interleave: %s: %v\n", v.name, err)
+					os.Exit(1)
+				}
+				if r >= *warmup {
+					v.cpu = append(v.cpu, user+sys+ou+os_)
+				}
+			}
 		}
 	}
 	for _, v := range vs {
@@ -65,11 +94,62 @@ func main() {
 			sum += x
 		}
 		if *asJSON {
-			b, _ := json.Marshal(map[string]any{"name": v.name, "median": q(0.5), "p10": q(0.1), "p90": q(0.9),
-				"mean": sum / float64(len(s)), "runs": len(s)})
+			o := map[string]any{"name": v.name, "median": q(0.5), "p10": q(0.1), "p90": q(0.9),
+				"mean": sum / float64(len(s)), "runs": len(s)}
+			if *cpu {
+				o["cpu_ms_mean"], o["cpu_ms_median"] = mean(v.cpu), medianOf(v.cpu)
+			}
+			b, _ := json.Marshal(o)
 			fmt.Println(string(b))
 			continue
 		}
-		fmt.Printf("%-24s median %7.3f ms  p10 %7.3f  p90 %7.3f  mean %7.3f  (%d runs)\n", v.name, q(0.5), q(0.1), q(0.9), sum/float64(len(s)), len(s))
+		fmt.Printf("%-24s median %7.3f ms  p10 %7.3f  p90 %7.3f  mean %7.3f  (%d runs)", v.name, q(0.5), q(0.1), q(0.9), sum/float64(len(s)), len(s))
+		if *cpu {
+			fmt.Printf("  cpu mean %7.3f ms", mean(v.cpu))
+		}
+		fmt.Println()
 	}
+}
+
+// rusageMs is the user and system time of ru, in ms.
+func rusageMs(ru *syscall.Rusage) (user, sys float64) {
+	return float64(ru.Utime.Nano()) / 1e6, float64(ru.Stime.Nano()) / 1e6
+}
+
+// reapOrphans waits (wait4(2)) for every child left, the processes a run's command left
+// behind and the kernel reparented to this subreaper, until ECHILD, and returns the sum of
+// their user and system time, in ms.
+func reapOrphans() (user, sys float64, err error) {
+	for {
+		var ws unix.WaitStatus
+		var ru unix.Rusage
+		_, err := unix.Wait4(-1, &ws, 0, &ru)
+		switch err {
+		case nil:
+			user += float64(ru.Utime.Nano()) / 1e6
+			sys += float64(ru.Stime.Nano()) / 1e6
+		case unix.EINTR:
+		case unix.ECHILD:
+			return user, sys, nil
+		default:
+			return user, sys, fmt.Errorf("wait4 for the run's orphans: %w", err)
+		}
+	}
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func medianOf(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
