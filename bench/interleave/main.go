@@ -22,11 +22,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,26 +58,15 @@ func main() {
 	}
 	for r := 0; r < *warmup+*rounds; r++ {
 		for _, v := range vs {
-			c := exec.Command(v.argv[0], v.argv[1:]...)
-			t := time.Now()
-			err := c.Run()
-			d := time.Since(t)
+			res, err := run(v.argv, *cpu)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "interleave: %s: %v\n", v.name, err)
 				os.Exit(1)
 			}
 			if r >= *warmup {
-				v.times = append(v.times, float64(d.Microseconds())/1000)
-			}
-			if *cpu {
-				user, sys := rusageMs(c.ProcessState.SysUsage().(*syscall.Rusage))
-				ou, os_, err := reapOrphans()
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "interleave: %s: %v\n", v.name, err)
-					os.Exit(1)
-				}
-				if r >= *warmup {
-					v.cpu = append(v.cpu, user+sys+ou+os_)
+				v.times = append(v.times, res.wallMs)
+				if *cpu {
+					v.cpu = append(v.cpu, res.cpuMs)
 				}
 			}
 		}
@@ -108,32 +94,6 @@ func main() {
 			fmt.Printf("  cpu mean %7.3f ms", mean(v.cpu))
 		}
 		fmt.Println()
-	}
-}
-
-// rusageMs is the user and system time of ru, in ms.
-func rusageMs(ru *syscall.Rusage) (user, sys float64) {
-	return float64(ru.Utime.Nano()) / 1e6, float64(ru.Stime.Nano()) / 1e6
-}
-
-// reapOrphans waits (wait4(2)) for every child left, the processes a run's command left
-// behind and the kernel reparented to this subreaper, until ECHILD, and returns the sum of
-// their user and system time, in ms.
-func reapOrphans() (user, sys float64, err error) {
-	for {
-		var ws unix.WaitStatus
-		var ru unix.Rusage
-		_, err := unix.Wait4(-1, &ws, 0, &ru)
-		switch err {
-		case nil:
-			user += float64(ru.Utime.Nano()) / 1e6
-			sys += float64(ru.Stime.Nano()) / 1e6
-		case unix.EINTR:
-		case unix.ECHILD:
-			return user, sys, nil
-		default:
-			return user, sys, fmt.Errorf("wait4 for the run's orphans: %w", err)
-		}
 	}
 }
 
