@@ -54,12 +54,12 @@ func readPause(raw string, meta map[string]string, back map[string]float64) (*pa
 	for _, v := range pauseVariants {
 		pr.MedianMs[v] = h[v].Median * 1e3
 		pr.Runs = len(h[v].Times)
-		pr.BackMs[v] = back[v]
-	}
-	for _, v := range pauseVariants {
-		pr.RatioBwrap[v] = pr.MedianMs[v] / pr.MedianMs["bwrap"]
-		pr.BackRatio[v] = pr.BackMs[v] / pr.BackMs["bwrap"]
-		pr.Slowdown[v] = pr.MedianMs[v] / pr.BackMs[v]
+		pr.RatioBwrap[v] = pr.MedianMs[v] / (h["bwrap"].Median * 1e3)
+		if back[v] > 0 && back["bwrap"] > 0 { // absent from raw files older than the row
+			pr.BackMs[v] = back[v]
+			pr.BackRatio[v] = back[v] / back["bwrap"]
+			pr.Slowdown[v] = pr.MedianMs[v] / back[v]
+		}
 	}
 	return pr, h
 }
@@ -99,8 +99,8 @@ func pauseTables(p func(string, ...any), meta map[string]string, pr *pauseResult
 			meta["pause_ms"], meta["pause_prepare"], pr.Runs)
 		p("| | after the pause | back to back | after/back to back | /bwrap after the pause | /bwrap back to back |\n|---|--:|--:|--:|--:|--:|\n")
 		for _, v := range pauseVariants {
-			p("| %s | %s | %s | %s× | %s× | %s× |\n", pauseLabel(v), f2(pr.MedianMs[v]), f2(pr.BackMs[v]), f2(pr.Slowdown[v]),
-				f2(pr.RatioBwrap[v]), f2(pr.BackRatio[v]))
+			p("| %s | %s | %s | %s | %s× | %s |\n", pauseLabel(v), f2(pr.MedianMs[v]), cpuCell(pr.BackMs, v), timesCell(pr.Slowdown, v),
+				f2(pr.RatioBwrap[v]), timesCell(pr.BackRatio, v))
 		}
 	}
 	p("\nCPU time (user + system) per launch of `/bin/true`, mean ms: the launcher's = hyperfine's user + system, the launcher's rusage " +
@@ -121,6 +121,15 @@ func pauseTables(p func(string, ...any), meta map[string]string, pr *pauseResult
 	p("| gosbx/bwrap | %s |\n", strings.Join(cells, " | "))
 }
 
+// timesCell is m[v] as a ratio ("1.50×"), or "—" when m has no v.
+func timesCell(m map[string]float64, v string) string {
+	if x, ok := m[v]; ok {
+		return f2(x) + "×"
+	}
+	return "—"
+}
+
+// cpuCell is m[v] with two decimals, or "—" when m has no v (a row the run did not have).
 func cpuCell(m map[string]float64, v string) string {
 	if x, ok := m[v]; ok {
 		return f2(x)
