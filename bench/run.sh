@@ -145,6 +145,9 @@ done
 [ "$(clean $GS grep -c '^Seccomp:.*2' /proc/self/status)" = 1 ] || die "gosbx: no seccomp filter?"
 [ "$(clean $B grep -c '^Seccomp:.*0' /proc/self/status)" = 1 ] || die "bwrap: unexpected seccomp filter"
 [ "$(clean $BF grep -c '^Seccomp:.*2' /proc/self/status)" = 1 ] || die "bwrap --seccomp: no filter?"
+# gosbx-mem's command is in a group with the 512M limit (v1 memory.limit_in_bytes, v2 memory.max)
+clean $GM /bin/sh -c 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null; true' |
+	grep -x 536870912 >/dev/null || die "gosbx --memory 512M: no group with that limit inside?"
 
 rm -rf "$RAW"
 mkdir -p "$RAW"
