@@ -1,0 +1,181 @@
+package integration
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Attack review 17: resources a sandbox spends that its limits do not see, proved from
+// the host while the command holds them.
+
+// heldRun is a gosbx exec whose command prints "ready" when it holds what the test
+// inspects, then waits for its stdin to close.
+type heldRun struct {
+	t     *testing.T
+	stdin io.WriteCloser
+	lines []string // stdout up to and with "ready"
+	wait  func() result
+}
+
+// startHeld starts gosbx exec with args as the sandbox's caller and reads its stdout up
+// to a "ready" line (failing the test if the command ends first).
+func (s *sandbox) startHeld(args ...string) *heldRun {
+	s.t.Helper()
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, args...)
+	stdin, err := cmd.StdinPipe()
+	must(s.t, err)
+	stdout, err := cmd.StdoutPipe()
+	must(s.t, err)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	must(s.t, cmd.Start())
+	h := &heldRun{t: s.t, stdin: stdin}
+	var rest strings.Builder
+	h.wait = func() result {
+		stdin.Close()
+		io.Copy(&rest, stdout)
+		err := cmd.Wait()
+		return result{stdout: strings.Join(h.lines, "\n") + "\n" + rest.String(), stderr: errb.String(), code: exitCode(err, cmd.ProcessState)}
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		h.lines = append(h.lines, sc.Text())
+		if sc.Text() == "ready" {
+			return h
+		}
+	}
+	r := h.wait()
+	s.t.Fatalf("the command ended before it was ready:\n%v", r)
+	return nil
+}
+
+// value is the word after key on the first line starting with key.
+func (h *heldRun) value(key string) string {
+	for _, l := range h.lines {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == key {
+			return f[1]
+		}
+	}
+	h.t.Fatalf("no %q line in %q", key, h.lines)
+	return ""
+}
+
+// hostPIDOf is the one host process whose command line starts with prefix.
+func hostPIDOf(t *testing.T, prefix string) int {
+	t.Helper()
+	p := waitHostPIDs(prefix, 5*time.Second, func(n int) bool { return n == 1 })
+	if len(p) != 1 {
+		t.Fatalf("want one host process %q, found %v", prefix, p)
+	}
+	return p[0]
+}
+
+// nlScript tries to queue NETLINK_USERSOCK messages between sockets of its own (the
+// reviewer's nl.py, short), then reads the addresses over NETLINK_ROUTE (getifaddrs'
+// dump) and holds its sockets until stdin closes.
+const nlScript = `import socket, errno, sys, struct
+socks, total = [], 0
+try:
+    snd = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_USERSOCK)
+    snd.bind((0, 0)); snd.setblocking(False); socks.append(snd)
+    msg = b'\x10\x00\x00\x00' + b'\x00' * 12 + b'x' * 16000
+    for i in range(4):
+        r = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_USERSOCK)
+        r.bind((0, 0)); socks.append(r)
+        while True:
+            try: total += snd.sendto(msg, (r.getsockname()[0], 0))
+            except OSError: break
+    print("usersock ok", flush=True)
+except OSError as e:
+    print("usersock", errno.errorcode[e.errno], flush=True)
+print("queued", total, flush=True)
+rt = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+rt.bind((0, 0))
+rt.send(struct.pack("=LHHLLBBBBL", 24, 22, 0x301, 1, 0, 0, 0, 0, 0, 0))  # RTM_GETADDR dump
+got = 0
+while True:
+    b = rt.recv(65536)
+    off, done = 0, False
+    while off < len(b):
+        ln, typ = struct.unpack_from("=LH", b, off)
+        if typ == 3: done = True  # NLMSG_DONE
+        elif typ == 20: got += 1  # RTM_NEWADDR
+        off += (ln + 3) & ~3
+    if done: break
+print("route-addrs", got, flush=True)
+print("ready", flush=True)
+sys.stdin.read()
+`
+
+// netlinkRows are the host's view (/proc/PID/net/netlink, the pid's network namespace)
+// of the netlink sockets of protocol proto: their count and the bytes in their
+// receive queues (the Rmem column).
+func netlinkRows(t *testing.T, pid int, proto int) (n int, rmem int64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/netlink")
+	must(t, err)
+	for _, l := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) < 5 || f[1] != strconv.Itoa(proto) {
+			continue
+		}
+		n++
+		v, _ := strconv.ParseInt(f[4], 10, 64)
+		rmem += v
+	}
+	return n, rmem
+}
+
+// A command cannot make NETLINK_USERSOCK sockets (EPERM from the filter), so it queues
+// no netlink kernel memory (which no memory cgroup charges): the host sees no socket
+// of that protocol in the sandbox's network namespace. NETLINK_ROUTE still works (an
+// address dump, `ip -o addr`). Fails without seccomp.NoUserNetlinkRules: the sockets
+// are made and the host counts 5 of them with about 800 KB queued.
+func TestNetUserNetlinkRefused(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		name := "nl-" + s.id + ".py"
+		s.writeWS(name, nlScript, 0o644)
+		h := s.startHeld("--", "/usr/bin/python3", name)
+		pid := hostPIDOf(t, "/usr/bin/python3\x00"+name+"\x00")
+		n, rmem := netlinkRows(t, pid, 2) // NETLINK_USERSOCK
+		if got := h.value("usersock"); got != "EPERM" {
+			t.Errorf("socket(AF_NETLINK, SOCK_RAW, NETLINK_USERSOCK): %s, want EPERM", got)
+		}
+		if n != 0 || rmem != 0 {
+			t.Errorf("the host sees %d NETLINK_USERSOCK sockets in the sandbox's netns, %d bytes queued; want none (queued by the command: %s)", n, rmem, h.value("queued"))
+		}
+		if got := h.value("route-addrs"); got == "0" {
+			t.Errorf("NETLINK_ROUTE address dump: %s addresses, want the loopback's", got)
+		}
+		r := h.wait()
+		mustSucceed(t, r, "netlink probe")
+		ip := s.run("--", "/usr/sbin/ip", "-o", "addr")
+		mustSucceed(t, ip, "ip -o addr")
+		if !strings.Contains(ip.stdout, " lo ") {
+			t.Errorf("ip -o addr lists no loopback:\n%v", ip)
+		}
+	})
+}
+
+// gosbx seccomp export names the NETLINK_USERSOCK rule, in every network mode.
+func TestSeccompExportUserNetlink(t *testing.T) {
+	requireBinary(t)
+	want := "socket if domain (32 bits) == AF_NETLINK and protocol (32 bits) == NETLINK_USERSOCK: fail with EPERM"
+	s := newSandbox(t, rootCaller)
+	host := s.writeWS("../hostnet.yaml", "extends: agent\nnetwork: {mode: host}\n", 0o644)
+	for _, args := range [][]string{{}, {"--policy", "strict"}, {"--policy", host}} {
+		out, err := exec.Command(gosbxBin, append([]string{"seccomp", "export", "--format", "text"}, args...)...).Output()
+		must(t, err)
+		if !strings.Contains(string(out), want) {
+			t.Errorf("seccomp export %q: no %q in\n%s", args, want, out)
+		}
+	}
+}
