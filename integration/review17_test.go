@@ -232,3 +232,53 @@ func TestLimitsTCPBuffersV1(t *testing.T) {
 	}
 	t.Logf("queued %d bytes, the group's TCP peak %d", queued, maxUse)
 }
+
+// procCPUAndWrites are a host process's CPU time (utime+stime, clock ticks: 1/100 s
+// here) and the bytes it has written (/proc/PID/io wchar).
+func procCPUAndWrites(t *testing.T, pid int) (ticks, wchar int64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	must(t, err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	io, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	must(t, err)
+	for _, l := range strings.Split(string(io), "\n") {
+		if v, ok := strings.CutPrefix(l, "wchar: "); ok {
+			wchar, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return u + s, wchar
+}
+
+// A detached job's output costs the session's supervisor (a host process, outside the
+// session's --cpus) a bounded share: it logs at most jobLogRate (8 MiB/s) of all its
+// jobs' output, so 3 s of `yes` under --cpus 0.2 has the supervisor write about 26 MiB
+// and spend well under half a second of CPU; `job logs` still gives the output's end.
+// Fails without the rate gate: the supervisor wrote about 600 MB/s into the log and
+// spent 2.7 times the job's own CPU (attack review 17: 2.02 s of CPU in 4 s).
+func TestJobLogCopyBounded(t *testing.T) {
+	requireV1(t)
+	e := newSessionEnv(t, rootCaller)
+	e.start("y", "--cpus", "0.2")
+	sv := e.info("y").Pid
+	ticks0, w0 := procCPUAndWrites(t, sv)
+	mustSucceed(t, e.gosbx("exec", "--session", "y", "--detach", "--", "timeout", "3", "yes"), "a job of yes")
+	if r := e.gosbx("job", "wait", "y/1"); r.code != 124 {
+		t.Fatalf("job wait: want timeout's 124\n%v", r)
+	}
+	ticks1, w1 := procCPUAndWrites(t, sv)
+	cpu, wrote := ticks1-ticks0, w1-w0
+	t.Logf("the supervisor: %d ticks of CPU, %d bytes written for 3 s of yes", cpu, wrote)
+	if limit := int64(3*8<<20 + 8<<20); wrote > limit {
+		t.Errorf("the supervisor wrote %d bytes for 3 s of a job's output, want at most %d (8 MiB/s, a burst and slack)", wrote, limit)
+	}
+	if cpu > 75 {
+		t.Errorf("the supervisor spent %d ticks of CPU logging 3 s of a job's output under --cpus 0.2, want under 75", cpu)
+	}
+	r := e.gosbx("job", "logs", "y/1")
+	if r.code != 0 || !strings.HasSuffix(r.stdout, "y\ny\n") {
+		t.Errorf("job logs: want the output's end\n%v", clip(r.stdout[max(0, len(r.stdout)-100):]))
+	}
+}
