@@ -4,7 +4,10 @@
 // the mean of the wall time from fork to reaping, in ms, and with -json one JSON object
 // per command.
 //
-//	interleave [-n ROUNDS] [-warmup N] [-json] NAME=CMD [NAME=CMD ...]
+//	interleave [-n ROUNDS] [-warmup N] [-pause D] [-json] NAME=CMD [NAME=CMD ...]
+//
+// -pause sleeps D (untimed) before each timed start: a caller that pauses between
+// commands (an agent) rather than one that runs them back to back.
 //
 // CMD is split on spaces (no quoting); stdin, stdout and stderr are /dev/null. A command
 // that exits non-zero stops the run (exit 1), so a broken variant is not timed.
@@ -31,6 +34,7 @@ func main() {
 	rounds := flag.Int("n", 200, "rounds")
 	warmup := flag.Int("warmup", 5, "untimed rounds first")
 	asJSON := flag.Bool("json", false, "print one JSON object per command")
+	pause := flag.Duration("pause", 0, "untimed sleep before each start")
 	flag.Parse()
 	var vs []*variant
 	for _, a := range flag.Args() {
@@ -44,6 +48,9 @@ func main() {
 	for r := 0; r < *warmup+*rounds; r++ {
 		for _, v := range vs {
 			c := exec.Command(v.argv[0], v.argv[1:]...)
+			if *pause > 0 {
+				time.Sleep(*pause)
+			}
 			t := time.Now()
 			err := c.Run()
 			d := time.Since(t)
