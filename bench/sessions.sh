@@ -46,10 +46,6 @@ sclean hyperfine -N --style basic --runs "$RUNS" --warmup "$WARMUP" --export-jso
 # load spike on this shared machine slows all three alike
 sclean "$TMP/interleave" -n "$((RUNS * 5))" -warmup "$WARMUP" -json bwrap="$B /bin/true" \
 	gosbx-session="$G exec --session bench -- /bin/true" gosbx="$GS /bin/true" >"$RAW/session-true-interleaved.jsonl"
-# the same two as an agent calls them: an untimed 0.5 s pause before each start (this VM
-# is ~2x slower after one: cold caches, halted vCPUs, parked threads), SPAUSED (40) rounds
-sclean "$TMP/interleave" -n "${SPAUSED:-40}" -warmup 2 -pause 500ms -json bwrap="$B /bin/true" \
-	gosbx-session="$G exec --session bench -- /bin/true" >"$RAW/session-true-paused.jsonl"
 sclean "$G" session stop bench
 printf '#!/bin/sh\n%s session kill bench-start >/dev/null 2>&1\nexit 0\n' "$G" >"$WORK/session-kill"
 chmod +x "$WORK/session-kill"

@@ -446,16 +446,6 @@ func main() {
 			sessDetail = fmt.Sprintf("interleaved: exec --session %.2f ms, bwrap %.2f ms; hyperfine -N %s× (%s)", il["gosbx-session"].Median, il["bwrap"].Median,
 				f2(se.SessionExecMs/se.BwrapMs), sessDetail)
 		}
-		if pz := readInterleaved(filepath.Join(*raw, "session-true-paused.jsonl")); pz != nil && pz["bwrap"].Median > 0 {
-			if r.Interleaved == nil {
-				r.Interleaved = map[string]startupResult{}
-			}
-			r.Interleaved["session-bwrap-paused"], r.Interleaved["session-exec-paused"] = pz["bwrap"], pz["gosbx-session"]
-			p("| after a 0.5 s pause, %d rounds: %.2f | | %.2f | | %s× | | | |\n", pz["bwrap"].Runs, pz["bwrap"].Median,
-				pz["gosbx-session"].Median, f2(pz["gosbx-session"].Median/pz["bwrap"].Median))
-			sessDetail += fmt.Sprintf("; after a 0.5 s pause %.2f against %.2f ms (%s×)", pz["gosbx-session"].Median, pz["bwrap"].Median,
-				f2(pz["gosbx-session"].Median/pz["bwrap"].Median))
-		}
 		p("\nPer session, USS (Anon = Anonymous: heap and stacks; the rest is the binary's pages only the session's processes map): 1 idle session %s MiB (Anon %s), 20 idle %s (Anon %s)",
 			mib(se.USS1KiB), mib(se.Anon1KiB), mib(se.USS20KiB), mib(se.Anon20KiB))
 		if se.Requests > 0 {
