@@ -18,7 +18,8 @@
 # STARTUP_ROUNDS (500: gosbx version against an empty Go program), SREQS (10: requests each
 # of 20 sessions serves before their memory is read again), and for the warm path
 # POOL_SIZE (2) and GAP_MS (20); the egress rows EG_REPS (5), EG_MB (100), EG_REQS (200)
-# (bench/egress.sh).
+# (bench/egress.sh); the rows after an idle pause PAUSE_MS (500) and PAUSE_RUNS (20)
+# (bench/pause.sh).
 # No network is used: every sandbox has its own network namespace with only lo, but the
 # egress rows' direct mode (--net host), which dials 127.0.0.1 only.
 set -euo pipefail
@@ -131,16 +132,22 @@ chmod +x "$WORK/bwrap-filter" "$WORK/sh-exec"
 BF=$WORK/bwrap-filter
 GS="$G exec --workspace $WS --"
 GN="$G exec --policy $NOSEC --workspace $WS --"
+# gosbx-mem: with a memory limit, so a cgroup (v1 here) is made, joined and removed per
+# launch; a root caller's default launch has none (its process limit is RLIMIT_NPROC)
+GM="$G exec --memory 512M --workspace $WS --"
 cd "$WS"
 
 # Check that every variant runs before timing anything.
-for v in "$B" "$BF" "$GS" "$GN"; do
+for v in "$B" "$BF" "$GS" "$GN" "$GM"; do
 	out=$(clean $v /bin/sh -c 'echo ok') || die "this does not run: $v"
 	[ "$out" = ok ] || die "unexpected output from: $v"
 done
 [ "$(clean $GS grep -c '^Seccomp:.*2' /proc/self/status)" = 1 ] || die "gosbx: no seccomp filter?"
 [ "$(clean $B grep -c '^Seccomp:.*0' /proc/self/status)" = 1 ] || die "bwrap: unexpected seccomp filter"
 [ "$(clean $BF grep -c '^Seccomp:.*2' /proc/self/status)" = 1 ] || die "bwrap --seccomp: no filter?"
+# gosbx-mem's command is in a group with the 512M limit (v1 memory.limit_in_bytes, v2 memory.max)
+clean $GM /bin/sh -c 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null; true' |
+	grep -x 536870912 >/dev/null || die "gosbx --memory 512M: no group with that limit inside?"
 
 rm -rf "$RAW"
 mkdir -p "$RAW"
@@ -169,6 +176,7 @@ elif [ -d /sys/fs/cgroup/unified ]; then cgmode=hybrid; fi
 	echo "bwrap_filter_argv=$(sed -n 2p "$BF")"
 	echo "gosbx_argv=$GS"
 	echo "gosbx_none_argv=$GN"
+	echo "gosbx_mem_argv=$GM"
 	echo "runs=$RUNS"
 	echo "warmup=$WARMUP"
 	echo "heavy_runs=$HEAVY_RUNS"
@@ -204,13 +212,19 @@ clean hyperfine -N --style basic --runs "$STARTUP_ROUNDS" --warmup 20 --export-j
 
 # --- cold start --------------------------------------------------------------------------
 say "cold start ($RUNS runs, $WARMUP warmup each)"
-hf cold-true "$RUNS" "$WARMUP" "/bin/true" -n sh-exec "$WORK/sh-exec /bin/true"
+hf cold-true "$RUNS" "$WARMUP" "/bin/true" -n gosbx-mem "$GM /bin/true" -n sh-exec "$WORK/sh-exec /bin/true"
 # bwrap and gosbx interleaved (bench/interleave), RUNS*5 rounds: the VM's drift and the
 # other loads of a shared machine slow both alike
 clean "$TMP/interleave" -n "$((RUNS * 5))" -warmup "$WARMUP" -json bwrap="$B /bin/true" gosbx="$GS /bin/true" \
 	>"$RAW/cold-true-interleaved.jsonl"
-hf cold-sh "$RUNS" "$WARMUP" "/bin/sh -c 'echo hi'"
-hf cold-python "$RUNS" "$WARMUP" "/usr/bin/python3 -c pass"
+hf cold-sh "$RUNS" "$WARMUP" "/bin/sh -c 'echo hi'" -n gosbx-mem "$GM /bin/sh -c 'echo hi'"
+hf cold-python "$RUNS" "$WARMUP" "/usr/bin/python3 -c pass" -n gosbx-mem "$GM /usr/bin/python3 -c pass"
+# CPU per launch, every process of it: hyperfine's user and system are the launcher's
+# rusage, which counts only the children it waited for, and neither bwrap nor gosbx waits
+# for its sandbox's pid 1 (both return once pid 1 reports the command's exit); as a child
+# subreaper, bench/interleave -cpu reaps those too and adds their rusage
+clean "$TMP/interleave" -cpu -n "$RUNS" -warmup "$WARMUP" -json bwrap="$B /bin/true" gosbx="$GS /bin/true" \
+	gosbx-none="$GN /bin/true" gosbx-mem="$GM /bin/true" >"$RAW/cpu-true.jsonl"
 clean "$LIB" -workspace "$WS" -n "$LIB_N" -label library -json "$RAW/lib-true.json" -- /bin/true
 clean "$LIB" -workspace "$WS" -policy "$NOSEC" -n "$LIB_N" -label library-none -json "$RAW/lib-true-none.json" -- /bin/true
 
@@ -304,6 +318,10 @@ done
 # --- sessions (issue 16) -----------------------------------------------------------------
 # shellcheck source=bench/sessions.sh
 . "$ROOT/bench/sessions.sh"
+
+# --- after an idle pause, with a memory limit (issue 20, item 5) -------------------------
+# shellcheck source=bench/pause.sh
+. "$ROOT/bench/pause.sh"
 
 # --- egress (issue 17) -------------------------------------------------------------------
 # shellcheck source=bench/egress.sh

@@ -117,8 +117,20 @@ func New(r *specs.LinuxResources, o Options) (Group, error) {
 // CollectStale removes the groups of gosbx launchers that are gone (a SIGKILLed gosbx
 // exec), as New does before it makes one: for a launch that makes none. Errors are
 // ignored; v1 as root, and v2 under /gosbx. A parent where another launch is making a
-// group (or another sweep runs) is skipped: the next sweep does it.
-func CollectStale() { CollectStaleWait(0) }
+// group (or another sweep runs) is skipped: the next sweep does it. It sweeps only when
+// sweepNeeded: a free owner's lock file, or no whole sweep since boot.
+func CollectStale() {
+	switch Mode() {
+	case V1:
+		if os.Geteuid() == 0 && sweepNeeded() {
+			gcV1(0)
+		}
+	case V2:
+		if sweepNeeded() {
+			gcV2(DefaultParent, 0)
+		}
+	}
+}
 
 // CollectStaleWait is CollectStale where a parent in use is tried again for up to wait
 // before it is skipped: for a cleanup that should not leave a group it could remove

@@ -61,11 +61,16 @@ var ownerLockDir = func(uid int) string {
 // openLockDir opens the caller's lock directory (ownerLockDir), made 0700 if missing,
 // and checks that it is the caller's alone: a directory another user could open, that
 // user could flock(2) files in. Errors name the path and the fix.
-func openLockDir() (int, string, error) {
+func openLockDir() (int, string, error) { return openLockDirMaybe(true) }
+
+// openLockDirMaybe is openLockDir, which makes a missing directory only when create.
+func openLockDirMaybe(create bool) (int, string, error) {
 	uid := os.Geteuid()
 	dir := ownerLockDir(uid)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return -1, dir, fmt.Errorf("create %s: %w", dir, err)
+	if create {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return -1, dir, fmt.Errorf("create %s: %w", dir, err)
+		}
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -149,6 +154,23 @@ func releaseOwner(f *os.File) {
 		os.Remove(f.Name())
 		f.Close()
 	}
+}
+
+// releaseOwnerIfGone is releaseOwner once none of dirs exists; otherwise it only
+// unlocks the lock file (closes it) and leaves it: a group directory with no lock file
+// would be judged by the lock on the directory, as an older gosbx's, which sweepNeeded
+// does not look for, while a free lock file makes the next launch sweep.
+func releaseOwnerIfGone(f *os.File, dirs ...string) {
+	if f == nil {
+		return
+	}
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+			f.Close()
+			return
+		}
+	}
+	releaseOwner(f)
 }
 
 // holdDir takes, without waiting, an exclusive flock(2) on a group's directory, as

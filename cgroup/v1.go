@@ -104,7 +104,9 @@ func v1Parents(own []v1Dir) []string {
 // another): so each directory carries its own lock, and a sweep judges each directory
 // by that.
 func newV1(r *specs.LinuxResources, o Options) (Group, error) {
-	gcV1(0)
+	if sweepNeeded() { // as CollectStale: only when a sweep could find a group
+		gcV1(0)
+	}
 	r = withoutUnaccountedSwap(r)
 	id := o.ID
 	if id == "" {
@@ -200,7 +202,16 @@ func (g *v1Group) abandon() {
 	for _, l := range g.locks {
 		l.Close()
 	}
-	releaseOwner(g.owner)
+	releaseOwnerIfGone(g.owner, g.paths()...)
+}
+
+// paths lists the group's directories.
+func (g *v1Group) paths() []string {
+	var out []string
+	for _, d := range g.dirs {
+		out = append(out, d.dir)
+	}
+	return out
 }
 
 // writeV1Limits writes the limits of r that belong to d's controller.
@@ -326,7 +337,7 @@ func (g *v1Group) Destroy() error {
 		for _, l := range g.locks {
 			l.Close()
 		}
-		releaseOwner(g.owner)
+		releaseOwnerIfGone(g.owner, g.paths()...)
 	}()
 	if !emptyV1(g.dirs) {
 		killAll(g.dirs)
@@ -417,6 +428,7 @@ func gcV1(wait time.Duration) (all bool) {
 			removeWithin(d.dir, 300*time.Millisecond)
 		}
 	}
+	markSwept()
 	return true
 }
 

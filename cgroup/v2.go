@@ -50,7 +50,7 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 		return nil, fmt.Errorf("create cgroup v2 group %s: %w", group, err)
 	}
 	if err := makeV2(filepath.Join(v2Mount, group), r); err != nil {
-		releaseOwner(lock)
+		releaseOwnerIfGone(lock, filepath.Join(v2Mount, group))
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, fmt.Errorf("%w: create cgroup v2 group %s: %v (no cgroup delegated to this user: name one with --cgroup-parent, e.g. inside `systemd-run --user --scope -p Delegate=yes`)", ErrUnavailable, group, err)
 		}
@@ -59,7 +59,7 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 	fd, err := unix.Open(filepath.Join(v2Mount, group), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		removeWithin(filepath.Join(v2Mount, group), 0)
-		releaseOwner(lock)
+		releaseOwnerIfGone(lock, filepath.Join(v2Mount, group))
 		return nil, fmt.Errorf("open cgroup %s: %w", group, err)
 	}
 	return &v2Group{group: group, fd: fd, owner: lock, held: holdDir(filepath.Join(v2Mount, group))}, nil
@@ -103,7 +103,7 @@ func (g *v2Group) Destroy() error {
 		if g.held != nil {
 			g.held.Close()
 		}
-		releaseOwner(g.owner)
+		releaseOwnerIfGone(g.owner, filepath.Join(v2Mount, g.group))
 	}()
 	return killRemoveV2(filepath.Join(v2Mount, g.group), 5*time.Second)
 }
@@ -212,4 +212,7 @@ func gcV2(parent string, wait time.Duration) {
 		killRemoveV2(filepath.Join(dir, e.Name()), 300*time.Millisecond)
 	}
 	sweepOwnerLocks([]string{dir})
+	if parent == DefaultParent { // the parent CollectStale sweeps
+		markSwept()
+	}
 }

@@ -310,7 +310,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		cgroupFd = c.own.group.CloneFd()
 	}
 	params := cloneParams{args: initArgs(c.session, pooled, mapped), sys: initSysAttr(spec, mapped, nsOwner != nil, cgroupFd),
-		cpus: cpus, egressR: egressR}
+		cpus: cpus, egressR: egressR, nsEvent: c.Events != nil || pooled || c.session}
 	switch {
 	case mapped:
 		params.as = hid

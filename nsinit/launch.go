@@ -23,6 +23,7 @@ type cloneParams struct {
 	as      *hostID
 	cpus    *unix.CPUSet
 	egressR *os.File
+	nsEvent bool // the namespaces are reported (Events, a pool's or session's start): the raw init's read while they can be
 }
 
 // initArgs are the init's arguments: a session's or a pooled init's mode, and

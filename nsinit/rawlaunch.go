@@ -369,8 +369,11 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	// Its namespaces, read now: it waits for the id maps. Once it has made itself not
 	// dumpable (PR_SET_DUMPABLE is its memory's, the launcher's too), /proc/PID/ns is
 	// closed to the launcher (TestStatusFD saw it, a race the Go init's slower start hid).
-	ns := namespaceEvent(pid)
-	init.ns = &ns
+	// Only when an event reports them: seven stat(2)s of /proc a launch otherwise.
+	if p.nsEvent {
+		ns := namespaceEvent(pid)
+		init.ns = &ns
+	}
 	mapStep := "clone"
 	if mapErr == nil && fd.trees {
 		// before the go-ahead: the raw init attaches the trees only after it

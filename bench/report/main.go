@@ -26,6 +26,9 @@ type hfResult struct {
 	Min     float64   `json:"min"`
 	Max     float64   `json:"max"`
 	Times   []float64 `json:"times"`
+	// User and System are the mean CPU times per run, s (getrusage RUSAGE_CHILDREN)
+	User   float64 `json:"user"`
+	System float64 `json:"system"`
 }
 
 type libResult struct {
@@ -65,6 +68,9 @@ type startupResult struct {
 	P10    float64 `json:"p10"`
 	P90    float64 `json:"p90"`
 	Runs   int     `json:"runs"`
+	// CPUMean is the mean CPU time (user + system) of every process of a run, ms
+	// (interleave -cpu only)
+	CPUMean float64 `json:"cpu_ms_mean,omitempty"`
 }
 
 // startupResults are the start of the binary: gosbx version against an empty Go program.
@@ -114,6 +120,10 @@ func readStartup(raw string) *startupResults {
 // script (its cost is "sh-exec", measured once, in the cold start of /bin/true).
 var variants = []string{"direct", "bwrap", "bwrap-filter", "gosbx", "gosbx-none"}
 
+// coldVariants are the cold-start rows' variants: gosbx-mem is gosbx exec --memory 512M
+// (a cgroup made, joined and removed per launch; bwrap makes none).
+var coldVariants = append(append([]string(nil), variants...), "gosbx-mem")
+
 // gapVariants are bwrap and gosbx timed after the same idle pause as library-pool
 // (hyperfine --prepare 'sleep …', the pause not timed).
 var gapVariants = []string{"bwrap-gap", "gosbx-gap"}
@@ -160,6 +170,8 @@ type report struct {
 	Egress      *egressResults           `json:"egress,omitempty"`
 	Nobody      *nobodyResults           `json:"nobody,omitempty"`
 	CacheS      map[string]float64       `json:"warm_cache_median_s,omitempty"`
+	Pause       *pauseResults            `json:"after_pause,omitempty"`
+	CPU         *cpuResults              `json:"cpu_per_launch"`
 	Targets     []target                 `json:"targets"`
 	RawFiles    []string                 `json:"raw_files"`
 }
@@ -200,6 +212,8 @@ func main() {
 			"than one in a tight loop, so library-pool is compared with bwrap-gap for like with like, and with bwrap as well. " +
 			"In the throughput table library-pool has no gap: the pool is drained as fast as it refills.",
 		"The warm-path target is met when the library-pool Start median is below half of bwrap-gap's median.",
+		"gosbx-mem = gosbx exec --memory 512M: the launch makes a cgroup (v1 here: memory, pids, cpu), its command joins it, and it is removed after; " +
+			"a root caller's default launch (gosbx) has none, its process limit being RLIMIT_NPROC. bwrap makes no cgroup, so gosbx-mem/bwrap includes the group's cost.",
 	}
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -218,9 +232,10 @@ func main() {
 	p("Cold start, median ms (hyperfine -N, %s runs after %s warmup; library: %d launches after 10; "+
 		"library-pool: %d launches after 10 from a pool of %s with a %s ms idle gap between launches, Start = until the command's execve)\n\n",
 		r.Meta["runs"], r.Meta["warmup"], libTrue.Launches, libPool["true"].Launches, r.Meta["pool_size"], r.Meta["gap_ms"])
-	p("| command | direct | bwrap | bwrap-filter | gosbx | gosbx-none | library | library-none | library-pool | library-pool Start | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | library/bwrap | library-pool/bwrap | library-pool Start/bwrap |\n")
-	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| command | direct | bwrap | bwrap-filter | gosbx | gosbx-none | gosbx-mem | library | library-none | library-pool | library-pool Start | gosbx/bwrap | gosbx/bwrap-filter | gosbx-none/bwrap | gosbx-mem/bwrap | library/bwrap | library-pool/bwrap | library-pool Start/bwrap |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var gapRows []string
+	var coldTrue map[string]hfResult
 	for _, c := range []struct{ key, file, gapFile, label string }{
 		{"true", "cold-true.json", "cold-true-gap.json", "`/bin/true`"},
 		{"sh", "cold-sh.json", "cold-sh-gap.json", "`sh -c 'echo hi'`"},
@@ -228,8 +243,13 @@ func main() {
 	} {
 		h := readHF(filepath.Join(*raw, c.file))
 		m := map[string]float64{}
-		for _, v := range variants {
-			m[v] = h[v].Median * 1e3
+		for _, v := range coldVariants {
+			if x, ok := h[v]; ok { // gosbx-mem: not in raw files older than the column
+				m[v] = x.Median * 1e3
+			}
+		}
+		if c.key == "true" {
+			coldTrue = h
 		}
 		lib, libn := "—", "—"
 		libRatio := "—"
@@ -241,6 +261,11 @@ func main() {
 		r.ColdMs[c.key] = m
 		r.ColdRat[c.key] = map[string]float64{"gosbx": m["gosbx"] / m["bwrap"], "gosbx-none": m["gosbx-none"] / m["bwrap"],
 			"gosbx_vs_bwrap-filter": m["gosbx"] / m["bwrap-filter"]}
+		memRatio := "—"
+		if _, ok := m["gosbx-mem"]; ok {
+			r.ColdRat[c.key]["gosbx-mem"] = m["gosbx-mem"] / m["bwrap"]
+			memRatio = f2(m["gosbx-mem"]/m["bwrap"]) + "×"
+		}
 		pool, poolStart, poolRatio, poolStartRatio := "—", "—", "—", "—"
 		if c.gapFile != "" {
 			g := readHF(filepath.Join(*raw, c.gapFile), gapVariants...)
@@ -269,9 +294,9 @@ func main() {
 		if c.key == "true" {
 			r.ColdRat[c.key]["library"] = m["library"] / m["bwrap"]
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s× | %s× | %s× | %s | %s | %s |\n", c.label,
-			f2(m["direct"]), f2(m["bwrap"]), f2(m["bwrap-filter"]), f2(m["gosbx"]), f2(m["gosbx-none"]), lib, libn, pool, poolStart,
-			f2(m["gosbx"]/m["bwrap"]), f2(m["gosbx"]/m["bwrap-filter"]), f2(m["gosbx-none"]/m["bwrap"]), libRatio, poolRatio, poolStartRatio)
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s× | %s× | %s× | %s | %s | %s | %s |\n", c.label,
+			f2(m["direct"]), f2(m["bwrap"]), f2(m["bwrap-filter"]), f2(m["gosbx"]), f2(m["gosbx-none"]), cpuCell(m, "gosbx-mem"), lib, libn, pool, poolStart,
+			f2(m["gosbx"]/m["bwrap"]), f2(m["gosbx"]/m["bwrap-filter"]), f2(m["gosbx-none"]/m["bwrap"]), memRatio, libRatio, poolRatio, poolStartRatio)
 	}
 
 	// Cold start after an idle gap: the like-for-like comparison for library-pool.
@@ -283,6 +308,19 @@ func main() {
 	for _, row := range gapRows {
 		p("%s", row)
 	}
+
+	// After an idle pause (bench/pause.sh), and the CPU per launch.
+	back := map[string]float64{}
+	for _, v := range pauseVariants {
+		back[v] = r.ColdMs["true"][v]
+	}
+	if _, err := os.Stat(filepath.Join(*raw, "session-true.json")); err == nil {
+		back["gosbx-session"] = readHF(filepath.Join(*raw, "session-true.json"), "gosbx-session")["gosbx-session"].Median * 1e3
+	}
+	var pauseHF map[string]hfResult
+	r.Pause, pauseHF = readPause(*raw, r.Meta, back)
+	r.CPU = readCPU(*raw, coldTrue, pauseHF)
+	pauseTables(p, r.Meta, r.Pause, r.CPU)
 
 	// Throughput.
 	n := atof(r.Meta["tp_launches"])

@@ -4,7 +4,14 @@
 // Exit status: the command's own; 128+S when a signal S killed it; 124 on timeout;
 // 125 when the sandbox could not be built or the usage is wrong (the command did not
 // run); 126 when the command is not executable; 127 when it is not found.
+//
+//go:debug updatemaxprocs=0
 package main
+
+// updatemaxprocs=0 (above): no goroutine of the runtime's that re-reads the CPU quota
+// each second to change GOMAXPROCS (Go 1.25): a launch is milliseconds, and its start
+// paid for that goroutine and a thread woken for it (docs/decisions.md "Speed,
+// seventh attempt: the launcher's CPU").
 
 import (
 	"errors"
