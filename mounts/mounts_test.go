@@ -3,9 +3,9 @@ package mounts
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -88,6 +88,11 @@ func TestParseOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o, err := parseOptions(tt.m)
+			// the check alone (RawSupported's): the same answer, no data
+			if oc, errc := parseOptionsData(tt.m, false); (errc == nil) != (err == nil) || oc.data != nil ||
+				oc.attr != o.attr || oc.recursive != o.recursive || oc.ro != o.ro {
+				t.Errorf("parseOptionsData(%q, false) = %+v, %v; parseOptions gave %+v, %v", tt.m.Options, oc, errc, o, err)
+			}
 			if tt.wantErr {
 				var me *Error
 				if !errors.As(err, &me) || me.Op != "bind" {
@@ -98,7 +103,7 @@ func TestParseOptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.attr != tt.attr || o.recursive != tt.recursive || o.ro != tt.ro || !reflect.DeepEqual(o.data, tt.data) {
+			if o.attr != tt.attr || o.recursive != tt.recursive || o.ro != tt.ro || !maps.Equal(o.data, tt.data) {
 				t.Errorf("parseOptions(%q) = %+v; want attr=%#x recursive=%v ro=%v data=%v",
 					tt.m.Options, o, tt.attr, tt.recursive, tt.ro, tt.data)
 			}

@@ -66,7 +66,7 @@ func RawSupported(spec *config.Config) error {
 		default:
 			return fmt.Errorf("mount type %q", m.Type)
 		}
-		if _, err := parseOptions(m); err != nil {
+		if _, err := parseOptionsData(m, false); err != nil {
 			return err
 		}
 	}

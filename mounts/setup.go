@@ -238,9 +238,13 @@ type options struct {
 }
 
 // parseOptions reads runtime-spec mount options into MOUNT_ATTR_* bits, the recursive
-// flag of binds and the fsconfig(2) data of new file systems.
-func parseOptions(m specs.Mount) (options, error) {
-	o := options{data: map[string]string{}}
+// flag of binds and the fsconfig(2) data of new file systems (nil when there is none).
+func parseOptions(m specs.Mount) (options, error) { return parseOptionsData(m, true) }
+
+// parseOptionsData is parseOptions, with the fsconfig(2) data left out unless data is
+// set: a check of the options alone makes no map.
+func parseOptionsData(m specs.Mount, data bool) (options, error) {
+	var o options
 	for _, opt := range m.Options {
 		switch opt {
 		case "ro":
@@ -261,7 +265,13 @@ func parseOptions(m specs.Mount) (options, error) {
 			if m.Type == "bind" {
 				return o, &Error{Op: "bind", Source: m.Source, Target: m.Destination, Err: fmt.Errorf("unknown option %q", opt)}
 			}
+			if !data {
+				continue
+			}
 			k, v, _ := strings.Cut(opt, "=")
+			if o.data == nil {
+				o.data = map[string]string{}
+			}
 			o.data[k] = v
 		}
 	}

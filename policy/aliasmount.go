@@ -53,18 +53,39 @@ func readMountinfo() ([]mountEntry, error) {
 		}
 		buf = buf[:len(buf)+n]
 	}
-	var out []mountEntry
-	for _, line := range strings.Split(string(buf), "\n") {
+	// the entries' fields are substrings of the one copy of the text, and only the first
+	// five fields of a line are cut out: no slice of lines or of fields made per line
+	text := string(buf)
+	out := make([]mountEntry, 0, strings.Count(text, "\n"))
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(line, "\n")
 		if line == "" {
 			continue
 		}
-		fs := strings.Fields(line)
-		if len(fs) < 5 {
+		var fs [5]string
+		if !mountinfoFields(line, &fs) {
 			return nil, fmt.Errorf("%s: malformed line %q", name, line)
 		}
 		out = append(out, mountEntry{dev: fs[2], root: unescapeMountinfo(fs[3]), point: unescapeMountinfo(fs[4])})
 	}
 	return out, nil
+}
+
+// mountinfoFields puts line's first len(fs) fields (separated by runs of blanks, as
+// strings.Fields splits them) into fs, and reports whether the line has that many.
+func mountinfoFields(line string, fs *[5]string) bool {
+	for i := range fs {
+		line = strings.TrimLeft(line, " \t")
+		if line == "" {
+			return false
+		}
+		end := strings.IndexAny(line, " \t")
+		if end < 0 {
+			end = len(line)
+		}
+		fs[i], line = line[:end], line[end:]
+	}
+	return true
 }
 
 // unescapeMountinfo decodes the kernel's \ooo escapes (space, tab, newline, backslash).

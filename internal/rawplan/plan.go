@@ -146,7 +146,9 @@ func New(size, maxOps int) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{arena: a}
+	// one op's error function each: room for an agent plan's ~700 at once, not grown by
+	// doubling through a launch (each growth a fresh block and a copy)
+	p := &Plan{arena: a, errs: make([]func(unix.Errno) error, 0, min(maxOps, 1024))}
 	// the State first, at offset 0: ReadlinkIs names its bytes by offset from it
 	if p.St, err = arenaNew[State](a); err == nil {
 		p.St.ops, err = arenaSlice[Op](a, maxOps)
