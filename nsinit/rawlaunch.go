@@ -350,6 +350,10 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	// number closed under an os.File is closed again by its finalizer, whatever the
 	// process has opened at it since (docs/decisions.md "A raw launch's descriptors
 	// closed twice")
+	// Non-blocking (its own end only: the raw init's writes stay blocking), so that
+	// os.NewFile makes it pollable: the reports are waited for in the runtime's poller,
+	// not by a thread blocked in read(2) whose P goes to another thread
+	unix.SetNonblock(syncP[0], true)
 	syncR := os.NewFile(uintptr(syncP[0]), "sync")
 	lifeW := os.NewFile(uintptr(lifeP[1]), "life")
 	for _, t := range trees {
