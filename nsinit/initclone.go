@@ -459,6 +459,48 @@ func writeIDMaps(pid int, sys *syscall.SysProcAttr) error {
 	return nil
 }
 
+// idMapFiles are the files of /proc/PID/ that writeIDMaps writes for sys, in its order.
+func idMapFiles(sys *syscall.SysProcAttr) []string {
+	var files []string
+	if sys.UidMappings != nil {
+		files = append(files, "uid_map")
+	}
+	if sys.GidMappings != nil {
+		files = append(files, "setgroups", "gid_map")
+	}
+	return files
+}
+
+// writeIDMapFiles is writeIDMaps into files, opened already (idMapFiles' order; closed
+// here): the kernel judges a map's writer by the file's opener.
+func writeIDMapFiles(files []*os.File, sys *syscall.SysProcAttr) error {
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	var data [][]byte
+	if sys.UidMappings != nil {
+		data = append(data, formatIDMap(sys.UidMappings))
+	}
+	if sys.GidMappings != nil {
+		setgroups := "deny"
+		if sys.GidMappingsEnableSetgroups {
+			setgroups = "allow"
+		}
+		data = append(data, []byte(setgroups), formatIDMap(sys.GidMappings))
+	}
+	if len(files) != len(data) {
+		return fmt.Errorf("id maps: %d files opened for %d writes", len(files), len(data))
+	}
+	for i, f := range files {
+		if _, err := unix.Write(int(f.Fd()), data[i]); err != nil {
+			return &os.PathError{Op: "write", Path: f.Name(), Err: err}
+		}
+	}
+	return nil
+}
+
 func formatIDMap(ms []syscall.SysProcIDMap) []byte {
 	var b []byte
 	for _, m := range ms {

@@ -327,8 +327,19 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 		return err
 	}
 	if p.as != nil {
-		// cloned by the host id, which then owns the user namespace (startInitAs)
-		err = asHostID(p.as.id, clone)
+		// cloned by the host id, which then owns the user namespace (startInitAs), and
+		// the id map files opened by it, without a locked thread (rawplan.StartAs)
+		err = rawAsHostID(p.as.id, func() (err error) {
+			var files []*os.File
+			if pid, files, err = rawplan.StartAs(plan, flags, syncP[1], p.as.id, idMapFiles(p.sys)...); err == nil {
+				mapErr = writeIDMapFiles(files, p.sys)
+			} else if pid != 0 {
+				// cloned, but its id map files could not be opened, or the thread's
+				// credentials not put back: killed and reaped as a failed clone is
+				mapErr, err = err, nil
+			}
+			return err
+		})
 	} else {
 		err = clone()
 	}
