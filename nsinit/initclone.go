@@ -439,66 +439,30 @@ func (e *cloneStepError) Unwrap() error { return e.Err }
 // GidMappingsEnableSetgroups), then gid_map (user_namespaces(7)).
 func writeIDMaps(pid int, sys *syscall.SysProcAttr) error {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
-	if sys.UidMappings != nil {
-		if err := writeProcFile(dir+"uid_map", formatIDMap(sys.UidMappings)); err != nil {
-			return err
-		}
-	}
-	if sys.GidMappings != nil {
-		setgroups := "deny"
-		if sys.GidMappingsEnableSetgroups {
-			setgroups = "allow"
-		}
-		if err := writeProcFile(dir+"setgroups", []byte(setgroups)); err != nil {
-			return err
-		}
-		if err := writeProcFile(dir+"gid_map", formatIDMap(sys.GidMappings)); err != nil {
+	files, data := idMapWrites(sys)
+	for i, f := range files {
+		if err := writeProcFile(dir+f, data[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// idMapFiles are the files of /proc/PID/ that writeIDMaps writes for sys, in its order.
-func idMapFiles(sys *syscall.SysProcAttr) []string {
-	var files []string
+// idMapWrites are the files of /proc/PID/ that writeIDMaps writes for sys, in its
+// order, and what it writes to each.
+func idMapWrites(sys *syscall.SysProcAttr) (files []string, data [][]byte) {
 	if sys.UidMappings != nil {
-		files = append(files, "uid_map")
-	}
-	if sys.GidMappings != nil {
-		files = append(files, "setgroups", "gid_map")
-	}
-	return files
-}
-
-// writeIDMapFiles is writeIDMaps into files, opened already (idMapFiles' order; closed
-// here): the kernel judges a map's writer by the file's opener.
-func writeIDMapFiles(files []*os.File, sys *syscall.SysProcAttr) error {
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	var data [][]byte
-	if sys.UidMappings != nil {
-		data = append(data, formatIDMap(sys.UidMappings))
+		files, data = append(files, "uid_map"), append(data, formatIDMap(sys.UidMappings))
 	}
 	if sys.GidMappings != nil {
 		setgroups := "deny"
 		if sys.GidMappingsEnableSetgroups {
 			setgroups = "allow"
 		}
+		files = append(files, "setgroups", "gid_map")
 		data = append(data, []byte(setgroups), formatIDMap(sys.GidMappings))
 	}
-	if len(files) != len(data) {
-		return fmt.Errorf("id maps: %d files opened for %d writes", len(files), len(data))
-	}
-	for i, f := range files {
-		if _, err := unix.Write(int(f.Fd()), data[i]); err != nil {
-			return &os.PathError{Op: "write", Path: f.Name(), Err: err}
-		}
-	}
-	return nil
+	return files, data
 }
 
 func formatIDMap(ms []syscall.SysProcIDMap) []byte {

@@ -328,14 +328,12 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	}
 	if p.as != nil {
 		// cloned by the host id, which then owns the user namespace (startInitAs), and
-		// the id map files opened by it, without a locked thread (rawplan.StartAs)
+		// its id maps written by it, without a locked thread (rawplan.StartAs)
 		err = rawAsHostID(p.as.id, func() (err error) {
-			var files []*os.File
-			if pid, files, err = rawplan.StartAs(plan, flags, syncP[1], p.as.id, idMapFiles(p.sys)...); err == nil {
-				mapErr = writeIDMapFiles(files, p.sys)
-			} else if pid != 0 {
-				// cloned, but its id map files could not be opened, or the thread's
-				// credentials not put back: killed and reaped as a failed clone is
+			files, data := idMapWrites(p.sys)
+			if pid, err = rawplan.StartAs(plan, flags, syncP[1], p.as.id, files, data); err != nil && pid != 0 {
+				// cloned, but its id maps not written, or the thread's credentials
+				// not put back: killed and reaped as after a failed map write
 				mapErr, err = err, nil
 			}
 			return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -11,11 +12,12 @@ import (
 )
 
 // StartAs is Start from a thread whose effective uid is uid for the clone, so that the
-// new user namespace is owned by uid (nsinit's startInitAs says why), and which opens,
-// as uid, the files of the child's /proc/PID/ named in files (at most 3, e.g. uid_map,
-// setgroups, gid_map: write-only, close-on-exec) before it goes back: the kernel judges
-// an id map's writer by the file's opener (map_write, new_idmap_permitted), and a root
-// caller without CAP_SYS_ADMIN can open them as nothing else.
+// new user namespace is owned by uid (nsinit's startInitAs says why), and which writes,
+// as uid, the child's id maps before it goes back: each files[i] of the child's
+// /proc/PID/ (at most 3, e.g. uid_map, setgroups, gid_map, in the order written) gets
+// data[i]. The kernel judges an id map's opener and writer (map_write,
+// new_idmap_permitted), and a root caller without CAP_SYS_ADMIN can write them as
+// nothing else.
 //
 // All of it runs between runtime_BeforeFork and runtime_AfterFork, as raw system calls
 // from nosplit code: the goroutine cannot leave its thread, and no other goroutine runs
@@ -24,44 +26,43 @@ import (
 // (docs/decisions.md, "Speed, seventh attempt: the launcher's threads"). The thread's
 // effective uid is set with setresuid(2) (only this thread: not Go's Setresuid), the
 // effective capabilities it clears raised again from the permitted set (capset(2)), and
-// after the clone the uid and then the thread's own effective set put back. Should that
-// fail, the calling goroutine is left locked to the thread (runtime.LockOSThread, never
-// undone), so that the runtime ends the thread with the goroutine: the caller runs
-// StartAs on a goroutine of its own that ends after it.
+// after the clone and the writes the uid and then the thread's own effective set put
+// back. Should that fail, the calling goroutine is left locked to the thread
+// (runtime.LockOSThread, never undone), so that the runtime ends the thread with the
+// goroutine: the caller runs StartAs on a goroutine of its own that ends after it.
 //
-// It returns the child's pid and the files opened (closed on an error), or the error
-// that stopped it, naming the call (capget, setresuid, capset, clone, open and the path).
-func StartAs(p *Plan, flags uintptr, report int, uid uint32, files ...string) (int, []*os.File, error) {
-	if len(files) > len(asState{}.names) {
-		return 0, nil, fmt.Errorf("rawplan: %d files to open as uid %d, at most %d", len(files), uid, len(asState{}.names))
+// It returns the child's pid (0 if there is none), and the error that stopped it,
+// naming the call (capget, setresuid, capset, clone; open or write and the path): with
+// a pid and an error the child exists, and the caller kills and reaps it.
+func StartAs(p *Plan, flags uintptr, report int, uid uint32, files []string, data [][]byte) (int, error) {
+	if len(files) > len(asState{}.names) || len(files) != len(data) {
+		return 0, fmt.Errorf("rawplan: %d files to write as uid %d with %d data, at most %d", len(files), uid, len(data), len(asState{}.names))
 	}
 	if err := p.Finish(); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	top, err := p.Stack(StackSize)
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	p.St.Report = int64(report)
 	s := &asState{uid: uintptr(uid), n: len(files)}
 	s.hdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 	for i, f := range files {
-		if len(f) >= len(s.names[i]) {
-			return 0, nil, fmt.Errorf("rawplan: file name %q too long", f)
+		if len(f) >= len(s.names[i]) || len(data[i]) == 0 {
+			return 0, fmt.Errorf("rawplan: file name %q too long, or nothing to write", f)
 		}
 		copy(s.names[i][:], f)
+		s.data[i], s.size[i] = uintptr(unsafe.Pointer(&data[i][0])), uintptr(len(data[i]))
 	}
 	syscall.ForkLock.Lock()
 	runtime_BeforeFork()
 	s.clone(flags|unix.CLONE_VM|uintptr(unix.SIGCHLD), top, p.St)
 	runtime_AfterFork()
 	syscall.ForkLock.Unlock()
+	runtime.KeepAlive(data) // s.data holds its addresses as numbers
 	if !s.restored {
 		runtime.LockOSThread() // never undone: the thread's credentials are not the process's
-	}
-	opened := make([]*os.File, s.opened)
-	for i := range s.opened {
-		opened[i] = os.NewFile(s.fds[i], "/proc/"+fmt.Sprint(s.pid)+"/"+files[i])
 	}
 	var why error
 	switch s.failed {
@@ -74,22 +75,17 @@ func StartAs(p *Plan, flags uintptr, report int, uid uint32, files ...string) (i
 		why = fmt.Errorf("capset after setting the effective uid to %d: %w", uid, s.errno)
 	case asClone:
 		why = fmt.Errorf("clone: %w", s.errno)
-	case asOpen:
-		why = &os.PathError{Op: "open", Path: "/proc/" + fmt.Sprint(s.pid) + "/" + files[s.failedFile], Err: s.errno}
+	case asOpen, asWrite:
+		op := "open"
+		if s.failed == asWrite {
+			op = "write"
+		}
+		why = &os.PathError{Op: op, Path: "/proc/" + strconv.Itoa(int(s.pid)) + "/" + files[s.failedFile], Err: s.errno}
 	}
 	if why == nil && !s.restored {
 		why = fmt.Errorf("back to effective uid 0 and the thread's capabilities after the clone as uid %d: failed", uid)
 	}
-	if why != nil {
-		for _, f := range opened {
-			f.Close()
-		}
-		if s.pid != 0 {
-			return int(s.pid), nil, why // the child exists: the caller kills and reaps it
-		}
-		return 0, nil, why
-	}
-	return int(s.pid), opened, nil
+	return int(s.pid), why
 }
 
 // The step of StartAs's window that failed.
@@ -100,6 +96,7 @@ const (
 	asCapset
 	asClone
 	asOpen
+	asWrite
 )
 
 // asState is StartAs's window: everything its nosplit code reads and writes, allocated
@@ -111,8 +108,7 @@ type asState struct {
 	n            int
 	names        [3][16]byte // NUL-terminated
 	paths        [3][64]byte // "/proc/PID/name", NUL-terminated: made after the clone
-	fds          [3]uintptr
-	opened       int // fds[:opened] are open
+	data, size   [3]uintptr  // what to write to each (addresses kept alive by StartAs)
 	pid          uintptr
 	failed       int
 	failedFile   int
@@ -152,8 +148,15 @@ func (s *asState) clone(flags, top uintptr, st *State) {
 				s.failed, s.errno, s.failedFile = asOpen, e, i
 				break
 			}
-			s.fds[i] = fd
-			s.opened++
+			n, _, e := syscall.RawSyscall(unix.SYS_WRITE, fd, s.data[i], s.size[i])
+			syscall.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+			if e == 0 && n != s.size[i] {
+				e = syscall.EIO // a map is written whole or not at all
+			}
+			if e != 0 {
+				s.failed, s.errno, s.failedFile = asWrite, e, i
+				break
+			}
 		}
 	}
 	// back to euid 0, which sets the effective set to the permitted one; then exactly
