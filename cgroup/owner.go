@@ -127,6 +127,7 @@ func ownerLock(name string, dirs ...string) (*os.File, error) {
 			unix.Close(fd) // left free, without a record: a sweep looks for its group by name
 			return nil, fmt.Errorf("record the group in %s: %w", p, err)
 		}
+		unix.Linkat(dfd, name, dfd, recordName(name), 0) // best effort, as in bornLocked
 		return os.NewFile(uintptr(fd), p), nil
 	}
 	return nil, fmt.Errorf("lock %s: held or removed by another process again and again", p)
@@ -134,8 +135,9 @@ func ownerLock(name string, dirs ...string) (*os.File, error) {
 
 // bornLocked makes the lock file name in the directory dfd already locked and holding
 // the record of dirs: an unnamed file (open(2) O_TMPFILE), locked, written, then linked
-// at name (linkat(2) through
-// /proc/self/fd, AT_SYMLINK_FOLLOW). A file created at its name and locked after would
+// at name and at recordName(name) (linkat(2) through /proc/self/fd, AT_SYMLINK_FOLLOW;
+// the second name is best effort: without it the file is found by the first, only not
+// kept from an older gosbx's sweep). A file created at its name and locked after would
 // look orphaned to a sweep between the two (sweepOwnerLocks: no group yet, lock free),
 // which then held it while it removed it; under load, for longer than ownerLock's
 // retries ("held or removed by another process again and again": docs/decisions.md "A
@@ -151,13 +153,51 @@ func bornLocked(dfd int, name, p string, dirs []string) *os.File {
 		unix.Close(fd)
 		return nil
 	}
+	unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dfd, recordName(name), unix.AT_SYMLINK_FOLLOW)
 	return os.NewFile(uintptr(fd), p)
+}
+
+// recordPrefix starts the lock file's second name, recordName: one that does not start
+// with "gosbx-". A sweep of an older gosbx (before records) removes a free gosbx-<id>
+// whose group is not in its own parents, and with it, before the second name, the only
+// trace a later launch looked for (sweepNeeded); it never touches a name of another
+// form, so the file, its record and its lock stay reachable by this one.
+const recordPrefix = "record."
+
+// recordName is the second name of the lock file of the group name.
+func recordName(name string) string { return recordPrefix + name }
+
+// lockFileGroups lists the groups that have a lock file among the lock directory's
+// entries names, under either of its names, once each.
+func lockFileGroups(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		g := strings.TrimPrefix(n, recordPrefix)
+		if strings.HasPrefix(g, "gosbx-") && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// openLockFile opens the lock file of the group name in the lock directory dfd by its
+// second name, or by its first when that is gone (an older gosbx's file has only the
+// first); ENOENT when it has neither.
+func openLockFile(dfd int, name string) (int, error) {
+	fd, err := unix.Openat(dfd, recordName(name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	return fd, err
 }
 
 // releaseOwner removes the owner's lock file, then unlocks it (after the group is
 // gone: a sweep never sees the group without its lock). nil is a no-op.
 func releaseOwner(f *os.File) {
 	if f != nil {
+		os.Remove(filepath.Join(filepath.Dir(f.Name()), recordName(filepath.Base(f.Name()))))
 		os.Remove(f.Name())
 		f.Close()
 	}
@@ -216,6 +256,9 @@ func ownerAlive(parent, name string) bool {
 		return true
 	}
 	fd, err := unix.Open(filepath.Join(ownerLockDir(int(st.Uid)), name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) { // an older gosbx's sweep removed the first name
+		fd, err = unix.Open(filepath.Join(ownerLockDir(int(st.Uid)), recordName(name)), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return true
 	}
@@ -252,11 +295,8 @@ func sweepOwnerLocks(parents []string, kind Kind) {
 	if err != nil {
 		return
 	}
-	for _, name := range names {
-		if !strings.HasPrefix(name, "gosbx-") {
-			continue
-		}
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	for _, name := range lockFileGroups(names) {
+		fd, err := openLockFile(dfd, name)
 		if err != nil {
 			continue
 		}
@@ -265,11 +305,14 @@ func sweepOwnerLocks(parents []string, kind Kind) {
 			if !ok {
 				dirs = findGroup(name, kind)
 			}
-			var held, now unix.Stat_t
-			if removeRecorded(dirs, kind, parents) && unix.Fstat(fd, &held) == nil &&
-				unix.Fstatat(dfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil &&
-				held.Ino == now.Ino && held.Dev == now.Dev {
-				unix.Unlinkat(dfd, name, 0)
+			var held unix.Stat_t
+			if removeRecorded(dirs, kind, parents) && unix.Fstat(fd, &held) == nil {
+				for _, n := range []string{recordName(name), name} {
+					var now unix.Stat_t
+					if unix.Fstatat(dfd, n, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && held.Ino == now.Ino && held.Dev == now.Dev {
+						unix.Unlinkat(dfd, n, 0)
+					}
+				}
 			}
 		}
 		unix.Close(fd)

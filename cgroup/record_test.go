@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeV1 points v1Root at a directory of the test's, with the caller's group parent
@@ -83,7 +85,7 @@ func TestSweepRemovesRecordedGroup(t *testing.T) {
 			t.Errorf("the dead owner's group %s was kept", d)
 		}
 	}
-	if exists(dead) {
+	if exists(dead) || exists(filepath.Join(locks, recordName(deadName))) {
 		t.Errorf("the dead owner's lock file %s was kept", dead)
 	}
 	for _, d := range liveDirs {
@@ -91,7 +93,7 @@ func TestSweepRemovesRecordedGroup(t *testing.T) {
 			t.Errorf("the live owner's group %s was removed", d)
 		}
 	}
-	if !exists(live.Name()) {
+	if !exists(live.Name()) || !exists(filepath.Join(locks, recordName(liveName))) {
 		t.Error("the live owner's lock file was removed")
 	}
 	markSwept()
@@ -218,5 +220,41 @@ func TestReadRecord(t *testing.T) {
 		if ok != c.ok || (ok && !slices.Equal(got, c.dirs)) {
 			t.Errorf("record %q (%s): %q, %v; want ok %v", c.dirs, c.kind, got, ok, c.ok)
 		}
+	}
+}
+
+// An older gosbx's sweep (before records) removes a free gosbx-<id> whose group is not
+// in its parents; the file's second name (recordName) keeps it, its record and its
+// lock for this one: the next sweep still removes the group, then the second name.
+func TestSweepAfterOlderSweep(t *testing.T) {
+	locks := tempLockDir(t)
+	root := fakeV1(t)
+	name := groupName(NewID())
+	dirs := []string{filepath.Join(root, "memory", "b", name), filepath.Join(root, "pids", "b", name)}
+	fakeGroup(t, dirs...)
+	lock := deadOwner(t, name, dirs...)
+	second := filepath.Join(locks, recordName(name))
+	var a, b unix.Stat_t
+	if err := unix.Stat(lock, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(second, &b); err != nil || a.Ino != b.Ino {
+		t.Fatalf("the lock file's second name %s: %v (inode %d, want %d)", second, err, b.Ino, a.Ino)
+	}
+	if err := os.Remove(lock); err != nil { // what the older sweep does
+		t.Fatal(err)
+	}
+	markSwept()
+	if !sweepNeeded() {
+		t.Fatal("no sweep with the second name left free")
+	}
+	sweepOwnerLocks(nil, V1)
+	for _, d := range dirs {
+		if exists(d) {
+			t.Errorf("the dead owner's group %s was kept", d)
+		}
+	}
+	if exists(second) {
+		t.Error("the second name was kept once the group was gone")
 	}
 }

@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"errors"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,11 +37,8 @@ func sweepNeeded() bool {
 	if err != nil {
 		return true
 	}
-	for _, name := range names {
-		if !strings.HasPrefix(name, "gosbx-") {
-			continue
-		}
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	for _, name := range lockFileGroups(names) {
+		fd, err := openLockFile(dfd, name)
 		if errors.Is(err, unix.ENOENT) {
 			continue // released meanwhile: its group is gone
 		}
