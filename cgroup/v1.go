@@ -234,6 +234,11 @@ func writeV1Limits(d v1Dir, r *specs.LinuxResources) error {
 			if m.Swap != nil {
 				vals = append(vals, [2]string{"memory.memsw.limit_in_bytes", strconv.FormatInt(*m.Swap, 10)})
 			}
+			if m.Limit != nil && *m.Limit > 0 {
+				if err := writeTCPLimit(d.dir, *m.Limit); err != nil {
+					return err
+				}
+			}
 		}
 	case "pids":
 		if r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 {
@@ -255,6 +260,35 @@ func writeV1Limits(d v1Dir, r *specs.LinuxResources) error {
 		}
 	}
 	return nil
+}
+
+// tcpLimitFile is the v1 memory controller's limit on its TCP socket buffers
+// (Documentation/admin-guide/cgroup-v1/memory.rst, "Kernel Memory Extension", tcp).
+const tcpLimitFile = "memory.kmem.tcp.limit_in_bytes"
+
+// writeTCPLimit bounds the TCP socket buffers of the v1 memory group dir by limit
+// bytes. v1 charges a group's socket buffers only once this file was written
+// (memcg->tcpmem_active, for sockets made after it: the command starts later), and to a
+// counter of their own, not memory.usage_in_bytes: without it a sandbox's TCP queues
+// are bounded only by the host-wide net.ipv4.tcp_mem (attack review 17: 398 MB queued
+// in a 64M sandbox). With it a group holds up to 2x limit (two counters). A kernel
+// without the file (v1's kmem files may be dropped) is not an error: the memory limit
+// itself holds, TCP buffers are then bounded by tcp_mem only (README, Known limits;
+// gosbx doctor says which). Errors are writeFile's.
+func writeTCPLimit(dir string, limit int64) error {
+	err := writeFile(dir, tcpLimitFile, strconv.FormatInt(limit, 10))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// V1TCPAccounted reports whether the host's v1 memory controller can bound a group's
+// TCP socket buffers (it has memory.kmem.tcp.limit_in_bytes at its root); false also
+// when the memory hierarchy is not mounted.
+func V1TCPAccounted() bool {
+	_, err := os.Stat(filepath.Join(v1Root, "memory", tcpLimitFile))
+	return err == nil
 }
 
 func (g *v1Group) Kind() Kind   { return V1 }

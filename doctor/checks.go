@@ -313,6 +313,10 @@ func checkCgroup(exe string, f Facts) []Check {
 		} else {
 			modeCheck.Detail = "cgroup v1"
 		}
+		if !cgroup.V1TCPAccounted() {
+			modeCheck.Status = Warn
+			modeCheck.Detail += "; no memory.kmem.tcp.limit_in_bytes: a sandbox's TCP socket buffers are outside --memory (bounded by the host-wide net.ipv4.tcp_mem only)"
+		}
 	}
 	if mode == cgroup.None {
 		modeCheck.Status, modeCheck.Detail = Warn, "no cgroup file system"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,16 +24,20 @@ import (
 // limit where the group is a v1 one (on a v2 host a root caller's host id cannot clone
 // into the group: the Go init, executed as gosbx-init, several threads). The rest of the
 // suite runs against both builds (make test: make integration-goinit), which proves
-// each init's isolation; this test proves which one those runs took.
+// each init's isolation; this test proves which one those runs took. A CPU quota
+// (--cpus) always takes the Go init, also when it covers every CPU (nothing pinned):
+// the raw init's set-ID handler would run outside the group's cpu controller (attack
+// review 17).
 func TestRawInitTaken(t *testing.T) {
 	// both built here: the suite also runs with GOSBX_TEST_BINARY a gosbxgoinit build
 	rawBin := taggedBinary(t, "")
 	goBin := taggedBinary(t, "gosbxgoinit")
 	forEachCaller(t, func(t *testing.T, c caller) {
+		allCPUs := strconv.Itoa(runtime.NumCPU()) // a quota over every CPU: no pinning
 		for _, tc := range []struct {
 			bin   string
 			extra []string
-		}{{rawBin, nil}, {rawBin, []string{"--memory", "256M"}}, {goBin, nil}} {
+		}{{rawBin, nil}, {rawBin, []string{"--memory", "256M"}}, {goBin, nil}, {rawBin, []string{"--cpus", allCPUs}}} {
 			extra := tc.extra
 			s := newSandbox(t, c)
 			ctx := s.limitCtx(runLimit)
@@ -58,7 +63,7 @@ func TestRawInitTaken(t *testing.T) {
 			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", init))
 			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", init))
 			raw := len(tasks) == 1 && !strings.HasPrefix(string(argv), "gosbx-init\x00")
-			want := tc.bin == rawBin && (len(extra) == 0 || c.uid == 0 && hasV1())
+			want := tc.bin == rawBin && (len(extra) == 0 || c.uid == 0 && hasV1() && extra[0] != "--cpus")
 			if raw != want {
 				t.Errorf("%s %v: the init has %d threads, command line %q: raw init %v, want %v", tc.bin, extra, len(tasks), argv, raw, want)
 			}

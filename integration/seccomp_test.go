@@ -305,9 +305,13 @@ func testExport(t *testing.T) {
 		if l := rules["mount"]; !strings.HasSuffix(l, ": fail with EPERM") {
 			t.Errorf("text: mount's rule %q, want it named and failing with EPERM\n%s", l, txt.stdout)
 		}
-		if l := rules["socket"]; !strings.Contains(l, "socket if domain != AF_UNIX and") || !strings.Contains(l, "AF_INET6") ||
-			!strings.HasSuffix(l, ": fail with EAFNOSUPPORT") {
-			t.Errorf("text: socket's rule %q, want its family condition and EAFNOSUPPORT\n%s", l, txt.stdout)
+		// socket's first rule refuses NETLINK_USERSOCK (attack review 17), then the families
+		if l := rules["socket"]; !strings.Contains(l, "protocol (32 bits) == NETLINK_USERSOCK") || !strings.HasSuffix(l, ": fail with EPERM") {
+			t.Errorf("text: socket's first rule %q, want NETLINK_USERSOCK refused with EPERM\n%s", l, txt.stdout)
+		}
+		if !strings.Contains(txt.stdout, "\nsocket if domain != AF_UNIX and domain != AF_INET and domain != AF_INET6 and") ||
+			!strings.Contains(txt.stdout, "AF_PACKET: fail with EAFNOSUPPORT\n") {
+			t.Errorf("text: no socket rule with its family condition and EAFNOSUPPORT\n%s", txt.stdout)
 		}
 		if l := rules["clone"]; !strings.Contains(l, "CLONE_NEWUSER") {
 			t.Errorf("text: clone's first rule %q, want its namespace flags named", l)

@@ -36,7 +36,8 @@ type rawLaunch struct {
 // for it (rawInitDefault), in a process that allowed it once (AllowRawInit: the gosbx
 // CLI), for a config rawEligible accepts, and a clone whose parameters the raw clone
 // implements (a root caller's host id, trees and credentials included; no CPU
-// pinning, no fd 7), with or without a cgroup (group): the raw init shares the
+// quota, pinned or not: the raw init's set-ID handler runs outside the group, so its
+// CPU would be outside the quota (attack review 17); no fd 7), with or without a cgroup (group): the raw init shares the
 // launcher's memory, so it never joins the group (an OOM kill in the group would kill
 // every process sharing its victim's memory: the launcher with it; it is cloned
 // without the Go init's CLONE_INTO_CGROUP); each command joins it in its process stage
@@ -49,7 +50,7 @@ func rawWanted(spec *config.Config, p *cloneParams, pooled, session bool, group 
 	// ancestor of its group and the target): the launcher's own, not a host id's
 	// (p.as), whose raw init the launcher's group's ancestors refuse
 	v2 := group != nil && group.Kind() == cgroup.V2 && group.CloneFd() >= 0 && p.as == nil
-	if !rawInitDefault || pooled || session || group != nil && group.Kind() != cgroup.V1 && !v2 || p.cpus != nil || p.egressR != nil ||
+	if !rawInitDefault || pooled || session || group != nil && group.Kind() != cgroup.V1 && !v2 || p.cpus != nil || cpuCount(spec) > 0 || p.egressR != nil ||
 		p.sys.UseCgroupFD && !v2 || len(spec.Cleanup) > 0 {
 		return false
 	}

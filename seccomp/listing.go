@@ -34,6 +34,9 @@ func Listing(s *specs.LinuxSeccomp) (string, error) {
 			if len(sc.Names) == 1 {
 				call = sc.Names[0]
 			}
+			if call == "socket" && netlinkDomain(sc.Args) {
+				call = "socket(AF_NETLINK)" // its protocol is a netlink protocol
+			}
 			conds := make([]string, len(sc.Args))
 			for j, a := range sc.Args {
 				conds[j] = conditionText(call, a)
@@ -81,27 +84,29 @@ func actionText(a specs.LinuxSeccompAction, errno *uint) (string, error) {
 // says how their values read: "family", "clone", "open", "mode", "ioctl" or "" (a number).
 func argKinds() map[string][]struct{ name, kind string } {
 	return map[string][]struct{ name, kind string }{
-		"socket":      {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
-		"socketpair":  {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
-		"clone":       {{"flags", "clone"}},
-		"unshare":     {{"flags", "clone"}},
-		"personality": {{"persona", ""}},
-		"ioctl":       {{"fd", ""}, {"request", "ioctl"}},
-		"chmod":       {{"pathname", ""}, {"mode", "mode"}},
-		"fchmod":      {{"fd", ""}, {"mode", "mode"}},
-		"fchmodat":    {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-		"fchmodat2":   {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-		"creat":       {{"pathname", ""}, {"mode", "mode"}},
-		"mknod":       {{"pathname", ""}, {"mode", "mode"}},
-		"mknodat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-		"mkdir":       {{"pathname", ""}, {"mode", "mode"}},
-		"chown":       {{"pathname", ""}, {"owner", ""}, {"group", ""}},
-		"fchown":      {{"fd", ""}, {"owner", ""}, {"group", ""}},
-		"lchown":      {{"pathname", ""}, {"owner", ""}, {"group", ""}},
-		"fchownat":    {{"dirfd", ""}, {"pathname", ""}, {"owner", ""}, {"group", ""}},
-		"mkdirat":     {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
-		"open":        {{"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
-		"openat":      {{"dirfd", ""}, {"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
+		"socket":     {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
+		"socketpair": {{"domain", "family"}, {"type", ""}, {"protocol", ""}},
+		// socket(2) of a rule that requires domain AF_NETLINK (netlink(7))
+		"socket(AF_NETLINK)": {{"domain", "family"}, {"type", ""}, {"protocol", "netlink"}},
+		"clone":              {{"flags", "clone"}},
+		"unshare":            {{"flags", "clone"}},
+		"personality":        {{"persona", ""}},
+		"ioctl":              {{"fd", ""}, {"request", "ioctl"}},
+		"chmod":              {{"pathname", ""}, {"mode", "mode"}},
+		"fchmod":             {{"fd", ""}, {"mode", "mode"}},
+		"fchmodat":           {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"fchmodat2":          {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"creat":              {{"pathname", ""}, {"mode", "mode"}},
+		"mknod":              {{"pathname", ""}, {"mode", "mode"}},
+		"mknodat":            {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"mkdir":              {{"pathname", ""}, {"mode", "mode"}},
+		"chown":              {{"pathname", ""}, {"owner", ""}, {"group", ""}},
+		"fchown":             {{"fd", ""}, {"owner", ""}, {"group", ""}},
+		"lchown":             {{"pathname", ""}, {"owner", ""}, {"group", ""}},
+		"fchownat":           {{"dirfd", ""}, {"pathname", ""}, {"owner", ""}, {"group", ""}},
+		"mkdirat":            {{"dirfd", ""}, {"pathname", ""}, {"mode", "mode"}},
+		"open":               {{"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
+		"openat":             {{"dirfd", ""}, {"pathname", ""}, {"flags", "open"}, {"mode", "mode"}},
 	}
 }
 
@@ -122,10 +127,26 @@ func kindFlags() map[string][]flagName {
 		"clone": {{unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {unix.CLONE_NEWUTS, "CLONE_NEWUTS"},
 			{unix.CLONE_NEWIPC, "CLONE_NEWIPC"}, {unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWPID, "CLONE_NEWPID"},
 			{unix.CLONE_NEWNET, "CLONE_NEWNET"}, {unix.CLONE_NEWTIME, "CLONE_NEWTIME"}},
-		"open":  {{unix.O_CREAT, "O_CREAT"}, {0x400000, "__O_TMPFILE"}, {unix.O_DIRECTORY, "O_DIRECTORY"}},
-		"mode":  {{unix.S_ISUID, "S_ISUID"}, {unix.S_ISGID, "S_ISGID"}, {unix.S_ISVTX, "S_ISVTX"}},
-		"ioctl": {{tiocsti, "TIOCSTI"}, {tioclinux, "TIOCLINUX"}},
+		"open":    {{unix.O_CREAT, "O_CREAT"}, {0x400000, "__O_TMPFILE"}, {unix.O_DIRECTORY, "O_DIRECTORY"}},
+		"mode":    {{unix.S_ISUID, "S_ISUID"}, {unix.S_ISGID, "S_ISGID"}, {unix.S_ISVTX, "S_ISVTX"}},
+		"ioctl":   {{tiocsti, "TIOCSTI"}, {tioclinux, "TIOCLINUX"}},
+		"netlink": {{unix.NETLINK_ROUTE, "NETLINK_ROUTE"}, {unix.NETLINK_USERSOCK, "NETLINK_USERSOCK"}, {unix.NETLINK_GENERIC, "NETLINK_GENERIC"}},
 	}
+}
+
+// netlinkDomain says whether args require socket(2)'s domain to be AF_NETLINK (equal,
+// on 64 or on the low 32 bits).
+func netlinkDomain(args []specs.LinuxSeccompArg) bool {
+	for _, a := range args {
+		if a.Index != 0 {
+			continue
+		}
+		if (a.Op == specs.OpEqualTo && a.Value == unix.AF_NETLINK) ||
+			(a.Op == specs.OpMaskedEqual && a.Value == 0xffffffff && a.ValueTwo == unix.AF_NETLINK) {
+			return true
+		}
+	}
+	return false
 }
 
 // valueText is v by its constant for the argument's kind, else in hex.
@@ -137,7 +158,7 @@ func valueText(kind string, v uint64) string {
 		return fmt.Sprint(v)
 	}
 	fl := kindFlags()[kind]
-	if kind == "ioctl" { // a request is one number, not flags
+	if kind == "ioctl" || kind == "netlink" { // one number, not flags
 		for _, f := range fl {
 			if f.v == v {
 				return f.name

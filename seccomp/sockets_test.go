@@ -41,3 +41,32 @@ func TestNoHostNetworkRules(t *testing.T) {
 		}
 	}
 }
+
+// socket(AF_NETLINK, *, NETLINK_USERSOCK) answers EPERM whatever the profile and the
+// policy's rules after it, also with high bits set in family or protocol (the kernel
+// reads both as int); other netlink protocols and other families fall through.
+func TestNoUserNetlinkRules(t *testing.T) {
+	allowAll := Rule{Syscalls: []string{"socket"}, Action: "allow"}
+	for _, c := range []*Config{{}, {Profile: "none"}, {Rules: []Rule{allowAll}}} {
+		with := *c
+		with.Rules = append(NoUserNetlinkRules(), c.Rules...)
+		e := newEmulator(t, compileConfig(t, &with))
+		eperm := retErrno(unix.EPERM)
+		for _, a := range []struct {
+			fam, proto uint64
+			want       uint32
+		}{
+			{unix.AF_NETLINK, unix.NETLINK_USERSOCK, eperm},
+			{unix.AF_NETLINK | 0x100000000, unix.NETLINK_USERSOCK, eperm},
+			{unix.AF_NETLINK, unix.NETLINK_USERSOCK | 0xff00000000, eperm},
+			{unix.AF_NETLINK, unix.NETLINK_ROUTE, retAllow},
+			{unix.AF_NETLINK, unix.NETLINK_GENERIC, retAllow},
+			{unix.AF_NETLINK, unix.NETLINK_KOBJECT_UEVENT, retAllow},
+			{unix.AF_INET, unix.NETLINK_USERSOCK, retAllow}, // protocol 2 of AF_INET is IGMP, not netlink
+		} {
+			if got := e.call(t, "socket", a.fam, unix.SOCK_RAW, a.proto); got != a.want {
+				t.Errorf("%+v: socket(%#x, SOCK_RAW, %#x): %s, want %s", c, a.fam, a.proto, actionName(got), actionName(a.want))
+			}
+		}
+	}
+}

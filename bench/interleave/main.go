@@ -4,7 +4,10 @@
 // the mean of the wall time from fork to reaping, in ms, and with -json one JSON object
 // per command.
 //
-//	interleave [-n ROUNDS] [-warmup N] [-json] NAME=CMD [NAME=CMD ...]
+//	interleave [-n ROUNDS] [-warmup N] [-pause D] [-json] [-cpu] NAME=CMD [NAME=CMD ...]
+//
+// -pause sleeps D (untimed) before each timed start: a caller that pauses between
+// commands (an agent) rather than one that runs them back to back.
 //
 // CMD is split on spaces (no quoting); stdin, stdout and stderr are /dev/null. A command
 // that exits non-zero stops the run (exit 1), so a broken variant is not timed.
@@ -24,6 +27,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,6 +44,7 @@ func main() {
 	warmup := flag.Int("warmup", 5, "untimed rounds first")
 	asJSON := flag.Bool("json", false, "print one JSON object per command")
 	cpu := flag.Bool("cpu", false, "also count the CPU time of every process a run starts (as a child subreaper)")
+	pause := flag.Duration("pause", 0, "untimed sleep before each start")
 	flag.Parse()
 	if *cpu {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -58,6 +63,9 @@ func main() {
 	}
 	for r := 0; r < *warmup+*rounds; r++ {
 		for _, v := range vs {
+			if *pause > 0 {
+				time.Sleep(*pause)
+			}
 			res, err := run(v.argv, *cpu)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "interleave: %s: %v\n", v.name, err)
