@@ -19,7 +19,8 @@ import (
 // kernel drops it when the owner dies, however it dies. The lock file is taken before
 // the group's directory is made and removed after it is gone, so a sweep (gcV1, gcV2)
 // that finds a directory finds its owner's lock held, or free for good: it removes
-// a directory whose lock it can take, then the lock file.
+// a directory whose lock it can take, then the lock file. The file records where the
+// group's directories are (record.go), so that a sweep from any cgroup removes them.
 //
 // Never a lock on the cgroup directories themselves: they are mode 0755, any user may
 // open one and flock(2) it, and so stall every launch that waits for it, keep a dead
