@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"errors"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +18,7 @@ const sweptMarker = "swept"
 // sweepNeeded reports whether a sweep could find a group to remove: no whole sweep ran
 // yet (no sweptMarker: groups an older gosbx made, which have no lock file, are
 // collected by that first sweep), or a lock file in the caller's lock directory is
-// free (its owner is gone: a killed launcher's group, or a lock file left by one
+// free (under either of its names: owner.go recordName) (its owner is gone: a killed launcher's group, or a lock file left by one
 // killed before its mkdir). A lock file held is a live owner's. Anything that cannot
 // be read says yes: the sweep then decides, as before. Costs one directory listing and
 // a flock(2) try per lock file, against the sweep's listing of every hierarchy's
@@ -38,11 +37,8 @@ func sweepNeeded() bool {
 	if err != nil {
 		return true
 	}
-	for _, name := range names {
-		if !strings.HasPrefix(name, "gosbx-") {
-			continue
-		}
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	for _, name := range lockFileGroups(names) {
+		fd, err := openLockFile(dfd, name)
 		if errors.Is(err, unix.ENOENT) {
 			continue // released meanwhile: its group is gone
 		}

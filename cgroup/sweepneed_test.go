@@ -55,7 +55,11 @@ func TestSweepNeeded(t *testing.T) {
 	if err := unix.Flock(int(live.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Errorf("the live owner lost its lock to the check: %v", err)
 	}
-	os.Remove(dead.Name()) // a sweep removed it
+	os.Remove(dead.Name()) // an older gosbx's sweep removed its first name (owner.go recordName)
+	if !sweepNeeded() {
+		t.Error("no sweep with a killed owner's lock file left free under its second name")
+	}
+	os.Remove(filepath.Join(dir, recordName(filepath.Base(dead.Name())))) // a sweep removed it
 	if sweepNeeded() {
 		t.Error("a sweep once the free lock file is gone")
 	}
@@ -98,7 +102,9 @@ func TestReleaseOwnerIfGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseOwnerIfGone(f, filepath.Join(left, "gone"))
-	if _, err := os.Stat(name); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the lock file of a group gone was kept (%v)", err)
+	for _, n := range []string{name, filepath.Join(filepath.Dir(name), recordName(filepath.Base(name)))} {
+		if _, err := os.Stat(n); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the lock file %s of a group gone was kept (%v)", n, err)
+		}
 	}
 }

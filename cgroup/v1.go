@@ -15,8 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// v1Root is where the v1 hierarchies are mounted, one directory per controller.
-const v1Root = "/sys/fs/cgroup"
+// v1Root is where the v1 hierarchies are mounted, one directory per controller (a
+// variable so that tests can point it at a directory of their own).
+var v1Root = "/sys/fs/cgroup"
 
 // v1Subsystems are the hierarchies a sandbox's group is made in, in this order.
 var v1Subsystems = [...]string{"memory", "pids", "cpu", "cpuacct"}
@@ -141,7 +142,11 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 			}
 		}
 	}
-	lock, err := ownerLock(n) // before the mkdir: a sweep never finds the group unowned
+	var dirs []string
+	for _, p := range own {
+		dirs = append(dirs, filepath.Join(p.dir, n))
+	}
+	lock, err := ownerLock(n, dirs...) // before the mkdir: a sweep never finds the group unowned
 	if err != nil {
 		if os.Geteuid() != 0 {
 			return nil, fmt.Errorf("%w: create cgroup v1 group %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, err)
@@ -446,7 +451,7 @@ func gcV1(wait time.Duration) (all bool) {
 			}
 		}
 	}
-	sweepOwnerLocks(parents)
+	sweepOwnerLocks(parents, V1)
 	for n := range legacy {
 		if launcherAlive(n) {
 			continue

@@ -542,6 +542,69 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 			}
 		}
 	})
+
+	// The same, with the next run in another cgroup than the killed launch (one user's
+	// launches from an agent server's scope and from a terminal): its sweep finds the
+	// dead owner's lock file free but no group in its own parents, and must still
+	// remove the groups (their directories are recorded in the lock file), then the
+	// file. Before the record it removed the file alone, and no later launch looked for
+	// the groups again.
+	t.Run("kill -9 of gosbx exec, then the next run from another cgroup", func(t *testing.T) {
+		killed, next := *s, *s
+		killed.scope, next.scope = newCgroupScope(t), newCgroupScope(t)
+		if killed.scope == nil || next.scope == nil {
+			t.Skip("no cgroup v1 scope here")
+		}
+		left := func(id string) []string {
+			var out []string
+			for _, d := range killed.scope.dirs {
+				if _, err := os.Lstat(filepath.Join(d, "gosbx-"+id)); err == nil {
+					out = append(out, filepath.Join(d, "gosbx-"+id))
+				}
+			}
+			return out
+		}
+		sleep := killed.sleepLink("kill9other")
+		sr := killed.startStatus(killed.limitCtx(runLimit), "--memory", "64M", "--", sleep, "30")
+		var id string
+		for {
+			ev := sr.next(10 * time.Second)
+			if ev == nil {
+				sr.cmd.Process.Kill()
+				t.Fatalf("no exec event: %s", sr.raw)
+			}
+			if _, ok := ev["child-pid"]; ok {
+				id = sandboxID(ev)
+			}
+			if ev["exec"] == true {
+				break
+			}
+		}
+		lock := filepath.Join("/run/gosbx/cgroups", "gosbx-"+id) // the owner's lock file (cgroup/owner.go)
+		if len(left(id)) == 0 {
+			t.Errorf("no group of the sandbox in the killed launch's scope %q", killed.scope.dirs)
+		}
+		if b, err := os.ReadFile(lock); err != nil || !strings.Contains(string(b), "/gosbx-"+id+"\n") {
+			t.Errorf("the owner's lock file %s records %q (%v); want the group's directories", lock, b, err)
+		}
+		must(t, sr.cmd.Process.Signal(syscall.SIGKILL))
+		sr.cmd.Wait()
+		if n := len(waitHostPIDs(sleep, 5*time.Second, func(n int) bool { return n == 0 })); n != 0 {
+			t.Errorf("%d sandbox processes outlived gosbx exec", n)
+		}
+		mustSucceed(t, next.run("--", "true"), "the next run, from another cgroup")
+		if l := left(id); len(l) != 0 {
+			t.Errorf("after kill -9 of gosbx exec and the next run from another cgroup, groups are left: %q", l)
+		}
+		for _, l := range []string{lock, filepath.Join(filepath.Dir(lock), "record.gosbx-"+id)} { // both its names
+			if _, err := os.Lstat(l); !os.IsNotExist(err) {
+				t.Errorf("the dead owner's lock file %s is left (%v)", l, err)
+			}
+		}
+		if l := next.scope.leftovers(); len(l) != 0 {
+			t.Errorf("the next run left groups in its own scope: %q", l)
+		}
+	})
 }
 
 // nobody cannot make v1 groups: limits asked for (but the process limit, which holds as
