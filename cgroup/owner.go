@@ -19,7 +19,8 @@ import (
 // kernel drops it when the owner dies, however it dies. The lock file is taken before
 // the group's directory is made and removed after it is gone, so a sweep (gcV1, gcV2)
 // that finds a directory finds its owner's lock held, or free for good: it removes
-// a directory whose lock it can take, then the lock file.
+// a directory whose lock it can take, then the lock file. The file records where the
+// group's directories are (record.go), so that a sweep from any cgroup removes them.
 //
 // Never a lock on the cgroup directories themselves: they are mode 0755, any user may
 // open one and flock(2) it, and so stall every launch that waits for it, keep a dead
@@ -72,7 +73,7 @@ func openLockDirMaybe(create bool) (int, string, error) {
 			return -1, dir, fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, dir, fmt.Errorf("open %s: %w", dir, err)
 	}
@@ -92,19 +93,21 @@ func openLockDirMaybe(create bool) (int, string, error) {
 // ownerLock takes the owner's lock of the group name (owner.go): its lock file in the
 // caller's lock directory, made locked (bornLocked), or an existing one locked without
 // waiting (a sweep may hold an orphan one for an instant, and removes it: then the file
-// is made anew). The returned file holds the lock until releaseOwner.
-func ownerLock(name string) (*os.File, error) {
+// is made anew). The file records dirs, the group's directories to be (record.go),
+// written while it is locked: a later launch finding it free removes them. The
+// returned file holds the lock until releaseOwner. Errors name the file.
+func ownerLock(name string, dirs ...string) (*os.File, error) {
 	dfd, dir, err := openLockDir()
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(dfd)
 	p := filepath.Join(dir, name)
-	if f := bornLocked(dfd, name, p); f != nil {
+	if f := bornLocked(dfd, name, p, dirs); f != nil {
 		return f, nil
 	}
 	for again := 0; again < 8; again++ {
-		fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", p, err)
 		}
@@ -121,36 +124,114 @@ func ownerLock(name string) (*os.File, error) {
 			unix.Close(fd) // removed by a sweep between the open and the lock
 			continue
 		}
+		if held.Mode&unix.S_IFMT != unix.S_IFREG { // gosbx makes only regular files there
+			unix.Close(fd)
+			return nil, fmt.Errorf("lock %s: not a regular file (mode %#o): remove it", p, held.Mode)
+		}
+		if err := writeRecord(fd, p, dirs); err != nil {
+			unix.Close(fd) // left free, without a record: a sweep looks for its group by name
+			return nil, fmt.Errorf("record the group in %s: %w", p, err)
+		}
+		unix.Linkat(dfd, name, dfd, recordName(name), 0) // best effort, as in bornLocked
 		return os.NewFile(uintptr(fd), p), nil
 	}
 	return nil, fmt.Errorf("lock %s: held or removed by another process again and again", p)
 }
 
-// bornLocked makes the lock file name in the directory dfd already locked: an unnamed
-// file (open(2) O_TMPFILE), locked, then linked at name (linkat(2) through
-// /proc/self/fd, AT_SYMLINK_FOLLOW). A file created at its name and locked after would
+// bornLocked makes the lock file name in the directory dfd already locked and holding
+// the record of dirs: an unnamed file (open(2) O_TMPFILE), locked, written, then linked
+// at name and at recordName(name) (linkat(2) through /proc/self/fd, AT_SYMLINK_FOLLOW;
+// the second name is best effort: without it the file is found by the first, only not
+// kept from an older gosbx's sweep). A file created at its name and locked after would
 // look orphaned to a sweep between the two (sweepOwnerLocks: no group yet, lock free),
 // which then held it while it removed it; under load, for longer than ownerLock's
 // retries ("held or removed by another process again and again": docs/decisions.md "A
 // raw launch's descriptors closed twice"). nil when the name exists already or the
 // file system or a missing /proc refuses: ownerLock then creates and locks the file.
-func bornLocked(dfd int, name, p string) *os.File {
+func bornLocked(dfd int, name, p string, dirs []string) *os.File {
 	fd, err := unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil
 	}
-	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil ||
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil || writeRecord(fd, p, dirs) != nil ||
 		unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dfd, name, unix.AT_SYMLINK_FOLLOW) != nil {
 		unix.Close(fd)
 		return nil
 	}
+	unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dfd, recordName(name), unix.AT_SYMLINK_FOLLOW)
 	return os.NewFile(uintptr(fd), p)
+}
+
+// recordPrefix starts the lock file's second name, recordName: one that does not start
+// with "gosbx-". A sweep of an older gosbx (before records) removes a free gosbx-<id>
+// whose group is not in its own parents, and with it, before the second name, the only
+// trace a later launch looked for (sweepNeeded); it never touches a name of another
+// form, so the file, its record and its lock stay reachable by this one.
+const recordPrefix = "record."
+
+// recordName is the second name of the lock file of the group name.
+func recordName(name string) string { return recordPrefix + name }
+
+// lockFileGroups lists the groups that have a lock file among the lock directory's
+// entries names, under either of its names, once each.
+func lockFileGroups(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		g := strings.TrimPrefix(n, recordPrefix)
+		if strings.HasPrefix(g, "gosbx-") && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// openLockFile opens the lock file of the group name in the lock directory dfd by its
+// second name, or by its first when that is gone (an older gosbx's file has only the
+// first); ENOENT when it has neither (openRegular: a name holding other than a regular
+// file holds no lock file).
+func openLockFile(dfd int, name string) (int, error) {
+	fd, err := openRegular(dfd, recordName(name))
+	if errors.Is(err, unix.ENOENT) {
+		fd, err = openRegular(dfd, name)
+	}
+	return fd, err
+}
+
+// openRegular opens name in the directory dfd (unix.AT_FDCWD: a path) read-only if it
+// is a regular file; ENOENT when it is anything else (a FIFO, a socket, a directory, a
+// symbolic link, a device): not a lock file of gosbx's, which makes only regular files
+// there, and nothing a sweep uses or removes. O_NONBLOCK: a FIFO whose type changed
+// between the fstatat and the open does not block open(2) waiting for a writer (attack
+// review 18, F3); a lock file is never read in a way O_NONBLOCK changes.
+func openRegular(dfd int, name string) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, unix.ENOENT
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
+		return -1, unix.ENOENT // replaced meanwhile by a symbolic link or a socket
+	}
+	if err != nil {
+		return -1, err
+	}
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, unix.ENOENT
+	}
+	return fd, nil
 }
 
 // releaseOwner removes the owner's lock file, then unlocks it (after the group is
 // gone: a sweep never sees the group without its lock). nil is a no-op.
 func releaseOwner(f *os.File) {
 	if f != nil {
+		os.Remove(filepath.Join(filepath.Dir(f.Name()), recordName(filepath.Base(f.Name()))))
 		os.Remove(f.Name())
 		f.Close()
 	}
@@ -208,7 +289,10 @@ func ownerAlive(parent, name string) bool {
 	if euid := os.Geteuid(); euid != 0 && int(st.Uid) != euid {
 		return true
 	}
-	fd, err := unix.Open(filepath.Join(ownerLockDir(int(st.Uid)), name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openRegular(unix.AT_FDCWD, filepath.Join(ownerLockDir(int(st.Uid)), name))
+	if errors.Is(err, unix.ENOENT) { // an older gosbx's sweep removed the first name
+		fd, err = openRegular(unix.AT_FDCWD, filepath.Join(ownerLockDir(int(st.Uid)), recordName(name)))
+	}
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return true
 	}
@@ -225,12 +309,17 @@ func ownerAlive(parent, name string) bool {
 	return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil
 }
 
-// sweepOwnerLocks removes the caller's lock files no owner holds and whose group has
-// no directory left in any of parents (a sweep runs it after removing the groups of
-// gone owners; a launcher killed before its mkdir left one too): each is locked,
-// removed, unlocked, only while the path still leads to the file locked (ownerLock
-// makes a file anew when a sweep removed it under it).
-func sweepOwnerLocks(parents []string) {
+// sweepOwnerLocks removes the groups of the caller's lock files no owner holds, and
+// then each such file once its group is gone (a sweep of kind's hierarchies runs it
+// after going through parents; a launcher killed before its mkdir left a file too).
+// The group is where the file's record says (record.go), or, without one, wherever a
+// directory of its name is in the hierarchies (findGroup); never judged by parents
+// alone: the dead owner may have run in another cgroup, and a file removed while its
+// group is left would leave the group to no later launch (sweepNeeded looks at lock
+// files only). Each file is locked while its group is removed, and unlinked only while
+// the path still leads to the file locked (ownerLock makes a file anew when a sweep
+// removed it under it).
+func sweepOwnerLocks(parents []string, kind Kind) {
 	dfd, _, err := openLockDir()
 	if err != nil {
 		return
@@ -240,19 +329,24 @@ func sweepOwnerLocks(parents []string) {
 	if err != nil {
 		return
 	}
-	for _, name := range names {
-		if !strings.HasPrefix(name, "gosbx-") || hasGroup(parents, name) {
-			continue
-		}
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	for _, name := range lockFileGroups(names) {
+		fd, err := openLockFile(dfd, name)
 		if err != nil {
 			continue
 		}
-		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil && !hasGroup(parents, name) {
-			var held, now unix.Stat_t
-			if unix.Fstat(fd, &held) == nil && unix.Fstatat(dfd, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil &&
-				held.Ino == now.Ino && held.Dev == now.Dev {
-				unix.Unlinkat(dfd, name, 0)
+		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			dirs, ok := readRecord(fd, name, kind)
+			if !ok {
+				dirs = findGroup(name, kind)
+			}
+			var held unix.Stat_t
+			if removeRecorded(dirs, kind, parents) && unix.Fstat(fd, &held) == nil {
+				for _, n := range []string{recordName(name), name} {
+					var now unix.Stat_t
+					if unix.Fstatat(dfd, n, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && held.Ino == now.Ino && held.Dev == now.Dev {
+						unix.Unlinkat(dfd, n, 0)
+					}
+				}
 			}
 		}
 		unix.Close(fd)
@@ -268,16 +362,6 @@ func readNames(fd int) ([]string, error) {
 	f := os.NewFile(uintptr(d), "")
 	defer f.Close()
 	return f.Readdirnames(-1)
-}
-
-// hasGroup reports whether a directory name exists in one of parents.
-func hasGroup(parents []string, name string) bool {
-	for _, p := range parents {
-		if _, err := os.Lstat(filepath.Join(p, name)); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // legacyName reports whether name is gosbx-<pid>-<seq>-<time>, as gosbx named groups

@@ -42,7 +42,7 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 		id = NewID()
 	}
 	group := filepath.Join(parent, groupName(id))
-	lock, err := ownerLock(groupName(id)) // before the mkdir: a sweep never finds the group unowned
+	lock, err := ownerLock(groupName(id), filepath.Join(v2Mount, group)) // before the mkdir: a sweep never finds the group unowned
 	if err != nil {
 		if os.Geteuid() != 0 {
 			return nil, fmt.Errorf("%w: create cgroup v2 group %s: %v", ErrUnavailable, group, err)
@@ -211,8 +211,8 @@ func gcV2(parent string, wait time.Duration) {
 		}
 		killRemoveV2(filepath.Join(dir, e.Name()), 300*time.Millisecond)
 	}
-	sweepOwnerLocks([]string{dir})
+	sweepOwnerLocks([]string{dir}, V2)
 	if parent == DefaultParent { // the parent CollectStale sweeps
-		markSwept()
+		markSwept([]string{dir})
 	}
 }

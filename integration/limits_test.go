@@ -542,6 +542,69 @@ func TestLimitsCgroupCleanup(t *testing.T) {
 			}
 		}
 	})
+
+	// The same, with the next run in another cgroup than the killed launch (one user's
+	// launches from an agent server's scope and from a terminal): its sweep finds the
+	// dead owner's lock file free but no group in its own parents, and must still
+	// remove the groups (their directories are recorded in the lock file), then the
+	// file. Before the record it removed the file alone, and no later launch looked for
+	// the groups again.
+	t.Run("kill -9 of gosbx exec, then the next run from another cgroup", func(t *testing.T) {
+		killed, next := *s, *s
+		killed.scope, next.scope = newCgroupScope(t), newCgroupScope(t)
+		if killed.scope == nil || next.scope == nil {
+			t.Skip("no cgroup v1 scope here")
+		}
+		left := func(id string) []string {
+			var out []string
+			for _, d := range killed.scope.dirs {
+				if _, err := os.Lstat(filepath.Join(d, "gosbx-"+id)); err == nil {
+					out = append(out, filepath.Join(d, "gosbx-"+id))
+				}
+			}
+			return out
+		}
+		sleep := killed.sleepLink("kill9other")
+		sr := killed.startStatus(killed.limitCtx(runLimit), "--memory", "64M", "--", sleep, "30")
+		var id string
+		for {
+			ev := sr.next(10 * time.Second)
+			if ev == nil {
+				sr.cmd.Process.Kill()
+				t.Fatalf("no exec event: %s", sr.raw)
+			}
+			if _, ok := ev["child-pid"]; ok {
+				id = sandboxID(ev)
+			}
+			if ev["exec"] == true {
+				break
+			}
+		}
+		lock := filepath.Join("/run/gosbx/cgroups", "gosbx-"+id) // the owner's lock file (cgroup/owner.go)
+		if len(left(id)) == 0 {
+			t.Errorf("no group of the sandbox in the killed launch's scope %q", killed.scope.dirs)
+		}
+		if b, err := os.ReadFile(lock); err != nil || !strings.Contains(string(b), "/gosbx-"+id+"\n") {
+			t.Errorf("the owner's lock file %s records %q (%v); want the group's directories", lock, b, err)
+		}
+		must(t, sr.cmd.Process.Signal(syscall.SIGKILL))
+		sr.cmd.Wait()
+		if n := len(waitHostPIDs(sleep, 5*time.Second, func(n int) bool { return n == 0 })); n != 0 {
+			t.Errorf("%d sandbox processes outlived gosbx exec", n)
+		}
+		mustSucceed(t, next.run("--", "true"), "the next run, from another cgroup")
+		if l := left(id); len(l) != 0 {
+			t.Errorf("after kill -9 of gosbx exec and the next run from another cgroup, groups are left: %q", l)
+		}
+		for _, l := range []string{lock, filepath.Join(filepath.Dir(lock), "record.gosbx-"+id)} { // both its names
+			if _, err := os.Lstat(l); !os.IsNotExist(err) {
+				t.Errorf("the dead owner's lock file %s is left (%v)", l, err)
+			}
+		}
+		if l := next.scope.leftovers(); len(l) != 0 {
+			t.Errorf("the next run left groups in its own scope: %q", l)
+		}
+	})
 }
 
 // nobody cannot make v1 groups: limits asked for (but the process limit, which holds as
@@ -742,5 +805,48 @@ func TestLimitsCPUsAboveHost(t *testing.T) {
 	r = s.run("--cpus", fmt.Sprint(n), "--", "nproc")
 	if r.code != 0 || strings.Contains(r.stderr, "warning") {
 		t.Errorf("--cpus %d on %d CPUs: want no warning\n%v", n, n, r)
+	}
+}
+
+// TestLimitsLockDirFIFO: a FIFO in root's lock directory, at the old marker's name, at a
+// lock file's two names and then at this cgroup's marker name, stalls no launch (attack
+// review 18, F3: a FIFO at the marker hung every launch in open(2) for good). Run in a
+// mount namespace of its own (unshare -m, private) with a directory of the test's bound
+// on /run/gosbx/cgroups, so the host's lock directory is never touched; from the host,
+// both launches end at once with 0 and the FIFO at the marker's name is a regular file.
+func TestLimitsLockDirFIFO(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	mustSucceed(t, s.run("--memory", "64M", "--", "/bin/true"), "a launch that makes /run/gosbx/cgroups")
+	locks := filepath.Join(s.base, "locks")
+	must(t, os.Mkdir(locks, 0o700))
+	script := `set -e
+mount --bind "$1" /run/gosbx/cgroups
+mkfifo -m600 /run/gosbx/cgroups/swept /run/gosbx/cgroups/gosbx-aaaa000000000001 /run/gosbx/cgroups/record.gosbx-aaaa000000000002
+"$2" exec --workspace "$3" --memory 64M -- /bin/true
+m=$(cd /run/gosbx/cgroups && ls -d swept.*)
+rm /run/gosbx/cgroups/$m
+mkfifo -m600 /run/gosbx/cgroups/$m
+"$2" exec --workspace "$3" --memory 64M -- /bin/true
+echo "$m"`
+	ctx := s.limitCtx(30 * time.Second)
+	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", locks, gosbxBin, s.ws)
+	cmd.Dir = s.base
+	// a launch blocked in open(2) ends only by SIGKILL: the whole process group's
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the launches stalled on a FIFO in the lock directory (30 s)\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	marker := filepath.Join(locks, lines[len(lines)-1])
+	if fi, err := os.Lstat(marker); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the FIFO at the marker's name %s was not replaced by the marker: %v %v", marker, fi, err)
 	}
 }
