@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -122,11 +123,13 @@ func New(r *specs.LinuxResources, o Options) (Group, error) {
 func CollectStale() {
 	switch Mode() {
 	case V1:
-		if os.Geteuid() == 0 && sweepNeeded() {
-			gcV1(0)
+		if os.Geteuid() == 0 {
+			if own, err := v1Hierarchies(); err == nil {
+				collectV1(own)
+			}
 		}
 	case V2:
-		if sweepNeeded() {
+		if sweepNeeded([]string{filepath.Join(v2Mount, DefaultParent)}) {
 			gcV2(DefaultParent, 0)
 		}
 	}

@@ -73,7 +73,7 @@ func openLockDirMaybe(create bool) (int, string, error) {
 			return -1, dir, fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, dir, fmt.Errorf("open %s: %w", dir, err)
 	}
@@ -107,7 +107,7 @@ func ownerLock(name string, dirs ...string) (*os.File, error) {
 		return f, nil
 	}
 	for again := 0; again < 8; again++ {
-		fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		fd, err := unix.Openat(dfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", p, err)
 		}
@@ -123,6 +123,10 @@ func ownerLock(name string, dirs ...string) (*os.File, error) {
 			held.Ino != now.Ino || held.Dev != now.Dev {
 			unix.Close(fd) // removed by a sweep between the open and the lock
 			continue
+		}
+		if held.Mode&unix.S_IFMT != unix.S_IFREG { // gosbx makes only regular files there
+			unix.Close(fd)
+			return nil, fmt.Errorf("lock %s: not a regular file (mode %#o): remove it", p, held.Mode)
 		}
 		if err := writeRecord(fd, p, dirs); err != nil {
 			unix.Close(fd) // left free, without a record: a sweep looks for its group by name
@@ -185,13 +189,42 @@ func lockFileGroups(names []string) []string {
 
 // openLockFile opens the lock file of the group name in the lock directory dfd by its
 // second name, or by its first when that is gone (an older gosbx's file has only the
-// first); ENOENT when it has neither.
+// first); ENOENT when it has neither (openRegular: a name holding other than a regular
+// file holds no lock file).
 func openLockFile(dfd int, name string) (int, error) {
-	fd, err := unix.Openat(dfd, recordName(name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openRegular(dfd, recordName(name))
 	if errors.Is(err, unix.ENOENT) {
-		fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err = openRegular(dfd, name)
 	}
 	return fd, err
+}
+
+// openRegular opens name in the directory dfd (unix.AT_FDCWD: a path) read-only if it
+// is a regular file; ENOENT when it is anything else (a FIFO, a socket, a directory, a
+// symbolic link, a device): not a lock file of gosbx's, which makes only regular files
+// there, and nothing a sweep uses or removes. O_NONBLOCK: a FIFO whose type changed
+// between the fstatat and the open does not block open(2) waiting for a writer (attack
+// review 18, F3); a lock file is never read in a way O_NONBLOCK changes.
+func openRegular(dfd int, name string) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, unix.ENOENT
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
+		return -1, unix.ENOENT // replaced meanwhile by a symbolic link or a socket
+	}
+	if err != nil {
+		return -1, err
+	}
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, unix.ENOENT
+	}
+	return fd, nil
 }
 
 // releaseOwner removes the owner's lock file, then unlocks it (after the group is
@@ -256,9 +289,9 @@ func ownerAlive(parent, name string) bool {
 	if euid := os.Geteuid(); euid != 0 && int(st.Uid) != euid {
 		return true
 	}
-	fd, err := unix.Open(filepath.Join(ownerLockDir(int(st.Uid)), name), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openRegular(unix.AT_FDCWD, filepath.Join(ownerLockDir(int(st.Uid)), name))
 	if errors.Is(err, unix.ENOENT) { // an older gosbx's sweep removed the first name
-		fd, err = unix.Open(filepath.Join(ownerLockDir(int(st.Uid)), recordName(name)), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err = openRegular(unix.AT_FDCWD, filepath.Join(ownerLockDir(int(st.Uid)), recordName(name)))
 	}
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return true

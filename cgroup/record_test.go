@@ -76,7 +76,7 @@ func TestSweepRemovesRecordedGroup(t *testing.T) {
 	if b, err := os.ReadFile(dead); err != nil || string(b) != string(recordText(deadDirs)) {
 		t.Fatalf("the lock file records %q (%v); want %q", b, err, recordText(deadDirs))
 	}
-	if !sweepNeeded() {
+	if !sweepNeeded(nil) {
 		t.Fatal("no sweep with a free lock file")
 	}
 	sweepOwnerLocks(mine, V1)
@@ -96,11 +96,11 @@ func TestSweepRemovesRecordedGroup(t *testing.T) {
 	if !exists(live.Name()) || !exists(filepath.Join(locks, recordName(liveName))) {
 		t.Error("the live owner's lock file was removed")
 	}
-	markSwept()
-	if sweepNeeded() {
+	markSwept(nil)
+	if sweepNeeded(nil) {
 		t.Error("a sweep is still needed once the dead owner's group and file are gone")
 	}
-	if _, err := os.Stat(filepath.Join(locks, sweptMarker)); err != nil {
+	if _, err := os.Stat(filepath.Join(locks, sweptMarker(nil))); err != nil {
 		t.Error(err)
 	}
 }
@@ -167,7 +167,7 @@ func TestSweepKeepsFileWhileGroupLeft(t *testing.T) {
 	if !exists(lock) {
 		t.Error("the lock file was removed while a recorded path is left")
 	}
-	if !sweepNeeded() {
+	if !sweepNeeded(nil) {
 		t.Error("no sweep needed while the free lock file is left")
 	}
 }
@@ -244,8 +244,8 @@ func TestSweepAfterOlderSweep(t *testing.T) {
 	if err := os.Remove(lock); err != nil { // what the older sweep does
 		t.Fatal(err)
 	}
-	markSwept()
-	if !sweepNeeded() {
+	markSwept(nil)
+	if !sweepNeeded(nil) {
 		t.Fatal("no sweep with the second name left free")
 	}
 	sweepOwnerLocks(nil, V1)

@@ -105,9 +105,6 @@ func v1Parents(own []v1Dir) []string {
 // another): so each directory carries its own lock, and a sweep judges each directory
 // by that.
 func newV1(r *specs.LinuxResources, o Options) (Group, error) {
-	if sweepNeeded() { // as CollectStale: only when a sweep could find a group
-		gcV1(0)
-	}
 	r = withoutUnaccountedSwap(r)
 	id := o.ID
 	if id == "" {
@@ -118,6 +115,7 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 	}
+	collectV1(own) // as CollectStale: only when a sweep could find a group
 	// A hierarchy that is not mounted (cgroup_disable=memory, a kernel without the
 	// controller) is skipped: a limit asked for must have its controller, or nothing
 	// would enforce it.
@@ -436,6 +434,30 @@ func gcV1(wait time.Duration) (all bool) {
 	if err != nil {
 		return false
 	}
+	sweepV1(own)
+	return true
+}
+
+// collectV1 is sweepV1 of own when sweepNeeded for own's directories (the key of its
+// sweptMarker: the caller's own groups as /proc/self/cgroup names them, without the
+// symbolic-link walk of v1Parents).
+func collectV1(own []v1Dir) {
+	if sweepNeeded(ownDirs(own)) {
+		sweepV1(own)
+	}
+}
+
+// ownDirs are the directories of own.
+func ownDirs(own []v1Dir) []string {
+	out := make([]string, len(own))
+	for i, o := range own {
+		out[i] = o.dir
+	}
+	return out
+}
+
+// sweepV1 is gcV1's sweep of the caller's own groups own.
+func sweepV1(own []v1Dir) {
 	parents := v1Parents(own)
 	legacy := map[string]bool{}
 	for _, parent := range parents {
@@ -467,8 +489,7 @@ func gcV1(wait time.Duration) (all bool) {
 			removeWithin(d.dir, 300*time.Millisecond)
 		}
 	}
-	markSwept()
-	return true
+	markSwept(ownDirs(own))
 }
 
 func isDir(p string) bool {

@@ -213,6 +213,6 @@ func gcV2(parent string, wait time.Duration) {
 	}
 	sweepOwnerLocks([]string{dir}, V2)
 	if parent == DefaultParent { // the parent CollectStale sweeps
-		markSwept()
+		markSwept([]string{dir})
 	}
 }

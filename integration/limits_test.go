@@ -807,3 +807,46 @@ func TestLimitsCPUsAboveHost(t *testing.T) {
 		t.Errorf("--cpus %d on %d CPUs: want no warning\n%v", n, n, r)
 	}
 }
+
+// TestLimitsLockDirFIFO: a FIFO in root's lock directory, at the old marker's name, at a
+// lock file's two names and then at this cgroup's marker name, stalls no launch (attack
+// review 18, F3: a FIFO at the marker hung every launch in open(2) for good). Run in a
+// mount namespace of its own (unshare -m, private) with a directory of the test's bound
+// on /run/gosbx/cgroups, so the host's lock directory is never touched; from the host,
+// both launches end at once with 0 and the FIFO at the marker's name is a regular file.
+func TestLimitsLockDirFIFO(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	mustSucceed(t, s.run("--memory", "64M", "--", "/bin/true"), "a launch that makes /run/gosbx/cgroups")
+	locks := filepath.Join(s.base, "locks")
+	must(t, os.Mkdir(locks, 0o700))
+	script := `set -e
+mount --bind "$1" /run/gosbx/cgroups
+mkfifo -m600 /run/gosbx/cgroups/swept /run/gosbx/cgroups/gosbx-aaaa000000000001 /run/gosbx/cgroups/record.gosbx-aaaa000000000002
+"$2" exec --workspace "$3" --memory 64M -- /bin/true
+m=$(cd /run/gosbx/cgroups && ls -d swept.*)
+rm /run/gosbx/cgroups/$m
+mkfifo -m600 /run/gosbx/cgroups/$m
+"$2" exec --workspace "$3" --memory 64M -- /bin/true
+echo "$m"`
+	ctx := s.limitCtx(30 * time.Second)
+	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", locks, gosbxBin, s.ws)
+	cmd.Dir = s.base
+	// a launch blocked in open(2) ends only by SIGKILL: the whole process group's
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the launches stalled on a FIFO in the lock directory (30 s)\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	marker := filepath.Join(locks, lines[len(lines)-1])
+	if fi, err := os.Lstat(marker); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the FIFO at the marker's name %s was not replaced by the marker: %v %v", marker, fi, err)
+	}
+}

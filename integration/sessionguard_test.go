@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,6 +306,89 @@ func TestSessionSupervisorGoneBeforeExecReport(t *testing.T) {
 			t.Errorf("the client of a command that ran, its exec not yet reported, got %d when its supervisor was killed, want 137\nstderr: %s", code, errb.String())
 		}
 		e.gosbx("session", "ls") // removes the killed session's leftovers
+	})
+}
+
+// faultSessionCmd returns with: cmd run by the fault binary bin with
+// GOSBX_FAULT=fault and e's runtime directory.
+func faultSessionCmd(e *sessionEnv, bin, fault string) func(cmd *exec.Cmd) *exec.Cmd {
+	return func(cmd *exec.Cmd) *exec.Cmd {
+		for i, a := range cmd.Args {
+			if a == gosbxBin {
+				cmd.Args[i] = bin
+			}
+		}
+		if cmd.Path == gosbxBin {
+			cmd.Path = bin
+		}
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt, "GOSBX_FAULT="+fault)
+		return cmd
+	}
+}
+
+// TestSessionSupervisorGoneBeforeJobReport: `exec --session --detach` whose supervisor
+// is killed after the job started, before it answered the job's id (GOSBX_FAULT=session
+// slow exec report holds that answer 5 s), gives its client 137 "may have started",
+// never 125: the detached request gets the dispatch frame before the job can start, as
+// a plain one (attack review 18, F1: without the frame the client said 125).
+func TestSessionSupervisorGoneBeforeJobReport(t *testing.T) {
+	bin := faultBinary(t)
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		with := faultSessionCmd(e, bin, "session slow exec report")
+		ctx := e.limitCtx(runLimit)
+		mustSucceed(t, e.runCmd(ctx, with(e.rawCommand(ctx, "session", "start", "j", "--workspace", e.ws))), "session start")
+		in := e.info("j")
+		ready := filepath.Join(e.ws, "ready")
+		cmd := with(e.rawCommand(e.limitCtx(runLimit), "exec", "--session", "j", "--detach", "--", shellPath, "-c", "touch ready; exec sleep 30"))
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		must(t, cmd.Start())
+		if !waitPath(ready, false, 10*time.Second) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the job did not start: %s", errb.String())
+		}
+		must(t, syscall.Kill(in.Pid, syscall.SIGKILL))
+		err := cmd.Wait()
+		if code := exitCode(err, cmd.ProcessState); code != 137 || !strings.Contains(errb.String(), "may have started") {
+			t.Errorf("the client of a job that ran, its id not yet answered, got %d when its supervisor was killed, want 137 \"may have started\"\nstderr: %s", code, errb.String())
+		}
+		e.gosbx("session", "ls") // removes the killed session's leftovers
+	})
+}
+
+// TestSessionInitGoneBeforeExecReport: a session's init that dies after it forked the
+// command, before its exec report (GOSBX_FAULT=session exec report: it waits for the
+// command's end, then exits), leaves the supervisor with no report after the dispatch
+// frame: its client, plain or --detach, exits 137 "may have started", never 125, and
+// the command ran (its file on the host). Attack review 18, F2: it said 125 "the
+// session ended before the command started".
+func TestSessionInitGoneBeforeExecReport(t *testing.T) {
+	bin := faultBinary(t)
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for i, detach := range []bool{false, true} {
+			e := newSessionEnv(t, c)
+			with := faultSessionCmd(e, bin, "session exec report")
+			name := fmt.Sprintf("k%d", i)
+			ctx := e.limitCtx(runLimit)
+			mustSucceed(t, e.runCmd(ctx, with(e.rawCommand(ctx, "session", "start", name, "--workspace", e.ws))), "session start")
+			args := []string{"exec", "--session", name}
+			if detach {
+				args = append(args, "--detach")
+			}
+			cmd := with(e.rawCommand(e.limitCtx(runLimit), append(args, "--", shellPath, "-c", "touch ran")...))
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			err := cmd.Run()
+			if code := exitCode(err, cmd.ProcessState); code != 137 || !strings.Contains(errb.String(), "may have started") {
+				t.Errorf("--detach %v: the client of a command whose session's init died before its exec report got %d, want 137 \"may have started\"\nstderr: %s", detach, code, errb.String())
+			}
+			if _, err := os.Lstat(filepath.Join(e.ws, "ran")); err != nil {
+				t.Errorf("--detach %v: the command did not run (the fault did not fire where it should): %v", detach, err)
+			}
+			e.gosbx("session", "ls")
+		}
 	})
 }
 

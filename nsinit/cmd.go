@@ -660,6 +660,8 @@ func (c *Cmd) fail(err error) error {
 			c.Events(Event{Error: se.cause(), Step: se.Step, Status: ExitSetup})
 		case errors.As(err, &ee):
 			c.Events(Event{Error: ee.Error(), Step: "exec", Status: ee.ExitCode()})
+		case errors.As(err, new(*StartUnknownError)):
+			c.Events(Event{Error: err.Error(), Step: "session", Status: ExitKilled})
 		default:
 			c.Events(Event{Error: err.Error(), Step: "launch", Status: ExitSetup})
 		}

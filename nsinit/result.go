@@ -111,6 +111,20 @@ func (e *ExecError) ExitCode() int {
 	return ExitNotExecutable
 }
 
+// StartUnknownError is Start's error for a command of a Session whose init ended
+// (its socket to this process at end of file) after the command was sent and before
+// the init reported its exec or an error: the init forks the command before it reports,
+// so the command may have run. ExitCode is ExitKilled, as a command killed: never
+// ExitSetup ("did not run"), which a caller may retry.
+type StartUnknownError struct{}
+
+func (e *StartUnknownError) Error() string {
+	return "the session ended before the command's exec was reported; the command may have started: taken as killed"
+}
+
+// ExitCode is ExitKilled.
+func (e *StartUnknownError) ExitCode() int { return ExitKilled }
+
 // ExitError means the command ran and did not succeed: it exited non-zero, was killed
 // by a signal, or timed out.
 type ExitError struct{ *Result }

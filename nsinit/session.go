@@ -118,7 +118,8 @@ func (s *Session) Config() *config.Config { return s.c.Config }
 // same, but a Timeout kills the command's process group, not the sandbox, and the
 // command's end does not end the sandbox (what it left running goes on). The config's
 // after-run cleanup runs before Start sends the command and before Wait returns
-// (Session.Cleanup; Result.Removed, NotRemoved).
+// (Session.Cleanup; Result.Removed, NotRemoved). Start gives a *StartUnknownError when
+// the session's init ended with no report after it had the command: it may have run.
 func (s *Session) Command(process *specs.Process) *Cmd {
 	spec := *s.c.Config
 	spec.Process = process
@@ -358,8 +359,10 @@ func (c *Cmd) startInSession() error {
 		c.endInSession()
 		return c.fail(&SetupError{Step: m.Step, Err: m.err()})
 	}
+	// No report (end of file: the init died, e.g. `gosbx session kill`): the command
+	// was sent, and the init forks it before its exec report, so it may have run
 	c.endInSession()
-	return c.fail(&SetupError{Step: "session", Err: errors.New("the session ended before the command started")})
+	return c.fail(&StartUnknownError{})
 }
 
 // endInSession releases what a session command holds on this side.

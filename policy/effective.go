@@ -81,6 +81,13 @@ func Effective(o Options, h Host) (*Policy, error) {
 
 	// The caller's flags, where the policy allows them.
 	f := &p.Filesystem
+	if f.Git == GitCommit {
+		// a commit needs the caller's identity (user.name, user.email): git's own
+		// config files, read-only, where they exist (docs/decisions.md, "git: commit
+		// brings the caller's git config"); before the flags, so --ro ~/.gitconfig
+		// repeats it harmlessly
+		f.ReadOnly = append(slices.Clip(f.ReadOnly), optional(GitConfigFiles...)...)
+	}
 	if len(o.ReadOnly) > 0 && !allowed(f.AllowExtraReadOnly) {
 		return nil, errorf("ro", o.ReadOnly[0], nil, "the policy does not allow extra read-only binds (filesystem.allow_extra_read_only)")
 	}

@@ -614,3 +614,23 @@ func noSymlinksIn(gd string) error {
 	}
 	return walk(gd, 0)
 }
+
+// GitDirsOf returns the git dirs a repository metadata entry stands for, canonical, for
+// a message: for a .git file (a linked worktree's, a submodule's) the git dir it names
+// and, when that has one, its common dir (<repo>/.git/worktrees/<name> and <repo>/.git:
+// what git writes to, and what holds it); for anything else, entry itself. The files
+// read are small (4 KiB) and read as the planning reads them; on any error entry alone.
+func GitDirsOf(entry string) []string {
+	st, err := os.Lstat(entry)
+	if err != nil || !st.Mode().IsRegular() {
+		return []string{entry}
+	}
+	gd, err := gitdirOf(entry)
+	if err != nil || gd == "" {
+		return []string{entry}
+	}
+	if c, err := commondirOf(gd); err == nil && c != "" && c != gd {
+		return []string{gd, c}
+	}
+	return []string{gd}
+}

@@ -78,7 +78,8 @@ type Filesystem struct {
 	Protected []string `json:"protected,omitempty"`
 	// Git is how repository metadata is guarded: "readonly" (the whole git dir) or
 	// "commit" (objects, refs, index and logs writable, so git add and git commit work;
-	// hooks, config, info/, commondir and objects/info stay read-only).
+	// hooks, config, info/, commondir and objects/info stay read-only; the caller's
+	// GitConfigFiles are bound read-only where they exist, for the commit's identity).
 	Git string `json:"git,omitempty"`
 	// Masked are absolute paths hidden inside, even within read-only binds: a file
 	// under an empty file, a directory under an empty directory. Globs allowed.
@@ -264,5 +265,11 @@ const (
 	GitReadOnly = "readonly"
 	GitCommit   = "commit"
 )
+
+// GitConfigFiles are the caller's git config files (git-config(1), FILES: the global
+// ones, at their default places) that git: commit binds read-only where they exist, so
+// that a commit has the caller's identity. $XDG_CONFIG_HOME is not followed: inside,
+// git reads ~/.config/git/config unless the variable is passed.
+var GitConfigFiles = []string{"${home}/.gitconfig", "${home}/.config/git/config"}
 
 func allowed(b *bool) bool { return b == nil || *b }

@@ -117,7 +117,9 @@ func buildProfile() *Policy {
 	p.Description = "agent, plus toolchains and their download caches read-only for offline builds (Go, Rust, Node, Python, Java); build caches in the workspace's own cache directory (--cache)."
 	// the host's ~/.cache/pip is not bound: ~/.cache inside is the workspace's cache
 	p.Filesystem.ReadOnly = append(p.Filesystem.ReadOnly, optional("/opt",
-		"${home}/go/pkg/mod", "${home}/sdk", "${home}/.cargo/registry", "${home}/.cargo/git",
+		// go's checksum-database cache beside the module cache: without it go cannot
+		// verify (so add to go.sum) a module it has, offline
+		"${home}/go/pkg/mod", "${home}/go/pkg/sumdb", "${home}/sdk", "${home}/.cargo/registry", "${home}/.cargo/git",
 		"${home}/.cargo/bin", "${home}/.rustup", "${home}/.npm",
 		"${home}/.m2/repository", "${home}/.gradle/caches", "${home}/.gitconfig")...)
 	cache := true

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/nsinit"
 )
@@ -216,12 +217,20 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	x := &job{id: id, args: req.Args, started: time.Now(), cmd: cmd, log: l, done: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, l, l
 	sv.routes.begin()
+	// as exec's: from here the job may run before its id is answered, so a client that
+	// loses this session after this frame says "may have started", never 125
+	reply(session.RepEvent, dispatchEvent)
 	if err := cmd.Start(); err != nil {
 		sv.routes.abort()
 		l.f.Close()
 		os.Remove(l.path)
 		replyStartError(sv.withNotFoundHint(err, cmd.Config), reply)
 		return false
+	}
+	if fault.Check("session slow exec report") != nil {
+		// the job's id answered late (fault injection test): it runs, its client has
+		// only the dispatch frame
+		time.Sleep(5 * time.Second)
 	}
 	pid := cmd.Pid() // read now, while the job runs, for job ls
 	// the proxy's denials go to the job's log, as its stderr
