@@ -139,7 +139,19 @@ var ErrExists = errors.New("a session of that name is running")
 // client that finds no session of that name (EndedWhy). Its error is the write's.
 func RecordEnd(f Files, why string) error {
 	tmp := f.Ended + ".new"
-	if err := os.WriteFile(tmp, []byte(why+"\n"), 0o600); err != nil {
+	// a new file only: whatever is at tmp (a FIFO would block the write, and the
+	// supervisor's end with it) is removed first, or the write fails
+	os.Remove(tmp)
+	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = w.WriteString(why + "\n")
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, f.Ended) // whole or absent for a reader
