@@ -37,6 +37,9 @@ func CheckEgress(patterns []string) []Check {
 		for _, port := range r.Ports {
 			d, err := p.Probe(host, port)
 			switch {
+			case d.Unresolved != nil:
+				c.Status, c.Detail = Warn, fmt.Sprintf("the host cannot resolve %s: %v", host, d.Unresolved)
+				c.Fix = "the proxy resolves names with this host's resolver: check its DNS (/etc/resolv.conf) or network; until then the sandbox's connections to it fail (502, with a note)"
 			case !d.Allow:
 				c.Status, c.Detail = Warn, d.Message()
 				c.Fix = "the proxy would refuse it as it resolves now: name the address in network.allow if it is meant, or check the host's resolver"

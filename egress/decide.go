@@ -42,6 +42,11 @@ type Decision struct {
 	Why string
 	// Addrs, when allowed, are the addresses checked, to dial (in the resolver's order).
 	Addrs []netip.Addr
+	// Unresolved, for a name the policy allows, is the host's lookup error (or "no
+	// address"): the decision stays Allow, with no Addrs, so it is never dialled, and
+	// the connection is reported as one that failed (a 502 and a note naming the
+	// lookup error), not as a denial by the policy, whose fix would not help.
+	Unresolved error
 }
 
 // Message is the text a denied client sees (HTTP 403 body, gosbx's stderr): what was
@@ -58,6 +63,8 @@ func (d Decision) Message() string {
 		return fmt.Sprintf("blocked by gosbx policy: %s is not a host name", d.Host) // quoted (peerText)
 	case "capture":
 		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule capture; a client that ignores the proxy variables is carried when it connects to the address gosbx's DNS gave an allowed name, or says the name (TLS server name, HTTP Host); else use the proxy (HTTPS_PROXY=%s, ALL_PROXY=%s, set inside)", d.Why, "http://127.0.0.1:3128", "socks5h://127.0.0.1:1080")
+	case "no-address": // no address to name: the host's DNS is what to check
+		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule no-address; check the host's DNS (gosbx doctor --allow-host %s)", d.Why, hp)
 	case "sni":
 		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule sni; a TLS tunnel to a name must send that name as its server name (SNI): connect to the server's own name (--allow-host NAME or network.allow if it is not allowed), not through another name's address", d.Why)
 	}

@@ -194,8 +194,11 @@ func (p *Proxy) decide(host string, port uint16) Decision {
 	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout())
 	defer cancel()
 	addrs, err := p.lookupCached(ctx, d.Host)
+	if err == nil && len(addrs) == 0 {
+		err = fmt.Errorf("lookup %s: no address", d.Host)
+	}
 	if err != nil {
-		d.Allow, d.Rule, d.Why = false, "no-address", "host "+hostPort(d.Host, port)+" (lookup on the host: "+err.Error()+")"
+		d.Unresolved = err // allowed, never dialled (dial): a failure to reach, not a denial
 		return d
 	}
 	return p.Policy.Resolved(d, addrs)
@@ -291,8 +294,13 @@ func (p *Proxy) dialFailed(c net.Conn, proto string, d Decision, err error) stri
 // dialFailure says why an allowed host could not be reached: "127.0.0.1:80 is
 // allowed (rule network.allow 127.0.0.1), but the connection to it failed: dial tcp
 // 127.0.0.1:80: connect: connection refused: nothing listens on that port of the host".
+// A name the host could not resolve says so, and where to check the host's DNS.
 func dialFailure(d Decision, err error) string {
 	hp := hostPort(d.Host, d.Port)
+	if d.Unresolved != nil {
+		return fmt.Sprintf("%s is allowed (rule %s), but the host could not resolve %s: %v (the host's DNS or network: check it with gosbx doctor --allow-host %s)",
+			hp, d.Rule, d.Host, d.Unresolved, hp)
+	}
 	why := ""
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -305,8 +313,15 @@ func dialFailure(d Decision, err error) string {
 	return fmt.Sprintf("%s is allowed (rule %s), but the connection to it failed: %v%s", hp, d.Rule, err, why)
 }
 
-// dial connects to the first of d's checked addresses that answers.
+// dial connects to the first of d's checked addresses that answers. A decision with
+// none (the host could not resolve the name: Decision.Unresolved) dials nothing.
 func (p *Proxy) dial(d Decision) (net.Conn, error) {
+	if d.Unresolved != nil {
+		return nil, d.Unresolved
+	}
+	if len(d.Addrs) == 0 {
+		return nil, fmt.Errorf("dial %s: no checked address", hostPort(d.Host, d.Port))
+	}
 	var err error
 	for _, a := range d.Addrs {
 		if err = dialGuard(a); err != nil {

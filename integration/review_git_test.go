@@ -119,6 +119,16 @@ func TestScanLimitFailsClosed(t *testing.T) {
 		if after, _ := os.ReadFile(cfg); string(after) != string(before) {
 			t.Errorf("the nested repository's config changed on the host")
 		}
+		// --scan-limit sets the limit either way over the policy's (trial finding 5):
+		// lower than the default refuses, higher than the file's runs, protected.
+		wantRefused(t, "--scan-limit 20", s.run("--scan-limit", "20", "--", "touch", m), m, "--scan-limit N")
+		r = s.sh([]string{"--policy", low, "--scan-limit", "100"}, `(echo "[core] fsmonitor = x" >> zlib/.git/config) 2>/dev/null && echo WROTE; echo RAN`)
+		if !strings.Contains(r.stdout, "RAN") || strings.Contains(r.stdout, "WROTE") {
+			t.Errorf("--scan-limit 100 over scan_limit 20: want a run with the nested repository read-only:\n%v", r)
+		}
+		if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+			t.Errorf("the nested repository's config changed on the host")
+		}
 	})
 }
 

@@ -427,6 +427,19 @@ func TestSessionIdleTimeout(t *testing.T) {
 		t.Errorf("the busy session: %+v; want running with its sleep", b)
 	}
 	mustSucceed(t, e.gosbx("session", "stop", "busy"), "stop")
+	// the next call says why each ended (trial finding 8), from the record beside the
+	// socket; a new session of the name removes the record of the last
+	for name, want := range map[string]string{"i": "--idle-timeout 1s: no command and no process in it for that long", "busy": ": gosbx session stop"} {
+		r := e.gosbx("exec", "--session", name, "--", "true")
+		if r.code != 125 || !strings.Contains(r.stderr, fmt.Sprintf(`no session %q is running (gosbx session ls); it ended at `, name)) || !strings.Contains(r.stderr, want) {
+			t.Errorf("exec in the ended session %s: want 125 saying it ended, %q\n%v", name, want, r)
+		}
+	}
+	e.start("i")
+	if _, err := os.Lstat(filepath.Join(e.rt, "gosbx", "i.ended")); !os.IsNotExist(err) {
+		t.Errorf("the record of the last session i is left while a new one runs: %v", err)
+	}
+	mustSucceed(t, e.gosbx("session", "stop", "i"), "stop")
 }
 
 const manySessions = 50

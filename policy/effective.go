@@ -210,6 +210,11 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 		p.Resources = mergeResources(p.Resources, &o.Resources)
 	}
+	if o.ScanLimit < 0 {
+		return nil, errorf("scan-limit", "", nil, "%d: want a positive number of directories", o.ScanLimit)
+	} else if o.ScanLimit > 0 {
+		p.Filesystem.ScanLimit = o.ScanLimit
+	}
 	if o.Hostname != "" {
 		p.Process.Hostname = o.Hostname
 	}

@@ -194,7 +194,8 @@ func protectedInReference(root, cwd string, patterns []string, limit int) ([]str
 	walk(root, "", 0)
 	if exhausted {
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
-			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
+			"raise the limit with --scan-limit N (N over %[1]d) or filesystem: {scan_limit: N} in a policy file, or name a narrower workspace "+
+			"(protection is never left half done)", limit, scanDepth)
 	}
 	return out, nil
 }

@@ -43,6 +43,11 @@ type Options struct {
 	HostPorts []uint16
 	Hostname  string        // "" means "gosbx"
 	Timeout   time.Duration // may only shorten the policy's
+	// ScanLimit is --scan-limit: how many directories the search for protected paths
+	// may read in each writable tree (filesystem.scan_limit), up or down from the
+	// policy's; 0 keeps the policy's. Not a confinement limit: a larger one only spends
+	// the launch's time (docs/decisions.md, "--scan-limit may raise the policy's").
+	ScanLimit int
 	// Tmpfs are --tmpfs flags, "PATH" or "PATH:size=SIZE": a private tmpfs at PATH, or the
 	// size of the policy's own tmpfs there (/dev/shm included).
 	Tmpfs []string

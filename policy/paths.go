@@ -46,6 +46,10 @@ func workspace(r *resolver, p string, h Host, creds []string) (canon, given stri
 		return "", "", errorf("workspace", given, nil, "not a directory")
 	}
 	if err := writable("workspace", canon, h, creds); err != nil {
+		var pe *Error
+		if p0 == "" && errors.As(err, &pe) {
+			pe.Reason += " (with no --workspace, the workspace is the current directory: cd into a project directory, or pass --workspace DIR)"
+		}
 		return "", "", err
 	}
 	if err := viaSymlink("workspace", p0, given, canon, st, h); err != nil {
@@ -98,6 +102,13 @@ func writableName(field, canon string, h Host, creds []string) *Error {
 	if canon == "/" {
 		return errorf(field, canon, nil, "refusing / read-write: it is the root file system; name a project directory")
 	}
+	// the caller's home itself first: /root is a root caller's home before it is a
+	// system directory, and is refused as a home is (trial finding 8)
+	for _, home := range h.Homes {
+		if canon == home {
+			return errorf(field, canon, nil, "refusing %s read-write: it is your home directory; name a project directory inside it", canon)
+		}
+	}
 	for _, r := range refusedWorkspaces {
 		if canon == r {
 			return errorf(field, canon, nil, "refusing %s read-write: it is a system directory; name a project directory", canon)
@@ -109,8 +120,8 @@ func writableName(field, canon string, h Host, creds []string) *Error {
 		}
 	}
 	for _, home := range h.Homes {
-		if canon == home || strings.HasPrefix(home, canon+"/") {
-			return errorf(field, canon, nil, "refusing %s read-write: it is (or contains) the home directory %s; name a project directory inside it", canon, home)
+		if strings.HasPrefix(home, canon+"/") {
+			return errorf(field, canon, nil, "refusing %s read-write: it contains the home directory %s; name a project directory inside it", canon, home)
 		}
 	}
 	for _, c := range strings.Split(canon, "/") {

@@ -268,7 +268,8 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 	}
 	if exhausted {
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
-			"raise filesystem.scan_limit, or name a narrower workspace (protection is never left half done)", limit, scanDepth)
+			"raise the limit with --scan-limit N (N over %[1]d) or filesystem: {scan_limit: N} in a policy file, or name a narrower workspace "+
+			"(protection is never left half done)", limit, scanDepth)
 	}
 	if c != nil {
 		c.walked(root, walkFound, watchedAll)

@@ -442,6 +442,13 @@ func TestNotFoundHint(t *testing.T) {
 	if !strings.Contains(got, "is outside the sandbox: add --ro "+l.home+"/.pyenv/versions/3.12.1 or --toolchain auto") {
 		t.Errorf("venv hint %q", got)
 	}
+	// a venv's pip: its #! names the venv's python, a symlink in the workspace; the hint
+	// names the symlink's target, which is what is outside (trial finding 8)
+	os.WriteFile(venv+"/pip", []byte("#!"+venv+"/python\n"), 0o755)
+	want = ".venv/bin/pip: its #! interpreter " + venv + "/python is a symlink to " + l.home + "/.pyenv/versions/3.12.1/bin/python3.12, which is outside the sandbox: add --ro " + l.home + "/.pyenv/versions/3.12.1 or --toolchain auto"
+	if got := p.NotFoundHint(h, s, ".venv/bin/pip", ".venv/bin/pip"); got != want {
+		t.Errorf("venv pip hint\n%q; want\n%q", got, want)
+	}
 	// From an attack review: a path in the workspace is the sandbox's choice: a hint
 	// names only roots auto binds for the caller's PATH, and says the same whether the
 	// host path exists or not (no oracle)

@@ -130,6 +130,11 @@ func (p *Policy) NotFoundHint(h Host, spec *config.Config, name, path string) st
 	if interp := shebang(c.last()); filepath.IsAbs(interp) {
 		tainted = tainted || under(c.last(), tr.h.written...)
 		if roots := tr.outside(interp, v); len(roots) > 0 && trusted(roots) {
+			// a venv's pip: its #! names the venv's python, inside the workspace; the
+			// symlink's target is what is outside (trial finding 8)
+			if ic, err := followChain(tr.r, interp, nil); err == nil && ic.last() != interp {
+				return Shown(path) + ": its #! interpreter " + Shown(interp) + " is a symlink to " + Shown(ic.last()) + ", which is outside the sandbox" + fix("--ro", roots)
+			}
 			return Shown(path) + ": its #! interpreter " + Shown(interp) + " is outside the sandbox" + fix("--ro", roots)
 		}
 		if l := missingLink(spec, interp); l != "" && (!tainted || depth(l) == 1) {

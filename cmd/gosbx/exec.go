@@ -84,7 +84,9 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 				return execInSession(c, sessionName, &b, args, status, detach, tty)
 			}
 			if detach || tty {
-				return usageError{fmt.Errorf("--detach and --tty need --session NAME")}
+				// the trial's `exec --tty -- bash`: say how to get a session
+				return usageError{fmt.Errorf("--detach and --tty need --session NAME: start one with `gosbx session start NAME` " +
+					"(it takes exec's policy flags), then `gosbx exec --session NAME --tty -- CMD`, or `gosbx session attach NAME` for a shell")}
 			}
 			o, err := b.options(args)
 			if err != nil {

@@ -59,6 +59,7 @@ func (b *boundaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.gid, "gid", "", "the command's gid `N` inside (default: 0 for a root caller, else your own)")
 	f.StringVar(&b.idRange, "id-range", "", "for a root caller: the host ids `BASE:COUNT` its commands run as, one per sandbox (default: $GOSBX_ID_RANGE, else 2100000000:65536)")
 	f.BoolVar(&b.cache, "cache", false, "bind the workspace's own cache directory (~/.cache/gosbx/ID on the host) as ~/.cache, with GOCACHE, PIP_CACHE_DIR, npm_config_cache pointed into it (default: the policy's; on in build)")
+	f.IntVar(&b.o.ScanLimit, "scan-limit", 0, "search at most `N` directories of each writable tree (3 levels deep) for protected paths such as nested .git, refusing a tree that needs more (default: the policy's filesystem.scan_limit, 4096)")
 	f.BoolVar(&b.noCache, "no-cache", false, "no cache directory: build caches in the private HOME, lost at exit")
 	b.registerLimits(f)
 }

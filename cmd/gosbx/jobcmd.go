@@ -123,7 +123,7 @@ func dialSession(name string) (int, error) {
 	}
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
-		return -1, &opFailure{noSession(name, err)}
+		return -1, &opFailure{noSession(dir, name, err)}
 	}
 	return fd, nil
 }

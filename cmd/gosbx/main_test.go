@@ -187,6 +187,8 @@ func TestRunUsage(t *testing.T) {
 		{name: "bad net", args: []string{"exec", "--workspace", ws, "--net", "bridge", "--", "true"}, code: 125, stderr: "network"},
 		{name: "root workspace", args: []string{"exec", "--workspace", "/", "--", "true"}, code: 125, stderr: "workspace"},
 		{name: "bad env", args: []string{"exec", "--workspace", ws, "--env", "NOEQUALS", "--", "true"}, code: 125, stderr: "env"},
+		{name: "tty without a session", args: []string{"exec", "--tty", "--", "bash"}, code: 125, stderr: "--detach and --tty need --session NAME: start one with `gosbx session start NAME`"},
+		{name: "tty without a session names attach", args: []string{"exec", "--tty", "--", "bash"}, code: 125, stderr: "`gosbx session attach NAME`"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 125, stderr: "unknown command"},
 		{name: "version", args: []string{"version"}, code: 0, stdout: "gosbx "},
 		{name: "--version", args: []string{"--version"}, code: 0, stdout: "gosbx "},

@@ -182,7 +182,7 @@ func stopSession(name string, kill bool) error {
 	sweepStale(dir)
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
-		return &opFailure{noSession(name, err)}
+		return &opFailure{noSession(dir, name, err)}
 	}
 	defer unix.Close(fd)
 	procs := lockProcs(session.FilesOf(dir, name).Lock)
@@ -243,9 +243,13 @@ func newSessionLsCmd() *cobra.Command {
 	return c
 }
 
-// noSession explains a failed connection to a session's socket.
-func noSession(name string, err error) error {
+// noSession explains a failed connection to the socket of session name in dir, with
+// why its last supervisor ended when it recorded it (session.RecordEnd).
+func noSession(dir, name string, err error) error {
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ECONNREFUSED) {
+		if why := session.EndedWhy(session.FilesOf(dir, name)); why != "" {
+			return fmt.Errorf("no session %q is running (gosbx session ls); %s", name, why)
+		}
 		return fmt.Errorf("no session %q is running (gosbx session ls)", name)
 	}
 	return fmt.Errorf("session %q: %w", name, err)

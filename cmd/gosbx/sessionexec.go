@@ -90,7 +90,7 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 	go signal.Notify(sigc, caught...)
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
-		return fail(&setupFailure{step: "session", err: noSession(name, err)})
+		return fail(&setupFailure{step: "session", err: noSession(dir, name, err)})
 	}
 	defer unix.Close(fd)
 	req := &session.ExecRequest{Args: args, Env: r.env, Chdir: r.chdir, Timeout: timeout, Status: status != nil, Detach: detach, TTY: tty}

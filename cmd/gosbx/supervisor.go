@@ -184,8 +184,10 @@ func superviseMain() int {
 	if err != nil {
 		return fail(fmt.Errorf("lock session %q: %w", sd.Name, err))
 	}
-	// A crashed predecessor's socket, if any (its lock was free).
+	// A crashed predecessor's socket, if any (its lock was free), and the record of why
+	// the last one ended: it is not this one's.
 	os.Remove(files.Sock)
+	os.Remove(files.Ended)
 	// Ends from a signal are orderly: the sandbox stopped, its files removed.
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
@@ -246,25 +248,38 @@ func superviseMain() int {
 		defer t.Stop()
 		idle = t.C
 	}
+	// why is recorded for the next client that finds no session of this name (trial
+	// finding: a session that idled out was only "not running").
+	var why string
 wait:
 	for {
 		select {
 		case <-sess.Done():
+			why = "its sandbox's init exited"
 			break wait
 		case <-sv.stop:
+			why = "gosbx session stop"
+			if sv.killNow.Load() {
+				why = "gosbx session kill"
+			}
 			break wait
-		case <-sigc:
+		case s := <-sigc:
+			why = "its supervisor got " + unix.SignalName(s.(unix.Signal))
 			break wait
 		case <-lifetime:
+			why = fmt.Sprintf("its --timeout (%v) expired", sd.Lifetime)
 			break wait
 		case <-ownerGone:
+			why = "the process of --die-with-owner exited"
 			break wait
 		case <-idle:
 			if sv.idleFor() >= sd.IdleTimeout && sess.Processes() == 0 {
+				why = fmt.Sprintf("--idle-timeout %v: no command and no process in it for that long", sd.IdleTimeout)
 				break wait
 			}
 		}
 	}
+	session.RecordEnd(files, fmt.Sprintf("it ended at %s: %s", time.Now().UTC().Format("15:04:05 UTC"), why))
 	unix.Shutdown(lfd, unix.SHUT_RDWR) // no new client
 	// No command starts from here on: each one started has its handler counted in
 	// replies, whose exit status is sent before this process exits.

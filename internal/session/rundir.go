@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,12 +96,15 @@ type Files struct {
 	Sock string // the supervisor's control socket
 	Lock string // held (flock(2)) by the supervisor for its whole life
 	Jobs string // a directory of the detached commands' logs
+	// Ended says why the last supervisor of this name ended (RecordEnd): written as it
+	// ends, kept after its other files are gone, removed when the next one starts.
+	Ended string
 }
 
 // FilesOf returns the files of session name in dir.
 func FilesOf(dir, name string) Files {
 	return Files{Sock: filepath.Join(dir, name+".sock"), Lock: filepath.Join(dir, name+".lock"),
-		Jobs: filepath.Join(dir, name+".jobs")}
+		Jobs: filepath.Join(dir, name+".jobs"), Ended: filepath.Join(dir, name+".ended")}
 }
 
 // Lock takes the session's lock for its supervisor: nil and the open lock file when
@@ -130,6 +134,48 @@ func Lock(f Files) (*os.File, error) {
 
 // ErrExists is Lock's answer when a live supervisor holds the session's lock.
 var ErrExists = errors.New("a session of that name is running")
+
+// RecordEnd writes why the session ended to f.Ended, one line of text, for the next
+// client that finds no session of that name (EndedWhy). Its error is the write's.
+func RecordEnd(f Files, why string) error {
+	tmp := f.Ended + ".new"
+	// a new file only: whatever is at tmp (a FIFO would block the write, and the
+	// supervisor's end with it) is removed first, or the write fails
+	os.Remove(tmp)
+	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = w.WriteString(why + "\n")
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, f.Ended) // whole or absent for a reader
+}
+
+// maxEnded bounds what EndedWhy reads: the record is one short line.
+const maxEnded = 512
+
+// EndedWhy is the line RecordEnd wrote for the session's last supervisor, "" if none
+// (or it cannot be read, or is not a regular file of that size).
+func EndedWhy(f Files) string {
+	fd, err := os.OpenFile(f.Ended, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer fd.Close()
+	if st, err := fd.Stat(); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	b := make([]byte, maxEnded)
+	n, _ := fd.Read(b)
+	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	return line
+}
 
 // Remove removes the session's files; the caller holds its lock.
 func Remove(f Files) {

@@ -114,3 +114,35 @@ func TestFrame(t *testing.T) {
 		t.Errorf("ReadFrame after close: %v, want io.EOF", err)
 	}
 }
+
+// RecordEnd writes one line EndedWhy reads back; a FIFO at the record's name (or its
+// temporary name) blocks neither, and is not read as a record.
+func TestEndedRecord(t *testing.T) {
+	f := FilesOf(t.TempDir(), "s")
+	if got := EndedWhy(f); got != "" {
+		t.Errorf("no record: %q", got)
+	}
+	if err := unix.Mkfifo(f.Ended+".new", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- RecordEnd(f, "it ended: x") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RecordEnd blocked on a FIFO at its temporary name")
+	}
+	if got := EndedWhy(f); got != "it ended: x" {
+		t.Errorf("EndedWhy = %q", got)
+	}
+	os.Remove(f.Ended)
+	if err := unix.Mkfifo(f.Ended, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := EndedWhy(f); got != "" {
+		t.Errorf("a FIFO read as a record: %q", got)
+	}
+}
