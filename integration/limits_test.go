@@ -832,6 +832,10 @@ mkfifo -m600 /run/gosbx/cgroups/$m
 echo "$m"`
 	ctx := s.limitCtx(30 * time.Second)
 	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", locks, gosbxBin, s.ws)
+	// In a cgroup scope of its own: with a private lock directory these launches see no
+	// other launch's lock file, so their sweep would take a concurrent test's group whose
+	// directory lock its owner had not yet taken for one of theirs.
+	newCgroupScope(t).wrap(cmd)
 	cmd.Dir = s.base
 	// a launch blocked in open(2) ends only by SIGKILL: the whole process group's
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
