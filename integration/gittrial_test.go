@@ -82,7 +82,7 @@ func TestGitCommitIdentityNotConfigFile(t *testing.T) {
 		r := s.runHome(home, []string{"--policy", s.commitPolicy()}, `echo new > added.txt && git add added.txt && git commit -q -m inside || exit 1
 echo ---list; git config --list --show-origin
 echo ---cat; cat `+gc+` "$HOME/.gitconfig" ~/.config/git/config
-t=ghp_TOKEN; echo ---grep; grep -rs "$t`+s.id+`" "$HOME" /tmp /proc/self/environ
+t=ghp_TOKEN; echo ---grep; grep -ars "${t}`+s.id+`" "$HOME" /tmp /proc/self/environ
 exit 0`)
 		mustSucceed(t, r, "git commit under git: commit with a token in ~/.gitconfig")
 		if strings.Contains(r.stdout+r.stderr, token) || strings.Contains(r.stdout, "insteadof") || strings.Contains(r.stdout, "insteadOf") {
