@@ -2,6 +2,7 @@ package policy
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -128,6 +129,42 @@ func TestGitConfigIdent(t *testing.T) {
 	}
 	if n, _ := GitIdentity("relative", ""); n != "" {
 		t.Errorf("a relative home: %q", n)
+	}
+}
+
+// The parser agrees with git itself (git config -f FILE --get, when git is installed):
+// the same user.name where git reads the file, none where git refuses it, none where
+// the value holds a control character.
+func TestGitConfigIdentLikeGit(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	for _, text := range []string{
+		"[user]\n\tname = A B\n", "[USER]\nNAME=A", "[user] name = inline ; comment\n",
+		"[user]\nname = \"quoted # not a comment\"\n", "[user]\nname = Back\\\\slash \\\"q\\\"\n",
+		"[user]\nname = con\\\ntinued\n", "[user]\r\nname = crlf\r\n", "[user]\nname = first\nname = last\n",
+		"[user \"sub\"]\nname = sub\n[user.x]\nname = old\n", "[core]\nname = core\n[other]\nname = o\n",
+		"[user]\nname =   lead  \"  in q \"  mid\t\ttab  # c\n", "[user]\nname = a\" b\"c\n",
+		"[user]\nname = ok\nbad line here\n", "[user]\nname = \"unterminated\n", "[user]\nname = ok\n[broken\n",
+		"[user]\nname = bad \\q escape\n", "[user]\nname=\"\"x\n", "[  user]\nname=sp\n", "[user ]\nname=sp\n",
+		"[user]name=nospace\n", "[Sec \"s\\\\u\"]\nk=v\n[user]\nname=after\n", "[user]\nname = tab\\tx\n",
+		"\ufeff[user]\nname=bom\n", "[user]\nname\n", "[url \"https://t@h/\"]\n\tinsteadOf = https://h/\n[user]\nname=u\n",
+	} {
+		f := filepath.Join(t.TempDir(), ".gitconfig")
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(gitBin, "config", "-f", f, "--get", "user.name")
+		cmd.Env = []string{"HOME=" + filepath.Dir(f), "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
+		out, err := cmd.Output()
+		want := strings.TrimSuffix(string(out), "\n")
+		if err != nil || strings.ContainsAny(want, "\t\n") {
+			want = ""
+		}
+		if got, _ := GitIdentity(filepath.Dir(f), ""); got != want {
+			t.Errorf("%q: %q; git reads %q (%v)", text, got, want, err)
+		}
 	}
 }
 

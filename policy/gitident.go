@@ -94,13 +94,13 @@ func cleanIdent(v string) string {
 // gitConfigIdent parses the text of a git config file (git-config(1), "CONFIGURATION
 // FILE": sections [name] and [name "subsection"] or [name.sub], case-insensitive names,
 // `key = value` lines, values with "quotes", the escapes \\ \" \n \t \b and a trailing
-// \ continuing the line, comments from # or ; outside quotes) and returns the last
+// \ continuing the line, comments from # or ; outside quotes, a leading UTF-8 BOM) and returns the last
 // user.name and user.email set in it (nil: not set; a key with no `=` unsets). ok is
 // false when any line does not parse: git itself refuses such a file, and gosbx takes
 // nothing from it.
 func gitConfigIdent(text string) (name, email *string, ok bool) {
-	section := "" // "user" only for a [user] section with no subsection
-	p := &configScanner{s: text}
+	section := ""                                              // "user" only for a [user] section with no subsection
+	p := &configScanner{s: strings.TrimPrefix(text, "\ufeff")} // a UTF-8 BOM, as git skips it
 	for {
 		p.skipSpace()
 		if p.eof() {
