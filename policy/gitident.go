@@ -99,8 +99,10 @@ func cleanIdent(v string) string {
 // false when any line does not parse: git itself refuses such a file, and gosbx takes
 // nothing from it.
 func gitConfigIdent(text string) (name, email *string, ok bool) {
-	section := ""                                              // "user" only for a [user] section with no subsection
-	p := &configScanner{s: strings.TrimPrefix(text, "\ufeff")} // a UTF-8 BOM, as git skips it
+	// section is "user" only in a [user] section with no subsection; a leading UTF-8
+	// BOM is skipped, as git skips it
+	section := ""
+	p := &configScanner{s: strings.TrimPrefix(text, "\ufeff")}
 	for {
 		p.skipSpace()
 		if p.eof() {
