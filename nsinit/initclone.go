@@ -439,24 +439,30 @@ func (e *cloneStepError) Unwrap() error { return e.Err }
 // GidMappingsEnableSetgroups), then gid_map (user_namespaces(7)).
 func writeIDMaps(pid int, sys *syscall.SysProcAttr) error {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
-	if sys.UidMappings != nil {
-		if err := writeProcFile(dir+"uid_map", formatIDMap(sys.UidMappings)); err != nil {
+	files, data := idMapWrites(sys)
+	for i, f := range files {
+		if err := writeProcFile(dir+f, data[i]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// idMapWrites are the files of /proc/PID/ that writeIDMaps writes for sys, in its
+// order, and what it writes to each.
+func idMapWrites(sys *syscall.SysProcAttr) (files []string, data [][]byte) {
+	if sys.UidMappings != nil {
+		files, data = append(files, "uid_map"), append(data, formatIDMap(sys.UidMappings))
 	}
 	if sys.GidMappings != nil {
 		setgroups := "deny"
 		if sys.GidMappingsEnableSetgroups {
 			setgroups = "allow"
 		}
-		if err := writeProcFile(dir+"setgroups", []byte(setgroups)); err != nil {
-			return err
-		}
-		if err := writeProcFile(dir+"gid_map", formatIDMap(sys.GidMappings)); err != nil {
-			return err
-		}
+		files = append(files, "setgroups", "gid_map")
+		data = append(data, []byte(setgroups), formatIDMap(sys.GidMappings))
 	}
-	return nil
+	return files, data
 }
 
 func formatIDMap(ms []syscall.SysProcIDMap) []byte {

@@ -327,8 +327,17 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 		return err
 	}
 	if p.as != nil {
-		// cloned by the host id, which then owns the user namespace (startInitAs)
-		err = asHostID(p.as.id, clone)
+		// cloned by the host id, which then owns the user namespace (startInitAs), and
+		// its id maps written by it, without a locked thread (rawplan.StartAs)
+		err = rawAsHostID(p.as.id, func() (err error) {
+			files, data := idMapWrites(p.sys)
+			if pid, err = rawplan.StartAs(plan, flags, syncP[1], p.as.id, files, data); err != nil && pid != 0 {
+				// cloned, but its id maps not written, or the thread's credentials
+				// not put back: killed and reaped as after a failed map write
+				mapErr, err = err, nil
+			}
+			return err
+		})
 	} else {
 		err = clone()
 	}
@@ -350,6 +359,10 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	// number closed under an os.File is closed again by its finalizer, whatever the
 	// process has opened at it since (docs/decisions.md "A raw launch's descriptors
 	// closed twice")
+	// Non-blocking (its own end only: the raw init's writes stay blocking), so that
+	// os.NewFile makes it pollable: the reports are waited for in the runtime's poller,
+	// not by a thread blocked in read(2) whose P goes to another thread
+	unix.SetNonblock(syncP[0], true)
 	syncR := os.NewFile(uintptr(syncP[0]), "sync")
 	lifeW := os.NewFile(uintptr(lifeP[1]), "life")
 	for _, t := range trees {

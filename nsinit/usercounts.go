@@ -70,3 +70,14 @@ func asHostID(hid uint32, clone func() error) error {
 	}()
 	return <-done
 }
+
+// rawAsHostID runs clone, a rawplan.StartAs, on a goroutine of its own that ends after
+// it: should StartAs fail to put its thread's credentials back, it leaves the goroutine
+// locked to the thread, which the runtime then ends with the goroutine, as asHostID's
+// does. Unlike asHostID's, the goroutine is not locked otherwise: StartAs holds its
+// thread only for its window (no template thread for the launch).
+func rawAsHostID(hid uint32, clone func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- clone() }()
+	return <-done
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
@@ -146,6 +146,21 @@ func isJobStop(s os.Signal) bool {
 	return s == unix.SIGTSTP || s == unix.SIGTTIN || s == unix.SIGTTOU
 }
 
+// readSignals sends each signal caught on f (sigpipe.Catch) to sigc, in order, for as
+// long as gosbx runs; it waits in the runtime's poller, on no thread of its own.
+func readSignals(f *os.File, sigc chan<- os.Signal) {
+	var buf [16]byte
+	for {
+		sigs, err := sigpipe.Read(f, buf[:])
+		if err != nil {
+			return
+		}
+		for _, s := range sigs {
+			sigc <- s
+		}
+	}
+}
+
 // stopSelf stops gosbx as a job-control stop's default action would, once the sandbox
 // was told to stop: SIGSTOP to itself, as dumb-init does (its handler has taken
 // SIGTSTP, whose default action is gone while it is caught). The caller's shell sees
@@ -155,17 +170,23 @@ func stopSelf() { unix.Kill(os.Getpid(), unix.SIGSTOP) }
 
 func execute(o policy.Options, status *os.File) error {
 	// Catch forwarded signals before the sandbox exists, so none is lost or kills us.
-	// Each signal.Notify is a handshake with the runtime's signal thread: done beside
-	// the policy step, waited for before the sandbox is started.
+	// Not with os/signal, whose locked thread and thread parked in signal_recv a launch
+	// would pay for (docs/decisions.md, "Speed, seventh attempt: the launcher's
+	// threads"): a handler writes them to a pipe, read in the runtime's poller. Never
+	// undone: gosbx exits once execute returns; a signal after the exit status is known
+	// is caught and dropped.
+	caught := make([]unix.Signal, len(forwardedSignals))
+	for i, s := range forwardedSignals {
+		caught[i] = s.(unix.Signal)
+	}
+	sigf, err := sigpipe.Catch(caught...)
+	if err != nil {
+		sf := &setupFailure{"signals", err}
+		emitError(status, sf)
+		return sf
+	}
 	sigc := make(chan os.Signal, 16)
-	notified := make(chan struct{})
-	go func() {
-		signal.Notify(sigc, forwardedSignals...)
-		close(notified)
-	}()
-	// Never stopped: gosbx exits once execute returns, and signal.Stop is a handshake
-	// per signal with the runtime's signal thread; a signal after the exit status is
-	// known is caught and dropped.
+	go readSignals(sigf, sigc)
 	host, err := policy.CurrentHost()
 	if err != nil {
 		return err
@@ -202,7 +223,7 @@ func execute(o policy.Options, status *os.File) error {
 		ws, _ = os.Getwd()
 	}
 	completeJournals(append([]string{ws}, o.ReadWrite...))
-	eff, spec, err := policyStep(o, host, sigc, notified)
+	eff, spec, err := policyStep(o, host, sigc)
 	if err != nil {
 		var ss stoppedBySignal
 		if errors.As(err, &ss) {
@@ -245,7 +266,6 @@ func execute(o policy.Options, status *os.File) error {
 	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
 	cmd.Prestarted = pre
-	<-notified
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
@@ -382,7 +402,7 @@ func (e stoppedBySignal) Error() string {
 // sandbox could have written (repository metadata), and however bounded each read is,
 // the launcher stays answerable while it runs. Build writes nothing, so a step abandoned
 // leaves nothing behind (its goroutine ends with the process).
-func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notified <-chan struct{}) (*policy.Policy, *config.Config, error) {
+func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal) (*policy.Policy, *config.Config, error) {
 	type built struct {
 		eff  *policy.Policy
 		spec *config.Config
@@ -399,15 +419,13 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal, notif
 		limit <- eff.Timeout()
 		if err := fault.Check("policy stall"); err != nil {
 			// a policy step that never ends (fault injection test), said once the
-			// signals are caught
-			<-notified
+			// signals are caught (before policyStep)
 			fmt.Fprintln(os.Stderr, "gosbx: fault injected: the policy step stalls")
 			select {}
 		}
 		if err := fault.Check("policy pause"); err != nil {
 			// a policy step that waits for one byte on stdin (fault injection test): a
 			// test acts on the prestarted init meanwhile, then lets the launch go on
-			<-notified
 			fmt.Fprintln(os.Stderr, "gosbx: fault injected: the policy step pauses")
 			var b [1]byte
 			os.Stdin.Read(b[:])

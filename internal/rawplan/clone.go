@@ -3,7 +3,6 @@ package rawplan
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -52,8 +51,11 @@ func Start(p *Plan, flags uintptr, report int) (int, error) {
 		return 0, err
 	}
 	p.St.Report = int64(report)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// Not locked to its thread (runtime.LockOSThread would start the runtime's template
+	// thread, one more thread for the launch): runtime_BeforeFork holds the goroutine on
+	// its thread until runtime_AfterFork, as syscall.forkExec relies on, and nothing the
+	// child does depends on the thread after the clone. A caller that needs the cloning
+	// thread's credentials locks it itself (nsinit's asHostID).
 	syscall.ForkLock.Lock()
 	runtime_BeforeFork()
 	pid, errno := cloneRaw(unix.SYS_CLONE, flags|unix.CLONE_VM|uintptr(unix.SIGCHLD), top, p.St)
