@@ -68,6 +68,12 @@ func TestGitCommitIdentityEnv(t *testing.T) {
 	if !slices.Equal(env, want) {
 		t.Errorf("git: commit with set and --env: %q; want %q", env, want)
 	}
+	// so does a variable of the caller's that --pass-env names
+	h.Environ = append(h.Environ, "GIT_AUTHOR_NAME=Caller Env")
+	env, _ = compile(commit, Options{PassEnv: []string{"GIT_AUTHOR_NAME"}})
+	if !slices.Contains(env, "GIT_AUTHOR_NAME=Caller Env") || slices.Contains(env, "GIT_AUTHOR_NAME=Host  Person") {
+		t.Errorf("git: commit with --pass-env GIT_AUTHOR_NAME: %q; want the caller's value", env)
+	}
 	// $XDG_CONFIG_HOME's file is read too, before ~/.gitconfig
 	other := filepath.Join(base, "xdg")
 	mkdirs(t, filepath.Join(other, "git"))
