@@ -25,8 +25,8 @@ func (s *sandbox) runHome(home string, flags []string, script string) result {
 
 // Finding 1: a commit under the note's policy (extends: agent, git: commit) succeeds
 // with no identity given inside, and its author is the one the caller's ~/.gitconfig
-// names; the config stays read-only (git config --global fails, the host file is
-// unchanged).
+// names; the host's file is not reachable (git config --global writes the private
+// HOME's) and stays unchanged.
 func TestGitCommitNoteIdentity(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
@@ -45,12 +45,9 @@ func TestGitCommitNoteIdentity(t *testing.T) {
 			t.Fatalf("commit under git: readonly: %v; want a failure and the note's policy", r)
 		}
 		r = s.runHome(home, []string{"--policy", s.commitPolicy()}, script+`; rc=$?
-git config --global user.name Changed 2>/dev/null && echo WROTE-GLOBAL
+git config --global user.name Changed
 exit $rc`)
 		mustSucceed(t, r, "git commit under the note's policy")
-		if strings.Contains(r.stdout, "WROTE-GLOBAL") {
-			t.Errorf("the caller's ~/.gitconfig was writable inside:\n%v", r)
-		}
 		out, err := s.hostGitOut(s.ws, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%s")
 		want := "Host Person <host-" + s.id + "@example.com>"
 		if err != nil || strings.TrimSpace(out) != want+"|"+want+"|inside-"+s.id {
@@ -58,6 +55,43 @@ exit $rc`)
 		}
 		if b, _ := os.ReadFile(gc); string(b) != cfg {
 			t.Errorf("the host's ~/.gitconfig changed: %q", b)
+		}
+	})
+}
+
+// git: commit gives the command the caller's identity, not the caller's git config
+// file: a ~/.gitconfig holding a token (url.insteadOf, http.extraHeader) gives the
+// commit its author and committer, while inside neither git config --list nor the
+// file's path shows the token (the file is not bound; HOME is the private tmpfs).
+func TestGitCommitIdentityNotConfigFile(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		home := filepath.Join(s.base, "home")
+		must(t, os.Mkdir(home, 0o755))
+		s.chown(home)
+		token := "ghp_TOKEN" + s.id
+		gc := filepath.Join(home, ".gitconfig")
+		cfg := "[url \"https://" + token + "@github.com/\"]\n\tinsteadOf = https://github.com/\n" +
+			"[http]\n\textraHeader = Authorization: Bearer " + token + "\n" +
+			"[user]\n\tname = Token Owner\n\temail = owner-" + s.id + "@example.com\n"
+		must(t, os.WriteFile(gc, []byte(cfg), 0o600))
+		s.chown(gc)
+
+		// the token is not written in the script: its text is the command line
+		r := s.runHome(home, []string{"--policy", s.commitPolicy()}, `echo new > added.txt && git add added.txt && git commit -q -m inside || exit 1
+echo ---list; git config --list --show-origin
+echo ---cat; cat `+gc+` "$HOME/.gitconfig" ~/.config/git/config
+t=ghp_TOKEN; echo ---grep; grep -ars "${t}`+s.id+`" "$HOME" /tmp /proc/self/environ
+exit 0`)
+		mustSucceed(t, r, "git commit under git: commit with a token in ~/.gitconfig")
+		if strings.Contains(r.stdout+r.stderr, token) || strings.Contains(r.stdout, "insteadof") || strings.Contains(r.stdout, "insteadOf") {
+			t.Errorf("the token of the caller's ~/.gitconfig was readable inside:\n%v", r)
+		}
+		out, err := s.hostGitOut(s.ws, "log", "-1", "--format=%an <%ae>|%cn <%ce>")
+		want := "Token Owner <owner-" + s.id + "@example.com>"
+		if err != nil || strings.TrimSpace(out) != want+"|"+want {
+			t.Errorf("the host's last commit: %q %v; want author and committer %s", out, err, want)
 		}
 	})
 }

@@ -82,11 +82,11 @@ func Effective(o Options, h Host) (*Policy, error) {
 	// The caller's flags, where the policy allows them.
 	f := &p.Filesystem
 	if f.Git == GitCommit {
-		// a commit needs the caller's identity (user.name, user.email): git's own
-		// config files, read-only, where they exist (docs/decisions.md, "git: commit
-		// brings the caller's git config"); before the flags, so --ro ~/.gitconfig
-		// repeats it harmlessly
-		f.ReadOnly = append(slices.Clip(f.ReadOnly), optional(GitConfigFiles...)...)
+		// a commit needs the caller's identity: user.name and user.email alone, read
+		// here from the caller's git config and set as git's variables; the files are
+		// not bound, they may hold credentials (docs/decisions.md, "git: commit
+		// gives the identity, not the git config file")
+		p.Environment.gitIdent = gitIdentEnv(h)
 	}
 	if len(o.ReadOnly) > 0 && !allowed(f.AllowExtraReadOnly) {
 		return nil, errorf("ro", o.ReadOnly[0], nil, "the policy does not allow extra read-only binds (filesystem.allow_extra_read_only)")

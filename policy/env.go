@@ -22,7 +22,8 @@ var envAllow = []string{"PATH", "LANG", "TZ", "TERM", "USER", "LOGNAME", "SHELL"
 // directory is visible inside (mounts: the sandbox's, as Build made them); HOME and
 // TMPDIR pointing at the private ones; the policy's environment.pass (the caller's
 // values), environment.path and path_prepend (prependPath), then environment.set (with
-// the caller's --env). Everything else of the caller (secrets, LD_PRELOAD,
+// the caller's --env), with git: commit's identity (GitIdentity) below those two.
+// Everything else of the caller (secrets, LD_PRELOAD,
 // SSH_AUTH_SOCK) is dropped.
 func environment(p *Policy, h Host, home string, mounts []specs.Mount) ([]string, error) {
 	caller := map[string]string{}
@@ -78,6 +79,10 @@ func environment(p *Policy, h Host, home string, mounts []specs.Mount) ([]string
 				put(v[0], strings.TrimSuffix(dir+"/"+v[1], "/"))
 			}
 		}
+	}
+	for _, kv := range e.gitIdent {
+		k, v, _ := strings.Cut(kv, "=")
+		put(k, v) // below Pass and Set: the caller's explicit values win
 	}
 	for _, k := range e.Pass {
 		if v, ok := caller[k]; ok {

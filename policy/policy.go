@@ -78,8 +78,10 @@ type Filesystem struct {
 	Protected []string `json:"protected,omitempty"`
 	// Git is how repository metadata is guarded: "readonly" (the whole git dir) or
 	// "commit" (objects, refs, index and logs writable, so git add and git commit work;
-	// hooks, config, info/, commondir and objects/info stay read-only; the caller's
-	// GitConfigFiles are bound read-only where they exist, for the commit's identity).
+	// hooks, config, info/, commondir and objects/info stay read-only; the commit's
+	// identity is the caller's user.name and user.email, set as GIT_AUTHOR_NAME,
+	// GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL unless the policy or
+	// the flags set them; the caller's git config files are not bound).
 	Git string `json:"git,omitempty"`
 	// Masked are absolute paths hidden inside, even within read-only binds: a file
 	// under an empty file, a directory under an empty directory. Globs allowed.
@@ -214,7 +216,8 @@ type Environment struct {
 	// (default true).
 	AllowExtra *bool `json:"allow_extra,omitempty"`
 
-	literal []string // names set by --env: their values are not expanded
+	literal  []string // names set by --env: their values are not expanded
+	gitIdent []string // git: commit's GIT_AUTHOR_*/GIT_COMMITTER_* (KEY=VALUE), below Pass and Set
 }
 
 // Network is the network of the sandbox.
@@ -265,11 +268,5 @@ const (
 	GitReadOnly = "readonly"
 	GitCommit   = "commit"
 )
-
-// GitConfigFiles are the caller's git config files (git-config(1), FILES: the global
-// ones, at their default places) that git: commit binds read-only where they exist, so
-// that a commit has the caller's identity. $XDG_CONFIG_HOME is not followed: inside,
-// git reads ~/.config/git/config unless the variable is passed.
-var GitConfigFiles = []string{"${home}/.gitconfig", "${home}/.config/git/config"}
 
 func allowed(b *bool) bool { return b == nil || *b }

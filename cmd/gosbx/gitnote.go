@@ -42,8 +42,8 @@ func gitNote(spec *config.Config, gitMode string) string {
 	}
 	return "gosbx: note: the command ran git, and the repository metadata (" + strings.Join(shownAll(ro[:min(len(ro), 3)]), ", ") +
 		") is read-only in this sandbox (the policy's git: readonly, the default): git add, commit, checkout and stash " +
-		"fail with \"Read-only file system\". To allow them (hooks and config stay read-only; your ~/.gitconfig is bound " +
-		"read-only for the commit's identity): a policy file with `extends: agent` and `filesystem: {git: commit}`, passed " +
+		"fail with \"Read-only file system\". To allow them (hooks and config stay read-only; commits get your user.name " +
+		"and user.email from your git config, not the file itself): a policy file with `extends: agent` and `filesystem: {git: commit}`, passed " +
 		"as --policy FILE (see README, Policies)"
 }
 

@@ -61,6 +61,10 @@ func newPolicyShowCmd() *cobra.Command {
 			}
 			fmt.Fprint(c.OutOrStdout(), string(out))
 			printToolchains(c.OutOrStdout(), eff)
+			if env := eff.GitIdentityEnv(); len(env) > 0 {
+				// not in environment.set: the variables are the caller's, not the policy's
+				fmt.Fprintf(c.OutOrStdout(), "# git: commit sets your identity (user.name, user.email of your git config) where the policy and flags do not: %s\n", strings.Join(shownAll(env), " "))
+			}
 			if note := eff.Resources.CPUPlacement(); note != "" {
 				fmt.Fprintf(c.OutOrStdout(), "# %s\n", note)
 			}

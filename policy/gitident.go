@@ -1,0 +1,320 @@
+package policy
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// gitIdentVars are the variables git reads a commit's identity from before its config
+// (git-commit-tree(1), "COMMIT INFORMATION"), in the order they are set inside.
+var gitIdentVars = [...]string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
+
+// gitConfigMax bounds what is read of one git config file: an identity is a few lines,
+// and a larger file (or a FIFO, a device) is not read at all.
+const gitConfigMax = 1 << 20
+
+// GitIdentity returns the caller's git identity, user.name and user.email, as git
+// would take it from their global config files (git-config(1), FILES) without
+// includes: home/.config/git/config, xdg/git/config when xdg (the caller's
+// $XDG_CONFIG_HOME) is an absolute path, then home/.gitconfig, a later file's value
+// winning. A file that is missing, unreadable, not a regular file, larger than 1 MiB
+// or that does not parse (gitConfigIdent) gives nothing; a value that is empty or holds
+// a control character is none. The files are read as the calling process.
+func GitIdentity(home, xdg string) (name, email string) {
+	if !filepath.IsAbs(home) {
+		return "", ""
+	}
+	files := []string{filepath.Join(home, ".config/git/config")}
+	if filepath.IsAbs(xdg) {
+		if f := filepath.Join(xdg, "git/config"); f != files[0] {
+			files = append(files, f)
+		}
+	}
+	files = append(files, filepath.Join(home, ".gitconfig"))
+	for _, f := range files {
+		b, err := readSmallFile(f, gitConfigMax)
+		if err != nil {
+			continue
+		}
+		n, e, ok := gitConfigIdent(string(b))
+		if !ok {
+			continue
+		}
+		if n != nil {
+			name = *n
+		}
+		if e != nil {
+			email = *e
+		}
+	}
+	return cleanIdent(name), cleanIdent(email)
+}
+
+// readSmallFile reads path, following symlinks (a dotfiles repository's link), if it
+// is a regular file of at most max bytes. O_NONBLOCK so that a FIFO does not block the
+// open; the type is checked on the open file.
+func readSmallFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > max {
+		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EINVAL}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
+	}
+	return b, nil
+}
+
+// cleanIdent is v, or "" when v holds a control character (git takes the variable's
+// value as the name; a newline or escape sequence there is not an identity).
+func cleanIdent(v string) string {
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return ""
+		}
+	}
+	return strings.TrimSpace(v)
+}
+
+// gitConfigIdent parses the text of a git config file (git-config(1), "CONFIGURATION
+// FILE": sections [name] and [name "subsection"] or [name.sub], case-insensitive names,
+// `key = value` lines, values with "quotes", the escapes \\ \" \n \t \b and a trailing
+// \ continuing the line, comments from # or ; outside quotes, a leading UTF-8 BOM) and returns the last
+// user.name and user.email set in it (nil: not set; a key with no `=` unsets). ok is
+// false when any line does not parse: git itself refuses such a file, and gosbx takes
+// nothing from it.
+func gitConfigIdent(text string) (name, email *string, ok bool) {
+	// section is "user" only in a [user] section with no subsection; a leading UTF-8
+	// BOM is skipped, as git skips it
+	section := ""
+	p := &configScanner{s: strings.TrimPrefix(text, "\ufeff")}
+	for {
+		p.skipSpace()
+		if p.eof() {
+			return name, email, true
+		}
+		c := p.s[p.i]
+		switch {
+		case c == '\n':
+			p.i++
+		case c == '#' || c == ';':
+			p.skipLine()
+		case c == '[':
+			sec, ok := p.header()
+			if !ok {
+				return nil, nil, false
+			}
+			section = sec
+		case isKeyStart(c):
+			key := p.key()
+			p.skipSpace()
+			var val *string
+			if !p.eof() && p.s[p.i] == '=' {
+				p.i++
+				v, ok := p.value()
+				if !ok {
+					return nil, nil, false
+				}
+				val = &v
+			} else if !p.eof() && p.s[p.i] != '\n' && p.s[p.i] != '#' && p.s[p.i] != ';' {
+				return nil, nil, false
+			}
+			if section == "user" {
+				switch key {
+				case "name":
+					name = val
+				case "email":
+					email = val
+				}
+			}
+		default:
+			return nil, nil, false
+		}
+	}
+}
+
+// configScanner walks a git config file's text.
+type configScanner struct {
+	s string
+	i int
+}
+
+func (p *configScanner) eof() bool { return p.i >= len(p.s) }
+
+// skipSpace skips blanks (not newlines); a \r before a newline counts as one.
+func (p *configScanner) skipSpace() {
+	for !p.eof() && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *configScanner) skipLine() {
+	for !p.eof() && p.s[p.i] != '\n' {
+		p.i++
+	}
+}
+
+func isKeyStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func isKeyChar(c byte) bool { return isKeyStart(c) || c >= '0' && c <= '9' || c == '-' }
+
+// key reads a variable name, lower-cased.
+func (p *configScanner) key() string {
+	start := p.i
+	for !p.eof() && isKeyChar(p.s[p.i]) {
+		p.i++
+	}
+	return strings.ToLower(p.s[start:p.i])
+}
+
+// header reads a section header from its '[' and returns "user" for [user] (any
+// case) and "" for every other section, a subsection included ([user "x"], [user.x]).
+// What follows the ']' on its line is left for the caller (a key may follow).
+func (p *configScanner) header() (string, bool) {
+	p.i++ // '['
+	start := p.i
+	for !p.eof() && (isKeyChar(p.s[p.i]) || p.s[p.i] == '.') {
+		p.i++
+	}
+	name := strings.ToLower(p.s[start:p.i])
+	if name == "" || p.eof() {
+		return "", false
+	}
+	switch p.s[p.i] {
+	case ']':
+		p.i++
+		if strings.Contains(name, ".") {
+			return "", true // the deprecated [section.subsection]
+		}
+		return name, true
+	case ' ', '\t':
+		p.skipSpace()
+		if p.eof() || p.s[p.i] != '"' || strings.Contains(name, ".") {
+			return "", false
+		}
+		p.i++
+		for !p.eof() && p.s[p.i] != '"' {
+			switch p.s[p.i] {
+			case '\n':
+				return "", false
+			case '\\':
+				p.i++
+				if p.eof() || p.s[p.i] == '\n' {
+					return "", false
+				}
+			}
+			p.i++
+		}
+		if p.eof() || p.i+1 >= len(p.s) || p.s[p.i+1] != ']' {
+			return "", false
+		}
+		p.i += 2
+		return "", true
+	}
+	return "", false
+}
+
+// value reads a value after its '=' to the end of its logical line: blanks outside
+// quotes are kept between words, trimmed at the ends; a comment ends it.
+func (p *configScanner) value() (string, bool) {
+	var b strings.Builder
+	quoted := false
+	pending := 0 // blanks seen outside quotes after the value began: one space each if a word follows
+	for !p.eof() {
+		c := p.s[p.i]
+		switch {
+		case c == '\n':
+			if quoted {
+				return "", false
+			}
+			return b.String(), true
+		case !quoted && (c == '#' || c == ';'):
+			p.skipLine()
+			return b.String(), true
+		case !quoted && (c == ' ' || c == '\t' || c == '\r'):
+			if b.Len() > 0 {
+				pending++
+			}
+			p.i++
+			continue
+		}
+		if pending > 0 {
+			b.WriteString(strings.Repeat(" ", pending))
+			pending = 0
+		}
+		switch c {
+		case '"':
+			quoted = !quoted
+		case '\\':
+			p.i++
+			if p.eof() {
+				return "", false
+			}
+			switch p.s[p.i] {
+			case '\n':
+				// a continued line: nothing written
+			case '\\', '"':
+				b.WriteByte(p.s[p.i])
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'b':
+				b.WriteByte('\b')
+			default:
+				return "", false
+			}
+		default:
+			b.WriteByte(c)
+		}
+		p.i++
+	}
+	if quoted {
+		return "", false
+	}
+	return b.String(), true
+}
+
+// gitIdentEnv is the caller's git identity (GitIdentity of h's home and
+// $XDG_CONFIG_HOME) as GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and
+// GIT_COMMITTER_EMAIL, KEY=VALUE, each only when its value was found.
+func gitIdentEnv(h Host) []string {
+	xdg := ""
+	for _, kv := range h.Environ {
+		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
+			xdg = v
+		}
+	}
+	name, email := GitIdentity(h.Home, xdg)
+	var env []string
+	for i, k := range gitIdentVars {
+		v := name
+		if i%2 == 1 {
+			v = email
+		}
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// GitIdentityEnv is what git: commit sets of the caller's git identity inside, KEY=VALUE
+// (a policy's or flag's value of the same variable replaces it); nil under git:
+// readonly or when the caller's git config names none. For `gosbx policy show`.
+func (p *Policy) GitIdentityEnv() []string { return slices.Clone(p.Environment.gitIdent) }
