@@ -121,7 +121,9 @@ func buildProfile() *Policy {
 		// verify (so add to go.sum) a module it has, offline
 		"${home}/go/pkg/mod", "${home}/go/pkg/sumdb", "${home}/sdk", "${home}/.cargo/registry", "${home}/.cargo/git",
 		"${home}/.cargo/bin", "${home}/.rustup", "${home}/.npm",
-		"${home}/.m2/repository", "${home}/.gradle/caches", "${home}/.gitconfig")...)
+		"${home}/.m2/repository", "${home}/.gradle/caches")...)
+	// no ~/.gitconfig: its url/extraHeader/credential lines may hold tokens (a commit's
+	// identity comes without it, policy/gitident.go; --ro ~/.gitconfig binds it whole)
 	cache := true
 	p.Filesystem.Cache = &cache
 	p.Filesystem.Toolchains = &Toolchains{Mode: ToolchainAuto}

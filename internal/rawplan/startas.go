@@ -27,9 +27,8 @@ import (
 // effective uid is set with setresuid(2) (only this thread: not Go's Setresuid), the
 // effective capabilities it clears raised again from the permitted set (capset(2)), and
 // after the clone and the writes the uid and then the thread's own effective set put
-// back. Should that fail, the calling goroutine is left locked to the thread
-// (runtime.LockOSThread, never undone), so that the runtime ends the thread with the
-// goroutine: the caller runs StartAs on a goroutine of its own that ends after it.
+// back. Should that fail, the window kills the child and ends the whole process with
+// exit status 125 and a line on stderr, before any other code can run on the thread.
 //
 // It returns the child's pid (0 if there is none), and the error that stopped it,
 // naming the call (capget, setresuid, capset, clone; open or write and the path): with
@@ -61,9 +60,6 @@ func StartAs(p *Plan, flags uintptr, report int, uid uint32, files []string, dat
 	runtime_AfterFork()
 	syscall.ForkLock.Unlock()
 	runtime.KeepAlive(data) // s.data holds its addresses as numbers
-	if !s.restored {
-		runtime.LockOSThread() // never undone: the thread's credentials are not the process's
-	}
 	var why error
 	switch s.failed {
 	case asNone:
@@ -81,9 +77,6 @@ func StartAs(p *Plan, flags uintptr, report int, uid uint32, files []string, dat
 			op = "write"
 		}
 		why = &os.PathError{Op: op, Path: "/proc/" + strconv.Itoa(int(s.pid)) + "/" + files[s.failedFile], Err: s.errno}
-	}
-	if why == nil && !s.restored {
-		why = fmt.Errorf("back to effective uid 0 and the thread's capabilities after the clone as uid %d: failed", uid)
 	}
 	return int(s.pid), why
 }
@@ -166,7 +159,22 @@ func (s *asState) clone(flags, top uintptr, st *State) {
 			s.restored = true
 		}
 	}
+	if !s.restored {
+		// Fail closed here, in the window: once runtime_AfterFork has run, the goroutine
+		// may be preempted and another run on this thread, whose credentials are not the
+		// process's, before anything could lock it there (attack review 19, F1). The
+		// child is killed and the whole launcher ends with 125 and a fixed line.
+		if s.pid != 0 {
+			syscall.RawSyscall(unix.SYS_KILL, s.pid, uintptr(syscall.SIGKILL), 0)
+		}
+		syscall.RawSyscall(unix.SYS_WRITE, 2, uintptr(unsafe.Pointer(unsafe.StringData(restoreFailed))), uintptr(len(restoreFailed)))
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, 125, 0, 0)
+	}
 }
+
+// restoreFailed is what StartAs's window writes to stderr before it ends the process
+// when the thread's uid and capabilities cannot be put back.
+const restoreFailed = "gosbx: sandbox setup failed at clone as the host id: the launcher's thread could not go back to effective uid 0 and its capabilities (setresuid/capset); the launcher ended so that nothing runs with them\n"
 
 // procPath writes "/proc/PID/name" and a NUL into dst (name NUL-terminated).
 //
