@@ -81,13 +81,6 @@ func Effective(o Options, h Host) (*Policy, error) {
 
 	// The caller's flags, where the policy allows them.
 	f := &p.Filesystem
-	if f.Git == GitCommit {
-		// a commit needs the caller's identity: user.name and user.email alone, read
-		// here from the caller's git config and set as git's variables; the files are
-		// not bound, they may hold credentials (docs/decisions.md, "git: commit
-		// gives the identity, not the git config file")
-		p.Environment.gitIdent = gitIdentEnv(h)
-	}
 	if len(o.ReadOnly) > 0 && !allowed(f.AllowExtraReadOnly) {
 		return nil, errorf("ro", o.ReadOnly[0], nil, "the policy does not allow extra read-only binds (filesystem.allow_extra_read_only)")
 	}
@@ -242,6 +235,18 @@ func Effective(o Options, h Host) (*Policy, error) {
 		}
 	}
 	f.ReadOnly, f.ReadWrite = dedupeBinds(f.ReadOnly), dedupeBinds(f.ReadWrite)
+	if f.Git == GitCommit {
+		// a commit needs the caller's identity: user.name and user.email alone, read
+		// here from the caller's git config and set as git's variables; the files are
+		// not bound, they may hold credentials (docs/decisions.md, "git: commit
+		// gives the identity, not the git config file"). Read once the writable trees
+		// are known: a config file reached through one is the sandbox's to plant.
+		writable := []string{p.Workspace.Path}
+		for _, b := range f.ReadWrite {
+			writable = append(writable, b.Path)
+		}
+		p.Environment.gitIdent = gitIdentEnv(h, writable)
+	}
 	for i := range f.Tmpfs {
 		if f.Tmpfs[i].Path, err = exPath("tmpfs", f.Tmpfs[i].Path); err != nil {
 			return nil, err

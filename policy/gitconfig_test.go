@@ -113,7 +113,7 @@ func TestGitConfigIdent(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, ".gitconfig"), []byte(c.text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if n, e := GitIdentity(dir, ""); n != c.name || e != c.email {
+		if n, e := GitIdentity(dir, "", nil); n != c.name || e != c.email {
 			t.Errorf("%q: %q %q; want %q %q", c.text, n, e, c.name, c.email)
 		}
 	}
@@ -122,7 +122,7 @@ func TestGitConfigIdent(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, ".gitconfig"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, e := GitIdentity(dir, ""); n != "" || e != "" {
+	if n, e := GitIdentity(dir, "", nil); n != "" || e != "" {
 		t.Errorf("a FIFO: %q %q", n, e)
 	}
 	big := "[user]\nname = big\n" + strings.Repeat("# pad\n", gitConfigMax/6)
@@ -130,10 +130,10 @@ func TestGitConfigIdent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".gitconfig"), []byte(big), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := GitIdentity(dir, ""); n != "" {
+	if n, _ := GitIdentity(dir, "", nil); n != "" {
 		t.Errorf("a file over %d bytes: %q", gitConfigMax, n)
 	}
-	if n, _ := GitIdentity("relative", ""); n != "" {
+	if n, _ := GitIdentity("relative", "", nil); n != "" {
 		t.Errorf("a relative home: %q", n)
 	}
 }
@@ -168,7 +168,7 @@ func TestGitConfigIdentLikeGit(t *testing.T) {
 		if err != nil || strings.ContainsAny(want, "\t\n") {
 			want = ""
 		}
-		if got, _ := GitIdentity(filepath.Dir(f), ""); got != want {
+		if got, _ := GitIdentity(filepath.Dir(f), "", nil); got != want {
 			t.Errorf("%q: %q; git reads %q (%v)", text, got, want, err)
 		}
 	}
@@ -197,5 +197,56 @@ func TestBuildBindsGoSumdb(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("build does not bind %s read-only: %+v", sumdb, s.Mounts)
+	}
+}
+
+// A config file reached through a tree the sandbox can write gives no identity: a link
+// an earlier command planted there (attack review 20, F1) would make the launcher read
+// a file the sandbox cannot; a file outside such trees is read, through links too. A
+// value longer than identMax is no identity (F2: an E2BIG at the command's execve).
+func TestGitIdentityNotThroughWritable(t *testing.T) {
+	base := t.TempDir()
+	home, ws, secret := filepath.Join(base, "home"), filepath.Join(base, "ws"), filepath.Join(base, "secret")
+	for _, d := range []string{home, ws, secret, filepath.Join(ws, "xdg", "git"), filepath.Join(home, "dotfiles")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, text string) {
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(secret, "cfg"), "[user]\n\tname = root-only\n")
+	write(filepath.Join(home, "dotfiles", "gitconfig"), "[user]\n\tname = Host User\n")
+	if err := os.Symlink(filepath.Join(home, "dotfiles", "gitconfig"), filepath.Join(home, ".gitconfig")); err != nil {
+		t.Fatal(err)
+	}
+	// planted: $XDG_CONFIG_HOME/git/config, in the workspace, a link to the secret
+	if err := os.Symlink(filepath.Join(secret, "cfg"), filepath.Join(ws, "xdg", "git", "config")); err != nil {
+		t.Fatal(err)
+	}
+	xdg := filepath.Join(ws, "xdg")
+	if n, _ := GitIdentity(home, xdg, []string{ws}); n != "Host User" {
+		t.Errorf("name %q: want the home's (a dotfiles link outside the writable trees is followed), never the planted link's", n)
+	}
+	if n, _ := GitIdentity(home, xdg, nil); n != "Host User" && n != "root-only" {
+		t.Errorf("without writable trees: name %q", n)
+	}
+	// a writable directory on the way: ~/.config a link into the workspace
+	if err := os.Symlink(filepath.Join(ws, "xdg"), filepath.Join(home, ".config")); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(home, ".gitconfig"))
+	if n, _ := GitIdentity(home, "", []string{ws}); n != "" {
+		t.Errorf("~/.config through the workspace: name %q, want none", n)
+	}
+	if !throughWritable(filepath.Join(home, ".config", "git", "config"), []string{ws}) ||
+		throughWritable(filepath.Join(home, "dotfiles", "gitconfig"), []string{ws}) {
+		t.Error("throughWritable: wrong on the link into the workspace or the plain file")
+	}
+	long := strings.Repeat("n", identMax+1)
+	if cleanIdent(long) != "" || cleanIdent(long[:identMax]) == "" {
+		t.Errorf("identMax: a value of %d bytes must be none, one of %d kept", identMax+1, identMax)
 	}
 }

@@ -21,10 +21,13 @@ const gitConfigMax = 1 << 20
 // would take it from their global config files (git-config(1), FILES) without
 // includes: home/.config/git/config, xdg/git/config when xdg (the caller's
 // $XDG_CONFIG_HOME) is an absolute path, then home/.gitconfig, a later file's value
-// winning. A file that is missing, unreadable, not a regular file, larger than 1 MiB
-// or that does not parse (gitConfigIdent) gives nothing; a value that is empty or holds
-// a control character is none. The files are read as the calling process.
-func GitIdentity(home, xdg string) (name, email string) {
+// winning. A file that is missing, unreadable, not a regular file, larger than 1 MiB,
+// that does not parse (gitConfigIdent), or whose path leads through one of writable
+// (host trees the sandbox can write: a link planted there by an earlier command would
+// make this process, root for a root caller, read a file the sandbox cannot) gives
+// nothing; a value that is empty, longer than identMax bytes or holds a control
+// character is none. The files are read as the calling process.
+func GitIdentity(home, xdg string, writable []string) (name, email string) {
 	if !filepath.IsAbs(home) {
 		return "", ""
 	}
@@ -36,6 +39,9 @@ func GitIdentity(home, xdg string) (name, email string) {
 	}
 	files = append(files, filepath.Join(home, ".gitconfig"))
 	for _, f := range files {
+		if throughWritable(f, writable) {
+			continue
+		}
 		b, err := readSmallFile(f, gitConfigMax)
 		if err != nil {
 			continue
@@ -80,9 +86,17 @@ func readSmallFile(path string, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// identMax is the longest name or email taken: a longer one is no identity (an
+// environment string over 128 KiB fails the command's execve with E2BIG).
+const identMax = 1024
+
 // cleanIdent is v, or "" when v holds a control character (git takes the variable's
-// value as the name; a newline or escape sequence there is not an identity).
+// value as the name; a newline or escape sequence there is not an identity) or is
+// longer than identMax.
 func cleanIdent(v string) string {
+	if len(v) > identMax {
+		return ""
+	}
 	for _, r := range v {
 		if r < 0x20 || r == 0x7f {
 			return ""
@@ -293,14 +307,14 @@ func (p *configScanner) value() (string, bool) {
 // gitIdentEnv is the caller's git identity (GitIdentity of h's home and
 // $XDG_CONFIG_HOME) as GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and
 // GIT_COMMITTER_EMAIL, KEY=VALUE, each only when its value was found.
-func gitIdentEnv(h Host) []string {
+func gitIdentEnv(h Host, writable []string) []string {
 	xdg := ""
 	for _, kv := range h.Environ {
 		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
 			xdg = v
 		}
 	}
-	name, email := GitIdentity(h.Home, xdg)
+	name, email := GitIdentity(h.Home, xdg, writable)
 	var env []string
 	for i, k := range gitIdentVars {
 		v := name
@@ -318,3 +332,42 @@ func gitIdentEnv(h Host) []string {
 // (a policy's or flag's value of the same variable replaces it); nil under git:
 // readonly or when the caller's git config names none. For `gosbx policy show`.
 func (p *Policy) GitIdentityEnv() []string { return slices.Clone(p.Environment.gitIdent) }
+
+// throughWritable reports whether path, or any directory on the way to it, is (once
+// its symlinks are resolved) in one of the trees writable: there a command could have
+// put a link or the file itself. Each prefix is resolved on its own, so a link planted
+// in a writable tree is seen where it lies, whatever it points at; a prefix that does
+// not resolve is passed over (its parent is still looked at).
+func throughWritable(path string, writable []string) bool {
+	var trees []string
+	for _, w := range writable {
+		if w == "" {
+			continue
+		}
+		trees = append(trees, filepath.Clean(w))
+		if r, err := filepath.EvalSymlinks(w); err == nil {
+			trees = append(trees, r)
+		}
+	}
+	in := func(p string) bool {
+		for _, t := range trees {
+			if p == t || strings.HasPrefix(p, t+"/") || t == "/" {
+				return true
+			}
+		}
+		return false
+	}
+	path = filepath.Clean(path)
+	if in(path) {
+		return true
+	}
+	for prefix := path; ; prefix = filepath.Dir(prefix) {
+		r, err := filepath.EvalSymlinks(prefix)
+		if err == nil && in(r) {
+			return true
+		}
+		if prefix == "/" || prefix == "." {
+			return false
+		}
+	}
+}
