@@ -145,16 +145,17 @@ func sendOn(pid int, sig unix.Signal) {
 // sizeofSiginfo is the size of struct signalfd_siginfo (signalfd(2)).
 const sizeofSiginfo = int(unsafe.Sizeof(unix.SignalfdSiginfo{}))
 
-// initProcs is the init's GOMAXPROCS setting: 2 for a session's init, whose requests,
-// reaper and egress run side by side; 1 for an init of one command (one-shot or
-// pooled), whose main thread does its work and waits on its own (reap): the runtime
-// then starts fewer threads and touches less memory (USS under 1 MiB).
-func initProcs(session bool) string {
-	if session {
-		return "GOMAXPROCS=2"
-	}
-	return "GOMAXPROCS=1"
-}
+// initProcs is the init's GOMAXPROCS setting while it builds the sandbox: 1. An init of
+// one command (one-shot or pooled) keeps it: its main thread does its work and waits on
+// its own (reap), so the runtime starts fewer threads and touches less memory (USS under
+// 1 MiB). A session's init raises it to sessionProcs once built (serveSession): its
+// setup's allocations then went to one P's spans, not two (0.08-0.1 MiB less an idle
+// session, docs/decisions.md "Memory: idle sessions").
+func initProcs() string { return "GOMAXPROCS=1" }
+
+// sessionProcs is a session's init's GOMAXPROCS once it serves requests: its requests,
+// reaper and egress run side by side.
+const sessionProcs = 2
 
 // goAhead is the life pipe's go-ahead for c's init (protocol.go): lifeGo when the exec
 // report is to be acknowledged, because an Events callback reads the command's host pid

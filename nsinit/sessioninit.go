@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -86,6 +87,7 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	// From here commands may run: should the owner die, the reaper cleans up after them.
 	forked.Store(true)
 	si := &sessionInit{s: s, live: map[int]syncWriter{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}
+	runtime.GOMAXPROCS(sessionProcs) // built at one P (initProcs)
 	go si.reap()
 	go func() {
 		for range sigc { // the owner speaks on fd 3; signals to pid 1 are not forwarded
