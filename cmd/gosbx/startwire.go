@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"reflect"
 	"sync"
 
@@ -76,4 +79,32 @@ func lazyNotFound(b json.RawMessage) func() policy.NotFoundContext {
 		}
 		return c
 	})
+}
+
+// maxStartData bounds the start data's length as read (a config of thousands of binds
+// is ~1 MiB).
+const maxStartData = 64 << 20
+
+// framed is b behind its length (8 bytes, little-endian): the supervisor reads it into
+// one buffer of that size (readFramed), where a json.Decoder's doubling buffer left
+// ~30 KiB of garbage in a process that is never collected.
+func framed(b []byte) []byte {
+	return append(binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(b)), uint64(len(b))), b...)
+}
+
+// readFramed reads what framed wrote. Errors: a short read, a length over maxStartData.
+func readFramed(r io.Reader) ([]byte, error) {
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, fmt.Errorf("read the start data's length: %w", err)
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > maxStartData {
+		return nil, fmt.Errorf("start data of %d bytes: over %d", size, maxStartData)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("read the start data (%d bytes): %w", size, err)
+	}
+	return b, nil
 }

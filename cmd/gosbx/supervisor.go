@@ -117,8 +117,12 @@ func startWire(sd *startData) (*startData, error) {
 
 // readStartData decodes the start data from r, and its config from Init and Launch.
 func readStartData(r io.Reader) (*startData, error) {
+	b, err := readFramed(r)
+	if err != nil {
+		return nil, err
+	}
 	var sd startData
-	if err := json.NewDecoder(r).Decode(&sd); err != nil {
+	if err := json.Unmarshal(b, &sd); err != nil {
 		return nil, err
 	}
 	if sd.Init == nil || sd.Launch == nil {
@@ -742,7 +746,7 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 		readyR.Close()
 		return fmt.Errorf("start the supervisor: %w", err)
 	}
-	go func() { cfgW.Write(b); cfgW.Close() }()
+	go func() { cfgW.Write(framed(b)); cfgW.Close() }()
 	ans, _ := io.ReadAll(readyR)
 	switch {
 	case len(ans) > 0 && ans[0] == '0':

@@ -58,7 +58,7 @@ func TestStartDataConfig(t *testing.T) {
 			if bytes.Contains(b, []byte(`"seccomp"`)) || bytes.Contains(b, []byte("SCMP_ACT")) {
 				t.Fatalf("the filter's source is in the start data: %.300s", b)
 			}
-			got, err := readStartData(bytes.NewReader(b))
+			got, err := readStartData(bytes.NewReader(framed(b)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,8 +80,11 @@ func TestStartDataConfig(t *testing.T) {
 			}
 		})
 	}
-	if _, err := readStartData(bytes.NewReader([]byte(`{"Name":"s"}`))); err == nil {
+	if _, err := readStartData(bytes.NewReader(framed([]byte(`{"Name":"s"}`)))); err == nil {
 		t.Fatal("start data without a config accepted")
+	}
+	if _, err := readStartData(bytes.NewReader(framed([]byte(`{"Name":"s"}`))[:10])); err == nil {
+		t.Fatal("short start data accepted")
 	}
 }
 
