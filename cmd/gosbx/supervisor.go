@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/memtrim"
 	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
@@ -211,8 +211,15 @@ func superviseMain() int {
 	os.Remove(files.Sock)
 	os.Remove(files.Ended)
 	// Ends from a signal are orderly: the sandbox stopped, its files removed.
+	// Caught by sigpipe, not os/signal, whose thread parked in signal_recv an idle
+	// session would keep (docs/decisions.md, "Memory: idle sessions").
+	sigf, err := sigpipe.Catch(unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	if err != nil {
+		session.Remove(files)
+		return fail(err)
+	}
 	sigc := make(chan os.Signal, 4)
-	signal.Notify(sigc, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	go readSignals(sigf, sigc)
 	userNS, err := os.Readlink("/proc/self/ns/user")
 	if err != nil {
 		session.Remove(files)
