@@ -40,9 +40,26 @@ func TestLockFileGroups(t *testing.T) {
 			t.Fatalf("lockFileGroups = %q, want %q", got, want)
 		}
 	}
+	// past listedMax groups: each still once
+	for i := range 3 * listedMax {
+		mk(t, filepath.Join(dir, fmt.Sprintf("gosbx-%03d", i)))
+		mk(t, filepath.Join(dir, fmt.Sprintf("record.gosbx-%03d", i)))
+	}
+	many, err := lockFileGroups(dfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(many)
+	if len(many) != 4+3*listedMax || len(slices.Compact(slices.Clone(many))) != len(many) {
+		t.Fatalf("lockFileGroups of %d groups under two names each: %d names, %q", 4+3*listedMax, len(many), many)
+	}
+	for _, n := range []string{"gosbx-000", "record.gosbx-000"} {
+		os.Remove(filepath.Join(dir, n))
+	}
 	allocs := testing.AllocsPerRun(5, func() { lockFileGroups(dfd) })
-	if allocs > 12 {
-		t.Errorf("lockFileGroups of %d entries: %.0f allocations, want ≤ 12 (one buffer, the four names and their slice)", 1507, allocs)
+	// one a group's name, not one an entry: 1,500 markers cost none
+	if groups := 3 + 3*listedMax - 1; allocs > float64(groups+24) {
+		t.Errorf("lockFileGroups of 1,500 markers and %d groups: %.0f allocations, want ≤ %d (one buffer, a string a group, their slice and map)", groups, allocs, groups+24)
 	}
 }
 

@@ -188,6 +188,7 @@ func lockFileGroups(dfd int) ([]string, error) {
 		return nil, err
 	}
 	var out []string
+	var seen map[string]bool // once out has listedMax names
 	buf := make([]byte, 8192)
 	for {
 		n, err := unix.Getdents(dfd, buf)
@@ -212,16 +213,29 @@ func lockFileGroups(dfd int) ([]string, error) {
 				name = name[:i]
 			}
 			name = bytes.TrimPrefix(name, []byte(recordPrefix))
-			if bytes.HasPrefix(name, []byte("gosbx-")) && !listed(out, name) {
+			if bytes.HasPrefix(name, []byte("gosbx-")) && !seen[string(name)] && !listed(out, name, seen) {
 				out = append(out, string(name))
+				if seen != nil {
+					seen[out[len(out)-1]] = true
+				} else if len(out) == listedMax {
+					// many groups alive at once: a map from here on, not a scan per name
+					seen = make(map[string]bool, 2*listedMax)
+					for _, g := range out {
+						seen[g] = true
+					}
+				}
 			}
 			b = b[reclen:]
 		}
 	}
 }
 
-// listed reports whether name is among names (no string made of it).
-func listed(names []string, name []byte) bool {
+// listed reports whether name is among names (no string made of it), by a scan while
+// there is no map seen of them.
+func listed(names []string, name []byte, seen map[string]bool) bool {
+	if seen != nil {
+		return false // seen was asked
+	}
 	for _, n := range names {
 		if n == string(name) {
 			return true
@@ -229,6 +243,9 @@ func listed(names []string, name []byte) bool {
 	}
 	return false
 }
+
+// listedMax is how many names lockFileGroups compares a name with before it keeps a map.
+const listedMax = 32
 
 // direntName is the offset of d_name in struct linux_dirent64 (getdents64(2)).
 const direntName = 19
