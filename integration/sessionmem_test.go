@@ -10,10 +10,10 @@ import (
 
 // idleSessionBudgetKiB bounds what an idle session keeps resident and anonymous on
 // the host (supervisor, init, the commands' pid 1), KiB, once it has answered ten
-// `session ls`: 2180-2250 KiB measured on this branch (root and uid 65534, shared
-// 2-core VM), 2540-2780 on the main it started from. docs/decisions.md, "Memory: idle
-// sessions"; issue 20's target is 2 MiB.
-const idleSessionBudgetKiB = 2400
+// `session ls`: 1992-2092 KiB measured on this branch (uid 65534, root; shared 2-core
+// VM), 2424-2584 on main 2de37b3 and 2540-2904 on a0112a4. docs/decisions.md, "Memory:
+// idle sessions"; issue 20's target is 2 MiB.
+const idleSessionBudgetKiB = 2300
 
 // TestSessionIdleMemory: a fresh session that has answered ten info requests (what
 // `session start` and `session ls` ask every running session) keeps at most

@@ -144,17 +144,15 @@ func sendOn(pid int, sig unix.Signal) {
 // sizeofSiginfo is the size of struct signalfd_siginfo (signalfd(2)).
 const sizeofSiginfo = int(unsafe.Sizeof(unix.SignalfdSiginfo{}))
 
-// initProcs is the init's GOMAXPROCS setting while it builds the sandbox: 1. An init of
-// one command (one-shot or pooled) keeps it: its main thread does its work and waits on
-// its own (reap), so the runtime starts fewer threads and touches less memory (USS under
-// 1 MiB). A session's init raises it to sessionProcs once built (serveSession): its
-// setup's allocations then went to one P's spans, not two (0.08-0.1 MiB less an idle
-// session, docs/decisions.md "Memory: idle sessions").
-func initProcs() string { return "GOMAXPROCS=1" }
-
-// sessionProcs is a session's init's GOMAXPROCS once it serves requests: its requests,
-// reaper and egress run side by side.
-const sessionProcs = 2
+// initProcs is the init's GOMAXPROCS setting, 1: an init of one command (one-shot or
+// pooled) does its work and waits on its own thread (reap), and the runtime then starts
+// fewer threads and touches less memory (USS under 1 MiB). A session's init too: at 2
+// its runtime's monitor thread (sysmon) polled every 20 µs while one P sat in a system
+// call and the other was idle, which was most of each command's run, 0.4 ms of CPU a
+// command; its request loop waits in the netpoller (readFrameOn), so the reaper has
+// the one P when a command exits (docs/decisions.md, "Speed, eighth attempt: the
+// session path").
+const initProcs = "GOMAXPROCS=1"
 
 // goAhead is the life pipe's go-ahead for c's init (protocol.go): lifeGo when the exec
 // report is to be acknowledged, because an Events callback reads the command's host pid

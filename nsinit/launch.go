@@ -150,9 +150,8 @@ func launchInit(p cloneParams, stdio *stdioCopy) (_ *initLaunch, step string, er
 	if err = fault.Check("clone"); err == nil {
 		attr := &syscall.ProcAttr{
 			// GOMAXPROCS bounds the init's runtime threads, which count against the
-			// pids limit (SetupPids), on a host of any size; one P while it builds
-			// the sandbox (initProcs; a session's init takes two once built).
-			Env: append(fault.Env(), initProcs()),
+			// pids limit (SetupPids), on a host of any size (initProcs).
+			Env: append(fault.Env(), initProcs),
 			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), setupW.Fd(),
 				specR.Fd(), syncW.Fd(), lifeR.Fd(), uintptr(stdio.fds[2])},
 			Sys: p.sys,

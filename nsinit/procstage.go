@@ -119,7 +119,10 @@ func ptr[T any](v *T) uintptr { return uintptr(unsafe.Pointer(v)) }
 // set (caps), the seccomp filter (last: a denied call would stop what follows), and
 // execve(2) of path. It takes ownership of dir. Errors name a malformed rlimit.
 func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path string) (*procPlan, error) {
-	p := &procPlan{path: path, dir: dir, filter: filter}
+	// room for every step and call (≈ 70 with the bounding set's 41): a session's init
+	// plans each command anew, and growing the slices was a third of it
+	p := &procPlan{path: path, dir: dir, filter: filter,
+		steps: make([]string, 0, 24), ops: make([]procOp, 0, 40+lastCap()+len(redirected)+len(proc.Rlimits))}
 	var err error
 	if p.pathp, err = unix.BytePtrFromString(path); err != nil {
 		return nil, &stepError{"exec", fmt.Errorf("path %q: %w", path, err)}

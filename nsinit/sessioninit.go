@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -91,7 +90,6 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	// From here commands may run: should the owner die, the reaper cleans up after them.
 	forked.Store(true)
 	si := &sessionInit{s: s, live: map[int]syncWriter{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}
-	runtime.GOMAXPROCS(sessionProcs) // built at one P (initProcs)
 	go si.reap()
 	go func() {
 		var buf [64]byte
@@ -101,9 +99,14 @@ func serveSession(s *sandboxInit, w syncWriter) {
 			}
 		}
 	}()
+	// The requests are waited for in the netpoller (readFrameOn): a thread blocked in
+	// recvmsg would hold the runtime's one P (initProcs) in a system call, and the
+	// reaper, woken by a command's exit, would wait for the monitor thread to take it
+	// back. In blocking reads if the netpoller cannot be had (only slower).
+	spec, _ := pollableSocket(specFd)
 	w.send(message{Type: msgReady})
 	for {
-		body, fds, err := readFrame(specFd, 4)
+		body, fds, err := readFrameOn(specFd, spec, 4)
 		if err != nil || len(body) == 0 {
 			closeFds(fds)
 			// The owner is gone (it closes the socket only once this init is dead): the
