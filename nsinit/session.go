@@ -148,9 +148,10 @@ func (s *Session) Processes() int {
 // in bytes (the sum of their RSS, /proc/PID/statm).
 func (s *Session) Memory() int64 {
 	var sum int64
-	buf := make([]byte, 256)
+	buf := procBufs.Get().(*[procBuf]byte)
+	defer procBufs.Put(buf)
 	for _, p := range append(descendants(s.c.init.pid), s.c.init.pid) {
-		sum += residentBytes(p, buf)
+		sum += residentBytes(p, buf[:])
 	}
 	return sum
 }
