@@ -10,7 +10,7 @@ import (
 
 // idleSessionBudgetKiB bounds what an idle session keeps resident and anonymous on
 // the host (supervisor, init, the commands' pid 1), KiB, once it has answered ten
-// `session ls`: 1992-2092 KiB measured on this branch (uid 65534, root; shared 2-core
+// `session ls`: 1920-2024 KiB measured on this branch (uid 65534, root; shared 2-core
 // VM), 2424-2584 on main 2de37b3 and 2540-2904 on a0112a4. docs/decisions.md, "Memory:
 // idle sessions"; issue 20's target is 2 MiB.
 const idleSessionBudgetKiB = 2300
