@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -156,6 +157,10 @@ func (s *Session) Memory() int64 {
 	return sum
 }
 
+// sessionSyncBuf is the read buffer of a session command's reports (bufio reads a
+// longer frame through it in turns).
+const sessionSyncBuf = 256
+
 // descendants lists the host pids of every descendant of pid.
 func descendants(pid int) []int {
 	out, _ := descendantsWithin(pid, math.MaxInt)
@@ -295,7 +300,9 @@ func (c *Cmd) startInSession() error {
 			c.pty = os.NewFile(uintptr(fds[0]), "pty")
 		}
 	}
-	c.sync = newSyncReader(mine)
+	// a small buffer: a session command's reports are a few short frames, and a
+	// 4 KiB one per command was what a request left most in the supervisor
+	c.sync = &syncReader{r: bufio.NewReaderSize(mine, sessionSyncBuf)}
 	c.startTimer()
 	m, ok := c.sync.next() // a session's init sends no msgForking
 	switch {
