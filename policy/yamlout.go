@@ -13,7 +13,7 @@ import (
 // the short forms of Bind and Tmpfs), keys sorted, indented by two spaces: what
 // `gosbx policy show` prints and Parse reads back. Numbers keep their JSON text (exact
 // integers); a string is plain when no YAML reader could take it for anything else
-// (a path, a name), else double-quoted with escapes for every control character.
+// (a path, a name, ".git"), else double-quoted with escapes for every control character.
 // Errors are from encoding/json.
 //
 // gosbx writes YAML itself: the YAML library it parses with (github.com/goccy/go-yaml)
@@ -123,9 +123,9 @@ func writeScalar(b *bytes.Buffer, v any) {
 	}
 }
 
-// writeString writes s plain when it starts with a letter or '/' and holds only
-// letters, digits and _ . / - (and is no boolean or null of any YAML version), else
-// double-quoted, every character outside printable ASCII and Unicode escaped.
+// writeString writes s plain when it starts with a letter, '/', '.' or '_' and holds
+// only letters, digits and _ . / - (and is no boolean, null, infinity or NaN of any YAML
+// version), else double-quoted, every control character escaped.
 func writeString(b *bytes.Buffer, s string) {
 	if plainSafe(s) {
 		b.WriteString(s)
@@ -156,8 +156,11 @@ func plainSafe(s string) bool {
 	if s == "" {
 		return false
 	}
-	if c := s[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '/') {
+	if c := s[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '/' || c == '.' || c == '_') {
 		return false
+	}
+	if s[0] == '.' && len(s) > 1 && s[1] >= '0' && s[1] <= '9' {
+		return false // ".5" is a number
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -166,7 +169,7 @@ func plainSafe(s string) bool {
 		}
 	}
 	switch strings.ToLower(s) {
-	case "true", "false", "null", "yes", "no", "on", "off", "y", "n":
+	case "true", "false", "null", "yes", "no", "on", "off", "y", "n", ".inf", ".nan":
 		return false
 	}
 	return true
