@@ -6,15 +6,26 @@ package lazy
 import "sync"
 
 // Value is a T computed by the first Get's f, concurrently safe (sync.Once); later Gets
-// return it without calling their f. A panic in f is not repeated: later Gets return
-// the zero T.
+// return it without calling their f. If f panicked, every Get panics with the same
+// value, as sync.OnceValue does (never a zero T taken for the answer).
 type Value[T any] struct {
 	once sync.Once
 	v    T
+	p    any // what f panicked with
 }
 
 // Get returns the value, computing it with f on the first call.
 func (l *Value[T]) Get(f func() T) T {
-	l.once.Do(func() { l.v = f() })
+	l.once.Do(func() {
+		defer func() {
+			if l.p = recover(); l.p != nil {
+				panic(l.p)
+			}
+		}()
+		l.v = f()
+	})
+	if l.p != nil {
+		panic(l.p)
+	}
 	return l.v
 }

@@ -32,3 +32,19 @@ func TestValueNoInitAlloc(t *testing.T) {
 		t.Errorf("a zero Value allocates %v times", n)
 	}
 }
+
+// TestValuePanicRepeated: a panic in f is every Get's, not a zero value for the later
+// ones.
+func TestValuePanicRepeated(t *testing.T) {
+	var l Value[int]
+	for i := range 2 {
+		func() {
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Errorf("Get %d: recovered %v; want boom", i, r)
+				}
+			}()
+			l.Get(func() int { panic("boom") })
+		}()
+	}
+}
