@@ -90,7 +90,12 @@ func Parse(data []byte, name string) (*Policy, error) {
 		if errors.As(err, &le) {
 			return nil, &FileError{File: name, Line: le.line, Reason: le.msg}
 		}
-		return nil, &FileError{File: name, Line: 1, Reason: err.Error()}
+		reason := cleanYAMLError(err.Error())
+		line := yamlLine(err.Error())
+		if yamlParserProblem(reason) {
+			line++ // go.yaml.in/yaml/v3 reports a parser error's 0-based line
+		}
+		return nil, &FileError{File: name, Line: line, Reason: reason}
 	}
 	if raw == nil {
 		raw = map[string]any{}
@@ -283,6 +288,49 @@ func suggest(k string, names []string) string {
 		}
 	}
 	return ""
+}
+
+// yamlLine extracts "line N" from a YAML parser error.
+func yamlLine(msg string) int {
+	i := strings.Index(msg, "line ")
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range msg[i+5:] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func cleanYAMLError(msg string) string {
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if i := strings.Index(msg, "line "); i == 0 {
+		if j := strings.Index(msg, ": "); j > 0 {
+			msg = msg[j+2:]
+		}
+	}
+	return msg
+}
+
+// yamlParserProblem reports whether msg is one of the parser's (not the scanner's)
+// problems in go.yaml.in/yaml/v3 (parserc.go): the library reports those at the
+// 0-based line of their mark ("line 3" for the fourth line, no line for the first),
+// the scanner's at the 1-based one.
+func yamlParserProblem(msg string) bool {
+	switch msg {
+	case "did not find expected <stream-start>", "did not find expected <document start>",
+		"found undefined tag handle", "did not find expected node content",
+		"did not find expected '-' indicator", "did not find expected key",
+		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"found duplicate %YAML directive", "found incompatible YAML document",
+		"found duplicate %TAG directive":
+		return true
+	}
+	return false
 }
 
 // policyLinks refuses a policy file with more than one hard link on the file system of
