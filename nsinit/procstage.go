@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/lazy"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -260,7 +260,7 @@ func (p *procPlan) sendKept(s, sock int, b byte, what string) {
 func parseRlimits(rl []specs.POSIXRlimit) ([]int, error) {
 	res := make([]int, len(rl))
 	for i, r := range rl {
-		n, ok := rlimitNames[r.Type]
+		n, ok := rlimitResource(r.Type)
 		if !ok {
 			return nil, fmt.Errorf("unknown rlimit %q", r.Type)
 		}
@@ -413,7 +413,9 @@ func describeOp(op procOp) string {
 }
 
 // lastCap is caps.LastCap, probed once per process.
-var lastCap = sync.OnceValue(caps.LastCap)
+func lastCap() int { return lastCapOnce.Get(caps.LastCap) }
+
+var lastCapOnce lazy.Value[int]
 
 func readFull(fd int, b []byte) (int, error) {
 	n := 0
