@@ -1,9 +1,12 @@
 package cgroup
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -172,20 +175,80 @@ const recordPrefix = "record."
 // recordName is the second name of the lock file of the group name.
 func recordName(name string) string { return recordPrefix + name }
 
-// lockFileGroups lists the groups that have a lock file among the lock directory's
-// entries names, under either of its names, once each.
-func lockFileGroups(names []string) []string {
-	seen := map[string]bool{}
+// lockFileGroups lists the groups that have a lock file in the lock directory dfd
+// (read from its start), under either of its names, once each. The entries are read
+// with getdents64(2) into one buffer and judged in place: only a group's name becomes a
+// string. The directory also holds a marker per set of parents swept (sweptMarker: a
+// thousand here after a day of tests) and every launch reads it (sweepNeeded), so a
+// string per entry was ~110 KiB of garbage a launch, which an idle session's supervisor
+// keeps for its life (no collection runs below a 4 MiB heap; docs/decisions.md,
+// "Memory: idle sessions"). Errors are lseek's and getdents64's.
+func lockFileGroups(dfd int) ([]string, error) {
+	if _, err := unix.Seek(dfd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, n := range names {
-		g := strings.TrimPrefix(n, recordPrefix)
-		if strings.HasPrefix(g, "gosbx-") && !seen[g] {
-			seen[g] = true
-			out = append(out, g)
+	var seen map[string]bool // once out has listedMax names
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.Getdents(dfd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for b := buf[:n]; len(b) >= direntName; {
+			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8,
+			// d_name NUL-terminated
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < direntName || reclen > len(b) {
+				return nil, fmt.Errorf("getdents64: a record of %d bytes", reclen)
+			}
+			name := b[direntName:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			name = bytes.TrimPrefix(name, []byte(recordPrefix))
+			if bytes.HasPrefix(name, []byte("gosbx-")) && !seen[string(name)] && !listed(out, name, seen) {
+				out = append(out, string(name))
+				if seen != nil {
+					seen[out[len(out)-1]] = true
+				} else if len(out) == listedMax {
+					// many groups alive at once: a map from here on, not a scan per name
+					seen = make(map[string]bool, 2*listedMax)
+					for _, g := range out {
+						seen[g] = true
+					}
+				}
+			}
+			b = b[reclen:]
 		}
 	}
-	return out
 }
+
+// listed reports whether name is among names (no string made of it), by a scan while
+// there is no map seen of them.
+func listed(names []string, name []byte, seen map[string]bool) bool {
+	if seen != nil {
+		return false // seen was asked
+	}
+	for _, n := range names {
+		if n == string(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// listedMax is how many names lockFileGroups compares a name with before it keeps a map.
+const listedMax = 32
+
+// direntName is the offset of d_name in struct linux_dirent64 (getdents64(2)).
+const direntName = 19
 
 // openLockFile opens the lock file of the group name in the lock directory dfd by its
 // second name, or by its first when that is gone (an older gosbx's file has only the
@@ -325,11 +388,11 @@ func sweepOwnerLocks(parents []string, kind Kind) {
 		return
 	}
 	defer unix.Close(dfd)
-	names, err := readNames(dfd)
+	names, err := lockFileGroups(dfd)
 	if err != nil {
 		return
 	}
-	for _, name := range lockFileGroups(names) {
+	for _, name := range names {
 		fd, err := openLockFile(dfd, name)
 		if err != nil {
 			continue
@@ -351,17 +414,6 @@ func sweepOwnerLocks(parents []string, kind Kind) {
 		}
 		unix.Close(fd)
 	}
-}
-
-// readNames lists the directory fd's entries.
-func readNames(fd int) ([]string, error) {
-	d, err := unix.Dup(fd)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(d), "")
-	defer f.Close()
-	return f.Readdirnames(-1)
 }
 
 // legacyName reports whether name is gosbx-<pid>-<seq>-<time>, as gosbx named groups

@@ -57,11 +57,11 @@ func sweepNeeded(parents []string) bool {
 	if unix.Fstatat(dfd, sweptMarker(parents), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return true // a marker that is not a regular file is replaced by markSwept
 	}
-	names, err := readNames(dfd)
+	names, err := lockFileGroups(dfd)
 	if err != nil {
 		return true
 	}
-	for _, name := range lockFileGroups(names) {
+	for _, name := range names {
 		fd, err := openLockFile(dfd, name)
 		if errors.Is(err, unix.ENOENT) {
 			continue // released meanwhile (its group is gone), or no lock file

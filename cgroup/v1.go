@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -523,15 +524,44 @@ func removeDirV1(dir string) {
 	}
 }
 
-// eventCount reads the count of key in a cgroup events file ("max 3").
+// eventCount reads the count of key in a cgroup events file ("max 3"). Read into a
+// buffer on the stack: a session's supervisor reads three or four of these files after
+// every command, and os.ReadFile's file, stat and buffer were ~6 KiB of garbage a
+// command that it keeps (no collection below a 4 MiB heap; docs/decisions.md, "Memory:
+// idle sessions"). A file larger than the buffer is read with os.ReadFile.
 func eventCount(file, key string) int64 {
-	b, err := os.ReadFile(file)
+	var buf [1024]byte
+	fd, err := unix.Open(file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			break
+		}
+		n += m
+	}
+	unix.Close(fd)
+	b := buf[:n]
+	if n == len(buf) {
+		if b, err = os.ReadFile(file); err != nil {
+			return 0
+		}
+	}
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if k, v, ok := bytes.Cut(line, []byte(" ")); ok && string(k) == key {
+			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
 			return n
 		}
 	}

@@ -378,4 +378,13 @@ func TestEventCount(t *testing.T) {
 	if n := eventCount(f+"-missing", "max"); n != 0 {
 		t.Errorf("missing file = %d", n)
 	}
+	if a := testing.AllocsPerRun(10, func() { eventCount(f, "other") }); a > 3 {
+		t.Errorf("eventCount: %.0f allocations a read, want ≤ 3 (the path, no file's)", a)
+	}
+	// past the stack buffer, the key on the last line without a newline
+	big := filepath.Join(t.TempDir(), "cpu.stat")
+	os.WriteFile(big, []byte(strings.Repeat("pad 1\n", 300)+"user_usec 77"), 0o644)
+	if n := eventCount(big, "user_usec"); n != 77 {
+		t.Errorf("user_usec past 1 KiB = %d; want 77", n)
+	}
 }

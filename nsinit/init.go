@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/shown"
+	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -43,18 +44,19 @@ func Init() {
 	// Made here, not at package init: every start of a program that links nsinit
 	// (each gosbx command) paid for them.
 	launcherGone = make(chan struct{})
-	sigc = make(chan os.Signal, 64)
 	notified = make(chan struct{})
 	session := false
 	for _, a := range os.Args[1:] {
 		session = session || a == sessionArg
 	}
 	if session {
-		// Done beside the setup (each signal.Notify is a handshake with the runtime's
-		// signal thread), waited for before the first command is forked. A session
-		// keeps os/signal (initsig.go).
+		// Done beside the setup, waited for before the first command is forked
+		// (awaitGoAhead). A session's init drops the signals sent to it (its owner
+		// speaks on fd 3): caught by internal/sigpipe and drained (serveSession), not
+		// with os/signal, whose thread parked in signal_recv an idle session would keep
+		// (docs/decisions.md, "Memory: idle sessions").
 		go func() {
-			signal.Notify(sigc, append(forwarded, unix.SIGABRT)...)
+			sessionSigs, sessionSigsErr = sigpipe.Catch(initSignals[:]...)
 			signal.Ignore(fatalFromUser...)
 			close(notified)
 		}()
@@ -209,7 +211,7 @@ var forwarded = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT
 
 // The Go runtime exits or crashes on these when another process sends them (kill(2))
 // and nothing handles them; the others it ignores (runtime/sigtab_linux_generic.go).
-// A session's init handles SIGABRT (channel sigc) and ignores the rest of them during
+// A session's init catches SIGABRT (sessionSigs) and ignores the rest of them during
 // its setup; a one-shot or pooled init catches SIGABRT (catchSignals) and drops the rest
 // when another process sent them (filterFaultSignals, initfault.go) until
 // defaultFaultSignals. signal.Ignore
@@ -238,12 +240,14 @@ func defaultFaultSignals() error {
 	return nil
 }
 
-// sigc receives a session init's signals once notified is closed (before the first
-// command starts); it drains them. notified is closed at once for other inits, whose
+// sessionSigs is the pipe a session init's signals are written to (sigpipe.Catch, or
+// its error in sessionSigsErr) once notified is closed (before the first command
+// starts); serveSession drains it. notified is closed at once for other inits, whose
 // signals wait on a signalfd (catchSignals).
 var (
-	sigc     chan os.Signal // made by Init, 64 deep
-	notified chan struct{}  // made by Init
+	sessionSigs    *os.File
+	sessionSigsErr error
+	notified       chan struct{} // made by Init
 )
 
 // readProcess reads a pooled init's process frame and makes the three descriptors sent

@@ -25,9 +25,8 @@ import (
 // sends the signal to the main thread (tgkill(2)), where it stays pending for the
 // signalfd. The others (SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM and the job-control
 // stops SIGTSTP, SIGTTIN, SIGTTOU) start blocked on every thread; the init unblocks them on all but the main one (initthreads.go), where they
-// take the same way. A session's init keeps os/signal (Init): its signals are drained by a
-// goroutine while its requests are served by others, and its one-off cost is paid once
-// per session, not per command.
+// take the same way. A session's init drops its signals: a handler of internal/sigpipe
+// writes them to a pipe its goroutine drains (Init, serveSession), on no thread of its own.
 
 // initSignals are the signals an init catches: those it forwards to the command
 // (forwarded) and SIGABRT, which it drops.

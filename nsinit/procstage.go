@@ -446,14 +446,21 @@ func readFull(fd int, b []byte) (int, error) {
 //go:norace
 //go:noinline
 func forkRun(p *procPlan, report int, holder bool) (int, syscall.Errno) {
-	p.stack = make([]byte, childStack)
 	p.reportFd, p.holder = report, holder
-	top := uintptr(unsafe.Pointer(&p.stack[len(p.stack)-1])) &^ 15
 	flags := uintptr(unix.CLONE_VM | unix.SIGCHLD)
 	if !holder {
 		flags |= unix.CLONE_VFORK
 	}
 	syscall.ForkLock.Lock()
+	if holder {
+		p.stack = make([]byte, childStack)
+	} else {
+		if commandStack == nil {
+			commandStack = make([]byte, childStack)
+		}
+		p.stack = commandStack
+	}
+	top := uintptr(unsafe.Pointer(&p.stack[len(p.stack)-1])) &^ 15
 	runtime_BeforeFork()
 	pid, errno := cloneVM(flags, top, p)
 	runtime_AfterFork()
@@ -463,6 +470,13 @@ func forkRun(p *procPlan, report int, holder bool) (int, syscall.Errno) {
 
 // childStack is the size of a forked child's stack: its calls are nosplit and shallow.
 const childStack = 32 << 10
+
+// commandStack is every command's child's stack, made at the first: a command's child
+// runs while its parent thread waits (CLONE_VFORK) and ForkLock is held, so no two use
+// it at once, and none once forkRun has returned. A stack per fork was 32 KiB of
+// garbage a command in a session's init, which keeps it (no collection below a 4 MiB
+// heap; docs/decisions.md, "Memory: idle sessions"). Guarded by syscall.ForkLock.
+var commandStack []byte
 
 // cloneVM is clone_amd64.s.
 func cloneVM(flags, stack uintptr, p *procPlan) (pid, errno uintptr)

@@ -1,12 +1,12 @@
 package nsinit
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,64 +149,22 @@ func (s *Session) Processes() int {
 // in bytes (the sum of their RSS, /proc/PID/statm).
 func (s *Session) Memory() int64 {
 	var sum int64
+	buf := procBufs.Get().(*[procBuf]byte)
+	defer procBufs.Put(buf)
 	for _, p := range append(descendants(s.c.init.pid), s.c.init.pid) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/statm")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) > 1 {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			sum += n * int64(os.Getpagesize())
-		}
+		sum += residentBytes(p, buf[:])
 	}
 	return sum
 }
+
+// sessionSyncBuf is the read buffer of a session command's reports (bufio reads a
+// longer frame through it in turns).
+const sessionSyncBuf = 256
 
 // descendants lists the host pids of every descendant of pid.
 func descendants(pid int) []int {
 	out, _ := descendantsWithin(pid, math.MaxInt)
 	return out
-}
-
-// descendantsWithin is descendants reading at most max entries of /proc (a thread's
-// entry and its children file each count one; a sandbox chooses how many threads it
-// has); used is how many it read, more than max when it stopped short.
-func descendantsWithin(pid, max int) (out []int, used int) {
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		dir := "/proc/" + strconv.Itoa(p) + "/task/"
-		d, err := os.Open(dir)
-		if err != nil {
-			continue
-		}
-		for {
-			tasks, err := d.Readdirnames(256) // a batch at a time: the listing counts too
-			for _, t := range tasks {
-				if used += 2; used > max {
-					d.Close()
-					return out, used
-				}
-				b, err := os.ReadFile(dir + t + "/children")
-				if err != nil {
-					continue
-				}
-				for _, f := range strings.Fields(string(b)) {
-					if n, err := strconv.Atoi(f); err == nil {
-						out = append(out, n)
-						queue = append(queue, n)
-					}
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		d.Close()
-	}
-	return out, used
 }
 
 // Close ends the session: SIGTERM to every process of the sandbox, SIGKILL to what is
@@ -342,7 +300,9 @@ func (c *Cmd) startInSession() error {
 			c.pty = os.NewFile(uintptr(fds[0]), "pty")
 		}
 	}
-	c.sync = newSyncReader(mine)
+	// a small buffer: a session command's reports are a few short frames, and a
+	// 4 KiB one per command was what a request left most in the supervisor
+	c.sync = &syncReader{r: bufio.NewReaderSize(mine, sessionSyncBuf)}
 	c.startTimer()
 	m, ok := c.sync.next() // a session's init sends no msgForking
 	switch {

@@ -78,7 +78,11 @@ func serveSession(s *sandboxInit, w syncWriter) {
 		reportInitError(w, err)
 	}
 	s.sys.awaitGoAhead()
-	if err := step("signal dispositions", s.sys.defaultSignals()); err != nil {
+	err := sessionSigsErr // the init's signals caught (Init)
+	if err == nil {
+		err = s.sys.defaultSignals()
+	}
+	if err := step("signal dispositions", err); err != nil {
 		reportInitError(w, err)
 	}
 	s.sys.restoreStderr() // set up: the init's fd 2 is its owner's stderr again, not the setup pipe
@@ -88,7 +92,11 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	si := &sessionInit{s: s, live: map[int]syncWriter{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}
 	go si.reap()
 	go func() {
-		for range sigc { // the owner speaks on fd 3; signals to pid 1 are not forwarded
+		var buf [64]byte
+		for { // the owner speaks on fd 3; signals to the init are not forwarded
+			if _, err := sessionSigs.Read(buf[:]); err != nil {
+				return
+			}
 		}
 	}()
 	// The requests are waited for in the netpoller (readFrameOn): a thread blocked in

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/memtrim"
 	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
@@ -51,8 +51,11 @@ type startData struct {
 	// request is refused while one has appeared since that no command made (repoGuard)
 	Protected policy.ProtectedScan
 	// NotFound explains a command's exit 127 as gosbx exec does, from the host as the
-	// session's start saw it (its PATH and HOME: those its binds were chosen from).
-	NotFound policy.NotFoundContext
+	// session's start saw it (its PATH and HOME: those its binds were chosen from). It
+	// travels as NotFoundJSON, decoded by the supervisor at the first exit 127 only
+	// (lazyNotFound).
+	NotFound     policy.NotFoundContext `json:"-"`
+	NotFoundJSON json.RawMessage        `json:",omitempty"`
 	// Init is config.Encode of Config: what the init is sent (the seccomp program
 	// among it, not its source, Linux.Seccomp, which the supervisor never reads).
 	Init []byte `json:",omitempty"`
@@ -67,7 +70,11 @@ type startData struct {
 // of objects; ~500 KiB of allocations that no collection frees in an idle process
 // (docs/decisions.md, "The launcher's memory").
 type launchFields struct {
-	Resources *specs.LinuxResources `json:",omitempty"`
+	// Resources travel as Res (resourceLimits: the limits gosbx sets, not the
+	// runtime-spec's whole resources tree, whose JSON field tables cost the supervisor
+	// 53 KiB)
+	Resources *specs.LinuxResources `json:"-"`
+	Res       *resourceLimits       `json:",omitempty"`
 	Limits    config.Limits
 	RootID    *config.RootID   `json:",omitempty"`
 	MakeDirs  []string         `json:",omitempty"`
@@ -78,12 +85,18 @@ type launchFields struct {
 }
 
 // startWire is sd as sent to the supervisor: Init and Launch set from its Config, the
-// filter's source left out (sd itself unchanged).
-func startWire(sd *startData) *startData {
+// filter's source left out, NotFoundJSON from NotFound (sd itself unchanged). Errors:
+// resources other than those resourceLimits carries; NotFound's encoding.
+func startWire(sd *startData) (*startData, error) {
 	out := *sd
+	nf, err := json.Marshal(sd.NotFound)
+	if err != nil {
+		return nil, fmt.Errorf("encode the session's not-found context: %w", err)
+	}
+	out.NotFoundJSON = nf
 	c := sd.Config
 	if c == nil {
-		return &out
+		return &out, nil
 	}
 	enc := *c
 	if c.Linux != nil {
@@ -94,16 +107,22 @@ func startWire(sd *startData) *startData {
 	out.Init = config.Encode(&enc)
 	out.Launch = &launchFields{Limits: c.Limits, RootID: c.RootID, MakeDirs: c.MakeDirs, Timeout: c.Timeout,
 		Egress: c.Egress, Publish: c.Publish, HostPorts: c.HostPorts}
-	if c.Linux != nil {
-		out.Launch.Resources = c.Linux.Resources
+	if c.Linux != nil && c.Linux.Resources != nil {
+		if out.Launch.Res, err = limitsOf(c.Linux.Resources); err != nil {
+			return nil, err
+		}
 	}
-	return &out
+	return &out, nil
 }
 
 // readStartData decodes the start data from r, and its config from Init and Launch.
 func readStartData(r io.Reader) (*startData, error) {
+	b, err := readFramed(r)
+	if err != nil {
+		return nil, err
+	}
 	var sd startData
-	if err := json.NewDecoder(r).Decode(&sd); err != nil {
+	if err := json.Unmarshal(b, &sd); err != nil {
 		return nil, err
 	}
 	if sd.Init == nil || sd.Launch == nil {
@@ -114,6 +133,9 @@ func readStartData(r io.Reader) (*startData, error) {
 		return nil, err
 	}
 	f := sd.Launch
+	if f.Res != nil {
+		f.Resources = f.Res.resources()
+	}
 	c.Limits, c.RootID, c.MakeDirs, c.Timeout, c.Egress, c.Publish, c.HostPorts =
 		f.Limits, f.RootID, f.MakeDirs, f.Timeout, f.Egress, f.Publish, f.HostPorts
 	if f.Resources != nil {
@@ -144,8 +166,8 @@ type supervisor struct {
 	userNS string
 	policy string
 	bounds policy.Bounds
-	// notFound is startData.NotFound (withNotFoundHint)
-	notFound policy.NotFoundContext
+	// notFound is startData.NotFound, decoded at its first use (withNotFoundHint)
+	notFound func() policy.NotFoundContext
 	// guard searches startData.Protected's trees around each command (repoGuard)
 	guard *repoGuard
 
@@ -189,8 +211,15 @@ func superviseMain() int {
 	os.Remove(files.Sock)
 	os.Remove(files.Ended)
 	// Ends from a signal are orderly: the sandbox stopped, its files removed.
+	// Caught by sigpipe, not os/signal, whose thread parked in signal_recv an idle
+	// session would keep (docs/decisions.md, "Memory: idle sessions").
+	sigf, err := sigpipe.Catch(unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	if err != nil {
+		session.Remove(files)
+		return fail(err)
+	}
 	sigc := make(chan os.Signal, 4)
-	signal.Notify(sigc, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	go readSignals(sigf, sigc)
 	userNS, err := os.Readlink("/proc/self/ns/user")
 	if err != nil {
 		session.Remove(files)
@@ -213,7 +242,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: sd.NotFound, guard: &repoGuard{name: sd.Name, scan: sd.Protected},
+	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), guard: &repoGuard{name: sd.Name, scan: sd.Protected},
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
@@ -684,7 +713,11 @@ func setEnv(env []string, key, kv string) []string {
 // and returns once the session is ready, or the error that stopped it (the supervisor
 // then has left nothing behind).
 func startSupervisor(sd *startData, ownerPidfd int) error {
-	b, err := json.Marshal(startWire(sd))
+	w, err := startWire(sd)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(w)
 	if err != nil {
 		return err
 	}
@@ -720,7 +753,7 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 		readyR.Close()
 		return fmt.Errorf("start the supervisor: %w", err)
 	}
-	go func() { cfgW.Write(b); cfgW.Close() }()
+	go func() { cfgW.Write(framed(b)); cfgW.Close() }()
 	ans, _ := io.ReadAll(readyR)
 	switch {
 	case len(ans) > 0 && ans[0] == '0':

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
@@ -29,6 +31,7 @@ func TestStartDataConfig(t *testing.T) {
 		h    policy.Host
 	}{
 		{"memory", policy.Options{Resources: policy.Resources{Memory: "64M"}}, host},
+		{"memory, swap, pids, cpus", policy.Options{Resources: policy.Resources{Memory: "64M", MemorySwap: "-1", Pids: 100, CPUs: 0.5}}, host},
 		{"egress", policy.Options{Net: policy.NetProxy, AllowHosts: []string{"pypi.org"}, Publish: []string{"8080:80"}}, host},
 		{"nobody, host network", policy.Options{Net: policy.NetHost}, nobody},
 	} {
@@ -39,8 +42,13 @@ func TestStartDataConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			before, _ := json.Marshal(cfg)
-			sd := &startData{Name: "s", Config: cfg, Policy: "p"}
-			b, err := json.Marshal(startWire(sd))
+			sd := &startData{Name: "s", Config: cfg, Policy: "p", NotFound: policy.NotFoundContext{Workspace: tc.o.Workspace, Home: "/home/u",
+				Host: policy.Host{UID: 1000, Homes: []string{"/home/u"}, Environ: []string{"PATH=/usr/bin"}}}}
+			w, err := startWire(sd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +58,7 @@ func TestStartDataConfig(t *testing.T) {
 			if bytes.Contains(b, []byte(`"seccomp"`)) || bytes.Contains(b, []byte("SCMP_ACT")) {
 				t.Fatalf("the filter's source is in the start data: %.300s", b)
 			}
-			got, err := readStartData(bytes.NewReader(b))
+			got, err := readStartData(bytes.NewReader(framed(b)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,13 +72,40 @@ func TestStartDataConfig(t *testing.T) {
 			if got.Name != "s" || got.Policy != "p" {
 				t.Fatalf("start data %+v", got)
 			}
+			if nf := lazyNotFound(got.NotFoundJSON)(); !reflect.DeepEqual(nf, sd.NotFound) {
+				t.Fatalf("the not-found context differs: %+v, want %+v", nf, sd.NotFound)
+			}
 			if err := got.Config.Validate(); err != nil {
 				t.Fatalf("the supervisor's config: %v", err)
 			}
 		})
 	}
-	if _, err := readStartData(bytes.NewReader([]byte(`{"Name":"s"}`))); err == nil {
+	if _, err := readStartData(bytes.NewReader(framed([]byte(`{"Name":"s"}`)))); err == nil {
 		t.Fatal("start data without a config accepted")
+	}
+	if _, err := readStartData(bytes.NewReader(framed([]byte(`{"Name":"s"}`))[:10])); err == nil {
+		t.Fatal("short start data accepted")
+	}
+}
+
+// TestStartDataResources: resources beyond those resourceLimits carries stop the
+// start (never dropped on the way to the supervisor).
+func TestStartDataResources(t *testing.T) {
+	shares := uint64(512)
+	limit := int64(1 << 26)
+	for _, r := range []*specs.LinuxResources{
+		{CPU: &specs.LinuxCPU{Shares: &shares}},
+		{Memory: &specs.LinuxMemory{Limit: &limit, Reservation: &limit}},
+		{Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}},
+	} {
+		cfg := &config.Config{Linux: &config.Linux{Resources: r}}
+		if _, err := startWire(&startData{Name: "s", Config: cfg}); err == nil {
+			t.Errorf("resources %+v sent without error", r)
+		}
+	}
+	cfg := &config.Config{Linux: &config.Linux{Resources: &specs.LinuxResources{Memory: &specs.LinuxMemory{}, Pids: &specs.LinuxPids{}}}}
+	if _, err := startWire(&startData{Name: "s", Config: cfg}); err != nil {
+		t.Errorf("empty sections refused: %v", err)
 	}
 }
 
