@@ -82,6 +82,62 @@ func (a *asm) ja(l int) {
 	a.ins = append(a.ins, bpf.Jump{})
 }
 
+// relax gives every conditional jump whose target is more than 255 instructions
+// ahead a ja (32-bit reach) right after it, until every one fits. Labels only
+// (not skipOne).
+func (a *asm) relax() {
+	for {
+		grown := false
+		for fi := 0; fi < len(a.fix); fi++ {
+			f := a.fix[fi]
+			if f.ja {
+				continue
+			}
+			far := func(l int) bool { return l != fall && a.labels[l]-f.at-1 > 255 }
+			if !far(f.tl) && !far(f.fl) {
+				continue
+			}
+			// make fall-through explicit, then open a slot after the jump for each far side
+			after := a.label()
+			a.labels[after] = f.at + 1
+			for _, side := range []*int{&a.fix[fi].tl, &a.fix[fi].fl} {
+				l := *side
+				if l == fall {
+					*side = after
+					continue
+				}
+				if !far(l) {
+					continue
+				}
+				a.insert(f.at + 1)
+				tramp := a.label()
+				a.labels[tramp] = f.at + 1
+				a.fix = append(a.fix, fixup{at: f.at + 1, tl: l, ja: true})
+				*side = tramp
+			}
+			grown = true
+		}
+		if !grown {
+			return
+		}
+	}
+}
+
+// insert opens an empty slot at position p: everything at p and after moves one on.
+func (a *asm) insert(p int) {
+	a.ins = slices.Insert(a.ins, p, bpf.Instruction(bpf.Jump{}))
+	for l, pos := range a.labels {
+		if pos >= p {
+			a.labels[l] = pos + 1
+		}
+	}
+	for i := range a.fix {
+		if a.fix[i].at >= p {
+			a.fix[i].at++
+		}
+	}
+}
+
 func (a *asm) resolve() error {
 	for _, k := range a.skips {
 		a.labels[k.label] = k.at
@@ -197,15 +253,20 @@ type entry struct {
 	act  uint32
 }
 
-// dispatch is the program by system call number: after the prologue, a binary search
-// over the numbers the rules name (nr stays in the accumulator) sends each call to a
-// block holding only the rules that name it, in their order (the first that matches
-// decides, as in the chain, since rules for other calls never match it); a call no rule
-// names goes straight to the default action. A call with argument rules (openat, ioctl)
-// then costs a few comparisons instead of the whole chain, and the calls without any
-// keep the kernel's constant-action cache.
+// dispatch is the program by system call number: after the prologue, a search over
+// the numbers the rules name (nr stays in the accumulator: jge splits, then up to
+// leafSize jeq tests that jump straight to the call's block) sends each call to the
+// block of the rules that name it, in their order (the first that matches decides, as
+// in the chain, since rules for other calls never match it); a call no rule names goes
+// straight to the default action. The rules of a call are lowered first (lower.go:
+// runs of rules with one action merged, tests of one argument joined, no-op words
+// skipped); calls with the same lowered rules share one block, a block without
+// conditions is its action's return, and the returns are shared at the end of the
+// program. A call with argument rules (openat, ioctl) then costs a few comparisons
+// instead of the whole chain, and the calls without any keep the kernel's
+// constant-action cache. Jumps longer than a BPF jump's 255 get a ja (relax).
 func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
-	byNr := map[uint32][]entry{}
+	byNr := map[uint32][]lowered{}
 	for i, sc := range rules {
 		act, err := action(sc.Action, sc.ErrnoRet)
 		if err != nil {
@@ -214,34 +275,74 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 		if len(sc.Names) == 0 {
 			return nil, fmt.Errorf("syscalls[%d]: no names", i)
 		}
+		for _, c := range sc.Args {
+			if c.Index > 5 {
+				return nil, fmt.Errorf("syscalls[%d]: argument index %d: want 0 to 5", i, c.Index)
+			}
+		}
+		conds := lowerArgs(sc.Args)
 		for _, n := range sc.Names {
 			nr, ok := syscallNumbers()[n]
 			if !ok {
 				return nil, fmt.Errorf("syscalls[%d]: unknown system call %q (x86_64)", i, n)
 			}
-			byNr[uint32(nr)] = append(byNr[uint32(nr)], entry{args: sc.Args, act: act})
+			byNr[uint32(nr)] = append(byNr[uint32(nr)], lowered{conds: conds, act: act})
 		}
 	}
+	a := &asm{labels: map[int]int{}}
+	rets := map[uint32]int{} // action → the label of its shared return
+	ret := func(act uint32) int {
+		if l, ok := rets[act]; ok {
+			return l
+		}
+		rets[act] = a.label()
+		return rets[act]
+	}
+	dflt := ret(def)
+	// each call's target: the shared return of an unconditional action, or a block
+	type block struct {
+		label int
+		rules []lowered
+	}
+	var blocks []*block
+	byKey := map[string]*block{}
+	target := map[uint32]int{}
 	nrs := make([]uint32, 0, len(byNr))
 	for n := range byNr {
 		nrs = append(nrs, n)
 	}
 	slices.Sort(nrs)
-	a := &asm{labels: map[int]int{}}
-	prologue(a)
-	blocks := make([]int, len(nrs))
-	for i := range blocks {
-		blocks[i] = a.label()
+	for _, n := range nrs {
+		rs := mergeRules(byNr[n])
+		if len(rs[0].conds) == 0 {
+			target[n] = ret(rs[0].act)
+			continue
+		}
+		k := blockKey(rs)
+		b := byKey[k]
+		if b == nil {
+			b = &block{label: a.label(), rules: rs}
+			byKey[k] = b
+			blocks = append(blocks, b)
+		}
+		target[n] = b.label
 	}
-	dflt := a.label()
+	// calls that end at the default action need no test
+	nrs = slices.DeleteFunc(nrs, func(n uint32) bool { return target[n] == dflt })
+	prologue(a)
 	var search func(lo, hi int)
 	search = func(lo, hi int) {
-		if hi-lo <= 4 {
+		if hi-lo <= leafSize {
 			for i := lo; i < hi; i++ {
-				a.jump(bpf.JumpEqual, nrs[i], fall, a.skipOne())
-				a.ja(blocks[i])
+				other := fall
+				if i == hi-1 {
+					other = dflt
+				}
+				a.jump(bpf.JumpEqual, nrs[i], target[nrs[i]], other)
 			}
-			a.ja(dflt)
+			if hi == lo {
+				a.ja(dflt)
+			}
 			return
 		}
 		mid := (lo + hi) / 2
@@ -252,28 +353,48 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 		search(mid, hi)
 	}
 	search(0, len(nrs))
-	for i, n := range nrs {
-		a.mark(blocks[i])
-		for _, e := range byNr[n] {
-			if len(e.args) == 0 {
-				a.emit(bpf.RetConstant{Val: e.act})
-				break // nothing after it is reached
+	for _, b := range blocks {
+		a.mark(b.label)
+		// the rules in order; when every one fails, the default action, or the action
+		// of a last rule without conditions (mergeRules: nothing follows one)
+		rs, end := b.rules, dflt
+		if last := rs[len(rs)-1]; len(last.conds) == 0 {
+			rs, end = rs[:len(rs)-1], ret(last.act)
+		}
+		for i, r := range rs {
+			fail := end
+			if i < len(rs)-1 {
+				fail = a.label()
 			}
-			next := a.label()
-			for _, c := range e.args {
-				if err := condition(a, c, next); err != nil {
+			for j, c := range r.conds {
+				pass := fall
+				if j == len(r.conds)-1 {
+					pass = ret(r.act)
+				}
+				if err := emitCond(a, c, pass, fail); err != nil {
 					return nil, err
 				}
 			}
-			a.emit(bpf.RetConstant{Val: e.act})
-			a.mark(next)
+			if fail != end {
+				a.mark(fail)
+			}
 		}
-		a.emit(bpf.RetConstant{Val: def})
 	}
-	a.mark(dflt)
-	a.emit(bpf.RetConstant{Val: def})
+	acts := make([]uint32, 0, len(rets))
+	for act := range rets {
+		acts = append(acts, act)
+	}
+	slices.Sort(acts)
+	for _, act := range acts {
+		a.mark(rets[act])
+		a.emit(bpf.RetConstant{Val: act})
+	}
+	a.relax()
 	return a, a.resolve()
 }
+
+// leafSize is the most jeq tests in a row in dispatch's search.
+const leafSize = 4
 
 // rule emits one block.
 func rule(a *asm, sc specs.LinuxSyscall) error {
