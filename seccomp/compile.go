@@ -100,10 +100,10 @@ func (a *asm) relax() {
 			// make fall-through explicit, then open a slot after the jump for each far side
 			after := a.label()
 			a.labels[after] = f.at + 1
-			for _, side := range []*int{&a.fix[fi].tl, &a.fix[fi].fl} {
-				l := *side
+			sides := [2]int{f.tl, f.fl}
+			for i, l := range sides {
 				if l == fall {
-					*side = after
+					sides[i] = after
 					continue
 				}
 				if !far(l) {
@@ -113,8 +113,9 @@ func (a *asm) relax() {
 				tramp := a.label()
 				a.labels[tramp] = f.at + 1
 				a.fix = append(a.fix, fixup{at: f.at + 1, tl: l, ja: true})
-				*side = tramp
+				sides[i] = tramp
 			}
+			a.fix[fi].tl, a.fix[fi].fl = sides[0], sides[1]
 			grown = true
 		}
 		if !grown {

@@ -1,6 +1,7 @@
 package seccomp
 
 import (
+	"maps"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -75,6 +76,12 @@ func launchSpecs(t testing.TB) map[string]*specs.LinuxSeccomp {
 		{Syscalls: []string{"personality"}, Action: "allow", Args: []Arg{{Index: 0, Op: "eq", Value: 1<<32 | 2}}},
 		{Syscalls: []string{"socket"}, Action: "errno", Args: []Arg{{Index: 0, Op: "ne", Value: 1}, {Index: 0, Op: "ne", Value: 1<<32 | 2}, {Index: 0, Op: "ne", Value: 3}}},
 	})
+	// more blocks than a BPF jump reaches: the search's jumps need relax's ja
+	var long []Rule
+	for i, n := range slices.Sorted(maps.Keys(syscallNumbers()))[:140] {
+		long = append(long, Rule{Syscalls: []string{n}, Action: "errno", Args: []Arg{{Index: uint(i % 6), Op: "eq", Value: uint64(i) << (i % 40)}}})
+	}
+	add("none/long", "none", long)
 	return out
 }
 
@@ -295,6 +302,9 @@ func TestShortFilterSameDecisions(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		oldP := refProgram(t, s)
+		if name == "none/long" && len(newP) < 600 {
+			t.Errorf("%s: %d instructions: too short to need long jumps", name, len(newP))
+		}
 		if len(newP) >= len(oldP) {
 			t.Errorf("%s: %d instructions, the old generator's %d: not shorter", name, len(newP), len(oldP))
 		}
