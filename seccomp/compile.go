@@ -290,7 +290,7 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 			byNr[uint32(nr)] = append(byNr[uint32(nr)], lowered{conds: conds, act: act})
 		}
 	}
-	a := &asm{labels: map[int]int{}}
+	a := &asm{labels: make(map[int]int, 64), ins: make([]bpf.Instruction, 0, 256), fix: make([]fixup, 0, 128)}
 	rets := map[uint32]int{} // action → the label of its shared return
 	ret := func(act uint32) int {
 		if l, ok := rets[act]; ok {

@@ -116,19 +116,10 @@ func join(cs []cond) cond {
 	return out
 }
 
-// atomKey identifies an atom for the product check.
-func atomKey(c cond) string {
-	b := []byte{byte(c.kind)}
-	b = strconv.AppendUint(b, uint64(c.idx), 16)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(c.mask), 16)
-	b = strconv.AppendBool(b, c.checkHi)
-	b = strconv.AppendUint(b, uint64(c.hi), 16)
-	for _, v := range c.vals {
-		b = append(b, ',')
-		b = strconv.AppendUint(b, uint64(v), 16)
-	}
-	return string(b)
+// sameAtom reports whether atoms a and b are the same test.
+func sameAtom(a, b cond) bool {
+	return a.kind == b.kind && a.idx == b.idx && a.mask == b.mask && a.checkHi == b.checkHi &&
+		a.hi == b.hi && slices.Equal(a.vals, b.vals)
 }
 
 // mergeRun returns the one rule equal to the "or" of rs (all with one action), or
@@ -140,45 +131,51 @@ func atomKey(c cond) string {
 // S_ISUID|S_ISGID (four rules); chown's owner ∈ {uid, -1} × group ∈ {gid, -1}.
 func mergeRun(rs []lowered) (lowered, bool) {
 	first := rs[0]
-	if len(first.conds) == 0 {
+	n := len(first.conds)
+	if n == 0 || n > 6 {
 		return lowered{}, false
 	}
-	per := make([][]cond, len(first.conds)) // distinct atoms per argument, in first.conds order
-	seen := map[string]bool{}
-	for _, r := range rs {
-		if len(r.conds) != len(first.conds) {
-			return lowered{}, false
-		}
-		tuple := ""
-		for i, c := range r.conds {
-			if !atom(c) || !joinable(c, first.conds[i]) {
-				return lowered{}, false
-			}
-			k := atomKey(c)
-			if !slices.ContainsFunc(per[i], func(p cond) bool { return atomKey(p) == k }) {
-				per[i] = append(per[i], c)
-			}
-			tuple += k + ";"
-		}
-		seen[tuple] = true
-	}
-	for i := range first.conds {
-		for j := range i {
-			if first.conds[j].idx == first.conds[i].idx {
+	for i, c := range first.conds {
+		for _, d := range first.conds[:i] {
+			if d.idx == c.idx {
 				return lowered{}, false // two atoms on one argument: not a product
 			}
 		}
 	}
-	n := 1
-	for _, p := range per {
-		n *= len(p)
+	for _, r := range rs {
+		if len(r.conds) != n {
+			return lowered{}, false
+		}
+		for i, c := range r.conds {
+			if !atom(c) || !joinable(c, first.conds[i]) {
+				return lowered{}, false
+			}
+		}
 	}
-	if n != len(seen) {
+	var per [6][]cond // distinct atoms per argument, in first.conds order
+	seen := make(map[[6]uint8]bool, len(rs))
+	for _, r := range rs {
+		var tuple [6]uint8 // each atom's index in per
+		for i, c := range r.conds {
+			k := slices.IndexFunc(per[i], func(p cond) bool { return sameAtom(p, c) })
+			if k < 0 {
+				k = len(per[i])
+				per[i] = append(per[i], c)
+			}
+			tuple[i] = uint8(k)
+		}
+		seen[tuple] = true
+	}
+	size := 1
+	for _, p := range per[:n] {
+		size *= len(p)
+	}
+	if size != len(seen) {
 		return lowered{}, false
 	}
-	out := lowered{act: first.act}
-	for _, p := range per {
-		out.conds = append(out.conds, join(p))
+	out := lowered{act: first.act, conds: make([]cond, n)}
+	for i, p := range per[:n] {
+		out.conds[i] = join(p)
 	}
 	return out, true
 }
@@ -187,6 +184,9 @@ func mergeRun(rs []lowered) (lowered, bool) {
 // conjunction form (mergeRun): the first rule that matches decides, so a run of rules
 // with the same action decides as their "or". Longest runs first.
 func mergeRules(rs []lowered) []lowered {
+	if len(rs) == 1 {
+		return rs
+	}
 	var out []lowered
 	for i := 0; i < len(rs); {
 		end := i + 1
@@ -230,8 +230,17 @@ func blockKey(rs []lowered) string {
 				b = append(b, ',')
 				b = strconv.AppendUint(b, c.cmp.ValueTwo, 16)
 			} else {
-				b = append(b, atomKey(c)...)
+				b = append(b, byte('0'+c.kind))
+				b = strconv.AppendUint(b, uint64(c.idx), 10)
+				b = append(b, ',')
+				b = strconv.AppendUint(b, uint64(c.mask), 16)
+				b = strconv.AppendBool(b, c.checkHi)
 				b = strconv.AppendBool(b, c.neg)
+				b = strconv.AppendUint(b, uint64(c.hi), 16)
+				for _, v := range c.vals {
+					b = append(b, ',')
+					b = strconv.AppendUint(b, uint64(v), 16)
+				}
 			}
 			b = append(b, ')')
 		}
