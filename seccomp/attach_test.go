@@ -85,6 +85,22 @@ func TestAttachCost(t *testing.T) {
 			vs = append(vs, &variant{name: name + " " + v.tag, file: f, n: len(v.p)})
 		}
 	}
+	// the floor: a one-instruction program (the system call, TSYNC, a filter at all)
+	floor := t.TempDir() + "/prog"
+	if err := os.WriteFile(floor, Program{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vs = append(vs, &variant{name: "ret ALLOW", file: floor, n: 1})
+	// length alone: 128 returns (the kernel's cache emulation stops at the first)
+	flat := make(Program, 128)
+	for i := range flat {
+		flat[i] = unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}
+	}
+	flatFile := t.TempDir() + "/prog"
+	if err := os.WriteFile(flatFile, flat.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vs = append(vs, &variant{name: "128 × ret ALLOW", file: flatFile, n: len(flat)})
 	for range rounds {
 		for _, v := range vs {
 			cmd := exec.Command(exe, "-test.run=^$")
