@@ -256,7 +256,8 @@ type entry struct {
 
 // dispatch is the program by system call number: after the prologue, a search over
 // the numbers the rules name (nr stays in the accumulator: jge splits, then up to
-// leafSize jeq tests that jump straight to the call's block) sends each call to the
+// leafSize tests of a number or a range of numbers with one target, which jump
+// straight to the calls' block) sends each call to the
 // block of the rules that name it, in their order (the first that matches decides, as
 // in the chain, since rules for other calls never match it); a call no rule names goes
 // straight to the default action. The rules of a call are lowered first (lower.go:
@@ -328,32 +329,58 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 		}
 		target[n] = b.label
 	}
-	// calls that end at the default action need no test
-	nrs = slices.DeleteFunc(nrs, func(n uint32) bool { return target[n] == dflt })
+	// calls that end at the default action need no test; consecutive numbers with one
+	// target are one segment (mount … reboot, 163-169; io_uring_setup … fspick, 425-433)
+	type segment struct {
+		first, last uint32
+		target      int
+	}
+	var segs []segment
+	for _, n := range nrs {
+		t := target[n]
+		if t == dflt {
+			continue
+		}
+		if k := len(segs) - 1; k >= 0 && segs[k].last+1 == n && segs[k].target == t {
+			segs[k].last = n
+			continue
+		}
+		segs = append(segs, segment{n, n, t})
+	}
 	prologue(a)
-	var search func(lo, hi int)
-	search = func(lo, hi int) {
+	// above: x >= segs[lo].first is known (the right side of a split)
+	var search func(lo, hi int, above bool)
+	search = func(lo, hi int, above bool) {
 		if hi-lo <= leafSize {
-			for i := lo; i < hi; i++ {
-				other := fall
-				if i == hi-1 {
-					other = dflt
-				}
-				a.jump(bpf.JumpEqual, nrs[i], target[nrs[i]], other)
-			}
 			if hi == lo {
 				a.ja(dflt)
+			}
+			for i := lo; i < hi; i++ {
+				sg, next := segs[i], fall
+				if i == hi-1 {
+					next = dflt
+				}
+				if sg.first == sg.last {
+					a.jump(bpf.JumpEqual, sg.first, sg.target, next)
+					continue
+				}
+				// below first: not in this segment nor a later one, and the earlier
+				// ones have jumped away
+				if i > lo || !above {
+					a.jump(bpf.JumpGreaterOrEqual, sg.first, fall, dflt)
+				}
+				a.jump(bpf.JumpGreaterThan, sg.last, next, sg.target)
 			}
 			return
 		}
 		mid := (lo + hi) / 2
 		right := a.label()
-		a.jump(bpf.JumpGreaterOrEqual, nrs[mid], right, fall)
-		search(lo, mid)
+		a.jump(bpf.JumpGreaterOrEqual, segs[mid].first, right, fall)
+		search(lo, mid, above)
 		a.mark(right)
-		search(mid, hi)
+		search(mid, hi, true)
 	}
-	search(0, len(nrs))
+	search(0, len(segs), false)
 	for _, b := range blocks {
 		a.mark(b.label)
 		// the rules in order; when every one fails, the default action, or the action
@@ -394,7 +421,8 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 	return a, a.resolve()
 }
 
-// leafSize is the most jeq tests in a row in dispatch's search.
+// leafSize is the most segments dispatch's search tests in a row (a jeq each, a jge
+// and a jgt for a range).
 const leafSize = 4
 
 // rule emits one block.
