@@ -308,6 +308,7 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 	}
 	var blocks []*block
 	byKey := map[string]*block{}
+	blockOf := map[uint32]*block{}
 	target := map[uint32]int{}
 	nrs := make([]uint32, 0, len(byNr))
 	for n := range byNr {
@@ -323,12 +324,47 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 		k := blockKey(rs)
 		b := byKey[k]
 		if b == nil {
-			b = &block{label: a.label(), rules: rs}
+			b = &block{rules: rs}
 			byKey[k] = b
 			blocks = append(blocks, b)
 		}
+		blockOf[n] = b
+	}
+	// The code from a rule on depends only on the rules from it on (their blockKey):
+	// one node of code per distinct such tail, so that blocks that end alike
+	// (socketpair's rules are socket's after its first) share their end. A node's
+	// failure goes to the node of the tail after it, emitted later (a shorter tail):
+	// BPF jumps only forward.
+	type node struct {
+		label, fail, length int
+		rule                lowered
+	}
+	var nodes []*node
+	byTail := map[string]*node{}
+	slices.SortStableFunc(blocks, func(x, y *block) int { return len(y.rules) - len(x.rules) })
+	for _, b := range blocks {
+		// the rules; when every one fails, the default action, or the action of a
+		// last rule without conditions (mergeRules: nothing follows one)
+		rs, next := b.rules, dflt
+		if last := rs[len(rs)-1]; len(last.conds) == 0 {
+			rs, next = rs[:len(rs)-1], ret(last.act)
+		}
+		for i := len(rs) - 1; i >= 0; i-- {
+			k := blockKey(b.rules[i:])
+			nd := byTail[k]
+			if nd == nil {
+				nd = &node{label: a.label(), fail: next, length: len(b.rules) - i, rule: rs[i]}
+				byTail[k] = nd
+				nodes = append(nodes, nd)
+			}
+			next = nd.label
+		}
+		b.label = next
+	}
+	for n, b := range blockOf {
 		target[n] = b.label
 	}
+	slices.SortStableFunc(nodes, func(x, y *node) int { return y.length - x.length })
 	// calls that end at the default action need no test; consecutive numbers with one
 	// target are one segment (mount … reboot, 163-169; io_uring_setup … fspick, 425-433)
 	type segment struct {
@@ -381,30 +417,15 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 		search(mid, hi, true)
 	}
 	search(0, len(segs), false)
-	for _, b := range blocks {
-		a.mark(b.label)
-		// the rules in order; when every one fails, the default action, or the action
-		// of a last rule without conditions (mergeRules: nothing follows one)
-		rs, end := b.rules, dflt
-		if last := rs[len(rs)-1]; len(last.conds) == 0 {
-			rs, end = rs[:len(rs)-1], ret(last.act)
-		}
-		for i, r := range rs {
-			fail := end
-			if i < len(rs)-1 {
-				fail = a.label()
+	for _, nd := range nodes {
+		a.mark(nd.label)
+		for j, c := range nd.rule.conds {
+			pass := fall
+			if j == len(nd.rule.conds)-1 {
+				pass = ret(nd.rule.act)
 			}
-			for j, c := range r.conds {
-				pass := fall
-				if j == len(r.conds)-1 {
-					pass = ret(r.act)
-				}
-				if err := emitCond(a, c, pass, fail); err != nil {
-					return nil, err
-				}
-			}
-			if fail != end {
-				a.mark(fail)
+			if err := emitCond(a, c, pass, nd.fail); err != nil {
+				return nil, err
 			}
 		}
 	}
