@@ -28,6 +28,8 @@ func launchSpecs(t testing.TB) map[string]*specs.LinuxSeccomp {
 		{Syscalls: []string{"socket"}, Action: "kill_process", Args: []Arg{{Index: 0, Op: "le", Value: 2}}},
 		{Syscalls: []string{"fcntl"}, Action: "log", Args: []Arg{{Index: 1, Op: "masked_eq", Mask: 0xff00_0000_ff00, Value: 0x1200_0000_5400}}},
 		{Syscalls: []string{"fcntl"}, Action: "log", Args: []Arg{{Index: 1, Op: "masked_eq", Mask: 0x3, Value: 0}}},
+		{Syscalls: []string{"fcntl"}, Action: "errno", Args: []Arg{{Index: 2, Op: "masked_eq", Mask: 1<<64 - 1, Value: 1<<32 | 8}}},
+		{Syscalls: []string{"fcntl"}, Action: "errno", Args: []Arg{{Index: 2, Op: "masked_eq", Mask: 0xffff_ffff_0000_0001, Value: 1<<32 | 1}}},
 		{Syscalls: []string{"uname"}, Action: "log"},
 		{Syscalls: []string{"getpid"}, Action: "allow"},
 	}
@@ -176,8 +178,9 @@ func refProgram(t testing.TB, s *specs.LinuxSeccomp) Program {
 // that name nr, per argument index: each value and its neighbours, with the high word 0, 1, all ones
 // and the value's own; each mask with every one of its bits cleared, with bits
 // outside it added, and its complement.
-func boundaries(s *specs.LinuxSeccomp, nr uint32) [6][]uint64 {
-	var out [6][]uint64
+//
+// core is the part without the changed high words, for the pairs.
+func boundaries(s *specs.LinuxSeccomp, nr uint32) (out, core [6][]uint64) {
 	seen := [6]map[uint64]bool{}
 	add := func(i uint, v uint64) {
 		if seen[i] == nil {
@@ -188,6 +191,9 @@ func boundaries(s *specs.LinuxSeccomp, nr uint32) [6][]uint64 {
 				if !seen[i][x] {
 					seen[i][x] = true
 					out[i] = append(out[i], x)
+					if x == w {
+						core[i] = append(core[i], x)
+					}
 				}
 			}
 		}
@@ -215,7 +221,7 @@ func boundaries(s *specs.LinuxSeccomp, nr uint32) [6][]uint64 {
 			}
 		}
 	}
-	return out
+	return out, core
 }
 
 // agree runs both programs and the rules themselves on a set of inputs and fails on
@@ -254,7 +260,7 @@ func agree(t *testing.T, name string, s *specs.LinuxSeccomp, oldP, newP Program,
 				actionName(a), actionName(b), actionName(want))
 		}
 	}
-	var vals [6][]uint64
+	var vals, core [6][]uint64
 	pick := func(i uint) uint64 {
 		if rng.IntN(4) == 0 {
 			return rng.Uint64()
@@ -273,8 +279,9 @@ func agree(t *testing.T, name string, s *specs.LinuxSeccomp, oldP, newP Program,
 			}
 			continue
 		}
-		vals = boundaries(s, nr)
-		// every boundary of one argument, then every pair of two, then random mixes
+		vals, core = boundaries(s, nr)
+		// every boundary of one argument, then every pair of two (their own high words),
+		// then random mixes
 		for _, i := range idx {
 			for _, v := range vals[i] {
 				var args [6]uint64
@@ -284,8 +291,8 @@ func agree(t *testing.T, name string, s *specs.LinuxSeccomp, oldP, newP Program,
 		}
 		for x, i := range idx {
 			for _, j := range idx[x+1:] {
-				for _, v := range vals[i] {
-					for _, w := range vals[j] {
+				for _, v := range core[i] {
+					for _, w := range core[j] {
 						var args [6]uint64
 						args[i], args[j] = v, w
 						check(nr, unix.AUDIT_ARCH_X86_64, args)
@@ -345,7 +352,7 @@ func TestShortFilterRandomRules(t *testing.T) {
 	}{{"errno", ""}, {"errno", "EACCES"}, {"allow", ""}, {"log", ""}, {"notify", ""}}
 	valuePool := []uint64{0, 1, 2, 8, 0x800, 0x400, 0x40, 0x400000, 0xffffffff, 1 << 32, 1<<32 | 8, 0xffffffff_ffffffff}
 	ops := []string{"eq", "ne", "lt", "le", "gt", "ge", "masked_eq", "masked_eq", "masked_eq", "eq", "ne"}
-	rounds := 40
+	rounds := 80
 	if testing.Short() {
 		rounds = 40
 	}
