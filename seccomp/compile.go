@@ -30,9 +30,10 @@ const (
 // argument in the accumulator when a condition fails, so every later rule compared that
 // argument against system call numbers and fell through to the default action (a
 // namespace-creating clone was allowed). This generator dispatches by system call
-// number (dispatch: a binary search, then only that call's rules, in order); where the
-// search's jumps would not fit it falls back to a straight chain, one block a rule, each
-// starting by loading the system call number again:
+// number (dispatch: a binary search, then only that call's rules, in order, lowered by
+// lower.go; jumps too long for BPF get a ja, relax). The straight chain, one block a
+// rule, each starting by loading the system call number again, is what the tests
+// compare it with (and Compile's fallback should dispatch ever fail):
 //
 //	ld  [nr]
 //	jeq #n1, match ; … one per name
@@ -202,8 +203,8 @@ func Compile(s *specs.LinuxSeccomp) (Program, error) {
 			return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
 		}
 	}
-	// By system call number first (a binary search, then only that call's rules); the
-	// straight chain when the search's jumps would not fit.
+	// By system call number (a binary search, then only that call's rules); the
+	// straight chain on an internal error of dispatch (the tests require dispatch's).
 	a, err := dispatch(s.Syscalls, def)
 	if err != nil {
 		if a, err = chain(s.Syscalls, def); err != nil {
