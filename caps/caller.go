@@ -3,9 +3,10 @@ package caps
 import (
 	"os"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/lazy"
 )
 
 // Caller is the one answer to "is this a root caller", decided by CurrentCaller and
@@ -31,9 +32,11 @@ type Caller struct {
 // mount namespace's owner too. A uid 0 without CAP_SYS_ADMIN (a container's root,
 // `setpriv --bounding-set=-sys_admin`) cannot clone or idmap the host's mounts, and
 // root of another user namespace is already an unprivileged host user: neither is one.
-func CurrentCaller() Caller { return currentCaller() }
+func CurrentCaller() Caller { return currentCaller.Get(probeCaller) }
 
-var currentCaller = sync.OnceValue(func() Caller {
+var currentCaller lazy.Value[Caller]
+
+func probeCaller() Caller {
 	if os.Geteuid() != 0 {
 		return Caller{}
 	}
@@ -52,4 +55,4 @@ var currentCaller = sync.OnceValue(func() Caller {
 		return Caller{NotRoot: "uid 0 without CAP_SYS_ADMIN (a container's root, or capabilities dropped)", OwnsIDs: owns}
 	}
 	return Caller{Root: true, OwnsIDs: owns}
-})
+}

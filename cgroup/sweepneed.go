@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/namehash"
 )
 
 // sweptPrefix starts the name of a marker in the caller's lock directory (ownerLockDir),
@@ -31,7 +32,7 @@ const sweptPrefix = "swept."
 func sweptMarker(parents []string) string {
 	p := slices.Clone(parents)
 	slices.Sort(p)
-	sum := sha256.Sum256([]byte(strings.Join(p, "\n")))
+	sum := namehash.Sum256([]byte(strings.Join(p, "\n")))
 	return sweptPrefix + hex.EncodeToString(sum[:16])
 }
 

@@ -79,6 +79,8 @@ type v1Group struct {
 	owner *os.File   // the owner's lock (owner.go)
 	locks []*os.File // the flock on the group's directory an older gosbx's sweep reads (holdDir)
 	gone  bool
+	// events are LimitEvents' files, kept open (events.go)
+	events *eventFiles
 }
 
 // v1Parents are the caller's own group in each hierarchy gosbx uses: where its groups
@@ -179,7 +181,16 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 			return nil, fmt.Errorf("create cgroup v1 group %s: %w", n, err)
 		}
 	}
+	g.events = newEventFiles(g.file("memory", "memory.oom_control"), "oom_kill", g.file("pids", "pids.events"), "max")
 	return g, nil
+}
+
+// file is file in the group's directory of the hierarchy sub, "" when it has none.
+func (g *v1Group) file(sub, file string) string {
+	if d := g.dir(sub); d != "" {
+		return filepath.Join(d, file)
+	}
+	return ""
 }
 
 // has reports whether dir is already one of the group's directories (by inode: the
@@ -323,16 +334,9 @@ func (g *v1Group) Stats() Stats {
 	return s
 }
 
-// LimitEvents reads memory.oom_control's oom_kill and pids.events' max.
-func (g *v1Group) LimitEvents() (oomKills, pidsMaxHits int64) {
-	if mem := g.dir("memory"); mem != "" {
-		oomKills = eventCount(filepath.Join(mem, "memory.oom_control"), "oom_kill")
-	}
-	if pids := g.dir("pids"); pids != "" {
-		pidsMaxHits = eventCount(filepath.Join(pids, "pids.events"), "max")
-	}
-	return oomKills, pidsMaxHits
-}
+// LimitEvents reads memory.oom_control's oom_kill and pids.events' max, through
+// descriptors kept open until Destroy (events.go).
+func (g *v1Group) LimitEvents() (oomKills, pidsMaxHits int64) { return g.events.counts() }
 
 // Dirs lists the group's directory in each hierarchy it was made in, each path
 // without symlinks (hosts that co-mount cpu and cpuacct link /sys/fs/cgroup/cpu to
@@ -370,6 +374,7 @@ func (g *v1Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
+	g.events.close()
 	defer func() { // held until the group is gone: no sweep races the removal
 		for _, l := range g.locks {
 			l.Close()

@@ -26,6 +26,8 @@ type v2Group struct {
 	owner *os.File // the owner's lock (owner.go)
 	held  *os.File // the flock on the group's directory an older gosbx's sweep reads (holdDir)
 	gone  bool
+	// events are LimitEvents' files, kept open (events.go)
+	events *eventFiles
 }
 
 // newV2 makes parent/gosbx-<o.ID> with the limits (enabling the controllers it needs in
@@ -62,7 +64,9 @@ func newV2(r *specs.LinuxResources, o Options) (Group, error) {
 		releaseOwnerIfGone(lock, filepath.Join(v2Mount, group))
 		return nil, fmt.Errorf("open cgroup %s: %w", group, err)
 	}
-	return &v2Group{group: group, fd: fd, owner: lock, held: holdDir(filepath.Join(v2Mount, group))}, nil
+	dir := filepath.Join(v2Mount, group)
+	return &v2Group{group: group, fd: fd, owner: lock, held: holdDir(dir),
+		events: newEventFiles(filepath.Join(dir, "memory.events"), "oom_kill", filepath.Join(dir, "pids.events"), "max")}, nil
 }
 
 func (g *v2Group) Kind() Kind    { return V2 }
@@ -83,11 +87,9 @@ func (g *v2Group) Stats() Stats {
 	}
 }
 
-// LimitEvents reads memory.events' oom_kill and pids.events' max.
-func (g *v2Group) LimitEvents() (oomKills, pidsMaxHits int64) {
-	dir := filepath.Join(v2Mount, g.group)
-	return eventCount(filepath.Join(dir, "memory.events"), "oom_kill"), eventCount(filepath.Join(dir, "pids.events"), "max")
-}
+// LimitEvents reads memory.events' oom_kill and pids.events' max, through descriptors
+// kept open until Destroy (events.go).
+func (g *v2Group) LimitEvents() (oomKills, pidsMaxHits int64) { return g.events.counts() }
 
 // Dirs is the group's directory in the unified hierarchy.
 func (g *v2Group) Dirs() []Dir { return []Dir{{Path: canonical(filepath.Join(v2Mount, g.group))}} }
@@ -98,6 +100,7 @@ func (g *v2Group) Destroy() error {
 		return nil
 	}
 	g.gone = true
+	g.events.close()
 	defer func() { // the owner's lock, held until the group is gone
 		unix.Close(g.fd)
 		if g.held != nil {

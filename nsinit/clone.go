@@ -19,11 +19,25 @@ var initCaps = []uintptr{
 	unix.CAP_NET_BIND_SERVICE, // the egress's DNS stub and capture ports (egress.go)
 }
 
-var nsFlags = map[specs.LinuxNamespaceType]uintptr{
-	specs.UserNamespace: unix.CLONE_NEWUSER, specs.MountNamespace: unix.CLONE_NEWNS,
-	specs.PIDNamespace: unix.CLONE_NEWPID, specs.NetworkNamespace: unix.CLONE_NEWNET,
-	specs.IPCNamespace: unix.CLONE_NEWIPC, specs.UTSNamespace: unix.CLONE_NEWUTS,
-	specs.CgroupNamespace: unix.CLONE_NEWCGROUP,
+// nsFlag is the clone flag of a namespace type, 0 for one gosbx does not create.
+func nsFlag(t specs.LinuxNamespaceType) uintptr {
+	switch t {
+	case specs.UserNamespace:
+		return unix.CLONE_NEWUSER
+	case specs.MountNamespace:
+		return unix.CLONE_NEWNS
+	case specs.PIDNamespace:
+		return unix.CLONE_NEWPID
+	case specs.NetworkNamespace:
+		return unix.CLONE_NEWNET
+	case specs.IPCNamespace:
+		return unix.CLONE_NEWIPC
+	case specs.UTSNamespace:
+		return unix.CLONE_NEWUTS
+	case specs.CgroupNamespace:
+		return unix.CLONE_NEWCGROUP
+	}
+	return 0
 }
 
 // cloneConfig derives the clone flags and id maps from spec.Linux, which
@@ -31,7 +45,7 @@ var nsFlags = map[specs.LinuxNamespaceType]uintptr{
 func cloneConfig(spec *config.Config) (uintptr, []syscall.SysProcIDMap, []syscall.SysProcIDMap) {
 	var flags uintptr
 	for _, ns := range spec.Linux.Namespaces {
-		flags |= nsFlags[ns.Type]
+		flags |= nsFlag(ns.Type)
 	}
 	conv := func(ms []specs.LinuxIDMapping) []syscall.SysProcIDMap {
 		out := make([]syscall.SysProcIDMap, len(ms))

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/internal/lazy"
 	"github.com/gosbx/gosbx/mounts"
 )
 
@@ -53,7 +54,12 @@ type launchEnv struct {
 	mountCallsPass func() bool
 }
 
-var currentEnv = sync.OnceValue(func() launchEnv {
+// currentEnv is probeEnv's answer, asked once per process.
+func currentEnv() launchEnv { return launchEnvOnce.Get(probeEnv) }
+
+var launchEnvOnce lazy.Value[launchEnv]
+
+func probeEnv() launchEnv {
 	var e launchEnv
 	name, _ := Container()
 	e.container = name != ""
@@ -73,7 +79,7 @@ var currentEnv = sync.OnceValue(func() launchEnv {
 		}
 	}
 	return e
-})
+}
 
 // Hint says what usually fixes a setup failure at step with err, decided from the
 // error's fields (the step, a *mounts.Error's operation and source, the errno) and

@@ -40,6 +40,11 @@ func Init() {
 	if len(os.Args) == 0 || os.Args[0] != InitArg {
 		return
 	}
+	// Made here, not at package init: every start of a program that links nsinit
+	// (each gosbx command) paid for them.
+	launcherGone = make(chan struct{})
+	sigc = make(chan os.Signal, 64)
+	notified = make(chan struct{})
 	session := false
 	for _, a := range os.Args[1:] {
 		session = session || a == sessionArg
@@ -118,7 +123,7 @@ func Init() {
 // launcherGone is closed when the launcher died after the command may have started.
 // forked is set right before the command is forked.
 var (
-	launcherGone = make(chan struct{})
+	launcherGone chan struct{} // made by Init
 	forked       atomic.Bool
 	// cleanupSpec is the config whose after-run cleanup (runCleanup) the reaper
 	// does itself when the launcher is gone.
@@ -237,8 +242,8 @@ func defaultFaultSignals() error {
 // command starts); it drains them. notified is closed at once for other inits, whose
 // signals wait on a signalfd (catchSignals).
 var (
-	sigc     = make(chan os.Signal, 64)
-	notified = make(chan struct{})
+	sigc     chan os.Signal // made by Init, 64 deep
+	notified chan struct{}  // made by Init
 )
 
 // readProcess reads a pooled init's process frame and makes the three descriptors sent
@@ -309,12 +314,42 @@ func hasNamespace(spec *config.Config, t specs.LinuxNamespaceType) bool {
 	return false
 }
 
-var rlimitNames = map[string]int{
-	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_CPU": unix.RLIMIT_CPU,
-	"RLIMIT_DATA": unix.RLIMIT_DATA, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE,
-	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_STACK": unix.RLIMIT_STACK, "RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK,
-	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
-	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS,
+// rlimitResource is the resource number of a runtime-spec rlimit type (getrlimit(2)).
+// A switch, not a map: a package-level map is built at every start.
+func rlimitResource(name string) (int, bool) {
+	switch name {
+	case "RLIMIT_AS":
+		return unix.RLIMIT_AS, true
+	case "RLIMIT_CORE":
+		return unix.RLIMIT_CORE, true
+	case "RLIMIT_CPU":
+		return unix.RLIMIT_CPU, true
+	case "RLIMIT_DATA":
+		return unix.RLIMIT_DATA, true
+	case "RLIMIT_FSIZE":
+		return unix.RLIMIT_FSIZE, true
+	case "RLIMIT_NOFILE":
+		return unix.RLIMIT_NOFILE, true
+	case "RLIMIT_NPROC":
+		return unix.RLIMIT_NPROC, true
+	case "RLIMIT_STACK":
+		return unix.RLIMIT_STACK, true
+	case "RLIMIT_MEMLOCK":
+		return unix.RLIMIT_MEMLOCK, true
+	case "RLIMIT_MSGQUEUE":
+		return unix.RLIMIT_MSGQUEUE, true
+	case "RLIMIT_NICE":
+		return unix.RLIMIT_NICE, true
+	case "RLIMIT_RTPRIO":
+		return unix.RLIMIT_RTPRIO, true
+	case "RLIMIT_RTTIME":
+		return unix.RLIMIT_RTTIME, true
+	case "RLIMIT_SIGPENDING":
+		return unix.RLIMIT_SIGPENDING, true
+	case "RLIMIT_LOCKS":
+		return unix.RLIMIT_LOCKS, true
+	}
+	return 0, false
 }
 
 // newSessionKeyring joins a new anonymous session keyring (keyctl(2)

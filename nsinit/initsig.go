@@ -145,16 +145,15 @@ func sendOn(pid int, sig unix.Signal) {
 // sizeofSiginfo is the size of struct signalfd_siginfo (signalfd(2)).
 const sizeofSiginfo = int(unsafe.Sizeof(unix.SignalfdSiginfo{}))
 
-// initProcs is the init's GOMAXPROCS setting: 2 for a session's init, whose requests,
-// reaper and egress run side by side; 1 for an init of one command (one-shot or
-// pooled), whose main thread does its work and waits on its own (reap): the runtime
-// then starts fewer threads and touches less memory (USS under 1 MiB).
-func initProcs(session bool) string {
-	if session {
-		return "GOMAXPROCS=2"
-	}
-	return "GOMAXPROCS=1"
-}
+// initProcs is the init's GOMAXPROCS setting, 1: an init of one command (one-shot or
+// pooled) does its work and waits on its own thread (reap), and the runtime then starts
+// fewer threads and touches less memory (USS under 1 MiB). A session's init too: at 2
+// its runtime's monitor thread (sysmon) polled every 20 µs while one P sat in a system
+// call and the other was idle, which was most of each command's run, 0.4 ms of CPU a
+// command; its request loop waits in the netpoller (readFrameOn), so the reaper has
+// the one P when a command exits (docs/decisions.md, "Speed, eighth attempt: the
+// session path").
+const initProcs = "GOMAXPROCS=1"
 
 // goAhead is the life pipe's go-ahead for c's init (protocol.go): lifeGo when the exec
 // report is to be acknowledged, because an Events callback reads the command's host pid

@@ -43,7 +43,7 @@ func unblockAddr() uintptr
 // tid in the init's own pid namespace (tgkill's numbering) of each sent sigUnblockSignal.
 var (
 	taskDir      *os.File
-	fixedThreads = map[string]int{}
+	fixedThreads map[string]int // made with taskDir
 )
 
 // installUnblock installs sigUnblock on sigUnblockSignal and opens the init's task
@@ -63,6 +63,7 @@ func installUnblock() error {
 		return err
 	}
 	taskDir = f
+	fixedThreads = map[string]int{}
 	return nil
 }
 

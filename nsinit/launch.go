@@ -150,9 +150,8 @@ func launchInit(p cloneParams, stdio *stdioCopy) (_ *initLaunch, step string, er
 	if err = fault.Check("clone"); err == nil {
 		attr := &syscall.ProcAttr{
 			// GOMAXPROCS bounds the init's runtime threads, which count against the
-			// pids limit (SetupPids), on a host of any size; one P for an init that
-			// runs one command (initProcs).
-			Env: append(fault.Env(), initProcs(slices.Contains(p.args, sessionArg))),
+			// pids limit (SetupPids), on a host of any size (initProcs).
+			Env: append(fault.Env(), initProcs),
 			Files: []uintptr{uintptr(stdio.fds[0]), uintptr(stdio.fds[1]), setupW.Fd(),
 				specR.Fd(), syncW.Fd(), lifeR.Fd(), uintptr(stdio.fds[2])},
 			Sys: p.sys,

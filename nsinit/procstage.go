@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/lazy"
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -119,7 +119,10 @@ func ptr[T any](v *T) uintptr { return uintptr(unsafe.Pointer(v)) }
 // set (caps), the seccomp filter (last: a denied call would stop what follows), and
 // execve(2) of path. It takes ownership of dir. Errors name a malformed rlimit.
 func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path string) (*procPlan, error) {
-	p := &procPlan{path: path, dir: dir, filter: filter}
+	// room for every step and call (≈ 70 with the bounding set's 41): a session's init
+	// plans each command anew, and growing the slices was a third of it
+	p := &procPlan{path: path, dir: dir, filter: filter,
+		steps: make([]string, 0, 24), ops: make([]procOp, 0, 40+lastCap()+len(redirected)+len(proc.Rlimits))}
 	var err error
 	if p.pathp, err = unix.BytePtrFromString(path); err != nil {
 		return nil, &stepError{"exec", fmt.Errorf("path %q: %w", path, err)}
@@ -257,7 +260,7 @@ func (p *procPlan) sendKept(s, sock int, b byte, what string) {
 func parseRlimits(rl []specs.POSIXRlimit) ([]int, error) {
 	res := make([]int, len(rl))
 	for i, r := range rl {
-		n, ok := rlimitNames[r.Type]
+		n, ok := rlimitResource(r.Type)
 		if !ok {
 			return nil, fmt.Errorf("unknown rlimit %q", r.Type)
 		}
@@ -410,7 +413,9 @@ func describeOp(op procOp) string {
 }
 
 // lastCap is caps.LastCap, probed once per process.
-var lastCap = sync.OnceValue(caps.LastCap)
+func lastCap() int { return lastCapOnce.Get(caps.LastCap) }
+
+var lastCapOnce lazy.Value[int]
 
 func readFull(fd int, b []byte) (int, error) {
 	n := 0

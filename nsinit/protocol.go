@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -219,12 +221,37 @@ func writeFrame(f *os.File, payload []byte, fds []int) error {
 // readFrame reads one frame from the socket fd (blocking), and up to wantFds descriptors
 // sent with it, close-on-exec. Descriptors beyond wantFds are closed.
 func readFrame(fd int, wantFds int) ([]byte, []int, error) {
+	return readFrameOn(fd, nil, wantFds)
+}
+
+// readFrameOn is readFrame; with rc (a connection to a copy of the socket, made
+// non-blocking: pollableSocket) a read that would block parks the goroutine in the
+// runtime's netpoller instead of blocking its thread in recvmsg(2), so that no P of the
+// runtime is held in a system call meanwhile (a session's init: serveSession).
+func readFrameOn(fd int, rc syscall.RawConn, wantFds int) ([]byte, []int, error) {
+	do := func(op func(fd int) error) error {
+		if rc == nil {
+			return op(fd)
+		}
+		var opErr error
+		if err := rc.Read(func(pfd uintptr) bool {
+			opErr = op(int(pfd))
+			return opErr != unix.EAGAIN
+		}); err != nil {
+			return err
+		}
+		return opErr
+	}
 	var hdr [4]byte
 	oob := make([]byte, unix.CmsgSpace(4*8))
 	var fds []int
 	got := 0
 	for got < len(hdr) {
-		n, oobn, _, _, err := unix.Recvmsg(fd, hdr[got:], oob, unix.MSG_CMSG_CLOEXEC)
+		var n, oobn int
+		err := do(func(fd int) (err error) {
+			n, oobn, _, _, err = unix.Recvmsg(fd, hdr[got:], oob, unix.MSG_CMSG_CLOEXEC)
+			return err
+		})
 		if err == unix.EINTR {
 			continue
 		}
@@ -247,7 +274,11 @@ func readFrame(fd int, wantFds int) ([]byte, []int, error) {
 	}
 	body := make([]byte, size)
 	for got = 0; got < int(size); {
-		n, err := unix.Read(fd, body[got:])
+		var n int
+		err := do(func(fd int) (err error) {
+			n, err = unix.Read(fd, body[got:])
+			return err
+		})
 		if err == unix.EINTR {
 			continue
 		}
@@ -262,6 +293,31 @@ func readFrame(fd int, wantFds int) ([]byte, []int, error) {
 		fds = fds[:wantFds]
 	}
 	return body, fds, nil
+}
+
+// pollableSocket is a raw connection, through the runtime's netpoller, to a copy of the
+// socket fd, for readFrameOn; the copy stays open while the connection is reachable, and
+// fd is non-blocking from then on (one open file description). On an error fd is left
+// blocking.
+func pollableSocket(fd int) (syscall.RawConn, error) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket %d in the netpoller: dup: %w", fd, err)
+	}
+	f := os.NewFile(uintptr(dup), "socket") // not fd itself: its finalizer would close fd
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		unix.SetNonblock(fd, false)
+		return nil, fmt.Errorf("socket %d in the netpoller: %w", fd, err)
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		c.Close()
+		unix.SetNonblock(fd, false)
+		return nil, fmt.Errorf("socket %d in the netpoller: %T has no raw connection", fd, c)
+	}
+	return sc.SyscallConn()
 }
 
 func closeFds(fds []int) {

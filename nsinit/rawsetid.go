@@ -7,12 +7,12 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/caps"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/lazy"
 	"github.com/gosbx/gosbx/internal/rawplan"
 	"github.com/gosbx/gosbx/mounts"
 )
@@ -100,7 +100,23 @@ func openRawSetID() (*rawSetIDFds, []int, error) {
 // whose handler is a thread. Errors: open(2) of /proc/self/exe or of its descriptor,
 // read(2), an ELF file this check does not know (not 64-bit little-endian, no program
 // header, more than 0xfff0 of them), or a PT_INTERP.
-var rawSetIDExe = sync.OnceValues(func() (int, error) {
+func rawSetIDExe() (int, error) {
+	r := rawSetIDExeOnce.Get(func() fdOrErr {
+		fd, err := openRawSetIDExe()
+		return fdOrErr{fd, err}
+	})
+	return r.fd, r.err
+}
+
+// fdOrErr is a descriptor or why there is none.
+type fdOrErr struct {
+	fd  int
+	err error
+}
+
+var rawSetIDExeOnce lazy.Value[fdOrErr]
+
+func openRawSetIDExe() (int, error) {
 	exe, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("open /proc/self/exe for the set-ID handler: %w", err)
@@ -116,7 +132,7 @@ var rawSetIDExe = sync.OnceValues(func() (int, error) {
 		return -1, fmt.Errorf("the set-ID handler's executable (/proc/self/exe): %w", err)
 	}
 	return exe, nil
-})
+}
 
 // errELFInterp is noELFInterpreter's error for an executable with a PT_INTERP.
 var errELFInterp = errors.New("it has an ELF interpreter (PT_INTERP: a PIE or cgo build), which the sandbox's root would provide")

@@ -91,9 +91,14 @@ func serveSession(s *sandboxInit, w syncWriter) {
 		for range sigc { // the owner speaks on fd 3; signals to pid 1 are not forwarded
 		}
 	}()
+	// The requests are waited for in the netpoller (readFrameOn): a thread blocked in
+	// recvmsg would hold the runtime's one P (initProcs) in a system call, and the
+	// reaper, woken by a command's exit, would wait for the monitor thread to take it
+	// back. In blocking reads if the netpoller cannot be had (only slower).
+	spec, _ := pollableSocket(specFd)
 	w.send(message{Type: msgReady})
 	for {
-		body, fds, err := readFrame(specFd, 4)
+		body, fds, err := readFrameOn(specFd, spec, 4)
 		if err != nil || len(body) == 0 {
 			closeFds(fds)
 			// The owner is gone (it closes the socket only once this init is dead): the

@@ -147,7 +147,7 @@ var setidListeners = struct {
 	sync.Mutex
 	busy    map[int]int
 	closing map[int]bool
-}{busy: map[int]int{}, closing: map[int]bool{}}
+}{} // maps made by the first listener that needs them
 
 // addSetIDListener hands a command's listener to the handler (epoll_ctl(2) from this
 // thread: the handler's epoll_wait sees it at once). Without a handler, or when the
@@ -199,6 +199,9 @@ func serveSetID(ep int, ready chan<- error) {
 			continue
 		}
 		setidListeners.Lock()
+		if setidListeners.busy == nil {
+			setidListeners.busy, setidListeners.closing = map[int]int{}, map[int]bool{}
+		}
 		setidListeners.busy[listener]++
 		setidListeners.Unlock()
 		var n seccompNotif

@@ -13,7 +13,7 @@ import (
 )
 
 // SetupPids is what a sandbox's own tasks need of a pids limit before the command runs:
-// the init's threads (its Go runtime, GOMAXPROCS=1, a session's 2), the holder and the command's first
+// the init's threads (its Go runtime, GOMAXPROCS=1), the holder and the command's first
 // process. The launcher's threads are outside the group and do not count. Measured on
 // Linux 6.18 (2 cores) as the group's pids.peak of sandboxes running /bin/true: 8-12
 // over 60 launches; --pids 10 failed 2 launches in 10. The policy package refuses a

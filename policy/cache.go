@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gosbx/gosbx/internal/namehash"
 )
 
 // Cache is a workspace's own cache directory on the host: Base/Rel/ID, whose "cache"
@@ -92,7 +93,7 @@ func WorkspaceID(ws string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("workspace id of %s: no device and inode", ws)
 	}
-	sum := sha256.Sum256([]byte(ws + "\x00" + strconv.FormatUint(s.Dev, 10) + "\x00" + strconv.FormatUint(s.Ino, 10)))
+	sum := namehash.Sum256([]byte(ws + "\x00" + strconv.FormatUint(s.Dev, 10) + "\x00" + strconv.FormatUint(s.Ino, 10)))
 	name := []byte(filepath.Base(ws))
 	for i, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {

@@ -186,7 +186,7 @@ func protectedInReference(root, cwd string, patterns []string, limit int) ([]str
 				add(filepath.Join(dir, name))
 				continue
 			}
-			if e.IsDir() && !scanSkip[name] && e.Type()&os.ModeSymlink == 0 {
+			if e.IsDir() && !scanSkip(name) && e.Type()&os.ModeSymlink == 0 {
 				walk(filepath.Join(dir, name), r, depth+1)
 			}
 		}

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"sort"
-
 	"github.com/gosbx/gosbx/seccomp"
 )
 
@@ -10,31 +8,34 @@ import (
 const DefaultProfile = "agent"
 
 // Built-in profiles are Go values, not embedded files: nothing is parsed on the start
-// path. `gosbx policy show --policy NAME` prints each as YAML.
-var builtins = map[string]func() *Policy{
-	"agent":  agentProfile,
-	"strict": strictProfile,
-	"build":  buildProfile,
+// path. `gosbx policy show --policy NAME` prints each as YAML. A switch and an array,
+// not a map: a package-level map is built at every start of gosbx.
+func builtinProfile(name string) func() *Policy {
+	switch name {
+	case "agent":
+		return agentProfile
+	case "strict":
+		return strictProfile
+	case "build":
+		return buildProfile
+	}
+	return nil
 }
+
+// profileNames are builtinProfile's names, sorted.
+var profileNames = [...]string{"agent", "build", "strict"}
 
 // Builtin returns a fresh copy of the built-in profile name.
 func Builtin(name string) (*Policy, bool) {
-	f, ok := builtins[name]
-	if !ok {
+	f := builtinProfile(name)
+	if f == nil {
 		return nil, false
 	}
 	return f(), true
 }
 
-// Profiles lists the built-in profile names.
-func Profiles() []string {
-	names := make([]string, 0, len(builtins))
-	for n := range builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+// Profiles lists the built-in profile names, sorted.
+func Profiles() []string { return append([]string(nil), profileNames[:]...) }
 
 func optional(paths ...string) []Bind {
 	out := make([]Bind, len(paths))
@@ -46,7 +47,9 @@ func optional(paths ...string) []Bind {
 
 // systemReadOnly are the system roots: /usr, and the merged-usr links (or directories)
 // next to it.
-var systemReadOnly = append([]Bind{{Path: "/usr"}}, optional("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")...)
+var systemReadOnly = []Bind{{Path: "/usr"}, {Path: "/bin", Optional: true}, {Path: "/sbin", Optional: true},
+	{Path: "/lib", Optional: true}, {Path: "/lib32", Optional: true}, {Path: "/lib64", Optional: true},
+	{Path: "/libx32", Optional: true}}
 
 // scratch is the private writable space every profile has.
 var scratch = []Tmpfs{{Path: "/tmp", Mode: "1777"}, {Path: "/var/tmp", Mode: "1777"}, {Path: "/run", Mode: "0755"}, {Path: "${home}", Mode: "0700"}}

@@ -31,9 +31,14 @@ const (
 )
 
 // scanSkip are directories never descended into: dependency trees, caches, build output.
-var scanSkip = map[string]bool{".git": true, "node_modules": true, ".venv": true, "venv": true,
-	"target": true, "__pycache__": true, ".cache": true, "dist": true, "build": true,
-	".tox": true, ".mypy_cache": true, ".gradle": true}
+func scanSkip(name string) bool {
+	switch name {
+	case ".git", "node_modules", ".venv", "venv", "target", "__pycache__", ".cache", "dist", "build",
+		".tox", ".mypy_cache", ".gradle":
+		return true
+	}
+	return false
+}
 
 // protectedIn returns the existing paths under root (canonical) that match patterns,
 // given the command's working directory cwd ("" if none), in a stable order. It fails
@@ -233,7 +238,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 					matched = true
 				}
 			}
-			if matched || isDir && !scanSkip[string(nb)] {
+			if matched || isDir && !scanSkip(string(nb)) {
 				p := filepath.Join(dir, string(nb))
 				keep = append(keep, scanEntry{name: p[len(p)-len(nb):], rel: r, path: p, matched: matched}) // one string
 			}

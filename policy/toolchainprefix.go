@@ -12,9 +12,12 @@ import (
 // directory's parent is bound whole only when it holds nothing else, otherwise only its
 // bin, so that a directory that merely has a bin among other things (/tmp/trial holding
 // bin/, priv/, proj/; ~/work holding bin/, etc/, share/, projects/) shows only that.
-var prefixLayout = map[string]bool{
-	"bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true, "libx32": true, "libexec": true,
-	"share": true, "include": true, "etc": true, "man": true,
+func prefixLayout(name string) bool {
+	switch name {
+	case "bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "share", "include", "etc", "man":
+		return true
+	}
+	return false
 }
 
 // prefixDocs are the top-level files an unpacked toolchain release carries (node's
@@ -100,7 +103,7 @@ func (tr *tcResolver) prefixParts(prefix string) []string {
 	}
 	whole := names != nil
 	for _, n := range names {
-		if !prefixLayout[n] && !isDoc(prefix, n) {
+		if !prefixLayout(n) && !isDoc(prefix, n) {
 			whole = false
 		}
 	}

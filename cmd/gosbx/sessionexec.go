@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/signal"
-	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/session"
+	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/nsinit"
 )
 
@@ -73,21 +72,30 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 	if err != nil {
 		return fail(&setupFailure{step: "session", err: err})
 	}
-	// The forwarded signals are caught beside the request: each signal.Notify is a
-	// handshake with the runtime's signal thread, which it first starts (0.25 ms of a
-	// 3 ms call here), while the session starts the command. One arriving before they
-	// are caught ends this client by its default action, and the supervisor kills the
-	// command when its client goes. No signal.Stop: gosbx exits once this returns.
-	sigc := make(chan os.Signal, 16)
-	caught := forwardedSignals
-	if tty {
-		// Not SIGTTIN and SIGTTOU: their default stops this process when it sets its
-		// terminal's mode from the background (makeRaw after bg), as any terminal
-		// program is; caught, the kernel would send them again at each retry. The
-		// command cannot read this terminal meanwhile: only this process relays it.
-		caught = slices.DeleteFunc(slices.Clone(caught), func(s os.Signal) bool { return s == unix.SIGTTIN || s == unix.SIGTTOU })
+	// The forwarded signals are caught before the request is sent, as gosbx exec
+	// catches them: a handler writes each to a pipe read in the runtime's poller
+	// (internal/sigpipe), not os/signal, whose locked thread, thread parked in
+	// signal_recv and handshake per signal cost this client ~0.3 ms of CPU and three
+	// threads (docs/decisions.md, "Speed, eighth attempt: the session path"). Never
+	// undone: gosbx exits once this returns.
+	caught := make([]unix.Signal, 0, len(forwardedSignals))
+	for _, s := range forwardedSignals {
+		if tty && (s == unix.SIGTTIN || s == unix.SIGTTOU) {
+			// Not SIGTTIN and SIGTTOU: their default stops this process when it sets
+			// its terminal's mode from the background (makeRaw after bg), as any
+			// terminal program is; caught, the kernel would send them again at each
+			// retry. The command cannot read this terminal meanwhile: only this process
+			// relays it.
+			continue
+		}
+		caught = append(caught, s.(unix.Signal))
 	}
-	go signal.Notify(sigc, caught...)
+	sigf, err := sigpipe.Catch(caught...)
+	if err != nil {
+		return fail(&setupFailure{step: "signals", err: err})
+	}
+	sigc := make(chan os.Signal, 16)
+	go readSignals(sigf, sigc)
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
 		return fail(&setupFailure{step: "session", err: noSession(dir, name, err)})

@@ -798,8 +798,11 @@ func sameUserNamespace(fd, pid int, self string) bool {
 	if self == "" {
 		return false
 	}
-	peer, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/user")
-	if err != nil || peer != self {
+	// unix.Readlink into a buffer of this frame: os.Readlink allocates and retries
+	// with a larger one; a link longer than 64 bytes is no user namespace's
+	var buf [64]byte
+	n, err := unix.Readlink("/proc/"+strconv.Itoa(pid)+"/ns/user", buf[:])
+	if err != nil || n >= len(buf) || string(buf[:n]) != self {
 		return false
 	}
 	return pidfd < 0 || unix.PidfdSendSignal(pidfd, 0, nil, 0) == nil

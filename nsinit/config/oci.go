@@ -150,10 +150,10 @@ func invalidUTF8(v reflect.Value) string {
 
 // Fields of specs.Spec and specs.Linux that gosbx implements; any other field set in a
 // spec is refused rather than silently not applied (a sysctl, a device, a hook).
+// Slices, not maps: a package-level map is built at every start.
 var (
-	specFields  = map[string]bool{"Version": true, "Process": true, "Root": true, "Hostname": true, "Mounts": true, "Annotations": true, "Linux": true}
-	linuxFields = map[string]bool{"UIDMappings": true, "GIDMappings": true, "Namespaces": true, "Seccomp": true,
-		"MaskedPaths": true, "ReadonlyPaths": true, "Resources": true}
+	specFields  = []string{"Version", "Process", "Root", "Hostname", "Mounts", "Annotations", "Linux"}
+	linuxFields = []string{"UIDMappings", "GIDMappings", "Namespaces", "Seccomp", "MaskedPaths", "ReadonlyPaths", "Resources"}
 )
 
 // FromSpec turns a runtime-spec config (an OCI config.json, such as ToSpec or `gosbx

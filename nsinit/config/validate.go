@@ -1,18 +1,17 @@
 package config
 
 import (
-	"net/netip"
-	"slices"
-
-	"github.com/gosbx/gosbx/egress"
-
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/egress"
 )
 
 // MaxID is the highest id an IDRange may hold: ids of 2^31 and above are read as
@@ -33,10 +32,14 @@ func (r IDRange) Check() error {
 	return nil
 }
 
-// knownNamespaces are the namespace types gosbx creates.
-var knownNamespaces = map[specs.LinuxNamespaceType]bool{
-	specs.UserNamespace: true, specs.MountNamespace: true, specs.PIDNamespace: true, specs.NetworkNamespace: true,
-	specs.IPCNamespace: true, specs.UTSNamespace: true, specs.CgroupNamespace: true,
+// knownNamespace reports whether gosbx creates namespaces of type t.
+func knownNamespace(t specs.LinuxNamespaceType) bool {
+	switch t {
+	case specs.UserNamespace, specs.MountNamespace, specs.PIDNamespace, specs.NetworkNamespace,
+		specs.IPCNamespace, specs.UTSNamespace, specs.CgroupNamespace:
+		return true
+	}
+	return false
 }
 
 // Validate checks that c can be launched as it is, so that nothing asked for is
@@ -60,7 +63,7 @@ func (c *Config) Validate() error {
 	}
 	have := map[specs.LinuxNamespaceType]bool{}
 	for _, ns := range l.Namespaces {
-		if !knownNamespaces[ns.Type] {
+		if !knownNamespace(ns.Type) {
 			return fmt.Errorf("unsupported namespace %q", ns.Type)
 		}
 		if ns.Path != "" {
@@ -171,8 +174,7 @@ func (c *Config) Validate() error {
 
 // processFields are the fields of specs.Process gosbx implements. The user is the one
 // the id mappings name; every capability is dropped, and no_new_privs always set.
-var processFields = map[string]bool{"Args": true, "Env": true, "Cwd": true, "Rlimits": true, "User": true,
-	"Capabilities": true, "NoNewPrivileges": true}
+var processFields = []string{"Args", "Env", "Cwd", "Rlimits", "User", "Capabilities", "NoNewPrivileges"}
 
 // ValidateProcess refuses a process (c's own, or a pooled command's for the template
 // c) that asks for what gosbx does not do: no args, a field it does not implement,
@@ -228,12 +230,12 @@ func checkResources(r *specs.LinuxResources) error {
 }
 
 // setFieldsOutside returns the JSON names of v's non-zero fields not in allowed.
-func setFieldsOutside(v reflect.Value, allowed map[string]bool) []string {
+func setFieldsOutside(v reflect.Value, allowed []string) []string {
 	var bad []string
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if allowed[f.Name] || v.Field(i).IsZero() {
+		if slices.Contains(allowed, f.Name) || v.Field(i).IsZero() {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
