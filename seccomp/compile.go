@@ -30,9 +30,10 @@ const (
 // argument in the accumulator when a condition fails, so every later rule compared that
 // argument against system call numbers and fell through to the default action (a
 // namespace-creating clone was allowed). This generator dispatches by system call
-// number (dispatch: a binary search, then only that call's rules, in order); where the
-// search's jumps would not fit it falls back to a straight chain, one block a rule, each
-// starting by loading the system call number again:
+// number (dispatch: a binary search, then only that call's rules, in order, lowered by
+// lower.go; jumps too long for BPF get a ja, relax). The straight chain, one block a
+// rule, each starting by loading the system call number again, is what the tests
+// compare it with (and Compile's fallback should dispatch ever fail):
 //
 //	ld  [nr]
 //	jeq #n1, match ; … one per name
@@ -80,6 +81,63 @@ func (a *asm) skipOne() int {
 func (a *asm) ja(l int) {
 	a.fix = append(a.fix, fixup{at: len(a.ins), tl: l, ja: true})
 	a.ins = append(a.ins, bpf.Jump{})
+}
+
+// relax gives every conditional jump whose target is more than 255 instructions
+// ahead a ja (32-bit reach) right after it, until every one fits. Labels only
+// (not skipOne).
+func (a *asm) relax() {
+	for {
+		grown := false
+		for fi := 0; fi < len(a.fix); fi++ {
+			f := a.fix[fi]
+			if f.ja {
+				continue
+			}
+			far := func(l int) bool { return l != fall && a.labels[l]-f.at-1 > 255 }
+			if !far(f.tl) && !far(f.fl) {
+				continue
+			}
+			// make fall-through explicit, then open a slot after the jump for each far side
+			after := a.label()
+			a.labels[after] = f.at + 1
+			sides := [2]int{f.tl, f.fl}
+			for i, l := range sides {
+				if l == fall {
+					sides[i] = after
+					continue
+				}
+				if !far(l) {
+					continue
+				}
+				a.insert(f.at + 1)
+				tramp := a.label()
+				a.labels[tramp] = f.at + 1
+				a.fix = append(a.fix, fixup{at: f.at + 1, tl: l, ja: true})
+				sides[i] = tramp
+			}
+			a.fix[fi].tl, a.fix[fi].fl = sides[0], sides[1]
+			grown = true
+		}
+		if !grown {
+			return
+		}
+	}
+}
+
+// insert opens an empty slot at position p: everything at p and after moves one on.
+func (a *asm) insert(p int) {
+	a.ins = slices.Insert(a.ins, p, bpf.Instruction(bpf.Jump{}))
+	for l, pos := range a.labels {
+		if pos >= p {
+			a.labels[l] = pos + 1
+		}
+	}
+	for i := range a.fix {
+		if a.fix[i].at >= p {
+			a.fix[i].at++
+		}
+	}
 }
 
 func (a *asm) resolve() error {
@@ -145,8 +203,8 @@ func Compile(s *specs.LinuxSeccomp) (Program, error) {
 			return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
 		}
 	}
-	// By system call number first (a binary search, then only that call's rules); the
-	// straight chain when the search's jumps would not fit.
+	// By system call number (a binary search, then only that call's rules); the
+	// straight chain on an internal error of dispatch (the tests require dispatch's).
 	a, err := dispatch(s.Syscalls, def)
 	if err != nil {
 		if a, err = chain(s.Syscalls, def); err != nil {
@@ -197,15 +255,21 @@ type entry struct {
 	act  uint32
 }
 
-// dispatch is the program by system call number: after the prologue, a binary search
-// over the numbers the rules name (nr stays in the accumulator) sends each call to a
-// block holding only the rules that name it, in their order (the first that matches
-// decides, as in the chain, since rules for other calls never match it); a call no rule
-// names goes straight to the default action. A call with argument rules (openat, ioctl)
-// then costs a few comparisons instead of the whole chain, and the calls without any
-// keep the kernel's constant-action cache.
+// dispatch is the program by system call number: after the prologue, a search over
+// the numbers the rules name (nr stays in the accumulator: jge splits, then up to
+// leafSize tests of a number or a range of numbers with one target, which jump
+// straight to the calls' block) sends each call to the
+// block of the rules that name it, in their order (the first that matches decides, as
+// in the chain, since rules for other calls never match it); a call no rule names goes
+// straight to the default action. The rules of a call are lowered first (lower.go:
+// runs of rules with one action merged, tests of one argument joined, no-op words
+// skipped); calls with the same lowered rules share one block, a block without
+// conditions is its action's return, and the returns are shared at the end of the
+// program. A call with argument rules (openat, ioctl) then costs a few comparisons
+// instead of the whole chain, and the calls without any keep the kernel's
+// constant-action cache. Jumps longer than a BPF jump's 255 get a ja (relax).
 func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
-	byNr := map[uint32][]entry{}
+	byNr := map[uint32][]lowered{}
 	for i, sc := range rules {
 		act, err := action(sc.Action, sc.ErrnoRet)
 		if err != nil {
@@ -214,66 +278,174 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 		if len(sc.Names) == 0 {
 			return nil, fmt.Errorf("syscalls[%d]: no names", i)
 		}
+		for _, c := range sc.Args {
+			if c.Index > 5 {
+				return nil, fmt.Errorf("syscalls[%d]: argument index %d: want 0 to 5", i, c.Index)
+			}
+		}
+		conds := lowerArgs(sc.Args)
 		for _, n := range sc.Names {
 			nr, ok := syscallNumbers()[n]
 			if !ok {
 				return nil, fmt.Errorf("syscalls[%d]: unknown system call %q (x86_64)", i, n)
 			}
-			byNr[uint32(nr)] = append(byNr[uint32(nr)], entry{args: sc.Args, act: act})
+			byNr[uint32(nr)] = append(byNr[uint32(nr)], lowered{conds: conds, act: act})
 		}
 	}
+	a := &asm{labels: make(map[int]int, 64), ins: make([]bpf.Instruction, 0, 256), fix: make([]fixup, 0, 128)}
+	rets := map[uint32]int{} // action → the label of its shared return
+	ret := func(act uint32) int {
+		if l, ok := rets[act]; ok {
+			return l
+		}
+		rets[act] = a.label()
+		return rets[act]
+	}
+	dflt := ret(def)
+	// each call's target: the shared return of an unconditional action, or a block
+	type block struct {
+		label int
+		rules []lowered
+	}
+	var blocks []*block
+	byKey := map[string]*block{}
+	blockOf := map[uint32]*block{}
+	target := map[uint32]int{}
 	nrs := make([]uint32, 0, len(byNr))
 	for n := range byNr {
 		nrs = append(nrs, n)
 	}
 	slices.Sort(nrs)
-	a := &asm{labels: map[int]int{}}
-	prologue(a)
-	blocks := make([]int, len(nrs))
-	for i := range blocks {
-		blocks[i] = a.label()
+	for _, n := range nrs {
+		rs := mergeRules(byNr[n])
+		if len(rs[0].conds) == 0 {
+			target[n] = ret(rs[0].act)
+			continue
+		}
+		k := blockKey(rs)
+		b := byKey[k]
+		if b == nil {
+			b = &block{rules: rs}
+			byKey[k] = b
+			blocks = append(blocks, b)
+		}
+		blockOf[n] = b
 	}
-	dflt := a.label()
-	var search func(lo, hi int)
-	search = func(lo, hi int) {
-		if hi-lo <= 4 {
-			for i := lo; i < hi; i++ {
-				a.jump(bpf.JumpEqual, nrs[i], fall, a.skipOne())
-				a.ja(blocks[i])
+	// The code from a rule on depends only on the rules from it on (their blockKey):
+	// one node of code per distinct such tail, so that blocks that end alike
+	// (socketpair's rules are socket's after its first) share their end. A node's
+	// failure goes to the node of the tail after it, emitted later (a shorter tail):
+	// BPF jumps only forward.
+	type node struct {
+		label, fail, length int
+		rule                lowered
+	}
+	var nodes []*node
+	byTail := map[string]*node{}
+	slices.SortStableFunc(blocks, func(x, y *block) int { return len(y.rules) - len(x.rules) })
+	for _, b := range blocks {
+		// the rules; when every one fails, the default action, or the action of a
+		// last rule without conditions (mergeRules: nothing follows one)
+		rs, next := b.rules, dflt
+		if last := rs[len(rs)-1]; len(last.conds) == 0 {
+			rs, next = rs[:len(rs)-1], ret(last.act)
+		}
+		for i := len(rs) - 1; i >= 0; i-- {
+			k := blockKey(b.rules[i:])
+			nd := byTail[k]
+			if nd == nil {
+				nd = &node{label: a.label(), fail: next, length: len(b.rules) - i, rule: rs[i]}
+				byTail[k] = nd
+				nodes = append(nodes, nd)
 			}
-			a.ja(dflt)
+			next = nd.label
+		}
+		b.label = next
+	}
+	for n, b := range blockOf {
+		target[n] = b.label
+	}
+	slices.SortStableFunc(nodes, func(x, y *node) int { return y.length - x.length })
+	// calls that end at the default action need no test; consecutive numbers with one
+	// target are one segment (mount … reboot, 163-169; io_uring_setup … fspick, 425-433)
+	type segment struct {
+		first, last uint32
+		target      int
+	}
+	var segs []segment
+	for _, n := range nrs {
+		t := target[n]
+		if t == dflt {
+			continue
+		}
+		if k := len(segs) - 1; k >= 0 && segs[k].last+1 == n && segs[k].target == t {
+			segs[k].last = n
+			continue
+		}
+		segs = append(segs, segment{n, n, t})
+	}
+	prologue(a)
+	// above: x >= segs[lo].first is known (the right side of a split)
+	var search func(lo, hi int, above bool)
+	search = func(lo, hi int, above bool) {
+		if hi-lo <= leafSize {
+			if hi == lo {
+				a.ja(dflt)
+			}
+			for i := lo; i < hi; i++ {
+				sg, next := segs[i], fall
+				if i == hi-1 {
+					next = dflt
+				}
+				if sg.first == sg.last {
+					a.jump(bpf.JumpEqual, sg.first, sg.target, next)
+					continue
+				}
+				// below first: not in this segment nor a later one, and the earlier
+				// ones have jumped away
+				if i > lo || !above {
+					a.jump(bpf.JumpGreaterOrEqual, sg.first, fall, dflt)
+				}
+				a.jump(bpf.JumpGreaterThan, sg.last, next, sg.target)
+			}
 			return
 		}
 		mid := (lo + hi) / 2
 		right := a.label()
-		a.jump(bpf.JumpGreaterOrEqual, nrs[mid], right, fall)
-		search(lo, mid)
+		a.jump(bpf.JumpGreaterOrEqual, segs[mid].first, right, fall)
+		search(lo, mid, above)
 		a.mark(right)
-		search(mid, hi)
+		search(mid, hi, true)
 	}
-	search(0, len(nrs))
-	for i, n := range nrs {
-		a.mark(blocks[i])
-		for _, e := range byNr[n] {
-			if len(e.args) == 0 {
-				a.emit(bpf.RetConstant{Val: e.act})
-				break // nothing after it is reached
+	search(0, len(segs), false)
+	for _, nd := range nodes {
+		a.mark(nd.label)
+		for j, c := range nd.rule.conds {
+			pass := fall
+			if j == len(nd.rule.conds)-1 {
+				pass = ret(nd.rule.act)
 			}
-			next := a.label()
-			for _, c := range e.args {
-				if err := condition(a, c, next); err != nil {
-					return nil, err
-				}
+			if err := emitCond(a, c, pass, nd.fail); err != nil {
+				return nil, err
 			}
-			a.emit(bpf.RetConstant{Val: e.act})
-			a.mark(next)
 		}
-		a.emit(bpf.RetConstant{Val: def})
 	}
-	a.mark(dflt)
-	a.emit(bpf.RetConstant{Val: def})
+	acts := make([]uint32, 0, len(rets))
+	for act := range rets {
+		acts = append(acts, act)
+	}
+	slices.Sort(acts)
+	for _, act := range acts {
+		a.mark(rets[act])
+		a.emit(bpf.RetConstant{Val: act})
+	}
+	a.relax()
 	return a, a.resolve()
 }
+
+// leafSize is the most segments dispatch's search tests in a row (a jeq each, a jge
+// and a jgt for a range).
+const leafSize = 4
 
 // rule emits one block.
 func rule(a *asm, sc specs.LinuxSyscall) error {

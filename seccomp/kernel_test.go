@@ -18,8 +18,11 @@ import (
 const childEnv = "GOSBX_SECCOMP_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "agent" {
+	switch os.Getenv(childEnv) {
+	case "agent":
 		os.Exit(kernelChild())
+	case "attach":
+		os.Exit(attachChild())
 	}
 	os.Exit(m.Run())
 }
