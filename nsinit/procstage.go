@@ -119,14 +119,6 @@ func ptr[T any](v *T) uintptr { return uintptr(unsafe.Pointer(v)) }
 // set (caps), the seccomp filter (last: a denied call would stop what follows), and
 // execve(2) of path. It takes ownership of dir. Errors name a malformed rlimit.
 func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path string) (*procPlan, error) {
-	return planProcessOf(proc, filter, dir, path, false)
-}
-
-// planProcessOf is planProcess; with boundingEmpty the plan leaves out the bounding
-// set's drops: the forking thread's bounding set is empty already, and the child's
-// credentials are a copy of that thread's (a session's init empties every thread's
-// once: dropThreadBounding).
-func planProcessOf(proc *specs.Process, filter seccomp.Program, dir *os.File, path string, boundingEmpty bool) (*procPlan, error) {
 	// room for every step and call (≈ 70 with the bounding set's 41): a session's init
 	// plans each command anew, and growing the slices was a third of it
 	p := &procPlan{path: path, dir: dir, filter: filter,
@@ -187,7 +179,7 @@ func planProcessOf(proc *specs.Process, filter seccomp.Program, dir *os.File, pa
 	// caps.DropAll's calls: the bounding set first (needs CAP_SETPCAP), then the locked
 	// no-root securebits, the ambient set, the other sets, and no_new_privs.
 	s = p.begin("drop capabilities")
-	for c := 0; c <= lastCap() && !boundingEmpty; c++ {
+	for c := 0; c <= lastCap(); c++ {
 		p.call(s, "", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c)) // what: describeOp
 	}
 	p.call(s, "set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, caps.LockedNoRoot)

@@ -67,12 +67,6 @@ func serveSession(s *sandboxInit, w syncWriter) {
 			reportInitError(w, err)
 		}
 	}
-	// Once for every command: their children's credentials are copies of the forking
-	// thread's, whichever it is (docs/decisions.md, "Speed, eighth attempt: the session
-	// call's critical path").
-	if err := step("bounding set", dropThreadBounding()); err != nil {
-		reportInitError(w, err)
-	}
 	// Every thread of pid 1 keeps stageCaps, and only them, for the process stage of
 	// each command to come (limitCaps limited the forking thread alone).
 	if err := step("limit capabilities", limitThreadCaps()); err != nil {
@@ -212,7 +206,7 @@ func (si *sessionInit) start(body []byte, fds []int) {
 		fail(err)
 		return
 	}
-	plan, err := planProcessOf(proc, s.spec.Linux.Filter, dir, path, true)
+	plan, err := planProcess(proc, s.spec.Linux.Filter, dir, path)
 	if err != nil {
 		dir.Close()
 		fail(err)
@@ -308,25 +302,6 @@ func (si *sessionInit) reap() {
 			si.trim.Poke()
 		}
 	}
-}
-
-// dropThreadBounding empties the bounding set of every thread of pid 1
-// (PR_CAPBSET_DROP, prctl(2); capabilities(7): the bounding set is per thread, and a
-// thread or process made later copies its maker's): the process stage of each command
-// then need not, and no process the init makes can gain a capability at execve. The
-// init itself never executes a program. It needs CAP_SETPCAP on every thread: before
-// limitThreadCaps and the set-ID handler, which keeps none. One stop-the-world per
-// capability (syscall.AllThreadsSyscall), once per session.
-func dropThreadBounding() error {
-	if runtimeIscgo {
-		return fmt.Errorf("prctl PR_CAPBSET_DROP on every thread: %w (a session needs gosbx built with CGO_ENABLED=0)", unix.ENOTSUP)
-	}
-	for c := 0; c <= lastCap(); c++ {
-		if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); errno != 0 {
-			return fmt.Errorf("prctl PR_CAPBSET_DROP %d on every thread: %w", c, errno)
-		}
-	}
-	return nil
 }
 
 // limitThreadCaps leaves every thread of pid 1 stageCaps only (capabilities are per
