@@ -105,8 +105,14 @@ func plant(t *testing.T, kind, path string) {
 		err = unix.Mkfifo(path, 0o600)
 	case "socket":
 		var fd int
+		var dfd int
+		if dfd, err = unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			break
+		}
+		defer unix.Close(dfd)
 		if fd, err = unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
-			err = unix.Bind(fd, &unix.SockaddrUnix{Name: path})
+			// through the directory's descriptor: a sun_path of at most 108 bytes
+			err = unix.Bind(fd, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + filepath.Base(path)})
 			unix.Close(fd) // the socket file stays
 		}
 	case "dir":
