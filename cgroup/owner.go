@@ -177,18 +177,43 @@ func recordName(name string) string { return recordPrefix + name }
 
 // lockFileGroups lists the groups that have a lock file in the lock directory dfd
 // (read from its start), under either of its names, once each. The entries are read
-// with getdents64(2) into one buffer and judged in place: only a group's name becomes a
-// string. The directory also holds a marker per set of parents swept (sweptMarker: a
-// thousand here after a day of tests) and every launch reads it (sweepNeeded), so a
-// string per entry was ~110 KiB of garbage a launch, which an idle session's supervisor
-// keeps for its life (no collection runs below a 4 MiB heap; docs/decisions.md,
-// "Memory: idle sessions"). Errors are lseek's and getdents64's.
+// with getdents64(2) into one buffer and judged in place (eachEntry): only a group's
+// name becomes a string. Every launch reads the directory (sweepNeeded), and an idle
+// session's supervisor keeps what that allocates for its life (no collection runs
+// below a 4 MiB heap; docs/decisions.md, "Memory: idle sessions"); an older gosbx's
+// markers (oldSweptPrefix) may still be there, a thousand after a day of tests. Errors
+// are lseek's and getdents64's.
 func lockFileGroups(dfd int) ([]string, error) {
-	if _, err := unix.Seek(dfd, 0, io.SeekStart); err != nil {
-		return nil, err
-	}
 	var out []string
 	var seen map[string]bool // once out has listedMax names
+	err := eachEntry(dfd, func(name []byte) {
+		name = bytes.TrimPrefix(name, []byte(recordPrefix))
+		if bytes.HasPrefix(name, []byte("gosbx-")) && !seen[string(name)] && !listed(out, name, seen) {
+			out = append(out, string(name))
+			if seen != nil {
+				seen[out[len(out)-1]] = true
+			} else if len(out) == listedMax {
+				// many groups alive at once: a map from here on, not a scan per name
+				seen = make(map[string]bool, 2*listedMax)
+				for _, g := range out {
+					seen[g] = true
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachEntry calls f with the name of each entry of the directory dfd, read from its
+// start with getdents64(2) into one 8 KiB buffer; name is valid only during the call.
+// Errors are lseek's and getdents64's, and a malformed record's.
+func eachEntry(dfd int, f func(name []byte)) error {
+	if _, err := unix.Seek(dfd, 0, io.SeekStart); err != nil {
+		return err
+	}
 	buf := make([]byte, 8192)
 	for {
 		n, err := unix.Getdents(dfd, buf)
@@ -196,35 +221,23 @@ func lockFileGroups(dfd int) ([]string, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n <= 0 {
-			return out, nil
+			return nil
 		}
 		for b := buf[:n]; len(b) >= direntName; {
 			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8,
 			// d_name NUL-terminated
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < direntName || reclen > len(b) {
-				return nil, fmt.Errorf("getdents64: a record of %d bytes", reclen)
+				return fmt.Errorf("getdents64: a record of %d bytes", reclen)
 			}
 			name := b[direntName:reclen]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
-			name = bytes.TrimPrefix(name, []byte(recordPrefix))
-			if bytes.HasPrefix(name, []byte("gosbx-")) && !seen[string(name)] && !listed(out, name, seen) {
-				out = append(out, string(name))
-				if seen != nil {
-					seen[out[len(out)-1]] = true
-				} else if len(out) == listedMax {
-					// many groups alive at once: a map from here on, not a scan per name
-					seen = make(map[string]bool, 2*listedMax)
-					for _, g := range out {
-						seen[g] = true
-					}
-				}
-			}
+			f(name)
 			b = b[reclen:]
 		}
 	}

@@ -100,7 +100,7 @@ func TestSweepRemovesRecordedGroup(t *testing.T) {
 	if sweepNeeded(nil) {
 		t.Error("a sweep is still needed once the dead owner's group and file are gone")
 	}
-	if _, err := os.Stat(filepath.Join(locks, sweptMarker(nil))); err != nil {
+	if _, err := os.Stat(filepath.Join(locks, sweptDir, sweptMarker(nil))); err != nil {
 		t.Error(err)
 	}
 }

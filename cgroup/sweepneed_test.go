@@ -31,7 +31,7 @@ func TestSweepNeeded(t *testing.T) {
 		t.Error("no lock directory yet: no sweep")
 	}
 	markSwept(nil)
-	if _, err := os.Stat(filepath.Join(dir, sweptMarker(nil))); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, sweptDir, sweptMarker(nil))); err != nil {
 		t.Fatalf("no marker after markSwept: %v", err)
 	}
 	if sweepNeeded(nil) {
@@ -64,13 +64,13 @@ func TestSweepNeeded(t *testing.T) {
 	if sweepNeeded(nil) {
 		t.Error("a sweep once the free lock file is gone")
 	}
-	if err := os.Remove(filepath.Join(dir, sweptMarker(nil))); err != nil {
+	if err := os.Remove(filepath.Join(dir, sweptDir, sweptMarker(nil))); err != nil {
 		t.Fatal(err)
 	}
 	if !sweepNeeded(nil) {
 		t.Error("no sweep without the marker (an older gosbx's groups have no lock file)")
 	}
-	if err := os.Mkdir(filepath.Join(dir, sweptMarker(nil)), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, sweptDir, sweptMarker(nil)), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if !sweepNeeded(nil) {
@@ -95,7 +95,8 @@ func promptly(t *testing.T, what string, f func()) {
 	}
 }
 
-// plant makes a FIFO, a socket or a directory at path.
+// plant makes a FIFO, a socket, a directory (0700 or 0755) or a symbolic link to a
+// directory at path.
 func plant(t *testing.T, kind, path string) {
 	t.Helper()
 	var err error
@@ -104,12 +105,24 @@ func plant(t *testing.T, kind, path string) {
 		err = unix.Mkfifo(path, 0o600)
 	case "socket":
 		var fd int
+		var dfd int
+		if dfd, err = unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			break
+		}
+		defer unix.Close(dfd)
 		if fd, err = unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
-			err = unix.Bind(fd, &unix.SockaddrUnix{Name: path})
+			// through the directory's descriptor: a sun_path of at most 108 bytes
+			err = unix.Bind(fd, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + filepath.Base(path)})
 			unix.Close(fd) // the socket file stays
 		}
 	case "dir":
 		err = os.Mkdir(path, 0o700)
+	case "dir0755": // a directory others may open
+		if err = os.Mkdir(path, 0o700); err == nil {
+			err = os.Chmod(path, 0o755)
+		}
+	case "symlink": // to a directory of the caller's, 0700: still not followed
+		err = os.Symlink(t.TempDir(), path)
 	}
 	if err != nil {
 		t.Fatalf("make a %s at %s: %v", kind, path, err)
@@ -123,8 +136,12 @@ func plant(t *testing.T, kind, path string) {
 // the marker's name is taken back, so a launch does not sweep every time. Before, a
 // FIFO blocked markSwept's open (O_WRONLY) and the lock files' (O_RDONLY) for good.
 func TestLockDirEntriesNeverBlock(t *testing.T) {
-	for _, kind := range []string{"fifo", "socket", "dir"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range []struct{ kind, at string }{
+		{"fifo", "marker"}, {"socket", "marker"}, {"dir", "marker"},
+		{"fifo", sweptDir}, {"socket", sweptDir}, {"symlink", sweptDir}, {"dir0755", sweptDir},
+	} {
+		kind := c.kind
+		t.Run(kind+"-at-"+c.at, func(t *testing.T) {
 			dir := tempLockDir(t)
 			root := fakeV1(t)
 			parents := []string{filepath.Join(root, "memory", "a")}
@@ -135,7 +152,14 @@ func TestLockDirEntriesNeverBlock(t *testing.T) {
 			// first's group exists, owned by nobody but the planted entry
 			group := filepath.Join(root, "memory", "a", first)
 			fakeGroup(t, group)
-			plant(t, kind, filepath.Join(dir, sweptMarker(parents)))
+			if c.at == sweptDir {
+				plant(t, kind, filepath.Join(dir, sweptDir))
+			} else {
+				if err := os.Mkdir(filepath.Join(dir, sweptDir), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				plant(t, kind, filepath.Join(dir, sweptDir, sweptMarker(parents)))
+			}
 			plant(t, kind, filepath.Join(dir, first))
 			plant(t, kind, filepath.Join(dir, recordName(second)))
 			var needed bool
@@ -145,8 +169,11 @@ func TestLockDirEntriesNeverBlock(t *testing.T) {
 			}
 			promptly(t, "markSwept", func() { markSwept(parents) })
 			var st unix.Stat_t
-			if err := unix.Lstat(filepath.Join(dir, sweptMarker(parents)), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-				t.Errorf("the %s at the marker's name was not replaced by the marker (%v, mode %#o)", kind, err, st.Mode)
+			if err := unix.Lstat(filepath.Join(dir, sweptDir, sweptMarker(parents)), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				t.Errorf("the %s at %s was not replaced by the marker (%v, mode %#o)", kind, c.at, err, st.Mode)
+			}
+			if err := unix.Lstat(filepath.Join(dir, sweptDir), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o077 != 0 {
+				t.Errorf("%s is not a 0700 directory after markSwept (%v, mode %#o)", sweptDir, err, st.Mode)
 			}
 			promptly(t, "sweepNeeded", func() { needed = sweepNeeded(parents) })
 			if needed {

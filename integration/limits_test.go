@@ -808,12 +808,14 @@ func TestLimitsCPUsAboveHost(t *testing.T) {
 	}
 }
 
-// TestLimitsLockDirFIFO: a FIFO in root's lock directory, at the old marker's name, at a
-// lock file's two names and then at this cgroup's marker name, stalls no launch (attack
-// review 18, F3: a FIFO at the marker hung every launch in open(2) for good). Run in a
+// TestLimitsLockDirFIFO: a FIFO in root's lock directory, at the markers' directory's
+// name (swept), at a lock file's two names and then at this cgroup's marker name in
+// swept/, stalls no launch (attack review 18, F3: a FIFO at the marker hung every
+// launch in open(2) for good). Run in a
 // mount namespace of its own (unshare -m, private) with a directory of the test's bound
 // on /run/gosbx/cgroups, so the host's lock directory is never touched; from the host,
-// both launches end at once with 0 and the FIFO at the marker's name is a regular file.
+// both launches end at once with 0, swept is a directory and the FIFO at the marker's
+// name in it is a regular file.
 func TestLimitsLockDirFIFO(t *testing.T) {
 	requireV1(t)
 	t.Parallel()
@@ -825,11 +827,11 @@ func TestLimitsLockDirFIFO(t *testing.T) {
 mount --bind "$1" /run/gosbx/cgroups
 mkfifo -m600 /run/gosbx/cgroups/swept /run/gosbx/cgroups/gosbx-aaaa000000000001 /run/gosbx/cgroups/record.gosbx-aaaa000000000002
 "$2" exec --workspace "$3" --memory 64M -- /bin/true
-m=$(cd /run/gosbx/cgroups && ls -d swept.*)
-rm /run/gosbx/cgroups/$m
-mkfifo -m600 /run/gosbx/cgroups/$m
+m=$(cd /run/gosbx/cgroups/swept && ls)
+rm /run/gosbx/cgroups/swept/$m
+mkfifo -m600 /run/gosbx/cgroups/swept/$m
 "$2" exec --workspace "$3" --memory 64M -- /bin/true
-echo "$m"`
+echo "swept/$m"`
 	ctx := s.limitCtx(30 * time.Second)
 	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", locks, gosbxBin, s.ws)
 	// In a cgroup scope of its own: with a private lock directory these launches see no
@@ -852,5 +854,50 @@ echo "$m"`
 	marker := filepath.Join(locks, lines[len(lines)-1])
 	if fi, err := os.Lstat(marker); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("the FIFO at the marker's name %s was not replaced by the marker: %v %v", marker, fi, err)
+	}
+}
+
+// TestLimitsSweptMarkersMoved: the markers of whole sweeps are in root's lock
+// directory's swept/, not in the directory itself, which every launch lists; the 2,000
+// markers an older gosbx left there (swept.<hash>) are removed by the launch that makes
+// swept/. Run as TestLimitsLockDirFIFO, on a directory of the test's bound on
+// /run/gosbx/cgroups in a mount namespace of its own; checked from the host.
+func TestLimitsSweptMarkersMoved(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	mustSucceed(t, s.run("--memory", "64M", "--", "/bin/true"), "a launch that makes /run/gosbx/cgroups")
+	locks := filepath.Join(s.base, "locks")
+	must(t, os.Mkdir(locks, 0o700))
+	for i := range 2000 {
+		must(t, os.WriteFile(filepath.Join(locks, fmt.Sprintf("swept.%032x", i)), nil, 0o600))
+	}
+	script := `set -e
+mount --bind "$1" /run/gosbx/cgroups
+"$2" exec --workspace "$3" --memory 64M -- /bin/true
+"$2" exec --workspace "$3" --memory 64M -- /bin/true`
+	ctx := s.limitCtx(30 * time.Second)
+	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", locks, gosbxBin, s.ws)
+	newCgroupScope(t).wrap(cmd) // no concurrent test's lock files in view: see TestLimitsLockDirFIFO
+	cmd.Dir = s.base
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	es, err := os.ReadDir(locks)
+	must(t, err)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "swept" || !es[0].IsDir() {
+		t.Errorf("the lock directory after two launches holds %d entries (first %q), want only the directory swept", len(names), names[:min(4, len(names))])
+	}
+	fi, err := os.Stat(filepath.Join(locks, "swept"))
+	must(t, err)
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("swept/ is mode %v, want 0700", fi.Mode().Perm())
+	}
+	if ms, err := os.ReadDir(filepath.Join(locks, "swept")); err != nil || len(ms) != 1 || !ms[0].Type().IsRegular() {
+		t.Errorf("swept/ holds %v (%v), want one marker, a regular file", ms, err)
 	}
 }
