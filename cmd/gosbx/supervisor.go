@@ -588,6 +588,13 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	// soon as it has the request): a client that loses this session after this frame
 	// must not say 125, "did not run" (the caller may retry it)
 	reply(session.RepEvent, dispatchEvent)
+	if err := sv.checkShadowed(cmd.Config); err != nil {
+		if proxied {
+			sv.routes.abort()
+		}
+		replyStartError(err, reply)
+		return
+	}
 	if err := cmd.Start(); err != nil {
 		if proxied {
 			sv.routes.abort()
