@@ -157,7 +157,11 @@ func cacheIDsFor(root *policy.Cache, a string) ([]string, error) {
 		if err != nil || len(ids) > 0 {
 			return ids, err
 		}
-		return nil, fmt.Errorf("cache rm %s: no cache entry for this workspace (id %s): %w", canon, id, os.ErrNotExist)
+		// the state asked for already holds (a second `cache rm` of it): exit 0, as
+		// rm -f does, with a note; an argument that names no workspace and no entry
+		// stays an error (a typo cannot be told from it)
+		fmt.Fprintf(os.Stderr, "gosbx: cache rm %s: no cache entry for this workspace (id %s): nothing to remove\n", canon, id)
+		return nil, nil
 	}
 	if policy.ValidCacheID(a) {
 		if _, err := os.Lstat(filepath.Join(root.Root(), a)); err == nil {

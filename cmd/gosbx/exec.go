@@ -268,6 +268,9 @@ func execute(o policy.Options, status *os.File) error {
 	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
 	cmd.Prestarted = pre
+	if err := checkShadowed(spec, func() policy.NotFoundContext { return eff.NotFoundContext(host) }); err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
@@ -505,4 +508,27 @@ func withNotFoundHint(err error, spec *config.Config, c policy.NotFoundContext) 
 		return &notFound{ee, hint}
 	}
 	return err
+}
+
+// shadowed is a command refused before it starts, exit 127 as for one not found: the
+// sandbox's PATH lookup would skip the file the host's finds first and run another
+// (policy.Shadowed). Refused rather than run with a note: a note a caller's tool
+// never shows is the silent run of another interpreter again, without its packages,
+// with exit 0 (trial finding F1); 127 is what the same file named by its path gives.
+type shadowed struct{ hint string }
+
+func (e *shadowed) Error() string { return e.hint }
+func (e *shadowed) ExitCode() int { return nsinit.ExitNotFound }
+
+// checkShadowed is nil, or a *shadowed for spec's command; c is read only then.
+func checkShadowed(spec *config.Config, c func() policy.NotFoundContext) error {
+	if spec.Process == nil || len(spec.Process.Args) == 0 {
+		return nil
+	}
+	name := spec.Process.Args[0]
+	skipped, runs := policy.Shadowed(spec, name)
+	if skipped == "" {
+		return nil
+	}
+	return &shadowed{c().ShadowedHint(spec, name, skipped, runs)}
 }

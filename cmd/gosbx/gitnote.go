@@ -137,7 +137,7 @@ func gitOwnerNote(spec *config.Config, callerUID int) string {
 		strings.Join(shownAll(repos[:min(len(repos), 3)]), ", ") + "): a root caller's files outside the workspace are " +
 		"owned by nobody (uid 65534) inside, so git refuses it (\"detected dubious ownership\"). If that is the error, " +
 		"trust it for the run with the path git names: git -c safe.directory=" + r + remote + " ..., or --env GIT_CONFIG_COUNT=1 " +
-		"--env GIT_CONFIG_KEY_0=safe.directory --env GIT_CONFIG_VALUE_0=PATH (see README, Identity)"
+		"--env GIT_CONFIG_KEY_0=safe.directory --env GIT_CONFIG_VALUE_0=PATH (README, \"The boundary\", row identity)"
 }
 
 // repoDirOf is the git dir of a repository at dir, whose owner git's safe.directory

@@ -220,7 +220,11 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	// as exec's: from here the job may run before its id is answered, so a client that
 	// loses this session after this frame says "may have started", never 125
 	reply(session.RepEvent, dispatchEvent)
-	if err := cmd.Start(); err != nil {
+	err = sv.checkShadowed(cmd.Config)
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
 		sv.routes.abort()
 		l.f.Close()
 		os.Remove(l.path)

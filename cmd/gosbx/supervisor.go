@@ -156,8 +156,15 @@ const stopGrace = 2 * time.Second
 // life pipe, cgroup, host id, cleanup), the session's lock, and serves its control
 // socket.
 type supervisor struct {
-	name    string
-	files   session.Files
+	name  string
+	files session.Files
+	// lock is the session's lock file, held (flock(2)) for the supervisor's whole
+	// life: a field closed at its end, as an *os.File left unreachable is closed by its
+	// finalizer at the next GC, and the flock with it (trial finding F12: a second
+	// supervisor of the same name started after a GC)
+	lock *os.File
+	// sock is the identity of the control socket's file as bound (session.RemoveOwn)
+	sock    session.FileID
 	sess    *nsinit.Session
 	routes  *netRoutes // the proxy's lines to the requests (sessionnet.go)
 	started time.Time
@@ -206,6 +213,9 @@ func superviseMain() int {
 	if err != nil {
 		return fail(fmt.Errorf("lock session %q: %w", sd.Name, err))
 	}
+	// Held to the end: closed when this function returns, after the session's files
+	// are removed (an early return exits the process, which ends the lock with it).
+	defer lock.Close()
 	// A crashed predecessor's socket, if any (its lock was free), and the record of why
 	// the last one ended: it is not this one's.
 	os.Remove(files.Sock)
@@ -215,34 +225,35 @@ func superviseMain() int {
 	// session would keep (docs/decisions.md, "Memory: idle sessions").
 	sigf, err := sigpipe.Catch(unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	if err != nil {
-		session.Remove(files)
+		session.RemoveOwn(files, lock, session.FileID{})
 		return fail(err)
 	}
 	sigc := make(chan os.Signal, 4)
 	go readSignals(sigf, sigc)
 	userNS, err := os.Readlink("/proc/self/ns/user")
 	if err != nil {
-		session.Remove(files)
+		session.RemoveOwn(files, lock, session.FileID{})
 		return fail(fmt.Errorf("read this process's user namespace: %w", err))
 	}
 	routes := &netRoutes{proxied: sd.Config.Egress != nil || len(sd.Config.HostPorts) > 0}
 	sess, err := nsinit.NewSessionNet(sd.Config, routes.sessionNet())
 	if err != nil {
-		session.Remove(files)
+		session.RemoveOwn(files, lock, session.FileID{})
 		return fail(err)
 	}
 	lfd, err := listen(files.Sock)
 	if err != nil {
 		sess.Close(0)
-		session.Remove(files)
+		session.RemoveOwn(files, lock, session.FileID{})
 		return fail(err)
 	}
+	sockID := session.IDOf(files.Sock) // no other supervisor binds there: the lock is held
 	lock.Truncate(0)
 	// Who to wait for once this supervisor is gone (sweepStale): it, and the init, each
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), guard: &repoGuard{name: sd.Name, scan: sd.Protected},
+	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), guard: &repoGuard{name: sd.Name, scan: sd.Protected},
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
@@ -308,7 +319,11 @@ wait:
 			}
 		}
 	}
-	session.RecordEnd(files, fmt.Sprintf("it ended at %s: %s", time.Now().UTC().Format("15:04:05 UTC"), why))
+	// Not recorded when the name is another supervisor's now: its clients would read
+	// this one's end as theirs.
+	if session.Holds(files, sv.lock) {
+		session.RecordEnd(files, fmt.Sprintf("it ended at %s: %s", time.Now().UTC().Format("15:04:05 UTC"), why))
+	}
 	unix.Shutdown(lfd, unix.SHUT_RDWR) // no new client
 	// No command starts from here on: each one started has its handler counted in
 	// replies, whose exit status is sent before this process exits.
@@ -321,7 +336,7 @@ wait:
 		sess.Close(stopGrace)
 	}
 	cgroup.CollectStale()
-	session.Remove(files)
+	session.RemoveOwn(files, sv.lock, sv.sock)
 	close(sv.finished)
 	// The answers owed (a command's exit status, the stop's confirmation), bounded: a
 	// client that reads none of its frames must not keep the supervisor.
@@ -573,6 +588,13 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	// soon as it has the request): a client that loses this session after this frame
 	// must not say 125, "did not run" (the caller may retry it)
 	reply(session.RepEvent, dispatchEvent)
+	if err := sv.checkShadowed(cmd.Config); err != nil {
+		if proxied {
+			sv.routes.abort()
+		}
+		replyStartError(err, reply)
+		return
+	}
 	if err := cmd.Start(); err != nil {
 		if proxied {
 			sv.routes.abort()

@@ -177,9 +177,57 @@ func EndedWhy(f Files) string {
 	return line
 }
 
-// Remove removes the session's files; the caller holds its lock.
+// Remove removes the session's files; the caller holds its lock and the socket at
+// f.Sock is not a live supervisor's (a sweep of a dead one's files).
 func Remove(f Files) {
 	os.Remove(f.Sock)
 	os.RemoveAll(f.Jobs)
 	os.Remove(f.Lock)
+}
+
+// FileID is a file's identity, its device and inode numbers (stat(2) st_dev, st_ino);
+// the zero FileID is no file.
+type FileID struct{ Dev, Ino uint64 }
+
+// IDOf is the identity of the file at path itself (lstat(2): a symlink is not
+// followed); the zero FileID if it cannot be read.
+func IDOf(path string) FileID {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return FileID{}
+	}
+	return FileID{Dev: st.Dev, Ino: st.Ino}
+}
+
+// idOfFile is the identity of the open file f (fstat(2)); the zero FileID if it
+// cannot be read.
+func idOfFile(f *os.File) FileID {
+	var st unix.Stat_t
+	if f == nil || unix.Fstat(int(f.Fd()), &st) != nil {
+		return FileID{}
+	}
+	return FileID{Dev: st.Dev, Ino: st.Ino}
+}
+
+// Holds reports whether f.Lock is still the file lock (Lock's) is open on: false once
+// it was removed or replaced by another supervisor's (whose session the name now is).
+func Holds(f Files, lock *os.File) bool {
+	id := idOfFile(lock)
+	return id != FileID{} && IDOf(f.Lock) == id
+}
+
+// RemoveOwn removes the session's files that are still its supervisor's own, as it
+// ends: the lock file and the jobs directory only while f.Lock is the file lock is
+// open on, the socket only while f.Sock is sock (IDOf the path after bind(2)). Files
+// at those paths that are another supervisor's are left to it: removal by name alone
+// removed a live session's socket and lock (trial finding F12). lock stays open: the
+// caller closes it after, so that no other supervisor takes the name in between.
+func RemoveOwn(f Files, lock *os.File, sock FileID) {
+	if sock != (FileID{}) && IDOf(f.Sock) == sock {
+		os.Remove(f.Sock)
+	}
+	if Holds(f, lock) {
+		os.RemoveAll(f.Jobs)
+		os.Remove(f.Lock)
+	}
 }
