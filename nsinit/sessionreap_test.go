@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,14 @@ const running = unix.WaitStatus(1<<32 - 1)
 // it is reaped (a zombie keeps it), and fork hands out the lowest free pid from next, as
 // the pid namespace does once its last pid is cycled to just below (review22 F3).
 type fakeChildren struct {
+	mu    sync.Mutex              // the kernel's own locking: the test forks while the reaper waits
 	procs map[int]unix.WaitStatus // pid -> status; running: still running
 	next  int
 }
 
 func (f *fakeChildren) fork() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	pid := f.next
 	for {
 		if _, taken := f.procs[pid]; !taken {
@@ -37,6 +41,8 @@ func (f *fakeChildren) fork() int {
 }
 
 func (f *fakeChildren) exited() (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for pid, ws := range f.procs {
 		if ws != running {
 			return pid, nil
@@ -46,6 +52,8 @@ func (f *fakeChildren) exited() (int, error) {
 }
 
 func (f *fakeChildren) reap(pid int) (unix.WaitStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	ws, ok := f.procs[pid]
 	if !ok || ws == running {
 		return 0, false
