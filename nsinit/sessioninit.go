@@ -47,8 +47,11 @@ const (
 
 // sessionInit is a session init's state once its sandbox is built.
 type sessionInit struct {
-	s  *sandboxInit
-	mu sync.Mutex // held across each fork and its entry in live, so the reaper sees both
+	s *sandboxInit
+	// mu is held across each fork and its entry in live, and by the reaper across a
+	// child's lookup in live and its reaping (reapOne), so no pid is freed before its
+	// owner is known
+	mu sync.Mutex
 	// live maps each running command's pid to the socket its exit is reported on
 	live map[int]syncWriter
 	// trim returns the heap's free pages once idle after commands (internal/memtrim)
@@ -284,13 +287,13 @@ func (si *sessionInit) signal(body []byte) {
 // exits, after the cleanup when the owner is gone too.
 func (si *sessionInit) reap() {
 	for {
-		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
+		got, err := si.reapOne(kernelChildren{})
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || got == si.s.holder {
 			if isClosed(launcherGone) {
+				var ws unix.WaitStatus
 				for {
 					if _, err := unix.Wait4(-1, &ws, 0, nil); err == unix.ECHILD {
 						break
@@ -300,15 +303,68 @@ func (si *sessionInit) reap() {
 			}
 			os.Exit(ExitKilled)
 		}
-		si.mu.Lock()
-		w, ok := si.live[got]
+	}
+}
+
+// childWaiter is how reapOne learns of and reaps exited children: kernelChildren, or a
+// test's model of them.
+type childWaiter interface {
+	// exited blocks until a child has exited and returns its pid, leaving it a zombie
+	// (waitid(2) P_ALL, WEXITED|WNOWAIT): its pid cannot be reused until it is reaped.
+	exited() (int, error)
+	// reap reaps pid if it has exited (wait4(2) WNOHANG): its status, and false when pid
+	// is not an exited child (already reaped, or a new process that has the pid now).
+	reap(pid int) (unix.WaitStatus, bool)
+}
+
+// reapOne waits for one child to exit and reaps it, reporting its status on its
+// command's socket: the pid is looked up in live and reaped under si.mu, while the
+// zombie still holds it, so the status goes to the command that pid belongs to and never
+// to a new command forked under a pid freed meanwhile (review22 F3: reaped first, a pid
+// freed before its lookup could be a new command's by then, which was sent the old
+// one's status). It returns the pid, and the error of the wait.
+func (si *sessionInit) reapOne(c childWaiter) (int, error) {
+	got, err := c.exited()
+	if err != nil || got == si.s.holder {
+		return got, err
+	}
+	si.mu.Lock()
+	ws, ok := c.reap(got)
+	w, known := si.live[got]
+	if ok && known {
 		delete(si.live, got)
-		si.mu.Unlock()
-		if ok {
-			w.send(message{Type: msgExit, Status: int(ws)})
-			w.f.Close()
-			si.trim.Poke()
+	}
+	si.mu.Unlock()
+	// !ok: reaped meanwhile (a failed fork's child, by awaitPlan); an unknown pid: a
+	// child a command made the init's (CLONE_PARENT), reaped with no one to tell
+	if ok && known {
+		w.send(message{Type: msgExit, Status: int(ws)})
+		w.f.Close()
+		si.trim.Poke()
+	}
+	return got, nil
+}
+
+// kernelChildren is childWaiter on the calling process's own children.
+type kernelChildren struct{}
+
+func (kernelChildren) exited() (int, error) {
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		return 0, err
+	}
+	// si_pid: after si_signo, si_errno, si_code and the union's alignment (x86-64)
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(&info), 16))), nil
+}
+
+func (kernelChildren) reap(pid int) (unix.WaitStatus, bool) {
+	var ws unix.WaitStatus
+	for {
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
 		}
+		return ws, err == nil && got == pid
 	}
 }
 

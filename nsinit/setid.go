@@ -121,6 +121,7 @@ func startSetIDHandler(threads int) error {
 	if err != nil {
 		return fmt.Errorf("epoll_create1 for the set-ID handler: %w", err)
 	}
+	setidProcs.two = threads > 1
 	ready := make(chan error, max(threads, 1))
 	for range max(threads, 1) {
 		go serveSetID(ep, ready)
@@ -137,6 +138,25 @@ func startSetIDHandler(threads int) error {
 	}
 	setidEpoll = ep
 	return nil
+}
+
+// setidProcs raises a session init's GOMAXPROCS (initProcs: 1) to 2 at the first
+// notification its handler serves: the handler threads run Go code for each call, and
+// with the one P a command calling chmod to a set-ID mode in a loop held it, so the
+// request loop and the reaper queued behind, and every other client's commands started
+// and were reported late (review22 F2: a `true` 11 -> 45-92 ms median). The init of a
+// session whose commands never make such a call keeps its one P (docs/decisions.md,
+// "Attack review 22: the session init's reaper").
+var setidProcs struct {
+	sync.Once
+	two bool // set before the handler threads start, read by them
+}
+
+// raiseSetIDProcs is setidProcs' raise, once.
+func raiseSetIDProcs() {
+	if setidProcs.two {
+		setidProcs.Do(func() { runtime.GOMAXPROCS(2) })
+	}
 }
 
 // setidListeners counts, by listener, the handler threads answering one of its
@@ -209,6 +229,7 @@ func serveSetID(ep int, ready chan<- error) {
 		rearm := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(listener)}
 		unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, listener, &rearm)
 		if recvErr == nil { // else EINTR, or ENOENT: the caller died before the receive
+			raiseSetIDProcs()
 			serveOne(listener, &n)
 		}
 		setidListeners.Lock()
