@@ -125,6 +125,9 @@ func view(ok bool) execView {
 // rather than for where it leads (it is seen inside whole: execInside said no or could
 // not tell), "" for any other.
 func permissionWhy(spec *config.Config, skipped string) string {
+	if filepath.Clean(skipped) != skipped {
+		return "" // an entry as written ("l/../bin2"), which leads out
+	}
 	r := newResolver()
 	var st syscall.Stat_t
 	if !seenWhole(r, visibility(spec), skipped) || syscall.Stat(skipped, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
