@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -553,19 +552,7 @@ func eventCount(file, key string) int64 {
 			return 0
 		}
 	}
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if k, v, ok := bytes.Cut(line, []byte(" ")); ok && string(k) == key {
-			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return countIn(b, key)
 }
 
 // withoutUnaccountedSwap drops the memory+swap limit when the kernel does not account
