@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gosbx/gosbx/internal/dirent"
 	"golang.org/x/sys/unix"
 )
 
@@ -207,40 +207,19 @@ func lockFileGroups(dfd int) ([]string, error) {
 	return out, nil
 }
 
-// eachEntry calls f with the name of each entry of the directory dfd, read from its
-// start with getdents64(2) into one 8 KiB buffer; name is valid only during the call.
-// Errors are lseek's and getdents64's, and a malformed record's.
+// eachEntry calls f with the name of each entry of the directory dfd but "." and "..",
+// read from its start with getdents64(2) into one 8 KiB buffer (internal/dirent); name
+// is valid only during the call. Errors are lseek's and getdents64's, and a malformed
+// record's.
 func eachEntry(dfd int, f func(name []byte)) error {
 	if _, err := unix.Seek(dfd, 0, io.SeekStart); err != nil {
 		return err
 	}
 	buf := make([]byte, 8192)
-	for {
-		n, err := unix.Getdents(dfd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if n <= 0 {
-			return nil
-		}
-		for b := buf[:n]; len(b) >= direntName; {
-			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8,
-			// d_name NUL-terminated
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < direntName || reclen > len(b) {
-				return fmt.Errorf("getdents64: a record of %d bytes", reclen)
-			}
-			name := b[direntName:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			f(name)
-			b = b[reclen:]
-		}
-	}
+	return dirent.Each(dfd, buf, func(name []byte, _ uint8) error {
+		f(name)
+		return nil
+	})
 }
 
 // listed reports whether name is among names (no string made of it), by a scan while
@@ -259,9 +238,6 @@ func listed(names []string, name []byte, seen map[string]bool) bool {
 
 // listedMax is how many names lockFileGroups compares a name with before it keeps a map.
 const listedMax = 32
-
-// direntName is the offset of d_name in struct linux_dirent64 (getdents64(2)).
-const direntName = 19
 
 // openLockFile opens the lock file of the group name in the lock directory dfd by its
 // second name, or by its first when that is gone (an older gosbx's file has only the

@@ -1,11 +1,10 @@
 package nsinit
 
 import (
-	"bytes"
-	"encoding/binary"
 	"strconv"
 	"sync"
 
+	"github.com/gosbx/gosbx/internal/dirent"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,18 +41,19 @@ func descendantsWithin(pid, max int) (out []int, used int) {
 		}
 		found := len(out)
 		stop := false
-		eachDirent(dfd, list, func(name []byte) bool {
+		// a listing that fails (the process gone meanwhile) ends with what it found
+		dirent.Each(dfd, list, func(name []byte, _ uint8) error {
 			if used += 2; used > max {
 				stop = true
-				return false
+				return dirent.ErrStop
 			}
 			fd, err := unix.Openat(dfd, string(name)+"/children", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return true
+				return nil
 			}
 			out = appendNumbers(out, fd, data)
 			unix.Close(fd)
-			return true
+			return nil
 		})
 		unix.Close(dfd)
 		if stop {
@@ -63,43 +63,6 @@ func descendantsWithin(pid, max int) (out []int, used int) {
 	}
 	return out, used
 }
-
-// eachDirent calls fn with the name of each entry of the directory dfd but "." and
-// "..", read with getdents64(2) into buf, until fn returns false or the listing ends
-// (or fails: a process gone meanwhile). name is valid only during the call.
-func eachDirent(dfd int, buf []byte, fn func(name []byte) bool) {
-	for {
-		n, err := unix.Getdents(dfd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			return
-		}
-		for b := buf[:n]; len(b) >= direntName; {
-			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8,
-			// d_name NUL-terminated
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < direntName || reclen > len(b) {
-				return
-			}
-			name := b[direntName:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			b = b[reclen:]
-			if string(name) == "." || string(name) == ".." {
-				continue
-			}
-			if !fn(name) {
-				return
-			}
-		}
-	}
-}
-
-// direntName is the offset of d_name in struct linux_dirent64 (getdents64(2)).
-const direntName = 19
 
 // appendNumbers appends to out the decimal numbers, separated by white space, that
 // fd holds (read into buf, a number that spans two reads carried over); text that

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/gosbx/gosbx/internal/dirent"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,44 +33,6 @@ func openDirAt(dirfd int, name string, flags int) (int, error) {
 		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0)
 		if err != unix.EINTR {
 			return fd, err
-		}
-	}
-}
-
-// eachDirent calls fn with each entry of the open directory fd but "." and "..", in the
-// order getdents64 gives them, reading into buf: its name (valid during the call only)
-// and its d_type (unix.DT_UNKNOWN where the file system gives none). It stops at the
-// first error, of getdents64 or of fn.
-func eachDirent(fd int, buf []byte, fn func(name []byte, typ uint8) error) error {
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if n <= 0 {
-			return nil
-		}
-		// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
-		for b := buf[:n]; len(b) >= 19; {
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
-				return nil // as os: a record that does not fit ends the read
-			}
-			rec := b[:reclen]
-			b = b[reclen:]
-			name := rec[19:]
-			if i := slices.Index(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			if string(name) == "." || string(name) == ".." {
-				continue
-			}
-			if err := fn(name, rec[18]); err != nil {
-				return err
-			}
 		}
 	}
 }
@@ -159,7 +121,7 @@ func globDir(dir, pattern string, matches []string) ([]string, error) {
 	bad := false
 	buf := direntBufs.Get().(*[direntBufSize]byte)
 	defer direntBufs.Put(buf)
-	eachDirent(fd, buf[:], func(name []byte, _ uint8) error {
+	dirent.Each(fd, buf[:], func(name []byte, _ uint8) error {
 		ok, err := filepath.Match(pattern, string(name))
 		if err != nil {
 			bad = true
@@ -176,7 +138,7 @@ func globDir(dir, pattern string, matches []string) ([]string, error) {
 			return matches, nil
 		}
 		var names []string
-		eachDirent(fd, buf[:], func(name []byte, _ uint8) error {
+		dirent.Each(fd, buf[:], func(name []byte, _ uint8) error {
 			names = append(names, string(name))
 			return nil
 		})

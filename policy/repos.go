@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gosbx/gosbx/internal/dirent"
 	"golang.org/x/sys/unix"
 )
 
@@ -212,7 +213,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		// Only what decides the result is kept: the entries that match a pattern and
 		// the directories the scan enters, in os.ReadDir's order (by name).
 		var keep []scanEntry
-		err = eachDirent(fd, buf, func(nb []byte, typ uint8) error {
+		err = dirent.Each(fd, buf, func(nb []byte, typ uint8) error {
 			isDir, err := isDirAt(fd, nb, typ)
 			if errors.Is(err, os.ErrNotExist) {
 				if c != nil && changed == nil {
