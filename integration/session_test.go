@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +71,10 @@ func (e *sessionEnv) in(name string, flags []string, script string) result {
 
 func (e *sessionEnv) start(name string, flags ...string) {
 	e.t.Helper()
+	if !slices.Contains(flags, "--die-with-owner") {
+		// a test binary killed before its cleanup (a timeout, ^C) leaves no session behind
+		flags = append(flags, "--die-with-owner", strconv.Itoa(os.Getpid()))
+	}
 	r := e.gosbx(append([]string{"session", "start", name, "--workspace", e.ws}, flags...)...)
 	mustSucceed(e.t, r, "session start "+name)
 }
