@@ -98,3 +98,30 @@ func TestArgTypesMatchKernel(t *testing.T) {
 		}
 	}
 }
+
+// An equality on a narrow argument is written, in the runtime-spec form, as the
+// masked equality on its bits (what a runtime comparing 64 bits then gets right);
+// one on a 64-bit argument, or on calls of which one reads 64 bits there, stays eq.
+func TestSpecNarrowEquality(t *testing.T) {
+	for _, tc := range []struct {
+		names      []string
+		idx        uint
+		op         string
+		mask, want uint64
+	}{
+		{[]string{"kill"}, 1, "SCMP_CMP_MASKED_EQ", 0xffffffff, 9},
+		{[]string{"kill", "tgkill"}, 1, "SCMP_CMP_MASKED_EQ", 0xffffffff, 9},
+		{[]string{"chmod"}, 1, "SCMP_CMP_MASKED_EQ", 0xffff, 9},
+		{[]string{"mmap"}, 1, "SCMP_CMP_EQ", 9, 0},
+		{[]string{"mmap", "kill"}, 1, "SCMP_CMP_EQ", 9, 0},
+	} {
+		s, err := (&Config{Profile: "none", Rules: []Rule{{Syscalls: tc.names, Action: "errno", Args: []Arg{{Index: tc.idx, Op: "eq", Value: 9}}}}}).Spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := s.Syscalls[0].Args[0]
+		if string(a.Op) != tc.op || a.Value != tc.mask || a.ValueTwo != tc.want {
+			t.Errorf("%v eq 9: %+v, want %s %#x %#x", tc.names, a, tc.op, tc.mask, tc.want)
+		}
+	}
+}

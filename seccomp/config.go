@@ -194,10 +194,20 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 		}
 		// compared as the kernel reads the argument in each call: one it reads, a value
 		// that fits it (argtype.go)
+		bits := uint8(64)
 		for _, n := range r.Syscalls {
-			if _, err := argTypeOf(n, arg); err != nil {
+			t, err := argTypeOf(n, arg)
+			if err != nil {
 				return sc, err
 			}
+			bits = min(bits, t.bits)
+		}
+		// An equality on an argument every call reads narrower than 64 bits is
+		// written as the masked equality on those bits, which decides the same in
+		// gosbx's filter and also in a runtime that compares runtime-spec's values on
+		// all 64 bits (runc, crun: policy export --oci).
+		if arg.Op == specs.OpEqualTo && bits < 64 {
+			arg.Op, arg.Value, arg.ValueTwo = specs.OpMaskedEqual, 1<<bits-1, arg.Value
 		}
 		sc.Args = append(sc.Args, arg)
 	}
