@@ -114,6 +114,7 @@ func TestSpecNarrowEquality(t *testing.T) {
 		{[]string{"chmod"}, 1, "SCMP_CMP_MASKED_EQ", 0xffff, 9},
 		{[]string{"mmap"}, 1, "SCMP_CMP_EQ", 9, 0},
 		{[]string{"mmap", "kill"}, 1, "SCMP_CMP_EQ", 9, 0},
+		{[]string{"chmod", "kill"}, 1, "SCMP_CMP_MASKED_EQ", 0xffffffff, 9},
 	} {
 		s, err := (&Config{Profile: "none", Rules: []Rule{{Syscalls: tc.names, Action: "errno", Args: []Arg{{Index: tc.idx, Op: "eq", Value: 9}}}}}).Spec()
 		if err != nil {

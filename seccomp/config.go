@@ -194,16 +194,17 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 		}
 		// compared as the kernel reads the argument in each call: one it reads, a value
 		// that fits it (argtype.go)
-		bits := uint8(64)
+		bits := uint8(0) // the widest of the calls' declarations
 		for _, n := range r.Syscalls {
 			t, err := argTypeOf(n, arg)
 			if err != nil {
 				return sc, err
 			}
-			bits = min(bits, t.bits)
+			bits = max(bits, t.bits)
 		}
 		// An equality on an argument every call reads narrower than 64 bits is
-		// written as the masked equality on those bits, which decides the same in
+		// written as the masked equality on those bits (the widest; a narrower call's
+		// filter cuts the mask to its own), which decides the same in
 		// gosbx's filter and also in a runtime that compares runtime-spec's values on
 		// all 64 bits (runc, crun: policy export --oci).
 		if arg.Op == specs.OpEqualTo && bits < 64 {
