@@ -32,18 +32,18 @@ const (
 // namespace-creating clone was allowed). This generator dispatches by system call
 // number (dispatch: a binary search, then only that call's rules, in order, lowered by
 // lower.go; jumps too long for BPF get a ja, relax). The straight chain, one block a
-// rule, each starting by loading the system call number again, is what the tests
-// compare it with (and Compile's fallback should dispatch ever fail):
+// rule and name (each name's argument types: argtype.go), each starting by loading the
+// system call number again, is what the tests compare it with (and Compile's fallback
+// should dispatch ever fail):
 //
 //	ld  [nr]
-//	jeq #n1, match ; … one per name
-//	ja  next
-//	match: for each condition, load the argument's words and jump to next when it fails
+//	jeq #n, 0, next
+//	for each condition, load the argument's words and jump to next when it fails
 //	ret ACTION
 //	next: …
 //
 // Every conditional jump stays within its block (BPF jumps are forward and at most 255
-// apart); the only long jump is the ja.
+// apart).
 
 // asm is a tiny assembler with forward labels.
 type asm struct {
