@@ -126,3 +126,35 @@ func TestSpecNarrowEquality(t *testing.T) {
 		}
 	}
 }
+
+// The listing says how each narrow argument is compared: its width, signed for an
+// order, a negative value as a number, a masked_eq mask as the filter cuts it.
+func TestListingWidths(t *testing.T) {
+	s, err := (&Config{Profile: "none", Rules: []Rule{
+		{Syscalls: []string{"kill"}, Action: "errno", Args: []Arg{{Index: 1, Op: "eq", Value: 9}}},
+		{Syscalls: []string{"getpriority"}, Action: "errno", Args: []Arg{{Index: 0, Op: "lt", Value: 0xffffffff}}},
+		{Syscalls: []string{"kill"}, Action: "errno", Args: []Arg{{Index: 1, Op: "masked_eq", Mask: 0x1000000ff, Value: 9}}},
+		{Syscalls: []string{"chmod"}, Action: "errno", Args: []Arg{{Index: 1, Op: "gt", Value: 0o777}}},
+		{Syscalls: []string{"mmap"}, Action: "errno", Args: []Arg{{Index: 1, Op: "gt", Value: 1 << 40}}},
+		{Syscalls: []string{"mmap", "kill"}, Action: "errno", Args: []Arg{{Index: 1, Op: "ne", Value: 3}}},
+	}}).Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := Listing(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nkill if sig (32 bits) == 0x9: fail with EPERM\n",
+		"\ngetpriority if which (32 bits signed) < -1: fail with EPERM\n",
+		"\nkill if sig (32 bits) & (0xff) == 0x9: fail with EPERM\n",
+		"\nchmod if mode (16 bits) > 0x1ff: fail with EPERM\n",
+		"\nmmap if len > 0x10000000000: fail with EPERM\n",
+		"\nmmap kill if arg1 (each call's width) != 0x3: fail with EPERM\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("listing has no %q:\n%s", want, text)
+		}
+	}
+}

@@ -223,8 +223,11 @@ func conditionText(call string, names []string, a specs.LinuxSeccompArg) string 
 		name += " (each call's width)"
 	} else if typed && t.narrow() {
 		order := a.Op != specs.OpEqualTo && a.Op != specs.OpNotEqual && a.Op != specs.OpMaskedEqual
-		if mask := a.Value & uint64(t.mask()); a.Op == specs.OpMaskedEqual && mask == uint64(t.mask()) {
-			return fmt.Sprintf("%s (%d bits) == %s", name, t.bits, valueText(kind, a.ValueTwo))
+		if a.Op == specs.OpMaskedEqual {
+			a.Value &= uint64(t.mask()) // as the filter cuts it
+			if a.Value == uint64(t.mask()) {
+				return fmt.Sprintf("%s (%d bits) == %s", name, t.bits, valueText(kind, a.ValueTwo))
+			}
 		}
 		if order && t.signed {
 			name = fmt.Sprintf("%s (%d bits signed)", name, t.bits)
