@@ -2,11 +2,16 @@
 
 package seccomp
 
-import "sync"
+import "github.com/gosbx/gosbx/internal/lazy"
+
+var argTypes lazy.Value[map[string][]argType]
 
 // syscallArgs maps x86_64 system call names to their arguments as the kernel declares them
-// (SYSCALL_DEFINE): name, C type, width in bits, signedness. Built on first use.
-var syscallArgs = sync.OnceValue(func() map[string][]argType {
+// (SYSCALL_DEFINE): name, C type, width in bits, signedness. Built on first use, not at
+// package init.
+func syscallArgs() map[string][]argType { return argTypes.Get(argTypesTable) }
+
+func argTypesTable() map[string][]argType {
 	return map[string][]argType{
 		"read":                    {{"fd", "unsigned int", 32, false}, {"buf", "char *", 64, false}, {"count", "size_t", 64, false}},
 		"write":                   {{"fd", "unsigned int", 32, false}, {"buf", "const char *", 64, false}, {"count", "size_t", 64, false}},
@@ -366,4 +371,4 @@ var syscallArgs = sync.OnceValue(func() map[string][]argType {
 		"removexattrat":           {{"dfd", "int", 32, true}, {"pathname", "const char *", 64, false}, {"at_flags", "unsigned int", 32, false}, {"name", "const char *", 64, false}},
 		"open_tree_attr":          {{"dfd", "int", 32, true}, {"filename", "const char *", 64, false}, {"flags", "unsigned", 32, false}, {"uattr", "struct mount_attr *", 64, false}, {"usize", "size_t", 64, false}},
 	}
-})
+}
