@@ -53,6 +53,11 @@ func main() {
 }
 
 func run(out string) error {
+	// without the events every call would look unknown: refuse rather than write an
+	// empty table
+	if _, err := os.Stat(filepath.Join(eventsDir, "sys_enter_read", "format")); err != nil {
+		return fmt.Errorf("no syscall trace events (tracefs at /sys/kernel/tracing, CONFIG_FTRACE_SYSCALLS, root): %w", err)
+	}
 	raw, err := os.ReadFile("/sys/kernel/btf/vmlinux")
 	if err != nil {
 		return fmt.Errorf("read the kernel's BTF: %w", err)
