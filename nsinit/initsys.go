@@ -62,6 +62,12 @@ type initSys interface {
 	restoreStderr()
 	claimTerminal()
 	fork(p *procPlan) (int, error)
+	// startCommand clones a session's command's child (forkAsync) and returns its pid
+	// and its report pipe, at once; awaitCommand then waits for its execve or failure
+	// (awaitCommand in commandstart.go; kill is called, and the error is errNoExec's,
+	// when it does not come within execDeadline) and serves its set-ID listener.
+	startCommand(p *procPlan) (pid, report int, err error)
+	awaitCommand(p *procPlan, report int, kill func()) error
 	dropAllCaps()
 }
 
@@ -118,7 +124,7 @@ func (k *kernelInit) holderFiles() (int, int, int, error) {
 }
 
 func (k *kernelInit) startHolder(p *procPlan) (int, error) {
-	pid, report, err := startPlan(p, true)
+	pid, report, err := startPlan(p, forkHolder)
 	k.holderReport = report
 	return pid, err
 }
@@ -240,6 +246,30 @@ func (k *kernelInit) fork(p *procPlan) (int, error) {
 	return forkPlan(p)
 }
 func (k *kernelInit) dropAllCaps() { dropThreadCaps() }
+
+func (k *kernelInit) startCommand(p *procPlan) (int, int, error) {
+	if err := k.oom.raise(); err != nil {
+		return 0, -1, err
+	}
+	defer k.oom.restore()
+	pid, report, err := startPlan(p, forkAsync)
+	if p.listen[1] > 0 {
+		unix.Close(p.listen[1]) // the child's end: the child has its own copy
+		p.listen[1] = -1
+	}
+	if err != nil {
+		p.closeListen()
+	}
+	return pid, report, err
+}
+
+func (k *kernelInit) awaitCommand(p *procPlan, report int, kill func()) error {
+	err := awaitCommand(p, report, execDeadline, kill)
+	if p.listen[0] > 0 {
+		p.serveListener(err) // setid.go
+	}
+	return err
+}
 
 // stageCaps are the capabilities pid 1 keeps once the root is built, for the process
 // stage in the child: raising rlimits (CAP_SYS_RESOURCE), opening the working directory
