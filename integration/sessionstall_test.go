@@ -216,3 +216,45 @@ func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// TestSessionOOMScore: a session's command starts with oom_score_adj 1000 and the init
+// keeps its own value, also with another command running. A session's command's child
+// shares the init's memory without CLONE_VFORK until its execve, so a write of the
+// init's value back while it did was copied to it (__set_oom_adj): it started at the
+// init's value.
+func TestSessionOOMScore(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("o")
+		in := e.info("o")
+		initScore := func() string {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(in.InitPid) + "/oom_score_adj")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSpace(string(b))
+		}
+		before := initScore()
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		a := e.bg(pr, "exec", "--session", "o", "--", shellPath, "-c", "cat /proc/self/oom_score_adj; read x; exit 0")
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(a.out.String(), "\n"); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the first command never printed\n%v", a)
+			}
+		}
+		for i := 0; i < 3; i++ {
+			r := e.gosbx("exec", "--session", "o", "--", "cat", "/proc/self/oom_score_adj")
+			if r.code != 0 || r.stdout != "1000\n" {
+				t.Errorf("a session's command: want oom_score_adj 1000\n%v", r)
+			}
+			if got := initScore(); got != before {
+				t.Errorf("the session's init: oom_score_adj %s after a command's start, was %s", got, before)
+			}
+		}
+		pw.Close()
+		if !a.within(10*time.Second) || a.code != 0 || a.out.String() != "1000\n" {
+			t.Errorf("the first command: want oom_score_adj 1000\n%v", a)
+		}
+	})
+}

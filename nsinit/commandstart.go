@@ -86,8 +86,8 @@ var errNoExec = errors.New("did not reach execve(2)")
 // to be reaped: the caller's reaper does that. p, and the child's stack, are kept until
 // the pipe's end of file says the child left them (execve(2) replaces the memory
 // before it closes close-on-exec descriptors; exit(2) drops the memory before the
-// descriptors).
-func awaitCommand(p *procPlan, report int, limit time.Duration, kill func()) error {
+// descriptors); then left is called (from another goroutine when limit passed).
+func awaitCommand(p *procPlan, report int, limit time.Duration, kill, left func()) error {
 	if p.dir != nil {
 		p.dir.Close() // the child has its own descriptor (no CLONE_FILES)
 	}
@@ -108,7 +108,7 @@ func awaitCommand(p *procPlan, report int, limit time.Duration, kill func()) err
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		kill()
 		f.SetReadDeadline(time.Time{})
-		go awaitEnd(f, p)
+		go awaitEnd(f, p, left)
 		if n == 8 {
 			return p.reportError([8]byte(buf[:8]))
 		}
@@ -122,6 +122,7 @@ func awaitCommand(p *procPlan, report int, limit time.Duration, kill func()) err
 	}
 	f.Close()
 	p.releaseStack()
+	left()
 	runtime.KeepAlive(p)
 	switch n {
 	case 0:
@@ -133,14 +134,15 @@ func awaitCommand(p *procPlan, report int, limit time.Duration, kill func()) err
 }
 
 // awaitEnd reads f (a killed child's report pipe) to its end of file, then hands the
-// child's stack back.
-func awaitEnd(f *os.File, p *procPlan) {
+// child's stack back and calls left.
+func awaitEnd(f *os.File, p *procPlan, left func()) {
 	var buf [16]byte
 	for {
 		if _, err := f.Read(buf[:]); err != nil {
 			f.Close()
 			if err == io.EOF {
 				p.releaseStack()
+				left()
 			} else {
 				strand(p)
 			}
