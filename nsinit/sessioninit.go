@@ -289,12 +289,13 @@ func (si *sessionInit) await(c *command, plan *procPlan, pid, report int, path s
 	c.execd = true
 	// before the reaper may report its exit: a command can end at once
 	c.w.send(message{Type: msgExec, Path: path, Pid: pid})
-	if c.exited { // it did, before this report: the reaper left its exit here
+	exited := c.exited
+	if exited { // it did, before this report: the reaper left its exit here
 		c.w.send(message{Type: msgExit, Status: int(c.status)})
 		c.w.f.Close()
 	}
 	si.mu.Unlock()
-	if c.exited {
+	if exited {
 		si.trim.Poke()
 	}
 }
