@@ -13,10 +13,11 @@ import (
 // unified one. A variable so that tests can point it at a file of their own.
 var selfCgroupFile = "/proc/self/cgroup"
 
-// readSelfCgroup reads selfCgroupFile whole with read(2) into one buffer (no os.File: a
-// launch reads it once, and a bufio.Scanner's 64 KiB buffer was most of the cost,
-// docs/decisions.md "Speed, ninth attempt: the launcher's steps"). Errors are open's
-// and read's, naming the file.
+// readSelfCgroup reads selfCgroupFile whole with read(2) into one buffer: every launch
+// reads it (CollectStale), and containerd's parser (an os.File, a bufio.Scanner, a
+// string per line and per field, a map) cost it twice what this does (docs/decisions.md
+// "Speed, ninth attempt: the launcher's steps"). Errors are open's and read's, naming
+// the file.
 func readSelfCgroup() ([]byte, error) {
 	fd, err := unix.Open(selfCgroupFile, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
