@@ -41,7 +41,7 @@ func gitNote(spec *config.Config, gitMode string) string {
 	for _, sub := range gitSubcommands(spec.Process.Args) {
 		if gitWrites(sub) && !slices.Contains(writes, sub) {
 			writes = append(writes, sub)
-			if _, ok := gitCommitRefuses[sub]; ok {
+			if gitCommitRefused(sub) != "" {
 				refused = append(refused, sub)
 			}
 		}
@@ -53,7 +53,7 @@ func gitNote(spec *config.Config, gitMode string) string {
 		") is read-only in this sandbox (the policy's git: readonly, the default)"
 	var why []string
 	for _, sub := range refused {
-		why = append(why, "git "+sub+" writes "+gitCommitRefuses[sub])
+		why = append(why, "git "+sub+" writes "+gitCommitRefused(sub))
 	}
 	if len(refused) == len(writes) {
 		// git: commit would not help: say so rather than send the user there
@@ -69,18 +69,23 @@ func gitNote(spec *config.Config, gitMode string) string {
 	return note
 }
 
-// gitCommitRefuses are the writing git subcommands that fail under git: commit too,
-// with what they write that it keeps read-only (measured with git 2.39: gc, repack and
-// maintenance update info/refs and objects/info/packs, commit-graph objects/info,
-// sparse-checkout and a second init write config).
-var gitCommitRefuses = map[string]string{
-	"gc":               "info/refs and objects/info",
-	"repack":           "info/refs and objects/info",
-	"maintenance":      "info/refs and objects/info",
-	"commit-graph":     "objects/info",
-	"multi-pack-index": "objects/info",
-	"sparse-checkout":  "config and info/sparse-checkout",
-	"init":             "config",
+// gitCommitRefused is what the writing git subcommand sub writes that git: commit
+// keeps read-only too, "" when git: commit lets it run (measured with git 2.39: gc,
+// repack and maintenance update info/refs and objects/info/packs, commit-graph
+// objects/info, sparse-checkout and a second init write config). A switch, not a map:
+// no allocation at init.
+func gitCommitRefused(sub string) string {
+	switch sub {
+	case "gc", "repack", "maintenance":
+		return "info/refs and objects/info"
+	case "commit-graph", "multi-pack-index":
+		return "objects/info"
+	case "sparse-checkout":
+		return "config and info/sparse-checkout"
+	case "init":
+		return "config"
+	}
+	return ""
 }
 
 // gitWriting are the git subcommands that write the repository's metadata (index,
