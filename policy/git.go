@@ -361,16 +361,66 @@ func (plan *gitPlan) guard(gd, own string) error {
 	return plan.guardModulesDir(filepath.Join(gd, "modules"), mods, 3)
 }
 
-// mainCheckedOut reports whether the common git dir gd is the .git directory of a
-// checkout in a writable tree: that checkout's HEAD and index are then the sandbox's
-// to move, whichever of its checkouts the scan reached gd from. A bare repository, or
-// a git dir reached through a .git symlink, is not (its checkout cannot be told).
+// mainCheckedOut reports whether the common git dir gd belongs to a checkout in a
+// writable tree: that checkout's HEAD and index are then the sandbox's to move,
+// whichever of its checkouts the scan reached gd from. That is gd being the .git
+// directory of a directory in a writable tree, or (a submodule's git dir,
+// <super>/.git/modules/<name>) its config's core.worktree naming a directory in a
+// writable tree whose .git file names gd back. A bare repository, a git dir reached
+// through a .git symlink, or an unreadable config is not (its checkout cannot be told).
 func (plan *gitPlan) mainCheckedOut(gd string) bool {
-	if plan.writable == nil || filepath.Base(gd) != ".git" || !plan.writable(filepath.Dir(gd)) {
+	if plan.writable == nil {
 		return false
 	}
-	st, err := os.Lstat(gd)
-	return err == nil && st.IsDir()
+	if filepath.Base(gd) == ".git" && plan.writable(filepath.Dir(gd)) {
+		st, err := os.Lstat(gd)
+		return err == nil && st.IsDir()
+	}
+	wt := plan.coreWorktree(gd)
+	if wt == "" || !plan.writable(wt) {
+		return false
+	}
+	dotgit := filepath.Join(wt, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	g, err := gitdirOf(dotgit)
+	return err == nil && g == gd
+}
+
+// coreWorktree is the canonical directory gd's config names as core.worktree (relative
+// to gd, as git reads it; git submodule absorbgitdirs and clone write it for a
+// submodule's git dir), "" when there is none or it does not resolve.
+func (plan *gitPlan) coreWorktree(gd string) string {
+	b, err := plan.reads.config(filepath.Join(gd, "config"))
+	if err != nil {
+		return ""
+	}
+	section, wt := "", ""
+	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", ""), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			if end := strings.LastIndexByte(line, ']'); end > 0 {
+				section = strings.ToLower(strings.TrimSpace(line[1:end]))
+				line = strings.TrimSpace(line[end+1:])
+			}
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if ok && section == "core" && strings.ToLower(strings.TrimSpace(k)) == "worktree" {
+			wt = configValue(v) // the last one wins, as in git
+		}
+	}
+	if wt == "" {
+		return ""
+	}
+	if !filepath.IsAbs(wt) {
+		wt = filepath.Join(gd, wt)
+	}
+	r, err := filepath.EvalSymlinks(wt)
+	if err != nil {
+		return ""
+	}
+	return r
 }
 
 // linkedCheckedOut reports whether p, the git dir <gd>/worktrees/<name> of a linked

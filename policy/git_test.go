@@ -273,6 +273,33 @@ func TestGitNestedWorktrees(t *testing.T) {
 	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{common}, nil)
 }
 
+// TestGitNestedWorktreeOfSubmodule: a linked worktree of a submodule, both checked out
+// in the workspace, leaves the submodule's HEAD and index writable in commit mode (its
+// checkout, found through core.worktree and its .git file, is the sandbox's); with the
+// submodule's core.worktree naming a directory whose .git does not name its git dir
+// back, they are read-only.
+func TestGitNestedWorktreeOfSubmodule(t *testing.T) {
+	base := canonTempDir(t)
+	ws, src := filepath.Join(base, "ws"), filepath.Join(base, "src")
+	newRepo(t, ws)
+	newRepo(t, src)
+	gitCmd(t, ws, "submodule", "add", "-q", src, "sub")
+	gitCmd(t, filepath.Join(ws, "sub"), "worktree", "add", "-q", "../subwt")
+	mod := filepath.Join(ws, ".git", "modules", "sub")
+	wt := filepath.Join(mod, "worktrees", "subwt")
+	s := compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths,
+		[]string{filepath.Join(mod, "config"), filepath.Join(mod, "hooks"), filepath.Join(wt, "commondir"), filepath.Join(wt, "gitdir")},
+		[]string{mod, filepath.Join(mod, "HEAD"), filepath.Join(mod, "index"), wt, filepath.Join(wt, "HEAD")})
+
+	// the submodule's checkout moved aside (its .git file gone): not the sandbox's
+	if err := os.Rename(filepath.Join(ws, "sub", ".git"), filepath.Join(ws, "sub", "dotgit")); err != nil {
+		t.Fatal(err)
+	}
+	s = compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{filepath.Join(mod, "HEAD"), filepath.Join(mod, "index")}, []string{wt})
+}
+
 // TestGitPlantedDotGitFile: a .git file the command (or anyone) planted, pointing at a
 // repository that does not point back, does not bring that repository in.
 func TestGitPlantedDotGitFile(t *testing.T) {
