@@ -22,7 +22,8 @@ import (
 // neither does a read-only subcommand whose non-zero exit is an answer (git diff
 // --quiet, git grep -q) or a failure of its own (git ls-remote). A linked worktree's
 // .git file is named by the git dirs it stands for (policy.GitDirsOf): git's error
-// names those. "" otherwise.
+// names those. A subcommand git: commit refuses too (gitCommitRefused: git gc) is not
+// sent there: the note says to run it outside. "" otherwise.
 func gitNote(spec *config.Config, gitMode string) string {
 	if gitMode == policy.GitCommit || spec.Process == nil || spec.Linux == nil {
 		return ""
