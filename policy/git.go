@@ -36,6 +36,9 @@ type gitPlan struct {
 	cleanups []cleanup.Entry
 
 	reads gitReads
+	// writable is the launch's inWritable: which checkouts (working trees) the
+	// sandbox can write, so that their git dirs get commit mode's rules (guard).
+	writable func(string) bool
 }
 
 // absentAfter adds p as a file that must not exist after the run (a writable git dir's
@@ -125,7 +128,7 @@ func (g *gitReads) config(p string) ([]byte, error) {
 // repository whose own git dir holds a commondir (git would read config and hooks from
 // where it points: only a linked worktree's git dir, <repo>/worktrees/<name>, has one).
 func guardGit(entry, mode string, inWritable func(string) bool, rb *readBudget) (gitPlan, error) {
-	plan := gitPlan{reads: gitReads{rb: rb}}
+	plan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
 	st, err := os.Lstat(entry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return plan, nil
@@ -262,7 +265,8 @@ func noCommondir(gd string) error {
 }
 
 // guard adds the guarded parts of the git dir gd, of its linked worktrees' git dirs
-// (all read-only but own, the one this sandbox's workspace checks out) and of its
+// (all read-only but own, the one this sandbox's workspace checks out, and those whose
+// checkouts lie in a writable tree: linkedCheckedOut) and of its
 // submodules' git dirs (gd/modules/…), to the plan.
 func (plan *gitPlan) guard(gd, own string) error {
 	if err := gitDirAccessible(gd); err != nil {
@@ -298,9 +302,11 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.absentAfter(filepath.Join(gd, f))
 		}
 	}
-	if own != "" {
-		// gd is the common git dir of the linked worktree this sandbox checks out: its
-		// HEAD, index and HEAD's log are the main checkout's, not this one's.
+	if own != "" && !plan.mainCheckedOut(gd) {
+		// gd is the common git dir of the linked worktree own, and its main checkout is
+		// not in a writable tree: its HEAD, index and HEAD's log are that checkout's,
+		// which the sandbox cannot write. (A linked worktree nested in the main checkout
+		// the sandbox writes leaves them writable: they are the workspace's.)
 		for _, f := range []string{"HEAD", "index", "logs/HEAD"} {
 			if _, err := os.Lstat(filepath.Join(gd, f)); err == nil {
 				plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
@@ -324,7 +330,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	}
 	for _, w := range wts {
 		p := filepath.Join(gd, "worktrees", w.Name())
-		if p != own {
+		if p != own && !plan.linkedCheckedOut(gd, p) {
 			plan.readOnly = append(plan.readOnly, p) // another checkout's HEAD, commondir, gitdir
 			continue
 		}
@@ -353,6 +359,94 @@ func (plan *gitPlan) guard(gd, own string) error {
 		plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, "modules"))
 	}
 	return plan.guardModulesDir(filepath.Join(gd, "modules"), mods, 3)
+}
+
+// mainCheckedOut reports whether the common git dir gd belongs to a checkout in a
+// writable tree: that checkout's HEAD and index are then the sandbox's to move,
+// whichever of its checkouts the scan reached gd from. That is gd being the .git
+// directory of a directory in a writable tree, or (a submodule's git dir,
+// <super>/.git/modules/<name>) its config's core.worktree naming a directory in a
+// writable tree whose .git file names gd back. A bare repository, a git dir reached
+// through a .git symlink, or an unreadable config is not (its checkout cannot be told).
+func (plan *gitPlan) mainCheckedOut(gd string) bool {
+	if plan.writable == nil {
+		return false
+	}
+	if filepath.Base(gd) == ".git" && plan.writable(filepath.Dir(gd)) {
+		st, err := os.Lstat(gd)
+		return err == nil && st.IsDir()
+	}
+	wt := plan.coreWorktree(gd)
+	if wt == "" || !plan.writable(wt) {
+		return false
+	}
+	dotgit := filepath.Join(wt, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	g, err := gitdirOf(dotgit)
+	return err == nil && g == gd
+}
+
+// coreWorktree is the canonical directory gd's config names as core.worktree (relative
+// to gd, as git reads it; git submodule absorbgitdirs and clone write it for a
+// submodule's git dir), "" when there is none or it does not resolve.
+func (plan *gitPlan) coreWorktree(gd string) string {
+	b, err := plan.reads.config(filepath.Join(gd, "config"))
+	if err != nil {
+		return ""
+	}
+	section, wt := "", ""
+	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", ""), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			if end := strings.LastIndexByte(line, ']'); end > 0 {
+				section = strings.ToLower(strings.TrimSpace(line[1:end]))
+				line = strings.TrimSpace(line[end+1:])
+			}
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if ok && section == "core" && strings.ToLower(strings.TrimSpace(k)) == "worktree" {
+			wt = configValue(v) // the last one wins, as in git
+		}
+	}
+	if wt == "" {
+		return ""
+	}
+	if !filepath.IsAbs(wt) {
+		wt = filepath.Join(gd, wt)
+	}
+	r, err := filepath.EvalSymlinks(wt)
+	if err != nil {
+		return ""
+	}
+	return r
+}
+
+// linkedCheckedOut reports whether p, the git dir <gd>/worktrees/<name> of a linked
+// worktree, belongs to a checkout in a writable tree, as git lays it out (the test
+// guardGit makes of a .git file, from the other end): its gitdir names a .git file in
+// a writable tree that names p back, and its commondir names gd. Such a git dir gets
+// the rules of the workspace's own (its commondir, gitdir and config.worktree
+// read-only), whether or not this sandbox's workspace is that checkout: a linked
+// worktree nested in the workspace (.worktrees/agent1) commits as the workspace does.
+// Anything else (another checkout's, or a layout git does not make) stays read-only.
+func (plan *gitPlan) linkedCheckedOut(gd, p string) bool {
+	if plan.writable == nil {
+		return false
+	}
+	back, err := backPointer(p)
+	if err != nil || back == "" || !plan.writable(back) {
+		return false
+	}
+	if st, err := os.Lstat(back); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	if g, err := gitdirOf(back); err != nil || g != p {
+		return false
+	}
+	c, err := plan.reads.commondirOf(p)
+	return err == nil && c == gd
 }
 
 // guardModulesDir guards dir, a directory of modules/ (the directory itself or one

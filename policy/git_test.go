@@ -201,6 +201,8 @@ func TestGitLinkedWorktree(t *testing.T) {
 				filepath.Join(common, "hooks"), filepath.Join(common, "config"), filepath.Join(common, "info"),
 				filepath.Join(common, "objects", "info"),
 				filepath.Join(gd, "commondir"), filepath.Join(gd, "gitdir"),
+				// the main checkout's, which the sandbox cannot write
+				filepath.Join(common, "HEAD"), filepath.Join(common, "index"), filepath.Join(common, "logs", "HEAD"),
 			},
 			[]string{common, gd, filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(gd, "index"), filepath.Join(gd, "HEAD")})
 		if slices.Contains(s.Linux.ReadonlyPaths, filepath.Join(repo)) {
@@ -217,6 +219,85 @@ func TestGitLinkedWorktree(t *testing.T) {
 			t.Errorf("the common git dir is not bound when the worktree is named through a symlink")
 		}
 	})
+}
+
+// TestGitNestedWorktrees: what the scan finds below the workspace never narrows the
+// workspace's own repository in commit mode (the trial's .worktrees/agent1 layout: the
+// main checkout's HEAD, index and HEAD's log stay writable), and each nested checkout
+// keeps its own rules: a linked worktree of the workspace's repository or of another
+// one commits as a workspace does (its commondir and gitdir read-only), another
+// repository's main checkout outside stays read-only, as does the git dir of a sibling
+// worktree outside the sandbox.
+func TestGitNestedWorktrees(t *testing.T) {
+	base := canonTempDir(t)
+	ws := filepath.Join(base, "ws")
+	other := filepath.Join(base, "other")
+	newRepo(t, ws)
+	newRepo(t, other)
+	gitCmd(t, ws, "worktree", "add", "-q", ".worktrees/a1")
+	gitCmd(t, ws, "worktree", "add", "-q", ".worktrees/a2")
+	gitCmd(t, ws, "worktree", "add", "-q", filepath.Join(base, "side"))
+	gitCmd(t, other, "worktree", "add", "-q", filepath.Join(ws, "otherwt"))
+	common, ocommon := filepath.Join(ws, ".git"), filepath.Join(other, ".git")
+	wt := func(c, n string) string { return filepath.Join(c, "worktrees", n) }
+
+	s := compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths,
+		[]string{
+			filepath.Join(ws, ".worktrees", "a1", ".git"), filepath.Join(ws, "otherwt", ".git"),
+			filepath.Join(common, "hooks"), filepath.Join(common, "config"),
+			filepath.Join(wt(common, "a1"), "commondir"), filepath.Join(wt(common, "a1"), "gitdir"),
+			filepath.Join(wt(common, "a2"), "commondir"), filepath.Join(wt(common, "a2"), "gitdir"),
+			wt(common, "side"),
+			filepath.Join(ocommon, "HEAD"), filepath.Join(ocommon, "index"), filepath.Join(ocommon, "hooks"),
+			filepath.Join(wt(ocommon, "otherwt"), "commondir"),
+		},
+		[]string{
+			common, filepath.Join(common, "HEAD"), filepath.Join(common, "index"), filepath.Join(common, "logs", "HEAD"),
+			wt(common, "a1"), wt(common, "a2"), filepath.Join(wt(common, "a1"), "HEAD"), filepath.Join(wt(common, "a2"), "index"),
+			ocommon, wt(ocommon, "otherwt"), filepath.Join(wt(ocommon, "otherwt"), "HEAD"),
+		})
+	if _, m := findMount(s, ocommon); m == nil || m.Source != ocommon || slices.Contains(m.Options, "ro") {
+		t.Errorf("the other repository's git dir %s is not bound read-write: %+v", ocommon, m)
+	}
+
+	// A worktree git dir whose gitdir names a .git file that does not name it back (a
+	// planted or moved one) is another checkout's: read-only whole.
+	if err := os.WriteFile(filepath.Join(ws, ".worktrees", "a2", ".git"), []byte("gitdir: "+wt(common, "a1")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{wt(common, "a2")}, []string{wt(common, "a1"), filepath.Join(common, "HEAD")})
+
+	s = compileGit(t, GitReadOnly, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{common}, nil)
+}
+
+// TestGitNestedWorktreeOfSubmodule: a linked worktree of a submodule, both checked out
+// in the workspace, leaves the submodule's HEAD and index writable in commit mode (its
+// checkout, found through core.worktree and its .git file, is the sandbox's); with the
+// submodule's core.worktree naming a directory whose .git does not name its git dir
+// back, they are read-only.
+func TestGitNestedWorktreeOfSubmodule(t *testing.T) {
+	base := canonTempDir(t)
+	ws, src := filepath.Join(base, "ws"), filepath.Join(base, "src")
+	newRepo(t, ws)
+	newRepo(t, src)
+	gitCmd(t, ws, "submodule", "add", "-q", src, "sub")
+	gitCmd(t, filepath.Join(ws, "sub"), "worktree", "add", "-q", "../subwt")
+	mod := filepath.Join(ws, ".git", "modules", "sub")
+	wt := filepath.Join(mod, "worktrees", "subwt")
+	s := compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths,
+		[]string{filepath.Join(mod, "config"), filepath.Join(mod, "hooks"), filepath.Join(wt, "commondir"), filepath.Join(wt, "gitdir")},
+		[]string{mod, filepath.Join(mod, "HEAD"), filepath.Join(mod, "index"), wt, filepath.Join(wt, "HEAD")})
+
+	// the submodule's checkout moved aside (its .git file gone): not the sandbox's
+	if err := os.Rename(filepath.Join(ws, "sub", ".git"), filepath.Join(ws, "sub", "dotgit")); err != nil {
+		t.Fatal(err)
+	}
+	s = compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{filepath.Join(mod, "HEAD"), filepath.Join(mod, "index")}, []string{wt})
 }
 
 // TestGitPlantedDotGitFile: a .git file the command (or anyone) planted, pointing at a

@@ -319,6 +319,9 @@ func execute(o policy.Options, status *os.File) error {
 		if note := gitOwnerNote(spec, os.Getuid()); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
+		if note := gitIdentNote(spec, eff.Filesystem.Git); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil

@@ -43,9 +43,20 @@ func TestGitNote(t *testing.T) {
 		if (got != "") != c.note {
 			t.Errorf("%q ro %q mode %q: note %q, want note %v", c.args, c.ro, c.mode, got, c.note)
 		}
-		if c.note && !strings.Contains(got, "git: commit") {
+		if c.note && !strings.Contains(got, "`extends: agent` and `filesystem: {git: commit}`") {
 			t.Errorf("%q: note %q does not name git: commit", c.args, got)
 		}
+	}
+	// a subcommand that fails under git: commit too is not sent there
+	for _, args := range [][]string{{"git", "gc"}, {"sh", "-c", "git repack -ad && git sparse-checkout set x"}} {
+		got := gitNote(spec(ws, args...), "")
+		if !strings.Contains(got, "stay read-only under git: commit too: run it outside the sandbox") || strings.Contains(got, "{git: commit}") {
+			t.Errorf("%q: note %q; want git: commit named as no help", args, got)
+		}
+	}
+	got := gitNote(spec(ws, "sh", "-c", "git commit -qm x && git gc"), "")
+	if !strings.Contains(got, "{git: commit}") || !strings.Contains(got, "; not gc (git gc writes info/refs and objects/info, read-only under git: commit too") {
+		t.Errorf("commit and gc: note %q; want git: commit, and gc named as not helped", got)
 	}
 }
 
@@ -131,9 +142,13 @@ func TestGitOwnerNote(t *testing.T) {
 			Mounts: []specs.Mount{{Destination: repo, Type: "bind", Source: repo, Options: opts}}}
 	}
 	ro := []string{"rbind", "ro"}
+	// the repository itself takes -c or GIT_CONFIG_*; read as a remote, only a config
+	// file names its git dir (git's local transport drops the others)
 	if got := gitOwnerNote(spec(ro, "git", "fetch", repo), uid); uid == 0 &&
-		(!strings.Contains(got, "safe.directory="+repo+" ("+filepath.Join(repo, ".git")) || !strings.Contains(got, "dubious ownership")) {
-		t.Errorf("root caller, --ro repository: note %q; want safe.directory named", got)
+		(!strings.Contains(got, "git -c safe.directory="+repo+" ...") || !strings.Contains(got, "GIT_CONFIG_VALUE_0="+repo+".") ||
+			!strings.Contains(got, "-- sh -c 'git config --global --add safe.directory "+filepath.Join(repo, ".git")+" && git fetch ...'") ||
+			!strings.Contains(got, "dubious ownership")) {
+		t.Errorf("root caller, --ro repository: note %q; want safe.directory named for each case", got)
 	}
 	for _, c := range []struct {
 		opts []string
@@ -147,6 +162,56 @@ func TestGitOwnerNote(t *testing.T) {
 	} {
 		if got := gitOwnerNote(spec(c.opts, c.args...), c.uid); got != "" {
 			t.Errorf("%v uid %d %q: note %q, want none", c.opts, c.uid, c.args, got)
+		}
+	}
+}
+
+// shellWord keeps a plain path as it is and double-quotes one a shell would split or
+// expand; safeDirAdd's script also survives the single quotes of sh -c '...'.
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"/tmp/nt/origin/.git": "/tmp/nt/origin/.git",
+		"/a b/$x`y\\z\"":      "\"/a b/\\$x\\`y\\\\z\\\"\"",
+		"/a'b":                "\"/a'b\"",
+	} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got, want := safeDirAdd("/a'b"), `git config --global --add safe.directory "/a'\''b"`; got != want {
+		t.Errorf("safeDirAdd = %s, want %s", got, want)
+	}
+}
+
+// The identity note: under git: commit, a failed git commit in a sandbox that sets no
+// full identity gets the note, its text exactly (where the identity comes from, the two
+// fixes); one with all four variables set, git: readonly, or no identity-recording git
+// subcommand gets none.
+func TestGitIdentNote(t *testing.T) {
+	spec := func(env []string, args ...string) *config.Config {
+		return &config.Config{Process: &specs.Process{Args: args, Env: env}}
+	}
+	want := "gosbx: note: the command ran git, and this sandbox sets no full git identity (GIT_COMMITTER_NAME, GIT_COMMITTER_EMAIL unset): " +
+		"git: commit takes user.name and user.email from your git config on the host (~/.gitconfig, ~/.config/git/config, read when the sandbox starts) " +
+		"and found none there. If git said \"Author identity unknown\", its advice does not last: git config --global inside writes the sandbox's private HOME. " +
+		"Set them on the host, as the user who runs gosbx: git config --global user.name NAME; git config --global user.email EMAIL. " +
+		"Or give them for the run: --env GIT_AUTHOR_NAME=NAME --env GIT_AUTHOR_EMAIL=EMAIL --env GIT_COMMITTER_NAME=NAME --env GIT_COMMITTER_EMAIL=EMAIL"
+	half := []string{"HOME=/h", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME="}
+	if got := gitIdentNote(spec(half, "sh", "-c", "git add . && git commit -m x"), policy.GitCommit); got != want {
+		t.Errorf("identity note:\n%s\nwant\n%s", got, want)
+	}
+	full := []string{"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b"}
+	for _, c := range []struct {
+		s    *config.Config
+		mode string
+	}{
+		{spec(full, "git", "commit"), policy.GitCommit},
+		{spec(nil, "git", "commit"), policy.GitReadOnly},
+		{spec(nil, "git", "add", "."), policy.GitCommit},
+		{spec(nil, "make"), policy.GitCommit},
+	} {
+		if got := gitIdentNote(c.s, c.mode); got != "" {
+			t.Errorf("%q %q: note %q, want none", c.s.Process.Args, c.mode, got)
 		}
 	}
 }
