@@ -41,6 +41,7 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 	br := bufio.NewReaderSize(c, 4096)
 	line, fields, err := readHead(br)
 	if err != nil {
+		refuseHead(c, err)
 		return
 	}
 	p.headDone(c)
@@ -163,6 +164,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		_, fields, err = readFields(br, line)
 	}
 	if !ok || err != nil {
+		refuseHead(c, err)
 		p.deny(c, "capture", Decision{Host: "(none)", Port: port, Rule: "capture",
 			Why: "a connection to loopback port " + itoa(port) + " that is neither TLS with a server name nor HTTP with a Host header, to an address the DNS stub did not give"})
 		return
