@@ -5,6 +5,8 @@ package integration
 
 import (
 	"bufio"
+	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -131,5 +133,35 @@ func TestEgressHeadFloodSession(t *testing.T) {
 		t.Errorf("the session supervisor's peak resident set %d KiB after the flood, want < %d KiB", hwm, floodLimitKiB)
 	} else {
 		t.Logf("supervisor VmHWM %d KiB\n%v", hwm, r)
+	}
+}
+
+// --publish to a port inside that is the proxy's own (its listeners, held by the
+// sandbox's init) or a --host-port forward is refused at the start (125, naming the
+// port and why): host clients would get the sandbox's allow list, or the host's
+// loopback-only service on every interface. A connection to the host port is never
+// answered.
+func TestPublishOwnPortsRefused(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	hp := l.Addr().(*net.TCPAddr).Port
+	l.Close() // a free port to publish on
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--net", "proxy", "--publish", fmt.Sprintf("127.0.0.1:%d:3128", hp)}, "port 3128 inside is the egress proxy's own"},
+		{[]string{"--net", "proxy", "--publish", fmt.Sprintf("127.0.0.1:%d:1080", hp)}, "port 1080 inside is the egress proxy's own"},
+		{[]string{"--net", "proxy", "--publish", fmt.Sprintf("%d:53", hp)}, "port 53 inside is the egress proxy's own"},
+		{[]string{"--net", "proxy", "--publish", fmt.Sprintf("%d:443", hp)}, "port 443 inside is the egress proxy's own"},
+		{[]string{"--net", "none", "--host-port", "5432", "--publish", fmt.Sprintf("0.0.0.0:%d:5432", hp)}, "port 5432 inside is a host port"},
+	} {
+		args := append(tc.args, "--", shellPath, "-c", "echo ran")
+		r := s.run(args...)
+		if r.code != 125 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stdout, "ran") {
+			t.Errorf("%q: want 125 naming %q\n%v", tc.args, tc.want, r)
+		}
 	}
 }
