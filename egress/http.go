@@ -131,7 +131,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			up.Close()
 			return
 		}
-		p.relay("http-connect", d, c, up, buffered(br), nil, sniCheck)
+		p.relay("http-connect", d, c, up, buffered(br), nil, sniCheck, nil)
 		return
 	}
 	rest, ok := strings.CutPrefix(target, "http://")
@@ -148,6 +148,11 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		httpError(c, 400, "Bad Request", "gosbx proxy: bad host in "+target, "")
 		return
 	}
+	body, why := bodyFraming(fields)
+	if why != "" {
+		httpError(c, 400, "Bad Request", "gosbx proxy: "+why, "")
+		return
+	}
 	d := p.decide(host, port)
 	if !d.Allow {
 		httpError(c, 403, "Forbidden", p.deny(c, "http", d), d.Rule)
@@ -159,7 +164,8 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		return
 	}
 	// One request per upstream connection: the head rewritten (origin form, the URI's
-	// host as Host, no proxy fields, Connection: close); the body follows as it comes.
+	// host as Host, no proxy fields, Connection: close), then its body as framed, and
+	// nothing after it (relay): a later request could name another host.
 	var b strings.Builder
 	b.WriteString(method + " /" + path + " " + version + "\r\nHost: " + authority + "\r\n")
 	for _, f := range fields {
@@ -171,7 +177,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.relay("http", d, c, up, []byte(b.String()), buffered(br), sniNone)
+	p.relay("http", d, c, up, []byte(b.String()), buffered(br), sniNone, &body)
 }
 
 func splitRequestLine(line string) (method, target, version string, ok bool) {

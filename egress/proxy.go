@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"container/list"
 	"context"
@@ -377,8 +378,11 @@ const (
 // held is what the client sent after first, read already: after a checked ClientHello
 // it (and every later client byte) waits until the server's first handshake message
 // was classified, so that a second ClientHello sent with the first is checked too;
-// otherwise it follows first.
-func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []byte, mode sniMode) {
+// otherwise it follows first. body, when set, is the framing of the request whose
+// head is first (a plain HTTP request the proxy rewrote, sniNone): only its body
+// follows, and what the client sends after it is dropped, so that a later request on
+// the connection, whose head the proxy did not check, never reaches the server.
+func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []byte, mode sniMode, body *framing) {
 	var out, back int64
 	denied := false
 	origin := p.origin(in, false) // now: the client may be gone when it closes
@@ -411,6 +415,15 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []b
 		// server to client flows meanwhile: a protocol where the server speaks first
 		// is not held up by the check
 		var n int64
+		if body != nil {
+			w, _ := up.Write(first)
+			br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), in), 4096)
+			m, _ := copyBody(up, br, *body)
+			io.Copy(io.Discard, br) // until the client's end
+			closeWrite(up)
+			done <- int64(w) + m
+			return
+		}
 		if mode == sniCheck {
 			fr := bytes.NewReader(first)
 			head, why, isTLS := p.checkHello(in, io.MultiReader(fr, in), d.Host)

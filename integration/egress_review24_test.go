@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,5 +164,50 @@ func TestPublishOwnPortsRefused(t *testing.T) {
 		if r.code != 125 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stdout, "ran") {
 			t.Errorf("%q: want 125 naming %q\n%v", tc.args, tc.want, r)
 		}
+	}
+}
+
+// denyFlood makes N connections to port 80 naming a denied host, each read to its end.
+const denyFlood = `
+import socket, sys
+for i in range(int(sys.argv[1])):
+    c = socket.create_connection(("127.0.0.1", 80))
+    c.sendall(b"GET / HTTP/1.1\r\nHost: evil%d.example\r\n\r\n" % i)
+    while c.recv(4096):
+        pass
+    c.close()
+`
+
+// 500 denied connections give gosbx exec's stderr at most the bound's messages (50,
+// then 5 a second) and a line counting the rest; the status fd has all 500.
+func TestEgressDenialMessagesBounded(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	status, err := os.Create(filepath.Join(s.base, "status.json"))
+	must(t, err)
+	defer status.Close()
+	ctx := s.limitCtx(runLimit)
+	cmd := s.command(ctx, "--net", "proxy", "--status-fd", "3", "--", python, "-c", denyFlood, "500")
+	cmd.ExtraFiles = []*os.File{status}
+	r := s.runCmd(ctx, cmd)
+	mustSucceed(t, r, "500 denied connections")
+	st, err := os.ReadFile(status.Name())
+	must(t, err)
+	shown := strings.Count(r.stderr, "blocked by gosbx policy")
+	if max := 50 + 5*(int(r.elapsed.Seconds())+1); shown > max || shown < 50 {
+		t.Errorf("%d denial messages on stderr in %v, want 50-%d\n%v", shown, r.elapsed, max, r)
+	}
+	withheld := 0
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if rest, ok := strings.CutPrefix(line, "gosbx: egress: "); ok {
+			n, _ := strconv.Atoi(strings.Fields(rest)[0])
+			withheld += n
+		}
+	}
+	if shown+withheld != 500 {
+		t.Errorf("%d denial messages and %d counted as withheld, want 500 in all\n%v", shown, withheld, r)
+	}
+	if n := strings.Count(string(st), `"net":"deny"`); n != 500 {
+		t.Errorf("%d deny status lines, want 500", n)
 	}
 }
