@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,8 +42,15 @@ func readRequestLine(br *bufio.Reader) (string, bool) {
 	}
 }
 
-// errHeadTooLong is readFields' error for a head of more than maxHeader bytes.
-var errHeadTooLong = fmt.Errorf("request head longer than %d bytes", maxHeader)
+// errHeadTooLong is readFields' error for a head of more than maxHeader bytes (a
+// type, not errors.New: no allocation at the package's init).
+var errHeadTooLong error = headTooLong{}
+
+type headTooLong struct{}
+
+func (headTooLong) Error() string {
+	return "request head longer than " + strconv.Itoa(maxHeader) + " bytes"
+}
 
 // readFields reads the header lines after line (the request line, read already, or
 // "" to read it first) up to the empty line. Errors: errHeadTooLong once the head
