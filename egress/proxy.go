@@ -417,9 +417,23 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []b
 		var n int64
 		if body != nil {
 			w, _ := up.Write(first)
-			br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), in), 4096)
-			m, _ := copyBody(up, br, *body)
-			io.Copy(io.Discard, br) // until the client's end
+			var m int64
+			if body.chunked {
+				br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), in), 4096)
+				m, _ = copyBody(up, br, *body)
+				io.Copy(io.Discard, br) // until the client's end
+			} else {
+				// a length: from the connection itself past what was held, which lets
+				// the kernel splice it (net.TCPConn.ReadFrom of an io.LimitedReader)
+				k := min(int64(len(held)), body.length)
+				h, _ := up.Write(held[:k])
+				m = int64(h)
+				if h == int(k) {
+					c, _ := io.CopyN(up, in, body.length-k)
+					m += c
+				}
+				io.Copy(io.Discard, in) // until the client's end
+			}
 			closeWrite(up)
 			done <- int64(w) + m
 			return
