@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -29,19 +28,24 @@ type v1Dir struct {
 }
 
 // v1Hierarchies is the caller's own group in each hierarchy of v1Subsystems that is mounted
-// and listed in /proc/self/cgroup (co-mounted hierarchies each appear).
+// and listed in /proc/self/cgroup (co-mounted hierarchies each appear). Every launch
+// asks (CollectStale): one read(2) of the file and a stat(2) per listed hierarchy.
 func v1Hierarchies() ([]v1Dir, error) {
-	paths, _, err := cgroups.ParseCgroupFileUnified("/proc/self/cgroup")
+	b, err := readSelfCgroup()
 	if err != nil {
-		return nil, fmt.Errorf("read /proc/self/cgroup: %w", err)
+		return nil, err
 	}
-	var out []v1Dir
-	for _, sub := range v1Subsystems {
-		p, ok := paths[sub]
-		if !ok || !isDir(filepath.Join(v1Root, sub)) {
+	paths, found, err := v1Paths(b)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", selfCgroupFile, err)
+	}
+	out := make([]v1Dir, 0, len(v1Subsystems))
+	for i, sub := range v1Subsystems {
+		root := v1Root + "/" + sub
+		if !found[i] || !isDir(root) {
 			continue
 		}
-		out = append(out, v1Dir{sub, filepath.Join(v1Root, sub, p)})
+		out = append(out, v1Dir{sub, filepath.Join(root, paths[i])})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("none of the memory, pids, cpu, cpuacct hierarchies is mounted")
@@ -498,8 +502,8 @@ func sweepV1(own []v1Dir) {
 }
 
 func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+	var st unix.Stat_t
+	return unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // removeDirV1 removes one hierarchy's directory of a group whose owner is gone: every

@@ -309,7 +309,7 @@ func testExport(t *testing.T) {
 		if l := rules["socket"]; !strings.Contains(l, "protocol (32 bits) == NETLINK_USERSOCK") || !strings.HasSuffix(l, ": fail with EPERM") {
 			t.Errorf("text: socket's first rule %q, want NETLINK_USERSOCK refused with EPERM\n%s", l, txt.stdout)
 		}
-		if !strings.Contains(txt.stdout, "\nsocket if domain != AF_UNIX and domain != AF_INET and domain != AF_INET6 and") ||
+		if !strings.Contains(txt.stdout, "\nsocket if domain (32 bits) != AF_UNIX and domain (32 bits) != AF_INET and domain (32 bits) != AF_INET6 and") ||
 			!strings.Contains(txt.stdout, "AF_PACKET: fail with EAFNOSUPPORT\n") {
 			t.Errorf("text: no socket rule with its family condition and EAFNOSUPPORT\n%s", txt.stdout)
 		}

@@ -76,6 +76,13 @@ type Cmd struct {
 	// has left it, before Wait returns) or a pooled command.
 	TeardownLater bool
 
+	// JournalsCompleted says the caller ran cleanup.CompleteJournals just before Start
+	// (gosbx exec does, before its policy step looks at the workspace): Start then does
+	// not list and read the journal directory a second time, and only checks that the
+	// journal and seal directories lie outside what the sandbox can write
+	// (cleanup.CheckOutside), which it does for every launch.
+	JournalsCompleted bool
+
 	// Prestarted, if set, is an init cloned ahead by Prestart, before Config was built.
 	// Start takes it when its clone parameters are those Config needs (namespaces, id
 	// maps, host id range, no CPU affinity, no cgroup v2 group, no egress or port
@@ -473,9 +480,10 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 // beginJournal records the after-run cleanup this launch owes (cleanup.BeginJournal),
 // before the init may fork the command: should this process and the init both die
 // before it is done, the next launch of this user completes it. Journals that earlier
-// launches left (their launcher and init gone) are completed first. Every launch,
-// whatever it owes, refuses to run when the journal or seal directory lies in a tree
-// its sandbox can write (cleanup.CheckOutside): a sandbox there could forge journals.
+// launches left (their launcher and init gone) are completed first, unless the caller
+// did so (JournalsCompleted). Every launch, whatever it owes, refuses to run when the
+// journal or seal directory lies in a tree its sandbox can write
+// (cleanup.CheckOutside): a sandbox there could forge journals.
 func (c *Cmd) beginJournal(spec *config.Config) error {
 	var writable []string
 	for _, m := range spec.Mounts {
@@ -488,7 +496,9 @@ func (c *Cmd) beginJournal(spec *config.Config) error {
 	// directory included, fails only a launch that must write a journal there
 	// (BeginJournal).
 	var err error
-	if _, _, cerr := cleanup.CompleteJournals(writable); cerr != nil {
+	if c.JournalsCompleted {
+		err = cleanup.CheckOutside(writable)
+	} else if _, _, cerr := cleanup.CompleteJournals(writable); cerr != nil {
 		err = cleanup.CheckOutside(writable)
 	}
 	if err == nil && len(spec.Cleanup) > 0 {

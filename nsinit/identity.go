@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/caps"
+	"github.com/gosbx/gosbx/internal/dirent"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -194,12 +195,16 @@ func writeHolder(fd int, size int64, sandboxID string) {
 // sweepHostIDs removes the lock files no launcher holds (a launcher killed by SIGKILL
 // cannot remove its own): each is locked, removed, unlocked, as release does.
 func sweepHostIDs(dir int) {
-	f, err := os.Open(hostIDDir)
-	if err != nil {
+	// listed through dir itself (not opened again as an os.File): every launch that
+	// finds no take in progress sweeps
+	var names []string
+	if _, err := unix.Seek(dir, 0, 0); err != nil {
 		return
 	}
-	names, _ := f.Readdirnames(-1)
-	f.Close()
+	dirent.Each(dir, make([]byte, 4096), func(name []byte, _ uint8) error {
+		names = append(names, string(name))
+		return nil
+	})
 	for _, name := range names {
 		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {

@@ -3,6 +3,7 @@ package nsinit
 import (
 	"fmt"
 	"os"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -62,6 +63,12 @@ type initSys interface {
 	restoreStderr()
 	claimTerminal()
 	fork(p *procPlan) (int, error)
+	// startCommand clones a session's command's child (forkAsync) and returns its pid
+	// and its report pipe, at once; awaitCommand then waits for its execve or failure
+	// (awaitCommand in commandstart.go; kill is called, and the error is errNoExec's,
+	// when it does not come within execDeadline) and serves its set-ID listener.
+	startCommand(p *procPlan) (pid, report int, err error)
+	awaitCommand(p *procPlan, report int, kill func()) error
 	dropAllCaps()
 }
 
@@ -74,6 +81,10 @@ type kernelInit struct {
 	lifeSync     bool // not a session's init: the reaper reads the life pipe itself
 	noAck        bool // the go-ahead said no acknowledgement of the exec report comes
 	oom          oomScore
+	// oomShared counts the commands' children sharing pid 1's memory (startCommand):
+	// pid 1's oom_score_adj stays raised while there is one
+	oomMu     sync.Mutex
+	oomShared int
 }
 
 func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
@@ -118,7 +129,7 @@ func (k *kernelInit) holderFiles() (int, int, int, error) {
 }
 
 func (k *kernelInit) startHolder(p *procPlan) (int, error) {
-	pid, report, err := startPlan(p, true)
+	pid, report, err := startPlan(p, forkHolder)
 	k.holderReport = report
 	return pid, err
 }
@@ -240,6 +251,53 @@ func (k *kernelInit) fork(p *procPlan) (int, error) {
 	return forkPlan(p)
 }
 func (k *kernelInit) dropAllCaps() { dropThreadCaps() }
+
+// startCommand raises pid 1's oom_score_adj for the clone, as fork does, but puts it
+// back only once no command's child shares pid 1's memory any more (commandLeft): a
+// write to it while a process without CLONE_VFORK shares the memory is copied to that
+// process too (__set_oom_adj, fs/proc/base.c, MMF_MULTIPROCESS), and the command would
+// start with pid 1's own value (oomscore.go).
+func (k *kernelInit) startCommand(p *procPlan) (int, int, error) {
+	k.oomMu.Lock()
+	defer k.oomMu.Unlock()
+	if k.oomShared == 0 {
+		if err := k.oom.raise(); err != nil {
+			return 0, -1, err
+		}
+	}
+	pid, report, err := startPlan(p, forkAsync)
+	if err == nil {
+		k.oomShared++
+	} else if k.oomShared == 0 {
+		k.oom.restore()
+	}
+	if p.listen[1] > 0 {
+		unix.Close(p.listen[1]) // the child's end: the child has its own copy
+		p.listen[1] = -1
+	}
+	if err != nil {
+		p.closeListen()
+	}
+	return pid, report, err
+}
+
+// commandLeft is called once a command's child has left pid 1's memory (executed or
+// exited): pid 1's oom_score_adj is put back when it was the last.
+func (k *kernelInit) commandLeft() {
+	k.oomMu.Lock()
+	defer k.oomMu.Unlock()
+	if k.oomShared--; k.oomShared == 0 {
+		k.oom.restore()
+	}
+}
+
+func (k *kernelInit) awaitCommand(p *procPlan, report int, kill func()) error {
+	err := awaitCommand(p, report, execDeadline, kill, k.commandLeft)
+	if p.listen[0] > 0 {
+		p.serveListener(err) // setid.go
+	}
+	return err
+}
 
 // stageCaps are the capabilities pid 1 keeps once the root is built, for the process
 // stage in the child: raising rlimits (CAP_SYS_RESOURCE), opening the working directory

@@ -74,6 +74,7 @@ type procPlan struct {
 	report     [2]int32        // written by the child on failure: op index, errno
 	stack      []byte          // the child's stack (forkRun)
 	reportFd   int
+	pooled     bool // stack is takeStack's, for releaseStack
 	holder     bool
 	listen     [2]int // the set-ID listener's socket pair, pid 1's end and the child's (setid.go)
 
@@ -334,7 +335,7 @@ func runtime_AfterForkInChild()
 // failed. The child reports on a close-on-exec pipe: end of file is a successful
 // execve.
 func forkPlan(p *procPlan) (int, error) {
-	pid, report, err := startPlan(p, false)
+	pid, report, err := startPlan(p, forkWait)
 	if p.listen[1] > 0 {
 		unix.Close(p.listen[1]) // the child's end: the child has its own copy
 		p.listen[1] = -1
@@ -350,16 +351,17 @@ func forkPlan(p *procPlan) (int, error) {
 	return pid, err
 }
 
-// startPlan forks the child of p (the holder when holder is set) and returns its pid
-// and the read end of its report pipe, for awaitPlan.
-func startPlan(p *procPlan, holder bool) (int, int, error) {
+// startPlan forks the child of p (mode: how, forkRun) and returns its pid and the read
+// end of its report pipe, for awaitPlan or awaitCommand.
+func startPlan(p *procPlan, mode forkMode) (int, int, error) {
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		return 0, -1, &stepError{p.steps[0], fmt.Errorf("pipe2: %w", err)}
 	}
-	pid, errno := forkRun(p, fds[1], holder)
+	pid, errno := forkRun(p, fds[1], mode)
 	unix.Close(fds[1])
 	if errno != 0 {
+		p.releaseStack()
 		unix.Close(fds[0])
 		return 0, -1, &stepError{p.steps[0], fmt.Errorf("clone: %w", errno)}
 	}
@@ -380,8 +382,6 @@ func awaitPlan(p *procPlan, pid, report int) error {
 		runtime.KeepAlive(p)
 		return nil // end of file: executed
 	}
-	i := int(int32(uint32(rep[0]) | uint32(rep[1])<<8 | uint32(rep[2])<<16 | uint32(rep[3])<<24))
-	e := unix.Errno(uint32(rep[4]) | uint32(rep[5])<<8 | uint32(rep[6])<<16 | uint32(rep[7])<<24)
 	var ws unix.WaitStatus
 	for {
 		if _, werr := unix.Wait4(pid, &ws, 0, nil); werr != unix.EINTR {
@@ -389,8 +389,19 @@ func awaitPlan(p *procPlan, pid, report int) error {
 		}
 	}
 	runtime.KeepAlive(p)
-	if err != nil || n != 8 || i < 0 || i >= len(p.ops) {
+	if err != nil || n != 8 {
 		return &stepError{p.steps[0], fmt.Errorf("the forked child ended without a report (%s)", describe(ws))}
+	}
+	return p.reportError(rep)
+}
+
+// reportError is the error a child of p reported (childMain): the failed call's index
+// and errno, little-endian int32s.
+func (p *procPlan) reportError(rep [8]byte) error {
+	i := int(int32(uint32(rep[0]) | uint32(rep[1])<<8 | uint32(rep[2])<<16 | uint32(rep[3])<<24))
+	e := unix.Errno(uint32(rep[4]) | uint32(rep[5])<<8 | uint32(rep[6])<<16 | uint32(rep[7])<<24)
+	if i < 0 || i >= len(p.ops) {
+		return &stepError{p.steps[0], fmt.Errorf("the forked child reported call %d of %d", i, len(p.ops))}
 	}
 	op := p.ops[i]
 	name := p.steps[op.step]
@@ -435,26 +446,43 @@ func readFull(fd int, b []byte) (int, error) {
 	return n, nil
 }
 
+// forkMode is how forkRun runs a child.
+type forkMode int
+
+const (
+	// forkWait: a command's child, while the calling thread waits (CLONE_VFORK) until
+	// it executes or fails, on commandStack
+	forkWait forkMode = iota
+	// forkAsync: a command's child beside the calling thread, on a stack of its own
+	// (takeStack) until it executes or exits (awaitCommand)
+	forkAsync
+	// forkHolder: the holder beside pid 1, on a stack its plan keeps
+	forkHolder
+)
+
 // forkRun clones the calling process as syscall.forkExec does, between the runtime's
 // fork hooks, but with the child on a stack of its own (cloneVM): memory is shared
-// (CLONE_VM), so no page table is copied. A command's child runs while this thread
-// waits (CLONE_VFORK) until it executes or fails; the holder runs beside pid 1 until it
-// executes the holder program, on a stack the plan keeps, touching nothing but its
-// plan (pid 1 meanwhile goes on with its steps). In the parent it returns the child's
-// pid.
+// (CLONE_VM), so no page table is copied. In forkWait a command's child runs while this
+// thread waits (CLONE_VFORK) until it executes or fails; otherwise the child runs beside
+// pid 1 (the holder until it executes the holder program, a session's command until it
+// executes), on a stack the plan keeps, touching nothing but its plan and its own
+// signal state. In the parent it returns the child's pid.
 //
 //go:norace
 //go:noinline
-func forkRun(p *procPlan, report int, holder bool) (int, syscall.Errno) {
-	p.reportFd, p.holder = report, holder
+func forkRun(p *procPlan, report int, mode forkMode) (int, syscall.Errno) {
+	p.reportFd, p.holder = report, mode == forkHolder
 	flags := uintptr(unix.CLONE_VM | unix.SIGCHLD)
-	if !holder {
+	if mode == forkWait {
 		flags |= unix.CLONE_VFORK
 	}
 	syscall.ForkLock.Lock()
-	if holder {
+	switch mode {
+	case forkHolder:
 		p.stack = make([]byte, childStack)
-	} else {
+	case forkAsync:
+		p.stack, p.pooled = takeStack(), true
+	default:
 		if commandStack == nil {
 			commandStack = make([]byte, childStack)
 		}
@@ -471,8 +499,8 @@ func forkRun(p *procPlan, report int, holder bool) (int, syscall.Errno) {
 // childStack is the size of a forked child's stack: its calls are nosplit and shallow.
 const childStack = 32 << 10
 
-// commandStack is every command's child's stack, made at the first: a command's child
-// runs while its parent thread waits (CLONE_VFORK) and ForkLock is held, so no two use
+// commandStack is every forkWait child's stack (a one-shot init's command), made at the
+// first: the child runs while its parent thread waits (CLONE_VFORK) and ForkLock is held, so no two use
 // it at once, and none once forkRun has returned. A stack per fork was 32 KiB of
 // garbage a command in a session's init, which keeps it (no collection below a 4 MiB
 // heap; docs/decisions.md, "Memory: idle sessions"). Guarded by syscall.ForkLock.
@@ -484,7 +512,9 @@ func cloneVM(flags, stack uintptr, p *procPlan) (pid, errno uintptr)
 // childEntry is where cloneVM's child starts, on its own stack, with the parent's
 // memory and the parent thread's g: nosplit throughout, no allocation, no pointer
 // stored. A command's child restores the signal mask and dispositions as
-// syscall.forkExec's does (the parent thread waits meanwhile); the holder must not
+// syscall.forkExec's does: its own (no CLONE_SIGHAND), and the runtime's inForkedChild,
+// which only cgo's sigaction reads (a session, whose init goes on beside the child,
+// refuses a cgo build: limitThreadCaps). The holder must not
 // touch the runtime's state, which pid 1's threads go on using: it keeps every signal
 // blocked (runtime_BeforeFork blocked them), and its plan sets its own mask.
 //

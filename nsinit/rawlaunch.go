@@ -301,12 +301,6 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 		}
 		return fail("config", err)
 	}
-	setupR, setupW, err := os.Pipe() // nothing writes: a raw init has no runtime to crash
-	if err != nil {
-		return fail("pipe", err)
-	}
-	setupW.Close()
-	keep = append(keep, setupR)
 	if err = fault.Check("clone"); err != nil {
 		return fail("clone", err)
 	}
@@ -412,12 +406,12 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 		init.wait() // unmaps the arena: after its report was read
 		syncR.Close()
 		lifeW.Close()
-		setupR.Close()
 		stdio.abort()
 		return nil, nil, mapStep, mapErr
 	}
 	stdio.sent()
-	l := &initLaunch{init: init, syncR: syncR, lifeW: lifeW, setupR: setupR, stdio: stdio, params: p, start: t0}
+	// no setupR: a raw init has no runtime to crash, so nothing would write to it
+	l := &initLaunch{init: init, syncR: syncR, lifeW: lifeW, stdio: stdio, params: p, start: t0}
 	return l, &rawLaunch{plan: plan, start: start, sync: syncR}, "", nil
 }
 

@@ -48,14 +48,26 @@ const (
 // sessionInit is a session init's state once its sandbox is built.
 type sessionInit struct {
 	s *sandboxInit
-	// mu is held across each fork and its entry in live, and by the reaper across a
-	// child's lookup in live and its reaping (reapOne), so no pid is freed before its
+	// mu is held across each clone and its entry in live (never across the wait for
+	// its execve: a command may stop the child, review22 F1), and by the reaper across
+	// a child's lookup in live and its reaping (reapOne), so no pid is freed before its
 	// owner is known
 	mu sync.Mutex
-	// live maps each running command's pid to the socket its exit is reported on
-	live map[int]syncWriter
+	// live maps each command's pid, from its clone until it is reaped, to its command
+	live map[int]*command
 	// trim returns the heap's free pages once idle after commands (internal/memtrim)
 	trim *memtrim.Trimmer
+}
+
+// command is a command of the session, from its clone until its exit is reported.
+type command struct {
+	w syncWriter // the socket its exec and exit are reported on
+	// execd: its exec was reported; until then the reaper keeps its exit here instead
+	// of reporting it (exited, status), for the request's own goroutine to report after
+	// the exec (a command can end before its exec report is sent)
+	execd  bool
+	exited bool
+	status unix.WaitStatus
 }
 
 // serveSession builds the sandbox, reports ready, and serves requests until the owner
@@ -92,7 +104,7 @@ func serveSession(s *sandboxInit, w syncWriter) {
 	cleanupSpec = s.spec
 	// From here commands may run: should the owner die, the reaper cleans up after them.
 	forked.Store(true)
-	si := &sessionInit{s: s, live: map[int]syncWriter{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}
+	si := &sessionInit{s: s, live: map[int]*command{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}
 	go si.reap()
 	go func() {
 		var buf [64]byte
@@ -231,22 +243,60 @@ func (si *sessionInit) start(body []byte, fds []int) {
 	// it): the owner of a session skips it, and its wake-up came between the init's
 	// fork and its exec report on a 2-core host (docs/decisions.md, "The session's side").
 	si.mu.Lock()
-	pid, err := s.sys.fork(plan)
-	if err == nil && fault.Check("session exec report") != nil {
-		// a test build: the init dies once the command has run, before its report (the
-		// reaper waits for si.mu to report its exit)
-		var ws unix.WaitStatus
-		unix.Wait4(pid, &ws, 0, nil)
-		os.Exit(ExitSetup)
-	}
+	pid, report, err := s.sys.startCommand(plan)
+	c := &command{w: w}
 	if err == nil {
-		si.live[pid] = w
-		// before the reaper may report its exit: a command can end at once
-		w.send(message{Type: msgExec, Path: path, Pid: pid})
+		si.live[pid] = c
 	}
 	si.mu.Unlock()
 	if err != nil {
 		fail(err)
+		return
+	}
+	// The wait for its execve is the command's own: the next request is served
+	// meanwhile, and the reaper reports other commands' exits.
+	go si.await(c, plan, pid, report, path, fail)
+}
+
+// await waits for command c's execve (pid, plan, its report pipe report; path
+// executed) and reports it, or its failure (fail), on c's socket. A child that does not
+// execute within execDeadline is killed (a command of the sandbox may have stopped it).
+func (si *sessionInit) await(c *command, plan *procPlan, pid, report int, path string, fail func(error)) {
+	err := si.s.sys.awaitCommand(plan, report, func() {
+		si.mu.Lock()
+		if si.live[pid] == c { // not reaped: the pid is still the child's
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		si.mu.Unlock()
+	})
+	si.mu.Lock()
+	if err != nil {
+		// the child exits (125) or was killed: the reaper reaps it, an unknown pid
+		if si.live[pid] == c {
+			delete(si.live, pid)
+		}
+		si.mu.Unlock()
+		fail(err)
+		return
+	}
+	if fault.Check("session exec report") != nil {
+		// a test build: the init dies once the command has run, before its report (the
+		// reaper waits for si.mu to report its exit, or parked it in c)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil)
+		os.Exit(ExitSetup)
+	}
+	c.execd = true
+	// before the reaper may report its exit: a command can end at once
+	c.w.send(message{Type: msgExec, Path: path, Pid: pid})
+	exited := c.exited
+	if exited { // it did, before this report: the reaper left its exit here
+		c.w.send(message{Type: msgExit, Status: int(c.status)})
+		c.w.f.Close()
+	}
+	si.mu.Unlock()
+	if exited {
+		si.trim.Poke()
 	}
 }
 
@@ -259,7 +309,7 @@ func (si *sessionInit) signal(body []byte) {
 	}
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	if _, ok := si.live[pid]; !ok {
+	if c, ok := si.live[pid]; !ok || !c.execd {
 		return
 	}
 	target := pid
@@ -330,16 +380,23 @@ func (si *sessionInit) reapOne(c childWaiter) (int, error) {
 	}
 	si.mu.Lock()
 	ws, ok := c.reap(got)
-	w, known := si.live[got]
+	cmd, known := si.live[got]
 	if ok && known {
 		delete(si.live, got)
+		if !cmd.execd {
+			// ended before its exec was reported (or its start failed): the request's
+			// goroutine (await) reports it, or drops it with the failure
+			cmd.exited, cmd.status = true, ws
+			known = false
+		}
 	}
 	si.mu.Unlock()
-	// !ok: reaped meanwhile (a failed fork's child, by awaitPlan); an unknown pid: a
-	// child a command made the init's (CLONE_PARENT), reaped with no one to tell
+	// !ok: reaped meanwhile (by a test build's fault path); an unknown pid: a child a
+	// command made the init's (CLONE_PARENT), or a failed start's, reaped with no one
+	// to tell
 	if ok && known {
-		w.send(message{Type: msgExit, Status: int(ws)})
-		w.f.Close()
+		cmd.w.send(message{Type: msgExit, Status: int(ws)})
+		cmd.w.f.Close()
 		si.trim.Poke()
 	}
 	return got, nil

@@ -93,11 +93,11 @@ func TestSessionReapPidReused(t *testing.T) {
 	}
 	xr, xw := pipe()
 	br, bw := pipe()
-	si := &sessionInit{s: &sandboxInit{holder: 1}, live: map[int]syncWriter{},
+	si := &sessionInit{s: &sandboxInit{holder: 1}, live: map[int]*command{},
 		trim: memtrim.New(time.Hour, 1<<40, nil)}
 	f := &fakeChildren{procs: map[int]unix.WaitStatus{1: running}, next: 405}
 	x := f.fork()
-	si.live[x] = syncWriter{xw}
+	si.live[x] = &command{w: syncWriter{xw}, execd: true}
 	f.procs[x] = 0 // X exits 0
 	type result struct {
 		pid int
@@ -111,7 +111,7 @@ func TestSessionReapPidReused(t *testing.T) {
 	}()
 	blockedOnMu(t)
 	bpid := f.fork() // B's start
-	si.live[bpid] = syncWriter{bw}
+	si.live[bpid] = &command{w: syncWriter{bw}, execd: true}
 	si.mu.Unlock()
 	r := <-done
 	if r.err != nil || r.pid != x {
@@ -134,5 +134,57 @@ func TestSessionReapPidReused(t *testing.T) {
 	}
 	if !bLive {
 		t.Errorf("B's entry is gone from live while B runs")
+	}
+}
+
+// awaitGate is initSys with awaitCommand waiting for the test (other methods: none).
+type awaitGate struct {
+	initSys
+	release chan error
+}
+
+func (g awaitGate) awaitCommand(p *procPlan, report int, kill func()) error { return <-g.release }
+
+// TestSessionReapBeforeExecReport: a command exits before its request's goroutine has
+// reported its exec (the wait for its execve no longer holds si.mu: review22 F1). The
+// reaper reaps it and parks its status; the command's socket then gets its exec and its
+// exit, in that order, once. Without the parking the exit went to no one (an unknown
+// pid) or before the exec.
+func TestSessionReapBeforeExecReport(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	gate := awaitGate{release: make(chan error)}
+	si := &sessionInit{s: &sandboxInit{holder: 1, sys: gate}, live: map[int]*command{},
+		trim: memtrim.New(time.Hour, 1<<40, nil)}
+	f := &fakeChildren{procs: map[int]unix.WaitStatus{1: running}, next: 300}
+	pid := f.fork()
+	c := &command{w: syncWriter{w}}
+	si.live[pid] = c
+	done := make(chan struct{})
+	go func() {
+		si.await(c, &procPlan{}, pid, -1, "/bin/true", func(err error) { t.Errorf("failed: %v", err) })
+		close(done)
+	}()
+	f.procs[pid] = 3 << 8 // exits 3 before its exec is reported
+	if got, err := si.reapOne(f); err != nil || got != pid {
+		t.Fatalf("reapOne = %d, %v; want %d", got, err, pid)
+	}
+	if _, still := si.live[pid]; still || !c.exited {
+		t.Fatalf("after the reap: in live %v, parked %v; want gone and parked", still, c.exited)
+	}
+	gate.release <- nil // the execve is reported
+	<-done
+	sr := &syncReader{r: bufio.NewReader(r)}
+	for _, want := range []message{{Type: msgExec, Pid: pid}, {Type: msgExit, Status: 3 << 8}} {
+		m, ok := sr.next()
+		if !ok || m.Type != want.Type || m.Pid != want.Pid || m.Status != want.Status {
+			t.Fatalf("report %+v, %v; want %+v", m, ok, want)
+		}
+	}
+	if m, ok := sr.next(); ok {
+		t.Errorf("a report after the exit: %+v", m)
 	}
 }

@@ -57,8 +57,13 @@ type setupOutput struct {
 }
 
 // readSetupOutput reads r until every writer is gone (the init restored the command's
-// stderr, or every process of the sandbox ended), keeping maxSetupOutput bytes.
+// stderr, or every process of the sandbox ended), keeping maxSetupOutput bytes. A nil r
+// (the raw init's launch: no Go runtime that could crash) is none: nil, whose summary
+// is "".
 func readSetupOutput(r *os.File) *setupOutput {
+	if r == nil {
+		return nil
+	}
 	o := &setupOutput{done: make(chan struct{})}
 	go func() {
 		defer close(o.done)

@@ -96,6 +96,12 @@ func (r *recorder) defaultSignals() error { return r.rec("defaultSignals") }
 func (r *recorder) claimTerminal()        { r.rec("claimTerminal") }
 func (r *recorder) restoreStderr()        { r.rec("restoreStderr") }
 func (r *recorder) dropAllCaps()          { r.rec("dropAllCaps") }
+func (r *recorder) startCommand(p *procPlan) (int, int, error) {
+	return 0, -1, r.rec("startCommand")
+}
+func (r *recorder) awaitCommand(p *procPlan, report int, kill func()) error {
+	return r.rec("awaitCommand")
+}
 func (r *recorder) fork(p *procPlan) (int, error) {
 	if err := r.rec("fork"); err != nil {
 		return 0, err

@@ -32,18 +32,18 @@ const (
 // namespace-creating clone was allowed). This generator dispatches by system call
 // number (dispatch: a binary search, then only that call's rules, in order, lowered by
 // lower.go; jumps too long for BPF get a ja, relax). The straight chain, one block a
-// rule, each starting by loading the system call number again, is what the tests
-// compare it with (and Compile's fallback should dispatch ever fail):
+// rule and name (each name's argument types: argtype.go), each starting by loading the
+// system call number again, is what the tests compare it with (and Compile's fallback
+// should dispatch ever fail):
 //
 //	ld  [nr]
-//	jeq #n1, match ; … one per name
-//	ja  next
-//	match: for each condition, load the argument's words and jump to next when it fails
+//	jeq #n, 0, next
+//	for each condition, load the argument's words and jump to next when it fails
 //	ret ACTION
 //	next: …
 //
 // Every conditional jump stays within its block (BPF jumps are forward and at most 255
-// apart); the only long jump is the ja.
+// apart).
 
 // asm is a tiny assembler with forward labels.
 type asm struct {
@@ -251,6 +251,7 @@ func chain(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 
 // entry is one rule as it applies to one system call.
 type entry struct {
+	name string
 	args []specs.LinuxSeccompArg
 	act  uint32
 }
@@ -283,11 +284,14 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 				return nil, fmt.Errorf("syscalls[%d]: argument index %d: want 0 to 5", i, c.Index)
 			}
 		}
-		conds := lowerArgs(sc.Args)
 		for _, n := range sc.Names {
 			nr, ok := syscallNumbers()[n]
 			if !ok {
 				return nil, fmt.Errorf("syscalls[%d]: unknown system call %q (x86_64)", i, n)
+			}
+			conds, err := lowerArgs(n, sc.Args)
+			if err != nil {
+				return nil, fmt.Errorf("syscalls[%d]: %w", i, err)
 			}
 			byNr[uint32(nr)] = append(byNr[uint32(nr)], lowered{conds: conds, act: act})
 		}
@@ -447,7 +451,7 @@ func dispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 // and a jgt for a range).
 const leafSize = 4
 
-// rule emits one block.
+// rule emits one block per name of the rule (each name's argument types).
 func rule(a *asm, sc specs.LinuxSyscall) error {
 	act, err := action(sc.Action, sc.ErrnoRet)
 	if err != nil {
@@ -456,32 +460,38 @@ func rule(a *asm, sc specs.LinuxSyscall) error {
 	if len(sc.Names) == 0 {
 		return fmt.Errorf("no names")
 	}
-	next, match := a.label(), a.label()
-	a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
 	for _, n := range sc.Names {
 		nr, ok := syscallNumbers()[n]
 		if !ok {
 			return fmt.Errorf("unknown system call %q (x86_64)", n)
 		}
-		a.jump(bpf.JumpEqual, uint32(nr), match, fall)
-	}
-	a.ja(next)
-	a.mark(match)
-	for _, c := range sc.Args {
-		if err := condition(a, c, next); err != nil {
-			return err
+		next := a.label()
+		a.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+		a.jump(bpf.JumpEqual, uint32(nr), fall, next)
+		for _, c := range sc.Args {
+			t, err := argTypeOf(n, c)
+			if err != nil {
+				return err
+			}
+			if err := condition(a, c, t, next); err != nil {
+				return err
+			}
 		}
+		a.emit(bpf.RetConstant{Val: act})
+		a.mark(next)
 	}
-	a.emit(bpf.RetConstant{Val: act})
-	a.mark(next)
 	return nil
 }
 
-// condition emits the test of one argument comparison (64 bits, as two 32-bit words;
-// masked equality masks both), jumping to fail when it does not hold.
-func condition(a *asm, c specs.LinuxSeccompArg, fail int) error {
+// condition emits the test of one argument comparison of type t, jumping to fail when
+// it does not hold: a 64-bit argument as two 32-bit words (masked equality masks
+// both), a narrow one (narrowCondition) on the bits the kernel reads.
+func condition(a *asm, c specs.LinuxSeccompArg, t argType, fail int) error {
 	if c.Index > 5 {
 		return fmt.Errorf("argument index %d: want 0 to 5", c.Index)
+	}
+	if t.narrow() {
+		return narrowCondition(a, c, t, fail)
 	}
 	lo := uint32(offArgs + 8*c.Index) // little endian: the low word first
 	hi := lo + 4

@@ -44,10 +44,13 @@ type Rule struct {
 	succeed bool
 }
 
-// Arg is a condition on a system call argument, compared as 64 bits unless Mask
-// narrows it: "eq", "ne", "lt", "le", "gt", "ge" compare Value; "masked_eq" holds when
-// (arg & Mask) == Value (use Mask 0xffffffff to compare an int argument, such as
-// ioctl's request, on its 32 bits only, as the kernel does).
+// Arg is a condition on a system call argument, compared as the kernel reads it: an
+// argument the call declares 64 bits wide (a pointer, long, size_t) on all 64 bits,
+// unsigned; a narrower one (int, unsigned int, pid_t, uid_t: 32 bits; umode_t: 16) on
+// those low bits only, as the signed or unsigned number they are (argtype.go). "eq",
+// "ne", "lt", "le", "gt", "ge" compare Value; "masked_eq" holds when (arg & Mask) ==
+// Value (Mask cut to the argument's bits). Value must fit a narrow argument: a negative
+// int -N is written 2^32-N (4294967295 for -1). Index must be an argument the call has.
 type Arg struct {
 	Index uint   `json:"index"`
 	Op    string `json:"op"`
@@ -188,6 +191,24 @@ func (r Rule) spec() (specs.LinuxSyscall, error) {
 			arg.Value, arg.ValueTwo = a.Mask, a.Value
 		} else if a.Mask != 0 {
 			return sc, fmt.Errorf("mask given for op %q", a.Op)
+		}
+		// compared as the kernel reads the argument in each call: one it reads, a value
+		// that fits it (argtype.go)
+		bits := uint8(0) // the widest of the calls' declarations
+		for _, n := range r.Syscalls {
+			t, err := argTypeOf(n, arg)
+			if err != nil {
+				return sc, err
+			}
+			bits = max(bits, t.bits)
+		}
+		// An equality on an argument every call reads narrower than 64 bits is
+		// written as the masked equality on those bits (the widest; a narrower call's
+		// filter cuts the mask to its own), which decides the same in
+		// gosbx's filter and also in a runtime that compares runtime-spec's values on
+		// all 64 bits (runc, crun: policy export --oci).
+		if arg.Op == specs.OpEqualTo && bits < 64 {
+			arg.Op, arg.Value, arg.ValueTwo = specs.OpMaskedEqual, 1<<bits-1, arg.Value
 		}
 		sc.Args = append(sc.Args, arg)
 	}

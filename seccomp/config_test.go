@@ -46,6 +46,17 @@ func TestValidateErrors(t *testing.T) {
 			[]string{"masked_eq needs a mask"}},
 		{"mask with eq", Config{Rules: []Rule{{Syscalls: []string{"ioctl"}, Action: "allow", Args: []Arg{{Index: 1, Op: "eq", Value: 1, Mask: 3}}}}},
 			[]string{`mask given for op "eq"`}},
+		// compared as the kernel reads the argument (argtype.go)
+		{"value past an int", Config{Rules: []Rule{{Syscalls: []string{"kill"}, Action: "errno", Args: []Arg{{Index: 1, Op: "eq", Value: 9 | 1<<32}}}}},
+			[]string{"rules[0]", "kill argument 1 (int sig, 32 bits signed)", "0x100000009 does not fit", "4294967296-N"}},
+		{"value past a umode_t", Config{Rules: []Rule{{Syscalls: []string{"chmod"}, Action: "errno", Args: []Arg{{Index: 1, Op: "masked_eq", Mask: 1 << 20, Value: 1 << 20}}}}},
+			[]string{"chmod argument 1 (umode_t mode, 16 bits unsigned)", "0x100000 does not fit"}},
+		{"value past one of the calls", Config{Rules: []Rule{{Syscalls: []string{"mmap", "fchdir"}, Action: "errno", Args: []Arg{{Index: 0, Op: "ge", Value: 1 << 32}}}}},
+			[]string{"fchdir argument 0 (unsigned int fd, 32 bits unsigned)"}},
+		{"index past the call's arguments", Config{Rules: []Rule{{Syscalls: []string{"kill"}, Action: "errno", Args: []Arg{{Index: 2, Op: "eq", Value: 9}}}}},
+			[]string{"kill has 2 arguments: argument index 2"}},
+		{"argument types unknown", Config{Rules: []Rule{{Syscalls: []string{"init_module"}, Action: "errno", Args: []Arg{{Index: 0, Op: "eq", Value: 0}}}}},
+			[]string{"init_module: its argument types are unknown"}},
 		{"second rule", Config{Rules: []Rule{{Syscalls: []string{"getpid"}, Action: "allow"}, {Syscalls: []string{"nope"}, Action: "allow"}}},
 			[]string{"rules[1]", `"nope"`}},
 	} {
@@ -76,7 +87,7 @@ func TestValidateGood(t *testing.T) {
 		{Syscalls: []string{"getuid"}, Action: "kill_process"},
 		{Syscalls: []string{"getgid"}, Action: "errno"},
 		{Syscalls: []string{"getegid"}, Action: "errno", Errno: "ENOSYS"},
-		{Syscalls: []string{"ioctl"}, Action: "errno", Args: []Arg{
+		{Syscalls: []string{"mmap"}, Action: "errno", Args: []Arg{
 			{Index: 0, Op: "eq", Value: 1}, {Index: 1, Op: "ne", Value: 2}, {Index: 2, Op: "lt", Value: 3},
 			{Index: 3, Op: "le", Value: 4}, {Index: 4, Op: "gt", Value: 5}, {Index: 5, Op: "ge", Value: 6},
 		}},

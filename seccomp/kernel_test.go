@@ -27,12 +27,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// kernelChild sets no_new_privs, loads the agent program with Load and prints one
+// kernelArgRules are policy rules on 32-bit arguments the child loads before the
+// agent profile's: compared as the kernel reads them, high bits set or not.
+func kernelArgRules() []Rule {
+	return []Rule{
+		{Syscalls: []string{"kill"}, Action: "errno", Errno: "EPERM", Args: []Arg{{Index: 1, Op: "eq", Value: 9}}},
+		{Syscalls: []string{"getpriority"}, Action: "errno", Errno: "EACCES", Args: []Arg{{Index: 0, Op: "lt", Value: 0}}},
+	}
+}
+
+// kernelChild sets no_new_privs, loads the agent program (after kernelArgRules) with Load and prints one
 // "name result" line per probe (result: an errno name, or "ok"). Exit 0 when every
 // probe ran; 2 when the filter could not be set up.
 func kernelChild() int {
 	fail := func(f string, a ...any) int { fmt.Fprintf(os.Stderr, f+"\n", a...); return 2 }
-	s, err := (&Config{}).Spec()
+	s, err := (&Config{Rules: kernelArgRules()}).Spec()
 	if err != nil {
 		return fail("spec: %v", err)
 	}
@@ -101,6 +110,14 @@ func kernelChild() int {
 	sys("personality_query", unix.SYS_PERSONALITY, 0xffffffff)
 	sys("personality_addr_no_randomize", unix.SYS_PERSONALITY, 0x0040000)
 	sys("getpid", unix.SYS_GETPID)
+	// no such pid: ESRCH when the call reaches the kernel
+	sys("kill_sig9", unix.SYS_KILL, 0x7ffffffe, 9)
+	sys("kill_sig9_hi", unix.SYS_KILL, 0x7ffffffe, 9|1<<32)
+	sys("kill_sig15", unix.SYS_KILL, 0x7ffffffe, 15)
+	// which -1 (an int) is EINVAL in the kernel; 1<<32 is PRIO_PROCESS
+	sys("getpriority_neg", unix.SYS_GETPRIORITY, 0xffffffff, 0)
+	sys("getpriority_neg_hi", unix.SYS_GETPRIORITY, 0x1_ffffffff, 0)
+	sys("getpriority_hi_zero", unix.SYS_GETPRIORITY, 1<<32, 0)
 	// the filter is on every thread (TSYNC), not only the one that loaded it
 	done := make(chan unix.Errno)
 	go func() {
@@ -161,6 +178,12 @@ func TestLoadAgentKernel(t *testing.T) {
 		"personality_query":             "ok",
 		"personality_addr_no_randomize": "EPERM",
 		"getpid":                        "ok",
+		"kill_sig9":                     "EPERM",
+		"kill_sig9_hi":                  "EPERM", // ESRCH when compared on 64 bits
+		"kill_sig15":                    "ESRCH",
+		"getpriority_neg":               "EACCES",
+		"getpriority_neg_hi":            "EACCES", // EINVAL when compared on 64 bits
+		"getpriority_hi_zero":           "ok",
 		"unshare_other_thread":          "EPERM",
 	} {
 		if g, ok := got[name]; !ok {

@@ -39,7 +39,7 @@ func Listing(s *specs.LinuxSeccomp) (string, error) {
 			}
 			conds := make([]string, len(sc.Args))
 			for j, a := range sc.Args {
-				conds[j] = conditionText(call, a)
+				conds[j] = conditionText(call, sc.Names, a)
 			}
 			b.WriteString(" if " + strings.Join(conds, " and "))
 		}
@@ -186,21 +186,64 @@ func valueText(kind string, v uint64) string {
 	return strings.Join(names, "|")
 }
 
-// conditionText is one argument comparison, e.g. "domain != AF_UNIX" or
-// "flags & (CLONE_NEWNS|CLONE_NEWUSER) == 0".
-func conditionText(call string, a specs.LinuxSeccompArg) string {
+// listType is the declared type of argument idx in every call of names, when they
+// agree (argTypeOf's width; the name is the first call's); false when they differ or
+// one is unknown.
+func listType(names []string, idx uint) (argType, bool) {
+	var t argType
+	for i, n := range names {
+		ts, ok := syscallArgs()[n]
+		if !ok || idx >= uint(len(ts)) {
+			return argType{}, false
+		}
+		if i == 0 {
+			t = ts[idx]
+		} else if ts[idx].bits != t.bits || ts[idx].signed != t.signed {
+			return argType{}, false
+		}
+	}
+	return t, len(names) > 0
+}
+
+// conditionText is one argument comparison, e.g. "domain (32 bits) != AF_UNIX" or
+// "flags & (CLONE_NEWNS|CLONE_NEWUSER) == 0": an argument narrower than 64 bits says
+// its width (and for an order, that it is signed), as the filter compares it.
+func conditionText(call string, names []string, a specs.LinuxSeccompArg) string {
 	name, kind := fmt.Sprintf("arg%d", a.Index), ""
+	t, typed := listType(names, a.Index)
+	if typed && t.name != "" {
+		name = t.name
+	}
 	if ks := argKinds()[call]; int(a.Index) < len(ks) {
 		name, kind = ks[a.Index].name, ks[a.Index].kind
+	}
+	if a.Op == specs.OpMaskedEqual && a.Value == a.ValueTwo && a.Value&(a.Value-1) == 0 {
+		// one bit: within the bits the call reads (argTypeOf), whatever the width
+	} else if !typed && len(names) > 1 {
+		name += " (each call's width)"
+	} else if typed && t.narrow() {
+		order := a.Op != specs.OpEqualTo && a.Op != specs.OpNotEqual && a.Op != specs.OpMaskedEqual
+		if a.Op == specs.OpMaskedEqual {
+			a.Value &= uint64(t.mask()) // as the filter cuts it
+			if a.Value == uint64(t.mask()) {
+				return fmt.Sprintf("%s (%d bits) == %s", name, t.bits, valueText(kind, a.ValueTwo))
+			}
+		}
+		if order && t.signed {
+			name = fmt.Sprintf("%s (%d bits signed)", name, t.bits)
+			if a.Value&uint64(t.signBit()) != 0 && kind == "" {
+				return fmt.Sprintf("%s %s %d", name, map[specs.LinuxSeccompOperator]string{specs.OpLessThan: "<",
+					specs.OpLessEqual: "<=", specs.OpGreaterThan: ">", specs.OpGreaterEqual: ">="}[a.Op], int64(a.Value)-1<<t.bits)
+			}
+		} else {
+			name = fmt.Sprintf("%s (%d bits)", name, t.bits)
+		}
 	}
 	ops := map[specs.LinuxSeccompOperator]string{
 		specs.OpEqualTo: "==", specs.OpNotEqual: "!=", specs.OpLessThan: "<", specs.OpLessEqual: "<=",
 		specs.OpGreaterThan: ">", specs.OpGreaterEqual: ">=",
 	}
 	if a.Op == specs.OpMaskedEqual {
-		if a.Value == 0xffffffff { // the low 32 bits: an int argument compared as the kernel does
-			return fmt.Sprintf("%s (32 bits) == %s", name, valueText(kind, a.ValueTwo))
-		}
 		if a.Value == a.ValueTwo {
 			return fmt.Sprintf("%s has %s", name, valueText(kind, a.Value))
 		}

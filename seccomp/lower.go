@@ -11,8 +11,9 @@ import (
 
 // The rules of one system call, lowered to fewer and shorter tests before emission
 // (docs/decisions.md, "Speed, eighth attempt: the filter's length"). Each step keeps
-// the decision of every input exactly (the 64-bit comparisons of runtime-spec);
-// TestShortFilterSameDecisions runs the old and the new programs side by side.
+// the decision of every input exactly (runtime-spec's comparisons, on the bits the
+// kernel reads of each argument: argtype.go); TestShortFilterSameDecisions runs the
+// old and the new programs side by side.
 
 // condKind is the form of one lowered test.
 type condKind uint8
@@ -24,8 +25,9 @@ const (
 	// masked equality of one bit with itself (S_ISUID, O_CREAT), or several such
 	// rules merged (S_ISUID|S_ISGID).
 	condAnyBits
-	// condIn holds when the argument is one of vals (in the low word; the high word
-	// equal to hi when checkHi); with neg, when it is none of them. From equalities
+	// condIn holds when the argument is one of vals (in the low word, masked with and
+	// when not 0; the high word equal to hi when checkHi); with neg, when it is none
+	// of them. From equalities
 	// (personality's values), 32-bit masked equalities (ioctl's requests, chown's ids)
 	// and a conjunction of inequalities (socket's domains).
 	condIn
@@ -36,6 +38,8 @@ type cond struct {
 	kind    condKind
 	idx     uint
 	cmp     specs.LinuxSeccompArg // condCmp
+	typ     argType               // condCmp
+	and     uint32                // condIn: the argument's bits, for one narrower than 32
 	mask    uint32                // condAnyBits
 	checkHi bool                  // condIn
 	neg     bool                  // condIn
@@ -49,8 +53,11 @@ type lowered struct {
 	act   uint32
 }
 
-// lowerArg is the test of one runtime-spec comparison.
-func lowerArg(c specs.LinuxSeccompArg) cond {
+// lowerArg is the test of one runtime-spec comparison on an argument of type t.
+func lowerArg(c specs.LinuxSeccompArg, t argType) cond {
+	if t.narrow() {
+		return lowerNarrow(c, t)
+	}
 	switch c.Op {
 	case specs.OpMaskedEqual:
 		mask, want := c.Value, c.ValueTwo
@@ -66,25 +73,56 @@ func lowerArg(c specs.LinuxSeccompArg) cond {
 	case specs.OpNotEqual:
 		return cond{kind: condIn, idx: c.Index, checkHi: true, neg: true, hi: uint32(c.Value >> 32), vals: []uint32{uint32(c.Value)}}
 	}
-	return cond{kind: condCmp, idx: c.Index, cmp: c}
+	return cond{kind: condCmp, idx: c.Index, cmp: c, typ: t}
 }
 
-// lowerArgs lowers a conjunction, joining consecutive inequalities of one argument
-// with the same high word: x != a and x != b is x not in {a, b}.
-func lowerArgs(args []specs.LinuxSeccompArg) []cond {
+// lowerNarrow is lowerArg for an argument of fewer than 64 bits (argTypeOf checked
+// the values fit): no high word; the mask cut to the argument's bits.
+func lowerNarrow(c specs.LinuxSeccompArg, t argType) cond {
+	m := t.mask()
+	and := uint32(0)
+	if m != 0xffffffff {
+		and = m
+	}
+	switch c.Op {
+	case specs.OpMaskedEqual:
+		mask, want := c.Value&uint64(m), c.ValueTwo
+		switch {
+		case want&^mask != 0: // never holds: narrowCondition's error
+		case want == mask && bits.OnesCount64(mask) == 1:
+			return cond{kind: condAnyBits, idx: c.Index, mask: uint32(mask)}
+		case mask == uint64(m):
+			return cond{kind: condIn, idx: c.Index, and: and, vals: []uint32{uint32(want)}}
+		}
+	case specs.OpEqualTo:
+		return cond{kind: condIn, idx: c.Index, and: and, vals: []uint32{uint32(c.Value)}}
+	case specs.OpNotEqual:
+		return cond{kind: condIn, idx: c.Index, and: and, neg: true, vals: []uint32{uint32(c.Value)}}
+	}
+	return cond{kind: condCmp, idx: c.Index, cmp: c, typ: t}
+}
+
+// lowerArgs lowers a conjunction on call name's arguments, joining consecutive
+// inequalities of one argument with the same high word: x != a and x != b is x not in
+// {a, b}. It fails as argTypeOf does.
+func lowerArgs(name string, args []specs.LinuxSeccompArg) ([]cond, error) {
 	var out []cond
 	for _, a := range args {
-		c := lowerArg(a)
+		t, err := argTypeOf(name, a)
+		if err != nil {
+			return nil, err
+		}
+		c := lowerArg(a, t)
 		if n := len(out); n > 0 && c.kind == condIn && c.neg {
 			p := &out[n-1]
-			if p.kind == condIn && p.neg && p.idx == c.idx && p.checkHi == c.checkHi && p.hi == c.hi {
+			if p.kind == condIn && p.neg && p.idx == c.idx && p.checkHi == c.checkHi && p.hi == c.hi && p.and == c.and {
 				p.vals = append(p.vals, c.vals...)
 				continue
 			}
 		}
 		out = append(out, c)
 	}
-	return out
+	return out, nil
 }
 
 // atom reports whether c can be joined with another test of its argument by "or":
@@ -98,7 +136,7 @@ func joinable(a, b cond) bool {
 	if a.kind != b.kind || a.idx != b.idx {
 		return false
 	}
-	return a.kind == condAnyBits || (a.checkHi == b.checkHi && a.hi == b.hi)
+	return a.kind == condAnyBits || (a.checkHi == b.checkHi && a.hi == b.hi && a.and == b.and)
 }
 
 // join is the "or" of joinable atoms.
@@ -119,7 +157,7 @@ func join(cs []cond) cond {
 // sameAtom reports whether atoms a and b are the same test.
 func sameAtom(a, b cond) bool {
 	return a.kind == b.kind && a.idx == b.idx && a.mask == b.mask && a.checkHi == b.checkHi &&
-		a.hi == b.hi && slices.Equal(a.vals, b.vals)
+		a.hi == b.hi && a.and == b.and && slices.Equal(a.vals, b.vals)
 }
 
 // mergeRun returns the one rule equal to the "or" of rs (all with one action), or
@@ -229,6 +267,9 @@ func blockKey(rs []lowered) string {
 				b = strconv.AppendUint(b, c.cmp.Value, 16)
 				b = append(b, ',')
 				b = strconv.AppendUint(b, c.cmp.ValueTwo, 16)
+				b = append(b, ',')
+				b = strconv.AppendUint(b, uint64(c.typ.bits), 10)
+				b = strconv.AppendBool(b, c.typ.signed)
 			} else {
 				b = append(b, byte('0'+c.kind))
 				b = strconv.AppendUint(b, uint64(c.idx), 10)
@@ -237,6 +278,8 @@ func blockKey(rs []lowered) string {
 				b = strconv.AppendBool(b, c.checkHi)
 				b = strconv.AppendBool(b, c.neg)
 				b = strconv.AppendUint(b, uint64(c.hi), 16)
+				b = append(b, '&')
+				b = strconv.AppendUint(b, uint64(c.and), 16)
 				for _, v := range c.vals {
 					b = append(b, ',')
 					b = strconv.AppendUint(b, uint64(v), 16)
@@ -253,7 +296,7 @@ func blockKey(rs []lowered) string {
 // (labels; pass may be fall: the instruction after the test).
 func emitCond(a *asm, c cond, pass, fail int) error {
 	if c.kind == condCmp {
-		return cmpCond(a, c.cmp, pass, fail)
+		return cmpCond(a, c.cmp, c.typ, pass, fail)
 	}
 	end := -1
 	if pass == fall {
@@ -276,6 +319,9 @@ func emitCond(a *asm, c cond, pass, fail int) error {
 			a.jump(bpf.JumpEqual, c.hi, fall, out)
 		}
 		a.emit(bpf.LoadAbsolute{Off: lo, Size: 4})
+		if c.and != 0 {
+			a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: c.and})
+		}
 		for i, v := range c.vals {
 			other := fall
 			if i == len(c.vals)-1 {
@@ -293,9 +339,9 @@ func emitCond(a *asm, c cond, pass, fail int) error {
 // cmpCond is condition with a pass label (or fall), and the masked equality's words skipped
 // where the mask makes them always equal (mask word 0) or the "and" a no-op (mask
 // word 0xffffffff).
-func cmpCond(a *asm, c specs.LinuxSeccompArg, pass, fail int) error {
-	if c.Op != specs.OpMaskedEqual {
-		if err := condition(a, c, fail); err != nil {
+func cmpCond(a *asm, c specs.LinuxSeccompArg, t argType, pass, fail int) error {
+	if c.Op != specs.OpMaskedEqual || t.narrow() {
+		if err := condition(a, c, t, fail); err != nil {
 			return err
 		}
 		if pass != fall {
@@ -305,7 +351,7 @@ func cmpCond(a *asm, c specs.LinuxSeccompArg, pass, fail int) error {
 	}
 	mask, want := c.Value, c.ValueTwo
 	if want&^mask != 0 {
-		return condition(a, c, fail) // its error
+		return condition(a, c, t, fail) // its error
 	}
 	lo := uint32(offArgs + 8*c.Index)
 	type word struct {

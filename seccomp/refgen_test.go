@@ -15,7 +15,10 @@ import (
 // system call number to a block per call, then each rule's conditions as two 32-bit
 // word tests, in rule order. Its argument tests are compile.go's condition, which the
 // shorter generator did not change: TestRefGeneratorIsTheOldOne pins the whole to the
-// old program, so a later change to condition shows there.
+// old program, so a later change to condition shows there. Since arguments are compared
+// on the bits the kernel reads (argtype.go), a narrow argument's condition is one word
+// (narrowCondition); the pin was remade then (docs/decisions.md, "compared as the
+// kernel reads them").
 
 // refDispatch is the old dispatch.
 func refDispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
@@ -33,7 +36,7 @@ func refDispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 			if !ok {
 				return nil, fmt.Errorf("syscalls[%d]: unknown system call %q (x86_64)", i, n)
 			}
-			byNr[uint32(nr)] = append(byNr[uint32(nr)], entry{args: sc.Args, act: act})
+			byNr[uint32(nr)] = append(byNr[uint32(nr)], entry{name: n, args: sc.Args, act: act})
 		}
 	}
 	nrs := make([]uint32, 0, len(byNr))
@@ -75,7 +78,11 @@ func refDispatch(rules []specs.LinuxSyscall, def uint32) (*asm, error) {
 			}
 			next := a.label()
 			for _, c := range e.args {
-				if err := condition(a, c, next); err != nil {
+				t, err := argTypeOf(e.name, c)
+				if err != nil {
+					return nil, err
+				}
+				if err := condition(a, c, t, next); err != nil {
 					return nil, err
 				}
 			}

@@ -14,9 +14,9 @@ var NetnsFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_
 
 // NoHostNetworkRules refuse socket(2) and socketpair(2) with a domain other than
 // NetnsFamilies, with EAFNOSUPPORT, the kernel's own answer for a family it lacks (so
-// libraries fall back as they would there). The domain is compared on all 64 bits: a
-// value with high bits set, which the kernel would truncate to an allowed family or
-// not, is refused too. A sandbox with a network namespace of its own takes these first,
+// libraries fall back as they would there). The domain is compared as the kernel reads
+// it, an int (its low 32 bits, argtype.go): a value with high bits set is the family
+// in its low bits, refused or not as that family. A sandbox with a network namespace of its own takes these first,
 // before the policy's rules; with the host's network (--net host) there is nothing to
 // confine and they are left out. io_uring's socket operation is refused by the agent
 // profile; socketcall(2) exists only in the i386 ABI, which the filter kills.

@@ -269,6 +269,7 @@ func execute(o policy.Options, status *os.File) error {
 	cmd.NetWithheld = func(n int) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", egress.WithheldText(n)) }
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
 	cmd.Prestarted = pre
+	cmd.JournalsCompleted = true // completeJournals above
 	if err := checkShadowed(spec, func() policy.NotFoundContext { return eff.NotFoundContext(host) }); err != nil {
 		return err
 	}

@@ -84,10 +84,13 @@ func within(p, dir string) bool {
 // way), or contains one: a sandbox that could write either could forge a journal that
 // a later launch carries out as the caller. Every launch calls it, whatever its mode.
 func CheckOutside(writable []string) error {
+	cws := make([]string, len(writable)) // resolved once, not once per directory
+	for i, w := range writable {
+		cws[i] = canonical(w)
+	}
 	for _, d := range []string{JournalDir(), KeyDir()} {
 		c := canonical(d)
-		for _, w := range writable {
-			cw := canonical(w)
+		for _, cw := range cws {
 			if within(c, cw) || within(cw, c) {
 				return fmt.Errorf("the cleanup journal directory %s lies in %s, which the sandbox can write (a journal there could be forged); choose a workspace or --rw tree that does not hold it%s", c, cw, dirFix(d))
 			}
