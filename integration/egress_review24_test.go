@@ -44,6 +44,14 @@ for port in (80, 3128):
             got += b
     except OSError as e:
         err = type(e).__name__
+        try:  # what came before a reset stays readable
+            while len(got) < 40:
+                b = c.recv(4096)
+                if not b:
+                    break
+                got += b
+        except OSError:
+            pass
     print(port, sent, repr(got[:40]), err, flush=True)
 print("done", flush=True)
 sys.stdin.read()
