@@ -29,18 +29,20 @@ func (p *Proxy) serveCaptureTLS(c net.Conn) {
 	}
 	p.headDone(c)
 	c.SetReadDeadline(time.Time{})
-	p.capture(c, "capture-tls", name, 443, hello, nil)
+	p.capture(c, "capture-tls", name, 443, hello, nil, nil)
 }
 
 // serveCaptureHTTP carries a plain HTTP request to port 80 of its Host header's name,
 // sent with Connection: close (as the proxy's absolute-URI requests): one request per
-// connection, so that a later request on it cannot name another host served at the
-// same address.
+// connection, its body as framed (bodyFraming) and nothing the client sends after it
+// (relay), so that a later request on it cannot name another host served at the same
+// address, whether or not the server honours Connection: close.
 func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(p.headWait()))
 	br := bufio.NewReaderSize(c, 4096)
 	line, fields, err := readHead(br)
 	if err != nil {
+		refuseHead(c, err)
 		return
 	}
 	p.headDone(c)
@@ -81,7 +83,12 @@ func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []
 		httpError(c, 403, "Forbidden", p.deny(c, "capture-http", d), d.Rule)
 		return
 	}
-	p.capture(c, "capture-http", name, port, []byte(target+"\r\n"+b.String()), buffered(br))
+	body, why := bodyFraming(fields)
+	if why != "" {
+		httpError(c, 400, "Bad Request", "gosbx proxy: "+why, "")
+		return
+	}
+	p.capture(c, "capture-http", name, port, []byte(target+"\r\n"+b.String()), buffered(br), &body)
 }
 
 // originTarget is the request line with its target in origin form (RFC 9112 3.2.1),
@@ -132,7 +139,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 			p.dialFailed(c, "capture", d, err) // a tunnel: no answer the client's protocol would read
 			return
 		}
-		p.relay("capture", d, c, up, nil, nil, sniCheck)
+		p.relay("capture", d, c, up, nil, nil, sniCheck, nil)
 		return
 	}
 	c.SetReadDeadline(time.Now().Add(p.headWait()))
@@ -150,7 +157,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		}
 		p.headDone(c)
 		c.SetReadDeadline(time.Time{})
-		p.capture(c, "capture-tls", name, port, hello, buffered(br))
+		p.capture(c, "capture-tls", name, port, hello, buffered(br), nil)
 		return
 	}
 	// an HTTP method is a token of letters: anything else is refused at once
@@ -163,6 +170,7 @@ func (p *Proxy) serveCapturePort(c net.Conn, port uint16) {
 		_, fields, err = readFields(br, line)
 	}
 	if !ok || err != nil {
+		refuseHead(c, err)
 		p.deny(c, "capture", Decision{Host: "(none)", Port: port, Rule: "capture",
 			Why: "a connection to loopback port " + itoa(port) + " that is neither TLS with a server name nor HTTP with a Host header, to an address the DNS stub did not give"})
 		return
@@ -183,9 +191,9 @@ func (p *Proxy) givenName(c net.Conn) (string, bool) {
 }
 
 // capture decides on a captured connection that named name and carries it: first is
-// its head (a ClientHello, an HTTP head) and held what the client sent after it
-// (relay).
-func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first, held []byte) {
+// its head (a ClientHello, an HTTP head) and held what the client sent after it;
+// body an HTTP request's framing (relay).
+func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first, held []byte, body *framing) {
 	d := p.captureDecision(c, name, port)
 	if !d.Allow {
 		msg := p.deny(c, proto, d)
@@ -206,7 +214,7 @@ func (p *Proxy) capture(c net.Conn, proto, name string, port uint16, first, held
 	if proto == "capture-tls" {
 		mode = sniChecked // first is the ClientHello that named d.Host
 	}
-	p.relay(proto, d, c, up, first, held, mode)
+	p.relay(proto, d, c, up, first, held, mode, body)
 }
 
 // captureDecision decides on a captured connection: it must name its server, the name

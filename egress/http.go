@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -40,19 +42,29 @@ func readRequestLine(br *bufio.Reader) (string, bool) {
 	}
 }
 
+// errHeadTooLong is readFields' error for a head of more than maxHeader bytes (a
+// type, not errors.New: no allocation at the package's init).
+var errHeadTooLong error = headTooLong{}
+
+type headTooLong struct{}
+
+func (headTooLong) Error() string {
+	return "request head longer than " + strconv.Itoa(maxHeader) + " bytes"
+}
+
 // readFields reads the header lines after line (the request line, read already, or
-// "" to read it first) up to the empty line.
+// "" to read it first) up to the empty line. Errors: errHeadTooLong once the head
+// passes maxHeader bytes, or br's (a deadline, EOF). A line is read from br's buffer
+// a buffer at a time, counted as it comes: what a peer sends without a newline costs
+// at most maxHeader plus br's size.
 func readFields(br *bufio.Reader, line string) (string, []string, error) {
 	total := len(line)
 	var fields []string
 	for {
-		s, err := br.ReadString('\n')
+		s, err := readLine(br, maxHeader-total)
 		total += len(s)
 		if err != nil {
 			return "", nil, err
-		}
-		if total > maxHeader {
-			return "", nil, errors.New("request head too long")
 		}
 		s = strings.TrimRight(s, "\r\n")
 		if line == "" {
@@ -69,6 +81,25 @@ func readFields(br *bufio.Reader, line string) (string, []string, error) {
 	}
 }
 
+// readLine reads one line from br, '\n' included, of at most max bytes:
+// errHeadTooLong beyond, without reading further.
+func readLine(br *bufio.Reader, max int) (string, error) {
+	var line []byte
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(line)+len(b) > max {
+			return "", errHeadTooLong
+		}
+		line = append(line, b...)
+		if err == nil {
+			return string(line), nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return "", err
+		}
+	}
+}
+
 // serveHTTP is the HTTP proxy: CONNECT host:port (any bytes after it carried as they
 // are: TLS, a WebSocket upgrade), or a request in absolute form (http://host/path),
 // sent to the host in origin form with Connection: close. A denial is a 403 whose body
@@ -78,6 +109,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	br := bufio.NewReaderSize(c, 4096)
 	line, fields, err := readHead(br)
 	if err != nil {
+		refuseHead(c, err)
 		return
 	}
 	p.headDone(c)
@@ -107,7 +139,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			up.Close()
 			return
 		}
-		p.relay("http-connect", d, c, up, buffered(br), nil, sniCheck)
+		p.relay("http-connect", d, c, up, buffered(br), nil, sniCheck, nil)
 		return
 	}
 	rest, ok := strings.CutPrefix(target, "http://")
@@ -124,6 +156,11 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		httpError(c, 400, "Bad Request", "gosbx proxy: bad host in "+target, "")
 		return
 	}
+	body, why := bodyFraming(fields)
+	if why != "" {
+		httpError(c, 400, "Bad Request", "gosbx proxy: "+why, "")
+		return
+	}
 	d := p.decide(host, port)
 	if !d.Allow {
 		httpError(c, 403, "Forbidden", p.deny(c, "http", d), d.Rule)
@@ -135,7 +172,8 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		return
 	}
 	// One request per upstream connection: the head rewritten (origin form, the URI's
-	// host as Host, no proxy fields, Connection: close); the body follows as it comes.
+	// host as Host, no proxy fields, Connection: close), then its body as framed, and
+	// nothing after it (relay): a later request could name another host.
 	var b strings.Builder
 	b.WriteString(method + " /" + path + " " + version + "\r\nHost: " + authority + "\r\n")
 	for _, f := range fields {
@@ -147,7 +185,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		b.WriteString(f + "\r\n")
 	}
 	b.WriteString("Connection: close\r\n\r\n")
-	p.relay("http", d, c, up, []byte(b.String()), buffered(br), sniNone)
+	p.relay("http", d, c, up, []byte(b.String()), buffered(br), sniNone, &body)
 }
 
 func splitRequestLine(line string) (method, target, version string, ok bool) {
@@ -167,6 +205,27 @@ func buffered(br *bufio.Reader) []byte {
 	b, _ := br.Peek(n)
 	return append([]byte(nil), b...)
 }
+
+// refuseHead answers a request whose head was too long (err errHeadTooLong) with 431
+// (RFC 6585 5); other errors (a deadline, EOF) get no answer. After the answer the
+// client's bytes are read and dropped, at most refuseDrain of them within
+// refuseDrainWait, so that the client can read it before the connection's close
+// resets it (a close with unread bytes sends RST, RFC 1122 4.2.2.13).
+func refuseHead(c net.Conn, err error) {
+	if !errors.Is(err, errHeadTooLong) {
+		return
+	}
+	httpError(c, 431, "Request Header Fields Too Large", "gosbx proxy: "+err.Error(), "")
+	closeWrite(c)
+	c.SetReadDeadline(time.Now().Add(refuseDrainWait))
+	io.CopyN(io.Discard, c, refuseDrain)
+}
+
+// Bounds of refuseHead's drain.
+const (
+	refuseDrain     = 256 << 10
+	refuseDrainWait = time.Second
+)
 
 func httpError(c net.Conn, code int, status, msg, rule string) {
 	h := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n", code, status, len(msg)+1)

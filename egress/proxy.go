@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"container/list"
 	"context"
@@ -35,7 +36,8 @@ type Event struct {
 	// for the owner to route the line to the request that made it, not part of it.
 	Origin int `json:"-"`
 	// Message is a denial's message (Decision.Message), or the note of an allowed
-	// connection that could not be made ("note: ..."), not part of the line.
+	// connection that could not be made ("note: ..."), not part of the line; "" when
+	// withheld past the messages' bound (Proxy.Withheld).
 	Message string `json:"-"`
 	// Ends says the line is the last of a connection whose Origin was asked with
 	// deny false (an allowed connection's, or its tunnel's denial by rule sni).
@@ -60,7 +62,12 @@ type Proxy struct {
 	// stderr: an agent reads it there when its client prints only "403"; and the note
 	// of an allowed connection whose dial failed ("note: HOST:PORT is allowed ..., but
 	// the connection to it failed: CAUSE"), which a client shows as a 502 or nothing.
+	// Past the messages' bound they are withheld (Withheld).
 	Denied func(msg string)
+	// Withheld, if set, receives the number of messages (Denied's, Event.Message's)
+	// withheld since its last call, past their bound (messagelimit.go: the first 50,
+	// then 5 a second), at most once a second and at Close; WithheldText words it.
+	Withheld func(n int)
 	// Origin, if set, says which process of the sandbox made the connection c (an
 	// accepted one; nil for a DNS question over UDP), for Event.Origin: a session's
 	// owner routes the line to the request that made it. Called once per connection, at
@@ -78,6 +85,7 @@ type Proxy struct {
 	lns    []io.Closer
 	wg     sync.WaitGroup
 	evmu   sync.Mutex
+	msgs   messageLimit
 
 	// the DNS stub's names and the loopback addresses it gave them (dns.go)
 	names dnsNames
@@ -173,6 +181,7 @@ func (p *Proxy) Close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	p.flushWithheld()
 }
 
 func (p *Proxy) emit(e Event) {
@@ -270,8 +279,12 @@ func (p *Proxy) deny(c net.Conn, proto string, d Decision) string {
 // denyFrom is deny for a connection whose origin is known (ends: asked with deny false).
 func (p *Proxy) denyFrom(origin int, ends bool, proto string, d Decision) string {
 	msg := d.Message()
-	p.emit(Event{Net: "deny", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Origin: origin, Message: msg, Ends: ends})
-	if p.Denied != nil {
+	shown := msg
+	if !p.allowMessage() {
+		shown = ""
+	}
+	p.emit(Event{Net: "deny", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Origin: origin, Message: shown, Ends: ends})
+	if p.Denied != nil && shown != "" {
 		p.Denied(msg)
 	}
 	return msg
@@ -284,8 +297,11 @@ func (p *Proxy) denyFrom(origin int, ends bool, proto string, d Decision) string
 func (p *Proxy) dialFailed(c net.Conn, proto string, d Decision, err error) string {
 	text := dialFailure(d, err)
 	msg := "note: " + text
+	if !p.allowMessage() {
+		msg = ""
+	}
 	p.emit(Event{Net: "allow", Proto: proto, Host: d.Host, Port: d.Port, Rule: d.Rule, Error: err.Error(), Origin: p.origin(c, false), Message: msg, Ends: true})
-	if p.Denied != nil {
+	if p.Denied != nil && msg != "" {
 		p.Denied(msg)
 	}
 	return text
@@ -362,8 +378,11 @@ const (
 // held is what the client sent after first, read already: after a checked ClientHello
 // it (and every later client byte) waits until the server's first handshake message
 // was classified, so that a second ClientHello sent with the first is checked too;
-// otherwise it follows first.
-func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []byte, mode sniMode) {
+// otherwise it follows first. body, when set, is the framing of the request whose
+// head is first (a plain HTTP request the proxy rewrote, sniNone): only its body
+// follows, and what the client sends after it is dropped, so that a later request on
+// the connection, whose head the proxy did not check, never reaches the server.
+func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []byte, mode sniMode, body *framing) {
 	var out, back int64
 	denied := false
 	origin := p.origin(in, false) // now: the client may be gone when it closes
@@ -396,6 +415,29 @@ func (p *Proxy) relay(proto string, d Decision, in, up net.Conn, first, held []b
 		// server to client flows meanwhile: a protocol where the server speaks first
 		// is not held up by the check
 		var n int64
+		if body != nil {
+			w, _ := up.Write(first)
+			var m int64
+			if body.chunked {
+				br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), in), 4096)
+				m, _ = copyBody(up, br, *body)
+				io.Copy(io.Discard, br) // until the client's end
+			} else {
+				// a length: from the connection itself past what was held, which lets
+				// the kernel splice it (net.TCPConn.ReadFrom of an io.LimitedReader)
+				k := min(int64(len(held)), body.length)
+				h, _ := up.Write(held[:k])
+				m = int64(h)
+				if h == int(k) {
+					c, _ := io.CopyN(up, in, body.length-k)
+					m += c
+				}
+				io.Copy(io.Discard, in) // until the client's end
+			}
+			closeWrite(up)
+			done <- int64(w) + m
+			return
+		}
 		if mode == sniCheck {
 			fr := bytes.NewReader(first)
 			head, why, isTLS := p.checkHello(in, io.MultiReader(fr, in), d.Host)

@@ -111,7 +111,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 		up.Close()
 		return
 	}
-	p.relay("socks5", d, c, up, nil, nil, sniCheck)
+	p.relay("socks5", d, c, up, nil, nil, sniCheck, nil)
 }
 
 // socksReply sends a reply with the bound address 0.0.0.0:0 (the client has no use

@@ -60,10 +60,12 @@ type Cmd struct {
 	// Config.HostPorts): one per denied connection, one per allowed connection when it
 	// closes, from the proxy's goroutines, one at a time, the last before Wait returns. NetDenied, if
 	// set, receives each denial's message ("blocked by gosbx policy: …"), for the
-	// caller's stderr.
-	NetEvents func(egress.Event)
-	NetDenied func(msg string)
-	sessNet   *SessionNet // a session's routing of NetEvents (egress_origin.go)
+	// caller's stderr; past a bound they are withheld, and NetWithheld, if set, receives
+	// their number at most once a second (egress.Proxy.Withheld).
+	NetEvents   func(egress.Event)
+	NetDenied   func(msg string)
+	NetWithheld func(n int)
+	sessNet     *SessionNet // a session's routing of NetEvents (egress_origin.go)
 
 	// TeardownLater makes Wait return once the init has reported the command's exit,
 	// which it does when every other process of the sandbox is dead (so none outlives
@@ -374,7 +376,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	}
 	if err == nil && egressW != nil {
 		// served from when the init sends its sockets; ended by release
-		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, pub, spec.Publish, spec.HostPorts, capturePorts(spec), c.netOrigin())
+		c.own.startNet(egressPolicy, spec.Hostname, egressW, c.NetEvents, c.NetDenied, c.NetWithheld, pub, spec.Publish, spec.HostPorts, capturePorts(spec), c.netOrigin())
 		egressW = nil
 	}
 	if egressW != nil {

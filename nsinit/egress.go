@@ -119,7 +119,7 @@ func egressPair() (*os.File, *os.File, error) {
 // from when the init sends its listening sockets (received in a goroutine: the init
 // sends them during its setup), and the port forwards pub of list. An init that ends
 // before it sends them closes its end: nothing is served. Ended by stopNet.
-func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, events func(egress.Event), denied func(string),
+func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, events func(egress.Event), denied func(string), withheld func(int),
 	pub *publisher, list []config.Publish, hostPorts, capture []uint16, origin func(net.Conn, bool) int) {
 	n := &netSock{f: sock, ready: make(chan struct{})}
 	if events != nil {
@@ -137,7 +137,7 @@ func (o *owner) startNet(pol *egress.Policy, hostname string, sock *os.File, eve
 	}
 	o.net, o.publisher, o.netDone = n, pub, make(chan struct{})
 	if pol != nil {
-		o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Hostname: hostname, Origin: origin}
+		o.proxy = &egress.Proxy{Policy: pol, Events: events, Denied: denied, Withheld: withheld, Hostname: hostname, Origin: origin}
 	}
 	go func() {
 		defer close(o.netDone)

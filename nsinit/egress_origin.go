@@ -31,6 +31,9 @@ type SessionNet struct {
 	// deny false (an allowed one, before it is carried): its line, with Ends set,
 	// follows when it closes, so that a request can wait for its lines.
 	Opened func(origin int)
+	// Withheld, if set, receives the number of denial messages withheld past their
+	// bound (egress.Proxy.Withheld): for every request's stderr.
+	Withheld func(n int)
 }
 
 // NewSessionNet is NewSession with the session's egress status lines given to net

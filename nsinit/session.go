@@ -55,7 +55,7 @@ func NewSession(cfg *config.Config) (*Session, error) { return newSession(cfg, n
 func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
 	c := &Cmd{Config: cfg, session: true, sessNet: sn}
 	if sn != nil {
-		c.NetEvents = sn.Events
+		c.NetEvents, c.NetWithheld = sn.Events, sn.Withheld
 	}
 	placed, err := c.spawn(true)
 	if err != nil {

@@ -266,6 +266,7 @@ func execute(o policy.Options, status *os.File) error {
 		cmd.NetEvents = func(e egress.Event) { emitLine(e) }
 	}
 	cmd.NetDenied = func(msg string) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", msg) }
+	cmd.NetWithheld = func(n int) { fmt.Fprintf(os.Stderr, "gosbx: %s\n", egress.WithheldText(n)) }
 	cmd.TeardownLater = true // gosbx exits once Wait returns: the kernel reaps the init
 	cmd.Prestarted = pre
 	cmd.JournalsCompleted = true // completeJournals above

@@ -45,7 +45,18 @@ const lingerLines = 2 * time.Second
 
 func (r *netRoutes) sessionNet() *nsinit.SessionNet {
 	r.closed.L = &r.mu
-	return &nsinit.SessionNet{Events: r.route, Want: r.want, Opened: r.opened}
+	return &nsinit.SessionNet{Events: r.route, Want: r.want, Opened: r.opened, Withheld: r.withheld}
+}
+
+// withheld tells every running request how many of the session's denial messages
+// were withheld (egress.Proxy.Withheld): a flood from one request holds back the
+// messages of all.
+func (r *netRoutes) withheld(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.byPid {
+		x.message("gosbx: " + egress.WithheldText(n) + "\n")
+	}
 }
 
 // begin says a request's command is starting; add or abort follows.

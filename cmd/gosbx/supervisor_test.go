@@ -32,7 +32,7 @@ func TestStartDataConfig(t *testing.T) {
 	}{
 		{"memory", policy.Options{Resources: policy.Resources{Memory: "64M"}}, host},
 		{"memory, swap, pids, cpus", policy.Options{Resources: policy.Resources{Memory: "64M", MemorySwap: "-1", Pids: 100, CPUs: 0.5}}, host},
-		{"egress", policy.Options{Net: policy.NetProxy, AllowHosts: []string{"pypi.org"}, Publish: []string{"8080:80"}}, host},
+		{"egress", policy.Options{Net: policy.NetProxy, AllowHosts: []string{"pypi.org"}, Publish: []string{"8080:8000"}}, host},
 		{"nobody, host network", policy.Options{Net: policy.NetHost}, nobody},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

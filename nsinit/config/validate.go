@@ -133,6 +133,15 @@ func (c *Config) Validate() error {
 		if a, err := netip.ParseAddr(p.HostIP); err != nil || a.Zone() != "" || p.HostPort == 0 || p.Port == 0 {
 			return fmt.Errorf("publish %s:%d:%d: want an IP address and two ports 1-65535", p.HostIP, p.HostPort, p.Port)
 		}
+		// the init's own listeners at Port: no server of the sandbox can be published
+		// there, and host clients would get the proxy (the sandbox's allow list) or the
+		// host's loopback-only service (on HostIP: every interface for 0.0.0.0)
+		if c.Egress != nil && slices.Contains([]uint16{EgressDNSPort, EgressHTTPPort, EgressSOCKSPort, CaptureHTTPPort, CaptureTLSPort}, p.Port) {
+			return fmt.Errorf("publish %s:%d:%d: port %d inside is the egress proxy's own (53, 80, 443, 1080, 3128), which would serve host clients with the sandbox's allow list; publish the port a server of the sandbox listens on", p.HostIP, p.HostPort, p.Port, p.Port)
+		}
+		if slices.Contains(c.HostPorts, p.Port) {
+			return fmt.Errorf("publish %s:%d:%d: port %d inside is a host port (--host-port %d), a forward to the host's own loopback service, which publishing would re-export on %s; reach it on the host directly", p.HostIP, p.HostPort, p.Port, p.Port, p.Port, p.HostIP)
+		}
 	}
 	if len(c.HostPorts) > 0 && !have[specs.NetworkNamespace] {
 		return errors.New("host ports need a network namespace of the sandbox's own")

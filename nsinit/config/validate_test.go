@@ -85,6 +85,10 @@ func TestValidate(t *testing.T) {
 		{"bad egress pattern", func(c *Config) { c.Egress.Allow = []string{"*"} }, "network.allow[0]"},
 		{"bad publish address", func(c *Config) { c.Publish[0].HostIP = "localhost" }, "want an IP address"},
 		{"publish port 0", func(c *Config) { c.Publish[0].Port = 0 }, "two ports"},
+		{"publish a proxy port", func(c *Config) { c.Publish[0].Port = 3128 }, "port 3128 inside is the egress proxy's own"},
+		{"publish the DNS stub", func(c *Config) { c.Publish[0].Port = 53 }, "port 53 inside is the egress proxy's own"},
+		{"publish capture :80", func(c *Config) { c.Publish[0].Port = 80 }, "port 80 inside is the egress proxy's own"},
+		{"publish a host port", func(c *Config) { c.Publish[0] = Publish{HostIP: "0.0.0.0", HostPort: 15432, Port: 5432} }, "port 5432 inside is a host port"},
 		{"host port twice", func(c *Config) { c.HostPorts = []uint16{5432, 5432} }, "each once"},
 		{"host port of the proxy", func(c *Config) { c.HostPorts = []uint16{3128} }, "none of the proxy's"},
 		{"capture port of the proxy", func(c *Config) { c.Egress.CapturePorts = []uint16{443} }, "capture port 443"},
@@ -113,5 +117,16 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (*Config)(nil).Validate(); err == nil {
 		t.Error("a nil config passed")
+	}
+}
+
+// Without egress nothing of the proxy listens inside: a server of the sandbox may be
+// published at 3128 or 53.
+func TestValidatePublishWithoutEgress(t *testing.T) {
+	c := fullConfig()
+	c.Egress, c.HostPorts = nil, nil
+	c.Publish = []Publish{{HostIP: "127.0.0.1", HostPort: 13128, Port: 3128}, {HostIP: "127.0.0.1", HostPort: 1053, Port: 53}}
+	if err := c.Validate(); err != nil {
+		t.Errorf("publish 3128 and 53 without egress: %v", err)
 	}
 }
