@@ -17,8 +17,8 @@ const leftNames = 3
 // `tmux new -d` or `server &`. It returns their number and up to leftNames of their
 // names (comm, chosen by the sandbox: the caller quotes them), joined by NUL (no comm
 // holds one). The common case, no process but pid 1 and the command's unreaped zombie,
-// costs one open and the getdents64(2) calls of /proc's listing, no read of any
-// process's file; only past it is each pid's stat read, a zombie (exited, not yet
+// costs an open, one getdents64(2) of /proc's listing (~1.7 KB there) and a close, no
+// read of any process's file; only past it is each pid's stat read, a zombie (exited, not yet
 // reaped) not counted. 0 when /proc cannot be listed (a policy without it).
 func leftRunning() (int, string) {
 	fd, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -37,6 +37,9 @@ func leftRunning() (int, string) {
 			break
 		}
 		pids = appendPids(pids, buf[:n])
+		if n < len(buf)-direntMax {
+			break // getdents64 fills the buffer while the next record fits: none is left
+		}
 	}
 	if len(pids) <= 1 { // the command's zombie alone
 		return 0, ""
@@ -66,6 +69,9 @@ func leftRunning() (int, string) {
 	}
 	return count, string(names)
 }
+
+// direntMax is the most bytes a linux_dirent64 record takes (a 255-byte name, aligned).
+const direntMax = 19 + 256 + 5
 
 // appendPids appends the pids other than 1 named by the linux_dirent64 records of b
 // (getdents64(2): d_ino 8 bytes, d_off 8, d_reclen 2, d_type 1, the NUL-ended name).

@@ -68,6 +68,9 @@ func leftRunning(st *State, k Caller, syncFd uintptr) uint32 {
 				}
 				off += reclen
 			}
+			if n < uintptr(len(st.link))-(19+256+5) {
+				break // getdents64 fills the buffer while the next record fits: none is left
+			}
 		}
 	}
 	a[0] = fd
