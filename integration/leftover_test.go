@@ -13,6 +13,17 @@ import (
 
 var leftNoteRe = regexp.MustCompile(`gosbx: note: 2 processes \((sleep|sh), (sleep|sh)\) of the sandbox still ran when the command exited`)
 
+// withoutLeftNote is stderr without the note of processes the command left running.
+func withoutLeftNote(stderr string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if !(strings.HasPrefix(l, "gosbx: note: ") && strings.Contains(l, "of the sandbox still ran when the command exited")) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
+}
+
 // hostHasArg reports whether a host process's command line holds arg.
 func hostHasArg(arg string) bool {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
