@@ -71,11 +71,21 @@ func explainSetup(se *nsinit.SetupError, f Facts) string {
 // uid 0 without CAP_SYS_ADMIN (a container's root) is not told to run as root: v1
 // groups are made by file permissions, which its uid passes.
 func explainCgroup(mode string, f Facts, err error) string {
-	if errors.Is(err, fs.ErrNotExist) && mode == "cgroup-v1" && f.UID == 0 {
-		// cgroup.ownGroupsMounted: the path /proc/self/cgroup names is not mounted here
-		return "this process's own cgroup, the path /proc/self/cgroup names, is not under this mount namespace's /sys/fs/cgroup " +
+	if errors.Is(err, fs.ErrNotExist) && mode == "cgroup-v1" {
+		// cgroup.ownGroupsMounted: the path /proc/self/cgroup names is not mounted here;
+		// the cause the check's detail names, so the fix follows it (for a caller other
+		// than root too, who was told "cgroup v1 and not root" against that detail)
+		why := "this process's own cgroup, the path /proc/self/cgroup names, is not under this mount namespace's /sys/fs/cgroup " +
 			"(a container that shares the host's cgroup namespace sees the host's path, with only its own group mounted): " +
-			"limits you ask for give 125; " + cgroup.FixContainerCgroup
+			"limits you ask for give 125; "
+		if f.UID == 0 {
+			return why + cgroup.FixContainerCgroup
+		}
+		// a cgroup mount of its own would not do: a v1 group is made by mkdir in a
+		// root-owned directory
+		return why + "run without limits (--limits best-effort, and limit the container itself: podman/docker run " +
+			"--memory, --pids-limit, --cpus), or run gosbx outside the container (as root on a cgroup v1 host; " +
+			"unprivileged in a delegated cgroup v2 group)"
 	}
 	if f.UID != 0 && mode == "cgroup-v1" {
 		// true in a container too (a /.dockerenv VM): the container's cgroup is not why

@@ -269,6 +269,16 @@ func TestExplainCgroupContainerRoot(t *testing.T) {
 	fix = explainCgroup("cgroup-v1", f, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/memory/gosbx-x", Err: unix.EROFS})
 	wantAll(t, "container root, read-only", fix, "read-only", "--limits best-effort")
 	wantNone(t, "container root, read-only", fix, "not root", "run as root")
+	// the same cause for uid 65534 in the container (the new-user trial): the fix names
+	// that cause, not "cgroup v1 and not root ... run as root, move the host to v2"
+	// against the detail; nor a writable cgroup mount, which a non-root v1 caller
+	// could not use
+	fix = explainCgroup("cgroup-v1", Facts{UID: 65534, Container: "podman"}, missing)
+	wantAll(t, "container non-root, own group missing", fix, "/proc/self/cgroup", "cgroup namespace", "--limits best-effort", "limit the container itself")
+	wantNone(t, "container non-root, own group missing", fix, "not root", "unified_cgroup_hierarchy", "writable cgroup mount")
+	// a non-root caller whose own group is there (this VM as 65534): the v1 rule still
+	fix = explainCgroup("cgroup-v1", Facts{UID: 65534, Container: "podman"}, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/memory/gosbx-x", Err: unix.EACCES})
+	wantAll(t, "container non-root, mkdir refused", fix, "not root", "unprivileged callers cannot create v1 groups")
 	fix = explainCgroup("cgroup-v2", Facts{UID: 0}, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/gosbx-x", Err: unix.EROFS})
 	wantNone(t, "uid 0 without CAP_SYS_ADMIN, v2", fix, "delegated to this user")
 }

@@ -86,8 +86,9 @@ func TestLimitsNprocUnprivileged(t *testing.T) {
 		}
 	}
 	startNobody()
-	if r.stderr != "" {
-		t.Errorf("stderr %q; want empty", r.stderr)
+	// (the fork loop's children still run when it exits: the note that says so is due)
+	if rest := withoutLeftNote(r.stderr); rest != "" {
+		t.Errorf("stderr %q; want empty but for the left-running note", rest)
 	}
 }
 

@@ -69,7 +69,7 @@ func TestStrictProfileRefusesFlags(t *testing.T) {
 	})
 }
 
-// build: the Go module cache of $HOME is visible read-only, GOPROXY=off, and
+// build: the Go module cache of $HOME is visible read-only, GOPROXY=off (no network), and
 // PATH starts with the cargo and go bin directories of $HOME.
 func TestBuildProfile(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -763,6 +764,7 @@ func (c *Cmd) Wait() error {
 		return c.waitInSession()
 	}
 	var status *int
+	var left message
 	for {
 		m, ok := c.sync.next()
 		if !ok {
@@ -770,7 +772,7 @@ func (c *Cmd) Wait() error {
 		}
 		if m.Type == msgExit {
 			s := m.Status
-			status = &s
+			status, left = &s, m
 			break // the last message: every process of the sandbox but its init is gone
 		}
 	}
@@ -797,7 +799,10 @@ func (c *Cmd) Wait() error {
 	}
 	wall := time.Since(c.start)
 	c.release()
-	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: -1, IdentityMap: c.identityMap}
+	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: -1, IdentityMap: c.identityMap, LeftRunning: left.Left}
+	if left.Names != "" {
+		r.LeftNames = strings.Split(left.Names, "\x00")
+	}
 	if c.own.hostID != nil {
 		r.HostUID = int64(c.own.hostID.id)
 	}
@@ -852,7 +857,7 @@ func (c *Cmd) Wait() error {
 	if c.Events != nil {
 		code, to, ms := r.ExitCode, r.TimedOut, wall.Milliseconds()
 		e := Event{ExitCode: &code, Signal: int(r.Signal), TimedOut: &to, WallMs: &ms, Removed: r.Removed, NotRemoved: r.NotRemoved,
-			Limits: r.Limits, LimitsNote: c.own.limits, CPUs: r.CPUs}
+			Limits: r.Limits, LimitsNote: c.own.limits, CPUs: r.CPUs, LeftRunning: r.LeftRunning}
 		if r.Limits == string(cgroup.V1) || r.Limits == string(cgroup.V2) { // usage is known only through a cgroup
 			oom, cpu := r.OOMKilled, (r.CPUUser + r.CPUSystem).Microseconds()
 			e.OOMKilled, e.CPUUsec, e.LimitHit, e.MemoryPeak, e.PidsPeak = &oom, &cpu, r.LimitHit, r.MemoryPeak, r.PidsPeak

@@ -54,10 +54,13 @@ type Event struct {
 	UsageNote string `json:"usage-note,omitempty"`
 	// With the exit: the CPUs the sandbox was placed on for a CPU limit ("0", "1,3"),
 	// ceil(--cpus) of the caller's own (affinity.go); absent when not narrowed.
-	CPUs   string `json:"cpus,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Step   string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
-	Status int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
+	CPUs string `json:"cpus,omitempty"`
+	// With the exit: how many processes other than the command were still running when
+	// it exited, killed with the sandbox (Result.LeftRunning).
+	LeftRunning int    `json:"left-running,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Step        string `json:"step,omitempty"`   // with Error: the step that failed ("exec" for 126/127)
+	Status      int    `json:"status,omitempty"` // with Error: the exit status gosbx exec returns (125, 126, 127)
 }
 
 // namespaceEvent reads the namespace inode numbers of the init from /proc/PID/ns.

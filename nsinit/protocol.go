@@ -95,6 +95,11 @@ type message struct {
 	Path   string // msgExec, msgExecError: the resolved command
 	Pid    int    // msgExec: the command's pid inside the sandbox
 	Status int    // msgExit: the command's wait status (wait(2))
+	// msgExit of a one-shot sandbox: how many other processes were still running when
+	// the command exited, killed with the sandbox, and up to leftNames of their names,
+	// joined by NUL (leftRunning)
+	Left  int
+	Names string
 	// msgError: the failure's type and fields, so the launcher rebuilds the same error
 	// (remoteerror.go); Errno is then the first errno in its chain.
 	Kind                      string // errMount (*mounts.Error), errPath (*os.PathError), or ""
@@ -127,6 +132,8 @@ func (w syncWriter) send(m message) {
 	for _, f := range []string{m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause} {
 		e.Str(f)
 	}
+	e.Uint(uint64(m.Left))
+	e.Str(m.Names)
 	binary.LittleEndian.PutUint32(e.B, uint32(len(e.B)-4))
 	w.f.Write(e.B)
 }
@@ -166,6 +173,7 @@ func (r *syncReader) next() (m message, ok bool) {
 		m = message{Type: d.Str(), Step: d.Str(), Error: d.Str(), Errno: int(d.Uint32()), Path: d.Str(),
 			Pid: int(d.Uint32()), Status: int(d.Uint32())}
 		m.Kind, m.Op, m.Source, m.Target, m.Flags, m.Cause = d.Str(), d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		m.Left, m.Names = int(d.Uint32()), d.Str()
 		err = d.End("message")
 	}
 	if err != nil {

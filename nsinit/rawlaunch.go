@@ -30,6 +30,7 @@ type rawLaunch struct {
 	plan  *rawplan.Plan
 	start *rawStart
 	sync  *os.File
+	names []byte // RecLeftName parts so far, the names NUL-joined as msgExit's Names
 }
 
 // rawWanted reports whether this launch takes the raw init: only in a build that asks
@@ -439,6 +440,7 @@ func nullFd(n *mounts.Null) int { return n.Fd() }
 // exec-error message the Go init's step would send; ok is false at end of file.
 func (r *rawLaunch) next() (message, bool) {
 	var b [16]byte
+again:
 	if _, err := io.ReadFull(r.sync, b[:]); err != nil {
 		return message{}, false
 	}
@@ -453,7 +455,16 @@ func (r *rawLaunch) next() (message, bool) {
 	case rawplan.RecExec:
 		return message{Type: msgExec, Path: r.start.path(r.plan), Pid: int(rec.B)}, true
 	case rawplan.RecExit:
-		return message{Type: msgExit, Status: int(rec.B)}, true
+		return message{Type: msgExit, Status: int(rec.B), Left: int(rec.A), Names: string(r.names)}, true
+	case rawplan.RecLeftName:
+		// a part of a name the exit report carries (rawplan's leftRunning)
+		if rec.A>>8 == 0 && len(r.names) > 0 {
+			r.names = append(r.names, 0)
+		}
+		for i := uint32(0); i < rec.A&0xff && i < 8; i++ {
+			r.names = append(r.names, byte(rec.B>>(8*i)))
+		}
+		goto again
 	}
 	step, err := r.plan.Failed(rec, len(b))
 	var ee *execError

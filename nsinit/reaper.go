@@ -90,7 +90,9 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 		// the tracer lives, and nothing here would watch the launcher's end meanwhile
 		// (review8 F1). The sandbox ends with its command anyway: the holder killed
 		// first, every tracer in the commands' pid namespace dies with it and the zombie
-		// is the init's to reap, its wait status as the command left it.
+		// is the init's to reap, its wait status as the command left it. What is still
+		// running is counted first, for the caller's note (leftRunning).
+		left, names := leftRunning()
 		if holder > 0 {
 			unix.Kill(holder, unix.SIGKILL)
 		}
@@ -106,7 +108,7 @@ func reap(w syncWriter, pid, holder, sigfd int, noAck bool) {
 			}
 		}
 		endRest(holder)
-		w.send(message{Type: msgExit, Status: int(ws)})
+		w.send(message{Type: msgExit, Status: int(ws), Left: left, Names: names})
 		if fault.Check("slow exit") != nil {
 			// a test build: pid 1 lingers after its report, so that a test sees
 			// what would outlive gosbx exec were the report sent before endRest

@@ -59,6 +59,13 @@ type Result struct {
 	// policy allowed it (RootID.AllowHostRoot) and a read-write bind could not be
 	// idmapped. "" otherwise.
 	IdentityMap string
+
+	// LeftRunning is how many processes other than the command were still running in
+	// the sandbox when the command exited (background jobs, a tmux server), all killed
+	// with it; 0 for a session's command, whose sandbox lives on. LeftNames are up to 3
+	// of their names (comm(5): the sandbox chose them, quote before printing).
+	LeftRunning int
+	LeftNames   []string
 }
 
 // Success reports whether the command exited with status 0.

@@ -277,6 +277,15 @@ func Effective(o Options, h Host) (*Policy, error) {
 	if len(set) > 0 {
 		e.Set = set
 	}
+	if len(e.Offline) > 0 {
+		off := make(map[string]string, len(e.Offline))
+		for k, v := range e.Offline {
+			if off[k], err = ex("environment.offline."+k, v); err != nil {
+				return nil, err
+			}
+		}
+		e.Offline = off
+	}
 	if e.Path != "" {
 		if e.Path, err = ex("environment.path", e.Path); err != nil {
 			return nil, err

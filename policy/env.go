@@ -22,7 +22,8 @@ var envAllow = []string{"PATH", "LANG", "TZ", "TERM", "USER", "LOGNAME", "SHELL"
 // directory is visible inside (mounts: the sandbox's, as Build made them); HOME and
 // TMPDIR pointing at the private ones; the policy's environment.pass (the caller's
 // values), environment.path and path_prepend (prependPath), then environment.set (with
-// the caller's --env), with git: commit's identity (GitIdentity) below those two.
+// the caller's --env), with git: commit's identity (GitIdentity) and, in network mode
+// none only, environment.offline below those two.
 // Everything else of the caller (secrets, LD_PRELOAD,
 // SSH_AUTH_SOCK) is dropped.
 func environment(p *Policy, h Host, home string, mounts []specs.Mount) ([]string, error) {
@@ -78,6 +79,17 @@ func environment(p *Policy, h Host, home string, mounts []specs.Mount) ([]string
 			if _, set := e.Set[v[0]]; !set {
 				put(v[0], strings.TrimSuffix(dir+"/"+v[1], "/"))
 			}
+		}
+	}
+	if p.Network.Mode == NetNone && len(e.Offline) > 0 {
+		// below Pass and Set: a policy's or the caller's own value wins
+		keys := make([]string, 0, len(e.Offline))
+		for k := range e.Offline {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			put(k, e.Offline[k])
 		}
 	}
 	for _, kv := range e.gitIdent {

@@ -738,8 +738,8 @@ func TestAgentAndBuildProfiles(t *testing.T) {
 			t.Errorf("build requires %s: a home without it could not run", b.Path)
 		}
 	}
-	if build.Environment.Set["GOPROXY"] != "off" {
-		t.Errorf("build GOPROXY = %q", build.Environment.Set["GOPROXY"])
+	if build.Environment.Offline["GOPROXY"] != "off" || build.Environment.Set["GOPROXY"] != "" {
+		t.Errorf("build GOPROXY = set %q, offline %q; want offline only", build.Environment.Set["GOPROXY"], build.Environment.Offline["GOPROXY"])
 	}
 	// build compiles on a host that has none of the toolchains.
 	ws := canonTempDir(t)

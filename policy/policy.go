@@ -205,6 +205,11 @@ func (t Tmpfs) MarshalJSON() ([]byte, error) {
 type Environment struct {
 	// Set are variables set inside (values may use ${workspace}, ${home}, ${uid}).
 	Set map[string]string `json:"set,omitempty"`
+	// Offline are variables set inside only when the sandbox has no network
+	// (network.mode none): a package manager's offline switches (GOPROXY=off,
+	// PIP_NO_INDEX=1), which would defeat a network the caller opened. Values as Set's;
+	// Pass and Set win over them.
+	Offline map[string]string `json:"offline,omitempty"`
 	// Pass are names of the caller's variables passed through when set.
 	Pass []string `json:"pass,omitempty"`
 	// Path replaces the caller's PATH.

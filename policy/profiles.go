@@ -131,8 +131,12 @@ func buildProfile() *Policy {
 	p.Filesystem.Cache = &cache
 	p.Filesystem.Toolchains = &Toolchains{Mode: ToolchainAuto}
 	p.Environment = Environment{
-		Set: map[string]string{"GOMODCACHE": "${home}/go/pkg/mod", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
-			"CARGO_NET_OFFLINE": "true", "PIP_NO_INDEX": "1", "npm_config_offline": "true"},
+		Set: map[string]string{"GOMODCACHE": "${home}/go/pkg/mod", "GOFLAGS": "-mod=mod"},
+		// only without a network: with --net proxy or host the caller opened one for
+		// the package managers to use (docs/decisions.md, "Trial findings: offline
+		// variables and the network, killed background processes")
+		Offline: map[string]string{"GOPROXY": "off", "CARGO_NET_OFFLINE": "true", "PIP_NO_INDEX": "1",
+			"npm_config_offline": "true"},
 		PathPrepend: []string{"${home}/.cargo/bin", "${home}/go/bin", "/usr/local/go/bin"},
 	}
 	return p
@@ -189,6 +193,16 @@ func merge(base, child *Policy) *Policy {
 			set[k] = v
 		}
 		e.Set = set
+	}
+	if len(e.Offline) > 0 || len(ce.Offline) > 0 {
+		off := map[string]string{}
+		for k, v := range e.Offline {
+			off[k] = v
+		}
+		for k, v := range ce.Offline {
+			off[k] = v
+		}
+		e.Offline = off
 	}
 	e.Pass = append(clone(e.Pass), ce.Pass...)
 	e.literal = nil

@@ -189,6 +189,14 @@ func (p *Policy) validate() error {
 			return bad("environment.set."+k, "%v", err)
 		}
 	}
+	for k, v := range p.Environment.Offline {
+		if !validEnvName(k) {
+			return bad("environment.offline", "%q is not a variable name", k)
+		}
+		if err := checkVars(v); err != nil {
+			return bad("environment.offline."+k, "%v", err)
+		}
+	}
 	for _, k := range p.Environment.Pass {
 		if !validEnvName(k) {
 			return bad("environment.pass", "%q is not a variable name", k)

@@ -309,6 +309,9 @@ func execute(o policy.Options, status *os.File) error {
 	if note := limitNote(spec, cmd.Result, false); note != "" {
 		fmt.Fprintln(os.Stderr, note)
 	}
+	if note := leftNote(cmd.Result); note != "" && !cmd.Result.TimedOut {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	if cmd.Result.ExitCode != 0 {
 		refused := func(d string) error { return eff.WorkspaceRefusal(d, host) }
 		if note := enclosingNote(o.Workspace, ws, refused); note != "" {

@@ -14,14 +14,14 @@ import (
 // command has exited, kills the holder (so that a tracer in the commands' namespace
 // dies and the command's zombie is pid 1's to reap), reaps the command, reaps every
 // other child until none is left (endRest), reports the command's wait status
-// (RecExit) and exits with its shell-style code. At the life pipe's end (the launcher
+// (RecExit, with what it left running: leftRunning) and exits with its shell-style code. At the life pipe's end (the launcher
 // gone) it kills every process it can and exits once all are reaped.
 
 // Record kinds the raw init emits on the launcher's sync pipe.
 const (
 	RecForking = 1 // the command is about to be forked
 	RecExec    = 2 // executed: B its pid
-	RecExit    = 3 // the command's wait status in B; every other process of the sandbox is gone
+	RecExit    = 3 // the command's wait status in B, in A how many processes it left running (RecLeftName); every other process of the sandbox is gone
 )
 
 // ReapArgs are a Reap op's inputs, in the arena (ReapOp).
@@ -120,6 +120,7 @@ func reap(st *State, k Caller) {
 			k.raw(unix.SYS_KILL, a)
 		}
 	}
+	left := leftRunning(st, k, ra.syncFd) // what the command left running, before the kill
 	if holder > 0 {
 		a[0], a[1] = uintptr(holder), uintptr(unix.SIGKILL)
 		k.raw(unix.SYS_KILL, a)
@@ -137,7 +138,7 @@ func reap(st *State, k Caller) {
 		}
 	}
 	endRest(st, k, holder, helper)
-	st.rec = Record{Kind: RecExit, B: uint64(ws)}
+	st.rec = Record{Kind: RecExit, A: left, B: uint64(ws)}
 	a[0], a[1], a[2] = ra.syncFd, uintptr(unsafe.Pointer(&st.rec)), recSize
 	k.raw(unix.SYS_WRITE, a)
 	code := uintptr(ws>>8) & 0xff // exited: its status

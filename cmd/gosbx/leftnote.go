@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gosbx/gosbx/internal/shown"
+	"github.com/gosbx/gosbx/nsinit"
+)
+
+// leftNote says, for a one-shot gosbx exec, that processes the command left running (a
+// `tmux new -d` server, `server &`) were killed when it exited, and how to keep them: a
+// session. "" when none was. The names are the sandbox's (comm): each shown quoted
+// when it holds anything but printable text (shown.Text; docs/decisions.md, "Sandbox-chosen
+// text in error lines").
+func leftNote(r *nsinit.Result) string {
+	if r == nil || r.LeftRunning <= 0 {
+		return ""
+	}
+	names := make([]string, len(r.LeftNames))
+	for i, n := range r.LeftNames {
+		names[i] = shown.Text(n)
+	}
+	list := strings.Join(names, ", ")
+	if more := r.LeftRunning - len(names); more > 0 && list != "" {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	what, were := "1 process", "was"
+	if r.LeftRunning > 1 {
+		what, were = fmt.Sprintf("%d processes", r.LeftRunning), "were"
+	}
+	if list != "" {
+		what += " (" + list + ")"
+	}
+	return "gosbx: note: " + what + " of the sandbox still ran when the command exited, and " + were + " killed with it " +
+		"(a one-shot sandbox ends with its command); to keep background processes and servers (tmux, a server started " +
+		"with &) between commands, use a session: gosbx session start NAME, then gosbx exec --session NAME -- ..."
+}
