@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,6 +274,9 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
+	}
+	if servesNetwork(spec) {
+		runtime.GOMAXPROCS(startProcs)
 	}
 	warnDowngrades(cmd, spec)
 	if note := cpusNote(spec); note != "" {
