@@ -46,7 +46,6 @@ func run(args []string) int {
 	if r, statusFd, cmd, ok := parseSessionExec(args); ok {
 		err = runSessionExec(r, statusFd, cmd) // the warm path, without cobra
 	} else {
-		startProcs = launcherSched()
 		root := newRootCmd(args)
 		root.SetArgs(args)
 		err = root.Execute()

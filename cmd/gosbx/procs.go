@@ -8,13 +8,13 @@ import (
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
-// launcherSched sets up the Go scheduler for the commands cobra runs (gosbx exec's
-// one-shot launch above all; also the session and job commands, doctor): GOMAXPROCS 1
-// (oneProc) and a 1 ms timer slack for the runtime's sysmon thread (slowSysmon). It
-// returns the GOMAXPROCS setting it replaced. Each alone saved no CPU a launch that
-// could be measured; both together 0.6-0.8 ms of 8.5 (docs/decisions.md "Speed, ninth
-// attempt: the launcher's scheduler"). Not for exec --session's client (run's fast
-// path), whose call was 0.15 ms slower with one P.
+// launcherSched sets up the Go scheduler for gosbx exec's one-shot launch (execute):
+// GOMAXPROCS 1 (oneProc) and a 1 ms timer slack for the runtime's sysmon thread
+// (slowSysmon). It returns the GOMAXPROCS setting it replaced. Each alone saved no CPU
+// a launch that could be measured; both together ~0.5 ms of 8.5 (docs/decisions.md
+// "Speed, ninth attempt: the launcher's scheduler"). Not for the other commands: the
+// two cost ~0.4 ms themselves (the GOMAXPROCS call stops the world and frees the
+// second P's caches), which a command that starts no sandbox (gosbx version) only pays.
 func launcherSched() (prevProcs int) {
 	prevProcs = oneProc()
 	slowSysmon()
@@ -67,9 +67,6 @@ func slowSysmon() {
 		f.Close()
 	}
 }
-
-// startProcs is the GOMAXPROCS setting the runtime chose at start, before oneProc.
-var startProcs int
 
 // servesNetwork reports whether the launcher serves the sandbox's network while the
 // command runs (the egress proxy, published ports, host ports: nsinit's startNet), whose
