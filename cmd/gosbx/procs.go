@@ -11,7 +11,7 @@ import (
 // launcherSched sets up the Go scheduler for gosbx exec's one-shot launch (execute):
 // GOMAXPROCS 1 (oneProc) and a 1 ms timer slack for the runtime's sysmon thread
 // (slowSysmon). It returns the GOMAXPROCS setting it replaced. Each alone saved no CPU
-// a launch that could be measured; both together ~0.5 ms of 8.5 (docs/decisions.md
+// a launch that could be measured; both together 0.5-0.8 ms of 7.5-8.5 (docs/decisions.md
 // "Speed, ninth attempt: the launcher's scheduler"). Not for the other commands: the
 // two cost ~0.4 ms themselves (the GOMAXPROCS call stops the world and frees the
 // second P's caches), which a command that starts no sandbox (gosbx version) only pays.
