@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,6 +172,7 @@ func readSignals(f *os.File, sigc chan<- os.Signal) {
 func stopSelf() { unix.Kill(os.Getpid(), unix.SIGSTOP) }
 
 func execute(o policy.Options, status *os.File) error {
+	procs := launcherSched()
 	// Catch forwarded signals before the sandbox exists, so none is lost or kills us.
 	// Not with os/signal, whose locked thread and thread parked in signal_recv a launch
 	// would pay for (docs/decisions.md, "Speed, seventh attempt: the launcher's
@@ -275,6 +277,9 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
+	}
+	if servesNetwork(spec) {
+		runtime.GOMAXPROCS(procs)
 	}
 	warnDowngrades(cmd, spec)
 	if note := cpusNote(spec); note != "" {

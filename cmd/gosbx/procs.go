@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+
+	"github.com/gosbx/gosbx/nsinit/config"
+)
+
+// launcherSched sets up the Go scheduler for gosbx exec's one-shot launch (execute):
+// GOMAXPROCS 1 (oneProc) and a 1 ms timer slack for the runtime's sysmon thread
+// (slowSysmon). It returns the GOMAXPROCS setting it replaced. Each alone saved no CPU
+// a launch that could be measured; both together 0.5-0.8 ms of 7.5-8.5 (docs/decisions.md
+// "Speed, ninth attempt: the launcher's scheduler"). Not for the other commands: the
+// two cost ~0.4 ms themselves (the GOMAXPROCS call stops the world and frees the
+// second P's caches), which a command that starts no sandbox (gosbx version) only pays.
+func launcherSched() (prevProcs int) {
+	prevProcs = oneProc()
+	slowSysmon()
+	return prevProcs
+}
+
+// oneProc sets GOMAXPROCS to 1 and returns the setting it replaced. Up to Start a
+// launch's goroutines run in turn (each waits for the other: the policy step, the
+// clone, the placement, the init's reports), so a second P buys no overlap, only the
+// scheduler's work around it: each goroutine started or readied wakes an idle thread
+// for the idle P (futex and context switch), which spins, steals (runqgrab's usleep)
+// and parks again. The raw init and the sandbox are processes of their own,
+// unaffected.
+func oneProc() (prev int) { return runtime.GOMAXPROCS(1) }
+
+// sysmonSlack is the timer slack slowSysmon gives sysmon, in ns (timerslack_ns).
+const sysmonSlack = "1000000"
+
+// slowSysmon raises the timer slack (proc(5), /proc/PID/timerslack_ns) of the runtime's
+// sysmon thread from the default 50 µs to 1 ms. While any P runs, sysmon sleeps 20 µs
+// at a time (~70 µs with the slack) and each wake-up is a timer, a context switch
+// away from the launcher's thread on its CPU and one back; with one P, that was 40 a
+// launch, 16 with the slack. Sysmon also retakes a P from a thread blocked in a system
+// call and preempts a goroutine that ran 10 ms: at most ~1 ms later now, which a
+// launcher that waits in the poller does not feel. Sysmon is the first thread
+// runtime.main starts, before any package init, so the lowest thread id other than the
+// main thread's (pid) is its own unless thread ids wrapped in between; then another
+// idle runtime thread gets the slack and sysmon keeps its own: only the saving is
+// lost. Writing another thread's slack needs CAP_SYS_NICE: a caller other than root
+// keeps the default (EPERM, ignored: a scheduling hint, no isolation step).
+func slowSysmon() {
+	if os.Geteuid() != 0 {
+		return // no CAP_SYS_NICE: spare the system calls
+	}
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	pid, sysmon := os.Getpid(), 0
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil && tid != pid && (sysmon == 0 || tid < sysmon) {
+			sysmon = tid
+		}
+	}
+	if sysmon == 0 {
+		return
+	}
+	if f, err := os.OpenFile("/proc/"+strconv.Itoa(sysmon)+"/timerslack_ns", os.O_WRONLY, 0); err == nil {
+		f.WriteString(sysmonSlack)
+		f.Close()
+	}
+}
+
+// servesNetwork reports whether the launcher serves the sandbox's network while the
+// command runs (the egress proxy, published ports, host ports: nsinit's startNet), whose
+// goroutines should have the CPUs the runtime would give them.
+func servesNetwork(spec *config.Config) bool {
+	return spec.Egress != nil || len(spec.Publish) > 0 || len(spec.HostPorts) > 0
+}
