@@ -195,3 +195,42 @@ exit 0`, filepath.Join(r, ".git"), rec)
 		})
 	}
 }
+
+// clone's flags and mmap's fd are declared unsigned long, but the kernel uses their low
+// 32 bits (lower_32_bits(clone_flags) in kernel/fork.c; fget's unsigned int fd): a
+// user rule on them is compared on those bits, so high bits do not get past it
+// (review 25 F2: clone(0x1200011|1<<32) forked past "clone arg0 eq 0x1200011").
+const narrowedPy = `import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.syscall.argtypes = [ctypes.c_long] * 7
+def res(r):
+    return "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()]
+for name, flags in (("clone", 0x1200011), ("clone_hi", 0x1200011 | 1 << 32)):
+    r = libc.syscall(56, flags, 0, 0, 0, 0, 0)  # SIGCHLD|CLONE_CHILD_SETTID|CLONE_CHILD_CLEARTID as fork
+    if r == 0:
+        os._exit(0)
+    if r > 0:
+        os.waitpid(r, 0)
+    print(name, res(r), flush=True)
+fd = os.open("/etc/hostname", os.O_RDONLY)
+os.dup2(fd, 7)
+for name, f in (("mmap", 7), ("mmap_hi", 7 | 1 << 32)):
+    print(name, res(libc.syscall(9, 0, 4096, 1, 2, f, 0)), flush=True)  # PROT_READ, MAP_PRIVATE
+`
+
+func TestSeccompNarrowedArgs(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	s.writeWS("narrowed.py", narrowedPy, 0o644)
+	pol := s.writePolicy("narrowed.yaml", "extends: agent\nseccomp:\n  rules:\n"+
+		"    - {syscalls: [clone], action: errno, errno: EPERM, args: [{index: 0, op: eq, value: 0x1200011}]}\n"+
+		"    - {syscalls: [mmap], action: errno, errno: EPERM, args: [{index: 4, op: eq, value: 7}]}\n")
+	r := s.run("--policy", pol, "--", python, "narrowed.py")
+	mustSucceed(t, r, "the probe")
+	for _, want := range []string{"clone EPERM", "clone_hi EPERM", "mmap EPERM", "mmap_hi EPERM"} {
+		if !strings.Contains(r.stdout, want+"\n") {
+			t.Errorf("want %q:\n%v", want, r)
+		}
+	}
+}
