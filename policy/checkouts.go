@@ -22,6 +22,16 @@ import (
 // guarded as the workspace's are (guardSubmodulePaths). Errors name the record that
 // cannot be read as git writes it.
 func (plan *gitPlan) guardCheckouts(common string) error {
+	if rb := plan.reads.budget(); rb != nil {
+		key := plan.mode + "\x00" + common
+		if rb.checkouts[key] {
+			return nil
+		}
+		if rb.checkouts == nil {
+			rb.checkouts = map[string]bool{}
+		}
+		rb.checkouts[key] = true
+	}
 	return plan.checkoutsOf(common, 0)
 }
 
