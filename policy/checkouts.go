@@ -120,9 +120,14 @@ func (plan *gitPlan) dotGitFile(p string) bool {
 // guardNamedGitDir guards sub, the git dir a submodule's .git file in a writable tree
 // names, when sub lies in a writable tree, whatever the depth of the checkout: in commit
 // mode as a git dir (guard), else read-only whole; one holding a commondir (not a layout
-// git makes for a submodule) read-only whole in both modes.
-func (plan *gitPlan) guardNamedGitDir(sub string) error {
+// git makes for a submodule) read-only whole in both modes. Under git: readonly one
+// inside super, the git dir of the repository it is a submodule of (read-only whole in
+// that mode), needs no mount of its own.
+func (plan *gitPlan) guardNamedGitDir(sub, super string) error {
 	if plan.mode == "" || plan.writable == nil || !plan.writable(sub) {
+		return nil
+	}
+	if plan.mode != GitCommit && underAny(sub, []string{super}) {
 		return nil
 	}
 	if _, err := os.Lstat(filepath.Join(sub, "commondir")); err == nil || plan.mode != GitCommit {

@@ -82,7 +82,7 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 			if sub == "" || !gitDirLike(sub) {
 				continue // git would not take it as a repository either
 			}
-			if err := plan.guardNamedGitDir(sub); err != nil {
+			if err := plan.guardNamedGitDir(sub, gd); err != nil {
 				return err
 			}
 		}
