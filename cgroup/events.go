@@ -84,12 +84,8 @@ func preadRetry(fd int, b []byte) (int, error) {
 // countIn is the count of key in the lines of an events file ("key N\n..."), 0 without it.
 func countIn(b []byte, key string) int64 {
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = cutField(b, '\n')
 		k, v, ok := bytes.Cut(line, []byte{' '})
 		if ok && string(k) == key {
 			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)

@@ -50,24 +50,16 @@ func readSelfCgroup() ([]byte, error) {
 // than three colon-separated fields is an error naming it.
 func v1Paths(b []byte) (paths [len(v1Subsystems)]string, found [len(v1Subsystems)]bool, err error) {
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = cutField(b, '\n')
 		_, rest, ok := bytes.Cut(line, []byte{':'})
 		ctrls, path, ok2 := bytes.Cut(rest, []byte{':'})
 		if !ok || !ok2 {
 			return paths, found, fmt.Errorf("invalid cgroup entry: %q", line)
 		}
 		for len(ctrls) > 0 {
-			c := ctrls
-			if i := bytes.IndexByte(ctrls, ','); i >= 0 {
-				c, ctrls = ctrls[:i], ctrls[i+1:]
-			} else {
-				ctrls = nil
-			}
+			var c []byte
+			c, ctrls = cutField(ctrls, ',')
 			for i, sub := range v1Subsystems {
 				if string(c) == sub {
 					paths[i], found[i] = string(path), true
@@ -76,4 +68,13 @@ func v1Paths(b []byte) (paths [len(v1Subsystems)]string, found [len(v1Subsystems
 		}
 	}
 	return paths, found, nil
+}
+
+// cutField splits b at its first sep: the part before it and the rest after it, or b
+// whole and nil without one (lines of a /proc or cgroup file, fields of a list).
+func cutField(b []byte, sep byte) (field, rest []byte) {
+	if i := bytes.IndexByte(b, sep); i >= 0 {
+		return b[:i], b[i+1:]
+	}
+	return b, nil
 }

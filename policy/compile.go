@@ -229,6 +229,11 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			makeDirs = append(makeDirs, plan.makeDirs...)
 		}
 	}
+	// A linked worktree's common dir outside the writable trees is bound read-write
+	// (commit mode) only for the .git of a tree the user named, and never under a --ro.
+	outsideRW := func(entry, d string) bool {
+		return contains(trees, filepath.Dir(entry)) && !underAny(d, roDests) && !contains(roDests, d)
+	}
 	for _, t := range trees {
 		c := ""
 		if t == ws {
@@ -246,7 +251,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 				protected = append(protected, m)
 				continue
 			}
-			plan, err := guardGit(m, f.Git, inWritable, rb)
+			plan, err := guardGit(m, f.Git, inWritable, outsideRW, rb)
 			if err != nil {
 				return nil, err
 			}

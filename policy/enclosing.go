@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,7 +23,7 @@ import (
 // itself a submodule path not checked out is refused: the command could make the
 // repository there, and nothing of the tree can be read-only.
 func guardEnclosing(t string, trees []string, inWritable func(string) bool, rb *readBudget) (gitPlan, error) {
-	plan := gitPlan{reads: gitReads{rb: rb}}
+	plan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
 	for a := filepath.Dir(t); ; a = filepath.Dir(a) {
 		if err := plan.guardEnclosingRepo(a, inWritable); err != nil {
 			return plan, err
@@ -74,7 +73,8 @@ func (plan *gitPlan) guardEnclosingRepo(a string, inWritable func(string) bool) 
 		return err
 	}
 	// Its linked worktrees (and, for a linked worktree, its repository's others) whose
-	// .git file lies in a writable tree.
+	// .git file lies in a writable tree, and the .git files there its submodule git
+	// dirs' core.worktree names.
 	common, err := plan.reads.commondirOf(gd)
 	if err != nil {
 		return err
@@ -82,26 +82,5 @@ func (plan *gitPlan) guardEnclosingRepo(a string, inWritable func(string) bool) 
 	if common == "" {
 		common = gd
 	}
-	wts, err := readDirCapped(filepath.Join(common, "worktrees"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errorf("protected", filepath.Join(common, "worktrees"), err, "cannot read the linked worktrees of a repository that holds a writable tree, so cannot guard them")
-	}
-	for _, w := range wts {
-		wgd := filepath.Join(common, "worktrees", w.Name())
-		dotgit, err := backPointer(wgd)
-		if err != nil {
-			return err
-		}
-		if dotgit == "" || !inWritable(dotgit) {
-			continue
-		}
-		if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() {
-			continue // gone, or not git's file: the scan below the tree decides
-		}
-		plan.readOnly = append(plan.readOnly, dotgit)
-		if err := plan.guardSubmodulePaths(filepath.Dir(dotgit), wgd, inWritable, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return plan.guardCheckouts(common)
 }

@@ -36,6 +36,12 @@ type gitPlan struct {
 	cleanups []cleanup.Entry
 
 	reads gitReads
+	// mode is the launch's git mode (GitCommit or GitReadOnly); "" for an enclosing
+	// repository's plan, which guards only paths in the trees (guardEnclosing).
+	mode string
+	// guarded holds the git dirs guard has planned, so that one reached twice (a
+	// submodule's git dir from its .git file and from modules/) is planned once.
+	guarded map[string]bool
 	// writable is the launch's inWritable: which checkouts (working trees) the
 	// sandbox can write, so that their git dirs get commit mode's rules (guard).
 	writable func(string) bool
@@ -127,8 +133,15 @@ func (g *gitReads) config(p string) ([]byte, error) {
 // a .git file that points at a git dir) found in a writable tree, in mode. It refuses a
 // repository whose own git dir holds a commondir (git would read config and hooks from
 // where it points: only a linked worktree's git dir, <repo>/worktrees/<name>, has one).
-func guardGit(entry, mode string, inWritable func(string) bool, rb *readBudget) (gitPlan, error) {
-	plan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
+//
+// outsideRW reports whether a linked worktree's common dir d, outside the writable
+// trees, may be bound read-write in commit mode for entry: only for the .git of a
+// tree's root (the workspace or a --rw tree the user named is that checkout) and d not
+// under a --ro bind. Otherwise d is bound read-only: a .git file found deeper (made by an
+// earlier sandbox, naming a stale worktree record) must not make another repository
+// writable. A nil outsideRW allows none.
+func guardGit(entry, mode string, inWritable func(string) bool, outsideRW func(entry, d string) bool, rb *readBudget) (gitPlan, error) {
+	plan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable, mode: mode}
 	st, err := os.Lstat(entry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return plan, nil
@@ -188,8 +201,11 @@ func guardGit(entry, mode string, inWritable func(string) bool, rb *readBudget) 
 		}
 		dirs = []string{c} // the worktree's git dir lies inside it
 	}
+	if err := plan.guardCheckouts(dirs[0]); err != nil {
+		return plan, err
+	}
 	for _, d := range dirs {
-		if mode != GitCommit {
+		if mode != GitCommit || (!inWritable(d) && (outsideRW == nil || !outsideRW(entry, d))) {
 			if inWritable(d) {
 				plan.readOnly = append(plan.readOnly, d)
 			} else {
@@ -224,6 +240,9 @@ func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(s
 		return err
 	}
 	if err := plan.guardConfigTargets(worktree, gd, inWritable); err != nil {
+		return err
+	}
+	if err := plan.guardCheckouts(gd); err != nil {
 		return err
 	}
 	if mode != GitCommit {
@@ -269,6 +288,13 @@ func noCommondir(gd string) error {
 // checkouts lie in a writable tree: linkedCheckedOut) and of its
 // submodules' git dirs (gd/modules/…), to the plan.
 func (plan *gitPlan) guard(gd, own string) error {
+	if plan.guarded[gd] {
+		return nil
+	}
+	if plan.guarded == nil {
+		plan.guarded = map[string]bool{}
+	}
+	plan.guarded[gd] = true
 	if err := gitDirAccessible(gd); err != nil {
 		return err
 	}
@@ -348,17 +374,29 @@ func (plan *gitPlan) guard(gd, own string) error {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			}
 		}
+		// Its submodules' git dirs are its own (modules is per worktree in git: absent
+		// from path.c's common_list): guarded as gd/modules is, below.
+		if err := plan.guardModules(filepath.Join(p, "modules")); err != nil {
+			return err
+		}
 	}
-	// No launch may add a submodule git dir anywhere under modules/ (the user's next git
-	// submodule update --init would adopt one of the command's making, hooks and all).
-	mods, err := readDirCapped(filepath.Join(gd, "modules"))
+	return plan.guardModules(filepath.Join(gd, "modules"))
+}
+
+// guardModules guards dir, a git dir's modules/ (gd/modules or a linked worktree's
+// <common>/worktrees/<name>/modules): no launch may add a submodule git dir anywhere
+// under it (the user's next git submodule update --init would adopt one of the
+// command's making, hooks and all), and each one there is guarded (guardModulesDir).
+// A missing one is created, empty and read-only.
+func (plan *gitPlan) guardModules(dir string) error {
+	mods, err := readDirCapped(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errorf("protected", filepath.Join(gd, "modules"), err, "cannot read the submodules' git dirs, so cannot guard them")
+		return errorf("protected", dir, err, "cannot read the submodules' git dirs, so cannot guard them")
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, "modules"))
+		plan.makeDirs = append(plan.makeDirs, dir)
 	}
-	return plan.guardModulesDir(filepath.Join(gd, "modules"), mods, 3)
+	return plan.guardModulesDir(dir, mods, 3)
 }
 
 // mainCheckedOut reports whether the common git dir gd belongs to a checkout in a

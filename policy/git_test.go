@@ -249,17 +249,27 @@ func TestGitNestedWorktrees(t *testing.T) {
 			filepath.Join(wt(common, "a1"), "commondir"), filepath.Join(wt(common, "a1"), "gitdir"),
 			filepath.Join(wt(common, "a2"), "commondir"), filepath.Join(wt(common, "a2"), "gitdir"),
 			wt(common, "side"),
-			filepath.Join(ocommon, "HEAD"), filepath.Join(ocommon, "index"), filepath.Join(ocommon, "hooks"),
-			filepath.Join(wt(ocommon, "otherwt"), "commondir"),
+			// the nested worktrees' own submodule git dirs (none: made, read-only)
+			filepath.Join(wt(common, "a1"), "modules"), filepath.Join(wt(common, "a2"), "modules"),
 		},
 		[]string{
 			common, filepath.Join(common, "HEAD"), filepath.Join(common, "index"), filepath.Join(common, "logs", "HEAD"),
 			wt(common, "a1"), wt(common, "a2"), filepath.Join(wt(common, "a1"), "HEAD"), filepath.Join(wt(common, "a2"), "index"),
 			ocommon, wt(ocommon, "otherwt"), filepath.Join(wt(ocommon, "otherwt"), "HEAD"),
 		})
-	if _, m := findMount(s, ocommon); m == nil || m.Source != ocommon || slices.Contains(m.Options, "ro") {
-		t.Errorf("the other repository's git dir %s is not bound read-write: %+v", ocommon, m)
+	// Another repository's git dir, named only by a .git file found below the workspace
+	// (review 25 F3: a stale worktree record the command can revive), is bound
+	// read-only; with a --rw of that repository it is guarded as the workspace's is.
+	if _, m := findMount(s, ocommon); m == nil || m.Source != ocommon || !slices.Contains(m.Options, "ro") {
+		t.Errorf("the other repository's git dir %s is not bound read-only: %+v", ocommon, m)
 	}
+	s = mustCompile(t, Options{Policy: gitPolicy(t, GitCommit), Workspace: ws, ReadWrite: []string{other}}, fakeHost(ws))
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths,
+		[]string{
+			filepath.Join(ocommon, "hooks"), filepath.Join(ocommon, "config"),
+			filepath.Join(wt(ocommon, "otherwt"), "commondir"), filepath.Join(wt(ocommon, "otherwt"), "modules"),
+		},
+		[]string{ocommon, wt(ocommon, "otherwt"), filepath.Join(wt(ocommon, "otherwt"), "HEAD")})
 
 	// A worktree git dir whose gitdir names a .git file that does not name it back (a
 	// planted or moved one) is another checkout's: read-only whole.
@@ -370,7 +380,7 @@ func TestGuardGitPlan(t *testing.T) {
 	touch(t, filepath.Join(gd, "objects", "info", "alternates"))
 	inside := func(p string) bool { return strings.HasPrefix(p, base+"/") }
 
-	plan, _ := guardGit(gd, GitCommit, inside, nil)
+	plan, _ := guardGit(gd, GitCommit, inside, nil, nil)
 	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
 	// info/ is missing, and so is modules/ (no submodule git dir yet: none may be made)
@@ -380,11 +390,11 @@ func TestGuardGitPlan(t *testing.T) {
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)
 	}
-	plan, _ = guardGit(gd, GitReadOnly, inside, nil)
+	plan, _ = guardGit(gd, GitReadOnly, inside, nil, nil)
 	if !slices.Equal(plan.readOnly, []string{gd}) || len(plan.makeDirs) != 0 {
 		t.Errorf("readonly plan = %+v", plan)
 	}
-	if plan, _ := guardGit(filepath.Join(base, "missing"), GitCommit, inside, nil); len(plan.readOnly) != 0 {
+	if plan, _ := guardGit(filepath.Join(base, "missing"), GitCommit, inside, nil, nil); len(plan.readOnly) != 0 {
 		t.Errorf("plan for a missing entry: %+v", plan)
 	}
 	// A .git file with garbage: only the file itself.
@@ -393,7 +403,7 @@ func TestGuardGitPlan(t *testing.T) {
 	if err := os.WriteFile(f, []byte("not a gitdir line"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if plan, _ := guardGit(f, GitCommit, inside, nil); !slices.Equal(plan.readOnly, []string{f}) || len(plan.bindRW) != 0 {
+	if plan, _ := guardGit(f, GitCommit, inside, nil, nil); !slices.Equal(plan.readOnly, []string{f}) || len(plan.bindRW) != 0 {
 		t.Errorf("plan for a garbage .git file: %+v", plan)
 	}
 }

@@ -169,7 +169,13 @@ const launchReadBudget = 256 << 20
 
 // readBudget is what is left of a launch's read budget. A nil *readBudget is
 // unbounded (a package's own tests).
-type readBudget struct{ left int64 }
+type readBudget struct {
+	left int64
+	// checkouts holds the common git dirs (with the git mode) whose recorded checkouts
+	// a plan of this launch has guarded (guardCheckouts): the plans are unioned, so each
+	// is read once, however many .git files of the scan lead to it.
+	checkouts map[string]bool
+}
 
 func newReadBudget() *readBudget { return &readBudget{left: launchReadBudget} }
 

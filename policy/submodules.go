@@ -82,6 +82,9 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 			if sub == "" || !gitDirLike(sub) {
 				continue // git would not take it as a repository either
 			}
+			if err := plan.guardNamedGitDir(sub, gd); err != nil {
+				return err
+			}
 		}
 		if err := plan.guardSubmodulePaths(dir, sub, inWritable, depth+1); err != nil {
 			return err

@@ -137,3 +137,46 @@ func narrowCondition(a *asm, c specs.LinuxSeccompArg, t argType, fail int) error
 	}
 	return nil
 }
+
+// narrowing is an argument the kernel declares 64 bits wide (SYSCALL_DEFINE) but of
+// which it uses only the low bits (a function it passes it to takes a narrower type):
+// a rule comparing all 64 bits would let a caller set high bits the call ignores and
+// pass an eq rule (review 25: clone(0x1200011|1<<32) forked past "clone arg0 eq
+// 0x1200011").
+type narrowing struct {
+	call string
+	idx  uint
+	bits uint8
+}
+
+// kernelNarrowed lists the known narrowings, each with the kernel function that
+// narrows it (checked against Linux 6.18). Any other 64-bit argument is compared on all
+// 64 bits: a rule on flags there wants masked_eq. A function, so that nothing is built
+// at package init.
+func kernelNarrowed() []narrowing {
+	return []narrowing{
+		// kernel/fork.c SYSCALL_DEFINE5(clone): .flags = lower_32_bits(clone_flags) &
+		// ~CSIGNAL, .exit_signal = lower_32_bits(clone_flags) & CSIGNAL
+		{"clone", 0, 32},
+		// arch/x86/kernel/sys_x86_64.c SYSCALL_DEFINE6(mmap) -> mm/mmap.c
+		// ksys_mmap_pgoff(…, unsigned long fd, …): fget(fd), whose fd is an unsigned int
+		// (fs/file.c)
+		{"mmap", 4, 32},
+	}
+}
+
+// narrowedArgTypes is argTypesTable with kernelNarrowed applied (the type keeps its
+// declared name; its width is the bits used, unsigned).
+func narrowedArgTypes() map[string][]argType {
+	t := argTypesTable()
+	for _, n := range kernelNarrowed() {
+		args, ok := t[n.call]
+		if !ok || n.idx >= uint(len(args)) {
+			continue
+		}
+		args = append([]argType(nil), args...)
+		args[n.idx].bits, args[n.idx].signed = n.bits, false
+		t[n.call] = args
+	}
+	return t
+}

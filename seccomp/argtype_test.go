@@ -27,9 +27,11 @@ func TestArgTypes(t *testing.T) {
 		{"setuid", 0, "uid_t", 32, false},
 		{"socket", 0, "int", 32, true},
 		{"lseek", 1, "off_t", 64, true},
-		{"mmap", 4, "unsigned long", 64, false},
-		{"stat", 0, "const char *", 64, false}, // entry point sys_newstat
-		{"umount2", 1, "int", 32, true},        // entry point sys_umount
+		{"mmap", 3, "unsigned long", 64, false},
+		{"mmap", 4, "unsigned long", 32, false},  // kernelNarrowed: fget's unsigned int
+		{"clone", 0, "unsigned long", 32, false}, // kernelNarrowed: lower_32_bits(clone_flags)
+		{"stat", 0, "const char *", 64, false},   // entry point sys_newstat
+		{"umount2", 1, "int", 32, true},          // entry point sys_umount
 	} {
 		ts, ok := syscallArgs()[tc.call]
 		if !ok || tc.idx >= len(ts) {

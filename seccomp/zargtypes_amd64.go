@@ -8,8 +8,8 @@ var argTypes lazy.Value[map[string][]argType]
 
 // syscallArgs maps x86_64 system call names to their arguments as the kernel declares them
 // (SYSCALL_DEFINE): name, C type, width in bits, signedness. Built on first use, not at
-// package init.
-func syscallArgs() map[string][]argType { return argTypes.Get(argTypesTable) }
+// package init, with the known narrowings of argtype.go (kernelNarrowed) applied.
+func syscallArgs() map[string][]argType { return argTypes.Get(narrowedArgTypes) }
 
 func argTypesTable() map[string][]argType {
 	return map[string][]argType{

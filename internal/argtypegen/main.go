@@ -77,8 +77,8 @@ func run(out string) error {
 	buf.WriteString("var argTypes lazy.Value[map[string][]argType]\n\n")
 	buf.WriteString("// syscallArgs maps x86_64 system call names to their arguments as the kernel declares them\n")
 	buf.WriteString("// (SYSCALL_DEFINE): name, C type, width in bits, signedness. Built on first use, not at\n")
-	buf.WriteString("// package init.\n")
-	buf.WriteString("func syscallArgs() map[string][]argType { return argTypes.Get(argTypesTable) }\n\n")
+	buf.WriteString("// package init, with the known narrowings of argtype.go (kernelNarrowed) applied.\n")
+	buf.WriteString("func syscallArgs() map[string][]argType { return argTypes.Get(narrowedArgTypes) }\n\n")
 	buf.WriteString("func argTypesTable() map[string][]argType {\n\treturn map[string][]argType{\n")
 	var missing []string
 	for _, n := range names {
