@@ -59,10 +59,15 @@ func bodyFraming(fields []string) (framing, string) {
 	return framing{length: n}, ""
 }
 
-// copyBody copies one body framed as f from br to w and returns the bytes written:
-// a chunked body as it came (chunk lines, data, trailer fields), up to the empty line
-// that ends it. Errors: a malformed chunk line, a chunk line or the trailer fields
-// past maxHeader, br's and w's.
+// copyBody copies one body framed as f from br to w and returns the bytes written. A
+// chunked body goes upstream as the proxy parsed it, not as it came: each chunk as
+// its size in hex, CRLF, its data, CRLF; then "0", CRLF, CRLF. Chunk extensions and
+// trailer fields are dropped (RFC 9112 7.1.1, RFC 9110 6.5.1: a recipient may ignore
+// them), so that no byte the proxy framed one way reaches a server that could frame it
+// another. The client's lines end in LF or CRLF (RFC 9112 2.2). Errors: a chunk line
+// that is not a size (hex digits, then nothing or ';' and an extension without control
+// bytes), chunk data not followed by a line's end, a trailer line that is not a field
+// (checkField), a chunk line or the trailer fields past maxHeader, br's and w's.
 func copyBody(w io.Writer, br *bufio.Reader, f framing) (int64, error) {
 	if !f.chunked {
 		return io.CopyN(w, br, f.length)
@@ -78,13 +83,9 @@ func copyBody(w io.Writer, br *bufio.Reader, f framing) (int64, error) {
 		if err != nil {
 			return n, err
 		}
-		size, _, _ := strings.Cut(strings.TrimRight(line, "\r\n"), ";")
-		k, err := strconv.ParseUint(strings.TrimSpace(size), 16, 63)
-		if err != nil || strings.TrimSpace(size) == "" {
-			return n, fmt.Errorf("chunk line %q: not a chunk size", peerName(line))
-		}
-		if err := put(line); err != nil {
-			return n, err
+		k, ok := chunkSize(strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"))
+		if !ok {
+			return n, fmt.Errorf("chunk line %s: not a chunk size", peerText(line))
 		}
 		if k == 0 {
 			for total := 0; ; {
@@ -93,13 +94,17 @@ func copyBody(w io.Writer, br *bufio.Reader, f framing) (int64, error) {
 					return n, err
 				}
 				total += len(t)
-				if err := put(t); err != nil {
-					return n, err
+				t = strings.TrimSuffix(strings.TrimSuffix(t, "\n"), "\r")
+				if t == "" {
+					return n, put("0\r\n\r\n")
 				}
-				if strings.TrimRight(t, "\r\n") == "" {
-					return n, nil
+				if why := checkField(t); why != "" {
+					return n, errors.New("trailer: " + why)
 				}
 			}
+		}
+		if err := put(strconv.FormatUint(k, 16) + "\r\n"); err != nil {
+			return n, err
 		}
 		m, err := io.CopyN(w, br, int64(k))
 		n += m
@@ -107,11 +112,38 @@ func copyBody(w io.Writer, br *bufio.Reader, f framing) (int64, error) {
 			return n, err
 		}
 		crlf, err := readLine(br, 2)
-		if err != nil || strings.TrimRight(crlf, "\r\n") != "" {
+		if err != nil || crlf != "\r\n" && crlf != "\n" {
 			return n, errors.New("chunk data not followed by CRLF")
 		}
-		if err := put(crlf); err != nil {
+		if err := put("\r\n"); err != nil {
 			return n, err
 		}
 	}
+}
+
+// chunkSize parses a chunk line without its line end (RFC 9112 7.1): hex digits (at
+// most 15: the size fits an int64), then nothing, or ';' after optional SP/HTAB and
+// an extension of no control bytes (dropped).
+func chunkSize(line string) (uint64, bool) {
+	i := 0
+	for i < len(line) && i < 16 && strings.IndexByte("0123456789abcdefABCDEF", line[i]) >= 0 {
+		i++
+	}
+	if i == 0 || i > 15 {
+		return 0, false
+	}
+	k, err := strconv.ParseUint(line[:i], 16, 63)
+	if err != nil {
+		return 0, false
+	}
+	ext := strings.TrimLeft(line[i:], " \t")
+	if ext != "" && ext[0] != ';' || ext == "" && len(line) > i {
+		return 0, false
+	}
+	for j := 0; j < len(ext); j++ {
+		if b := ext[j]; b < ' ' && b != '\t' || b == 0x7f {
+			return 0, false
+		}
+	}
+	return k, true
 }

@@ -57,6 +57,10 @@ func (p *Proxy) serveCaptureHTTP(c net.Conn) {
 // origin form, absolute form and "*", is refused (rule capture); an absolute-form
 // target goes upstream in origin form.
 func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []string, port uint16) {
+	if why := checkFields(fields); why != "" {
+		httpError(c, 400, "Bad Request", "gosbx proxy: "+why, "")
+		return
+	}
 	name, hosts := "", 0
 	var b strings.Builder
 	for _, f := range fields {

@@ -33,7 +33,7 @@ func readRequestLine(br *bufio.Reader) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		s := strings.TrimRight(string(b), "\r\n")
+		s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		if s == "" {
 			continue // RFC 9112 2.2
 		}
@@ -66,7 +66,9 @@ func readFields(br *bufio.Reader, line string) (string, []string, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		s = strings.TrimRight(s, "\r\n")
+		// the line's end is LF or CRLF (RFC 9112 2.2); a CR before it stays in the
+		// line (checkFields refuses it): fields go upstream with CRLF each
+		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
 		if line == "" {
 			if s == "" {
 				continue // RFC 9112 2.2: empty lines before the request line are ignored
@@ -117,6 +119,10 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	method, target, version, ok := splitRequestLine(line)
 	if !ok {
 		httpError(c, 400, "Bad Request", "gosbx proxy: malformed request line", "")
+		return
+	}
+	if why := checkFields(fields); why != "" {
+		httpError(c, 400, "Bad Request", "gosbx proxy: "+why, "")
 		return
 	}
 	if method == "CONNECT" {
@@ -188,10 +194,17 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	p.relay("http", d, c, up, []byte(b.String()), buffered(br), sniNone, &body)
 }
 
+// splitRequestLine splits an HTTP/1 request line (RFC 9112 3): a method that is a
+// token, a target of visible characters, HTTP/1.0 or HTTP/1.1, one SP between them.
 func splitRequestLine(line string) (method, target, version string, ok bool) {
 	parts := strings.Split(line, " ")
-	if len(parts) != 3 || !strings.HasPrefix(parts[2], "HTTP/1.") || parts[0] == "" || parts[1] == "" {
+	if len(parts) != 3 || parts[2] != "HTTP/1.1" && parts[2] != "HTTP/1.0" || !isToken(parts[0]) || parts[1] == "" {
 		return "", "", "", false
+	}
+	for i := 0; i < len(parts[1]); i++ {
+		if b := parts[1][i]; b <= ' ' || b == 0x7f {
+			return "", "", "", false
+		}
 	}
 	return parts[0], parts[1], parts[2], true
 }

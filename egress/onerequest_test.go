@@ -58,7 +58,7 @@ func TestProxyOneRequestPerConnection(t *testing.T) {
 	for _, tc := range []struct{ what, addr, req, body string }{
 		{"proxy, no body", env.http, "GET " + abs + "/a HTTP/1.1\r\nHost: up.test\r\n\r\n", "\r\n\r\n"},
 		{"proxy, Content-Length", env.http, "POST " + abs + "/a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", "\r\n\r\nhello"},
-		{"proxy, chunked", env.http, "POST " + abs + "/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", "\r\n\r\n5;x=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n"},
+		{"proxy, chunked", env.http, "POST " + abs + "/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", "\r\n\r\n5\r\nhello\r\n0\r\n\r\n"},
 		{"proxy, 1 MiB Content-Length", env.http, "POST " + abs + "/a HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n" + big, "\r\n\r\n" + big},
 		{"captured, no body", lo.Addr().String(), "GET /a HTTP/1.1\r\nHost: up.test\r\n\r\n", "\r\n\r\n"},
 		{"captured, Content-Length", lo.Addr().String(), "PUT /a HTTP/1.1\r\nHost: up.test\r\nContent-Length: 3\r\n\r\nabc", "\r\n\r\nabc"},

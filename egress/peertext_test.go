@@ -54,21 +54,31 @@ func TestPeerBytesQuoted(t *testing.T) {
 	t.Cleanup(other.Close)
 	junk := "x\ngosbx: FORGED LINE \x1b[31m RED \xe2\x80\xae"
 	hello := junkHello(t, junk)
-	send := func(what, addr string, payload []byte) {
+	send := func(what, addr string, payload []byte) []byte {
 		c := dial(t, addr)
 		defer c.Close()
 		c.Write(payload)
-		if got, _ := io.ReadAll(c); bytes.Contains(got, []byte("echo:")) {
+		got, _ := io.ReadAll(c)
+		if bytes.Contains(got, []byte("echo:")) {
 			t.Errorf("%s: carried: %q", what, got)
 		}
+		return got
 	}
 	send("CONNECT", env.http, append(fmt.Appendf(nil, "CONNECT up.test:%d HTTP/1.1\r\n\r\n", env.upPort), hello...))
 	send("captured port, stub's address", lg.Addr().String(), hello)
 	send("port 443, stub's address", lt.Addr().String(), hello)
 	send("captured port, other address", lo.Addr().String(), hello)
-	hostJunk := "GET / HTTP/1.1\r\nHost: up.test\x1b[31m\x07\r\n\r\n"
-	send("port 80, stub's address", lh.Addr().String(), []byte(hostJunk))
-	send("HTTP Host, other address", lo.Addr().String(), []byte(hostJunk))
+	// an HTTP field value with control bytes is a 400 before any decision (review 26);
+	// one with bytes past ASCII (obs-text) is a name, denied and quoted
+	for _, host := range []string{"up.test\x1b[31m\x07", "up.test\xe2\x80\xae RED"} {
+		hostJunk := []byte("GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n")
+		for _, tc := range []struct{ what, addr string }{{"port 80, stub's address", lh.Addr().String()}, {"HTTP Host, other address", lo.Addr().String()}} {
+			got := send(tc.what, tc.addr, hostJunk)
+			if host[7] == '\x1b' && !bytes.HasPrefix(got, []byte("HTTP/1.1 400 ")) {
+				t.Errorf("%s, Host %q: %q, want a 400", tc.what, host, got)
+			}
+		}
+	}
 	env.p.Close()
 	other.Close()
 	env.mu.Lock()
@@ -77,7 +87,7 @@ func TestPeerBytesQuoted(t *testing.T) {
 		t.Errorf("%d denials, want 6: %q", len(env.denied), env.denied)
 	}
 	for _, m := range env.denied {
-		if !printableASCII(m) || !strings.Contains(m, `\n`) && !strings.Contains(m, `\x1b`) {
+		if !printableASCII(m) || !strings.Contains(m, `\n`) && !strings.Contains(m, `\u202e`) {
 			t.Errorf("denial message with raw bytes, or without the name quoted: %q", m)
 		}
 	}

@@ -13,7 +13,8 @@ import (
 
 // build with a network the caller opened: pip installs from the index it was allowed
 // (--net proxy --allow-host 127.0.0.1:P), the wheel lands in the workspace on the host,
-// and none of build's offline switches is set; without a network they are, and the same
+// and none of build's offline switches is set; so with --host-port P (the host's index at
+// the sandbox's own 127.0.0.1:P); without a network they are, and the same
 // download fails. A regression would be build's PIP_NO_INDEX=1 under --allow-host
 // (pip: "No matching distribution … (from versions: none)").
 func TestBuildProfileNetworkIndex(t *testing.T) {
@@ -46,6 +47,18 @@ python3 -m pip download --disable-pip-version-check --no-deps --index-url "$1" -
 		}
 		if _, err := os.Stat(got); err != nil {
 			t.Errorf("build --allow-host: no wheel on the host: %v\n%v", err, r)
+		}
+
+		// a host port (attack review 26): the host's loopback index is reached at the
+		// sandbox's own 127.0.0.1:P, so the switches are not set and pip uses it
+		got = filepath.Join(s.ws, "dl-hostport", "demo-1.0-py3-none-any.whl")
+		r = s.run("--policy", "build", "--host-port", fmt.Sprint(port), "--", shellPath, "-c", script, "_", filepath.Dir(got), index)
+		mustSucceed(t, r, "build --host-port: pip download from the host's index")
+		if !strings.Contains(r.stdout, "VARS[unset,unset,unset,unset]") {
+			t.Errorf("build --host-port: an offline variable is set:\n%v", r)
+		}
+		if _, err := os.Stat(got); err != nil {
+			t.Errorf("build --host-port: no wheel on the host: %v\n%v", err, r)
 		}
 
 		// no network: the switches are set, and pip does not look at the index

@@ -16,8 +16,10 @@ import (
 )
 
 // junkNames sends, from inside, a TLS ClientHello whose server name holds a newline
-// and a terminal escape through CONNECT to an allowed name, and an HTTP request whose
-// Host holds the same to the DNS stub's address for that name (port 80).
+// and a terminal escape through CONNECT to an allowed name, and to the DNS stub's
+// address for that name (port 80) an HTTP request whose Host holds control bytes (a
+// 400 since review 26: no field value holds one) and one whose Host holds a bidi
+// override and a byte past ASCII (obs-text: denied, not a host name).
 const junkNames = `
 import socket, struct, sys
 port = int(sys.argv[1])
@@ -35,6 +37,9 @@ while c.recv(4096):
 addr = socket.gethostbyname("pkg.test")
 c = socket.create_connection((addr, 80))
 c.sendall(b"GET / HTTP/1.1\r\nHost: up\x1b[31mRED\x07\r\n\r\n")
+print(c.recv(4096)[:12])
+c = socket.create_connection((addr, 80))
+c.sendall(b"GET / HTTP/1.1\r\nHost: up\xe2\x80\xaeRED\xff\r\n\r\n")
 print(c.recv(4096)[:12])
 `
 
@@ -73,8 +78,8 @@ func TestEgressPeerBytesQuoted(t *testing.T) {
 	r := s.runCmd(ctx, cmd)
 	st, err := os.ReadFile(status.Name())
 	must(t, err)
-	if strings.Count(r.stderr, "blocked by gosbx policy") != 2 {
-		t.Errorf("want two denials on stderr\n%v", r)
+	if strings.Count(r.stderr, "blocked by gosbx policy") != 2 || r.stdout != "b'HTTP/1.1 400'\nb'HTTP/1.1 403'\n" {
+		t.Errorf("want two denials on stderr, a 400 and a 403\n%v", r)
 	}
 	for what, text := range map[string]string{"stderr": r.stderr, "status fd": string(st)} {
 		for _, line := range strings.Split(text, "\n") {
@@ -83,7 +88,7 @@ func TestEgressPeerBytesQuoted(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(r.stderr, `\x1b[31m`) {
+	if !strings.Contains(r.stderr, `\x1b[31m`) || !strings.Contains(r.stderr, `\u202e`) {
 		t.Errorf("stderr does not show the name quoted\n%v", r)
 	}
 }

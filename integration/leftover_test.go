@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-var leftNoteRe = regexp.MustCompile(`gosbx: note: 2 processes \((sleep|sh), (sleep|sh)\) of the sandbox still ran when the command exited`)
+var leftNoteRe = regexp.MustCompile(`gosbx: note: 2 processes \("(sleep|sh)", "(sleep|sh)"\) of the sandbox still ran when the command exited`)
 
 // withoutLeftNote is stderr without the note of processes the command left running.
 func withoutLeftNote(stderr string) string {
@@ -74,9 +74,42 @@ func TestLeftRunningNote(t *testing.T) {
 		if _, err := exec.LookPath("tmux"); err == nil {
 			r := s.run("--", "tmux", "-L", "gosbx-it", "new", "-d", "-s", "w", "sleep 100")
 			mustSucceed(t, r, "tmux new -d")
-			if !strings.Contains(r.stderr, "(tmux: server") || !strings.Contains(r.stderr, "exec --session NAME") {
+			if !strings.Contains(r.stderr, `("tmux: server"`) || !strings.Contains(r.stderr, "exec --session NAME") {
 				t.Errorf("tmux new -d: no note naming the tmux server:\n%v", r)
 			}
 		}
 	})
+}
+
+// namedChildren forks a child per argument, each naming itself that (prctl
+// PR_SET_NAME, comm) and then sleeping; it exits once all are named.
+const namedChildren = `
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None)
+r, w = os.pipe()
+for name in sys.argv[1:]:
+    if os.fork() == 0:
+        libc.prctl(15, ctypes.c_char_p(name.encode()), 0, 0, 0)
+        os.write(w, b"x")
+        time.sleep(100)
+        os._exit(0)
+for _ in sys.argv[1:]:
+    os.read(r, 1)
+`
+
+// From an attack review (26): the names of left processes are each quoted, an empty
+// one included, so that a name cannot pass for the list's punctuation or count, and
+// the raw init (the default) and the Go init (--net proxy) say the same.
+func TestLeftRunningNames(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	want := `gosbx: note: 3 processes ("", "vim) and 7 more", "z") of the sandbox still ran`
+	for _, mode := range [][]string{nil, {"--net", "proxy"}} {
+		args := append(append([]string{}, mode...), "--", python, "-c", namedChildren, "", "vim) and 7 more", "z")
+		r := s.run(args...)
+		mustSucceed(t, r, fmt.Sprint(mode, " named children"))
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("%v: want %q\n%v", mode, want, r)
+		}
+	}
 }

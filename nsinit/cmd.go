@@ -800,8 +800,8 @@ func (c *Cmd) Wait() error {
 	wall := time.Since(c.start)
 	c.release()
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: -1, IdentityMap: c.identityMap, LeftRunning: left.Left}
-	if left.Names != "" {
-		r.LeftNames = strings.Split(left.Names, "\x00")
+	if left.Names != "" { // each name NUL-ended
+		r.LeftNames = strings.Split(strings.TrimSuffix(left.Names, "\x00"), "\x00")
 	}
 	if c.own.hostID != nil {
 		r.HostUID = int64(c.own.hostID.id)

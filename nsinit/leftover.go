@@ -15,8 +15,8 @@ const leftNames = 3
 // (the holder) still running once the command has exited, the init's /proc being that
 // namespace's (planHolder's procfs context): what endRest is about to kill, a one-shot
 // `tmux new -d` or `server &`. It returns their number and up to leftNames of their
-// names (comm, chosen by the sandbox: the caller quotes them), joined by NUL (no comm
-// holds one). The common case, no process but pid 1 and the command's unreaped zombie,
+// names (comm, chosen by the sandbox: the caller quotes them), each ended by NUL (no
+// comm holds one; a comm may be empty). The common case, no process but pid 1 and the command's unreaped zombie,
 // costs an open, one getdents64(2) of /proc's listing (~1.7 KB there) and a close, no
 // read of any process's file; only past it is each pid's stat read, a zombie (exited, not yet
 // reaped) not counted. 0 when /proc cannot be listed (a policy without it).
@@ -60,10 +60,7 @@ func leftRunning() (int, string) {
 			continue
 		}
 		if count < leftNames {
-			if count > 0 {
-				names = append(names, 0)
-			}
-			names = append(names, name...)
+			names = append(append(names, name...), 0)
 		}
 		count++
 	}

@@ -97,7 +97,7 @@ type message struct {
 	Status int    // msgExit: the command's wait status (wait(2))
 	// msgExit of a one-shot sandbox: how many other processes were still running when
 	// the command exited, killed with the sandbox, and up to leftNames of their names,
-	// joined by NUL (leftRunning)
+	// each ended by NUL (leftRunning; a name may be empty)
 	Left  int
 	Names string
 	// msgError: the failure's type and fields, so the launcher rebuilds the same error

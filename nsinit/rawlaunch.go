@@ -30,7 +30,8 @@ type rawLaunch struct {
 	plan  *rawplan.Plan
 	start *rawStart
 	sync  *os.File
-	names []byte // RecLeftName parts so far, the names NUL-joined as msgExit's Names
+	names []byte // RecLeftName parts so far, each name NUL-ended as msgExit's Names
+	named bool   // a RecLeftName record started a name
 }
 
 // rawWanted reports whether this launch takes the raw init: only in a build that asks
@@ -455,11 +456,19 @@ again:
 	case rawplan.RecExec:
 		return message{Type: msgExec, Path: r.start.path(r.plan), Pid: int(rec.B)}, true
 	case rawplan.RecExit:
+		if r.named {
+			r.names = append(r.names, 0) // the last name's end
+		}
 		return message{Type: msgExit, Status: int(rec.B), Left: int(rec.A), Names: string(r.names)}, true
 	case rawplan.RecLeftName:
-		// a part of a name the exit report carries (rawplan's leftRunning)
-		if rec.A>>8 == 0 && len(r.names) > 0 {
-			r.names = append(r.names, 0)
+		// a part of a name the exit report carries (rawplan's leftRunning): part 0
+		// starts one, which ends the one before (counted by records, not by bytes: a
+		// name may be empty)
+		if rec.A>>8 == 0 {
+			if r.named {
+				r.names = append(r.names, 0)
+			}
+			r.named = true
 		}
 		for i := uint32(0); i < rec.A&0xff && i < 8; i++ {
 			r.names = append(r.names, byte(rec.B>>(8*i)))

@@ -81,8 +81,10 @@ func environment(p *Policy, h Host, home string, mounts []specs.Mount) ([]string
 			}
 		}
 	}
-	if p.Network.Mode == NetNone && len(e.Offline) > 0 {
-		// below Pass and Set: a policy's or the caller's own value wins
+	if p.Network.Mode == NetNone && len(p.Network.HostPorts) == 0 && len(e.Offline) > 0 {
+		// no network: none, and no host port (a host's loopback service, a local
+		// package index, is one; a published port is inbound only). Below Pass and
+		// Set: a policy's or the caller's own value wins
 		keys := make([]string, 0, len(e.Offline))
 		for k := range e.Offline {
 			keys = append(keys, k)

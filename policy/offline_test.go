@@ -4,8 +4,9 @@ import (
 	"testing"
 )
 
-// build's offline switches are set only in network mode none: a network the caller
-// opened (--net proxy --allow-host, --net host) is the package managers' to use. A
+// build's offline switches are set only in network mode none without host ports: a
+// network the caller opened (--net proxy --allow-host, --net host, --host-port: attack
+// review 26) is the package managers' to use; --publish alone is inbound only. A
 // policy's own set value, or a variable the caller passes, is kept in every mode.
 func TestOfflineVariablesFollowTheNetwork(t *testing.T) {
 	ws := canonTempDir(t)
@@ -22,6 +23,10 @@ func TestOfflineVariablesFollowTheNetwork(t *testing.T) {
 		{"net none", Options{Net: NetNone}, true},
 		{"proxy", Options{AllowHosts: []string{"127.0.0.1:9"}}, false},
 		{"host", Options{Net: NetHost}, false},
+		// a host port reaches a host's loopback service (a local package index)
+		{"net none, host port", Options{Net: NetNone, HostPorts: []uint16{18080}}, false},
+		// a published port is inbound only
+		{"net none, publish", Options{Net: NetNone, Publish: []string{"18081:8080"}}, true},
 	} {
 		o := tc.o
 		o.Policy, o.Workspace = build, ws

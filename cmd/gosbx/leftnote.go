@@ -2,24 +2,25 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
-	"github.com/gosbx/gosbx/internal/shown"
 	"github.com/gosbx/gosbx/nsinit"
 )
 
 // leftNote says, for a one-shot gosbx exec, that processes the command left running (a
 // `tmux new -d` server, `server &`) were killed when it exited, and how to keep them: a
-// session. "" when none was. The names are the sandbox's (comm): each shown quoted
-// when it holds anything but printable text (shown.Text; docs/decisions.md, "Sandbox-chosen
-// text in error lines").
+// session. "" when none was. The names are the sandbox's (comm): each is shown quoted
+// (strconv.Quote), always, so that no name can pass for the list's punctuation or count
+// (a name `vim) and 7 more`; docs/decisions.md, "Attack review 26: header fields the
+// proxy forwards, the note's names").
 func leftNote(r *nsinit.Result) string {
 	if r == nil || r.LeftRunning <= 0 {
 		return ""
 	}
 	names := make([]string, len(r.LeftNames))
 	for i, n := range r.LeftNames {
-		names[i] = shown.Text(n)
+		names[i] = strconv.Quote(n)
 	}
 	list := strings.Join(names, ", ")
 	if more := r.LeftRunning - len(names); more > 0 && list != "" {

@@ -7,21 +7,26 @@ import (
 	"github.com/gosbx/gosbx/nsinit"
 )
 
-// The note names the count, up to three names quoted where the sandbox put control
-// bytes in them, and the session that keeps such processes; none when nothing was left.
+// The note names the count, up to three names, each quoted (control bytes escaped; a
+// name that looks like the list's punctuation stays inside its quotes: attack review
+// 26), and the session that keeps such processes; none when nothing was left.
 func TestLeftNote(t *testing.T) {
 	if n := leftNote(&nsinit.Result{}); n != "" {
 		t.Errorf("nothing left: %q", n)
 	}
 	n := leftNote(&nsinit.Result{LeftRunning: 1, LeftNames: []string{"tmux: server"}})
-	for _, w := range []string{"1 process (tmux: server) of the sandbox", "was killed", "gosbx session start NAME", "exec --session NAME"} {
+	for _, w := range []string{`1 process ("tmux: server") of the sandbox`, "was killed", "gosbx session start NAME", "exec --session NAME"} {
 		if !strings.Contains(n, w) {
 			t.Errorf("note %q lacks %q", n, w)
 		}
 	}
 	n = leftNote(&nsinit.Result{LeftRunning: 5, LeftNames: []string{"sleep", "ab\x1b[31m\ncd", "x"}})
-	if strings.ContainsAny(n, "\x1b\n") || !strings.Contains(n, `"ab\x1b[31m\ncd"`) || !strings.Contains(n, "5 processes (sleep, ") ||
-		!strings.Contains(n, "x and 2 more)") || !strings.Contains(n, "were killed") {
+	if strings.ContainsAny(n, "\x1b\n") || !strings.Contains(n, `"ab\x1b[31m\ncd"`) || !strings.Contains(n, `5 processes ("sleep", `) ||
+		!strings.Contains(n, `"x" and 2 more)`) || !strings.Contains(n, "were killed") {
 		t.Errorf("note %q: want the count, the names quoted, and 2 more", n)
+	}
+	n = leftNote(&nsinit.Result{LeftRunning: 3, LeftNames: []string{"", "vim) and 7 more", "z"}})
+	if want := `3 processes ("", "vim) and 7 more", "z") of the sandbox`; !strings.Contains(n, want) {
+		t.Errorf("note %q lacks %q", n, want)
 	}
 }

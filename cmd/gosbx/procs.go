@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -62,10 +65,36 @@ func slowSysmon() {
 	if sysmon == 0 {
 		return
 	}
-	if f, err := os.OpenFile("/proc/"+strconv.Itoa(sysmon)+"/timerslack_ns", os.O_WRONLY, 0); err == nil {
-		f.WriteString(sysmonSlack)
-		f.Close()
+	ownThreadSlack(sysmon, sysmonSlack)
+}
+
+// ownThreadSlack writes slack (ns, decimal) to the timerslack_ns of thread tid of this
+// process (proc(5)). The kernel has that file in /proc/TID only, not in
+// /proc/self/task/TID, and tid may have exited since it was listed and its id gone to
+// another process's thread: /proc/TID is opened once (O_PATH: the descriptor stays
+// with that thread, whatever takes the id later), and written only when its task/
+// directory holds this process's pid (proc(5): a thread's task/ lists its own thread
+// group). Errors: the open's (ENOENT: gone), ESRCH for another process's thread, the
+// write's (EPERM without CAP_SYS_NICE).
+func ownThreadSlack(tid int, slack string) error {
+	dir, err := unix.Open("/proc/"+strconv.Itoa(tid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open /proc/%d: %w", tid, err)
 	}
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, "task/"+strconv.Itoa(os.Getpid()), &st, 0); err != nil {
+		return fmt.Errorf("thread %d is not one of process %d's: %w", tid, os.Getpid(), unix.ESRCH)
+	}
+	fd, err := unix.Openat(dir, "timerslack_ns", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open /proc/%d/timerslack_ns: %w", tid, err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte(slack)); err != nil {
+		return fmt.Errorf("write /proc/%d/timerslack_ns: %w", tid, err)
+	}
+	return nil
 }
 
 // servesNetwork reports whether the launcher serves the sandbox's network while the
