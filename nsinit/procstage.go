@@ -123,7 +123,7 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 	// room for every step and call (≈ 70 with the bounding set's 41): a session's init
 	// plans each command anew, and growing the slices was a third of it
 	p := &procPlan{path: path, dir: dir, filter: filter,
-		steps: make([]string, 0, 24), ops: make([]procOp, 0, 40+lastCap()+len(redirected)+len(proc.Rlimits))}
+		steps: make([]string, 0, 24), ops: make([]procOp, 0, 40+lastCap()+len(childResetSignals())+len(proc.Rlimits))}
 	var err error
 	if p.pathp, err = unix.BytePtrFromString(path); err != nil {
 		return nil, &stepError{"exec", fmt.Errorf("path %q: %w", path, err)}
@@ -140,14 +140,16 @@ func planProcess(proc *specs.Process, filter seccomp.Program, dir *os.File, path
 	}
 	p.rlimits = make([]unix.Rlimit, len(res))
 
-	// The init's signals are blocked on the forking thread, and so in the child
-	// (initsig.go); the redirected ones' handler is the init's, where the runtime's
-	// fork hook left it (the runtime did not install one over an inherited SIG_IGN):
-	// both back to the default, so that the command starts with an empty mask and no
-	// handler of the init's. The init's signals stay blocked until the last call.
+	// Every signal is blocked on the forking thread while it clones (the runtime's fork
+	// hook), and so in the child; every handler of this process (the redirected ones'
+	// sigRedirect, the runtime's) is set back to the default before the command's
+	// empty mask is set (childsig.go: no runtime fork hook in the child), so that no
+	// handler of the init's can run in the child (on the init's thread's signal stack)
+	// and the command starts with an empty mask and no handler of the init's.
+	resets := childResetSignals()
 	s := p.begin("signal mask")
-	for _, sig := range redirected {
-		p.call(s, "rt_sigaction "+unix.SignalName(sig)+" SIG_DFL", unix.SYS_RT_SIGACTION, uintptr(sig), ptr(&p.dfl), 0, 8)
+	for _, sig := range resets {
+		p.call(s, "rt_sigaction "+signalName(sig)+" SIG_DFL", unix.SYS_RT_SIGACTION, uintptr(sig), ptr(&p.dfl), 0, 8)
 	}
 	p.call(s, "unblock every signal", unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, ptr(&p.sigset[0]), 0, 8)
 
@@ -318,16 +320,14 @@ func runSteps(p *procPlan, k rawSys) (int, unix.Errno) {
 }
 
 // Declared in package syscall for forkExec, implemented by the runtime; the runtime
-// keeps these three linknamed for outside use (go.dev/issue/67401).
+// keeps them linknamed for outside use (go.dev/issue/67401). Its third,
+// runtime_AfterForkInChild, is not called: it reads the parent thread's g (childsig.go).
 //
 //go:linkname runtime_BeforeFork syscall.runtime_BeforeFork
 func runtime_BeforeFork()
 
 //go:linkname runtime_AfterFork syscall.runtime_AfterFork
 func runtime_AfterFork()
-
-//go:linkname runtime_AfterForkInChild syscall.runtime_AfterForkInChild
-func runtime_AfterForkInChild()
 
 // forkPlan forks the calling thread, runs p in the child and there executes the
 // command; it returns the child's pid once the command executed, or the error that
@@ -510,20 +510,15 @@ var commandStack []byte
 func cloneVM(flags, stack uintptr, p *procPlan) (pid, errno uintptr)
 
 // childEntry is where cloneVM's child starts, on its own stack, with the parent's
-// memory and the parent thread's g: nosplit throughout, no allocation, no pointer
-// stored. A command's child restores the signal mask and dispositions as
-// syscall.forkExec's does: its own (no CLONE_SIGHAND), and the runtime's inForkedChild,
-// which only cgo's sigaction reads (a session, whose init goes on beside the child,
-// refuses a cgo build: limitThreadCaps). The holder must not
-// touch the runtime's state, which pid 1's threads go on using: it keeps every signal
-// blocked (runtime_BeforeFork blocked them), and its plan sets its own mask.
+// memory and, in its TLS, whatever g the parent thread runs now: nosplit throughout,
+// no allocation, no pointer stored, nothing read through g (the runtime's
+// runtime_AfterForkInChild reads getg().m, unsound once the parent thread runs on:
+// childsig.go). Every signal stays blocked (runtime_BeforeFork blocked them) until
+// the plan has reset every handler and set its own mask.
 //
 //go:nosplit
 //go:norace
 func childEntry(p *procPlan) {
-	if !p.holder {
-		runtime_AfterForkInChild()
-	}
 	childMain(p, p.reportFd)
 }
 

@@ -197,6 +197,12 @@ func TestStageOrder(t *testing.T) {
 		"  rt_sigaction SIGTTIN SIG_DFL",
 		"  rt_sigaction SIGTTOU SIG_DFL",
 		"  rt_sigaction SIGABRT SIG_DFL",
+	}
+	// then the runtime's handlers (childsig.go), each reset before the mask is set
+	for _, sig := range childResetSignals()[len(redirected):] {
+		start = append(start, "  rt_sigaction "+signalName(sig)+" SIG_DFL")
+	}
+	start = append(start,
 		"  unblock every signal",
 		"  setsid",
 		"  setrlimit RLIMIT_NOFILE=1024:1024",
@@ -205,7 +211,7 @@ func TestStageOrder(t *testing.T) {
 		"  fchdir /work",
 		"  getcwd: working directory /work is outside the new root",
 		"  umask 022",
-	}
+	)
 	start = append(start, capDrops...)
 	start = append(start,
 		"  set securebits",
