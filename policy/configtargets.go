@@ -57,6 +57,18 @@ func configTarget(e configEntry) configTargetKind {
 	return notTarget
 }
 
+// configLast is the last value entries set for section.key (no subsection), as git
+// takes it; "" when none.
+func configLast(entries []configEntry, section, key string) string {
+	v := ""
+	for _, e := range entries {
+		if e.section == section && e.sub == "" && !e.dotted && e.key == key && e.set {
+			v = e.value
+		}
+	}
+	return v
+}
+
 // settingName is e's name as git-config(1) writes it, for messages.
 func settingName(e configEntry) string {
 	if e.sub != "" {

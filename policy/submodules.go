@@ -222,20 +222,11 @@ func (g *gitReads) objectFormat(gd string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	section := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			if end := strings.IndexByte(line, ']'); end > 0 {
-				section = strings.ToLower(strings.TrimSpace(line[1:end]))
-				line = strings.TrimSpace(line[end+1:])
-			}
-		}
-		if k, v, ok := strings.Cut(line, "="); ok && section == "extensions" && strings.EqualFold(strings.TrimSpace(k), "objectformat") {
-			return strings.ToLower(configValue(v)), nil
-		}
+	entries, ok := parseGitConfig(string(b))
+	if !ok {
+		return "", fmt.Errorf("%s: does not parse as git config (git refuses it too)", filepath.Join(gd, "config"))
 	}
-	return "", nil
+	return strings.ToLower(configLast(entries, "extensions", "objectformat")), nil
 }
 
 // maxIndexFile bounds one index file's size (bytes); the launch's read budget bounds
