@@ -6,6 +6,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // maxIncludeDepth is how deep git follows include.path and includeIf.*.path (config.c
@@ -152,7 +153,9 @@ func (plan *gitPlan) guardConfigFile(f, worktree string, inWritable func(string)
 	} else {
 		b, err = readRegularFollow(f, 1<<20) // the user's own, e.g. a dotfiles repository's link
 	}
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
+		// none to read; or one the caller (whose uid reads it here) cannot read, which
+		// their own git skips too (a global file) or stops at (an include)
 		return nil
 	}
 	if err != nil {
