@@ -64,6 +64,9 @@ func (plan *gitPlan) checkoutsOf(common string, nesting int) error {
 		if err := plan.guardSubmodulePaths(filepath.Dir(back), wgd, plan.writable, 0); err != nil {
 			return err
 		}
+		if err := plan.guardConfigTargets(filepath.Dir(back), wgd, plan.writable); err != nil {
+			return err
+		}
 	}
 	for _, m := range modules {
 		if err := plan.moduleCheckouts(m, 3, nesting); err != nil {
@@ -99,6 +102,9 @@ func (plan *gitPlan) moduleCheckouts(dir string, depth, nesting int) error {
 		}
 		if wt := plan.coreWorktree(p); wt != "" && plan.dotGitFile(filepath.Join(wt, ".git")) {
 			plan.readOnly = append(plan.readOnly, filepath.Join(wt, ".git"))
+			if err := plan.guardConfigTargets(wt, p, plan.writable); err != nil {
+				return err
+			}
 		}
 		if err := plan.checkoutsOf(p, nesting+1); err != nil {
 			return err

@@ -218,7 +218,16 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	var protected, makeDirs []string
 	var cleanups []cleanup.Entry
 	rb := newReadBudget() // what this launch reads of files a sandbox could write
+	rb.home = h.Home
+	rb.globals = globalConfigFiles(h.Home, envValue(h.Environ, "XDG_CONFIG_HOME"))
 	if slices.Contains(f.Protected, ".git") {
+		// what the caller's own git config names in a writable tree, for host git anywhere
+		gplan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
+		if err := gplan.guardGlobalConfig(inWritable); err != nil {
+			return nil, err
+		}
+		protected = append(protected, gplan.readOnly...)
+		makeDirs = append(makeDirs, gplan.makeDirs...)
 		// the repositories that hold a writable tree from above
 		for _, t := range trees {
 			plan, err := guardEnclosing(t, trees, inWritable, rb)

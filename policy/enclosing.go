@@ -72,6 +72,9 @@ func (plan *gitPlan) guardEnclosingRepo(a string, inWritable func(string) bool) 
 	if err := plan.guardSubmodulePaths(a, gd, inWritable, 0); err != nil {
 		return err
 	}
+	if err := plan.guardConfigTargets(a, gd, inWritable); err != nil {
+		return err
+	}
 	// Its linked worktrees (and, for a linked worktree, its repository's others) whose
 	// .git file lies in a writable tree, and the .git files there its submodule git
 	// dirs' core.worktree names.

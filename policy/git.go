@@ -434,20 +434,11 @@ func (plan *gitPlan) coreWorktree(gd string) string {
 	if err != nil {
 		return ""
 	}
-	section, wt := "", ""
-	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", ""), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			if end := strings.LastIndexByte(line, ']'); end > 0 {
-				section = strings.ToLower(strings.TrimSpace(line[1:end]))
-				line = strings.TrimSpace(line[end+1:])
-			}
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if ok && section == "core" && strings.ToLower(strings.TrimSpace(k)) == "worktree" {
-			wt = configValue(v) // the last one wins, as in git
-		}
+	entries, ok := parseGitConfig(string(b))
+	if !ok {
+		return "" // git refuses the repository too
 	}
+	wt := configLast(entries, "core", "worktree")
 	if wt == "" {
 		return ""
 	}

@@ -105,22 +105,57 @@ func cleanIdent(v string) string {
 	return strings.TrimSpace(v)
 }
 
-// gitConfigIdent parses the text of a git config file (git-config(1), "CONFIGURATION
+// gitConfigIdent parses the text of a git config file (parseGitConfig) and returns the
+// last user.name and user.email set in it (nil: not set; a key with no `=` unsets), from a
+// [user] section with no subsection. ok is false when any line does not parse: git itself
+// refuses such a file, and gosbx takes nothing from it.
+func gitConfigIdent(text string) (name, email *string, ok bool) {
+	entries, ok := parseGitConfig(text)
+	if !ok {
+		return nil, nil, false
+	}
+	for _, e := range entries {
+		if e.section != "user" || e.sub != "" || e.dotted {
+			continue
+		}
+		var val *string
+		if e.set {
+			v := e.value
+			val = &v
+		}
+		switch e.key {
+		case "name":
+			name = val
+		case "email":
+			email = val
+		}
+	}
+	return name, email, true
+}
+
+// configEntry is one `key = value` line of a git config file: section and key
+// lower-cased, sub the subsection as written ([section "sub"], or the part after the
+// first dot of the deprecated [section.sub], then dotted is set); set is false for a
+// key with no `=` (a boolean true).
+type configEntry struct {
+	section, sub, key, value string
+	set, dotted              bool
+}
+
+// parseGitConfig parses the text of a git config file (git-config(1), "CONFIGURATION
 // FILE": sections [name] and [name "subsection"] or [name.sub], case-insensitive names,
 // `key = value` lines, values with "quotes", the escapes \\ \" \n \t \b and a trailing
-// \ continuing the line, comments from # or ; outside quotes, a leading UTF-8 BOM) and returns the last
-// user.name and user.email set in it (nil: not set; a key with no `=` unsets). ok is
-// false when any line does not parse: git itself refuses such a file, and gosbx takes
-// nothing from it.
-func gitConfigIdent(text string) (name, email *string, ok bool) {
-	// section is "user" only in a [user] section with no subsection; a leading UTF-8
-	// BOM is skipped, as git skips it
-	section := ""
+// \ continuing the line, comments from # or ; outside quotes, a leading UTF-8 BOM) into
+// its entries in file order. ok is false when any line does not parse (git refuses
+// such a file).
+func parseGitConfig(text string) (entries []configEntry, ok bool) {
+	var section, sub string
+	dotted := false
 	p := &configScanner{s: strings.TrimPrefix(text, "\ufeff")}
 	for {
 		p.skipSpace()
 		if p.eof() {
-			return name, email, true
+			return entries, true
 		}
 		c := p.s[p.i]
 		switch {
@@ -129,35 +164,31 @@ func gitConfigIdent(text string) (name, email *string, ok bool) {
 		case c == '#' || c == ';':
 			p.skipLine()
 		case c == '[':
-			sec, ok := p.header()
+			sec, s, quoted, ok := p.header()
 			if !ok {
-				return nil, nil, false
+				return nil, false
 			}
-			section = sec
+			// an empty [name ""] is not [name]: marked as a subsection form
+			section, sub, dotted = sec, s, quoted && s == ""
+			if name, rest, found := strings.Cut(sec, "."); found && !quoted {
+				section, sub, dotted = name, rest, true
+			}
 		case isKeyStart(c):
-			key := p.key()
+			e := configEntry{section: section, sub: sub, dotted: dotted, key: p.key()}
 			p.skipSpace()
-			var val *string
 			if !p.eof() && p.s[p.i] == '=' {
 				p.i++
 				v, ok := p.value()
 				if !ok {
-					return nil, nil, false
+					return nil, false
 				}
-				val = &v
+				e.value, e.set = v, true
 			} else if !p.eof() && p.s[p.i] != '\n' && p.s[p.i] != '#' && p.s[p.i] != ';' {
-				return nil, nil, false
+				return nil, false
 			}
-			if section == "user" {
-				switch key {
-				case "name":
-					name = val
-				case "email":
-					email = val
-				}
-			}
+			entries = append(entries, e)
 		default:
-			return nil, nil, false
+			return nil, false
 		}
 	}
 }
@@ -196,51 +227,50 @@ func (p *configScanner) key() string {
 	return strings.ToLower(p.s[start:p.i])
 }
 
-// header reads a section header from its '[' and returns "user" for [user] (any
-// case) and "" for every other section, a subsection included ([user "x"], [user.x]).
-// What follows the ']' on its line is left for the caller (a key may follow).
-func (p *configScanner) header() (string, bool) {
+// header reads a section header from its '[' and returns its name, lower-cased (with
+// its dots: [section.sub]), and the subsection of [name "sub"] as written (escapes
+// undone). What follows the ']' on its line is left for the caller (a key may follow).
+func (p *configScanner) header() (name, sub string, quoted, ok bool) {
 	p.i++ // '['
 	start := p.i
 	for !p.eof() && (isKeyChar(p.s[p.i]) || p.s[p.i] == '.') {
 		p.i++
 	}
-	name := strings.ToLower(p.s[start:p.i])
+	name = strings.ToLower(p.s[start:p.i])
 	if name == "" || p.eof() {
-		return "", false
+		return "", "", false, false
 	}
 	switch p.s[p.i] {
 	case ']':
 		p.i++
-		if strings.Contains(name, ".") {
-			return "", true // the deprecated [section.subsection]
-		}
-		return name, true
+		return name, "", false, true
 	case ' ', '\t':
 		p.skipSpace()
 		if p.eof() || p.s[p.i] != '"' || strings.Contains(name, ".") {
-			return "", false
+			return "", "", false, false
 		}
 		p.i++
+		var b strings.Builder
 		for !p.eof() && p.s[p.i] != '"' {
 			switch p.s[p.i] {
 			case '\n':
-				return "", false
+				return "", "", false, false
 			case '\\':
 				p.i++
 				if p.eof() || p.s[p.i] == '\n' {
-					return "", false
+					return "", "", false, false
 				}
 			}
+			b.WriteByte(p.s[p.i])
 			p.i++
 		}
 		if p.eof() || p.i+1 >= len(p.s) || p.s[p.i+1] != ']' {
-			return "", false
+			return "", "", false, false
 		}
 		p.i += 2
-		return "", true
+		return name, b.String(), true, true
 	}
-	return "", false
+	return "", "", false, false
 }
 
 // value reads a value after its '=' to the end of its logical line: blanks outside
@@ -308,13 +338,7 @@ func (p *configScanner) value() (string, bool) {
 // $XDG_CONFIG_HOME) as GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and
 // GIT_COMMITTER_EMAIL, KEY=VALUE, each only when its value was found.
 func gitIdentEnv(h Host, writable []string) []string {
-	xdg := ""
-	for _, kv := range h.Environ {
-		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
-			xdg = v
-		}
-	}
-	name, email := GitIdentity(h.Home, xdg, writable)
+	name, email := GitIdentity(h.Home, envValue(h.Environ, "XDG_CONFIG_HOME"), writable)
 	var env []string
 	for i, k := range gitIdentVars {
 		v := name
@@ -370,4 +394,15 @@ func throughWritable(path string, writable []string) bool {
 			return false
 		}
 	}
+}
+
+// envValue is the value of the last k=... in env, "" when none.
+func envValue(env []string, k string) string {
+	v := ""
+	for _, kv := range env {
+		if s, ok := strings.CutPrefix(kv, k+"="); ok {
+			v = s
+		}
+	}
+	return v
 }

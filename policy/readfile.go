@@ -175,6 +175,26 @@ type readBudget struct {
 	// a plan of this launch has guarded (guardCheckouts): the plans are unioned, so each
 	// is read once, however many .git files of the scan lead to it.
 	checkouts map[string]bool
+	// home is the caller's home ("~/" in git config); globals the caller's system and
+	// global git config files (globalConfigFiles), read for every repository's guard.
+	home    string
+	globals []string
+}
+
+// homeDir is rb's home, "" for a nil rb.
+func (rb *readBudget) homeDir() string {
+	if rb == nil {
+		return ""
+	}
+	return rb.home
+}
+
+// globalFiles is a copy of rb's global git config files, none for a nil rb.
+func (rb *readBudget) globalFiles() []string {
+	if rb == nil {
+		return nil
+	}
+	return append([]string(nil), rb.globals...)
 }
 
 func newReadBudget() *readBudget { return &readBudget{left: launchReadBudget} }

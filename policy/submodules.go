@@ -222,20 +222,11 @@ func (g *gitReads) objectFormat(gd string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	section := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			if end := strings.IndexByte(line, ']'); end > 0 {
-				section = strings.ToLower(strings.TrimSpace(line[1:end]))
-				line = strings.TrimSpace(line[end+1:])
-			}
-		}
-		if k, v, ok := strings.Cut(line, "="); ok && section == "extensions" && strings.EqualFold(strings.TrimSpace(k), "objectformat") {
-			return strings.ToLower(configValue(v)), nil
-		}
+	entries, ok := parseGitConfig(string(b))
+	if !ok {
+		return "", fmt.Errorf("%s: does not parse as git config (git refuses it too)", filepath.Join(gd, "config"))
 	}
-	return "", nil
+	return strings.ToLower(configLast(entries, "extensions", "objectformat")), nil
 }
 
 // maxIndexFile bounds one index file's size (bytes); the launch's read budget bounds
@@ -474,81 +465,4 @@ func indexVarint(b []byte) (uint64, int) {
 		v = ((v + 1) << 7) | uint64(c&127)
 	}
 	return v, i
-}
-
-// guardConfigTargets makes read-only what the repository's own config (its git dir's,
-// and for a linked worktree the common dir's) sends git to inside a writable tree:
-// core.hooksPath (husky's .husky; relative to the worktree) and include.path or
-// includeIf.*.path (relative to the config file). Hooks or config the command wrote there
-// would run with the user's next git command. A missing hooks directory is created empty;
-// a missing included file, or one through a symlink, is refused. "~/" paths (the user's
-// home, never writable inside) are left alone.
-func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(string) bool) error {
-	cfgs := []string{filepath.Join(gd, "config")}
-	c, err := plan.reads.commondirOf(gd)
-	if err != nil {
-		return err
-	}
-	if c != "" {
-		cfgs = append(cfgs, filepath.Join(c, "config"))
-	}
-	for _, cfg := range cfgs {
-		b, err := plan.reads.config(cfg)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return errorf("protected", cfg, err, "cannot read the repository's config")
-		}
-		section := ""
-		for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", ""), "\n") {
-			line = strings.TrimSpace(line)
-			if strings.HasPrefix(line, "[") {
-				if end := strings.LastIndexByte(line, ']'); end > 0 {
-					section = strings.ToLower(strings.TrimSpace(line[1:end]))
-					line = strings.TrimSpace(line[end+1:])
-				}
-			}
-			k, v, ok := strings.Cut(line, "=")
-			if !ok {
-				continue
-			}
-			k = strings.ToLower(strings.TrimSpace(k))
-			hooks := section == "core" && k == "hookspath"
-			include := k == "path" && (section == "include" || strings.HasPrefix(section, "includeif"))
-			if !hooks && !include {
-				continue
-			}
-			target := configValue(v)
-			if target == "" || strings.HasPrefix(target, "~") {
-				continue
-			}
-			if !filepath.IsAbs(target) {
-				if hooks {
-					target = filepath.Join(worktree, target)
-				} else {
-					target = filepath.Join(filepath.Dir(cfg), target)
-				}
-			}
-			target = filepath.Clean(target)
-			if !inWritable(target) {
-				continue
-			}
-			st, err := os.Lstat(target)
-			switch {
-			case err == nil && st.Mode()&os.ModeSymlink != 0:
-				return errorf("protected", target, nil, "the repository's config names it (%s) and it is a symlink: it cannot be kept read-only", k)
-			case err == nil:
-				plan.readOnly = append(plan.readOnly, target)
-			case os.IsNotExist(err) && hooks:
-				plan.makeDirs = append(plan.makeDirs, target)
-				plan.readOnly = append(plan.readOnly, target)
-			case os.IsNotExist(err):
-				return errorf("protected", target, nil, "the repository's config includes it (%s) but it does not exist: the command could write config there; create it or remove the setting", k)
-			default:
-				return errorf("protected", target, err, "cannot check the path the repository's config names")
-			}
-		}
-	}
-	return nil
 }

@@ -1,0 +1,281 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// maxIncludeDepth is how deep git follows include.path and includeIf.*.path (config.c
+// MAX_INCLUDE_DEPTH): past it git stops with an error, and so does the guard.
+const maxIncludeDepth = 10
+
+// configTargetKind is how a config setting's value names something git reads or runs.
+type configTargetKind int
+
+const (
+	notTarget   configTargetKind = iota
+	includeFile                  // a config file git reads next (relative: to the including file)
+	hooksDir                     // a directory of programs (relative: to the worktree)
+	dataFile                     // a file git reads (relative: to the worktree)
+	command                      // a shell command (a word with a slash: a program or script)
+)
+
+// configTarget classifies the setting section[.sub].key (git-config(1), "Variables":
+// those whose value is a path git reads or a command git runs).
+func configTarget(e configEntry) configTargetKind {
+	s, k := e.section, e.key
+	switch {
+	case k == "path" && (s == "include" || s == "includeif"):
+		return includeFile
+	case s == "core" && k == "hookspath":
+		return hooksDir
+	case s == "core" && (k == "attributesfile" || k == "excludesfile"),
+		s == "commit" && k == "template",
+		s == "gpg" && e.sub == "ssh" && k == "allowedsignersfile":
+		return dataFile
+	case s == "core" && (k == "fsmonitor" || k == "sshcommand" || k == "pager" || k == "editor" || k == "askpass" || k == "gitproxy"),
+		s == "sequence" && k == "editor",
+		s == "pager",
+		s == "alias" && strings.HasPrefix(strings.TrimSpace(e.value), "!"),
+		s == "filter" && (k == "clean" || k == "smudge" || k == "process"),
+		s == "diff" && (k == "textconv" || k == "command" || k == "external"),
+		s == "merge" && k == "driver",
+		s == "credential" && k == "helper",
+		s == "gpg" && (k == "program" || k == "defaultkeycommand"),
+		s == "interactive" && k == "difffilter",
+		(s == "difftool" || s == "mergetool" || s == "man" || s == "browser") && (k == "cmd" || k == "path"),
+		s == "web" && k == "browser",
+		s == "remote" && (k == "uploadpack" || k == "receivepack"),
+		s == "uploadpack" && k == "packobjectshook",
+		s == "sendemail" && (k == "sendmailcmd" || k == "smtpserver"),
+		s == "hook" && k == "command":
+		return command
+	}
+	return notTarget
+}
+
+// configLast is the last value entries set for section.key (no subsection), as git
+// takes it; "" when none.
+func configLast(entries []configEntry, section, key string) string {
+	v := ""
+	for _, e := range entries {
+		if e.section == section && e.sub == "" && !e.dotted && e.key == key && e.set {
+			v = e.value
+		}
+	}
+	return v
+}
+
+// settingName is e's name as git-config(1) writes it, for messages.
+func settingName(e configEntry) string {
+	if e.sub != "" {
+		return e.section + "." + e.sub + "." + e.key
+	}
+	return e.section + "." + e.key
+}
+
+// globalConfigFiles are the files git reads before a repository's own config
+// (git-config(1), FILES): the system file, then $XDG_CONFIG_HOME/git/config (or
+// home/.config/git/config) and home/.gitconfig.
+func globalConfigFiles(home, xdg string) []string {
+	files := []string{"/etc/gitconfig"}
+	if !filepath.IsAbs(home) {
+		return files
+	}
+	if filepath.IsAbs(xdg) {
+		files = append(files, filepath.Join(xdg, "git/config"))
+	} else {
+		files = append(files, filepath.Join(home, ".config/git/config"))
+	}
+	return append(files, filepath.Join(home, ".gitconfig"))
+}
+
+// guardConfigTargets makes read-only what the config git reads for the checkout
+// worktree whose git dir is gd sends git to inside a writable tree: the caller's system
+// and global files (rb.globals), gd's config, its common dir's config for a linked
+// worktree, and config.worktree (read whether or not extensions.worktreeConfig is set: a
+// superset), followed through include.path and includeIf.*.path (every condition taken
+// as true) to maxIncludeDepth. guardConfigSetting says what each setting gets.
+func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(string) bool) error {
+	files := plan.reads.rb.globalFiles()
+	files = append(files, filepath.Join(gd, "config"), filepath.Join(gd, "config.worktree"))
+	c, err := plan.reads.commondirOf(gd)
+	if err != nil {
+		return err
+	}
+	if c != "" {
+		files = append(files, filepath.Join(c, "config"))
+	}
+	for _, f := range files {
+		if inWritable(f) && filepath.Base(f) == "config.worktree" {
+			if _, err := os.Lstat(f); err == nil {
+				plan.readOnly = append(plan.readOnly, f)
+			}
+		}
+		if err := plan.guardConfigFile(f, worktree, inWritable, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardGlobalConfig is guardConfigTargets for the caller's system and global files
+// alone, with no checkout (relative settings other than includes are left to the
+// repositories' guards): host git reads them wherever it runs.
+func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
+	for _, f := range plan.reads.rb.globalFiles() {
+		if inWritable(f) {
+			if _, err := os.Lstat(f); err == nil {
+				plan.readOnly = append(plan.readOnly, f)
+			}
+		}
+		if err := plan.guardConfigFile(f, "", inWritable, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardConfigFile guards the settings of the config file f (a missing one has none)
+// and of the files it includes.
+func (plan *gitPlan) guardConfigFile(f, worktree string, inWritable func(string) bool, depth int) error {
+	if depth > maxIncludeDepth {
+		return errorf("protected", f, nil, "git config includes nested more than %d deep (git refuses them too): remove the include loop", maxIncludeDepth)
+	}
+	var b []byte
+	var err error
+	if inWritable(f) {
+		b, err = plan.reads.config(f) // the final component not followed: checked by the includer
+	} else {
+		b, err = readRegularFollow(f, 1<<20) // the user's own, e.g. a dotfiles repository's link
+	}
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
+		// none to read; or one the caller (whose uid reads it here) cannot read, which
+		// their own git skips too (a global file) or stops at (an include)
+		return nil
+	}
+	if err != nil {
+		return errorf("protected", f, err, "cannot read this git config file, so cannot guard what it names")
+	}
+	entries, ok := parseGitConfig(string(b))
+	if !ok {
+		return errorf("protected", f, nil, "this git config file does not parse (git refuses it too), so what it names cannot be guarded: fix it")
+	}
+	for _, e := range entries {
+		if err := plan.guardConfigSetting(f, worktree, e, inWritable, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardConfigSetting guards what one setting of the config file f names in a writable
+// tree: an included file read-only (a missing one, or a symlink, refused: the command
+// could write config there), then its own settings; core.hooksPath read-only as a tree
+// (created empty when missing); a data file read-only when there; for a command, each
+// word with a slash that names a file read-only (a missing first word, or a symlink,
+// refused). A command word with no slash is looked up on PATH, which gosbx does not
+// guard (README, Known limits).
+func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWritable func(string) bool, depth int) error {
+	kind := configTarget(e)
+	if kind == notTarget || !e.set {
+		return nil
+	}
+	name := settingName(e)
+	v := strings.TrimSpace(e.value)
+	if kind == command {
+		v = strings.TrimPrefix(v, "!")
+		if e.section == "core" && e.key == "fsmonitor" || e.section == "pager" {
+			switch strings.ToLower(v) {
+			case "", "true", "false", "yes", "no", "on", "off", "1", "0":
+				return nil
+			}
+		}
+		for i, w := range strings.Fields(v) {
+			w = strings.Trim(w, `'"`)
+			if !strings.Contains(w, "/") || strings.ContainsAny(w, "$`*?") || strings.HasPrefix(w, "-") {
+				continue
+			}
+			p := plan.configPath(w, worktree)
+			if p == "" || !inWritable(p) {
+				continue
+			}
+			st, err := os.Lstat(p)
+			switch {
+			case err == nil && st.Mode()&os.ModeSymlink != 0:
+				return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
+			case err == nil && st.Mode().IsRegular():
+				plan.readOnly = append(plan.readOnly, p)
+			case os.IsNotExist(err) && i == 0:
+				return errorf("protected", p, nil, "git config %s (in %s) runs it but it does not exist: the command could create it; create it or remove the setting", name, f)
+			case err != nil && !os.IsNotExist(err):
+				return errorf("protected", p, err, "cannot check the program git config %s names", name)
+			}
+		}
+		return nil
+	}
+	base := worktree
+	if kind == includeFile {
+		base = filepath.Dir(f)
+	}
+	p := plan.configPath(v, base)
+	if p == "" {
+		return nil
+	}
+	if inWritable(p) {
+		st, err := os.Lstat(p)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			return errorf("protected", p, nil, "git config %s (in %s) names it and it is a symlink: it cannot be kept read-only", name, f)
+		case err == nil:
+			plan.readOnly = append(plan.readOnly, p)
+		case os.IsNotExist(err) && kind == hooksDir:
+			plan.makeDirs = append(plan.makeDirs, p)
+			plan.readOnly = append(plan.readOnly, p)
+		case os.IsNotExist(err) && kind == includeFile:
+			return errorf("protected", p, nil, "git config %s (in %s) includes it but it does not exist: the command could write config there; create it or remove the setting", name, f)
+		case os.IsNotExist(err):
+			// data only (attributes, excludes, a template): what the workspace's own
+			// .gitattributes or .gitignore could say anyway
+		default:
+			return errorf("protected", p, err, "cannot check the path git config %s names", name)
+		}
+	}
+	if kind == includeFile {
+		return plan.guardConfigFile(p, worktree, inWritable, depth+1)
+	}
+	return nil
+}
+
+// configPath is the path a config value v names: "~/" and "~user/" expanded as git does
+// (the caller's home, rb.home), a relative one joined to base ("" when base is ""), or ""
+// when it cannot be told.
+func (plan *gitPlan) configPath(v, base string) string {
+	if v == "" {
+		return ""
+	}
+	if strings.HasPrefix(v, "~") {
+		u, rest, _ := strings.Cut(v[1:], "/")
+		home := ""
+		if u == "" {
+			home = plan.reads.rb.homeDir()
+		} else if pw, err := user.Lookup(u); err == nil {
+			home = pw.HomeDir
+		}
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		return filepath.Join(home, rest)
+	}
+	if filepath.IsAbs(v) {
+		return filepath.Clean(v)
+	}
+	if base == "" {
+		return ""
+	}
+	return filepath.Join(base, v)
+}
