@@ -669,8 +669,8 @@ func gitDirAccessible(gd string) error {
 	n := 0
 	var walk func(d string, depth int) error
 	walk = func(d string, depth int) error {
-		if n++; n > budget || depth > 32 {
-			return errorf("protected", gd, nil, "more than %d directories (or %d levels) in this git dir outside its object stores; gosbx cannot check them all", budget, 32)
+		if n++; n > budget || depth > cleanup.MaxWalkDepth {
+			return errorf("protected", gd, nil, "more than %d directories (or %d levels) in this git dir outside its object stores; gosbx cannot check them all", budget, cleanup.MaxWalkDepth)
 		}
 		if err := accessible(d); err != nil {
 			return err
@@ -719,7 +719,7 @@ func accessible(d string) error {
 func noSymlinksIn(gd string) error {
 	var walk func(d string, depth int) error
 	walk = func(d string, depth int) error {
-		if depth > 32 {
+		if depth > cleanup.MaxWalkDepth {
 			return nil // gitDirAccessible refused deeper trees already
 		}
 		ents, err := readDirCapped(d)

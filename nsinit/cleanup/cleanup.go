@@ -29,8 +29,8 @@ const (
 	// the object it was at launch (KeepIDs: another type, device or inode).
 	RemoveNewEntries Kind = "remove-new-entries"
 	// RemoveSpecialUnder: every symlink, FIFO, socket and device under the directory
-	// Path is removed, at most 32 levels deep, not descending into directories that
-	// match Skip.
+	// Path is removed, not descending into directories that match Skip; a directory
+	// deeper than MaxWalkDepth levels is removed whole (nothing is left unwalked).
 	RemoveSpecialUnder Kind = "remove-special-under"
 	// RestoreSymlink: Path must be a symlink whose text is Target; whatever else is
 	// there after the run (another symlink, a file, a tree) is removed and the symlink
@@ -149,7 +149,10 @@ func removeNewEntries(dir string, keep []string, ids []ID) (removed, failed []st
 	err = eachName(f, func(n string) {
 		id, isKept := kept[n]
 		var st unix.Stat_t
-		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				failed = report(failed, filepath.Join(dir, n)+": "+err.Error())
+			}
 			return
 		}
 		if isKept && (id == nil || *id == IDOf(&st)) {
@@ -197,16 +200,34 @@ func eachName(f *os.File, fn func(string)) error {
 	}
 }
 
-// removeSpecial removes every symlink, FIFO, socket and device under dir.
+// MaxWalkDepth is how many directory levels below its Path a RemoveSpecialUnder entry
+// walks (the launch refuses a git dir deeper than that: policy's gitDirAccessible). A
+// directory below it is removed whole rather than left unwalked: a symlink 40 levels
+// down (a deep branch's reflog) would be followed by the host's next git commit.
+const MaxWalkDepth = 32
+
+// removeSpecial removes every symlink, FIFO, socket and device under dir, and every
+// directory deeper than MaxWalkDepth. What it cannot inspect (an entry it cannot stat,
+// a directory it cannot open or read) is removed when it can be, else reported.
 func removeSpecial(dir string, skip []string) (removed, failed []string) {
 	var walk func(fd int, dir string, depth int)
 	walk = func(fd int, dir string, depth int) {
 		f := os.NewFile(uintptr(fd), dir)
 		defer f.Close()
+		removeWhole := func(n, p, why string) {
+			if err := removeAt(fd, n, true, 0); err != nil {
+				failed = report(failed, p+": "+why+"; removing it: "+err.Error())
+			} else {
+				removed = report(removed, p)
+			}
+		}
 		err := eachName(f, func(n string) {
 			p := filepath.Join(dir, n)
 			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if !errors.Is(err, unix.ENOENT) {
+					failed = report(failed, p+": "+err.Error())
+				}
 				return
 			}
 			switch t := st.Mode & unix.S_IFMT; {
@@ -216,17 +237,30 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 				} else {
 					removed = report(removed, p)
 				}
-			case t != unix.S_IFDIR || depth >= 32 || skipped(skip, filepath.Base(dir)+"/"+n):
+			case t != unix.S_IFDIR || skipped(skip, filepath.Base(dir)+"/"+n):
+			case depth >= MaxWalkDepth:
+				removeWhole(n, p, fmt.Sprintf("a directory more than %d levels deep", MaxWalkDepth))
 			default:
 				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
 					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				}
-				if err != nil {
-					failed = report(failed, p+": "+err.Error())
-					return
+				switch {
+				case errors.Is(err, unix.ENOENT):
+				case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+					// replaced meanwhile (a live session's background process): looked at again
+					if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+						if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+							failed = report(failed, p+": "+err.Error())
+						} else {
+							removed = report(removed, p)
+						}
+					}
+				case err != nil:
+					removeWhole(n, p, "cannot open it to look for symlinks: "+err.Error())
+				default:
+					walk(sub, p, depth+1)
 				}
-				walk(sub, p, depth+1)
 			}
 		})
 		if err != nil {
