@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +37,11 @@ const (
 	// there after the run (another symlink, a file, a tree) is removed and the symlink
 	// made again. For a symlink no mount can make read-only.
 	RestoreSymlink Kind = "restore-symlink"
+	// RemovePackedRefs: the refs of the packed-refs file Path whose names start with
+	// Prefix and whose lines are not in Keep (as they were at launch) are removed from
+	// it. For replace refs (refs/replace/), which make the host's git show other
+	// objects than it pushes, and which no mount can keep out of packed-refs.
+	RemovePackedRefs Kind = "remove-packed-refs"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -44,7 +50,8 @@ const (
 type Entry struct {
 	Kind Kind   `json:"kind"`
 	Path string `json:"path"`
-	// Keep (RemoveNewEntries) are the names of Path's entries that stay.
+	// Keep (RemoveNewEntries) are the names of Path's entries that stay; for
+	// RemovePackedRefs, the lines ("<oid> <ref>") that stay.
 	Keep []string `json:"keep,omitempty"`
 	// KeepIDs (RemoveNewEntries), one per Keep name when given, are what each name was
 	// at launch; a name whose entry differs after the run (replaced: a stray file made
@@ -55,6 +62,8 @@ type Entry struct {
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
+	// Prefix (RemovePackedRefs) is the start of the ref names removed ("refs/replace/").
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
@@ -74,10 +83,12 @@ func IDOf(st *unix.Stat_t) ID {
 // below /. config.Validate calls it for each of a config's entries.
 func (e Entry) Check() error {
 	switch {
-	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink:
+	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
+	case e.Kind == RemovePackedRefs && !strings.HasPrefix(e.Prefix, "refs/"):
+		return fmt.Errorf("cleanup %s of %s: prefix %q is not below refs/", e.Kind, e.Path, e.Prefix)
 	case len(e.KeepIDs) != 0 && len(e.KeepIDs) != len(e.Keep):
 		return fmt.Errorf("cleanup %s of %s: %d identities for %d kept names", e.Kind, e.Path, len(e.KeepIDs), len(e.Keep))
 	}
@@ -85,11 +96,11 @@ func (e Entry) Check() error {
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
-// RemoveNewEntries and RemoveSpecialUnder. It returns the paths removed and, for what could not be
+// RemoveNewEntries, RemoveSpecialUnder and RemovePackedRefs. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -107,6 +118,8 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removeNewEntries(e.Path, e.Keep, e.KeepIDs)
 			case RemoveSpecialUnder:
 				r, f = removeSpecial(e.Path, e.Skip)
+			case RemovePackedRefs:
+				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
 			case RestoreSymlink:
 				switch replaced, err := restoreSymlink(e.Path, e.Target); {
 				case err != nil:
