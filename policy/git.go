@@ -339,6 +339,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 			}
 		}
 	}
+	if err := plan.guardReplaceRefs(gd); err != nil {
+		return err
+	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
 			plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, d))
@@ -660,8 +663,8 @@ func gitDirAccessible(gd string) error {
 	n := 0
 	var walk func(d string, depth int) error
 	walk = func(d string, depth int) error {
-		if n++; n > budget || depth > 32 {
-			return errorf("protected", gd, nil, "more than %d directories (or %d levels) in this git dir outside its object stores; gosbx cannot check them all", budget, 32)
+		if n++; n > budget || depth > cleanup.MaxWalkDepth {
+			return errorf("protected", gd, nil, "more than %d directories (or %d levels) in this git dir outside its object stores; gosbx cannot check them all", budget, cleanup.MaxWalkDepth)
 		}
 		if err := accessible(d); err != nil {
 			return err
@@ -710,7 +713,7 @@ func accessible(d string) error {
 func noSymlinksIn(gd string) error {
 	var walk func(d string, depth int) error
 	walk = func(d string, depth int) error {
-		if depth > 32 {
+		if depth > cleanup.MaxWalkDepth {
 			return nil // gitDirAccessible refused deeper trees already
 		}
 		ents, err := readDirCapped(d)

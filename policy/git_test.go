@@ -381,11 +381,11 @@ func TestGuardGitPlan(t *testing.T) {
 	inside := func(p string) bool { return strings.HasPrefix(p, base+"/") }
 
 	plan, _ := guardGit(gd, GitCommit, inside, nil, nil)
-	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info")}
+	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info"), filepath.Join(gd, "refs", "replace")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
-	// info/ is missing, and so is modules/ (no submodule git dir yet: none may be made)
-	if !slices.Equal(plan.makeDirs, []string{filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
-		t.Errorf("makeDirs = %q; want info/ and modules/", plan.makeDirs)
+	// refs/replace and info/ are missing, and so is modules/ (no submodule git dir yet: none may be made)
+	if !slices.Equal(plan.makeDirs, []string{filepath.Join(gd, "refs", "replace"), filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
+		t.Errorf("makeDirs = %q; want refs/replace, info/ and modules/", plan.makeDirs)
 	}
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)
@@ -668,5 +668,48 @@ func mkdirAll(t *testing.T, d string, perm os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(d, perm); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Commit mode guards replace refs (attack review 27 F8): refs/replace read-only, what
+// is there kept by identity, packed-refs' replace lines kept as they are; a repository
+// whose refs are in a reftable is refused.
+func TestGuardReplaceRefs(t *testing.T) {
+	base := canonTempDir(t)
+	gd := filepath.Join(base, ".git")
+	fakeGitDir(t, gd)
+	if err := os.MkdirAll(filepath.Join(gd, "refs", "replace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, filepath.Join(gd, "refs", "replace", "aaaa"))
+	if err := os.WriteFile(filepath.Join(gd, "packed-refs"), []byte("1 refs/heads/main\n2 refs/replace/bbbb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inside := func(p string) bool { return strings.HasPrefix(p, base+"/") }
+	plan, err := guardGit(gd, GitCommit, inside, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := filepath.Join(gd, "refs", "replace")
+	if !slices.Contains(plan.readOnly, rr) {
+		t.Errorf("refs/replace is not read-only: %q", plan.readOnly)
+	}
+	var entries, packed int
+	for _, e := range plan.cleanups {
+		switch {
+		case e.Kind == cleanup.RemoveNewEntries && e.Path == rr && slices.Equal(e.Keep, []string{"aaaa"}) && len(e.KeepIDs) == 1:
+			entries++
+		case e.Kind == cleanup.RemovePackedRefs && e.Prefix == "refs/replace/" && slices.Equal(e.Keep, []string{"2 refs/replace/bbbb"}):
+			packed++
+		}
+	}
+	if entries != 1 || packed != 1 {
+		t.Errorf("cleanups %+v: want refs/replace's entries kept and packed-refs' replace line kept", plan.cleanups)
+	}
+	if err := os.Mkdir(filepath.Join(gd, "reftable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := guardGit(gd, GitCommit, inside, nil, nil); err == nil || !strings.Contains(err.Error(), "reftable") {
+		t.Errorf("a reftable repository: %v, want refused naming it", err)
 	}
 }

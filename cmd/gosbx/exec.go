@@ -303,6 +303,10 @@ func execute(o policy.Options, status *os.File) error {
 		if madeForMount(spec, p) {
 			continue // a tmpfs mount point the launch made in a host tree, as expected
 		}
+		if note := policy.ReplaceRefNote(p); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "gosbx: the command created (or replaced) %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p))
 	}
 	for _, p := range cmd.Result.NotRemoved {

@@ -806,6 +806,10 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 func cleanupNotes(r *nsinit.Result) []string {
 	var out []string
 	for _, p := range r.Removed {
+		if note := policy.ReplaceRefNote(p); note != "" {
+			out = append(out, note+"\n")
+			continue
+		}
 		out = append(out, fmt.Sprintf("gosbx: the session's commands created (or replaced) %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p)))
 	}
 	for _, p := range r.NotRemoved {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,13 +30,18 @@ const (
 	// the object it was at launch (KeepIDs: another type, device or inode).
 	RemoveNewEntries Kind = "remove-new-entries"
 	// RemoveSpecialUnder: every symlink, FIFO, socket and device under the directory
-	// Path is removed, at most 32 levels deep, not descending into directories that
-	// match Skip.
+	// Path is removed, not descending into directories that match Skip; a directory
+	// deeper than MaxWalkDepth levels is removed whole (nothing is left unwalked).
 	RemoveSpecialUnder Kind = "remove-special-under"
 	// RestoreSymlink: Path must be a symlink whose text is Target; whatever else is
 	// there after the run (another symlink, a file, a tree) is removed and the symlink
 	// made again. For a symlink no mount can make read-only.
 	RestoreSymlink Kind = "restore-symlink"
+	// RemovePackedRefs: the refs of the packed-refs file Path whose names start with
+	// Prefix and whose lines are not in Keep (as they were at launch) are removed from
+	// it. For replace refs (refs/replace/), which make the host's git show other
+	// objects than it pushes, and which no mount can keep out of packed-refs.
+	RemovePackedRefs Kind = "remove-packed-refs"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -44,7 +50,8 @@ const (
 type Entry struct {
 	Kind Kind   `json:"kind"`
 	Path string `json:"path"`
-	// Keep (RemoveNewEntries) are the names of Path's entries that stay.
+	// Keep (RemoveNewEntries) are the names of Path's entries that stay; for
+	// RemovePackedRefs, the lines ("<oid> <ref>") that stay.
 	Keep []string `json:"keep,omitempty"`
 	// KeepIDs (RemoveNewEntries), one per Keep name when given, are what each name was
 	// at launch; a name whose entry differs after the run (replaced: a stray file made
@@ -55,6 +62,8 @@ type Entry struct {
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
+	// Prefix (RemovePackedRefs) is the start of the ref names removed ("refs/replace/").
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
@@ -74,10 +83,12 @@ func IDOf(st *unix.Stat_t) ID {
 // below /. config.Validate calls it for each of a config's entries.
 func (e Entry) Check() error {
 	switch {
-	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink:
+	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
+	case e.Kind == RemovePackedRefs && !strings.HasPrefix(e.Prefix, "refs/"):
+		return fmt.Errorf("cleanup %s of %s: prefix %q is not below refs/", e.Kind, e.Path, e.Prefix)
 	case len(e.KeepIDs) != 0 && len(e.KeepIDs) != len(e.Keep):
 		return fmt.Errorf("cleanup %s of %s: %d identities for %d kept names", e.Kind, e.Path, len(e.KeepIDs), len(e.Keep))
 	}
@@ -85,11 +96,11 @@ func (e Entry) Check() error {
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
-// RemoveNewEntries and RemoveSpecialUnder. It returns the paths removed and, for what could not be
+// RemoveNewEntries, RemoveSpecialUnder and RemovePackedRefs. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -107,6 +118,8 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removeNewEntries(e.Path, e.Keep, e.KeepIDs)
 			case RemoveSpecialUnder:
 				r, f = removeSpecial(e.Path, e.Skip)
+			case RemovePackedRefs:
+				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
 			case RestoreSymlink:
 				switch replaced, err := restoreSymlink(e.Path, e.Target); {
 				case err != nil:
@@ -149,7 +162,10 @@ func removeNewEntries(dir string, keep []string, ids []ID) (removed, failed []st
 	err = eachName(f, func(n string) {
 		id, isKept := kept[n]
 		var st unix.Stat_t
-		if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				failed = report(failed, filepath.Join(dir, n)+": "+err.Error())
+			}
 			return
 		}
 		if isKept && (id == nil || *id == IDOf(&st)) {
@@ -197,16 +213,34 @@ func eachName(f *os.File, fn func(string)) error {
 	}
 }
 
-// removeSpecial removes every symlink, FIFO, socket and device under dir.
+// MaxWalkDepth is how many directory levels below its Path a RemoveSpecialUnder entry
+// walks (the launch refuses a git dir deeper than that: policy's gitDirAccessible). A
+// directory below it is removed whole rather than left unwalked: a symlink 40 levels
+// down (a deep branch's reflog) would be followed by the host's next git commit.
+const MaxWalkDepth = 32
+
+// removeSpecial removes every symlink, FIFO, socket and device under dir, and every
+// directory deeper than MaxWalkDepth. What it cannot inspect (an entry it cannot stat,
+// a directory it cannot open or read) is removed when it can be, else reported.
 func removeSpecial(dir string, skip []string) (removed, failed []string) {
 	var walk func(fd int, dir string, depth int)
 	walk = func(fd int, dir string, depth int) {
 		f := os.NewFile(uintptr(fd), dir)
 		defer f.Close()
+		removeWhole := func(n, p, why string) {
+			if err := removeAt(fd, n, true, 0); err != nil {
+				failed = report(failed, p+": "+why+"; removing it: "+err.Error())
+			} else {
+				removed = report(removed, p)
+			}
+		}
 		err := eachName(f, func(n string) {
 			p := filepath.Join(dir, n)
 			var st unix.Stat_t
-			if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if !errors.Is(err, unix.ENOENT) {
+					failed = report(failed, p+": "+err.Error())
+				}
 				return
 			}
 			switch t := st.Mode & unix.S_IFMT; {
@@ -216,17 +250,30 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 				} else {
 					removed = report(removed, p)
 				}
-			case t != unix.S_IFDIR || depth >= 32 || skipped(skip, filepath.Base(dir)+"/"+n):
+			case t != unix.S_IFDIR || skipped(skip, filepath.Base(dir)+"/"+n):
+			case depth >= MaxWalkDepth:
+				removeWhole(n, p, fmt.Sprintf("a directory more than %d levels deep", MaxWalkDepth))
 			default:
 				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if errors.Is(err, unix.EACCES) && ownerRWX(fd, n) == nil {
 					sub, err = unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				}
-				if err != nil {
-					failed = report(failed, p+": "+err.Error())
-					return
+				switch {
+				case errors.Is(err, unix.ENOENT):
+				case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+					// replaced meanwhile (a live session's background process): looked at again
+					if unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+						if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+							failed = report(failed, p+": "+err.Error())
+						} else {
+							removed = report(removed, p)
+						}
+					}
+				case err != nil:
+					removeWhole(n, p, "cannot open it to look for symlinks: "+err.Error())
+				default:
+					walk(sub, p, depth+1)
 				}
-				walk(sub, p, depth+1)
 			}
 		})
 		if err != nil {

@@ -117,7 +117,7 @@ func ownerRWX(dir int, name string) error {
 }
 
 // removeAt removes name in the directory dir: a directory with everything in it, by
-// descriptor, at most 64 levels deep. A directory in the way that its owner cannot
+// descriptor (64 levels recursively, below that by removeFlat, at any depth). A directory in the way that its owner cannot
 // write, search or read gets u+rwx (removeNoFollow).
 func removeAt(dir int, name string, isDir bool, depth int) error {
 	err := removeOne(dir, name, isDir, depth)
@@ -135,7 +135,7 @@ func removeOne(dir int, name string, isDir bool, depth int) error {
 		return unix.Unlinkat(dir, name, 0)
 	}
 	if depth > 64 {
-		return unix.ELOOP
+		return removeFlat(dir, name)
 	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.EACCES) && ownerRWX(dir, name) == nil {
@@ -153,4 +153,100 @@ func removeOne(dir int, name string, isDir bool, depth int) error {
 	})
 	f.Close()
 	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+}
+
+// removeFlat removes the directory name in dir with everything in it, however deep,
+// holding a bounded number of descriptors: each subdirectory's entries are moved up
+// into the top directory (renameat2 RENAME_NOREPLACE, under a new name) and the emptied
+// subdirectory removed, pass after pass, until the top directory is empty. Every entry
+// is moved at most once per level above it, and nothing is followed. It fails when a
+// pass removes nothing.
+func removeFlat(dir int, name string) error {
+	ownerRWX(dir, name)
+	top, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(top)
+	serial := 0
+	for {
+		done, left, err := flattenPass(top, &serial)
+		if left == 0 {
+			break
+		}
+		if done == 0 {
+			if err == nil {
+				err = unix.ENOTEMPTY
+			}
+			return err
+		}
+	}
+	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+}
+
+// flattenPass is one pass of removeFlat over top: it returns how many entries it
+// removed, how many it saw, and the first error.
+func flattenPass(top int, serial *int) (done, seen int, first error) {
+	fail := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	rd, err := unix.Openat(top, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, 1, err
+	}
+	f := os.NewFile(uintptr(rd), ".")
+	defer f.Close()
+	err = eachName(f, func(n string) {
+		seen++
+		var st unix.Stat_t
+		if err := unix.Fstatat(top, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			fail(err)
+			return
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if err := unix.Unlinkat(top, n, 0); err != nil {
+				fail(err)
+			} else {
+				done++
+			}
+			return
+		}
+		ownerRWX(top, n)
+		sub, err := unix.Openat(top, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fail(err)
+			return
+		}
+		sf := os.NewFile(uintptr(sub), n)
+		if err := eachName(sf, func(e string) {
+			var est unix.Stat_t
+			if unix.Fstatat(sub, e, &est, unix.AT_SYMLINK_NOFOLLOW) == nil && est.Mode&unix.S_IFMT == unix.S_IFDIR {
+				ownerRWX(sub, e) // moving a directory writes its ".."
+			}
+			for {
+				*serial++
+				err := unix.Renameat2(sub, e, top, ".gosbx-rm-"+strconv.Itoa(*serial), unix.RENAME_NOREPLACE)
+				if !errors.Is(err, unix.EEXIST) {
+					if err != nil {
+						fail(err)
+					}
+					return
+				}
+			}
+		}); err != nil {
+			fail(err)
+		}
+		sf.Close()
+		if err := unix.Unlinkat(top, n, unix.AT_REMOVEDIR); err != nil {
+			fail(err)
+		} else {
+			done++
+		}
+	})
+	if err != nil {
+		fail(err)
+	}
+	return done, seen, first
 }

@@ -104,6 +104,7 @@ func Encode(c *Config) []byte {
 		}
 		e.Strs(x.Skip)
 		e.Str(x.Target)
+		e.Str(x.Prefix)
 	}
 	e.Bool(c.Egress != nil)
 	if c.Egress != nil {
@@ -210,7 +211,7 @@ func Decode(b []byte) (*Config, error) {
 		}
 	}
 	c.ReadonlyOptional = d.Strs()
-	if n := d.Count(6); n > 0 {
+	if n := d.Count(7); n > 0 {
 		c.Cleanup = make([]cleanup.Entry, n)
 		for i := range c.Cleanup {
 			x := cleanup.Entry{Kind: cleanup.Kind(d.Str()), Path: d.Str(), Keep: d.Strs()}
@@ -220,7 +221,7 @@ func Decode(b []byte) (*Config, error) {
 					x.KeepIDs[j] = cleanup.ID{Dev: d.Uint(), Ino: d.Uint(), Type: uint32(d.Uint())}
 				}
 			}
-			x.Skip, x.Target = d.Strs(), d.Str()
+			x.Skip, x.Target, x.Prefix = d.Strs(), d.Str(), d.Str()
 			c.Cleanup[i] = x
 		}
 	}

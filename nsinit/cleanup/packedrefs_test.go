@@ -1,0 +1,40 @@
+package cleanup
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// RemovePackedRefs drops the replace refs not there at launch, with their peeled lines,
+// keeps every other line and the kept replace ref, and leaves an unchanged file alone.
+func TestRemovePackedRefs(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "packed-refs")
+	kept := "1111 refs/replace/aaaa"
+	in := "# pack-refs with: peeled fully-peeled sorted \n2222 refs/heads/main\n" + kept + "\n3333 refs/replace/bbbb\n^4444\n5555 refs/tags/v1\n^6666\n"
+	os.WriteFile(p, []byte(in), 0o640)
+	removed, failed := Run([]Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/replace/", Keep: []string{kept}}})
+	if len(failed) != 0 || len(removed) != 1 || removed[0] != p+": refs/replace/bbbb" {
+		t.Fatalf("removed %q, failed %q", removed, failed)
+	}
+	want := "# pack-refs with: peeled fully-peeled sorted \n2222 refs/heads/main\n" + kept + "\n5555 refs/tags/v1\n^6666\n"
+	if b, _ := os.ReadFile(p); string(b) != want {
+		t.Errorf("packed-refs is %q, want %q", b, want)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", st.Mode())
+	}
+	if removed, failed := Run([]Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/replace/", Keep: []string{kept}}}); len(removed)+len(failed) != 0 {
+		t.Errorf("a second run removed %q, failed %q", removed, failed)
+	}
+	// a symlink is not followed (RemoveSpecialUnder removes it)
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("3333 refs/replace/bbbb\n"), 0o644)
+	os.Remove(p)
+	os.Symlink(victim, p)
+	Run([]Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/replace/"}})
+	if b, _ := os.ReadFile(victim); string(b) != "3333 refs/replace/bbbb\n" {
+		t.Errorf("the symlink's target was rewritten: %q", b)
+	}
+}

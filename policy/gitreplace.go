@@ -1,0 +1,103 @@
+package policy
+
+import (
+	"bufio"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
+)
+
+// maxReplaceRefs bounds the replace refs a repository may hold at launch (each is kept
+// by name in the after-run cleanup's entry).
+const maxReplaceRefs = 10000
+
+// guardReplaceRefs keeps the writable git dir gd from gaining replace refs
+// (git-replace(1): refs/replace/<oid> makes every read of <oid> by the host's git, log,
+// diff, show, checkout, show another object, while a push sends the real one: a
+// reviewed diff that is not what is pushed). refs/replace is read-only (created empty
+// when missing); what the command adds anyway (in a refs directory it renamed and made
+// again, or as a line of packed-refs) is removed after the run. A repository whose refs
+// are in a reftable (extensions.refStorage, git 2.45) is refused: gosbx cannot check
+// one. A linked worktree's git dir (with a commondir) has no replace refs of its own.
+func (plan *gitPlan) guardReplaceRefs(gd string) error {
+	if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(gd, "reftable")); !errors.Is(err, fs.ErrNotExist) {
+		return errorf("protected", filepath.Join(gd, "reftable"), err,
+			"this repository keeps its refs in a reftable, where gosbx cannot find the replace refs (git replace) a command could add to make the host's git show other content than it pushes; use git: readonly for it")
+	}
+	rr := filepath.Join(gd, "refs", "replace")
+	ents, err := readDirCapped(rr)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		plan.makeDirs = append(plan.makeDirs, rr)
+	case err != nil:
+		return errorf("protected", rr, err, "cannot read the repository's replace refs, so cannot guard them")
+	}
+	keep, ids := []string{}, []cleanup.ID{}
+	for _, e := range ents {
+		var st unix.Stat_t
+		p := filepath.Join(rr, e.Name())
+		if err := unix.Lstat(p, &st); err != nil {
+			return errorf("protected", p, err, "cannot read the repository's replace refs, so cannot guard them")
+		}
+		keep, ids = append(keep, e.Name()), append(ids, cleanup.IDOf(&st))
+	}
+	plan.readOnly = append(plan.readOnly, rr)
+	plan.noNewEntries(rr, keep, ids)
+	packed, err := packedReplaceRefs(filepath.Join(gd, "packed-refs"))
+	if err != nil {
+		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its replace refs")
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: "refs/replace/", Keep: packed})
+	return nil
+}
+
+// packedReplaceRefs returns the lines ("<oid> refs/replace/…") of the packed-refs file
+// p, none when there is none; p is opened without following a symlink or blocking on
+// a FIFO (noSymlinksIn refused both already).
+func packedReplaceRefs(p string) ([]string, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<16)
+	for sc.Scan() {
+		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, "refs/replace/") {
+			if out = append(out, sc.Text()); len(out) > maxReplaceRefs {
+				return nil, errors.New("more than 10000 replace refs")
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// ReplaceRefNote returns, for a path the after-run cleanup removed (nsinit.Result.Removed),
+// the stderr line that says it was a replace ref the command added ("gosbx: note: …",
+// no newline), and "" for any other path.
+func ReplaceRefNote(p string) string {
+	file, ref, packed := strings.Cut(p, ": ")
+	if !(packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/replace/")) &&
+		!strings.Contains(p, "/refs/replace/") {
+		return ""
+	}
+	return "gosbx: note: removed the replace ref the command added at " + Shown(p) +
+		" (git replace: the host's git would show other content than it pushes)"
+}
