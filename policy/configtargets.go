@@ -31,13 +31,23 @@ func configTarget(e configEntry) configTargetKind {
 	switch {
 	case k == "path" && (s == "include" || s == "includeif"):
 		return includeFile
-	case s == "core" && k == "hookspath":
+	case s == "core" && k == "hookspath",
+		s == "init" && k == "templatedir": // its hooks/ is copied into each new repository
 		return hooksDir
 	case s == "core" && (k == "attributesfile" || k == "excludesfile"),
 		s == "commit" && k == "template",
-		s == "gpg" && e.sub == "ssh" && k == "allowedsignersfile":
+		s == "gpg" && e.sub == "ssh" && (k == "allowedsignersfile" || k == "revocationfile"),
+		s == "sendemail" && (k == "aliasesfile" || k == "smtpsslcertpath"),
+		s == "http" && (k == "sslcapath" || k == "sslcainfo" || k == "cookiefile"),
+		s == "instaweb" && k == "modulepath": // httpd loads modules from it
 		return dataFile
-	case s == "core" && (k == "fsmonitor" || k == "sshcommand" || k == "pager" || k == "editor" || k == "askpass" || k == "gitproxy"),
+	case s == "core" && (k == "fsmonitor" || k == "sshcommand" || k == "pager" || k == "editor" || k == "askpass" || k == "gitproxy" || k == "alternaterefscommand"),
+		s == "submodule" && k == "update" && strings.HasPrefix(strings.TrimSpace(e.value), "!"),
+		s == "trailer" && (k == "cmd" || k == "command"),
+		s == "guitool" && k == "cmd",
+		s == "imap" && k == "tunnel",
+		s == "instaweb" && (k == "httpd" || k == "browser"),
+		s == "help" && k == "browser",
 		s == "sequence" && k == "editor",
 		s == "pager",
 		s == "alias" && strings.HasPrefix(strings.TrimSpace(e.value), "!"),
@@ -51,7 +61,7 @@ func configTarget(e configEntry) configTargetKind {
 		s == "web" && k == "browser",
 		s == "remote" && (k == "uploadpack" || k == "receivepack"),
 		s == "uploadpack" && k == "packobjectshook",
-		s == "sendemail" && (k == "sendmailcmd" || k == "smtpserver"),
+		s == "sendemail" && (k == "sendmailcmd" || k == "smtpserver" || k == "tocmd" || k == "cccmd"),
 		s == "hook" && k == "command":
 		return command
 	}
@@ -111,6 +121,10 @@ func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(str
 		files = append(files, filepath.Join(c, "config"))
 	}
 	for _, f := range files {
+		f, err := resolveWritable(f, "git (a config file it reads)", inWritable)
+		if err != nil {
+			return err
+		}
 		if inWritable(f) && filepath.Base(f) == "config.worktree" {
 			if _, err := os.Lstat(f); err == nil {
 				plan.readOnly = append(plan.readOnly, f)
@@ -127,10 +141,18 @@ func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(str
 // alone, with no checkout (relative settings other than includes are left to the
 // repositories' guards): host git reads them wherever it runs.
 func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
-	for _, f := range plan.reads.rb.globalFiles() {
+	for _, g := range plan.reads.rb.globalFiles() {
+		f, err := resolveWritable(g, "git (a config file it reads)", inWritable)
+		if err != nil {
+			return err
+		}
 		if inWritable(f) {
-			if _, err := os.Lstat(f); err == nil {
+			_, err := os.Lstat(f)
+			switch {
+			case err == nil:
 				plan.readOnly = append(plan.readOnly, f)
+			case f != g && os.IsNotExist(err):
+				return errorf("protected", f, nil, "the git config file %s is a symlink to this missing file in a tree the sandbox can write: the command could create it; create it or remove the link", g)
 			}
 		}
 		if err := plan.guardConfigFile(f, "", inWritable, 0); err != nil {
@@ -195,25 +217,9 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 				return nil
 			}
 		}
-		for i, w := range strings.Fields(v) {
-			w = strings.Trim(w, `'"`)
-			if !strings.Contains(w, "/") || strings.ContainsAny(w, "$`*?") || strings.HasPrefix(w, "-") {
-				continue
-			}
-			p := plan.configPath(w, worktree)
-			if p == "" || !inWritable(p) {
-				continue
-			}
-			st, err := os.Lstat(p)
-			switch {
-			case err == nil && st.Mode()&os.ModeSymlink != 0:
-				return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
-			case err == nil && st.Mode().IsRegular():
-				plan.readOnly = append(plan.readOnly, p)
-			case os.IsNotExist(err) && i == 0:
-				return errorf("protected", p, nil, "git config %s (in %s) runs it but it does not exist: the command could create it; create it or remove the setting", name, f)
-			case err != nil && !os.IsNotExist(err):
-				return errorf("protected", p, err, "cannot check the program git config %s names", name)
+		for _, w := range commandWords(v) {
+			if err := plan.guardCommandWord(f, worktree, name, w, inWritable); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -225,6 +231,10 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 	p := plan.configPath(v, base)
 	if p == "" {
 		return nil
+	}
+	p, err := resolveWritable(p, "git config "+name+" (in "+f+")", inWritable)
+	if err != nil {
+		return err
 	}
 	if inWritable(p) {
 		st, err := os.Lstat(p)
@@ -278,4 +288,64 @@ func (plan *gitPlan) configPath(v, base string) string {
 		return ""
 	}
 	return filepath.Join(base, v)
+}
+
+// guardCommandWord guards what one word of the command git config name (in f) runs
+// names in a writable tree: the path in an option (-o...=PATH, -FPATH) or the word, when
+// it holds a slash, taken relative to the worktree and, after a `cd DIR`, to DIR too:
+// each that is a regular file made read-only; a symlink refused; a missing program (the
+// word git's shell runs, in the cd's directory) refused, since the command could create
+// it; a path the guard cannot tell (an expansion, a cd it cannot follow) refused.
+func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWritable func(string) bool) error {
+	t := w.text
+	if strings.HasPrefix(t, "-") {
+		if i := strings.IndexByte(t, '='); i >= 0 {
+			t = t[i+1:]
+		} else if len(t) > 2 && t[1] != '-' {
+			t = t[2:]
+		} else {
+			return nil
+		}
+	}
+	if !strings.Contains(t, "/") || strings.ContainsAny(t, "*?[") {
+		return nil
+	}
+	if w.unknown {
+		return errorf("protected", f, nil, "git config %s runs a shell command whose path %q depends on an expansion or a cd the guard cannot follow, so what it runs cannot be kept read-only: name the program by a literal path (relative to the repository's top or absolute), or remove the setting", name, w.text)
+	}
+	runs := plan.configPath(t, worktree) // the one the shell uses
+	var paths []string
+	if w.dir != "" {
+		if d := plan.configPath(w.dir, worktree); d != "" {
+			if runs != "" {
+				paths = append(paths, runs)
+			}
+			runs = plan.configPath(t, d)
+		}
+	}
+	if runs == "" {
+		return nil
+	}
+	paths = append(paths, runs)
+	for i, p := range paths {
+		p, err := resolveWritable(p, "git config "+name+" (in "+f+")", inWritable)
+		if err != nil {
+			return err
+		}
+		if !inWritable(p) {
+			continue
+		}
+		st, err := os.Lstat(p)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
+		case err == nil && st.Mode().IsRegular():
+			plan.readOnly = append(plan.readOnly, p)
+		case os.IsNotExist(err) && w.program && i == len(paths)-1:
+			return errorf("protected", p, nil, "git config %s (in %s) runs it but it does not exist: the command could create it; create it or remove the setting", name, f)
+		case err != nil && !os.IsNotExist(err):
+			return errorf("protected", p, err, "cannot check the program git config %s names", name)
+		}
+	}
+	return nil
 }
