@@ -123,3 +123,34 @@ func TestGitReview28AliasExpansion(t *testing.T) {
 		t.Errorf("an alias whose program path is an expansion: want 125 naming it\n%v", r)
 	}
 }
+
+// F7: a symlink the previous command planted where a data file the config names was
+// missing (core.excludesFile) does not make every later launch refuse.
+func TestGitReview28PlantedDataLink(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	s.newRepo(s.ws, "base")
+	s.hostGit(s.ws, "config", "core.excludesFile", ".gitignore-local")
+	mustSucceed(t, s.sh(nil, `ln -s /etc/hostname .gitignore-local`), "the planting command")
+	r := s.sh(nil, `echo RAN`)
+	mustSucceed(t, r, "the next launch")
+	if !strings.Contains(r.stdout, "RAN") {
+		t.Errorf("the next launch did not run: %v", r)
+	}
+}
+
+// F6/F7: a file a command setting hands to its program (sh scripts/fmt.sh), or a file
+// git trusts (gpg.ssh.allowedSignersFile), missing in the workspace, could be created by
+// the command: refused, naming the setting.
+func TestGitReview28MissingNamedFileRefused(t *testing.T) {
+	requireBinary(t)
+	for _, c := range [][2]string{{"alias.fmt", "!sh scripts/fmt.sh"}, {"gpg.ssh.allowedSignersFile", ".allowed_signers"}} {
+		s := newSandbox(t, rootCaller)
+		s.newRepo(s.ws, "base")
+		s.hostGit(s.ws, "config", c[0], c[1])
+		r := s.sh(nil, `echo RAN`)
+		if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(strings.ToLower(r.stderr), strings.ToLower(c[0])) {
+			t.Errorf("%s = %s, missing: want 125 naming it\n%v", c[0], c[1], r)
+		}
+	}
+}

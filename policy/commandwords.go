@@ -14,6 +14,9 @@ type cmdWord struct {
 	unknown bool   // its meaning depends on an expansion ($, `) or on a cd the guard cannot follow
 }
 
+// A redirection's target (> out, < in) is data the shell writes or reads, not a word:
+// commandWords leaves it out.
+
 // shellLead are words after which the next word is still in a program's place.
 var shellLead = map[string]bool{
 	"{": true, "!": true, "if": true, "then": true, "else": true, "elif": true, "do": true,
@@ -23,14 +26,15 @@ var shellLead = map[string]bool{
 
 // commandWords splits the command v as sh(1) would into words, following the quoting
 // ('...', "...", \) and the operators ; & | ( ) < > and newline, which end a word (all
-// but the redirections also end a simple command), and a literal `cd DIR` (or pushd),
+// but the redirections also end a simple command; a redirection's target is left out),
+// and a literal `cd DIR` (or pushd),
 // which moves later relative words to DIR. It does not expand anything: a word holding $
 // or ` outside single quotes, and every word after a cd whose directory is not a literal
 // (cd $X, cd -, a bare cd), is marked unknown.
 func commandWords(v string) []cmdWord {
 	var out []cmdWord
 	var b strings.Builder
-	inWord, expand, program, afterCd, unknown := false, false, true, false, false
+	inWord, expand, program, afterCd, unknown, redirect := false, false, true, false, false, false
 	dir := ""
 	var quote byte
 	end := func() {
@@ -43,6 +47,9 @@ func commandWords(v string) []cmdWord {
 		w := cmdWord{text: t, program: program, dir: dir, unknown: unknown || expand}
 		expand = false
 		switch {
+		case redirect:
+			redirect = false
+			return
 		case afterCd:
 			afterCd = false
 			switch {
@@ -105,6 +112,12 @@ func commandWords(v string) []cmdWord {
 			end()
 		case '<', '>':
 			end()
+			if i+1 < len(v) && v[i+1] == '&' { // >&2, <&-: a descriptor, not a file
+				for i++; i+1 < len(v) && (v[i+1] == '-' || v[i+1] >= '0' && v[i+1] <= '9'); i++ {
+				}
+			} else {
+				redirect = true
+			}
 		case ';', '&', '|', '(', ')', '\n':
 			endCommand()
 		default:

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,5 +80,29 @@ func TestConfigTargetCoversGitHelpConfig(t *testing.T) {
 	}
 	if n < 40 {
 		t.Errorf("only %d path-like variables in git help --config: the listing changed shape", n)
+	}
+}
+
+// parseGitConfig keeps a value's inner blanks as git does (review 28 F7): each unquoted
+// TAB, CR or space between words one space, a quoted TAB kept; checked against git
+// config itself on the same text.
+func TestParseGitConfigBlanksAsGit(t *testing.T) {
+	text := "[core]\n\ta = x\ty\n\tb = \"x\ty\"\n\tc = x\ry\n\td = x \t y\n"
+	f := filepath.Join(t.TempDir(), "c")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries, ok := parseGitConfig(text)
+	if !ok || len(entries) != 4 {
+		t.Fatalf("parseGitConfig: %+v %v", entries, ok)
+	}
+	for _, e := range entries {
+		out, err := exec.Command("git", "config", "-f", f, "core."+e.key).Output()
+		if err != nil {
+			t.Skipf("git config: %v", err)
+		}
+		if want := strings.TrimSuffix(string(out), "\n"); e.value != want {
+			t.Errorf("core.%s: parsed %q, git gives %q", e.key, e.value, want)
+		}
 	}
 }

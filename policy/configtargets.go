@@ -20,7 +20,8 @@ const (
 	notTarget   configTargetKind = iota
 	includeFile                  // a config file git reads next (relative: to the including file)
 	hooksDir                     // a directory of programs (relative: to the worktree)
-	dataFile                     // a file git reads (relative: to the worktree)
+	dataFile                     // a file git reads as data the workspace's own files could give (relative: to the worktree)
+	trustFile                    // a file git trusts (signers, CAs, cookies): kept or refused, never left to the command
 	command                      // a shell command (a word with a slash: a program or script)
 )
 
@@ -32,15 +33,17 @@ func configTarget(e configEntry) configTargetKind {
 	case k == "path" && (s == "include" || s == "includeif"):
 		return includeFile
 	case s == "core" && k == "hookspath",
-		s == "init" && k == "templatedir": // its hooks/ is copied into each new repository
+		s == "init" && k == "templatedir",    // its hooks/ is copied into each new repository
+		s == "instaweb" && k == "modulepath": // httpd loads modules from it
 		return hooksDir
 	case s == "core" && (k == "attributesfile" || k == "excludesfile"),
 		s == "commit" && k == "template",
-		s == "gpg" && e.sub == "ssh" && (k == "allowedsignersfile" || k == "revocationfile"),
-		s == "sendemail" && (k == "aliasesfile" || k == "smtpsslcertpath"),
-		s == "http" && (k == "sslcapath" || k == "sslcainfo" || k == "cookiefile"),
-		s == "instaweb" && k == "modulepath": // httpd loads modules from it
+		s == "sendemail" && k == "aliasesfile":
 		return dataFile
+	case s == "gpg" && e.sub == "ssh" && (k == "allowedsignersfile" || k == "revocationfile"),
+		s == "sendemail" && k == "smtpsslcertpath",
+		s == "http" && (k == "sslcapath" || k == "sslcainfo" || k == "cookiefile"):
+		return trustFile
 	case s == "core" && (k == "fsmonitor" || k == "sshcommand" || k == "pager" || k == "editor" || k == "askpass" || k == "gitproxy" || k == "alternaterefscommand"),
 		s == "submodule" && k == "update" && strings.HasPrefix(strings.TrimSpace(e.value), "!"),
 		s == "trailer" && (k == "cmd" || k == "command"),
@@ -239,6 +242,10 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 	if inWritable(p) {
 		st, err := os.Lstat(p)
 		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0 && kind == dataFile:
+			// data the workspace's own .gitattributes or .gitignore could say anyway:
+			// not followed, not refused (an earlier command could have planted it where
+			// the file was missing, and a refusal would stop every later launch)
 		case err == nil && st.Mode()&os.ModeSymlink != 0:
 			return errorf("protected", p, nil, "git config %s (in %s) names it and it is a symlink: it cannot be kept read-only", name, f)
 		case err == nil:
@@ -246,6 +253,8 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 		case os.IsNotExist(err) && kind == hooksDir:
 			plan.makeDirs = append(plan.makeDirs, p)
 			plan.readOnly = append(plan.readOnly, p)
+		case os.IsNotExist(err) && kind == trustFile:
+			return errorf("protected", p, nil, "git config %s (in %s) trusts it but it does not exist: the command could create it; create it or remove the setting", name, f)
 		case os.IsNotExist(err) && kind == includeFile:
 			return errorf("protected", p, nil, "git config %s (in %s) includes it but it does not exist: the command could write config there; create it or remove the setting", name, f)
 		case os.IsNotExist(err):
@@ -341,8 +350,9 @@ func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWri
 			return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
 		case err == nil && st.Mode().IsRegular():
 			plan.readOnly = append(plan.readOnly, p)
-		case os.IsNotExist(err) && w.program && i == len(paths)-1:
-			return errorf("protected", p, nil, "git config %s (in %s) runs it but it does not exist: the command could create it; create it or remove the setting", name, f)
+		case os.IsNotExist(err) && i == len(paths)-1:
+			// a program, or a script or file handed to one: the command could create it
+			return errorf("protected", p, nil, "git config %s (in %s) names it in its command but it does not exist: the command could create it; create it or remove the setting", name, f)
 		case err != nil && !os.IsNotExist(err):
 			return errorf("protected", p, err, "cannot check the program git config %s names", name)
 		}
