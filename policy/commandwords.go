@@ -17,11 +17,13 @@ type cmdWord struct {
 // A redirection's target (> out, < in) is data the shell writes or reads, not a word:
 // commandWords leaves it out.
 
-// shellLead are words after which the next word is still in a program's place.
-var shellLead = map[string]bool{
-	"{": true, "!": true, "if": true, "then": true, "else": true, "elif": true, "do": true,
-	"while": true, "until": true, "exec": true, "command": true, "env": true, "time": true,
-	"nohup": true, "xargs": true, "sudo": true, "nice": true,
+// shellLead reports whether the next word after t is still in a program's place.
+func shellLead(t string) bool {
+	switch t {
+	case "{", "!", "if", "then", "else", "elif", "do", "while", "until", "exec", "command", "env", "time", "nohup", "xargs", "sudo", "nice":
+		return true
+	}
+	return false
 }
 
 // commandWords splits the command v as sh(1) would into words, following the quoting
@@ -65,7 +67,7 @@ func commandWords(v string) []cmdWord {
 		default:
 			out = append(out, w)
 		}
-		if program && !shellLead[t] && !(strings.Contains(t, "=") && !strings.HasPrefix(t, "-")) {
+		if program && !shellLead(t) && !(strings.Contains(t, "=") && !strings.HasPrefix(t, "-")) {
 			program = false
 		}
 	}
