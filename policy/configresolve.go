@@ -14,7 +14,8 @@ const maxConfigLinks = 40
 
 // resolveConfigPath resolves the absolute path p one component at a time as the kernel
 // does (path_resolution(7)), following every symlink: resolved is p with each link
-// replaced by its target (a missing tail kept as written), and link is the first
+// replaced by its target (a tail that is missing, or below a directory the caller
+// cannot search, kept as written), and link is the first
 // symlink met that lies in a writable tree (inWritable), "" when none: such a link the
 // command could point elsewhere after the launch. err is ELOOP past maxConfigLinks, or
 // an lstat/readlink error other than a missing component.
@@ -34,7 +35,8 @@ func resolveConfigPath(p string, inWritable func(string) bool) (resolved, link s
 		}
 		next := filepath.Join(cur, c)
 		st, err := os.Lstat(next)
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, os.ErrPermission) {
+			// missing, or not the caller's to search (their own git cannot reach it either)
 			return filepath.Join(append([]string{next}, rest...)...), link, nil
 		}
 		if err != nil {
