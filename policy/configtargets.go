@@ -302,9 +302,10 @@ func (plan *gitPlan) configPath(v, base string) string {
 // guardCommandWord guards what one word of the command git config name (in f) runs
 // names in a writable tree: the path in an option (-o...=PATH, -FPATH) or the word, when
 // it holds a slash, taken relative to the worktree and, after a `cd DIR`, to DIR too:
-// each that is a regular file made read-only; a symlink refused; a missing program (the
-// word git's shell runs, in the cd's directory) refused, since the command could create
-// it; a path the guard cannot tell (an expansion, a cd it cannot follow) refused.
+// each that is a regular file made read-only; a symlink refused; a missing program or
+// path-like argument (pathLike; in the cd's directory) refused, since the command could
+// create it; such a word whose path the guard cannot tell (an expansion, a cd it cannot
+// follow) refused. Other words with a slash (origin/main, a URL) are left alone.
 func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWritable func(string) bool) error {
 	t := w.text
 	if strings.HasPrefix(t, "-") {
@@ -318,6 +319,10 @@ func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWri
 	}
 	if !strings.Contains(t, "/") || strings.ContainsAny(t, "*?[") {
 		return nil
+	}
+	named := w.program || pathLike(t) // what the shell runs or hands over as a file
+	if w.unknown && !named {
+		return nil // e.g. HEAD:refs/for/$1: a ref, not a file
 	}
 	if w.unknown {
 		return errorf("protected", f, nil, "git config %s runs a shell command whose path %q depends on an expansion or a cd the guard cannot follow, so what it runs cannot be kept read-only: name the program by a literal path (relative to the repository's top or absolute), or remove the setting", name, w.text)
@@ -350,7 +355,7 @@ func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWri
 			return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
 		case err == nil && st.Mode().IsRegular():
 			plan.readOnly = append(plan.readOnly, p)
-		case os.IsNotExist(err) && i == len(paths)-1:
+		case os.IsNotExist(err) && i == len(paths)-1 && named:
 			// a program, or a script or file handed to one: the command could create it
 			return errorf("protected", p, nil, "git config %s (in %s) names it in its command but it does not exist: the command could create it; create it or remove the setting", name, f)
 		case err != nil && !os.IsNotExist(err):
@@ -358,4 +363,24 @@ func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWri
 		}
 	}
 	return nil
+}
+
+// scriptExts are the extensions of files a command hands to an interpreter.
+var scriptExts = [...]string{".sh", ".bash", ".py", ".pl", ".rb", ".js", ".mjs", ".cjs", ".ts", ".php", ".lua", ".tcl"}
+
+// pathLike reports whether a command's argument word t (holding a slash) reads as a file
+// path rather than a ref or URL: it starts with ./ ../ / ~ $ or a backquote, or ends in a
+// script's extension.
+func pathLike(t string) bool {
+	for _, p := range [...]string{"./", "../", "/", "~", "$", "`"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	for _, e := range scriptExts {
+		if strings.HasSuffix(t, e) {
+			return true
+		}
+	}
+	return false
 }
