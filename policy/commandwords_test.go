@@ -51,6 +51,15 @@ func TestGuardShellCommand(t *testing.T) {
 	if err != nil || !slices.Contains(p.readOnly, filepath.Join(ws, "web/scripts/lint.sh")) {
 		t.Errorf("cd web && ./scripts/lint.sh: %v, read-only %v", err, p.readOnly)
 	}
+	for _, cfg := range []string{"[remote \"o\"]\n\turl = ext::sh web/scripts/lint.sh %S\n", "[url \"ext::web/scripts/lint.sh %G\"]\n\tinsteadOf = o:\n"} {
+		if err := os.WriteFile(filepath.Join(gd, "config"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, home: base}}, writable: inWritable}
+		if err := p.guardConfigTargets(ws, gd, inWritable); err != nil || !slices.Contains(p.readOnly, filepath.Join(ws, "web/scripts/lint.sh")) {
+			t.Errorf("%q (git-remote-ext): %v, read-only %v", cfg, err, p.readOnly)
+		}
+	}
 	for _, ok := range []string{"!git log --oneline | head -n 3", "!git diff origin/main", "!f() { git push origin HEAD:refs/for/$1; }; f", "!git log >logs/out.txt 2>&1"} {
 		if _, err := guard(ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)

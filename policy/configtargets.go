@@ -47,6 +47,8 @@ func configTarget(e configEntry) configTargetKind {
 	case s == "core" && (k == "fsmonitor" || k == "sshcommand" || k == "pager" || k == "editor" || k == "askpass" || k == "gitproxy" || k == "alternaterefscommand"),
 		s == "submodule" && k == "update" && strings.HasPrefix(strings.TrimSpace(e.value), "!"),
 		s == "trailer" && (k == "cmd" || k == "command"),
+		s == "remote" && (k == "url" || k == "pushurl") && strings.HasPrefix(strings.TrimSpace(e.value), "ext::"),
+		s == "url" && (k == "insteadof" || k == "pushinsteadof") && strings.HasPrefix(e.sub, "ext::"),
 		s == "guitool" && k == "cmd",
 		s == "imap" && k == "tunnel",
 		s == "instaweb" && (k == "httpd" || k == "browser"),
@@ -213,7 +215,11 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 	name := settingName(e)
 	v := strings.TrimSpace(e.value)
 	if kind == command {
-		v = strings.TrimPrefix(v, "!")
+		if e.section == "url" {
+			v = e.sub // the URL the rewrite gives
+		}
+		// git-remote-ext(1): "ext::<command> <args>" runs the command (%S, %G: ours)
+		v = strings.TrimPrefix(strings.TrimPrefix(v, "ext::"), "!")
 		if e.section == "core" && e.key == "fsmonitor" || e.section == "pager" {
 			switch strings.ToLower(v) {
 			case "", "true", "false", "yes", "no", "on", "off", "1", "0":
