@@ -65,7 +65,11 @@ func TestGuardShellCommand(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{`!"$GIT_PREFIX"/scripts/x.sh`, "!cd $D && ./lint.sh", "!sh scripts/fmt.sh", "!cd web; ./absent"} {
+	p, err = guard(`!sh -c 'cd web && exec ./scripts/lint.sh'`)
+	if err != nil || !slices.Contains(p.readOnly, filepath.Join(ws, "web/scripts/lint.sh")) {
+		t.Errorf("sh -c 'cd web && ./scripts/lint.sh': %v, read-only %v", err, p.readOnly)
+	}
+	for _, bad := range []string{`!sh -c "./absent.sh"`, `!"$GIT_PREFIX"/scripts/x.sh`, "!cd $D && ./lint.sh", "!sh scripts/fmt.sh", "!cd web; ./absent"} {
 		if _, err := guard(bad); err == nil || !strings.Contains(err.Error(), "alias.x") {
 			t.Errorf("%q: %v; want a refusal naming alias.x", bad, err)
 		}

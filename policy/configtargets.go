@@ -226,12 +226,7 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 				return nil
 			}
 		}
-		for _, w := range commandWords(v) {
-			if err := plan.guardCommandWord(f, worktree, name, w, inWritable); err != nil {
-				return err
-			}
-		}
-		return nil
+		return plan.guardCommand(f, worktree, name, v, cmdWord{}, 0, inWritable)
 	}
 	base := worktree
 	if kind == includeFile {
@@ -389,4 +384,32 @@ func pathLike(t string) bool {
 		}
 	}
 	return false
+}
+
+// guardCommand guards each word of the shell command v (commandWords), in the directory
+// and with the unknowns of outer (the word of an enclosing command v was quoted in: sh -c
+// 'cd web && ./x.sh', ProxyCommand=...). A word that holds a blank or an operator is
+// such a nested command (depth at most 4; deeper is refused as not followed).
+func (plan *gitPlan) guardCommand(f, worktree, name, v string, outer cmdWord, depth int, inWritable func(string) bool) error {
+	if depth > 4 {
+		return errorf("protected", f, nil, "git config %s nests shell commands in quotes too deep to follow: simplify it", name)
+	}
+	for _, w := range commandWords(v) {
+		w.unknown = w.unknown || outer.unknown
+		if outer.dir != "" {
+			if w.dir == "" || !(filepath.IsAbs(w.dir) || strings.HasPrefix(w.dir, "~")) {
+				w.dir = filepath.Join(outer.dir, w.dir)
+			}
+		}
+		if strings.ContainsAny(w.text, " \t\n;&|()<>") {
+			if err := plan.guardCommand(f, worktree, name, w.text, w, depth+1, inWritable); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := plan.guardCommandWord(f, worktree, name, w, inWritable); err != nil {
+			return err
+		}
+	}
+	return nil
 }
