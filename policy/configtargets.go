@@ -20,7 +20,8 @@ const (
 	notTarget   configTargetKind = iota
 	includeFile                  // a config file git reads next (relative: to the including file)
 	hooksDir                     // a directory of programs (relative: to the worktree)
-	dataFile                     // a file git reads (relative: to the worktree)
+	dataFile                     // a file git reads as data the workspace's own files could give (relative: to the worktree)
+	trustFile                    // a file git trusts (signers, CAs, cookies): kept or refused, never left to the command
 	command                      // a shell command (a word with a slash: a program or script)
 )
 
@@ -31,13 +32,27 @@ func configTarget(e configEntry) configTargetKind {
 	switch {
 	case k == "path" && (s == "include" || s == "includeif"):
 		return includeFile
-	case s == "core" && k == "hookspath":
+	case s == "core" && k == "hookspath",
+		s == "init" && k == "templatedir",    // its hooks/ is copied into each new repository
+		s == "instaweb" && k == "modulepath": // httpd loads modules from it
 		return hooksDir
 	case s == "core" && (k == "attributesfile" || k == "excludesfile"),
 		s == "commit" && k == "template",
-		s == "gpg" && e.sub == "ssh" && k == "allowedsignersfile":
+		s == "sendemail" && k == "aliasesfile":
 		return dataFile
-	case s == "core" && (k == "fsmonitor" || k == "sshcommand" || k == "pager" || k == "editor" || k == "askpass" || k == "gitproxy"),
+	case s == "gpg" && e.sub == "ssh" && (k == "allowedsignersfile" || k == "revocationfile"),
+		s == "sendemail" && k == "smtpsslcertpath",
+		s == "http" && (k == "sslcapath" || k == "sslcainfo" || k == "cookiefile"):
+		return trustFile
+	case s == "core" && (k == "fsmonitor" || k == "sshcommand" || k == "pager" || k == "editor" || k == "askpass" || k == "gitproxy" || k == "alternaterefscommand"),
+		s == "submodule" && k == "update" && strings.HasPrefix(strings.TrimSpace(e.value), "!"),
+		s == "trailer" && (k == "cmd" || k == "command"),
+		s == "remote" && (k == "url" || k == "pushurl") && strings.HasPrefix(strings.TrimSpace(e.value), "ext::"),
+		s == "url" && (k == "insteadof" || k == "pushinsteadof") && strings.HasPrefix(e.sub, "ext::"),
+		s == "guitool" && k == "cmd",
+		s == "imap" && k == "tunnel",
+		s == "instaweb" && (k == "httpd" || k == "browser"),
+		s == "help" && k == "browser",
 		s == "sequence" && k == "editor",
 		s == "pager",
 		s == "alias" && strings.HasPrefix(strings.TrimSpace(e.value), "!"),
@@ -51,7 +66,7 @@ func configTarget(e configEntry) configTargetKind {
 		s == "web" && k == "browser",
 		s == "remote" && (k == "uploadpack" || k == "receivepack"),
 		s == "uploadpack" && k == "packobjectshook",
-		s == "sendemail" && (k == "sendmailcmd" || k == "smtpserver"),
+		s == "sendemail" && (k == "sendmailcmd" || k == "smtpserver" || k == "tocmd" || k == "cccmd"),
 		s == "hook" && k == "command":
 		return command
 	}
@@ -111,6 +126,10 @@ func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(str
 		files = append(files, filepath.Join(c, "config"))
 	}
 	for _, f := range files {
+		f, err := resolveWritable(f, "git (a config file it reads)", inWritable)
+		if err != nil {
+			return err
+		}
 		if inWritable(f) && filepath.Base(f) == "config.worktree" {
 			if _, err := os.Lstat(f); err == nil {
 				plan.readOnly = append(plan.readOnly, f)
@@ -127,10 +146,18 @@ func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(str
 // alone, with no checkout (relative settings other than includes are left to the
 // repositories' guards): host git reads them wherever it runs.
 func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
-	for _, f := range plan.reads.rb.globalFiles() {
+	for _, g := range plan.reads.rb.globalFiles() {
+		f, err := resolveWritable(g, "git (a config file it reads)", inWritable)
+		if err != nil {
+			return err
+		}
 		if inWritable(f) {
-			if _, err := os.Lstat(f); err == nil {
+			_, err := os.Lstat(f)
+			switch {
+			case err == nil:
 				plan.readOnly = append(plan.readOnly, f)
+			case f != g && os.IsNotExist(err):
+				return errorf("protected", f, nil, "the git config file %s is a symlink to this missing file in a tree the sandbox can write: the command could create it; create it or remove the link", g)
 			}
 		}
 		if err := plan.guardConfigFile(f, "", inWritable, 0); err != nil {
@@ -188,35 +215,18 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 	name := settingName(e)
 	v := strings.TrimSpace(e.value)
 	if kind == command {
-		v = strings.TrimPrefix(v, "!")
+		if e.section == "url" {
+			v = e.sub // the URL the rewrite gives
+		}
+		// git-remote-ext(1): "ext::<command> <args>" runs the command (%S, %G: ours)
+		v = strings.TrimPrefix(strings.TrimPrefix(v, "ext::"), "!")
 		if e.section == "core" && e.key == "fsmonitor" || e.section == "pager" {
 			switch strings.ToLower(v) {
 			case "", "true", "false", "yes", "no", "on", "off", "1", "0":
 				return nil
 			}
 		}
-		for i, w := range strings.Fields(v) {
-			w = strings.Trim(w, `'"`)
-			if !strings.Contains(w, "/") || strings.ContainsAny(w, "$`*?") || strings.HasPrefix(w, "-") {
-				continue
-			}
-			p := plan.configPath(w, worktree)
-			if p == "" || !inWritable(p) {
-				continue
-			}
-			st, err := os.Lstat(p)
-			switch {
-			case err == nil && st.Mode()&os.ModeSymlink != 0:
-				return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
-			case err == nil && st.Mode().IsRegular():
-				plan.readOnly = append(plan.readOnly, p)
-			case os.IsNotExist(err) && i == 0:
-				return errorf("protected", p, nil, "git config %s (in %s) runs it but it does not exist: the command could create it; create it or remove the setting", name, f)
-			case err != nil && !os.IsNotExist(err):
-				return errorf("protected", p, err, "cannot check the program git config %s names", name)
-			}
-		}
-		return nil
+		return plan.guardCommand(f, worktree, name, v, cmdWord{}, 0, inWritable)
 	}
 	base := worktree
 	if kind == includeFile {
@@ -226,9 +236,17 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 	if p == "" {
 		return nil
 	}
+	p, err := resolveWritable(p, "git config "+name+" (in "+f+")", inWritable)
+	if err != nil {
+		return err
+	}
 	if inWritable(p) {
 		st, err := os.Lstat(p)
 		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0 && kind == dataFile:
+			// data the workspace's own .gitattributes or .gitignore could say anyway:
+			// not followed, not refused (an earlier command could have planted it where
+			// the file was missing, and a refusal would stop every later launch)
 		case err == nil && st.Mode()&os.ModeSymlink != 0:
 			return errorf("protected", p, nil, "git config %s (in %s) names it and it is a symlink: it cannot be kept read-only", name, f)
 		case err == nil:
@@ -236,6 +254,8 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 		case os.IsNotExist(err) && kind == hooksDir:
 			plan.makeDirs = append(plan.makeDirs, p)
 			plan.readOnly = append(plan.readOnly, p)
+		case os.IsNotExist(err) && kind == trustFile:
+			return errorf("protected", p, nil, "git config %s (in %s) trusts it but it does not exist: the command could create it; create it or remove the setting", name, f)
 		case os.IsNotExist(err) && kind == includeFile:
 			return errorf("protected", p, nil, "git config %s (in %s) includes it but it does not exist: the command could write config there; create it or remove the setting", name, f)
 		case os.IsNotExist(err):
@@ -278,4 +298,118 @@ func (plan *gitPlan) configPath(v, base string) string {
 		return ""
 	}
 	return filepath.Join(base, v)
+}
+
+// guardCommandWord guards what one word of the command git config name (in f) runs
+// names in a writable tree: the path in an option (-o...=PATH, -FPATH) or the word, when
+// it holds a slash, taken relative to the worktree and, after a `cd DIR`, to DIR too:
+// each that is a regular file made read-only; a symlink refused; a missing program or
+// path-like argument (pathLike; in the cd's directory) refused, since the command could
+// create it; such a word whose path the guard cannot tell (an expansion, a cd it cannot
+// follow) refused. Other words with a slash (origin/main, a URL) are left alone.
+func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWritable func(string) bool) error {
+	t := w.text
+	if strings.HasPrefix(t, "-") {
+		if i := strings.IndexByte(t, '='); i >= 0 {
+			t = t[i+1:]
+		} else if len(t) > 2 && t[1] != '-' {
+			t = t[2:]
+		} else {
+			return nil
+		}
+	}
+	if !strings.Contains(t, "/") || strings.ContainsAny(t, "*?[") {
+		return nil
+	}
+	named := w.program || pathLike(t) // what the shell runs or hands over as a file
+	if w.unknown && !named {
+		return nil // e.g. HEAD:refs/for/$1: a ref, not a file
+	}
+	if w.unknown {
+		return errorf("protected", f, nil, "git config %s runs a shell command whose path %q depends on an expansion or a cd the guard cannot follow, so what it runs cannot be kept read-only: name the program by a literal path (relative to the repository's top or absolute), or remove the setting", name, w.text)
+	}
+	runs := plan.configPath(t, worktree) // the one the shell uses
+	var paths []string
+	if w.dir != "" {
+		if d := plan.configPath(w.dir, worktree); d != "" {
+			if runs != "" {
+				paths = append(paths, runs)
+			}
+			runs = plan.configPath(t, d)
+		}
+	}
+	if runs == "" {
+		return nil
+	}
+	paths = append(paths, runs)
+	for i, p := range paths {
+		p, err := resolveWritable(p, "git config "+name+" (in "+f+")", inWritable)
+		if err != nil {
+			return err
+		}
+		if !inWritable(p) {
+			continue
+		}
+		st, err := os.Lstat(p)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
+		case err == nil && st.Mode().IsRegular():
+			plan.readOnly = append(plan.readOnly, p)
+		case os.IsNotExist(err) && i == len(paths)-1 && named:
+			// a program, or a script or file handed to one: the command could create it
+			return errorf("protected", p, nil, "git config %s (in %s) names it in its command but it does not exist: the command could create it; create it or remove the setting", name, f)
+		case err != nil && !os.IsNotExist(err):
+			return errorf("protected", p, err, "cannot check the program git config %s names", name)
+		}
+	}
+	return nil
+}
+
+// scriptExts are the extensions of files a command hands to an interpreter.
+var scriptExts = [...]string{".sh", ".bash", ".py", ".pl", ".rb", ".js", ".mjs", ".cjs", ".ts", ".php", ".lua", ".tcl"}
+
+// pathLike reports whether a command's argument word t (holding a slash) reads as a file
+// path rather than a ref or URL: it starts with ./ ../ / ~ $ or a backquote, or ends in a
+// script's extension.
+func pathLike(t string) bool {
+	for _, p := range [...]string{"./", "../", "/", "~", "$", "`"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	for _, e := range scriptExts {
+		if strings.HasSuffix(t, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// guardCommand guards each word of the shell command v (commandWords), in the directory
+// and with the unknowns of outer (the word of an enclosing command v was quoted in: sh -c
+// 'cd web && ./x.sh', ProxyCommand=...). A word that holds a blank or an operator is
+// such a nested command (depth at most 4; deeper is refused as not followed).
+func (plan *gitPlan) guardCommand(f, worktree, name, v string, outer cmdWord, depth int, inWritable func(string) bool) error {
+	if depth > 4 {
+		return errorf("protected", f, nil, "git config %s nests shell commands in quotes too deep to follow: simplify it", name)
+	}
+	for _, w := range commandWords(v) {
+		w.unknown = w.unknown || outer.unknown
+		if outer.dir != "" {
+			if w.dir == "" || !(filepath.IsAbs(w.dir) || strings.HasPrefix(w.dir, "~")) {
+				w.dir = filepath.Join(outer.dir, w.dir)
+			}
+		}
+		if strings.ContainsAny(w.text, " \t\n;&|()<>") {
+			if err := plan.guardCommand(f, worktree, name, w.text, w, depth+1, inWritable); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := plan.guardCommandWord(f, worktree, name, w, inWritable); err != nil {
+			return err
+		}
+	}
+	return nil
 }
