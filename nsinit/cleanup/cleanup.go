@@ -58,7 +58,7 @@ type Entry struct {
 	// into a git dir with hooks) is removed as a new one.
 	KeepIDs []ID `json:"keep_ids,omitempty"`
 	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
-	// patterns of their last two components, "parent/name" ("objects/??").
+	// patterns of their whole path from Path ("objects/??" is Path/objects/ab only).
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
@@ -223,8 +223,8 @@ const MaxWalkDepth = 32
 // directory deeper than MaxWalkDepth. What it cannot inspect (an entry it cannot stat,
 // a directory it cannot open or read) is removed when it can be, else reported.
 func removeSpecial(dir string, skip []string) (removed, failed []string) {
-	var walk func(fd int, dir string, depth int)
-	walk = func(fd int, dir string, depth int) {
+	var walk func(fd int, dir, rel string, depth int)
+	walk = func(fd int, dir, rel string, depth int) {
 		f := os.NewFile(uintptr(fd), dir)
 		defer f.Close()
 		removeWhole := func(n, p, why string) {
@@ -250,7 +250,7 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 				} else {
 					removed = report(removed, p)
 				}
-			case t != unix.S_IFDIR || skipped(skip, filepath.Base(dir)+"/"+n):
+			case t != unix.S_IFDIR || skipped(skip, path.Join(rel, n)):
 			case depth >= MaxWalkDepth:
 				removeWhole(n, p, fmt.Sprintf("a directory more than %d levels deep", MaxWalkDepth))
 			default:
@@ -272,7 +272,7 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 				case err != nil:
 					removeWhole(n, p, "cannot open it to look for symlinks: "+err.Error())
 				default:
-					walk(sub, p, depth+1)
+					walk(sub, p, path.Join(rel, n), depth+1)
 				}
 			}
 		})
@@ -287,13 +287,17 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 	if err != nil {
 		return nil, []string{dir + ": " + err.Error()}
 	}
-	walk(fd, dir, 0)
+	walk(fd, dir, "", 0)
 	return removed, failed
 }
 
-func skipped(patterns []string, last2 string) bool {
+// skipped reports whether rel, a directory's path from the walk's root ("objects/ab"),
+// matches one of patterns as a whole: a pattern is anchored at the root, so
+// "objects/[0-9a-f][0-9a-f]" skips <root>/objects/ab and never <root>/logs/refs/heads/objects/ab
+// (attack review 28 F4: a branch named objects/ab/x kept a symlinked reflog).
+func skipped(patterns []string, rel string) bool {
 	for _, p := range patterns {
-		if ok, _ := path.Match(p, last2); ok {
+		if ok, _ := path.Match(p, rel); ok {
 			return true
 		}
 	}

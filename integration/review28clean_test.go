@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Attack review 28 (F3, F4): commit mode's after-run cleanup, anchored and bounded.
+
+// TestGitReview28ObjectsBranchSymlink: a branch named objects/ab/x (its reflog at
+// logs/refs/heads/objects/ab/x, a symlink) is walked by the after-run cleanup, which
+// skips only the git dir's own objects/ab. On main (the skip matched the last two
+// components anywhere) the symlink stays and the host's git commit creates the victim.
+func TestGitReview28ObjectsBranchSymlink(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		victim := filepath.Join(s.base, "created")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `git checkout -q -b objects/ab/x &&
+git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && ln -sf "$1" .git/logs/refs/heads/objects/ab/x && echo PLANTED`, victim)
+		mustSucceed(t, r, "plant a symlinked reflog under a branch named objects/ab/x")
+		if !strings.Contains(r.stdout, "PLANTED") {
+			t.Fatalf("the plant did not take\n%v", r)
+		}
+		checkNoDeepLink(t, s, filepath.Join(s.ws, ".git"), victim, r)
+	})
+}
+
+// TestGitReview28PlantedPackedRefs: a packed-refs the command makes sparse-huge (1 GiB,
+// no disk) or gives a 70 KB line, with a replace ref in it, is moved aside by the
+// after-run cleanup, not read whole: gosbx's peak RSS (wait4's ru_maxrss, which holds
+// every process gosbx waited for) stays small, under a 1.5 GiB address-space cap; no
+// replace ref is left; the next launch is not refused. On main the cleanup read the
+// sparse file into memory (3.2 GB RSS: under the cap it dies, the replace ref stays)
+// and the long line made every later launch 125.
+func TestGitReview28PlantedPackedRefs(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, plant := range []struct{ name, script string }{
+			{"sparse", `truncate -s 1G .git/packed-refs`},
+			{"long line", `printf '%070000d refs/heads/long\n' 0 >> .git/packed-refs`},
+		} {
+			s := newSandbox(t, c)
+			s.newRepo(s.ws, "host-commit")
+			s.hostGit(s.ws, "pack-refs", "--all")
+			ctx := s.limitCtx(runLimit)
+			cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c",
+				`h=$(git rev-parse HEAD) && echo "$h refs/replace/$h" >> .git/packed-refs && `+plant.script+` && echo PLANTED`)
+			cmd.Args = append([]string{"prlimit", "--as=1610612736", "--", cmd.Path}, cmd.Args[1:]...)
+			cmd.Path = "/usr/bin/prlimit"
+			r := s.runCmd(ctx, cmd)
+			mustSucceed(t, r, plant.name+": plant a packed-refs")
+			if !strings.Contains(r.stdout, "PLANTED") {
+				t.Fatalf("%s: the plant did not take\n%v", plant.name, r)
+			}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); !ok || ru.Maxrss > 200<<10 {
+				t.Errorf("%s: gosbx's peak RSS %d KiB, want under 200 MiB\n%v", plant.name, ru.Maxrss, r)
+			}
+			if out, err := s.hostGitOut(s.ws, "for-each-ref", "refs/replace"); err != nil || out != "" {
+				t.Errorf("%s: replace refs on the host after the run: %q (%v)\n%v", plant.name, out, err, r)
+			}
+			if _, err := os.Lstat(filepath.Join(s.ws, ".git", "packed-refs.gosbx-aside")); err != nil {
+				t.Errorf("%s: packed-refs not moved aside: %v\n%v", plant.name, err, r)
+			}
+			if !strings.Contains(r.stderr, "gosbx: note: the command left") || !strings.Contains(r.stderr, "moved it aside") {
+				t.Errorf("%s: the move is not said on stderr\n%v", plant.name, r)
+			}
+			if r2 := s.sh([]string{"--policy", s.commitPolicy()}, "true"); r2.code != 0 {
+				t.Errorf("%s: the next launch: want 0\n%v", plant.name, r2)
+			}
+		}
+	})
+}
