@@ -73,3 +73,46 @@ func TestGitReview28PlantedPackedRefs(t *testing.T) {
 		}
 	})
 }
+
+// TestGitReview28LocalRemoteHooks: a repository in the workspace whose remote is a bare
+// repository in the workspace (../origin.git, file:///…/origin2.git, or ../new.git made
+// by the command) cannot get a hook the host's git push runs: the existing ones are
+// read-only, the new one is removed after the run. On main (the scan guards only .git
+// entries) the command writes origin.git/hooks/post-receive and the host's push runs it.
+func TestGitReview28LocalRemoteHooks(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, mode := range []string{"readonly", "commit"} {
+			s := newSandbox(t, c)
+			out := filepath.Join(s.base, "out")
+			must(t, os.Mkdir(out, 0o755))
+			s.chown(out)
+			repo := filepath.Join(s.ws, "repo")
+			s.newRepo(repo, "host-commit")
+			s.hostGit(s.ws, "init", "-q", "--bare", "origin.git")
+			s.hostGit(s.ws, "init", "-q", "--bare", "origin2.git")
+			s.hostGit(repo, "remote", "add", "origin", "../origin.git")
+			s.hostGit(repo, "remote", "add", "abs", "file://"+filepath.Join(s.ws, "origin2.git"))
+			s.hostGit(repo, "remote", "add", "new", "../new.git")
+			pol := s.writePolicy("git-"+mode+".yaml", "extends: agent\nfilesystem: {git: "+mode+"}\n")
+			r := s.sh([]string{"--policy", pol}, `for d in origin.git origin2.git new.git; do
+[ -d $d ] || git init -q --bare $d
+mkdir -p $d/hooks && printf '#!/bin/sh\necho PWNED > %s/%s\n' "$1" $d > $d/hooks/post-receive && chmod +x $d/hooks/post-receive && echo WROTE $d
+done; true`, out)
+			mustSucceed(t, r, mode+": write remote hooks")
+			for _, remote := range []string{"origin", "abs", "new"} {
+				// new.git is gone after the run (removed as the command's): its push fails
+				if o, err := s.hostGitOut(repo, "push", "-q", remote, "HEAD:refs/heads/main"); err != nil && remote != "new" {
+					t.Errorf("%s: the host's push to %s: %v\n%s", mode, remote, err, o)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(s.ws, "new.git")); err == nil {
+				t.Errorf("%s: the remote repository the command made is left\n%v", mode, r)
+			}
+			for _, d := range []string{"origin.git", "origin2.git", "new.git"} {
+				if b, err := os.ReadFile(filepath.Join(out, d)); err == nil {
+					t.Errorf("%s: the host's git push ran the hook the command wrote in %s: %q\n%v", mode, d, b, r)
+				}
+			}
+		}
+	})
+}
