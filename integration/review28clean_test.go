@@ -116,3 +116,26 @@ done; true`, out)
 		}
 	})
 }
+
+// TestGitReview28BareRepoScanned: a bare repository in the workspace that no remote
+// names (ws/sub/vault.git: HEAD, config, objects/, refs/) is found by the protected-path
+// scan and made read-only: the command cannot add a hook the host's git push to it would
+// run. On main the scan looked only for .git and the hook was written.
+func TestGitReview28BareRepoScanned(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		sub := filepath.Join(s.ws, "sub")
+		must(t, os.Mkdir(sub, 0o755))
+		s.chown(sub)
+		s.hostGit(sub, "init", "-q", "--bare", "vault.git")
+		hook := filepath.Join(sub, "vault.git", "hooks", "post-receive")
+		r := s.sh(nil, `printf '#!/bin/sh\necho PWNED\n' > sub/vault.git/hooks/post-receive; echo "[core] hooksPath = /tmp" >> sub/vault.git/config; true`)
+		mustSucceed(t, r, "write a bare repository's hook")
+		if _, err := os.Lstat(hook); err == nil {
+			t.Errorf("the command wrote a hook in a bare repository of the workspace\n%v", r)
+		}
+		if b, _ := os.ReadFile(filepath.Join(sub, "vault.git", "config")); strings.Contains(string(b), "hooksPath") {
+			t.Errorf("the command wrote the bare repository's config\n%v", r)
+		}
+	})
+}
