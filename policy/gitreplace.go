@@ -99,10 +99,19 @@ func packedReplaceRefs(p string) ([]string, error) {
 }
 
 // ReplaceRefNote returns, for a path the after-run cleanup removed (nsinit.Result.Removed),
-// the stderr line that says it was a replace ref the command added, or a packed-refs
-// moved aside ("gosbx: note: …", no newline), and "" for any other path.
+// the stderr line that says it was a replace ref the command added, a packed-refs
+// moved aside, or an index bit cleared ("gosbx: note: …", no newline), and "" for any
+// other path.
 func ReplaceRefNote(p string) string {
 	file, ref, packed := strings.Cut(p, ": ")
+	if packed && filepath.Base(file) == "index" {
+		for _, bit := range []string{"skip-worktree", "assume-unchanged"} {
+			if name, ok := strings.CutSuffix(ref, " ("+bit+")"); ok {
+				return "gosbx: note: cleared the " + bit + " bit the command set on " + name + " in " + Shown(file) +
+					" (it hid the file's change from git status and git diff)"
+			}
+		}
+	}
 	if packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +

@@ -114,3 +114,31 @@ func (plan *gitPlan) guardLocalRemote(f, setting, p, worktree, gd string, inWrit
 	plan.readOnly = append(plan.readOnly, p)
 	return plan.guardConfigTargets(p, p, inWritable)
 }
+
+// gitDirsNamed returns the git dirs that the .git entries among found lead to (a .git
+// symlink's target, a .git file's gitdir and its common dir), canonical: the scan finds
+// such a git dir as a bare repository when it lies in a writable tree (Android's repo
+// layout, git init --separate-git-dir), and guardGit guards it as the checkout's own.
+func gitDirsNamed(found []string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range found {
+		if filepath.Base(m) != ".git" {
+			continue
+		}
+		st, err := os.Lstat(m)
+		switch {
+		case err != nil:
+		case st.Mode()&os.ModeSymlink != 0:
+			if d, err := filepath.EvalSymlinks(m); err == nil {
+				out[d] = true
+			}
+		case st.Mode().IsRegular():
+			for _, d := range GitDirsOf(m) {
+				if d != m {
+					out[d] = true
+				}
+			}
+		}
+	}
+	return out
+}
