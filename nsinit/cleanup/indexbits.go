@@ -2,12 +2,9 @@ package cleanup
 
 import (
 	"bufio"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -320,14 +317,11 @@ func clearIndexBits(p string, keep []string, hashLen int) (removed, failed []str
 			return fail(err)
 		}
 	}
-	var hs hash.Hash = sha1.New()
-	if hashLen == 32 {
-		hs = sha256.New()
-	}
+	hs := newDigest(hashLen)
 	if _, err := io.Copy(hs, io.NewSectionReader(w, 0, body)); err != nil {
 		return fail(err)
 	}
-	if _, err := w.WriteAt(hs.Sum(nil), body); err != nil {
+	if _, err := w.WriteAt(hs.Sum(), body); err != nil {
 		return fail(err)
 	}
 	unix.Fchown(wfd, int(st.Uid), int(st.Gid)) // as it was; a caller who may not keeps it its own

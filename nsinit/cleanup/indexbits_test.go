@@ -1,6 +1,9 @@
 package cleanup
 
 import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +56,16 @@ func TestRemoveIndexBits(t *testing.T) {
 			removed, failed := Run([]Entry{{Kind: RemoveIndexBits, Path: p, Keep: keep, HashLen: hashLen}})
 			if len(failed) != 0 || len(removed) != 3 {
 				t.Fatalf("removed %q, failed %q", removed, failed)
+			}
+			// git checks the index's checksum only in git fsck: checked here
+			b, _ := os.ReadFile(p)
+			body, sum := b[:len(b)-hashLen], b[len(b)-hashLen:]
+			want := fmt.Sprintf("%x", sha1.Sum(body))
+			if hashLen == 32 {
+				want = fmt.Sprintf("%x", sha256.Sum256(body))
+			}
+			if fmt.Sprintf("%x", sum) != want {
+				t.Errorf("the index's checksum is %x, want %s", sum, want)
 			}
 			ls := gitIn(t, dir, "ls-files", "-v")
 			for _, want := range []string{"H a.sh", "S kept.txt", "H sub/b.txt", "H " + long} {
