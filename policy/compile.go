@@ -254,7 +254,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		}
 		checkoutGitDirs := gitDirsNamed(found)
 		for _, m := range found {
-			if checkoutGitDirs[m] {
+			if filepath.Base(m) != ".git" && checkoutGitDirs[m] {
 				continue // a bare-looking git dir a checkout's .git leads to: guarded with it
 			}
 			if filepath.Base(m) != ".git" {
