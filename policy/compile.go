@@ -252,7 +252,11 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		checkoutGitDirs := gitDirsNamed(found)
 		for _, m := range found {
+			if filepath.Base(m) != ".git" && checkoutGitDirs[m] {
+				continue // a bare-looking git dir a checkout's .git leads to: guarded with it
+			}
 			if filepath.Base(m) != ".git" {
 				if st, err := os.Lstat(m); err == nil && st.Mode()&os.ModeSymlink != 0 {
 					return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")

@@ -176,6 +176,9 @@ func guardGit(entry, mode string, inWritable func(string) bool, outsideRW func(e
 	if err := plan.guardConfigTargets(filepath.Dir(entry), gd, inWritable); err != nil {
 		return plan, err
 	}
+	if err := plan.guardLocalRemotes(filepath.Dir(entry), gd, inWritable); err != nil {
+		return plan, err
+	}
 	dirs := []string{gd}
 	c, err := plan.reads.commondirOf(gd)
 	if err != nil {
@@ -240,6 +243,9 @@ func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(s
 		return err
 	}
 	if err := plan.guardConfigTargets(worktree, gd, inWritable); err != nil {
+		return err
+	}
+	if err := plan.guardLocalRemotes(worktree, gd, inWritable); err != nil {
 		return err
 	}
 	if err := plan.guardCheckouts(gd); err != nil {
@@ -340,6 +346,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 		}
 	}
 	if err := plan.guardReplaceRefs(gd); err != nil {
+		return err
+	}
+	if err := plan.guardIndexBits(gd, own); err != nil {
 		return err
 	}
 	for _, d := range gitGuardedDirs {

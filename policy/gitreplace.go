@@ -3,6 +3,8 @@ package policy
 import (
 	"bufio"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,7 +64,9 @@ func (plan *gitPlan) guardReplaceRefs(gd string) error {
 
 // packedReplaceRefs returns the lines ("<oid> refs/replace/…") of the packed-refs file
 // p, none when there is none; p is opened without following a symlink or blocking on
-// a FIFO (noSymlinksIn refused both already).
+// a FIFO (noSymlinksIn refused both already). A file over cleanup.MaxPackedRefs bytes
+// or with a line over cleanup.MaxPackedRefLine is an error (the after-run cleanup moves
+// such a file aside, so one a command planted refuses no later launch).
 func packedReplaceRefs(p string) ([]string, error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
@@ -73,12 +77,17 @@ func packedReplaceRefs(p string) ([]string, error) {
 	}
 	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
 		return nil, errors.New("not a regular file")
 	}
+	// bounded as the after-run cleanup reads it: one it moved aside is not here again
+	if st.Size() > cleanup.MaxPackedRefs {
+		return nil, fmt.Errorf("%d bytes, more than gosbx reads (%d)", st.Size(), cleanup.MaxPackedRefs)
+	}
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<16)
+	sc := bufio.NewScanner(io.LimitReader(f, st.Size()))
+	sc.Buffer(nil, cleanup.MaxPackedRefLine)
 	for sc.Scan() {
 		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, "refs/replace/") {
 			if out = append(out, sc.Text()); len(out) > maxReplaceRefs {
@@ -90,10 +99,24 @@ func packedReplaceRefs(p string) ([]string, error) {
 }
 
 // ReplaceRefNote returns, for a path the after-run cleanup removed (nsinit.Result.Removed),
-// the stderr line that says it was a replace ref the command added ("gosbx: note: …",
-// no newline), and "" for any other path.
+// the stderr line that says it was a replace ref the command added, a packed-refs
+// moved aside, or an index bit cleared ("gosbx: note: …", no newline), and "" for any
+// other path.
 func ReplaceRefNote(p string) string {
 	file, ref, packed := strings.Cut(p, ": ")
+	if packed && filepath.Base(file) == "index" {
+		for _, bit := range []string{"skip-worktree", "assume-unchanged"} {
+			if name, ok := strings.CutSuffix(ref, " ("+bit+")"); ok {
+				return "gosbx: note: cleared the " + bit + " bit the command set on " + name + " in " + Shown(file) +
+					" (it hid the file's change from git status and git diff)"
+			}
+		}
+	}
+	if packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "moved aside to ") {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
+		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +
+			"); moved it aside to " + Shown(to) + ", where git does not read it: the refs packed in it are not seen until you check it and move it back"
+	}
 	if !(packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/replace/")) &&
 		!strings.Contains(p, "/refs/replace/") {
 		return ""

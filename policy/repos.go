@@ -74,6 +74,8 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			names = append(names, p)
 		}
 	}
+	// with .git protected, a bare repository (bareMarks) is too
+	findBare := slices.Contains(names, ".git")
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -213,6 +215,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		// Only what decides the result is kept: the entries that match a pattern and
 		// the directories the scan enters, in os.ReadDir's order (by name).
 		var keep []scanEntry
+		var bare bareMarks
 		err = dirent.Each(fd, buf, func(nb []byte, typ uint8) error {
 			isDir, err := isDirAt(fd, nb, typ)
 			if errors.Is(err, os.ErrNotExist) {
@@ -223,6 +226,9 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			}
 			if err != nil {
 				return err
+			}
+			if findBare {
+				bare.see(string(nb), isDir)
 			}
 			r := ""
 			if len(anchored) > 0 {
@@ -250,6 +256,11 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			return
 		}
 		slices.SortFunc(keep, func(a, b scanEntry) int { return strings.Compare(a.name, b.name) })
+		if depth > 0 && bare.all() {
+			// a bare repository: protected whole, as a .git is (its hooks run on the host's
+			// git push to it); kept so, a cached search finds it again
+			keep = []scanEntry{{name: filepath.Base(dir), rel: rel, path: dir, matched: true}}
+		}
 		if c != nil {
 			watchedAll = watchedAll && wd >= 0 && st.Ino != 0
 			c.store(dir, &st, keep, wd)
@@ -321,3 +332,23 @@ func matchParts(pat, parts []string) bool {
 	}
 	return len(parts) == 0
 }
+
+// bareMarks records which of a bare repository's entries a directory holds
+// (gitrepository-layout(5): HEAD, config, the directories objects and refs), as the
+// scan reads its names.
+type bareMarks uint8
+
+func (m *bareMarks) see(name string, isDir bool) {
+	switch {
+	case name == "HEAD":
+		*m |= 1
+	case name == "config":
+		*m |= 2
+	case name == "objects" && isDir:
+		*m |= 4
+	case name == "refs" && isDir:
+		*m |= 8
+	}
+}
+
+func (m bareMarks) all() bool { return m == 15 }

@@ -42,6 +42,11 @@ const (
 	// it. For replace refs (refs/replace/), which make the host's git show other
 	// objects than it pushes, and which no mount can keep out of packed-refs.
 	RemovePackedRefs Kind = "remove-packed-refs"
+	// RemoveIndexBits: the assume-unchanged and skip-worktree bits of the entries of the
+	// index file Path that are not in Keep (IndexHidden at launch) are cleared; HashLen
+	// is the repository's object name length (20: SHA-1, 32: SHA-256). For bits that
+	// hide a tracked file's change from the host's git status and diff.
+	RemoveIndexBits Kind = "remove-index-bits"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -58,12 +63,14 @@ type Entry struct {
 	// into a git dir with hooks) is removed as a new one.
 	KeepIDs []ID `json:"keep_ids,omitempty"`
 	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
-	// patterns of their last two components, "parent/name" ("objects/??").
+	// patterns of their whole path from Path ("objects/??" is Path/objects/ab only).
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
 	// Prefix (RemovePackedRefs) is the start of the ref names removed ("refs/replace/").
 	Prefix string `json:"prefix,omitempty"`
+	// HashLen (RemoveIndexBits) is the object name length in bytes, 20 or 32.
+	HashLen int `json:"hash_len,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
@@ -83,10 +90,13 @@ func IDOf(st *unix.Stat_t) ID {
 // below /. config.Validate calls it for each of a config's entries.
 func (e Entry) Check() error {
 	switch {
-	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs:
+	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs &&
+		e.Kind != RemoveIndexBits:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
+	case e.Kind == RemoveIndexBits && e.HashLen != 20 && e.HashLen != 32:
+		return fmt.Errorf("cleanup %s of %s: object name length %d is neither 20 (SHA-1) nor 32 (SHA-256)", e.Kind, e.Path, e.HashLen)
 	case e.Kind == RemovePackedRefs && !strings.HasPrefix(e.Prefix, "refs/"):
 		return fmt.Errorf("cleanup %s of %s: prefix %q is not below refs/", e.Kind, e.Path, e.Prefix)
 	case len(e.KeepIDs) != 0 && len(e.KeepIDs) != len(e.Keep):
@@ -100,7 +110,7 @@ func (e Entry) Check() error {
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs, RemoveIndexBits} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -120,6 +130,8 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removeSpecial(e.Path, e.Skip)
 			case RemovePackedRefs:
 				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
+			case RemoveIndexBits:
+				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen)
 			case RestoreSymlink:
 				switch replaced, err := restoreSymlink(e.Path, e.Target); {
 				case err != nil:
@@ -223,8 +235,8 @@ const MaxWalkDepth = 32
 // directory deeper than MaxWalkDepth. What it cannot inspect (an entry it cannot stat,
 // a directory it cannot open or read) is removed when it can be, else reported.
 func removeSpecial(dir string, skip []string) (removed, failed []string) {
-	var walk func(fd int, dir string, depth int)
-	walk = func(fd int, dir string, depth int) {
+	var walk func(fd int, dir, rel string, depth int)
+	walk = func(fd int, dir, rel string, depth int) {
 		f := os.NewFile(uintptr(fd), dir)
 		defer f.Close()
 		removeWhole := func(n, p, why string) {
@@ -250,7 +262,7 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 				} else {
 					removed = report(removed, p)
 				}
-			case t != unix.S_IFDIR || skipped(skip, filepath.Base(dir)+"/"+n):
+			case t != unix.S_IFDIR || skipped(skip, path.Join(rel, n)):
 			case depth >= MaxWalkDepth:
 				removeWhole(n, p, fmt.Sprintf("a directory more than %d levels deep", MaxWalkDepth))
 			default:
@@ -272,7 +284,7 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 				case err != nil:
 					removeWhole(n, p, "cannot open it to look for symlinks: "+err.Error())
 				default:
-					walk(sub, p, depth+1)
+					walk(sub, p, path.Join(rel, n), depth+1)
 				}
 			}
 		})
@@ -287,13 +299,17 @@ func removeSpecial(dir string, skip []string) (removed, failed []string) {
 	if err != nil {
 		return nil, []string{dir + ": " + err.Error()}
 	}
-	walk(fd, dir, 0)
+	walk(fd, dir, "", 0)
 	return removed, failed
 }
 
-func skipped(patterns []string, last2 string) bool {
+// skipped reports whether rel, a directory's path from the walk's root ("objects/ab"),
+// matches one of patterns as a whole: a pattern is anchored at the root, so
+// "objects/[0-9a-f][0-9a-f]" skips <root>/objects/ab and never <root>/logs/refs/heads/objects/ab
+// (attack review 28 F4: a branch named objects/ab/x kept a symlinked reflog).
+func skipped(patterns []string, rel string) bool {
 	for _, p := range patterns {
-		if ok, _ := path.Match(p, last2); ok {
+		if ok, _ := path.Match(p, rel); ok {
 			return true
 		}
 	}

@@ -2,8 +2,8 @@ package cleanup
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,12 +13,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// MaxPackedRefs is the largest packed-refs file, in bytes, read at launch (policy) or
+// rewritten after the run (about a million refs); MaxPackedRefLine is its longest line,
+// in bytes with the newline (an object id and a ref name; a loose ref's path, PATH_MAX,
+// bounds a ref name on every file system git writes one to).
+const (
+	MaxPackedRefs    = 128 << 20
+	MaxPackedRefLine = 4096
+)
+
+// asideSuffix names where an oversized or malformed packed-refs is moved
+// ("packed-refs.gosbx-aside", beside it): git never reads it there, the user can.
+const asideSuffix = ".gosbx-aside"
+
 // removePackedRefs removes from the packed-refs file p (gitrepository-layout(5)) every
 // ref whose name starts with prefix and whose line is not one of keep (the lines
 // there at launch), with the peeled line ("^<oid>") that follows it. The file is
-// rewritten beside itself and renamed over it, through its directory's descriptor; a
-// symlink or anything but a regular file is left to RemoveSpecialUnder. It returns
-// "p: <ref>" for each ref removed.
+// streamed (one line held at a time) into a file beside itself, renamed over it
+// through its directory's descriptor; a symlink or anything but a regular file is left
+// to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with a line over
+// MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside" (fail
+// closed: none of its refs is left where git reads them), reported as "p: moved aside
+// to …". It returns "p: <ref>" for each ref removed.
 func removePackedRefs(p, prefix string, keep []string) (removed, failed []string) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
@@ -42,17 +58,43 @@ func removePackedRefs(p, prefix string, keep []string) (removed, failed []string
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, nil
 	}
+	aside := func(why string) ([]string, []string) {
+		if err := unix.Renameat(dir, name, dir, name+asideSuffix); err != nil {
+			return nil, []string{p + ": " + why + "; moving it aside: " + err.Error()}
+		}
+		return []string{p + ": moved aside to " + p + asideSuffix + " (" + why + ")"}, nil
+	}
+	if st.Size > MaxPackedRefs {
+		return aside(fmt.Sprintf("%d bytes, more than gosbx reads (%d)", st.Size, MaxPackedRefs))
+	}
 	kept := map[string]bool{}
 	for _, k := range keep {
 		kept[k] = true
 	}
-	var out bytes.Buffer
+	tmp := name + ".gosbx-" + strconv.Itoa(os.Getpid())
+	unix.Unlinkat(dir, tmp, 0)
+	wfd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o666)
+	if err != nil {
+		return nil, []string{p + ": " + err.Error()}
+	}
+	w := os.NewFile(uintptr(wfd), tmp)
+	discard := func() {
+		w.Close()
+		unix.Unlinkat(dir, tmp, 0)
+	}
+	bw := bufio.NewWriter(w)
 	dropping := false
-	r := bufio.NewReader(f)
+	// the file is read only up to the size it had: one the command's background process
+	// keeps growing is not followed past it
+	r := bufio.NewReaderSize(io.LimitReader(f, st.Size), MaxPackedRefLine)
 	for {
-		line, err := r.ReadString('\n')
-		if line != "" {
-			text := strings.TrimRight(line, "\n")
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			discard()
+			return aside(fmt.Sprintf("a line longer than %d bytes", MaxPackedRefLine))
+		}
+		if len(line) > 0 {
+			text := strings.TrimRight(string(line), "\n")
 			_, ref, _ := strings.Cut(text, " ")
 			switch {
 			case strings.HasPrefix(text, "^"):
@@ -64,28 +106,23 @@ func removePackedRefs(p, prefix string, keep []string) (removed, failed []string
 				dropping = false
 			}
 			if !dropping {
-				out.WriteString(line)
+				bw.Write(line)
 			}
 		}
 		if err != nil {
 			if err != io.EOF {
+				discard()
 				return nil, []string{p + ": " + err.Error()}
 			}
 			break
 		}
 	}
 	if len(removed) == 0 {
+		discard()
 		return nil, nil
 	}
-	tmp := name + ".gosbx-" + strconv.Itoa(os.Getpid())
-	unix.Unlinkat(dir, tmp, 0)
-	wfd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o666)
-	if err != nil {
-		return nil, []string{p + ": " + err.Error()}
-	}
-	w := os.NewFile(uintptr(wfd), tmp)
 	unix.Fchown(wfd, int(st.Uid), int(st.Gid)) // as it was; a caller who may not keeps it its own
-	_, err = w.Write(out.Bytes())
+	err = bw.Flush()
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

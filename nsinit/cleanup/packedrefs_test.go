@@ -3,6 +3,7 @@ package cleanup
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +37,38 @@ func TestRemovePackedRefs(t *testing.T) {
 	Run([]Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/replace/"}})
 	if b, _ := os.ReadFile(victim); string(b) != "3333 refs/replace/bbbb\n" {
 		t.Errorf("the symlink's target was rewritten: %q", b)
+	}
+}
+
+// A packed-refs over MaxPackedRefs (a sparse file: no disk) or with a line over
+// MaxPackedRefLine is moved aside whole, not read into memory (attack review 28 F3).
+func TestRemovePackedRefsAside(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		make func(p string) error
+	}{
+		{"oversized", func(p string) error { return os.Truncate(p, MaxPackedRefs+1) }},
+		{"long line", func(p string) error {
+			return os.WriteFile(p, []byte("2222 refs/heads/main\n3333 refs/replace/"+strings.Repeat("b", MaxPackedRefLine)+"\n"), 0o644)
+		}},
+		{"no newline in 1 MiB", func(p string) error { return os.Truncate(p, 1<<20) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "packed-refs")
+			os.WriteFile(p, nil, 0o644)
+			if err := c.make(p); err != nil {
+				t.Fatal(err)
+			}
+			removed, failed := Run([]Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/replace/"}})
+			if len(failed) != 0 || len(removed) != 1 || !strings.Contains(removed[0], "moved aside") {
+				t.Fatalf("removed %q, failed %q", removed, failed)
+			}
+			if _, err := os.Lstat(p); err == nil {
+				t.Errorf("packed-refs is still where git reads it")
+			}
+			if _, err := os.Lstat(p + asideSuffix); err != nil {
+				t.Errorf("not moved aside: %v", err)
+			}
+		})
 	}
 }

@@ -105,6 +105,7 @@ func Encode(c *Config) []byte {
 		e.Strs(x.Skip)
 		e.Str(x.Target)
 		e.Str(x.Prefix)
+		e.Uint(uint64(x.HashLen))
 	}
 	e.Bool(c.Egress != nil)
 	if c.Egress != nil {
@@ -222,6 +223,7 @@ func Decode(b []byte) (*Config, error) {
 				}
 			}
 			x.Skip, x.Target, x.Prefix = d.Strs(), d.Str(), d.Str()
+			x.HashLen = int(d.Uint())
 			c.Cleanup[i] = x
 		}
 	}
