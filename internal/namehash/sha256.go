@@ -31,7 +31,7 @@ var k = [64]uint32{
 // Sum256 returns the SHA-256 digest of data.
 func Sum256(data []byte) [Size]byte {
 	// initial hash value (FIPS 180-4, 5.3.3)
-	h := [8]uint32{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
+	h := Init256
 	// padding (5.1.1): a 1 bit, zeros to 56 mod 64 bytes, the length in bits, big-endian
 	n := len(data)
 	tail := make([]byte, 0, 128)
@@ -42,10 +42,10 @@ func Sum256(data []byte) [Size]byte {
 	}
 	tail = binary.BigEndian.AppendUint64(tail, uint64(n)*8)
 	for p := data[:n-n%64]; len(p) >= 64; p = p[64:] {
-		block(&h, p[:64])
+		Block256(&h, p[:64])
 	}
 	for p := tail; len(p) >= 64; p = p[64:] {
-		block(&h, p[:64])
+		Block256(&h, p[:64])
 	}
 	var out [Size]byte
 	for i, v := range h {
@@ -54,8 +54,13 @@ func Sum256(data []byte) [Size]byte {
 	return out
 }
 
-// block runs the compression function (6.2.2) over one 64-byte block.
-func block(h *[8]uint32, p []byte) {
+// Init256 is SHA-256's initial hash value (FIPS 180-4, 5.3.3), for a caller that streams
+// its blocks through Block256 (nsinit/cleanup's index checksum).
+var Init256 = [8]uint32{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}
+
+// Block256 runs SHA-256's compression function (6.2.2) over one 64-byte block p,
+// updating the hash value h.
+func Block256(h *[8]uint32, p []byte) {
 	var w [64]uint32
 	for t := 0; t < 16; t++ {
 		w[t] = binary.BigEndian.Uint32(p[4*t:])
