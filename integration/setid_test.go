@@ -357,6 +357,7 @@ try_open("file", "f", os.O_WRONLY)
 // init's thread count is what it was, and it has no controlling terminal (stat's
 // tty_nr 0); a command still starts afterwards.
 func TestSetIDOpenNeverBlocks(t *testing.T) {
+	const setIDCommands = 24
 	requireBinary(t)
 	e := newSessionEnv(t, rootCaller)
 	e.start("fifo", "--pids", "20")
@@ -369,7 +370,7 @@ func TestSetIDOpenNeverBlocks(t *testing.T) {
 		return len(ents)
 	}
 	before := threads()
-	for i := 0; i < 24; i++ {
+	for i := 0; i < setIDCommands; i++ {
 		r := e.gosbx("exec", "--session", "fifo", "--", python, "-c", setIDBlockProbe)
 		want := "fifo-w EPERM\nfifo-r EPERM\ntty EPERM\nself "
 		if r.code != 0 || !strings.HasPrefix(r.stdout, want) || !strings.HasSuffix(r.stdout, "file OK\n") {
@@ -380,8 +381,12 @@ func TestSetIDOpenNeverBlocks(t *testing.T) {
 		}
 	}
 	mustSucceed(t, e.in("fifo", nil, "true"), "a command after the set-ID opens")
-	if after := threads(); after > before+2 {
-		t.Errorf("host: the init has %d threads after the commands, %d before", after, before)
+	// A blocked open pins one thread per command (24 here); the runtime may start a few
+	// threads of its own while two Ps serve set-ID calls (CI saw 8 → 11), so the bound
+	// is half the commands, not "none".
+	if after := threads(); after-before >= setIDCommands/2 {
+		t.Errorf("host: the init has %d threads after %d commands, %d before (one pinned per command?)",
+			after, setIDCommands, before)
 	}
 	st, err := os.ReadFile("/proc/" + strconv.Itoa(initPid) + "/stat")
 	must(t, err)
