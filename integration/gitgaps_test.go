@@ -67,7 +67,9 @@ func TestGitGapsEnvironmentConfig(t *testing.T) {
 			func(s *sandbox) { fsmCfg(s, "xdg/git/config") },
 			`(printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$1" > xdg/git/config) 2>/dev/null && echo WROTE-xdg; plant tools/fsm.sh "$1"`, []string{"status"}},
 		{"GIT_TEMPLATE_DIR", func(s *sandbox) []string { return []string{"GIT_TEMPLATE_DIR=" + filepath.Join(s.ws, "tpl")} },
-			func(s *sandbox) { s.hostProgram(filepath.Join(s.ws, "tpl/hooks/post-checkout"), filepath.Join(s.base, "ran")) },
+			func(s *sandbox) {
+				s.hostProgram(filepath.Join(s.ws, "tpl/hooks/post-checkout"), filepath.Join(s.base, "ran"))
+			},
 			`plant tpl/hooks/post-checkout "$1"`, []string{"clone", "-q", ".", "../clone"}},
 	}
 	for _, c := range cases {

@@ -19,7 +19,6 @@ type cmdWord struct {
 // executing its one word itself (run-command.c prepare_shell_cmd).
 const shellMeta = "|&;<>()$`\\\"' \t\n*?[#~=%"
 
-
 // A redirection's target (> out, < in) is data the shell writes or reads, not a word:
 // commandWords leaves it out.
 

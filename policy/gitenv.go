@@ -212,7 +212,9 @@ func gitConfigParameters(env []string) ([]configEntry, error) {
 	return out, nil
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
 
 // sqDequoteStep undoes one shell-single-quoted word at the start of s (quote.c
 // sq_dequote_step: '...' runs, joined by \' or \!), returning it and what follows.
