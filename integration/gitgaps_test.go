@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -90,5 +92,111 @@ func TestGitGapsEnvironmentConfig(t *testing.T) {
 			wantRan(t, filepath.Join(s.base, "ran"))
 			noMarker(t, pwned, "the host's git "+c.host[len(c.host)-1])
 		})
+	}
+}
+
+// A program git config names without a slash is looked up on the caller's PATH: one
+// found in the workspace (through a relative "." entry, taken from the checkout's top,
+// or an absolute one) is read-only, so the host's git status runs the original; a
+// writable PATH directory searched before the program's own is refused (125, naming
+// the setting and the entry); `!git …` (git's exec path comes first) and a builtin are
+// not refused.
+func TestGitGapsPathProgram(t *testing.T) {
+	requireBinary(t)
+	for _, entry := range []string{".", "bin"} {
+		t.Run(entry, func(t *testing.T) {
+			s := newSandbox(t, rootCaller)
+			s.newRepo(s.ws, "base")
+			dir, pathEntry := s.ws, "."
+			if entry == "bin" {
+				dir, pathEntry = filepath.Join(s.ws, "bin"), filepath.Join(s.ws, "bin")
+			}
+			ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+			s.hostProgram(filepath.Join(dir, "fsm-hook"), ran)
+			s.hostGit(s.ws, "config", "core.fsmonitor", "fsm-hook")
+			s.hostGit(s.ws, "config", "alias.lg", "!git log --oneline -n 1 && echo done")
+			env := []string{"PATH=" + pathEntry + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+			rel, _ := filepath.Rel(s.ws, filepath.Join(dir, "fsm-hook"))
+			r := s.runEnv(env, nil, plantScript+`plant `+rel+` "$1"`, pwned)
+			mustSucceed(t, r, "the command")
+			noWrote(t, r)
+			if out, err := s.hostGitEnv(s.ws, env, "status"); err != nil {
+				t.Logf("host git status: %v\n%s", err, out)
+			}
+			wantRan(t, ran)
+			noMarker(t, pwned, "the host's git status")
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		s := newSandbox(t, rootCaller)
+		s.newRepo(s.ws, "base")
+		tools := filepath.Join(s.base, "tools")
+		s.hostProgram(filepath.Join(tools, "fsm-hook"), filepath.Join(s.base, "ran"))
+		s.hostGit(s.ws, "config", "merge.x.driver", "fsm-hook %O %A %B")
+		early := filepath.Join(s.ws, "node_modules/.bin")
+		r := s.runEnv([]string{"PATH=" + early + ":" + tools + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
+		// (the system gitconfig here names a credential helper that is not installed:
+		// refused as well, with a workspace PATH entry; GIT_CONFIG_NOSYSTEM keeps it out)
+		if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "merge.x.driver") || !strings.Contains(r.stderr, early) {
+			t.Errorf("a PATH entry in the workspace before the merge driver's program: want 125 naming the setting and the entry\n%v", r)
+		}
+		// after it, or with the program named by its absolute path: no refusal
+		r = s.runEnv([]string{"PATH=" + tools + ":" + early + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
+		mustSucceed(t, r, "the PATH entry in the workspace after the program's directory")
+		s.hostGit(s.ws, "config", "merge.x.driver", filepath.Join(tools, "fsm-hook")+" %O %A %B")
+		s.hostGit(s.ws, "config", "alias.lg", "!git log --oneline -n 1; echo done")
+		s.hostGit(s.ws, "config", "alias.t", "!true")
+		r = s.runEnv([]string{"PATH=" + early + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
+		if r.code != 125 || !strings.Contains(r.stderr, "alias.t") {
+			t.Errorf("!true (git runs it without sh, from PATH): want 125 naming alias.t\n%v", r)
+		}
+		s.hostGit(s.ws, "config", "alias.t", "!true && echo x")
+		r = s.runEnv([]string{"PATH=" + early + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
+		mustSucceed(t, r, "`!git …` and a builtin run by sh, with a workspace PATH entry first")
+	})
+}
+
+// Local remotes named in an included config file, and through url.<base>.insteadOf
+// and pushInsteadOf (the remote's URL https://…, rewritten to a bare repository in the
+// workspace), are read-only, and one the command makes is removed after the run: the
+// host's git push runs no hook the command wrote there. The repositories lie in
+// node_modules, which the scan for bare repositories skips.
+func TestGitGapsLocalRemoteIncludeInsteadOf(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	out := filepath.Join(s.base, "out")
+	must(t, os.Mkdir(out, 0o755))
+	repo := filepath.Join(s.ws, "repo")
+	s.newRepo(repo, "host-commit")
+	nm := filepath.Join(s.ws, "node_modules")
+	must(t, os.Mkdir(nm, 0o755))
+	for _, d := range []string{"inc.git", "mirror.git", "pushed.git"} {
+		s.hostGit(nm, "init", "-q", "--bare", d)
+	}
+	s.writeWS("repo/remotes.cfg", "[remote \"inc\"]\n\turl = ../node_modules/inc.git\n[url \""+filepath.Join(nm, "mirror.git")+"\"]\n\tinsteadOf = https://example.invalid/m.git\n", 0o644)
+	s.hostGit(repo, "config", "include.path", "../remotes.cfg")
+	s.hostGit(repo, "remote", "add", "origin", "https://example.invalid/m.git")
+	s.hostGit(repo, "remote", "add", "up", "https://example.invalid/up.git")
+	s.hostGit(repo, "config", "url."+filepath.Join(nm, "pushed.git")+".pushInsteadOf", "https://example.invalid/up.git")
+	s.hostGit(repo, "remote", "add", "new", "https://example.invalid/new.git")
+	s.hostGit(repo, "config", "url."+filepath.Join(nm, "new.git")+".insteadOf", "https://example.invalid/new.git")
+	r := s.runEnv(nil, nil, `cd node_modules; for d in inc.git mirror.git pushed.git new.git; do
+[ -d $d ] || git init -q --bare $d
+mkdir -p $d/hooks && printf '#!/bin/sh\necho PWNED > %s/%s\n' "$1" $d > $d/hooks/post-receive && chmod +x $d/hooks/post-receive && echo WROTE $d
+done 2>/dev/null; true`, out)
+	mustSucceed(t, r, "write remote hooks")
+	for _, remote := range []string{"inc", "origin", "up", "new"} {
+		// new.git is gone after the run (removed as the command's): its push fails
+		if o, err := s.hostGitOut(repo, "push", "-q", remote, "HEAD:refs/heads/main"); err != nil && remote != "new" {
+			t.Errorf("the host's push to %s: %v\n%s", remote, err, o)
+		}
+	}
+	for _, d := range []string{"inc.git", "mirror.git", "pushed.git", "new.git"} {
+		if b, err := os.ReadFile(filepath.Join(out, d)); err == nil {
+			t.Errorf("the host's git push ran the hook the command wrote in %s: %q\n%v", d, b, r)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(nm, "new.git")); err == nil {
+		t.Errorf("the remote repository the command made is left\n%v", r)
 	}
 }
