@@ -127,33 +127,50 @@ func TestGitGapsPathProgram(t *testing.T) {
 			noMarker(t, pwned, "the host's git status")
 		})
 	}
-	t.Run("refused", func(t *testing.T) {
+	// A PATH directory in the workspace searched before the program's own (here a
+	// missing node_modules/.bin) gets an empty read-only directory of the program's name,
+	// which every lookup passes over: the command can put no fsm-hook, true or git there
+	// that the host's git status, git t (alias !true, run without sh) or the user's
+	// shell running git would find first.
+	t.Run("placeholder", func(t *testing.T) {
 		s := newSandbox(t, rootCaller)
 		s.newRepo(s.ws, "base")
 		tools := filepath.Join(s.base, "tools")
-		s.hostProgram(filepath.Join(tools, "fsm-hook"), filepath.Join(s.base, "ran"))
-		s.hostGit(s.ws, "config", "merge.x.driver", "fsm-hook %O %A %B")
-		early := filepath.Join(s.ws, "node_modules/.bin")
-		r := s.runEnv([]string{"PATH=" + early + ":" + tools + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
-		// (the system gitconfig here names a credential helper that is not installed:
-		// refused as well, with a workspace PATH entry; GIT_CONFIG_NOSYSTEM keeps it out)
-		if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "merge.x.driver") || !strings.Contains(r.stderr, early) {
-			t.Errorf("a PATH entry in the workspace before the merge driver's program: want 125 naming the setting and the entry\n%v", r)
-		}
-		// after it, or with the program named by its absolute path: no refusal
-		r = s.runEnv([]string{"PATH=" + tools + ":" + early + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
-		mustSucceed(t, r, "the PATH entry in the workspace after the program's directory")
-		s.hostGit(s.ws, "config", "merge.x.driver", filepath.Join(tools, "fsm-hook")+" %O %A %B")
-		s.hostGit(s.ws, "config", "alias.lg", "!git log --oneline -n 1; echo done")
+		ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+		s.hostProgram(filepath.Join(tools, "fsm-hook"), ran)
+		s.hostGit(s.ws, "config", "core.fsmonitor", "fsm-hook")
 		s.hostGit(s.ws, "config", "alias.t", "!true")
-		r = s.runEnv([]string{"PATH=" + early + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
-		if r.code != 125 || !strings.Contains(r.stderr, "alias.t") {
-			t.Errorf("!true (git runs it without sh, from PATH): want 125 naming alias.t\n%v", r)
+		s.hostGit(s.ws, "config", "alias.lg", "!git log --oneline -n 1 && echo done")
+		early := filepath.Join(s.ws, "node_modules/.bin")
+		env := []string{"PATH=" + early + ":" + tools + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		r := s.runEnv(env, nil, plantScript+`mkdir -p node_modules/.bin 2>/dev/null; for p in fsm-hook true git; do rm -rf node_modules/.bin/$p 2>/dev/null; plant node_modules/.bin/$p "$1"; chmod +x node_modules/.bin/$p 2>/dev/null; done
+mv node_modules/.bin node_modules/.bin2 2>/dev/null && echo WROTE-moved; true`, pwned)
+		mustSucceed(t, r, "the command")
+		noWrote(t, r)
+		out, err := s.hostShEnv(s.ws, env, `git status >/dev/null && git t && git lg`)
+		if err != nil || !strings.Contains(out, "done") {
+			t.Errorf("the host's git with the placeholders on PATH: %v\n%s", err, out)
 		}
-		s.hostGit(s.ws, "config", "alias.t", "!true && echo x")
-		r = s.runEnv([]string{"PATH=" + early + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
-		mustSucceed(t, r, "`!git …` and a builtin run by sh, with a workspace PATH entry first")
+		wantRan(t, ran)
+		noMarker(t, pwned, "the host's git status, git t or git itself")
+		// a PATH directory reached through a symlink in the workspace: refused
+		must(t, os.Symlink("/usr/bin", filepath.Join(s.ws, "lnk")))
+		r = s.runEnv([]string{"PATH=" + filepath.Join(s.ws, "lnk") + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
+		if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "lnk") {
+			t.Errorf("a PATH entry through a symlink in the workspace: want 125 naming it\n%v", r)
+		}
 	})
+}
+
+// hostShEnv runs sh -c script on the host as root in dir with hostGitEnv's environment
+// and extra (its PATH finds git as the user's shell would).
+func (s *sandbox) hostShEnv(dir string, extra []string, script string) (string, error) {
+	cmd := exec.CommandContext(context.Background(), "/bin/sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + s.base, "GIT_CONFIG_NOSYSTEM=1"}, extra...)
+	cmd.Env = append(cmd.Env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // Local remotes named in an included config file, and through url.<base>.insteadOf

@@ -153,7 +153,17 @@ func (plan *gitPlan) guardConfigSources(worktree, gd string, inWritable func(str
 			return err
 		}
 	}
-	return plan.guardConfigEntries(envSource, plan.reads.rb.envEntries(), worktree, inWritable, 0)
+	if err := plan.guardConfigEntries(envSource, plan.reads.rb.envEntries(), worktree, inWritable, 0); err != nil {
+		return err
+	}
+	return plan.guardHostGit(worktree, inWritable)
+}
+
+// guardHostGit keeps the command from putting a git of its own where the host user's
+// shell would find it before theirs: in a writable PATH directory, or one taken from
+// worktree (".", empty) (guardPathProgram).
+func (plan *gitPlan) guardHostGit(worktree string, inWritable func(string) bool) error {
+	return plan.guardPathProgram(envSource, worktree, "the host's git command itself", cmdWord{text: "git", program: true}, true, inWritable)
 }
 
 // envSource names the caller's environment as where settings come from.
@@ -181,7 +191,10 @@ func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
 			return err
 		}
 	}
-	return plan.guardConfigEntries(envSource, plan.reads.rb.envEntries(), "", inWritable, 0)
+	if err := plan.guardConfigEntries(envSource, plan.reads.rb.envEntries(), "", inWritable, 0); err != nil {
+		return err
+	}
+	return plan.guardHostGit("", inWritable)
 }
 
 // guardConfigFile guards the settings of the config file f (a missing one has none)
@@ -356,7 +369,7 @@ func (plan *gitPlan) configPath(v, base string) string {
 func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWritable func(string) bool) error {
 	t := w.text
 	if w.program && !strings.Contains(t, "/") {
-		return plan.guardPathProgram(f, worktree, name, w, inWritable)
+		return plan.guardPathProgram(f, worktree, "git config "+name, w, false, inWritable)
 	}
 	if strings.HasPrefix(t, "-") {
 		if i := strings.IndexByte(t, '='); i >= 0 {

@@ -21,9 +21,11 @@ type gitEnv struct {
 	// GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n> carry, and GIT_TEMPLATE_DIR and
 	// GIT_EXEC_PATH as the directories of programs they are; each names its variable.
 	entries []configEntry
-	// path is the PATH git's children search (execvp(3)): git's exec path first, then
-	// the caller's PATH (or /usr/bin:/bin when unset), relative entries as written.
-	path []string
+	// path is the caller's PATH (or /usr/bin:/bin when unset), relative entries as
+	// written; execPath git's exec path, which git puts before it for the programs it
+	// runs (git.c setup_path), "" when not known.
+	path     []string
+	execPath string
 }
 
 // envLookup is the value of k in env (KEY=VALUE, the last one wins), and whether it is
@@ -105,9 +107,7 @@ func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
 	} else {
 		execPath = defaultExecPath(env)
 	}
-	if execPath != "" {
-		g.path = append(g.path, execPath)
-	}
+	g.execPath = execPath
 	if p, ok := envLookup(env, "PATH"); ok {
 		g.path = append(g.path, strings.Split(p, ":")...)
 	} else {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,14 +22,8 @@ func (plan *gitPlan) pathDirOf(d string, inWritable func(string) bool) pathDir {
 	if pd, ok := rb.pathDirs[d]; ok {
 		return pd
 	}
-	pd := pathDir{resolved: d, writable: inWritable(d)}
-	if !pd.writable {
-		r, link, err := resolveConfigPath(d, inWritable)
-		pd.link, pd.err = link, err
-		if err == nil {
-			pd.resolved, pd.writable = r, inWritable(r) || link != ""
-		}
-	}
+	r, link, err := resolveConfigPath(d, inWritable)
+	pd := pathDir{resolved: r, link: link, err: err, writable: inWritable(d) || inWritable(r) || link != ""}
 	if rb.pathDirs == nil {
 		rb.pathDirs = map[string]pathDir{}
 	}
@@ -56,15 +51,19 @@ func isProgram(st os.FileInfo) bool { return st.Mode().IsRegular() && st.Mode()&
 
 // guardPathProgram guards the program w (a word without a slash in a program's place)
 // of the command git config name (in f) runs, looked up on the caller's PATH as git's
-// child looks it up (rb.env.path: git's exec path first; a relative entry, "." or
+// child looks it up (git's exec path first, then rb.env.path; a relative entry, "." or
 // empty, taken from the directory the command runs in: the worktree's top, or its
-// literal cd): the first match that lies in a writable tree, or is reached through a
-// symlink into one, is made read-only; a PATH directory in a writable tree that comes
-// before the match (or any, when nothing matches) is refused, naming the setting and
-// the entry, since the command could create the program there (attack review 27's
-// known limit). A shell builtin or keyword, when sh runs the command, and a variable
-// assignment are no program.
-func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, inWritable func(string) bool) error {
+// literal cd). The first match that lies in a writable tree, or is reached through a
+// symlink into one, is made read-only. In each PATH directory in a writable tree
+// searched before it (each, when nothing matches), the command could put its own
+// program of that name: there the name is taken by an empty directory, created when
+// missing and made read-only (a placeholder: git's locate_in_PATH, sh, bash and
+// execvp(3) pass over a directory to the next entry, and a mount point cannot be
+// replaced); a symlink there, or a PATH directory reached through a symlink in a
+// writable tree, is refused. A shell builtin or keyword, when sh runs the command, and
+// a variable assignment are no program. For the host's git itself (hostGit), the
+// caller's PATH alone is searched (the user's shell finds git).
+func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostGit bool, inWritable func(string) bool) error {
 	rb := plan.reads.rb
 	prog := w.text
 	if rb == nil || len(rb.env.path) == 0 || prog == "" || w.unknown || w.shell && shellBuiltin(prog) || strings.Contains(prog, "=") {
@@ -74,7 +73,11 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, inWri
 	if w.dir != "" {
 		base = plan.configPath(w.dir, worktree)
 	}
-	for _, e := range rb.env.path {
+	path := rb.env.path
+	if !hostGit && rb.env.execPath != "" {
+		path = append([]string{rb.env.execPath}, path...)
+	}
+	for _, e := range path {
 		d := e
 		if !filepath.IsAbs(d) {
 			if base == "" {
@@ -84,20 +87,33 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, inWri
 		}
 		pd := plan.pathDirOf(filepath.Clean(d), inWritable)
 		if pd.err != nil {
-			return errorf("protected", d, pd.err, "cannot resolve this PATH directory, so cannot tell which %s git config %s (in %s) runs", prog, name, f)
+			return errorf("protected", d, pd.err, "cannot resolve this PATH directory, so cannot tell which %s %s runs", prog, name)
 		}
 		c := filepath.Join(pd.resolved, prog)
 		if pd.writable {
-			if st, err := os.Lstat(c); err == nil && isProgram(st) && pd.link == "" {
+			st, err := os.Lstat(c)
+			switch {
+			case pd.link != "":
+				return errorf("protected", pd.link, nil, "%s (in %s) runs %s, which the host looks up on PATH, and the PATH entry %s leads through this symlink, which lies in a tree the sandbox can write (the command could repoint it): take the entry off PATH or name the directory itself", name, f, prog, e)
+			case err == nil && isProgram(st):
 				plan.readOnly = append(plan.readOnly, c)
-				return nil
+				return nil // the match
+			case err == nil && (st.Mode().IsRegular() || st.IsDir()):
+				plan.readOnly = append(plan.readOnly, c) // passed over, and kept so
+			case errors.Is(err, os.ErrNotExist):
+				plan.makeDirs = append(plan.makeDirs, c)
+				plan.readOnly = append(plan.readOnly, c)
+			case err == nil:
+				return errorf("protected", c, nil, "%s (in %s) runs %s, which the host looks up on PATH, and this %s in the PATH entry %s, in a tree the sandbox can write, cannot be kept as it is: remove it, or take the entry off PATH", name, f, prog, fileKindOf(st), e)
+			default:
+				return errorf("protected", c, err, "cannot check the PATH entry %s for the %s that %s (in %s) runs", e, prog, name, f)
 			}
-			return errorf("protected", d, nil, "git config %s (in %s) runs %s, which the host's git looks up on PATH, and this PATH entry (%s), searched before any %s is found, lies in a tree the sandbox can write: the command could put its own %s there. Remove the entry from PATH or put it after the directory that holds %s, name the program by its absolute path, or remove the setting", name, f, prog, e, prog, prog, prog)
+			continue
 		}
 		if _, err := os.Lstat(c); err != nil {
 			continue
 		}
-		r, err := resolveWritable(c, "git config "+name+" (in "+f+", found on PATH)", inWritable)
+		r, err := resolveWritable(c, name+" (in "+f+", found on PATH)", inWritable)
 		if err != nil {
 			return err
 		}
@@ -106,11 +122,24 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, inWri
 				plan.readOnly = append(plan.readOnly, r)
 				return nil
 			}
-			return errorf("protected", c, nil, "git config %s (in %s) runs %s, found on PATH here, a symlink to %s in a tree the sandbox can write that is not a program: the command could create it; fix the link or remove the setting", name, f, prog, r)
+			return errorf("protected", c, nil, "%s (in %s) runs %s, found on PATH here, a symlink to %s in a tree the sandbox can write that is not a program: the command could create it; fix the link or remove the setting", name, f, prog, r)
 		}
 		if st, err := os.Stat(c); err == nil && isProgram(st) {
 			return nil // the host's own
 		}
 	}
-	return nil // nowhere, and no writable directory on the way: nothing to plant
+	return nil
+}
+
+// fileKindOf names st's type for a message.
+func fileKindOf(st os.FileInfo) string {
+	switch {
+	case st.Mode()&os.ModeSymlink != 0:
+		return "symlink"
+	case st.Mode()&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case st.Mode()&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "device"
 }
