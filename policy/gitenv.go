@@ -26,6 +26,9 @@ type gitEnv struct {
 	// runs (git.c setup_path), "" when not known.
 	path     []string
 	execPath string
+	// execPathOf, when execPath is not set by GIT_EXEC_PATH, finds it on first use
+	// (defaultExecPath): most launches look up no program.
+	execPathOf func() string
 }
 
 // envLookup is the value of k in env (KEY=VALUE, the last one wins), and whether it is
@@ -104,10 +107,10 @@ func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
 	if ok && execPath != "" {
 		execPath = abs(execPath)
 		g.entries = append(g.entries, configEntry{section: "core", key: "hookspath", value: execPath, set: true, env: "GIT_EXEC_PATH"})
+		g.execPath = execPath
 	} else {
-		execPath = defaultExecPath(env)
+		g.execPathOf = func() string { return defaultExecPath(env) }
 	}
-	g.execPath = execPath
 	if p, ok := envLookup(env, "PATH"); ok {
 		g.path = append(g.path, strings.Split(p, ":")...)
 	} else {
@@ -125,6 +128,9 @@ func defaultExecPath(env []string) string {
 	for _, d := range strings.Split(p, ":") {
 		if !filepath.IsAbs(d) {
 			continue
+		}
+		if _, err := os.Lstat(filepath.Join(d, "git")); err != nil {
+			continue // one call where most entries have none
 		}
 		b, err := filepath.EvalSymlinks(filepath.Join(d, "git"))
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // pathDir is one PATH directory as the guard sees it: resolved (resolveConfigPath),
@@ -73,9 +75,25 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 	if w.dir != "" {
 		base = plan.configPath(w.dir, worktree)
 	}
+	key := prog + "\x00" + base
+	if hostGit {
+		key += "\x00git"
+	}
+	if rb.pathSeen[key] {
+		return nil // planned already in this launch (a global setting, for each repository)
+	}
+	if rb.pathSeen == nil {
+		rb.pathSeen = map[string]bool{}
+	}
+	rb.pathSeen[key] = true
 	path := rb.env.path
-	if !hostGit && rb.env.execPath != "" {
-		path = append([]string{rb.env.execPath}, path...)
+	if !hostGit {
+		if rb.env.execPath == "" && rb.env.execPathOf != nil {
+			rb.env.execPath, rb.env.execPathOf = rb.env.execPathOf(), nil
+		}
+		if rb.env.execPath != "" {
+			path = append([]string{rb.env.execPath}, path...)
+		}
 	}
 	for _, e := range path {
 		d := e
@@ -110,7 +128,8 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 			}
 			continue
 		}
-		if _, err := os.Lstat(c); err != nil {
+		var lst unix.Stat_t
+		if unix.Lstat(c, &lst) != nil { // no FileInfo made: most entries have no such name
 			continue
 		}
 		r, err := resolveWritable(c, name+" (in "+f+", found on PATH)", inWritable)

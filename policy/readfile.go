@@ -184,6 +184,10 @@ type readBudget struct {
 	// lead into, a writable tree (guardPathProgram).
 	env      gitEnv
 	pathDirs map[string]pathDir
+	// pathSeen holds the lookups guardPathProgram has planned in this launch (program,
+	// directory it runs in, whether git's exec path comes first): the plans are unioned,
+	// so each is done once however many repositories' configs name it.
+	pathSeen map[string]bool
 }
 
 // homeDir is rb's home, "" for a nil rb.
