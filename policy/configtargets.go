@@ -161,9 +161,13 @@ func (plan *gitPlan) guardConfigSources(worktree, gd string, inWritable func(str
 
 // guardHostGit keeps the command from putting a git of its own where the host user's
 // shell would find it before theirs: in a writable PATH directory, or one taken from
-// worktree (".", empty) (guardPathProgram).
-func (plan *gitPlan) guardHostGit(worktree string, inWritable func(string) bool) error {
-	return plan.guardPathProgram(envSource, worktree, "the host's git command itself", cmdWord{text: "git", program: true}, true, inWritable)
+// dir (".", empty: the repository's top, or with dir "" the launcher's directory)
+// (guardPathProgram).
+func (plan *gitPlan) guardHostGit(dir string, inWritable func(string) bool) error {
+	if dir == "" && plan.reads.rb != nil {
+		dir = plan.reads.rb.env.cwd
+	}
+	return plan.guardPathProgram(envSource, dir, "the host's git command itself", cmdWord{text: "git", program: true}, true, inWritable)
 }
 
 // envSource names the caller's environment as where settings come from.

@@ -25,6 +25,7 @@ type gitEnv struct {
 	// written; execPath git's exec path, which git puts before it for the programs it
 	// runs (git.c setup_path), "" when not known.
 	path     []string
+	cwd      string // the launcher's directory: where the user's shell takes "." from
 	execPath string
 	// execPathOf, when execPath is not set by GIT_EXEC_PATH, finds it on first use
 	// (defaultExecPath): most launches look up no program.
@@ -63,7 +64,7 @@ func gitEnvBool(env []string, k string) bool {
 // field "protected") is a GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT that git would
 // refuse too.
 func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
-	var g gitEnv
+	g := gitEnv{cwd: cwd}
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) || cwd == "" {
 			return p
