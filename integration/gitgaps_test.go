@@ -160,6 +160,26 @@ mv node_modules/.bin node_modules/.bin2 2>/dev/null && echo WROTE-moved; true`, 
 			t.Errorf("a PATH entry through a symlink in the workspace: want 125 naming it\n%v", r)
 		}
 	})
+	// A symlink in a writable PATH directory (a venv's bin/python -> /usr/bin/python3)
+	// is put back as it was after the run: the command repoints it, and the host's git
+	// status still runs the program it named.
+	t.Run("symlink", func(t *testing.T) {
+		s := newSandbox(t, rootCaller)
+		s.newRepo(s.ws, "base")
+		ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+		s.hostProgram(filepath.Join(s.base, "tools/fsm-hook"), ran)
+		must(t, os.MkdirAll(filepath.Join(s.ws, "bin"), 0o755))
+		must(t, os.Symlink(filepath.Join(s.base, "tools/fsm-hook"), filepath.Join(s.ws, "bin/fsm-hook")))
+		s.hostGit(s.ws, "config", "core.fsmonitor", "fsm-hook")
+		env := []string{"PATH=" + filepath.Join(s.ws, "bin") + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		r := s.runEnv(env, nil, plantScript+`plant evil.sh "$1"; chmod +x evil.sh; ln -sf ../evil.sh bin/fsm-hook && readlink bin/fsm-hook`, pwned)
+		mustSucceed(t, r, "the command")
+		if out, err := s.hostGitEnv(s.ws, env, "status"); err != nil {
+			t.Logf("host git status: %v\n%s", err, out)
+		}
+		wantRan(t, ran)
+		noMarker(t, pwned, "the host's git status")
+	})
 }
 
 // hostShEnv runs sh -c script on the host as root in dir with hostGitEnv's environment

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
 // pathDir is one PATH directory as the guard sees it: resolved (resolveConfigPath),
@@ -116,6 +118,11 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 			case err == nil && isProgram(st):
 				plan.readOnly = append(plan.readOnly, c)
 				return nil // the match
+			case err == nil && st.Mode()&os.ModeSymlink != 0:
+				found, err := plan.pathSymlink(c, name, f, inWritable)
+				if err != nil || found {
+					return err
+				}
 			case err == nil && (st.Mode().IsRegular() || st.IsDir()):
 				plan.readOnly = append(plan.readOnly, c) // passed over, and kept so
 			case errors.Is(err, os.ErrNotExist):
@@ -148,6 +155,54 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 		}
 	}
 	return nil
+}
+
+// pathSymlink guards the symlink c found in a writable PATH directory (a venv's
+// bin/python -> python3 -> /usr/bin/python3.11): no mount can keep a symlink, so each
+// link of its chain that lies in a writable tree is put back as it was after the run
+// (cleanup.RestoreSymlink, as a .git symlink is), and the program it leads to, when in a
+// writable tree, is read-only. found reports whether it leads to a program (the match);
+// one that does not is passed over by the lookup. A directory on the way that is a
+// symlink in a writable tree is refused (the command could repoint it).
+func (plan *gitPlan) pathSymlink(c, name, f string, inWritable func(string) bool) (found bool, err error) {
+	cur := c
+	for hops := 0; ; hops++ {
+		if hops > maxConfigLinks {
+			return false, errorf("protected", c, nil, "%s (in %s) runs the program at this symlink on PATH, whose links do not end", name, f)
+		}
+		st, err := os.Lstat(cur)
+		if err != nil {
+			return false, nil // dangling: the lookup passes it over (restored after the run)
+		}
+		if st.Mode()&os.ModeSymlink == 0 {
+			if !isProgram(st) {
+				return false, nil
+			}
+			if inWritable(cur) {
+				plan.readOnly = append(plan.readOnly, cur)
+			}
+			return true, nil
+		}
+		text, err := os.Readlink(cur)
+		if err != nil {
+			return false, errorf("protected", cur, err, "cannot read this symlink, which %s (in %s) runs through PATH", name, f)
+		}
+		if inWritable(cur) {
+			plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RestoreSymlink, Path: cur, Target: text})
+		}
+		next := text
+		if !filepath.IsAbs(next) {
+			next = filepath.Join(filepath.Dir(cur), next)
+		}
+		dir, link, err := resolveConfigPath(filepath.Dir(next), inWritable)
+		if err != nil {
+			return false, errorf("protected", next, err, "cannot resolve the symlink %s, which %s (in %s) runs through PATH", cur, name, f)
+		}
+		if link != "" {
+			return false, errorf("protected", link, nil, "%s (in %s) runs the program the symlink %s on PATH leads to, through this symlink, which lies in a tree the sandbox can write (the command could repoint it): link to the program's own directory", name, f, cur)
+		}
+		cur = filepath.Join(dir, filepath.Base(next))
+	}
 }
 
 // fileKindOf names st's type for a message.
