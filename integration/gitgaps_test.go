@@ -180,6 +180,26 @@ mv node_modules/.bin node_modules/.bin2 2>/dev/null && echo WROTE-moved; true`, 
 		wantRan(t, ran)
 		noMarker(t, pwned, "the host's git status")
 	})
+	// Programs git runs by default (ssh for an ssh:// remote, less, vi, gpg) and those
+	// the environment names (EDITOR=myedit) get the same placeholders: the command's
+	// .venv/bin/ssh does not run on the host's git ls-remote.
+	t.Run("defaults", func(t *testing.T) {
+		s := newSandbox(t, rootCaller)
+		s.newRepo(s.ws, "base")
+		pwned := filepath.Join(s.base, "PWNED")
+		must(t, os.MkdirAll(filepath.Join(s.ws, ".venv/bin"), 0o755))
+		env := []string{"PATH=" + filepath.Join(s.ws, ".venv/bin") + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "EDITOR=myedit"}
+		r := s.runEnv(env, nil, plantScript+`for p in ssh less vi gpg myedit; do plant .venv/bin/$p "$1"; chmod +x .venv/bin/$p 2>/dev/null; done; true`, pwned)
+		mustSucceed(t, r, "the command")
+		noWrote(t, r)
+		for _, p := range []string{"ssh", "less", "vi", "gpg", "myedit", "git"} {
+			if st, err := os.Stat(filepath.Join(s.ws, ".venv/bin", p)); err != nil || !st.IsDir() {
+				t.Errorf(".venv/bin/%s is not a placeholder directory: %v", p, err)
+			}
+		}
+		s.hostShEnv(s.ws, env, `git ls-remote ssh://127.0.0.1:1/x.git; GIT_EDITOR= git var GIT_EDITOR`)
+		noMarker(t, pwned, "the host's git ls-remote")
+	})
 }
 
 // hostShEnv runs sh -c script on the host as root in dir with hostGitEnv's environment

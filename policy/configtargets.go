@@ -94,6 +94,8 @@ func settingName(e configEntry) string {
 	switch {
 	case strings.HasPrefix(e.env, "GIT_CONFIG_"):
 		return n + " (from the environment's " + e.env + ")"
+	case strings.HasPrefix(e.env, "default "):
+		return "git's default " + n + " (" + strings.TrimPrefix(e.env, "default ") + ")"
 	case e.env != "":
 		return "the environment's " + e.env
 	}

@@ -32,6 +32,18 @@ type gitEnv struct {
 	execPathOf func() string
 }
 
+// envCommands are the environment variables whose value is a command git runs, and the
+// setting each stands for (git(1) ENVIRONMENT; git-var(1) GIT_EDITOR, GIT_PAGER).
+var envCommands = [...]struct{ env, section, key string }{
+	{"GIT_PAGER", "core", "pager"}, {"PAGER", "core", "pager"},
+	{"GIT_EDITOR", "core", "editor"}, {"VISUAL", "core", "editor"}, {"EDITOR", "core", "editor"},
+	{"GIT_SEQUENCE_EDITOR", "sequence", "editor"},
+	{"GIT_SSH_COMMAND", "core", "sshcommand"}, {"GIT_SSH", "core", "sshcommand"},
+	{"GIT_ASKPASS", "core", "askpass"}, {"SSH_ASKPASS", "core", "askpass"},
+	{"GIT_EXTERNAL_DIFF", "diff", "external"},
+	{"GIT_PROXY_COMMAND", "core", "gitproxy"},
+}
+
 // envLookup is the value of k in env (KEY=VALUE, the last one wins), and whether it is
 // set.
 func envLookup(env []string, k string) (string, bool) {
@@ -101,6 +113,18 @@ func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
 		return g, err
 	}
 	g.entries = params
+	// commands the environment names (git(1) ENVIRONMENT, git-var(1)), read as the
+	// settings they stand for
+	for _, c := range envCommands {
+		if v, ok := envLookup(env, c.env); ok && v != "" {
+			g.entries = append(g.entries, configEntry{section: c.section, key: c.key, value: v, set: true, env: c.env})
+		}
+	}
+	// and the programs git runs when nothing names one (its built-in defaults): a
+	// superset, whether or not a setting overrides them
+	for _, d := range [...][3]string{{"core", "pager", "less"}, {"core", "editor", "vi"}, {"core", "sshcommand", "ssh"}, {"gpg", "program", "gpg"}} {
+		g.entries = append(g.entries, configEntry{section: d[0], key: d[1], value: d[2], set: true, env: "default " + d[2]})
+	}
 	if v, ok := envLookup(env, "GIT_TEMPLATE_DIR"); ok && v != "" {
 		g.entries = append(g.entries, configEntry{section: "init", key: "templatedir", value: abs(v), set: true, env: "GIT_TEMPLATE_DIR"})
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // gitEnvOf names the config files git 2.39 reads for each environment (git-config(1)
-// ENVIRONMENT) and the settings GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT carry.
+// ENVIRONMENT), the settings GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT and the command
+// variables carry, and git's default programs.
 func TestGitEnvOf(t *testing.T) {
 	for _, c := range []struct {
 		env  []string
@@ -33,7 +34,7 @@ func TestGitEnvOf(t *testing.T) {
 	g, err := gitEnvOf([]string{
 		`GIT_CONFIG_PARAMETERS='core.hooksPath'='/w/h' 'alias.x=!sh -c '\''a b'\''' 'Diff.My.Sub.textconv'='t'  'core.bare'`,
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=./f",
-		"GIT_TEMPLATE_DIR=tpl", "PATH=/a::b",
+		"GIT_TEMPLATE_DIR=tpl", "PATH=/a::b", "EDITOR=vim -f",
 	}, "/h", "/cwd")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,11 @@ func TestGitEnvOf(t *testing.T) {
 		{section: "diff", sub: "My.Sub", key: "textconv", value: "t", set: true, env: "GIT_CONFIG_PARAMETERS"},
 		{section: "core", key: "bare", env: "GIT_CONFIG_PARAMETERS"},
 		{section: "core", key: "fsmonitor", value: "./f", set: true, env: "GIT_CONFIG_KEY_0"},
+		{section: "core", key: "editor", value: "vim -f", set: true, env: "EDITOR"},
+		{section: "core", key: "pager", value: "less", set: true, env: "default less"},
+		{section: "core", key: "editor", value: "vi", set: true, env: "default vi"},
+		{section: "core", key: "sshcommand", value: "ssh", set: true, env: "default ssh"},
+		{section: "gpg", key: "program", value: "gpg", set: true, env: "default gpg"},
 		{section: "init", key: "templatedir", value: "/cwd/tpl", set: true, env: "GIT_TEMPLATE_DIR"},
 	}
 	if !slices.Equal(g.entries, want) {
@@ -159,5 +165,18 @@ func TestGuardPathProgram(t *testing.T) {
 	}
 	if want := wantRO[1:]; !slices.Equal(plan.makeDirs, want) {
 		t.Errorf("makeDirs %q\nwant %q", plan.makeDirs, want)
+	}
+}
+
+// remoteHelper names the helper git runs for a URL, none for its own transports.
+func TestRemoteHelper(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://h/r": "https", "persistent-https://h/r": "persistent-https", "hg::https://h/r": "hg",
+		"codecommit::us-east-1://r": "codecommit", "ssh://h/r": "", "git@h:r": "", "../r": "", "file:///r": "",
+		"git://h/r": "", "/abs/r": "", "c:/x": "",
+	} {
+		if got := remoteHelper(u); got != want {
+			t.Errorf("remoteHelper(%q) = %q, want %q", u, got, want)
+		}
 	}
 }

@@ -23,8 +23,23 @@ import (
 // relative path is taken from worktree (git runs a push from the checkout's top). A
 // remote that is a checkout (a directory holding .git) is left to the scan, which
 // guards its .git. Errors are *Error (field "protected").
+//
+// The remote helper a URL (or remote.<name>.vcs) names, git-remote-<transport>, is a
+// program git looks up on PATH (guardPathProgram).
 func (plan *gitPlan) guardLocalRemotes(worktree, gd string, entries []sourcedEntry, inWritable func(string) bool) error {
+	for _, se := range entries {
+		if se.e.section == "remote" && se.e.key == "vcs" && se.e.set && se.e.value != "" {
+			if err := plan.guardPathProgram(se.file, worktree, "git config "+settingName(se.e), cmdWord{text: "git-remote-" + se.e.value, program: true}, false, inWritable); err != nil {
+				return err
+			}
+		}
+	}
 	for _, u := range remoteURLs(entries) {
+		if t := remoteHelper(u.url); t != "" {
+			if err := plan.guardPathProgram(u.file, worktree, "git config "+u.setting+" (its remote helper)", cmdWord{text: "git-remote-" + t, program: true}, false, inWritable); err != nil {
+				return err
+			}
+		}
 		v := localRemotePath(u.url)
 		if v == "" {
 			continue
@@ -120,6 +135,30 @@ func rewriteURL(u string, rules [][2]string) (string, bool) {
 		return u, false
 	}
 	return rules[best][1] + u[len(rules[best][0]):], true
+}
+
+// remoteHelper is the transport whose helper, git-remote-<transport>, git runs for the
+// URL u (transport.c transport_get): "<transport>::<address>", or a "<scheme>://" git
+// does not speak itself; "" for git's own (git, ssh, file, a path, scp-like).
+func remoteHelper(u string) string {
+	i := 0
+	for i < len(u) && (u[i] >= 'a' && u[i] <= 'z' || u[i] >= 'A' && u[i] <= 'Z' || i > 0 && (u[i] >= '0' && u[i] <= '9' || u[i] == '+' || u[i] == '-' || u[i] == '.')) {
+		i++
+	}
+	if i == 0 {
+		return ""
+	}
+	switch rest := u[i:]; {
+	case strings.HasPrefix(rest, "::"):
+		return u[:i]
+	case strings.HasPrefix(rest, "://"):
+		switch strings.ToLower(u[:i]) {
+		case "git", "ssh", "git+ssh", "ssh+git", "file":
+			return ""
+		}
+		return u[:i]
+	}
+	return ""
 }
 
 // localRemotePath is the path of the remote URL v when it names a local repository
