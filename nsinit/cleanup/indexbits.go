@@ -53,9 +53,11 @@ type indexScan struct {
 	linkAt int64
 }
 
-// maxLinkExt bounds the link extension read (its bitmaps are EWAH-compressed: a few
-// bytes for a typical split index).
-const maxLinkExt = 64 << 20
+// maxLinkExt bounds the link extension read into memory (its two bitmaps are
+// EWAH-compressed: a few bytes for a typical split index, at most about a bit per entry
+// each, so 8 MiB serves 32 million entries); the cleanup may run under the command's
+// memory limit.
+const maxLinkExt = 8 << 20
 
 // scanIndex streams the index file f (size bytes, hashLen the object name length: 20
 // for SHA-1, 32 for SHA-256) and returns its entries with a hiding bit, the names of
