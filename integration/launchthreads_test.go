@@ -22,7 +22,7 @@ import (
 // docs/decisions.md, "Speed, seventh attempt: the launcher's threads".
 const (
 	maxLauncherThreads  = 4
-	launcherThreadTries = 4
+	launcherThreadTries = 10
 )
 
 // gosbx exec has at most maxLauncherThreads threads while its command runs (one more
