@@ -224,6 +224,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		return nil, err
 	}
 	rb.globals, rb.env = genv.globals, genv
+	rb.trees = trees
 	if slices.Contains(f.Protected, ".git") {
 		// what the caller's own git config names in a writable tree, for host git anywhere
 		gplan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}

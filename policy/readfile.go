@@ -188,6 +188,10 @@ type readBudget struct {
 	// directory it runs in, whether git's exec path comes first): the plans are unioned,
 	// so each is done once however many repositories' configs name it.
 	pathSeen map[string]bool
+	// trees are the launch's writable trees: a file of the guard's with another hard
+	// link on one of their file systems may have a name the command can write
+	// (hookentries.go).
+	trees []string
 }
 
 // homeDir is rb's home, "" for a nil rb.
