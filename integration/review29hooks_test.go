@@ -277,3 +277,24 @@ func TestGitReview29AttributesFifoRefused(t *testing.T) {
 		t.Errorf("a FIFO attributes file: want 125 naming it\n%v", r)
 	}
 }
+
+// F18: a relative include in a global config reached through a link is taken from the
+// link's directory, as git does (~/.gitconfig -> ws/x/gitconfig, path =
+// .gitconfig.local: ~/.gitconfig.local, here a link to ws/local.inc): that file is kept
+// read-only (on main the guard looked for ws/x/.gitconfig.local and refused it missing).
+func TestGitReview29GlobalIncludeThroughLink(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	other := filepath.Join(s.base, "other")
+	s.newRepo(other, "base")
+	s.writeWS("x/gitconfig", "[include]\n\tpath = .gitconfig.local\n", 0o644)
+	s.writeWS("local.inc", "[user]\n\tname = d\n", 0o644)
+	must(t, os.Symlink(filepath.Base(s.ws)+"/x/gitconfig", filepath.Join(s.base, ".gitconfig")))
+	must(t, os.Symlink(filepath.Base(s.ws)+"/local.inc", filepath.Join(s.base, ".gitconfig.local")))
+	pwned := filepath.Join(s.base, "PWNED")
+	r := s.runHome(s.base, nil, `(printf '[core]\n\tfsmonitor = "touch `+pwned+`; false"\n' >> local.inc) 2>/dev/null && echo WROTE-local; true`)
+	mustSucceed(t, r, "the command")
+	noWrote(t, r)
+	s.hostGitOut(other, "status")
+	noMarker(t, pwned, "the host's git status")
+}

@@ -147,11 +147,12 @@ func (plan *gitPlan) guardConfigSources(worktree, gd string, inWritable func(str
 	outerDirs := plan.gitDirs
 	plan.gitDirs = []string{gd, c}
 	defer func() { plan.gitDirs = outerDirs }()
-	for _, f := range files {
-		f, err := resolveWritable(f, "git (a config file it reads)", inWritable)
+	for _, named := range files {
+		f, err := resolveWritable(named, "git (a config file it reads)", inWritable)
 		if err != nil {
 			return err
 		}
+		plan.nameConfig(f, named)
 		if inWritable(f) && filepath.Base(f) == "config.worktree" {
 			if _, err := os.Lstat(f); err == nil {
 				plan.readOnly = append(plan.readOnly, f)
@@ -190,6 +191,7 @@ func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
 		if err != nil {
 			return err
 		}
+		plan.nameConfig(f, g)
 		if inWritable(f) {
 			_, err := os.Lstat(f)
 			switch {
@@ -305,15 +307,23 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 		base = ""
 		if filepath.IsAbs(f) { // git refuses a relative include from the command line
 			base = filepath.Dir(f)
+			if n, ok := plan.configNames[f]; ok {
+				// git takes a relative include from the file as it named it, not from
+				// where its links lead (~/.gitconfig -> dotfiles/x/gitconfig: from ~)
+				base = filepath.Dir(n)
+			}
 		}
 	}
-	p := plan.configPath(v, base)
-	if p == "" {
+	named := plan.configPath(v, base)
+	if named == "" {
 		return nil
 	}
-	p, err := resolveWritable(p, "git config "+name+" (in "+f+")", inWritable)
+	p, err := resolveWritable(named, "git config "+name+" (in "+f+")", inWritable)
 	if err != nil {
 		return err
+	}
+	if kind == includeFile {
+		plan.nameConfig(p, named)
 	}
 	if inWritable(p) {
 		st, err := os.Lstat(p)
@@ -426,6 +436,18 @@ func nonBlocking(p string) bool {
 		return r == "/dev/null" // empty
 	}
 	return err != nil || st.Mode().IsRegular() || st.IsDir()
+}
+
+// nameConfig notes that git reads the config file f under the name named (where its
+// links lead differs), for the relative includes in it.
+func (plan *gitPlan) nameConfig(f, named string) {
+	if f == named {
+		return
+	}
+	if plan.configNames == nil {
+		plan.configNames = map[string]string{}
+	}
+	plan.configNames[f] = named
 }
 
 // configPath is the path a config value v names: "~/" and "~user/" expanded as git does

@@ -50,6 +50,9 @@ type gitPlan struct {
 	// gitDirs are the git dir and common dir whose config the config guard reads ("" none):
 	// git's push hooks take a relative core.hooksPath from there (attack review 29 F3).
 	gitDirs []string
+	// configNames maps a config file reached through symlinks to the name git reads it
+	// by: a relative include is taken from that name's directory (nameConfig).
+	configNames map[string]string
 }
 
 // absentAfter adds p as a file that must not exist after the run (a writable git dir's
