@@ -298,3 +298,24 @@ func TestGitReview29GlobalIncludeThroughLink(t *testing.T) {
 	s.hostGitOut(other, "status")
 	noMarker(t, pwned, "the host's git status")
 }
+
+// F12: an enclosing repository's hook that links into the workspace (workspace
+// enc/ws, enc/.git/hooks/pre-commit -> ../../ws/scripts/pre-commit).
+func TestGitReview29EnclosingHookLink(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	enc := filepath.Join(s.ws, "enc")
+	s.newRepo(enc, "enc")
+	ws := filepath.Join(enc, "ws")
+	ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+	s.hostProgram(filepath.Join(ws, "scripts/pre-commit"), ran)
+	must(t, os.Symlink("../../ws/scripts/pre-commit", filepath.Join(enc, ".git/hooks/pre-commit")))
+	ctx := s.limitCtx(runLimit)
+	cmd := s.rawCommand(ctx, "exec", "--workspace", ws, "--", shellPath, "-c", plantScript+`cd "$1" && plant scripts/pre-commit "$2"`, "_", ws, pwned)
+	r := s.runCmd(ctx, cmd)
+	mustSucceed(t, r, "the command")
+	noWrote(t, r)
+	s.hostCommit(enc)
+	wantRan(t, ran)
+	noMarker(t, pwned, "the host's git commit in the enclosing repository")
+}

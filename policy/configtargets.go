@@ -147,6 +147,21 @@ func (plan *gitPlan) guardConfigSources(worktree, gd string, inWritable func(str
 	outerDirs := plan.gitDirs
 	plan.gitDirs = []string{gd, c}
 	defer func() { plan.gitDirs = outerDirs }()
+	if plan.mode == "" && plan.writable != nil {
+		// an enclosing repository's git dir (outside the trees): its hooks and info/
+		// files may still lead into them (attack review 29 F12)
+		for _, d := range []string{gd, c} {
+			if d == "" || inWritable(d) {
+				continue
+			}
+			if err := plan.guardHooksDir(filepath.Join(d, "hooks"), "", "the git dir "+d, inWritable); err != nil {
+				return err
+			}
+			if err := plan.guardInfoEntries(d, "", inWritable); err != nil {
+				return err
+			}
+		}
+	}
 	for _, named := range files {
 		f, err := resolveWritable(named, "git (a config file it reads)", inWritable)
 		if err != nil {
