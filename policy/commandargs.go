@@ -45,11 +45,13 @@ func (a *argState) next(w *cmdWord) (module string) {
 			a.scriptDone = true
 		}
 		return ""
-	case a.prog != "git" && fileOption(prev):
+	case a.prog != "git" && fileOption(prev) && !strings.HasPrefix(w.text, "-"):
 		w.named = true
 		return ""
 	case !interp || a.scriptDone:
 		return ""
+	case valueOption(prev):
+		return "" // -W ignore, -o pipefail, -I dir: an option's value
 	case codeOption(a.prog, prev):
 		a.scriptDone = true // code, not a file: a nested command when it holds blanks
 		return ""
@@ -74,8 +76,34 @@ func interpreter(prog string) bool {
 	return false
 }
 
+// valueOption reports whether prev is an interpreter's option that takes the next word
+// as its value (python -W/-X, perl -I/-M, node -r, sh -o).
+func valueOption(prev string) bool {
+	switch prev {
+	case "-W", "-X", "-I", "-M", "-r", "--require", "--import", "-o", "+o", "-O":
+		return true
+	}
+	return false
+}
+
+// interpreterOf reports whether prog (a base name, a version suffix ignored) is one of
+// names.
+func interpreterOf(prog string, names ...string) bool {
+	p := strings.TrimRight(prog, "0123456789.")
+	for _, n := range names {
+		if p == n {
+			return true
+		}
+	}
+	return false
+}
+
 // codeOption reports whether the word after prev is code for prog, not a file.
 func codeOption(prog, prev string) bool {
+	shell := !interpreterOf(prog, "python", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish", "Rscript")
+	if shell && len(prev) > 1 && prev[0] == '-' && prev[1] != '-' && strings.HasSuffix(prev, "c") {
+		return true // sh -c, bash -lc, sh -ec
+	}
 	switch prev {
 	case "-c":
 		return true

@@ -69,6 +69,9 @@ func TestGuardCommandArgs(t *testing.T) {
 		"[alias]\n\tls = ls-files '*.py'\n",
 		"[alias]\n\tj = !python3 -m json.tool\n",
 		"[alias]\n\tc = !sh -c 'echo hi'\n",
+		"[alias]\n\tc = !bash -lc lint\n",
+		"[alias]\n\tc = !python3 -W ignore conv.py\n",
+		"[core]\n\tpager = less -F -RX\n",
 		"[commit]\n\tverbose = true\n",
 	} {
 		if _, err := plan(cfg); err != nil {
