@@ -319,3 +319,22 @@ func TestGitReview29EnclosingHookLink(t *testing.T) {
 	wantRan(t, ran)
 	noMarker(t, pwned, "the host's git commit in the enclosing repository")
 }
+
+// F12: init.templateDir outside the workspace whose hooks are per-file links into it:
+// git clone copies the link, and the clone's post-checkout runs the workspace file.
+func TestGitReview29TemplateHookLink(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	s.newRepo(s.ws, "base")
+	must(t, os.WriteFile(filepath.Join(s.base, ".gitconfig"), []byte("[init]\n\ttemplateDir = ~/tpl\n"), 0o644))
+	ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+	s.hostProgram(filepath.Join(s.ws, "githooks/post-checkout"), ran)
+	must(t, os.MkdirAll(filepath.Join(s.base, "tpl/hooks"), 0o755))
+	must(t, os.Symlink(filepath.Join(s.ws, "githooks/post-checkout"), filepath.Join(s.base, "tpl/hooks/post-checkout")))
+	r := s.runHome(s.base, nil, plantScript+`plant githooks/post-checkout `+pwned)
+	mustSucceed(t, r, "the command")
+	noWrote(t, r)
+	s.hostGit(s.base, "clone", "-q", s.ws, filepath.Join(s.base, "clone"))
+	wantRan(t, ran)
+	noMarker(t, pwned, "the host's git clone")
+}
