@@ -1,0 +1,114 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The trial's note findings (trial of a0d3bc5): gosbx's git notes in a session's
+// commands, as in gosbx exec's; a local git remote outside the sandbox.
+
+// startHome is start with HOME at home for the session's start (the git identity is
+// read from the caller's git config then).
+func (e *sessionEnv) startHome(home, name string, flags ...string) {
+	e.t.Helper()
+	ctx := e.limitCtx(runLimit)
+	args := append([]string{"session", "start", name, "--workspace", e.ws, "--die-with-owner", strconv.Itoa(os.Getpid())}, flags...)
+	cmd := e.rawCommand(ctx, args...)
+	cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt, "HOME="+home)
+	e.scope.wrap(cmd)
+	mustSucceed(e.t, e.runCmd(ctx, cmd), "session start "+name)
+}
+
+// gitIdentNoteHead and gitReadonlyNoteHead begin gosbx exec's notes (gitnotes_test.go
+// has the whole identity note).
+const (
+	gitIdentNoteHead    = "gosbx: note: the command ran git, and this sandbox sets no full git identity"
+	gitReadonlyNoteHead = "gosbx: note: the command ran git, and the repository metadata ("
+)
+
+// A session's failed git commands get the notes gosbx exec gives, under the session's
+// policy: git add under the default git: readonly (the note pointing at git: commit),
+// git commit under git: commit with no identity in the caller's git config at the
+// session's start. The one-shot exec gives the same note; the host's repository is
+// unchanged by the failures (nothing committed).
+func TestGitNotesInSession(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.newRepo(e.ws, "host-commit")
+		home := filepath.Join(e.base, "home") // no git config at all
+		must(t, os.Mkdir(home, 0o755))
+		e.chown(home)
+		e.writeWS("tracked.txt", "v2\n", 0o644)
+
+		one := e.sh(nil, "git add -A")
+		e.startHome(home, "ro")
+		in := e.in("ro", nil, "git add -A")
+		for what, r := range map[string]result{"gosbx exec": one, "exec --session": in} {
+			if r.code == 0 || !strings.Contains(r.stderr, "Read-only file system") || !strings.Contains(r.stderr, gitReadonlyNoteHead) ||
+				!strings.Contains(r.stderr, "`filesystem: {git: commit}`") {
+				t.Errorf("%s -- git add -A under git: readonly: %v\nwant git's failure and gosbx's note naming git: commit", what, r)
+			}
+		}
+
+		pol := e.commitPolicy()
+		one = e.runHome(home, []string{"--policy", pol}, "git commit -qam x")
+		e.startHome(home, "c2", "--policy", pol)
+		in = e.in("c2", nil, "git commit -qam x")
+		for what, r := range map[string]result{"gosbx exec": one, "exec --session": in} {
+			if r.code == 0 || !strings.Contains(r.stderr, "Author identity unknown") || !strings.Contains(r.stderr, gitIdentNoteHead) ||
+				!strings.Contains(r.stderr, "--env GIT_AUTHOR_NAME=NAME") {
+				t.Errorf("%s -- git commit with no identity: %v\nwant git's refusal and gosbx's identity note", what, r)
+			}
+		}
+		if out, err := e.hostGitOut(e.ws, "log", "-1", "--format=%s"); err != nil || strings.TrimSpace(out) != "host-commit" {
+			t.Errorf("the host's last commit: %q %v; want host-commit", out, err)
+		}
+		// a success gets no note
+		r := e.in("c2", []string{"--env", "GIT_AUTHOR_NAME=a", "--env", "GIT_AUTHOR_EMAIL=a@a", "--env", "GIT_COMMITTER_NAME=a",
+			"--env", "GIT_COMMITTER_EMAIL=a@a"}, "git commit -qam inside-"+e.id)
+		if r.code != 0 || strings.Contains(r.stderr, "gosbx: note") {
+			t.Errorf("git commit with an identity in session c2: %v; want exit 0 and no note", r)
+		}
+	})
+}
+
+// A local remote outside the sandbox: git fetch fails with git's "does not appear to be
+// a git repository", and gosbx's note names the remote and --ro for its path; with that
+// flag git reaches it (the not-found error is gone). A session's fetch gets the same
+// note.
+func TestGitHiddenLocalRemoteNote(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		origin := filepath.Join(e.base, "origin.git")
+		e.newRepo(filepath.Join(e.base, "src"), "origin-commit")
+		must(t, os.Mkdir(origin, 0o755))
+		e.chown(origin)
+		e.hostGit(e.base, "clone", "-q", "--bare", filepath.Join(e.base, "src"), origin)
+		e.newRepo(e.ws, "ws-commit")
+		e.hostGit(e.ws, "remote", "add", "origin", origin)
+		pol := []string{"--policy", e.commitPolicy()}
+		want := "gosbx: note: the command ran git, and the repository's remote origin (" + origin + ") is a local path outside the sandbox"
+		r := e.sh(pol, "git fetch -q origin")
+		if r.code == 0 || !strings.Contains(r.stderr, "does not appear to be a git repository") || !strings.Contains(r.stderr, want) ||
+			!strings.Contains(r.stderr, "to fetch from it, add --ro "+origin+"\n") {
+			t.Fatalf("git fetch of a local remote outside the sandbox: %v\nwant git's error and the note %q ... --ro %s", r, want, origin)
+		}
+		r = e.sh(append(pol, "--ro", origin), "git fetch -q origin")
+		if strings.Contains(r.stderr, "does not appear to be a git repository") || strings.Contains(r.stderr, want) {
+			t.Errorf("git fetch with the note's --ro: %v; want the remote seen (no not-found error, no note)", r)
+		}
+		if c.uid != 0 {
+			// a root caller's --ro repository is nobody's inside (TestGitOwnerNoteRemoteFix)
+			mustSucceed(t, r, "git fetch with the note's --ro")
+		}
+		e.start("f", pol...)
+		r = e.in("f", nil, "git fetch -q origin")
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("git fetch in a session of a local remote outside it: %v\nwant the note %q", r, want)
+		}
+	})
+}
