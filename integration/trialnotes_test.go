@@ -112,3 +112,29 @@ func TestGitHiddenLocalRemoteNote(t *testing.T) {
 		}
 	})
 }
+
+// After the memory limit's OOM kill of a shell whose foreground child still ran (the
+// trial's command: /tmp filled past --memory, then ls), the leftover note does not call
+// that child a background process nor send the user to a session: it says the command
+// was killed by the memory limit. The raw init (the default launch) and the Go init
+// (--net proxy takes it) alike; three runs each, as the child is not always caught
+// running.
+func TestLeftNoteAfterOOMKill(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	for _, mode := range [][]string{nil, {"--net", "proxy"}} {
+		for i := 0; i < 3; i++ {
+			r := s.sh(append([]string{"--memory", "64M"}, mode...), "head -c 100M /dev/zero > /tmp/big; echo wrote $?; ls -l /tmp/big")
+			if r.code != 137 || !strings.Contains(r.stderr, "killed by the memory limit") {
+				t.Fatalf("%v: the trial's tmpfs fill under --memory 64M: %v; want 137 and the memory limit's note", mode, r)
+			}
+			if strings.Contains(r.stderr, "still ran when the command exited") || strings.Contains(r.stderr, "use a session") {
+				t.Errorf("%v: after the OOM kill: %v; want no leftover note calling a foreground child a background process", mode, r)
+			}
+			if strings.Contains(r.stderr, "still ran when the command was killed") && !strings.Contains(r.stderr, "(SIGKILL, by the memory limit)") {
+				t.Errorf("%v: the leftover note does not say the memory limit killed the command: %v", mode, r)
+			}
+		}
+	}
+}
