@@ -138,3 +138,26 @@ func TestLeftNoteAfterOOMKill(t *testing.T) {
 		}
 	}
 }
+
+// The exit line's cpu-usec has microseconds where the kernel counts them (cgroup v1's
+// cpuacct.usage_user and usage_sys, in ns), not 10 ms ticks: a short command's is
+// above 0 and, as ticks never are, not a multiple of 10000 (trial finding: "cpu-usec":0).
+func TestCPUUsecResolution(t *testing.T) {
+	requireV1(t)
+	t.Parallel()
+	s := newSandbox(t, rootCaller)
+	var seen []int64
+	for i := 0; i < 3; i++ {
+		r := s.runStatus("--memory", "256M", "--", shellPath, "-c", "nproc >/dev/null; ls / >/dev/null")
+		mustSucceed(t, r.result, "a short command under --memory")
+		cpu, ok := num(exitEvent(t, r.events, r.raw), "cpu-usec")
+		if !ok {
+			t.Fatalf("no cpu-usec in the exit line: %s", r.raw)
+		}
+		if cpu > 0 && cpu%10000 != 0 {
+			return
+		}
+		seen = append(seen, cpu)
+	}
+	t.Errorf("cpu-usec of three short commands: %v; want one above 0 and not a multiple of 10000 (a tick count)", seen)
+}
