@@ -161,3 +161,41 @@ func TestCPUUsecResolution(t *testing.T) {
 	}
 	t.Errorf("cpu-usec of three short commands: %v; want one above 0 and not a multiple of 10000 (a tick count)", seen)
 }
+
+// git config in the sandbox cannot change the repository's config under either git
+// mode: git's bare errno ("Device or resource busy" under git: commit, whose bind of
+// .git/config git's rename cannot replace) comes with gosbx's note saying why and what
+// works inside (git -c, git config --global), and following it works; the host's
+// .git/config is unchanged. A session's command gets the same note.
+func TestGitConfigNoteCommitMode(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.newRepo(e.ws, "host-commit")
+		cfg := filepath.Join(e.ws, ".git", "config")
+		before, err := os.ReadFile(cfg)
+		must(t, err)
+		pol := []string{"--policy", e.commitPolicy()}
+		const note = "gosbx: note: the command ran git to change the repository's config (.git/config), which is read-only in this sandbox"
+		r := e.sh(pol, "git config core.editor vim")
+		if r.code == 0 || !strings.Contains(r.stderr, "Device or resource busy") || !strings.Contains(r.stderr, note) ||
+			!strings.Contains(r.stderr, "git -c KEY=VALUE") {
+			t.Errorf("git config under git: commit: %v\nwant git's EBUSY and the note", r)
+		}
+		r = e.sh(nil, "git config core.editor vim")
+		if r.code == 0 || !strings.Contains(r.stderr, "Read-only file system") || !strings.Contains(r.stderr, note) {
+			t.Errorf("git config under git: readonly: %v\nwant git's EROFS and the note", r)
+		}
+		r = e.sh(pol, "git config --global core.editor vim && git config core.editor")
+		if r.code != 0 || strings.TrimSpace(r.stdout) != "vim" || strings.Contains(r.stderr, "gosbx: note") {
+			t.Errorf("the note's git config --global: %v; want vim and no note", r)
+		}
+		e.start("cfg", pol...)
+		r = e.in("cfg", nil, "git config core.editor vim")
+		if r.code == 0 || !strings.Contains(r.stderr, note) {
+			t.Errorf("git config in a git: commit session: %v\nwant the note", r)
+		}
+		if after, err := os.ReadFile(cfg); err != nil || string(after) != string(before) {
+			t.Errorf("the host's .git/config changed: %q -> %q (%v)", before, after, err)
+		}
+	})
+}

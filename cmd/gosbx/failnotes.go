@@ -11,13 +11,14 @@ import (
 // gitFailureNotes are the notes, one line each without its newline, for a command of
 // spec that exited non-zero, under the git mode gitMode of its policy, for a caller of
 // uid callerUID: the git: readonly note (gitNote), a root caller's --ro repository
-// (gitOwnerNote), the missing identity (gitIdentNote) and a local remote outside the
-// sandbox (gitRemoteNote). gosbx exec and a session's supervisor both give them, so a
+// (gitOwnerNote), the missing identity (gitIdentNote), a local remote outside the
+// sandbox (gitRemoteNote) and a change of the repository's config (gitConfigNote). gosbx exec and a session's supervisor both give them, so a
 // command says the same in a session as alone (trial finding: a session's git failures
 // came with git's words only); a session's gitMode and caller are its start's.
 func gitFailureNotes(spec *config.Config, gitMode string, callerUID int) []string {
 	var out []string
-	for _, n := range []string{gitNote(spec, gitMode), gitOwnerNote(spec, callerUID), gitIdentNote(spec, gitMode), gitRemoteNote(spec)} {
+	for _, n := range []string{gitNote(spec, gitMode), gitOwnerNote(spec, callerUID), gitIdentNote(spec, gitMode), gitRemoteNote(spec),
+		gitConfigNote(spec, gitMode)} {
 		if n != "" {
 			out = append(out, n)
 		}
