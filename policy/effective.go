@@ -195,7 +195,8 @@ func Effective(o Options, h Host) (*Policy, error) {
 		if err := o.Resources.validate("resources"); err != nil {
 			var fe *FileError
 			if errors.As(err, &fe) {
-				return nil, errorf("--"+strings.ReplaceAll(strings.TrimPrefix(fe.Field, "resources."), "_", "-"), "", nil, "%s", fe.Reason)
+				// the flag's name as every other Error's Field: "memory", not "--memory"
+				return nil, errorf(strings.ReplaceAll(strings.TrimPrefix(fe.Field, "resources."), "_", "-"), "", nil, "%s", fe.Reason)
 			}
 			return nil, errorf("limits", "", err, "bad limit")
 		}
