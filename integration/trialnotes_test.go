@@ -53,6 +53,10 @@ func TestGitNotesInSession(t *testing.T) {
 				t.Errorf("%s -- git add -A under git: readonly: %v\nwant git's failure and gosbx's note naming git: commit", what, r)
 			}
 		}
+		// exec --session refuses --policy: the session's note names session start
+		if !strings.Contains(in.stderr, "passed as --policy FILE to gosbx session start") || strings.Contains(one.stderr, "session start") {
+			t.Errorf("the readonly note's fix: in the session %q, alone %q; want session start named in the session only", in.stderr, one.stderr)
+		}
 
 		pol := e.commitPolicy()
 		one = e.runHome(home, []string{"--policy", pol}, "git commit -qam x")
@@ -107,8 +111,8 @@ func TestGitHiddenLocalRemoteNote(t *testing.T) {
 		}
 		e.start("f", pol...)
 		r = e.in("f", nil, "git fetch -q origin")
-		if r.code == 0 || !strings.Contains(r.stderr, want) {
-			t.Errorf("git fetch in a session of a local remote outside it: %v\nwant the note %q", r, want)
+		if r.code == 0 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "start the session again (it keeps the policy it started with) with --ro "+origin) {
+			t.Errorf("git fetch in a session of a local remote outside it: %v\nwant the note %q, its fix on session start", r, want)
 		}
 	})
 }

@@ -15,13 +15,23 @@ import (
 // sandbox (gitRemoteNote) and a change of the repository's config (gitConfigNote). gosbx exec and a session's supervisor both give them, so a
 // command says the same in a session as alone (trial finding: a session's git failures
 // came with git's words only); a session's gitMode and caller are its start's.
-func gitFailureNotes(spec *config.Config, gitMode string, callerUID int) []string {
+//
+// In a session (inSession) a fix that is a flag of the policy's (--policy, --ro) is
+// said as one of session start's: exec --session refuses those flags, and the session
+// keeps the policy it started with.
+func gitFailureNotes(spec *config.Config, gitMode string, callerUID int, inSession bool) []string {
 	var out []string
 	for _, n := range []string{gitNote(spec, gitMode), gitOwnerNote(spec, callerUID), gitIdentNote(spec, gitMode), gitRemoteNote(spec),
 		gitConfigNote(spec, gitMode)} {
-		if n != "" {
-			out = append(out, n)
+		if n == "" {
+			continue
 		}
+		if inSession {
+			n = strings.Replace(n, "passed as --policy FILE (see README, Policies)", "passed as --policy FILE to gosbx session start "+
+				"(a session keeps the policy it started with: stop it and start it again; see README, Policies)", 1)
+			n = strings.Replace(n, "to fetch from it, add --ro ", "to fetch from it, start the session again (it keeps the policy it started with) with --ro ", 1)
+		}
+		out = append(out, n)
 	}
 	return out
 }

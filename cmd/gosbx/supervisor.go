@@ -693,7 +693,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		reply(session.RepMessage, []byte(note+"\n"))
 	}
 	if cmd.Result.ExitCode != 0 {
-		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, os.Getuid()) {
+		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, os.Getuid(), true) {
 			reply(session.RepMessage, []byte(note+"\n"))
 		}
 	}
