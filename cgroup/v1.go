@@ -594,21 +594,40 @@ func neededV1(r *specs.LinuxResources) []string {
 }
 
 // cpuacctUsage is the CPU time, user and system, in microseconds, of the cpuacct group
-// at dir: from cpuacct.usage_user and cpuacct.usage_sys (nanoseconds, charged as the
-// scheduler accounts each run: Documentation/admin-guide/cgroup-v1/cpuacct.rst), not
-// cpuacct.stat, whose USER_HZ ticks (10 ms) gave 0 for a short command (trial
-// finding); cpuacct.stat where the kernel has no usage_user (before Linux 4.7).
+// at dir. The total is cpuacct.usage (nanoseconds, the scheduler's own sum of each run:
+// Documentation/admin-guide/cgroup-v1/cpuacct.rst), not cpuacct.stat, whose USER_HZ
+// ticks (10 ms) gave 0 for a short command (trial finding); cpuacct.usage_user and
+// usage_sys are the kernel's tick counts in nanoseconds (measured: multiples of 4 ms on
+// this HZ=250 kernel), so they only split the total, as cputime_adjust splits cgroup
+// v2's usage_usec (kernel/sched/cputime.c): in their ratio, all to user when no system
+// tick was counted, all to system when no user tick was. cpuacct.stat alone where the
+// kernel has no cpuacct.usage.
 func cpuacctUsage(dir string) (user, system int64) {
-	u, errU := os.ReadFile(filepath.Join(dir, "cpuacct.usage_user"))
-	k, errK := os.ReadFile(filepath.Join(dir, "cpuacct.usage_sys"))
-	if errU == nil && errK == nil {
-		un, errU := strconv.ParseInt(strings.TrimSpace(string(u)), 10, 64)
-		kn, errK := strconv.ParseInt(strings.TrimSpace(string(k)), 10, 64)
-		if errU == nil && errK == nil {
-			return un / 1000, kn / 1000
-		}
+	total, err := readInt64(filepath.Join(dir, "cpuacct.usage"))
+	if err != nil {
+		const usecPerTick = 1e6 / 100
+		return eventCount(filepath.Join(dir, "cpuacct.stat"), "user") * usecPerTick,
+			eventCount(filepath.Join(dir, "cpuacct.stat"), "system") * usecPerTick
 	}
-	const usecPerTick = 1e6 / 100
-	return eventCount(filepath.Join(dir, "cpuacct.stat"), "user") * usecPerTick,
-		eventCount(filepath.Join(dir, "cpuacct.stat"), "system") * usecPerTick
+	total /= 1000
+	u, errU := readInt64(filepath.Join(dir, "cpuacct.usage_user"))
+	k, errK := readInt64(filepath.Join(dir, "cpuacct.usage_sys"))
+	switch {
+	case errU != nil || errK != nil || k <= 0:
+		return total, 0
+	case u <= 0:
+		return 0, total
+	}
+	// in float64: total × u in integers could overflow int64 (nanoseconds × microseconds)
+	user = int64(float64(total) * (float64(u) / float64(u+k)))
+	return user, total - user
+}
+
+// readInt64 reads a file holding one decimal number.
+func readInt64(file string) (int64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }

@@ -144,8 +144,9 @@ func TestLeftNoteAfterOOMKill(t *testing.T) {
 }
 
 // The exit line's cpu-usec has microseconds where the kernel counts them (cgroup v1's
-// cpuacct.usage_user and usage_sys, in ns), not 10 ms ticks: a short command's is
-// above 0 and, as ticks never are, not a multiple of 10000 (trial finding: "cpu-usec":0).
+// cpuacct.usage, in ns), not ticks: a short command's is above 0 and, as a tick count
+// of a kernel at HZ 100, 250 or 1000 never is, not a multiple of 1000 (trial finding:
+// "cpu-usec":0; cpuacct.usage_user gave multiples of 4000 here).
 func TestCPUUsecResolution(t *testing.T) {
 	requireV1(t)
 	t.Parallel()
@@ -158,12 +159,12 @@ func TestCPUUsecResolution(t *testing.T) {
 		if !ok {
 			t.Fatalf("no cpu-usec in the exit line: %s", r.raw)
 		}
-		if cpu > 0 && cpu%10000 != 0 {
+		if cpu > 0 && cpu%1000 != 0 {
 			return
 		}
 		seen = append(seen, cpu)
 	}
-	t.Errorf("cpu-usec of three short commands: %v; want one above 0 and not a multiple of 10000 (a tick count)", seen)
+	t.Errorf("cpu-usec of three short commands: %v; want one above 0 and not a multiple of 1000 (a tick count)", seen)
 }
 
 // git config in the sandbox cannot change the repository's config under either git
