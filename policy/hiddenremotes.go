@@ -21,8 +21,9 @@ type LocalRemote struct {
 // bind of the path itself (source and destination the same) holds it, so git inside
 // says only "does not appear to be a git repository". The remote URLs are read from the
 // repository's config files (its git dir's and, for a linked worktree, the common
-// dir's), parsed as the launch's guard of local remotes parses them (parseGitConfig,
-// localRemotePath); a relative path is taken from the checkout's top, as git takes it.
+// dir's) as the launch's guard of local remotes reads them (parseGitConfig, remoteURLs
+// with insteadOf, localRemotePath), the global config and includes left out (a note's
+// best effort); a relative path is taken from the checkout's top, as git takes it.
 // For a message after a failure only: nil on any error, and for none.
 func HiddenLocalRemotes(spec *config.Config, dir string) []LocalRemote {
 	if spec == nil || dir == "" || !filepath.IsAbs(dir) {
@@ -40,31 +41,37 @@ func HiddenLocalRemotes(spec *config.Config, dir string) []LocalRemote {
 		top = up
 	}
 	seen := visibility(spec)
-	var out []LocalRemote
+	var entries []sourcedEntry
 	for _, gd := range GitDirsOf(filepath.Join(top, ".git")) {
-		b, err := readRegularFollow(filepath.Join(gd, "config"), 1<<20)
+		f := filepath.Join(gd, "config")
+		b, err := readRegularFollow(f, 1<<20)
 		if err != nil {
 			continue
 		}
-		entries, ok := parseGitConfig(string(b))
+		parsed, ok := parseGitConfig(string(b))
 		if !ok {
 			continue
 		}
-		for _, e := range entries {
-			if !strings.EqualFold(e.section, "remote") || e.key != "url" || e.sub == "" {
-				continue
-			}
-			p := localRemotePath(e.value)
-			if p == "" {
-				continue
-			}
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(top, p)
-			}
-			r := LocalRemote{Name: e.sub, Path: filepath.Clean(p)}
-			if !seen(r.Path) && !slices.Contains(out, r) {
-				out = append(out, r)
-			}
+		for _, e := range parsed {
+			entries = append(entries, sourcedEntry{file: f, e: e})
+		}
+	}
+	var out []LocalRemote
+	for _, u := range remoteURLs(entries) {
+		p := localRemotePath(u.url)
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(top, p)
+		}
+		name := u.setting // remote.<name>.url: the remote's name; else the setting
+		if rest, ok := strings.CutPrefix(name, "remote."); ok && strings.Count(rest, ".") >= 1 {
+			name = rest[:strings.LastIndexByte(rest, '.')]
+		}
+		r := LocalRemote{Name: name, Path: filepath.Clean(p)}
+		if !seen(r.Path) && !slices.ContainsFunc(out, func(o LocalRemote) bool { return o.Path == r.Path }) {
+			out = append(out, r)
 		}
 	}
 	return out
