@@ -326,13 +326,7 @@ func execute(o policy.Options, status *os.File) error {
 		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
-		if note := gitNote(spec, eff.Filesystem.Git); note != "" {
-			fmt.Fprintln(os.Stderr, note)
-		}
-		if note := gitOwnerNote(spec, os.Getuid()); note != "" {
-			fmt.Fprintln(os.Stderr, note)
-		}
-		if note := gitIdentNote(spec, eff.Filesystem.Git); note != "" {
+		for _, note := range gitFailureNotes(spec, eff.Filesystem.Git, os.Getuid(), false) {
 			fmt.Fprintln(os.Stderr, note)
 		}
 		return statusError(cmd.Result.ExitCode)
