@@ -3,35 +3,31 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/internal/oneproc"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
-// launcherSched sets up the Go scheduler for gosbx exec's one-shot launch (execute):
-// GOMAXPROCS 1 (oneProc) and a 1 ms timer slack for the runtime's sysmon thread
-// (slowSysmon). It returns the GOMAXPROCS setting it replaced. Each alone saved no CPU
-// a launch that could be measured; both together 0.5-0.8 ms of 7.5-8.5 (docs/decisions.md
-// "Speed, ninth attempt: the launcher's scheduler"). Not for the other commands: the
-// two cost ~0.4 ms themselves (the GOMAXPROCS call stops the world and frees the
-// second P's caches), which a command that starts no sandbox (gosbx version) only pays.
+// launcherSched sets up the Go scheduler for gosbx exec's one-shot launch (execute): a
+// 1 ms timer slack for the runtime's sysmon thread (slowSysmon), with the one P
+// (GOMAXPROCS 1) internal/oneproc set before the package inits. It returns the
+// GOMAXPROCS setting oneproc replaced, which execute restores when the launcher serves
+// the sandbox's network. Up to Start a launch's goroutines run in turn (each waits for
+// the other: the policy step, the clone, the placement, the init's reports), so a
+// second P buys no overlap, only the scheduler's work around it: each goroutine started
+// or readied wakes an idle thread for the idle P (futex and context switch), which
+// spins, steals (runqgrab's usleep) and parks again. The raw init and the sandbox are
+// processes of their own, unaffected. One P and the slack each alone saved no CPU a
+// launch that could be measured; both together 0.5-0.8 ms of 7.5-8.5, and one P from
+// the package inits on another 0.1-0.5 ms (docs/decisions.md "Speed, ninth attempt:
+// the launcher's scheduler", "Speed, tenth attempt: the launcher's page faults").
 func launcherSched() (prevProcs int) {
-	prevProcs = oneProc()
 	slowSysmon()
-	return prevProcs
+	return oneproc.Replaced()
 }
-
-// oneProc sets GOMAXPROCS to 1 and returns the setting it replaced. Up to Start a
-// launch's goroutines run in turn (each waits for the other: the policy step, the
-// clone, the placement, the init's reports), so a second P buys no overlap, only the
-// scheduler's work around it: each goroutine started or readied wakes an idle thread
-// for the idle P (futex and context switch), which spins, steals (runqgrab's usleep)
-// and parks again. The raw init and the sandbox are processes of their own,
-// unaffected.
-func oneProc() (prev int) { return runtime.GOMAXPROCS(1) }
 
 // sysmonSlack is the timer slack slowSysmon gives sysmon, in ns (timerslack_ns).
 const sysmonSlack = "1000000"
