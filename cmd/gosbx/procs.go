@@ -7,14 +7,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosbx/gosbx/internal/oneproc"
+	"github.com/gosbx/gosbx/internal/gostart"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
 // launcherSched sets up the Go scheduler for gosbx exec's one-shot launch (execute): a
 // 1 ms timer slack for the runtime's sysmon thread (slowSysmon), with the one P
-// (GOMAXPROCS 1) internal/oneproc set before the package inits. It returns the
-// GOMAXPROCS setting oneproc replaced, which execute restores when the launcher serves
+// (GOMAXPROCS 1) internal/gostart set before the package inits. It returns the
+// GOMAXPROCS setting gostart replaced, which execute restores when the launcher serves
 // the sandbox's network. Up to Start a launch's goroutines run in turn (each waits for
 // the other: the policy step, the clone, the placement, the init's reports), so a
 // second P buys no overlap, only the scheduler's work around it: each goroutine started
@@ -26,7 +26,7 @@ import (
 // the launcher's scheduler", "Speed, tenth attempt: the launcher's page faults").
 func launcherSched() (prevProcs int) {
 	slowSysmon()
-	return oneproc.Replaced()
+	return gostart.Replaced()
 }
 
 // sysmonSlack is the timer slack slowSysmon gives sysmon, in ns (timerslack_ns).

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosbx/gosbx/internal/oneproc"
+	"github.com/gosbx/gosbx/internal/gostart"
 )
 
 // From an attack review (26): ownThreadSlack writes the slack of a thread of this
@@ -56,12 +56,12 @@ func TestOwnThreadSlack(t *testing.T) {
 	}
 }
 
-// internal/oneproc sets GOMAXPROCS 1 before any package init that allocates (whose
+// internal/gostart sets GOMAXPROCS 1 before any package init that allocates (whose
 // spans a second P's cache would hold, freed into fresh span-set blocks when the P is
 // destroyed): in gosbx's init order (this test binary's, which links package main),
 // every package initialized before it reports no allocation (GODEBUG=inittrace=1,
 // runtime(3)), and the setting it replaced is the runtime's default.
-func TestOneProcInitFirst(t *testing.T) {
+func TestGoStartInitFirst(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	out, err := cmd.CombinedOutput()
@@ -75,7 +75,7 @@ func TestOneProcInitFirst(t *testing.T) {
 		if len(f) < 11 || f[0] != "init" || f[10] != "allocs" {
 			continue
 		}
-		if f[1] == "github.com/gosbx/gosbx/internal/oneproc" {
+		if f[1] == "github.com/gosbx/gosbx/internal/gostart" {
 			found = true
 			break
 		}
@@ -84,10 +84,10 @@ func TestOneProcInitFirst(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("no init of internal/oneproc in the init trace:\n%s", out)
+		t.Fatalf("no init of internal/gostart in the init trace:\n%s", out)
 	}
 	if len(before) > 0 {
-		t.Errorf("packages that allocate are initialized before internal/oneproc sets one P: %v", before)
+		t.Errorf("packages that allocate are initialized before internal/gostart sets one P: %v", before)
 	}
 	if n := runtime.GOMAXPROCS(0); n != 1 {
 		t.Errorf("GOMAXPROCS is %d after the package inits, want 1", n)
@@ -96,7 +96,7 @@ func TestOneProcInitFirst(t *testing.T) {
 	if s, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && s > 0 {
 		want = s
 	}
-	if got := oneproc.Replaced(); got > want || got < 1 {
-		t.Errorf("oneproc replaced GOMAXPROCS %d, want the runtime's default (at most %d CPUs)", got, want)
+	if got := gostart.Replaced(); got > want || got < 1 {
+		t.Errorf("gostart replaced GOMAXPROCS %d, want the runtime's default (at most %d CPUs)", got, want)
 	}
 }
