@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -9,52 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gosbx/gosbx/internal/gostart"
 )
-
-// From an attack review (26): ownThreadSlack writes the slack of a thread of this
-// process only. A tid that is another process's (as a tid reused since it was listed
-// would be) is refused and that process keeps its slack, even for root; a thread of
-// this process gets it.
-func TestOwnThreadSlack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("writing another thread's slack needs CAP_SYS_NICE (root)")
-	}
-	other := exec.Command("sleep", "30")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { other.Process.Kill(); other.Wait() }()
-	path := "/proc/" + strconv.Itoa(other.Process.Pid) + "/timerslack_ns"
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ownThreadSlack(other.Process.Pid, "1234567"); !errors.Is(err, unix.ESRCH) {
-		t.Errorf("another process's thread: %v, want ESRCH", err)
-	}
-	if after, _ := os.ReadFile(path); string(after) != string(before) {
-		t.Errorf("another process's slack went from %s to %s", before, after)
-	}
-
-	// a thread of this process: this goroutine's, locked to it
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := unix.Gettid()
-	own, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/timerslack_ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ownThreadSlack(tid, strings.TrimSpace(string(own)))
-	if err := ownThreadSlack(tid, "1234567"); err != nil {
-		t.Fatalf("this process's thread %d: %v", tid, err)
-	}
-	if got, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/timerslack_ns"); strings.TrimSpace(string(got)) != "1234567" {
-		t.Errorf("this process's thread %d has slack %s, want 1234567", tid, got)
-	}
-}
 
 // internal/gostart sets GOMAXPROCS 1 before any package init that allocates (whose
 // spans a second P's cache would hold, freed into fresh span-set blocks when the P is
