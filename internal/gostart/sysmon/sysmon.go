@@ -1,9 +1,9 @@
-// Package sysmon gives the Go runtime's sysmon thread of a gosbx launcher a 1 ms timer
-// slack (proc(5), /proc/TID/timerslack_ns) while the packages are initialized, right
-// after package syscall: from there on, not only from gosbx exec's execute, sysmon's
-// 20 µs sleeps while a P runs wake it about every millisecond, not every ~70 µs
-// (docs/decisions.md "Speed, ninth attempt: the launcher's scheduler", "Speed, tenth
-// attempt: the launcher's page faults").
+// Package sysmon gives the Go runtime's sysmon thread of a gosbx process run by root (a
+// launcher, a client) a 1 ms timer slack (proc(5), /proc/TID/timerslack_ns) while the
+// packages are initialized, right after package syscall: from there on, not only from
+// gosbx exec's execute, sysmon's 20 µs sleeps while a P runs wake it about every
+// millisecond, not every ~70 µs (docs/decisions.md "Speed, ninth attempt: the
+// launcher's scheduler", "Speed, tenth attempt: the launcher's page faults").
 //
 // Only the gosbx command imports it. Its init is its whole work, which STYLE.md's "no
 // package init work" otherwise forbids: what it saves is in the package inits and the
