@@ -17,6 +17,7 @@ import (
 
 	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/gostart"
 	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -427,6 +428,7 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal) (*pol
 	done := make(chan built, 1)
 	limit := make(chan time.Duration, 1)
 	go func() {
+		gostart.GrowStack() // grown once to what Effective and Build reach, not four times
 		eff, err := policy.Effective(o, host)
 		if err != nil {
 			done <- built{err: err}
