@@ -12,19 +12,30 @@ import (
 // 27's are (plantScript, hostProgram, wantRan, noMarker): each plant would create a
 // marker outside the workspace on the host's next git command.
 
-// gitModes runs f under the default policy (git: readonly) and under git: commit.
+// gitModes runs f under the default policy (git: readonly) and under git: commit, for
+// each caller (root, and uid 65534 via setpriv).
 func gitModes(t *testing.T, f func(t *testing.T, s *sandbox, flags []string)) {
-	for _, m := range []string{"readonly", "commit"} {
-		t.Run(m, func(t *testing.T) {
-			requireBinary(t)
-			s := newSandbox(t, rootCaller)
-			var flags []string
-			if m == "commit" {
-				flags = []string{"--policy", s.commitPolicy()}
-			}
-			f(t, s, flags)
-		})
-	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, m := range []string{"readonly", "commit"} {
+			t.Run(m, func(t *testing.T) {
+				s := newSandbox(t, c)
+				var flags []string
+				if m == "commit" {
+					flags = []string{"--policy", s.commitPolicy()}
+				}
+				f(t, s, flags)
+			})
+		}
+	})
+}
+
+// marks is a directory outside the workspace that the caller's host git can write
+// markers in (uid 65534 cannot write the test's base).
+func marks(s *sandbox) string {
+	d := filepath.Join(s.base, "marks")
+	must(s.t, os.MkdirAll(d, 0o755))
+	s.chown(d)
+	return d
 }
 
 // F12: .git/hooks/pre-commit -> ../../scripts/pre-commit (the documented pattern): the
@@ -32,8 +43,10 @@ func gitModes(t *testing.T, f func(t *testing.T, s *sandbox, flags []string)) {
 func TestGitReview29HookSymlink(t *testing.T) {
 	gitModes(t, func(t *testing.T, s *sandbox, flags []string) {
 		s.newRepo(s.ws, "base")
-		ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+		ran, pwned := filepath.Join(marks(s), "ran"), filepath.Join(marks(s), "PWNED")
 		s.hostProgram(filepath.Join(s.ws, "scripts/pre-commit"), ran)
+		s.chown(filepath.Join(s.ws, "scripts"))
+		s.chown(filepath.Join(s.ws, "scripts/pre-commit")) // the caller's own: writable inside but for the guard
 		must(t, os.Symlink("../../scripts/pre-commit", filepath.Join(s.ws, ".git/hooks/pre-commit")))
 		r := s.sh(flags, plantScript+`plant scripts/pre-commit "$1"`, pwned)
 		mustSucceed(t, r, "the command")
@@ -67,8 +80,10 @@ func TestGitReview29HooksPathEntryLink(t *testing.T) {
 	gitModes(t, func(t *testing.T, s *sandbox, flags []string) {
 		s.newRepo(s.ws, "base")
 		s.hostGit(s.ws, "config", "core.hooksPath", ".githooks")
-		ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+		ran, pwned := filepath.Join(marks(s), "ran"), filepath.Join(marks(s), "PWNED")
 		s.hostProgram(filepath.Join(s.ws, "scripts/lint.sh"), ran)
+		s.chown(filepath.Join(s.ws, "scripts"))
+		s.chown(filepath.Join(s.ws, "scripts/lint.sh"))
 		must(t, os.MkdirAll(filepath.Join(s.ws, ".githooks"), 0o755))
 		must(t, os.Symlink("../scripts/lint.sh", filepath.Join(s.ws, ".githooks/pre-commit")))
 		r := s.sh(flags, plantScript+`plant scripts/lint.sh "$1"`, pwned)
