@@ -97,7 +97,11 @@ func (plan *gitPlan) guardHookEntry(p, pinned, what string, inWritable func(stri
 		return nil
 	}
 	if multiLinked(target, inWritable, plan.reads.budget()) {
-		return errorf("protected", target, nil, "%s runs or reads this file (as %s), which has more than one hard link on the file system of a tree the sandbox can write: another name may lie inside it, where the command could rewrite it; make it a copy (cp, not ln) or a symlink", what, p)
+		as := ""
+		if target != p {
+			as = " (through " + p + ")"
+		}
+		return errorf("protected", target, nil, "%s runs or reads this file%s, which has more than one hard link on the file system of a tree the sandbox can write: another name may lie inside it, where the command could rewrite it; make it a copy (cp, not ln) or a symlink", what, as)
 	}
 	return nil
 }
