@@ -75,8 +75,11 @@ func noNamesIn(t *testing.T, dir string, names []string) {
 // (rm -rf .venv failed with EBUSY under the placeholders), and the venv's python
 // symlink chain, which a config alias runs, is as the new venv made it.
 func TestPathNoteVenv(t *testing.T) {
-	requireBinary(t)
-	s := newSandbox(t, rootCaller)
+	forEachCaller(t, func(t *testing.T, c caller) { pathNoteVenv(t, c) })
+}
+
+func pathNoteVenv(t *testing.T, c caller) {
+	s := newSandbox(t, c)
 	s.newRepo(s.ws, "base")
 	venv := filepath.Join(s.ws, ".venv")
 	s.hostVenv(venv)
