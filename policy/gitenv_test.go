@@ -155,26 +155,28 @@ func TestGuardPathProgram(t *testing.T) {
 		}
 	}
 	inWritable := func(p string) bool { return under(p, ws) || p == ws }
-	path := []string{filepath.Join(ws, "bin"), filepath.Join(ws, "none"), ws, tools}
+	path := []string{filepath.Join(ws, "bin"), filepath.Join(ws, "none"), ws, tools, ""}
 	rb := &readBudget{left: launchReadBudget, trees: []string{ws}, env: gitEnv{path: path, execPath: filepath.Join(base, "exec")}}
 	plan := &gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
-	if err := plan.guardCommand("/c", ws, "x", "mine; tool | git log; echo hi; FOO=1 other; top; true", cmdWord{}, 0, inWritable); err != nil {
+	if err := plan.guardCommand("/c", ws, "x", "mine; tool | git log; echo hi; FOO=1 other; top; true; nowhere", cmdWord{}, 0, inWritable); err != nil {
 		t.Fatal(err)
 	}
 	// In the workspace's root a match (top) and a name the lookup passes over (the
 	// directory other) are read-only: the root is a mount point already. Deeper, nothing
 	// is bound and nothing created (no placeholder): the entries are noted.
 	wantRO := []string{filepath.Join(ws, "other"), filepath.Join(ws, "top")}
-	if !slices.Equal(plan.readOnly, wantRO) {
+	slices.Sort(plan.readOnly) // ws is on PATH twice (as itself and as ""): unioned at Build
+	if plan.readOnly = slices.Compact(plan.readOnly); !slices.Equal(plan.readOnly, wantRO) {
 		t.Errorf("readOnly %q\nwant %q", plan.readOnly, wantRO)
 	}
 	if len(plan.makeDirs) != 0 {
 		t.Errorf("makeDirs %q, want none", plan.makeDirs)
 	}
 	want := []pathNote{
-		{path[0], path[0], []string{"mine", "tool", "other", "top"}},
-		{path[1], path[1], []string{"tool", "other", "top"}},
-		{ws, ws, []string{"tool"}},
+		{path[0], path[0], []string{"mine", "tool", "other", "top", "nowhere"}},
+		{path[1], path[1], []string{"tool", "other", "top", "nowhere"}},
+		{ws, ws, []string{"tool", "nowhere"}},
+		{"", ws, []string{"nowhere"}}, // taken from the worktree's top
 	}
 	if !slices.EqualFunc(rb.pathNotes, want, func(a, b pathNote) bool {
 		return a.entry == b.entry && a.dir == b.dir && slices.Equal(a.progs, b.progs)
@@ -182,7 +184,7 @@ func TestGuardPathProgram(t *testing.T) {
 		t.Errorf("pathNotes %q\nwant %q", rb.pathNotes, want)
 	}
 	n := pathNoteText(rb, inWritable)
-	for _, w := range []string{path[0] + ": mine, tool, other, top", "env PATH=" + tools + " gosbx"} {
+	for _, w := range []string{path[0] + ": mine, tool, other, top, nowhere;", `; "" (` + ws + "): nowhere", "env PATH=" + tools + " gosbx"} {
 		if !strings.Contains(n, w) {
 			t.Errorf("the note lacks %q:\n%s", w, n)
 		}

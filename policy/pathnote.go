@@ -43,6 +43,9 @@ func pathNoteText(rb *readBudget, inWritable func(string) bool) string {
 	var where []string
 	for _, n := range rb.pathNotes {
 		e := n.entry
+		if e == "" {
+			e = `""` // an empty entry: the current directory
+		}
 		if e != n.dir {
 			e += " (" + n.dir + ")"
 		}
