@@ -61,6 +61,21 @@ func Compile(o Options, h Host) (*config.Config, error) {
 // (Config.MakeDirs) and created by the launch (nsinit), so that the command cannot
 // make them. Errors are *Error.
 func Build(p *Policy, args []string, h Host) (*config.Config, error) {
+	return build(p, args, h, nil)
+}
+
+// BuildNoted is Build that also returns the notes the launcher prints on stderr before
+// the command runs, one sentence each: the PATH entries in a writable tree where the
+// command could put a program the host's git or shell looks up (guardPathProgram), with
+// the fix. Errors are Build's.
+func BuildNoted(p *Policy, args []string, h Host) (*config.Config, []string, error) {
+	var notes []string
+	c, err := build(p, args, h, &notes)
+	return c, notes, err
+}
+
+// build is Build, appending its notes to notes when not nil.
+func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
 	}
@@ -219,6 +234,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	var cleanups []cleanup.Entry
 	rb := newReadBudget() // what this launch reads of files a sandbox could write
 	rb.home = h.Home
+	rb.trees = clone(trees)
 	genv, err := gitEnvOf(h.Environ, h.Home, h.Cwd)
 	if err != nil {
 		return nil, err
@@ -304,6 +320,9 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		}
 	}
 
+	if n := pathNoteText(rb, inWritable); n != "" && notes != nil {
+		*notes = append(*notes, n)
+	}
 	// A path guarded twice (by an enclosing repository and by the scan) is bound once.
 	protected, makeDirs = unique(protected), unique(makeDirs)
 	masked := append([]string{}, procMasked...)

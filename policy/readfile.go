@@ -188,6 +188,10 @@ type readBudget struct {
 	// directory it runs in, whether git's exec path comes first): the plans are unioned,
 	// so each is done once however many repositories' configs name it.
 	pathSeen map[string]bool
+	// trees are the launch's writable trees (their roots are mount points already:
+	// keepOrNote); pathNotes the writable PATH entries the launch notes (notePath).
+	trees     []string
+	pathNotes []pathNote
 }
 
 // homeDir is rb's home, "" for a nil rb.

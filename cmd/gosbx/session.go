@@ -91,7 +91,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
-			spec, err := policy.Build(eff, o.Args, host)
+			spec, notes, err := policy.BuildNoted(eff, o.Args, host)
 			if err == nil {
 				err = checkRunDirHidden(spec)
 			}
@@ -125,6 +125,9 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 				return sessionFailure{err}
 			}
 			warnLoopbackPorts(spec)
+			for _, n := range notes {
+				fmt.Fprintf(os.Stderr, "gosbx: note: %s\n", n)
+			}
 			return nil
 		},
 	}
