@@ -116,6 +116,7 @@ type Cmd struct {
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
 
 	session bool     // the init of a Session (NewSession): it serves requests
+	guarded bool     // a session command that passed its session's guard (endGuard)
 	sess    *Session // set by Session.Command: Start asks the session's init
 	sessPid int      // a session command's pid in the init's pid namespace
 	// sessLimitEvents are the session's cgroup's OOM kills and pids-limit refusals

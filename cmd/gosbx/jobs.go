@@ -196,8 +196,7 @@ func (x *job) info() session.Job {
 	return in
 }
 
-// detach starts cmd as a job and answers its id; it reports whether the job started
-// (its end then runs sv.guard.ended).
+// detach starts cmd as a job and answers its id; it reports whether the job started.
 func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply func(byte, []byte)) bool {
 	if err := os.MkdirAll(sv.files.Jobs, 0o700); err != nil {
 		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
@@ -242,7 +241,6 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	sv.jobs.add(x)
 	go func() {
 		cmd.Wait()
-		sv.guard.ended(cmd.Config.Process.Cwd) // what the job made is its own (repoGuard)
 		sv.routes.remove(pid)
 		for _, m := range cleanupNotes(cmd.Result) {
 			l.write([]byte(m))

@@ -1,0 +1,69 @@
+package nsinit
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gosbx/gosbx/policy"
+)
+
+// TestSessionGuardLibrary: a library session (NewSession of a config from
+// policy.Compile) refuses a command while a repository made on the host between its
+// commands is in its workspace, as the CLI's session does (new-user trial, item 1): the
+// command never runs, so the hook it would plant is not on the host. A repository a
+// command makes is its own: the next command runs.
+func TestSessionGuardLibrary(t *testing.T) {
+	ws := testWorkspace(t)
+	cfg := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws}, nil)
+	s, err := NewSession(cfg)
+	skipIfNoSandbox(t, err)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	defer s.Close(time.Second)
+	run := func(script string) (string, error) {
+		var out bytes.Buffer
+		c := s.Command(sessionProc(s, "sh", "-c", script))
+		c.Stdout, c.Stderr = &out, &out
+		err := c.Run()
+		return out.String(), err
+	}
+	if out, err := run("true"); err != nil {
+		t.Fatalf("first command: %v %q", err, out)
+	}
+	// a repository the command makes is its own, as in a one-shot sandbox
+	if out, err := run("mkdir -p own/.git/hooks"); err != nil {
+		t.Fatalf("a command making a repository: %v %q", err, out)
+	}
+	if out, err := run("true"); err != nil {
+		t.Fatalf("the command after one that made a repository: %v %q (a command's own repository is not refused)", err, out)
+	}
+	// the host makes one between commands
+	if err := os.MkdirAll(filepath.Join(ws, "hostrepo", ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hook := filepath.Join(ws, "hostrepo", ".git", "hooks", "post-checkout")
+	for i := range 2 {
+		out, err := run("echo '#!/bin/sh' > hostrepo/.git/hooks/post-checkout && echo planted")
+		var se *SetupError
+		if !errors.As(err, &se) || se.Step != "protected" {
+			t.Fatalf("command %d with a host-made repository in the workspace: %v %q, want a *SetupError at step protected", i, err, out)
+		}
+		if !strings.Contains(se.Error(), filepath.Join(ws, "hostrepo", ".git")) || !strings.Contains(se.Error(), "NewSession") {
+			t.Errorf("the refusal names neither the repository nor the restart: %v", se)
+		}
+		if _, err := os.Lstat(hook); err == nil {
+			t.Fatalf("the command planted %s on the host", hook)
+		}
+	}
+	// a config without a guard (as config.FromSpec gives) is not searched: the
+	// contract is the policy's protected paths
+	if cfg.Guard == nil {
+		t.Fatal("policy.Compile gave a config without a Guard")
+	}
+}
