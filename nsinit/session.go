@@ -127,7 +127,9 @@ func (s *Session) HostUID() int64 {
 func (s *Session) Config() *config.Config { return s.c.Config }
 
 // Command returns a Cmd that runs process in the session. Set its Stdin, Stdout,
-// Stderr, Timeout and Events as for Command; Start, Wait, Run and Signal behave the
+// Stderr, Timeout and Events as for Command (not NetEvents, NetDenied or NetWithheld:
+// Start refuses them, the session's egress lines are NewSessionNet's SessionNet.Events,
+// each with the Origin of the command that made it); Start, Wait, Run and Signal behave the
 // same, but a Timeout kills the command's process group, not the sandbox, and the
 // command's end does not end the sandbox (what it left running goes on). The config's
 // after-run cleanup runs before Start sends the command and before Wait returns
@@ -260,6 +262,11 @@ func (c *Cmd) startInSession() (err error) {
 		return errors.New("nsinit: already started")
 	}
 	s := c.sess
+	if c.NetEvents != nil || c.NetDenied != nil || c.NetWithheld != nil {
+		// the session's one proxy serves all its commands: set here, they would never
+		// be called (a new user's trial took the silence for no denials)
+		return errNetHooksInSession
+	}
 	if err := s.c.Config.ValidateProcess(c.Config.Process); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
 	}
@@ -362,6 +369,12 @@ func (c *Cmd) endInSession() {
 	}
 	c.waited = true
 }
+
+// errNetHooksInSession is Start's error for a session command with NetEvents,
+// NetDenied or NetWithheld set.
+var errNetHooksInSession = errors.New("nsinit: Cmd.NetEvents, NetDenied and NetWithheld are not called for a command of a Session " +
+	"(one proxy serves all its commands): build the session with NewSessionNet and take its status lines from " +
+	"SessionNet.Events, routed by their Origin (the command's Cmd.Pid); the command was not started")
 
 // endGuard tells the session's guard that a command that passed its Before has ended
 // (or did not start), once.

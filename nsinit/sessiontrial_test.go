@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -65,5 +66,38 @@ func TestSessionGuardLibrary(t *testing.T) {
 	// contract is the policy's protected paths
 	if cfg.Guard == nil {
 		t.Fatal("policy.Compile gave a config without a Guard")
+	}
+}
+
+// TestSessionCmdNetHooksRefused: a session command with NetEvents or NetDenied set is
+// refused at Start with an error naming NewSessionNet, not run with its hooks never
+// called (new-user trial, item 5): the command did not run (its file is not on the host).
+func TestSessionCmdNetHooksRefused(t *testing.T) {
+	ws := testWorkspace(t)
+	cfg := compile(t, policy.Options{Args: []string{"true"}, Workspace: ws}, nil)
+	s, err := NewSession(cfg)
+	skipIfNoSandbox(t, err)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	defer s.Close(time.Second)
+	for i, set := range []func(*Cmd){
+		func(c *Cmd) { c.NetEvents = func(egress.Event) {} },
+		func(c *Cmd) { c.NetDenied = func(string) {} },
+	} {
+		mark := filepath.Join(ws, "ran")
+		c := s.Command(sessionProc(s, "touch", mark))
+		set(c)
+		err := c.Run()
+		if err == nil || !strings.Contains(err.Error(), "NewSessionNet") {
+			t.Errorf("hook %d: Run = %v, want an error naming NewSessionNet", i, err)
+		}
+		if _, err := os.Stat(mark); err == nil {
+			t.Fatalf("hook %d: the command ran", i)
+		}
+	}
+	c := s.Command(sessionProc(s, "true"))
+	if err := c.Run(); err != nil {
+		t.Errorf("a command without the hooks after: %v", err)
 	}
 }
