@@ -448,7 +448,7 @@ func (sv *supervisor) handle(fd int) {
 		b, _ := json.Marshal(sv.info())
 		session.WriteFrame(fd, session.RepInfo, b, nil)
 	case session.ReqJobs, session.ReqJobWait, session.ReqJobKill, session.ReqJobLogs:
-		sv.jobRequest(fd, kind, body)
+		sv.jobRequest(fd, kind, body, fds) // takes the descriptors
 	case session.ReqStop:
 		sv.replies.Add(1)
 		defer sv.replies.Done()
