@@ -2,9 +2,12 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -28,7 +31,7 @@ func statusLines(t *testing.T, path string) []map[string]any {
 }
 
 // TestSessionDetachStatusFd: `exec --session --detach --status-fd 3` writes the job's
-// start lines (its exec line with the job's pid) to fd 3, and `job wait --status-fd 3`
+// start lines (the namespaces, its exec line) to fd 3, and `job wait --status-fd 3`
 // the job's exit line, as exec --status-fd writes them (new-user trial, item 3: fd 3 got
 // nothing, and job wait had no --status-fd).
 func TestSessionDetachStatusFd(t *testing.T) {
@@ -52,7 +55,7 @@ func TestSessionDetachStatusFd(t *testing.T) {
 		}
 		var execLine bool
 		for _, ev := range statusLines(t, start) {
-			if ev["exec"] == true && ev["pid"] != nil {
+			if ev["exec"] == true { // its pid, when the job had not ended by the time it was read
 				execLine = true
 			}
 			if ev["exit-code"] != nil {
@@ -60,7 +63,7 @@ func TestSessionDetachStatusFd(t *testing.T) {
 			}
 		}
 		if !execLine {
-			t.Errorf("--detach --status-fd 3 wrote no exec line with the job's pid: %v", statusLines(t, start))
+			t.Errorf("--detach --status-fd 3 wrote no exec line: %v", statusLines(t, start))
 		}
 		end := filepath.Join(e.base, "end.json")
 		if r := withFd3(end, "job", "wait", "--status-fd", "3", "d/1"); r.code != 4 {
@@ -75,4 +78,47 @@ func TestSessionDetachStatusFd(t *testing.T) {
 			t.Errorf("job wait --status-fd on a file in the workspace: want 125\n%v", r)
 		}
 	})
+}
+
+// TestSessionNoRuntimeDir: a caller of uid 65534 with no XDG_RUNTIME_DIR (setpriv, a
+// container's USER, cron) and no /run/user/65534 runs sessions in /tmp/gosbx-65534,
+// made mode 0700 and its own, as tmux makes /tmp/tmux-UID (new-user trial, item 4:
+// `session start` exited 125 "XDG_RUNTIME_DIR is not set", and doctor's fix named
+// /run/user/65534, which that user cannot make). Checked from the host: the directory's
+// owner and mode, the control socket in it.
+func TestSessionNoRuntimeDir(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("root only: runs gosbx as uid 65534 through setpriv")
+	}
+	dir := fmt.Sprintf("/tmp/gosbx-%d", nobodyID)
+	if _, err := os.Lstat(fmt.Sprintf("/run/user/%d", nobodyID)); err == nil {
+		t.Skipf("/run/user/%d exists here: gosbx uses it", nobodyID)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err == nil && (st.Uid != uint32(nobodyID) || st.Mode&syscall.S_IFMT != syscall.S_IFDIR) {
+		t.Skipf("%s exists and is not uid %d's directory (uid %d, mode %#o)", dir, nobodyID, st.Uid, st.Mode)
+	}
+	s := newSandbox(t, nobodyCaller)
+	name := "noxdg" + strconv.Itoa(os.Getpid())
+	run := func(args ...string) result {
+		ctx := s.limitCtx(runLimit)
+		cmd := s.rawCommand(ctx, args...) // its environment has no XDG_RUNTIME_DIR
+		return s.runCmd(ctx, cmd)
+	}
+	r := run("session", "start", name, "--workspace", s.ws, "--die-with-owner", strconv.Itoa(os.Getpid()))
+	mustSucceed(t, r, "session start without XDG_RUNTIME_DIR")
+	t.Cleanup(func() { run("session", "kill", name) })
+	if err := syscall.Lstat(dir, &st); err != nil || st.Uid != uint32(nobodyID) || st.Mode&0o7777 != 0o700 || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		t.Errorf("%s: %v, uid %d, mode %#o; want a directory of uid %d, mode 0700", dir, err, st.Uid, st.Mode, nobodyID)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, name+".sock")); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Errorf("the session's control socket is not in %s: %v", dir, err)
+	}
+	if r := run("exec", "--session", name, "--", "sh", "-c", "echo hi"); r.code != 0 || r.stdout != "hi\n" {
+		t.Errorf("exec --session without XDG_RUNTIME_DIR\n%v", r)
+	}
+	mustSucceed(t, run("session", "stop", name), "session stop")
+	if _, err := os.Lstat(filepath.Join(dir, name+".sock")); err == nil {
+		t.Errorf("the control socket is left in %s after stop", dir)
+	}
 }
