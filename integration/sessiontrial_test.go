@@ -122,3 +122,35 @@ func TestSessionNoRuntimeDir(t *testing.T) {
 		t.Errorf("the control socket is left in %s after stop", dir)
 	}
 }
+
+// TestSessionNotFoundHintSessionForm: in a session, the 127 hint that names --ro or
+// --toolchain (which exec --session refuses) says where they go: on session start, after
+// a stop (new-user trial, item 6); the one-shot hint is unchanged (TestToolchainAuto).
+func TestSessionNotFoundHintSessionForm(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		home, path := fakeToolchains(t, e.sandbox)
+		ver := home + "/.pyenv/versions/3.99.0"
+		run := func(args ...string) result {
+			ctx := e.limitCtx(runLimit)
+			cmd := e.rawCommand(ctx, args...)
+			cmd.Env = append(e.env(), "HOME="+home, "PATH="+path, "XDG_RUNTIME_DIR="+e.rt)
+			e.scope.wrap(cmd)
+			return e.runCmd(ctx, cmd)
+		}
+		mustSucceed(t, run("session", "start", "h", "--workspace", e.ws, "--die-with-owner", strconv.Itoa(os.Getpid())), "session start")
+		r := run("exec", "--session", "h", "--", ".venv/bin/python", "-c", "pass")
+		if r.code != 127 || !strings.Contains(r.stderr, "add --ro "+ver) ||
+			!strings.Contains(r.stderr, "gosbx session stop h, then gosbx session start h with the flag") {
+			t.Errorf("a venv's python in a session: want 127 with the --ro fix in the session's form\n%v", r)
+		}
+		r = run("exec", "--session", "h", "--", "python3.99", "-c", "pass")
+		if r.code != 127 || !strings.Contains(r.stderr, "--toolchain auto") || !strings.Contains(r.stderr, "gosbx session start h") {
+			t.Errorf("python3.99 in a session: want 127 with the --toolchain fix in the session's form\n%v", r)
+		}
+		// followed, the fix works: the session started again with the flag runs it
+		mustSucceed(t, run("session", "stop", "h"), "session stop")
+		mustSucceed(t, run("session", "start", "h", "--workspace", e.ws, "--ro", ver, "--die-with-owner", strconv.Itoa(os.Getpid())), "session start --ro")
+		mustSucceed(t, run("exec", "--session", "h", "--", ".venv/bin/python", "-c", "pass"), "the venv's python after the hint's restart")
+	})
+}
