@@ -3,13 +3,18 @@ package nsinit
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/egress"
+	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -99,5 +104,33 @@ func TestSessionCmdNetHooksRefused(t *testing.T) {
 	c := s.Command(sessionProc(s, "true"))
 	if err := c.Run(); err != nil {
 		t.Errorf("a command without the hooks after: %v", err)
+	}
+}
+
+// TestCgroupRefusalHint: a launch whose required limits cannot be applied (no cgroup:
+// uid 65534 on a v1 host) gives a *SetupError at step cgroup whose Hint names the fix
+// both as the flag and as the library's field (new-user trial, item 11: Hint was empty
+// and the text named only CLI flags).
+func TestCgroupRefusalHint(t *testing.T) {
+	old := newCgroup
+	t.Cleanup(func() { newCgroup = old })
+	newCgroup = func(*specs.LinuxResources, cgroup.Options) (cgroup.Group, error) {
+		return nil, fmt.Errorf("%w: unprivileged callers cannot create v1 groups", cgroup.ErrUnavailable)
+	}
+	limit := int64(64 << 20)
+	spec := &config.Config{Linux: &config.Linux{Resources: &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: &limit}}},
+		Limits: config.Limits{Required: []string{"memory"}}}
+	err := (&owner{}).makeGroup(spec, false)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "cgroup" {
+		t.Fatalf("makeGroup without a cgroup: %v, want a *SetupError at step cgroup", err)
+	}
+	for _, want := range []string{"--limits best-effort", "config.Limits.BestEffort", `policy.Resources.Limits "best-effort"`} {
+		if !strings.Contains(se.Hint, want) {
+			t.Errorf("Hint %q does not name %s", se.Hint, want)
+		}
+	}
+	if strings.Contains(se.Err.Error(), "--limits") {
+		t.Errorf("the cause %q carries the fix (it belongs in Hint)", se.Err)
 	}
 }
