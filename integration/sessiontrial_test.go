@@ -154,3 +154,21 @@ func TestSessionNotFoundHintSessionForm(t *testing.T) {
 		mustSucceed(t, run("exec", "--session", "h", "--", ".venv/bin/python", "-c", "pass"), "the venv's python after the hint's restart")
 	})
 }
+
+// TestSessionStopNotRunning: `session stop` and `session kill` of a session that is not
+// running exit 1 with the message (as tmux kill-session and docker stop do), not 125,
+// which a caller's cleanup must otherwise take as a possible failure (new-user trial,
+// item 11); a second stop of a stopped session is the same.
+func TestSessionStopNotRunning(t *testing.T) {
+	e := newSessionEnv(t, rootCaller)
+	for _, how := range []string{"stop", "kill"} {
+		if r := e.gosbx("session", how, "nosuch"); r.code != 1 || !strings.Contains(r.stderr, `no session "nosuch" is running`) {
+			t.Errorf("session %s of no session: want 1 and the message\n%v", how, r)
+		}
+	}
+	e.start("s")
+	mustSucceed(t, e.gosbx("session", "stop", "s"), "session stop")
+	if r := e.gosbx("session", "stop", "s"); r.code != 1 || !strings.Contains(r.stderr, `no session "s" is running`) {
+		t.Errorf("a second session stop: want 1\n%v", r)
+	}
+}
