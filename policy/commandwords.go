@@ -12,7 +12,12 @@ type cmdWord struct {
 	program bool   // in a program's place: the first word of a simple command
 	dir     string // the directory a literal `cd DIR` earlier in the command moved to ("" none), as written
 	unknown bool   // its meaning depends on an expansion ($, `) or on a cd the guard cannot follow
+	shell   bool   // run by sh -c (the value holds a shell metacharacter): a builtin is no program
 }
+
+// shellMeta are the characters for which git runs a command through sh -c rather than
+// executing its one word itself (run-command.c prepare_shell_cmd).
+const shellMeta = "|&;<>()$`\\\"' \t\n*?[#~=%"
 
 // A redirection's target (> out, < in) is data the shell writes or reads, not a word:
 // commandWords leaves it out.

@@ -219,7 +219,11 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	var cleanups []cleanup.Entry
 	rb := newReadBudget() // what this launch reads of files a sandbox could write
 	rb.home = h.Home
-	rb.globals = globalConfigFiles(h.Home, envValue(h.Environ, "XDG_CONFIG_HOME"))
+	genv, err := gitEnvOf(h.Environ, h.Home, h.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	rb.globals, rb.env = genv.globals, genv
 	if slices.Contains(f.Protected, ".git") {
 		// what the caller's own git config names in a writable tree, for host git anywhere
 		gplan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}

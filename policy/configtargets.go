@@ -87,26 +87,19 @@ func configLast(entries []configEntry, section, key string) string {
 
 // settingName is e's name as git-config(1) writes it, for messages.
 func settingName(e configEntry) string {
+	n := e.section + "." + e.key
 	if e.sub != "" {
-		return e.section + "." + e.sub + "." + e.key
+		n = e.section + "." + e.sub + "." + e.key
 	}
-	return e.section + "." + e.key
-}
-
-// globalConfigFiles are the files git reads before a repository's own config
-// (git-config(1), FILES): the system file, then $XDG_CONFIG_HOME/git/config (or
-// home/.config/git/config) and home/.gitconfig.
-func globalConfigFiles(home, xdg string) []string {
-	files := []string{"/etc/gitconfig"}
-	if !filepath.IsAbs(home) {
-		return files
+	switch {
+	case strings.HasPrefix(e.env, "GIT_CONFIG_"):
+		return n + " (from the environment's " + e.env + ")"
+	case strings.HasPrefix(e.env, "default "):
+		return "git's default " + n + " (" + strings.TrimPrefix(e.env, "default ") + ")"
+	case e.env != "":
+		return "the environment's " + e.env
 	}
-	if filepath.IsAbs(xdg) {
-		files = append(files, filepath.Join(xdg, "git/config"))
-	} else {
-		files = append(files, filepath.Join(home, ".config/git/config"))
-	}
-	return append(files, filepath.Join(home, ".gitconfig"))
+	return n
 }
 
 // guardConfigTargets makes read-only what the config git reads for the checkout
@@ -114,8 +107,31 @@ func globalConfigFiles(home, xdg string) []string {
 // and global files (rb.globals), gd's config, its common dir's config for a linked
 // worktree, and config.worktree (read whether or not extensions.worktreeConfig is set: a
 // superset), followed through include.path and includeIf.*.path (every condition taken
-// as true) to maxIncludeDepth. guardConfigSetting says what each setting gets.
+// as true) to maxIncludeDepth, and the settings the caller's environment carries
+// (gitEnvOf). guardConfigSetting says what each setting gets.
 func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(string) bool) error {
+	_, err := plan.configTargets(worktree, gd, inWritable)
+	return err
+}
+
+// sourcedEntry is a setting and the config file (or "the environment") it was read from.
+type sourcedEntry struct {
+	file string
+	e    configEntry
+}
+
+// configTargets is guardConfigTargets, returning every setting it read, in the order
+// git reads them (includes in place).
+func (plan *gitPlan) configTargets(worktree, gd string, inWritable func(string) bool) ([]sourcedEntry, error) {
+	var seen []sourcedEntry
+	outer := plan.seen
+	plan.seen = &seen
+	defer func() { plan.seen = outer }()
+	err := plan.guardConfigSources(worktree, gd, inWritable)
+	return seen, err
+}
+
+func (plan *gitPlan) guardConfigSources(worktree, gd string, inWritable func(string) bool) error {
 	files := plan.reads.rb.globalFiles()
 	files = append(files, filepath.Join(gd, "config"), filepath.Join(gd, "config.worktree"))
 	c, err := plan.reads.commondirOf(gd)
@@ -139,8 +155,25 @@ func (plan *gitPlan) guardConfigTargets(worktree, gd string, inWritable func(str
 			return err
 		}
 	}
-	return nil
+	if err := plan.guardConfigEntries(envSource, plan.reads.rb.envEntries(), worktree, inWritable, 0); err != nil {
+		return err
+	}
+	return plan.guardHostGit(worktree, inWritable)
 }
+
+// guardHostGit keeps the command from putting a git of its own where the host user's
+// shell would find it before theirs: in a writable PATH directory, or one taken from
+// dir (".", empty: the repository's top, or with dir "" the launcher's directory)
+// (guardPathProgram).
+func (plan *gitPlan) guardHostGit(dir string, inWritable func(string) bool) error {
+	if dir == "" && plan.reads.rb != nil {
+		dir = plan.reads.rb.env.cwd
+	}
+	return plan.guardPathProgram(envSource, dir, "the host's git command itself", cmdWord{text: "git", program: true}, true, inWritable)
+}
+
+// envSource names the caller's environment as where settings come from.
+const envSource = "the environment"
 
 // guardGlobalConfig is guardConfigTargets for the caller's system and global files
 // alone, with no checkout (relative settings other than includes are left to the
@@ -164,7 +197,10 @@ func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
 			return err
 		}
 	}
-	return nil
+	if err := plan.guardConfigEntries(envSource, plan.reads.rb.envEntries(), "", inWritable, 0); err != nil {
+		return err
+	}
+	return plan.guardHostGit("", inWritable)
 }
 
 // guardConfigFile guards the settings of the config file f (a missing one has none)
@@ -179,6 +215,9 @@ func (plan *gitPlan) guardConfigFile(f, worktree string, inWritable func(string)
 		b, err = plan.reads.config(f) // the final component not followed: checked by the includer
 	} else {
 		b, err = readRegularFollow(f, 1<<20) // the user's own, e.g. a dotfiles repository's link
+		if err != nil && charDevice(f) {
+			return nil // GIT_CONFIG_GLOBAL=/dev/null: nothing
+		}
 	}
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
 		// none to read; or one the caller (whose uid reads it here) cannot read, which
@@ -192,12 +231,28 @@ func (plan *gitPlan) guardConfigFile(f, worktree string, inWritable func(string)
 	if !ok {
 		return errorf("protected", f, nil, "this git config file does not parse (git refuses it too), so what it names cannot be guarded: fix it")
 	}
+	return plan.guardConfigEntries(f, entries, worktree, inWritable, depth)
+}
+
+// guardConfigEntries guards the settings entries read from f (a config file's path,
+// or envSource), noting each in plan.seen when set.
+func (plan *gitPlan) guardConfigEntries(f string, entries []configEntry, worktree string, inWritable func(string) bool, depth int) error {
 	for _, e := range entries {
+		if plan.seen != nil {
+			*plan.seen = append(*plan.seen, sourcedEntry{f, e})
+		}
 		if err := plan.guardConfigSetting(f, worktree, e, inWritable, depth); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// charDevice reports whether p is a character device (/dev/null), which git reads as
+// an empty config.
+func charDevice(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // guardConfigSetting guards what one setting of the config file f names in a writable
@@ -226,11 +281,21 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 				return nil
 			}
 		}
+		if e.section == "credential" && !strings.HasPrefix(strings.TrimSpace(e.value), "!") && !filepath.IsAbs(v) {
+			// credential.c: a helper "foo --opt" runs `git credential-foo --opt`, which
+			// runs git-credential-foo from git's exec path, then PATH
+			if w := strings.Fields(v); len(w) > 0 && !strings.Contains(w[0], "/") {
+				v = "git-credential-" + v
+			}
+		}
 		return plan.guardCommand(f, worktree, name, v, cmdWord{}, 0, inWritable)
 	}
 	base := worktree
 	if kind == includeFile {
-		base = filepath.Dir(f)
+		base = ""
+		if filepath.IsAbs(f) { // git refuses a relative include from the command line
+			base = filepath.Dir(f)
+		}
 	}
 	p := plan.configPath(v, base)
 	if p == "" {
@@ -309,6 +374,9 @@ func (plan *gitPlan) configPath(v, base string) string {
 // follow) refused. Other words with a slash (origin/main, a URL) are left alone.
 func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWritable func(string) bool) error {
 	t := w.text
+	if w.program && !strings.Contains(t, "/") {
+		return plan.guardPathProgram(f, worktree, "git config "+name, w, false, inWritable)
+	}
 	if strings.HasPrefix(t, "-") {
 		if i := strings.IndexByte(t, '='); i >= 0 {
 			t = t[i+1:]
@@ -401,6 +469,7 @@ func (plan *gitPlan) guardCommand(f, worktree, name, v string, outer cmdWord, de
 				w.dir = filepath.Join(outer.dir, w.dir)
 			}
 		}
+		w.shell = depth > 0 || strings.ContainsAny(v, shellMeta)
 		if strings.ContainsAny(w.text, " \t\n;&|()<>") {
 			if err := plan.guardCommand(f, worktree, name, w.text, w, depth+1, inWritable); err != nil {
 				return err

@@ -45,6 +45,8 @@ type gitPlan struct {
 	// writable is the launch's inWritable: which checkouts (working trees) the
 	// sandbox can write, so that their git dirs get commit mode's rules (guard).
 	writable func(string) bool
+	// seen, when not nil, collects every setting the config guard reads (configTargets).
+	seen *[]sourcedEntry
 }
 
 // absentAfter adds p as a file that must not exist after the run (a writable git dir's
@@ -173,10 +175,11 @@ func guardGit(entry, mode string, inWritable func(string) bool, outsideRW func(e
 	if err := plan.guardSubmodulePaths(filepath.Dir(entry), gd, inWritable, 0); err != nil {
 		return plan, err
 	}
-	if err := plan.guardConfigTargets(filepath.Dir(entry), gd, inWritable); err != nil {
+	entries, err := plan.configTargets(filepath.Dir(entry), gd, inWritable)
+	if err != nil {
 		return plan, err
 	}
-	if err := plan.guardLocalRemotes(filepath.Dir(entry), gd, inWritable); err != nil {
+	if err := plan.guardLocalRemotes(filepath.Dir(entry), gd, entries, inWritable); err != nil {
 		return plan, err
 	}
 	dirs := []string{gd}
@@ -242,10 +245,11 @@ func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(s
 	if err := plan.guardSubmodulePaths(worktree, gd, inWritable, 0); err != nil {
 		return err
 	}
-	if err := plan.guardConfigTargets(worktree, gd, inWritable); err != nil {
+	entries, err := plan.configTargets(worktree, gd, inWritable)
+	if err != nil {
 		return err
 	}
-	if err := plan.guardLocalRemotes(worktree, gd, inWritable); err != nil {
+	if err := plan.guardLocalRemotes(worktree, gd, entries, inWritable); err != nil {
 		return err
 	}
 	if err := plan.guardCheckouts(gd); err != nil {

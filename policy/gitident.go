@@ -140,6 +140,7 @@ func gitConfigIdent(text string) (name, email *string, ok bool) {
 type configEntry struct {
 	section, sub, key, value string
 	set, dotted              bool
+	env                      string // the environment variable that carries it ("" from a file)
 }
 
 // parseGitConfig parses the text of a git config file (git-config(1), "CONFIGURATION

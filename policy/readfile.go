@@ -176,9 +176,18 @@ type readBudget struct {
 	// is read once, however many .git files of the scan lead to it.
 	checkouts map[string]bool
 	// home is the caller's home ("~/" in git config); globals the caller's system and
-	// global git config files (globalConfigFiles), read for every repository's guard.
+	// global git config files (gitEnvOf), read for every repository's guard.
 	home    string
 	globals []string
+	// env holds the settings the caller's environment carries and its PATH as git's
+	// children see it (gitEnvOf); pathDirs caches which PATH directories lie in, or
+	// lead into, a writable tree (guardPathProgram).
+	env      gitEnv
+	pathDirs map[string]pathDir
+	// pathSeen holds the lookups guardPathProgram has planned in this launch (program,
+	// directory it runs in, whether git's exec path comes first): the plans are unioned,
+	// so each is done once however many repositories' configs name it.
+	pathSeen map[string]bool
 }
 
 // homeDir is rb's home, "" for a nil rb.
@@ -195,6 +204,14 @@ func (rb *readBudget) globalFiles() []string {
 		return nil
 	}
 	return append([]string(nil), rb.globals...)
+}
+
+// envEntries are the settings rb's caller's environment carries, none for a nil rb.
+func (rb *readBudget) envEntries() []configEntry {
+	if rb == nil {
+		return nil
+	}
+	return rb.env.entries
 }
 
 func newReadBudget() *readBudget { return &readBudget{left: launchReadBudget} }

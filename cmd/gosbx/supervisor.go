@@ -57,6 +57,9 @@ type startData struct {
 	// (lazyNotFound).
 	NotFound     policy.NotFoundContext `json:"-"`
 	NotFoundJSON json.RawMessage        `json:",omitempty"`
+	// GitMode is the policy's filesystem.git: a failed command's git notes follow it
+	// (gitFailureNotes), as gosbx exec's do
+	GitMode string `json:",omitempty"`
 	// Init is config.Encode of Config: what the init is sent (the seccomp program
 	// among it, not its source, Linux.Seccomp, which the supervisor never reads).
 	Init []byte `json:",omitempty"`
@@ -176,6 +179,8 @@ type supervisor struct {
 	bounds policy.Bounds
 	// notFound is startData.NotFound, decoded at its first use (withNotFoundHint)
 	notFound func() policy.NotFoundContext
+	// gitMode is startData.GitMode
+	gitMode string
 
 	mu       sync.Mutex
 	closing  bool      // no new command: the session ends (set before sess.Close)
@@ -256,7 +261,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON),
+	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), gitMode: sd.GitMode,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
@@ -668,6 +673,11 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	}
 	if note := limitNote(sv.sess.Config(), cmd.Result, true); note != "" {
 		reply(session.RepMessage, []byte(note+"\n"))
+	}
+	if cmd.Result.ExitCode != 0 {
+		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, os.Getuid(), true) {
+			reply(session.RepMessage, []byte(note+"\n"))
+		}
 	}
 	reply(session.RepExit, session.EncodeUint(uint64(cmd.Result.ExitCode)))
 }
