@@ -107,7 +107,10 @@ func TestSessionNoRuntimeDir(t *testing.T) {
 	}
 	r := run("session", "start", name, "--workspace", s.ws, "--die-with-owner", strconv.Itoa(os.Getpid()))
 	mustSucceed(t, r, "session start without XDG_RUNTIME_DIR")
-	t.Cleanup(func() { run("session", "kill", name) })
+	t.Cleanup(func() {
+		run("session", "kill", name)
+		os.Remove(filepath.Join(dir, name+".ended")) // the record of why it ended
+	})
 	if err := syscall.Lstat(dir, &st); err != nil || st.Uid != uint32(nobodyID) || st.Mode&0o7777 != 0o700 || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		t.Errorf("%s: %v, uid %d, mode %#o; want a directory of uid %d, mode 0700", dir, err, st.Uid, st.Mode, nobodyID)
 	}
