@@ -263,6 +263,9 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	outsideRW := func(entry, d string) bool {
 		return contains(trees, filepath.Dir(entry)) && !underAny(d, roDests) && !contains(roDests, d)
 	}
+	// what this search finds is bound read-only: the known paths of a session's guard
+	// (SessionGuard), which searches the same trees again around each command
+	guard := ProtectedScan{Trees: slices.Clone(trees), Cwd: cwd, Patterns: f.Protected, Limit: f.ScanLimit}
 	for _, t := range trees {
 		c := ""
 		if t == ws {
@@ -270,6 +273,9 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 		}
 		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
 		if err != nil {
+			return nil, err
+		}
+		if err := guard.know(found); err != nil {
 			return nil, err
 		}
 		checkoutGitDirs := gitDirsNamed(found)
@@ -440,7 +446,22 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
 	}
+	var sessionGuard config.Guard
+	if len(f.Protected) > 0 {
+		// the moved read-write binds' trees, searched (and refused when they held a
+		// protected path) by destBinds
+		for _, m := range moved {
+			if m.ro {
+				continue
+			}
+			if _, canon, err := canonical(r, "rw", m.Path, h.Cwd); err == nil && !slices.Contains(guard.Trees, canon) {
+				guard.Trees = append(guard.Trees, canon)
+			}
+		}
+		sessionGuard = NewSessionGuard("", guard)
+	}
 	return &config.Config{
+		Guard: sessionGuard,
 		Process: &specs.Process{
 			User:            specs.User{UID: uid, GID: gid},
 			Args:            args,

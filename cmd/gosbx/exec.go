@@ -102,7 +102,8 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f.SetInterspersed(false)
 	b.register(f)
 	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout, --status-fd, --detach and --tty may be given with it")
-	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job)")
+	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job); "+
+		"use it (or redirect) for a server: what CMD leaves running keeps the caller's stdout, and a reader of it waits for its end")
 	f.BoolVar(&tty, "tty", false, "with --session: run CMD on a terminal of the sandbox's own (job control, Ctrl-C, window size), relayed to yours")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
 	return c
