@@ -224,6 +224,23 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		return nil, err
 	}
 	rb.globals, rb.env = genv.globals, genv
+	// The scan first: a local remote found by a repository's guard (enclosing or
+	// scanned) that is a git dir the scan guards in commit mode is left to that guard.
+	founds := make([][]string, len(trees))
+	for i, t := range trees {
+		c := ""
+		if t == ws {
+			c = cwd
+		}
+		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
+		if err != nil {
+			return nil, err
+		}
+		founds[i] = found
+	}
+	if f.Git == GitCommit {
+		rb.commitGitDirs = commitGitDirs(founds)
+	}
 	if slices.Contains(f.Protected, ".git") {
 		// what the caller's own git config names in a writable tree, for host git anywhere
 		gplan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
@@ -240,6 +257,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			}
 			protected = append(protected, plan.readOnly...)
 			makeDirs = append(makeDirs, plan.makeDirs...)
+			cleanups = append(cleanups, plan.cleanups...)
 		}
 	}
 	// A linked worktree's common dir outside the writable trees is bound read-write
@@ -247,15 +265,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	outsideRW := func(entry, d string) bool {
 		return contains(trees, filepath.Dir(entry)) && !underAny(d, roDests) && !contains(roDests, d)
 	}
-	for _, t := range trees {
-		c := ""
-		if t == ws {
-			c = cwd
-		}
-		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
-		if err != nil {
-			return nil, err
-		}
+	for _, found := range founds {
 		checkoutGitDirs := gitDirsNamed(found)
 		for _, m := range found {
 			if filepath.Base(m) != ".git" && checkoutGitDirs[m] {
