@@ -146,9 +146,9 @@ func TestLocalRemoteEnclosing(t *testing.T) {
 }
 
 // A local remote the guard cannot resolve safely (through a symlink the command could
-// repoint) refuses the launch, naming the remote; and a clone of the workspace's own
-// repository in commit mode leaves that repository committable (the remote is the
-// scan's commit-mode git dir, not made read-only).
+// repoint) refuses the launch, naming the remote; and clones of the workspace's own
+// repository and of its linked worktree leave both committable in commit mode (their
+// remotes are the scan's commit-mode git dirs, not made read-only).
 func TestLocalRemoteRefusedAndCommitMode(t *testing.T) {
 	requireBinary(t)
 	s := newSandbox(t, rootCaller)
@@ -166,7 +166,11 @@ func TestLocalRemoteRefusedAndCommitMode(t *testing.T) {
 	must(t, os.Remove(filepath.Join(s.ws, "ln")))
 	clone := filepath.Join(s.ws, "tmp/clone")
 	s.hostGit(s.ws, "clone", "-q", s.ws, clone)
-	r = s.sh([]string{"--policy", s.commitPolicy()}, `echo v2 > tracked.txt && git -c user.name=a -c user.email=a@a commit -qam agent && echo COMMITTED`)
+	// and a linked worktree that a second clone names
+	s.hostGit(s.ws, "worktree", "add", "-q", "-b", "wt", "tmp/wt")
+	s.hostGit(s.ws, "clone", "-q", filepath.Join(s.ws, "tmp/wt"), filepath.Join(s.ws, "tmp/clone2"))
+	r = s.sh([]string{"--policy", s.commitPolicy()}, `echo v2 > tracked.txt && git -c user.name=a -c user.email=a@a commit -qam agent &&
+cd tmp/wt && echo v3 > tracked.txt && git -c user.name=a -c user.email=a@a commit -qam agent && echo COMMITTED`)
 	mustSucceed(t, r, "commit in the workspace whose clone names it as a remote")
 	if !strings.Contains(r.stdout, "COMMITTED") {
 		t.Errorf("commit mode broken by the clone's remote\n%v", r)

@@ -16,13 +16,14 @@ import (
 // "GIT URLS": a plain path or a file:// URL, after url.<base>.insteadOf and
 // pushInsteadOf rewrite it as remote.c alias_url does) that lie in a writable tree: the
 // host's git push and fetch run the remote repository's receive-pack and upload-pack
-// hooks and read its config, so a bare repository the command could write would run the
-// command's hooks on the host (attack review 28 F9). Such a repository is read-only as
-// a whole, with what its own config names (guardConfigTargets); one missing at launch
-// is removed after the run when the command made it; a symlink there is refused. A
-// relative path is taken from worktree (git runs a push from the checkout's top). A
-// remote that is a checkout (a directory holding .git) is left to the scan, which
-// guards its .git. Errors are *Error (field "protected").
+// hooks and read its config, so a repository the command could write would run the
+// command's hooks on the host (attack review 28 F9). Each URL is read as git's
+// transport reads it (localRemotePath) and its repository found as enter_repo finds it
+// (guardLocalRemote); that repository is read-only as a whole, with what its own config
+// names, wherever it lies (attack review 29: the scan does not reach every directory).
+// A relative path is taken from worktree (git runs a push from the checkout's top); one
+// whose path cannot be told (a "~" without a home) is refused. Errors are *Error (field
+// "protected").
 //
 // The remote helper a URL (or remote.<name>.vcs) names, git-remote-<transport>, is a
 // program git looks up on PATH (guardPathProgram).
@@ -332,8 +333,9 @@ func gitDirsNamed(found []string) map[string]bool {
 // commitGitDirs are the git dirs the .git entries among the scan's finds lead to that
 // guardGit guards in commit mode whatever their layout: a .git directory, a .git
 // symlink's target (guardGitSymlink guards it or refuses), a .git file's gitdir without
-// a commondir (a submodule's). A linked worktree's git dir is not among them (guardGit
-// guards it only when laid out as git lays it out).
+// a commondir (a submodule's), and a linked worktree's git dir and common dir when laid
+// out as git lays it out (<common>/worktrees/<name>, its gitdir naming the .git file
+// back: the only layout guardGit guards).
 func commitGitDirs(founds [][]string) map[string]bool {
 	out := map[string]bool{}
 	for _, found := range founds {
@@ -351,10 +353,21 @@ func commitGitDirs(founds [][]string) map[string]bool {
 					out[d] = true
 				}
 			case st.Mode().IsRegular():
-				if d, err := gitdirOf(m); err == nil && d != "" {
-					if _, err := os.Lstat(filepath.Join(d, "commondir")); errors.Is(err, os.ErrNotExist) {
-						out[d] = true
-					}
+				d, err := gitdirOf(m)
+				if err != nil || d == "" {
+					continue
+				}
+				if _, err := os.Lstat(filepath.Join(d, "commondir")); errors.Is(err, os.ErrNotExist) {
+					out[d] = true
+					continue
+				}
+				// a linked worktree laid out as git lays it out (guardGit's test)
+				c, err := commondirOf(d)
+				if err != nil || c == "" || filepath.Dir(d) != filepath.Join(c, "worktrees") {
+					continue
+				}
+				if back, err := backPointer(d); err == nil && back == m {
+					out[d], out[c] = true, true
 				}
 			}
 		}
