@@ -67,8 +67,9 @@ func TestLocalRemoteCheckoutUnscanned(t *testing.T) {
 }
 
 // F7: a remote named without the ".git" git finds it by (git clone /x/proj of
-// proj.git): proj.git is read-only; and a repository the command makes at a name git
-// tries first (proj itself) is gone after the run.
+// proj.git): proj.git is read-only, and the script in the tree one of its hooks links
+// to; and a repository the command makes at a name git tries first (proj itself) is
+// gone after the run.
 func TestLocalRemoteSuffixFound(t *testing.T) {
 	requireBinary(t)
 	s := newSandbox(t, rootCaller)
@@ -79,10 +80,16 @@ func TestLocalRemoteSuffixFound(t *testing.T) {
 	repo := filepath.Join(s.ws, "repo")
 	s.newRepo(repo, "repo")
 	s.hostGit(repo, "remote", "add", "origin", filepath.Join(build, "proj"))
-	r := s.sh(nil, `git init -q --bare build/proj && echo MADE; `+plantHooks, out, build+"/proj.git", build+"/proj")
+	// and a hook of proj.git's that is a link to a script in the tree
+	s.writeWS("scripts/hook.sh", "#!/bin/sh\ntrue\n", 0o755)
+	must(t, os.Symlink("../../../scripts/hook.sh", filepath.Join(build, "proj.git/hooks/post-receive")))
+	r := s.sh(nil, `git init -q --bare build/proj && echo MADE; printf 'echo PWNED > %s/link\n' "$1" >> scripts/hook.sh && echo APPENDED; `+plantHooks, out, build+"/proj.git", build+"/proj")
 	mustSucceed(t, r, "write the remote's hooks")
 	if strings.Contains(r.stdout, "WROTE "+build+"/proj.git") {
 		t.Errorf("the command wrote a hook into proj.git\n%v", r)
+	}
+	if strings.Contains(r.stdout, "APPENDED") {
+		t.Errorf("the command rewrote the script proj.git's hook links to\n%v", r)
 	}
 	if !strings.Contains(r.stdout, "MADE") {
 		t.Errorf("the command could not make build/proj (a test of its removal)\n%v", r)

@@ -299,7 +299,60 @@ func (plan *gitPlan) guardRemoteGitDir(d, worktree, what string, inWritable func
 	if !guard {
 		return true, nil // the host's own
 	}
+	for _, g := range dirs {
+		if inWritable(g) {
+			if err := plan.guardHookLinks(g, what, inWritable); err != nil {
+				return true, err
+			}
+		}
+	}
 	return true, plan.guardConfigTargets(worktree, d, inWritable)
+}
+
+// guardHookLinks guards what the symlinks of the read-only git dir g's hooks lead to
+// (hooks itself a link to a directory, or a hook a link to a script: the layout many
+// projects document) in a writable tree outside g: the target read-only, a missing one
+// removed after the run if the command made it. A symlink outside g in a writable tree
+// on the way is refused (the command could repoint it); those in g cannot change.
+func (plan *gitPlan) guardHookLinks(g, what string, inWritable func(string) bool) error {
+	outside := func(q string) bool { return inWritable(q) && q != g && !under(q, g) }
+	target := func(p string) error {
+		r, link, err := resolveConfigPath(p, outside)
+		switch {
+		case err != nil:
+			return errorf("protected", p, err, "cannot resolve this hook of the local remote %s names, so cannot guard it", what)
+		case link != "":
+			return errorf("protected", link, nil, "is a symlink in a tree the sandbox can write on the way to %s, a hook of the local remote %s names: the command could repoint it; link to the script's real path", p, what)
+		case !outside(r):
+			return nil
+		}
+		if _, err := os.Lstat(r); errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			plan.absentAfter(r)
+		} else {
+			plan.readOnly = append(plan.readOnly, r)
+		}
+		return nil
+	}
+	h := filepath.Join(g, "hooks")
+	st, err := os.Lstat(h)
+	if err != nil {
+		return nil // none: read-only g keeps it so
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return target(h)
+	}
+	ents, err := readDirCapped(h)
+	if err != nil {
+		return errorf("protected", h, err, "cannot read the hooks of the local remote %s names, so cannot guard them", what)
+	}
+	for _, e := range ents {
+		if e.Type()&os.ModeSymlink != 0 {
+			if err := target(filepath.Join(h, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // gitDirsNamed returns the git dirs that the .git entries among found lead to (a .git

@@ -190,6 +190,19 @@ func TestGuardLocalRemoteResolves(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d, "plain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// hooks linked into the tree (a script, a missing one)
+	mkRemoteRepo(t, filepath.Join(d, "build/hooked.git"), "h", true, "")
+	if err := os.MkdirAll(filepath.Join(d, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "scripts/hook.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for n, to := range map[string]string{"pre-receive": "hook.sh", "post-update": "missing.sh"} {
+		if err := os.Symlink("../../../scripts/"+to, filepath.Join(d, "build/hooked.git/hooks", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	removed := func(plan gitPlan) []string {
 		var out []string
 		for _, c := range plan.cleanups {
@@ -208,6 +221,8 @@ func TestGuardLocalRemoteResolves(t *testing.T) {
 			absent: []string{d + "/build/proj/.git", d + "/build/proj", d + "/build/proj.git/.git"}},
 		{p: d + "/node_modules/a/b/c/co", ro: []string{d + "/node_modules/a/b/c/co/.git"}},
 		{p: d + "/sep", ro: []string{d + "/sep/.git", d + "/build/sep.d"}},
+		{p: d + "/build/hooked", ro: []string{d + "/build/hooked.git", d + "/scripts/hook.sh"},
+			absent: []string{d + "/build/hooked/.git", d + "/build/hooked", d + "/build/hooked.git/.git", d + "/scripts/missing.sh"}},
 		{p: d + "/plain", absent: []string{d + "/plain/.git", d + "/plain/HEAD", d + "/plain.git/.git", d + "/plain.git"}},
 		// a checkout the scan guards in commit mode: left to it, and its worktree kept
 		// from becoming a bare repository should the command break its .git
