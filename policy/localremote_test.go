@@ -135,7 +135,28 @@ func TestLocalRemoteAsGit(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d, "plain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	urls := []string{
+	// a detached HEAD (an object name) is valid; a HEAD git cannot read is not, and git
+	// passes on to the next name (half: a plain directory, then half.git)
+	repos[filepath.Join(d, "detached.git")] = "detached"
+	mkRemoteRepo(t, filepath.Join(d, "detached.git"), "detached", true, "")
+	oid, err := gitT(t, filepath.Join(d, "detached.git"), "rev-parse", "refs/heads/detached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "detached.git/HEAD"), []byte(oid), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repos[filepath.Join(d, "bad.git")] = "bad"
+	mkRemoteRepo(t, filepath.Join(d, "bad.git"), "bad", true, "")
+	if err := os.WriteFile(filepath.Join(d, "bad.git/HEAD"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repos[filepath.Join(d, "half.git")] = "half"
+	mkRemoteRepo(t, filepath.Join(d, "half.git"), "half", true, "")
+	if err := os.MkdirAll(filepath.Join(d, "half/objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	urls := []string{"detached", "bad", "bad.git", "half", "half/",
 		"nosuffix", "nosuffix/", "./nosuffix", d + "/nosuffix", "file://" + d + "/nosuffix",
 		"file://" + d + "/my%20repos/proj.git", "file://localhost" + d + "/my repos/proj.git",
 		"file://anyhost" + d + "/my%20repos/proj", "file://" + d + "/my%20repos/pro%6A",
