@@ -240,6 +240,29 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 		return nil, err
 	}
 	rb.globals, rb.env = genv.globals, genv
+	// The scan first: a local remote found by a repository's guard (enclosing or
+	// scanned) that is a git dir the scan guards in commit mode is left to that guard.
+	// What this search finds is bound read-only: the known paths of a session's guard
+	// (SessionGuard), which searches the same trees again around each command.
+	guard := ProtectedScan{Trees: slices.Clone(trees), Cwd: cwd, Patterns: f.Protected, Limit: f.ScanLimit}
+	founds := make([][]string, len(trees))
+	for i, t := range trees {
+		c := ""
+		if t == ws {
+			c = cwd
+		}
+		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
+		if err != nil {
+			return nil, err
+		}
+		if err := guard.know(found); err != nil {
+			return nil, err
+		}
+		founds[i] = found
+	}
+	if f.Git == GitCommit {
+		rb.commitGitDirs = commitGitDirs(founds)
+	}
 	if slices.Contains(f.Protected, ".git") {
 		// what the caller's own git config names in a writable tree, for host git anywhere
 		gplan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
@@ -256,6 +279,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 			}
 			protected = append(protected, plan.readOnly...)
 			makeDirs = append(makeDirs, plan.makeDirs...)
+			cleanups = append(cleanups, plan.cleanups...)
 		}
 	}
 	// A linked worktree's common dir outside the writable trees is bound read-write
@@ -263,21 +287,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	outsideRW := func(entry, d string) bool {
 		return contains(trees, filepath.Dir(entry)) && !underAny(d, roDests) && !contains(roDests, d)
 	}
-	// what this search finds is bound read-only: the known paths of a session's guard
-	// (SessionGuard), which searches the same trees again around each command
-	guard := ProtectedScan{Trees: slices.Clone(trees), Cwd: cwd, Patterns: f.Protected, Limit: f.ScanLimit}
-	for _, t := range trees {
-		c := ""
-		if t == ws {
-			c = cwd
-		}
-		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
-		if err != nil {
-			return nil, err
-		}
-		if err := guard.know(found); err != nil {
-			return nil, err
-		}
+	for _, found := range founds {
 		checkoutGitDirs := gitDirsNamed(found)
 		for _, m := range found {
 			if filepath.Base(m) != ".git" && checkoutGitDirs[m] {
