@@ -27,6 +27,10 @@ func TestLocalRemotePath(t *testing.T) {
 		"./a:b/c":                      "./a:b/c",
 		"/a:b":                         "/a:b",
 		"plain":                        "plain",
+		"[vendor]/up.git":              "]/up.git", // host_end (review 30 F4)
+		"sub@[zz]/evil":                "]/evil",
+		"a@[b/c":                       "a@[b/c",
+		"x[y]/z":                       "x[y]/z",
 		"FILE:///a":                    "-",
 		"file:/a":                      "-", // scp-like: host "file"
 		"file://host":                  "-",
@@ -132,6 +136,9 @@ func TestLocalRemoteAsGit(t *testing.T) {
 	mkRemoteRepo(t, filepath.Join(d, "a:b"), "colon", true, "")
 	mkRemoteRepo(t, filepath.Join(d, "sep"), "separate", false, filepath.Join(d, "sep.d"))
 	mkRemoteRepo(t, filepath.Join(d, "nb.git"), "dotgitco", false, "")
+	// a plain path with a "[...]" host: git opens it from the "]" (review 30 F4)
+	repos[filepath.Join(d, "]/brk.git")] = "bracket"
+	mkRemoteRepo(t, filepath.Join(d, "]/brk.git"), "bracket", true, "")
 	if err := os.MkdirAll(filepath.Join(d, "plain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +170,7 @@ func TestLocalRemoteAsGit(t *testing.T) {
 		"co", "co/.git", "file://" + d + "/co", "both", "both.git", "both/", "./a:b", "a:b", d + "/a:b",
 		"sep", "sep/.git", "nb", "nb.git", "plain", "missing", "FILE://" + d + "/co", "file:" + d + "/co",
 		"file://" + d, "file://" + d + "/",
+		"[vendor]/brk.git", "u@[h]/brk.git", "[vendor]/brk", "[unclosed/brk.git",
 	}
 	for _, u := range urls {
 		out, gitErr := gitT(t, d, "ls-remote", u)
