@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -118,4 +119,56 @@ func TestGitReview30BracketRemotePath(t *testing.T) {
 			[]string{repo, "push", "-q", "up", "HEAD:refs/heads/x"},
 			[]string{repo, "push", "-q", "up2", "HEAD:refs/heads/x"})
 	})
+}
+
+// F1, F9, F2: the hidden-local-remote note after a failed git fetch. A remote name with
+// terminal escapes and a path with a newline (from a config the command wrote in an
+// earlier run) reach the caller's terminal quoted; a remote at a credential path
+// (~/.ssh, a repository there) and one where no repository is are never advised; and a
+// .git file the command wrote, naming a host repository outside the sandbox, is not
+// followed to print that repository's remotes.
+func TestGitReview30RemoteNote(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	home := filepath.Join(s.base, "home")
+	must(t, os.MkdirAll(home, 0o755))
+	src := filepath.Join(s.base, "src")
+	s.newRepo(src, "src")
+	nl := filepath.Join(s.base, "new\nline.git")
+	key := filepath.Join(home, ".ssh")
+	s.hostGit(s.base, "clone", "-q", "--bare", src, nl)
+	s.hostGit(s.base, "clone", "-q", "--bare", src, key)
+	notRepo := filepath.Join(s.base, "notrepo")
+	must(t, os.Mkdir(notRepo, 0o755))
+	s.writeWS("cfg.txt", "[remote \"\x1b[31mEVIL\x1b]0;pwned\a\"]\n\turl = \""+filepath.Join(s.base, `new\nline.git`)+"\"\n"+
+		"[remote \"key\"]\n\turl = "+key+"\n[remote \"none\"]\n\turl = "+notRepo+"\n", 0o644)
+	r := s.runHome(home, nil, "git init -q . && cat cfg.txt >> .git/config")
+	mustSucceed(t, r, "the command's git init")
+	r = s.runHome(home, nil, "git fetch -q --all; exit 1")
+	if strings.ContainsAny(r.stderr, "\x1b\a") {
+		t.Errorf("a raw control byte reached the caller's stderr: %q", r.stderr)
+	}
+	for _, w := range []string{`"\x1b[31mEVIL\x1b]0;pwned\a" ("` + s.base + `/new\nline.git")`, `--ro "` + s.base + `/new\nline.git"`} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("the note lacks %s\n%v", w, r)
+		}
+	}
+	for _, bad := range []string{"(" + key + ")", "--ro " + key, "(" + notRepo + ")", "--ro " + notRepo} {
+		if strings.Contains(r.stderr, bad) {
+			t.Errorf("the note advises %s (a credential path, or no repository)\n%v", bad, r)
+		}
+	}
+
+	// F2: a .git file the command writes, naming a host repository it does not see
+	s2 := newSandbox(t, rootCaller)
+	secret := filepath.Join(s2.base, "secret")
+	s2.newRepo(secret, "secret")
+	s2.hostGit(s2.base, "clone", "-q", "--bare", secret, filepath.Join(s2.base, "private-mirror.git"))
+	s2.hostGit(secret, "remote", "add", "topsecret-name", filepath.Join(s2.base, "private-mirror.git"))
+	r = s2.sh(nil, `echo "gitdir: $1/.git" > .git`, secret)
+	mustSucceed(t, r, "the command's .git file")
+	r = s2.sh(nil, "git fetch -q; exit 1")
+	if strings.Contains(r.stderr, "topsecret-name") || strings.Contains(r.stderr, "private-mirror") {
+		t.Errorf("the note read and printed the remotes of a repository a sandbox-written .git file names\n%v", r)
+	}
 }
