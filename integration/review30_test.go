@@ -172,3 +172,28 @@ func TestGitReview30RemoteNote(t *testing.T) {
 		t.Errorf("the note read and printed the remotes of a repository a sandbox-written .git file names\n%v", r)
 	}
 }
+
+// F8: a local remote the host adds to the repository's config while a session runs:
+// the session's next request is refused (its guard of local remotes is the start's),
+// so the command cannot plant the remote's repository; a session started after the
+// change guards it.
+func TestGitReview30SessionConfigChange(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		out := marks(e.sandbox)
+		e.newRepo(e.ws, "ws")
+		e.start("c")
+		mustSucceed(t, e.in("c", nil, "true"), "a request before the change")
+		e.hostGit(e.ws, "remote", "add", "up", "vend/up.git")
+		plant := "set -- " + out + " " + e.ws + "/vend/up.git; " + plantRepos
+		r := e.in("c", nil, plant)
+		if r.code != 125 || !strings.Contains(r.stderr, "changed after") {
+			t.Errorf("a request after the host added a local remote: want refused (125, \"changed after\")\n%v", r)
+		}
+		hostPushes(t, e.sandbox, out, r, []string{e.ws, "push", "-q", "up", "HEAD:refs/heads/x"})
+		e.start("d")
+		r = e.in("d", nil, plant)
+		mustSucceed(t, r, "a request of a session started after the change")
+		hostPushes(t, e.sandbox, out, r, []string{e.ws, "push", "-q", "up", "HEAD:refs/heads/y"})
+	})
+}

@@ -483,6 +483,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 				guard.Trees = append(guard.Trees, canon)
 			}
 		}
+		guard.Configs = rb.configStamps()
 		sessionGuard = NewSessionGuard("", guard)
 	}
 	return &config.Config{

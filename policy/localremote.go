@@ -45,6 +45,8 @@ func (plan *gitPlan) guardLocalRemotes(worktree, gd string, entries []sourcedEnt
 	if common == "" {
 		common = gd
 	}
+	plan.reads.rb.stamp(filepath.Join(common, "remotes"))
+	plan.reads.rb.stamp(filepath.Join(common, "branches"))
 	for _, u := range append(remoteURLs(entries), legacyRemoteURLs(common, entries)...) {
 		if t := remoteHelper(u.url); t != "" {
 			if err := plan.guardPathProgram(u.file, worktree, "git config "+u.setting+" (its remote helper)", cmdWord{text: "git-remote-" + t, program: true}, false, inWritable); err != nil {

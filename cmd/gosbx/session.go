@@ -98,6 +98,11 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
+			// the files the build's git guard read: a change refuses the session's
+			// requests (attack review 30 F8)
+			if g, ok := spec.Guard.(*policy.SessionGuard); ok {
+				scan.Configs = g.ConfigStamps()
+			}
 			if err := prepareCache(eff); err != nil {
 				return &setupFailure{step: "cache", err: err}
 			}
