@@ -10,7 +10,9 @@ import (
 // git diff with the index's assume-unchanged or skip-worktree bits
 // (git-update-index(1)): the bits of the writable git dir gd's index (and of the linked
 // worktree own's, when given) are noted at launch, and those the command sets are
-// cleared after the run (cleanup.RemoveIndexBits; attack review 28 F8).
+// cleared after the run (cleanup.RemoveIndexBits; attack review 28 F8); an index the
+// command wrote is written anew with no cached stat data or cache tree (review 29 F2,
+// F14).
 func (plan *gitPlan) guardIndexBits(gd, own string) error {
 	hashLen := 20
 	format, err := plan.reads.objectFormat(gd)
@@ -29,7 +31,11 @@ func (plan *gitPlan) guardIndexBits(gd, own string) error {
 		if err != nil {
 			return errorf("protected", p, err, "cannot read the index's assume-unchanged and skip-worktree bits, so cannot keep the command from hiding a change with them")
 		}
-		plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveIndexBits, Path: p, Keep: keep, HashLen: hashLen})
+		was, err := cleanup.IndexStamps(p, hashLen)
+		if err != nil {
+			return errorf("protected", p, err, "cannot read the index, so cannot tell after the run whether the command wrote it")
+		}
+		plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveIndexBits, Path: p, Keep: keep, HashLen: hashLen, Was: was})
 	}
 	return nil
 }

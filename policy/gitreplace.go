@@ -112,6 +112,11 @@ func ReplaceRefNote(p string) string {
 			}
 		}
 	}
+	if packed && filepath.Base(file) == "index" && strings.HasPrefix(ref, "moved aside to ") {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
+		return "gosbx: note: the command left an index at " + Shown(file) + " that gosbx cannot check for what would hide a change from git status (" +
+			strings.TrimSuffix(why, ")") + "); moved it aside to " + Shown(to) + ": git now reads no index (git status shows every file as new) until you run git reset or check it and move it back"
+	}
 	if packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +
@@ -123,4 +128,16 @@ func ReplaceRefNote(p string) string {
 	}
 	return "gosbx: note: removed the replace ref the command added at " + Shown(p) +
 		" (git replace: the host's git would show other content than it pushes)"
+}
+
+// NotRemovedNote returns the stderr line for what the after-run cleanup could not do
+// (nsinit.Result.NotRemoved: "path: reason" or a path); who is "the command" or "the
+// session's commands". An index or packed-refs it could not check is said as such;
+// anything else is a file that would redirect git outside the sandbox.
+func NotRemovedNote(p, who string) string {
+	file, why, ok := strings.Cut(p, ": ")
+	if base := filepath.Base(file); ok && (base == "index" || strings.HasPrefix(base, "sharedindex.") || base == "packed-refs") {
+		return "gosbx: WARNING: could not check " + Shown(file) + " after " + who + " ran (" + why + "): it may hide a change from git status and git diff, or name replace refs; look at it (git ls-files -v, git replace -l) before trusting git there"
+	}
+	return "gosbx: WARNING: could not remove what " + who + " created (or replaced) at " + Shown(p) + "; it would redirect git outside the sandbox: remove it before running git there"
 }

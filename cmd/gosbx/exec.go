@@ -310,7 +310,7 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintf(os.Stderr, "gosbx: the command created (or replaced) %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p))
 	}
 	for _, p := range cmd.Result.NotRemoved {
-		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created (or replaced) at %s; it would redirect git outside the sandbox: remove it before running git there\n", policy.Shown(p))
+		fmt.Fprintln(os.Stderr, policy.NotRemovedNote(p, "the command"))
 	}
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)

@@ -71,6 +71,9 @@ type Entry struct {
 	Prefix string `json:"prefix,omitempty"`
 	// HashLen (RemoveIndexBits) is the object name length in bytes, 20 or 32.
 	HashLen int `json:"hash_len,omitempty"`
+	// Was (RemoveIndexBits) is what the index (and its shared index) was at launch
+	// (IndexStamps): an index still so is left as it is; none: it is written anew.
+	Was []Stamp `json:"was,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
@@ -131,7 +134,7 @@ func Run(entries []Entry) (removed, failed []string) {
 			case RemovePackedRefs:
 				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
 			case RemoveIndexBits:
-				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen)
+				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen, e.Was)
 			case RestoreSymlink:
 				switch replaced, err := restoreSymlink(e.Path, e.Target); {
 				case err != nil:
