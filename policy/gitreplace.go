@@ -15,9 +15,10 @@ import (
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
-// maxReplaceRefs bounds the replace refs a repository may hold at launch (each is kept
-// by name in the after-run cleanup's entry).
-const maxReplaceRefs = 10000
+// maxPackedKept bounds the packed replace refs, and remote-tracking refs, a repository
+// may hold at launch (each is kept by its line in the after-run cleanup's entry, which
+// the journal holds: 100000 lines are about 8 MB).
+const maxPackedKept = 100000
 
 // guardReplaceRefs keeps the writable git dir gd from gaining replace refs
 // (git-replace(1): refs/replace/<oid> makes every read of <oid> by the host's git, log,
@@ -26,7 +27,8 @@ const maxReplaceRefs = 10000
 // when missing); what the command adds anyway (in a refs directory it renamed and made
 // again, or as a line of packed-refs) is removed after the run. A repository whose refs
 // are in a reftable (extensions.refStorage, git 2.45) is refused: gosbx cannot check
-// one. A linked worktree's git dir (with a commondir) has no replace refs of its own.
+// one. Remote-tracking refs (refs/remotes/) are kept the same way (guardRefsUnder). A
+// linked worktree's git dir (with a commondir) has no refs of either kind of its own.
 func (plan *gitPlan) guardReplaceRefs(gd string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
 		return nil
@@ -35,39 +37,57 @@ func (plan *gitPlan) guardReplaceRefs(gd string) error {
 		return errorf("protected", filepath.Join(gd, "reftable"), err,
 			"this repository keeps its refs in a reftable, where gosbx cannot find the replace refs (git replace) a command could add to make the host's git show other content than it pushes; use git: readonly for it")
 	}
-	rr := filepath.Join(gd, "refs", "replace")
+	for _, sub := range []string{"replace", "remotes"} {
+		if err := plan.guardRefsUnder(gd, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardRefsUnder keeps the refs under refs/<sub>/ of the writable git dir gd as they
+// were at launch: refs/<sub> read-only (created empty when missing), what the command
+// adds anyway (a refs directory renamed and made again, a packed-refs line) removed
+// after the run. Used for replace refs and for remote-tracking refs (refs/remotes/:
+// attack review 29 F16, `git reset --hard origin/main`, the usual way to throw away
+// the command's work, would check out a commit the command put there; the command,
+// offline by default, has no reason to move them).
+func (plan *gitPlan) guardRefsUnder(gd, sub string) error {
+	rr := filepath.Join(gd, "refs", sub)
+	what := "the repository's refs/" + sub
 	ents, err := readDirCapped(rr)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		plan.makeDirs = append(plan.makeDirs, rr)
 	case err != nil:
-		return errorf("protected", rr, err, "cannot read the repository's replace refs, so cannot guard them")
+		return errorf("protected", rr, err, "cannot read %s, so cannot guard them", what)
 	}
 	keep, ids := []string{}, []cleanup.ID{}
 	for _, e := range ents {
 		var st unix.Stat_t
 		p := filepath.Join(rr, e.Name())
 		if err := unix.Lstat(p, &st); err != nil {
-			return errorf("protected", p, err, "cannot read the repository's replace refs, so cannot guard them")
+			return errorf("protected", p, err, "cannot read %s, so cannot guard them", what)
 		}
 		keep, ids = append(keep, e.Name()), append(ids, cleanup.IDOf(&st))
 	}
 	plan.readOnly = append(plan.readOnly, rr)
 	plan.noNewEntries(rr, keep, ids)
-	packed, err := packedReplaceRefs(filepath.Join(gd, "packed-refs"))
+	prefix := "refs/" + sub + "/"
+	packed, err := packedRefsUnder(filepath.Join(gd, "packed-refs"), prefix)
 	if err != nil {
-		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its replace refs")
+		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its refs/%s", sub)
 	}
-	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: "refs/replace/", Keep: packed})
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: prefix, Keep: packed})
 	return nil
 }
 
-// packedReplaceRefs returns the lines ("<oid> refs/replace/…") of the packed-refs file
-// p, none when there is none; p is opened without following a symlink or blocking on
+// packedRefsUnder returns the lines ("<oid> <prefix>…") of the packed-refs file p,
+// none when there is none (at most maxPackedKept); p is opened without following a symlink or blocking on
 // a FIFO (noSymlinksIn refused both already). A file over cleanup.MaxPackedRefs bytes
 // or with a line over cleanup.MaxPackedRefLine is an error (the after-run cleanup moves
 // such a file aside, so one a command planted refuses no later launch).
-func packedReplaceRefs(p string) ([]string, error) {
+func packedRefsUnder(p, prefix string) ([]string, error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
@@ -89,9 +109,9 @@ func packedReplaceRefs(p string) ([]string, error) {
 	sc := bufio.NewScanner(io.LimitReader(f, st.Size()))
 	sc.Buffer(nil, cleanup.MaxPackedRefLine)
 	for sc.Scan() {
-		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, "refs/replace/") {
-			if out = append(out, sc.Text()); len(out) > maxReplaceRefs {
-				return nil, errors.New("more than 10000 replace refs")
+		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, prefix) {
+			if out = append(out, sc.Text()); len(out) > maxPackedKept {
+				return nil, fmt.Errorf("more than %d refs under %s", maxPackedKept, prefix)
 			}
 		}
 	}
@@ -121,6 +141,10 @@ func ReplaceRefNote(p string) string {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +
 			"); moved it aside to " + Shown(to) + ", where git does not read it: the refs packed in it are not seen until you check it and move it back"
+	}
+	if (packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/remotes/")) || strings.Contains(p, "/refs/remotes/") {
+		return "gosbx: note: removed the remote-tracking ref the command added or moved at " + Shown(p) +
+			" (git reset --hard origin/… would check out the command's commit; git fetch brings the remote's back)"
 	}
 	if !(packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/replace/")) &&
 		!strings.Contains(p, "/refs/replace/") {
