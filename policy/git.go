@@ -355,6 +355,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := plan.guardIndexBits(gd, own); err != nil {
 		return err
 	}
+	if err := plan.guardObjects(gd); err != nil {
+		return err
+	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
 			plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, d))

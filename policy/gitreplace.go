@@ -137,6 +137,11 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: the command left an index at " + Shown(file) + " that gosbx cannot check for what would hide a change from git status (" +
 			strings.TrimSuffix(why, ")") + "); moved it aside to " + Shown(to) + ": git now reads no index (git status shows every file as new) until you run git reset or check it and move it back"
 	}
+	if packed && strings.HasPrefix(ref, "object moved aside to ") {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "object moved aside to "), " (")
+		return "gosbx: note: the git object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
+			" (git would check out its content unverified); moved it aside to " + Shown(to)
+	}
 	if packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +
@@ -160,6 +165,13 @@ func ReplaceRefNote(p string) string {
 // anything else is a file that would redirect git outside the sandbox.
 func NotRemovedNote(p, who string) string {
 	file, why, ok := strings.Cut(p, ": ")
+	if ok && filepath.Base(file) == "pack" && strings.HasPrefix(why, "not checked") {
+		return "gosbx: note: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
+			" and gosbx does not check packs: if " + who + " could not have run git gc or git repack, run git fsck there before trusting them"
+	}
+	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
+		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + why + "): run git fsck there before git checkout or reset"
+	}
 	if base := filepath.Base(file); ok && (base == "index" || strings.HasPrefix(base, "sharedindex.") || base == "packed-refs") {
 		return "gosbx: WARNING: could not check " + Shown(file) + " after " + who + " ran (" + why + "): it may hide a change from git status and git diff, or name replace refs; look at it (git ls-files -v, git replace -l) before trusting git there"
 	}

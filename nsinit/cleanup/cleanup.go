@@ -47,6 +47,12 @@ const (
 	// is the repository's object name length (20: SHA-1, 32: SHA-256). For bits that
 	// hide a tracked file's change from the host's git status and diff.
 	RemoveIndexBits Kind = "remove-index-bits"
+	// VerifyObjects: the loose objects of the object directory Path that may have been
+	// written since Since (ns, CLOCK_REALTIME, before the command started) are
+	// inflated and hashed (HashLen: 20 SHA-1, 32 SHA-256), and moved aside when they do
+	// not hash to their names; pack files not as they were (Was) are reported. For
+	// objects rewritten in place, which git reads without hashing.
+	VerifyObjects Kind = "verify-objects"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -73,7 +79,10 @@ type Entry struct {
 	HashLen int `json:"hash_len,omitempty"`
 	// Was (RemoveIndexBits) is what the index (and its shared index) was at launch
 	// (IndexStamps): an index still so is left as it is; none: it is written anew.
+	// For VerifyObjects, the entries of Path/pack at launch.
 	Was []Stamp `json:"was,omitempty"`
+	// Since (VerifyObjects) is when the launch began, in ns since the epoch.
+	Since int64 `json:"since,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
@@ -94,11 +103,11 @@ func IDOf(st *unix.Stat_t) ID {
 func (e Entry) Check() error {
 	switch {
 	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs &&
-		e.Kind != RemoveIndexBits:
+		e.Kind != RemoveIndexBits && e.Kind != VerifyObjects:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
-	case e.Kind == RemoveIndexBits && e.HashLen != 20 && e.HashLen != 32:
+	case (e.Kind == RemoveIndexBits || e.Kind == VerifyObjects) && e.HashLen != 20 && e.HashLen != 32:
 		return fmt.Errorf("cleanup %s of %s: object name length %d is neither 20 (SHA-1) nor 32 (SHA-256)", e.Kind, e.Path, e.HashLen)
 	case e.Kind == RemovePackedRefs && !strings.HasPrefix(e.Prefix, "refs/"):
 		return fmt.Errorf("cleanup %s of %s: prefix %q is not below refs/", e.Kind, e.Path, e.Prefix)
@@ -109,11 +118,11 @@ func (e Entry) Check() error {
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
-// RemoveNewEntries, RemoveSpecialUnder and RemovePackedRefs. It returns the paths removed and, for what could not be
+// RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs, RemoveIndexBits and VerifyObjects. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs, RemoveIndexBits} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs, RemoveIndexBits, VerifyObjects} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -135,6 +144,8 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
 			case RemoveIndexBits:
 				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen, e.Was)
+			case VerifyObjects:
+				r, f = verifyObjects(e.Path, e.HashLen, e.Since, e.Was)
 			case RestoreSymlink:
 				switch replaced, err := restoreSymlink(e.Path, e.Target); {
 				case err != nil:
