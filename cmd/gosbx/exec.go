@@ -275,6 +275,9 @@ func execute(o policy.Options, status *os.File) error {
 	if err := checkShadowed(spec, func() policy.NotFoundContext { return eff.NotFoundContext(host) }); err != nil {
 		return err
 	}
+	if note := gitCommitLaunchNote(eff.Filesystem.Git, isTerminal(2)); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
