@@ -61,8 +61,13 @@ func untouched(t *testing.T, c *exec.Cmd) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 300)
-	return err == nil && n == 0
+	end := time.Now().Add(300 * time.Millisecond)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(max(time.Until(end), 0)/time.Millisecond))
+		if err != unix.EINTR { // the runtime's SIGURG interrupts a poll: wait the rest
+			return err == nil && n == 0
+		}
+	}
 }
 
 // A pid that has left the group between the read of cgroup.procs and the kill (its

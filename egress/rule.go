@@ -38,6 +38,9 @@ type Rule struct {
 // ParseRule parses one host pattern. Errors name the pattern and what is wrong with it.
 func ParseRule(s string) (Rule, error) {
 	r := Rule{Text: s}
+	if err := urlError(s); err != nil {
+		return r, err
+	}
 	host, port := s, ""
 	if strings.HasPrefix(s, "[") {
 		end := strings.Index(s, "]")

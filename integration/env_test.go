@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// envAllowlist is the list of variables that survive (plus LC_*): DESIGN.md's list plus
+// envAllowlist is the list of variables that survive (plus LC_*): the design's list (README.md, "The boundary") plus
 // the caller's identity and shell (USER, LOGNAME, SHELL), which tmux and shells read.
 var envAllowlist = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "LANG": true, "TZ": true, "TERM": true,
 	"USER": true, "LOGNAME": true, "SHELL": true}

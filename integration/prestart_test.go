@@ -67,8 +67,7 @@ func TestPrestartGoneAfterStop(t *testing.T) {
 			cmd.Wait()
 			if sig == syscall.SIGKILL {
 				// no one reaps the init for gosbx: it exits once its config socket ends
-				fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-				if k, _ := unix.Poll(fds, 10_000); k != 1 {
+				if k, _ := pollIn(pidfd, 10*time.Second); k != 1 {
 					t.Errorf("gosbx killed: its prestarted init %d still runs 10 s later", init)
 				}
 			} else if procStart(init) == start {

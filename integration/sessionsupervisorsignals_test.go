@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,8 +30,7 @@ func TestSessionSupervisorSignals(t *testing.T) {
 				t.Fatalf("pidfd_open %d: %v", in.Pid, err)
 			}
 			must(t, syscall.Kill(in.Pid, sig))
-			fds := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, 20_000) // readable once the supervisor has exited
+			n, err := pollIn(pfd, 20*time.Second) // readable once the supervisor has exited
 			unix.Close(pfd)
 			if err != nil || n != 1 {
 				t.Fatalf("the supervisor did not exit within 20 s of %v (poll %d, %v)", sig, n, err)

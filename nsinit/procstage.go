@@ -18,7 +18,7 @@ import (
 )
 
 // The process stage: what happens to one command between the fork by the sandbox init
-// and its execve(2), in the forked child (DESIGN.md, "process stage"). Capabilities,
+// and its execve(2), in the forked child (README.md, "The boundary", row processes). Capabilities,
 // no_new_privs and the seccomp filter belong to the calling thread, and rlimits, the
 // working directory, the umask and the session to the calling process: done in the
 // child, they change nothing of pid 1, which can then start another command.

@@ -8,7 +8,8 @@ import (
 	"github.com/gosbx/gosbx/internal/shown"
 )
 
-// Exit statuses of `gosbx exec`, as DESIGN.md's table (and timeout(1), env(1)).
+// Exit statuses of `gosbx exec`, as README.md's table ("Exit status"; and timeout(1),
+// env(1)).
 const (
 	ExitTimeout       = 124 // wall-clock timeout: the whole sandbox was killed
 	ExitSetup         = 125 // the sandbox could not be built: the command did NOT run

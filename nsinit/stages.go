@@ -7,7 +7,7 @@ import (
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
-// The init's two stages (DESIGN.md, "Long-lived sandboxes"):
+// The init's two stages (README.md, "Sessions: one sandbox, many commands"):
 //
 //   - the sandbox init, pid 1 of the sandbox: buildSteps once (the root, the commands'
 //     pid namespace), then per command startSteps, which fork the command; then it

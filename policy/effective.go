@@ -62,8 +62,9 @@ func Effective(o Options, h Host) (*Policy, error) {
 	canon, given, err := workspace(r, ws, h, creds)
 	if err != nil {
 		var pe *Error
-		if ws == "" && errors.As(err, &pe) && pe.Field == "workspace" {
-			pe.Reason += " (the workspace is the current directory when neither --workspace nor the policy names one)"
+		if ws == "" && errors.As(err, &pe) && pe.Field == "workspace" && !strings.Contains(pe.Reason, cwdWorkspace) {
+			// once: workspace's own refusal says it already (the trial's finding: twice)
+			pe.Reason += " (" + cwdWorkspace + ")"
 		}
 		return nil, err
 	}
@@ -194,7 +195,8 @@ func Effective(o Options, h Host) (*Policy, error) {
 		if err := o.Resources.validate("resources"); err != nil {
 			var fe *FileError
 			if errors.As(err, &fe) {
-				return nil, errorf("--"+strings.ReplaceAll(strings.TrimPrefix(fe.Field, "resources."), "_", "-"), "", nil, "%s", fe.Reason)
+				// the flag's name as every other Error's Field: "memory", not "--memory"
+				return nil, errorf(strings.ReplaceAll(strings.TrimPrefix(fe.Field, "resources."), "_", "-"), "", nil, "%s", fe.Reason)
 			}
 			return nil, errorf("limits", "", err, "bad limit")
 		}
@@ -357,3 +359,7 @@ func dedupeBinds(list []Bind) []Bind {
 	}
 	return out
 }
+
+// cwdWorkspace is what a workspace refusal adds when neither --workspace nor the policy
+// named the workspace.
+const cwdWorkspace = "the workspace is the current directory when neither --workspace nor the policy names one"

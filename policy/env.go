@@ -12,7 +12,7 @@ import (
 // DefaultPath is PATH inside when neither the policy nor the caller has one.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// envAllow are the caller's variables kept; LC_* too. DESIGN.md's list plus the
+// envAllow are the caller's variables kept; LC_* too. the design's list (README.md, "The boundary") plus the
 // caller's identity and shell (USER, LOGNAME, SHELL): tmux and shells read them, and
 // they reveal nothing the uid does not.
 var envAllow = []string{"PATH", "LANG", "TZ", "TERM", "USER", "LOGNAME", "SHELL"}

@@ -15,10 +15,13 @@ func TestRootHomeAsCwd(t *testing.T) {
 	if err == nil {
 		t.Fatal("a root caller's home as the workspace was accepted")
 	}
-	for _, want := range []string{"refusing /root read-write: it is your home directory", "with no --workspace, the workspace is the current directory"} {
+	for _, want := range []string{"refusing /root read-write: it is your home directory", "the workspace is the current directory when neither --workspace nor the policy names one: cd into a project directory, or pass --workspace DIR"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+	if n := strings.Count(err.Error(), "the workspace is the current directory"); n != 1 {
+		t.Errorf("%q says %d times that the workspace is the current directory; want once (trial finding)", err, n)
 	}
 	if strings.Contains(err.Error(), "system directory") {
 		t.Errorf("%q calls the caller's home a system directory", err)

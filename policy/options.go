@@ -3,7 +3,8 @@
 // stage build from. Every host path is canonicalized
 // once here, on the host (symlinks followed, ".." removed); a missing source is an error.
 //
-// Compile applies the built-in "agent" boundary (DESIGN.md): new user, mount, pid, net,
+// Compile applies the built-in "agent" boundary (README.md, "The boundary" and
+// "Policies"): new user, mount, pid, net,
 // ipc, uts and cgroup namespaces; the caller's uid/gid mapped to the same numbers
 // inside; read-only binds of the system roots; one read-write workspace with its .git
 // read-only; private tmpfs scratch directories and HOME; a fresh /proc and a minimal

@@ -48,7 +48,7 @@ func workspace(r *resolver, p string, h Host, creds []string) (canon, given stri
 	if err := writable("workspace", canon, h, creds); err != nil {
 		var pe *Error
 		if p0 == "" && errors.As(err, &pe) {
-			pe.Reason += " (with no --workspace, the workspace is the current directory: cd into a project directory, or pass --workspace DIR)"
+			pe.Reason += " (" + cwdWorkspace + ": cd into a project directory, or pass --workspace DIR)"
 		}
 		return "", "", err
 	}

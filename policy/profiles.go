@@ -66,7 +66,7 @@ var credentialDirs = []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud"
 
 func clone[T any](s []T) []T { return append([]T(nil), s...) }
 
-// agentProfile is the default boundary of DESIGN.md: the system read-only, one
+// agentProfile is the default boundary (README.md, "The boundary"): the system read-only, one
 // writable workspace with its repository metadata read-only, private scratch space and
 // HOME, no network.
 func agentProfile() *Policy {

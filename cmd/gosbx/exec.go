@@ -17,6 +17,7 @@ import (
 
 	"github.com/gosbx/gosbx/egress"
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/internal/gostart"
 	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -329,13 +330,7 @@ func execute(o policy.Options, status *os.File) error {
 		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
-		if note := gitNote(spec, eff.Filesystem.Git); note != "" {
-			fmt.Fprintln(os.Stderr, note)
-		}
-		if note := gitOwnerNote(spec, os.Getuid()); note != "" {
-			fmt.Fprintln(os.Stderr, note)
-		}
-		if note := gitIdentNote(spec, eff.Filesystem.Git); note != "" {
+		for _, note := range gitFailureNotes(spec, eff.Filesystem.Git, os.Getuid(), false) {
 			fmt.Fprintln(os.Stderr, note)
 		}
 		return statusError(cmd.Result.ExitCode)
@@ -436,6 +431,7 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal) (*pol
 	done := make(chan built, 1)
 	limit := make(chan time.Duration, 1)
 	go func() {
+		gostart.GrowStack() // grown once to what Effective and Build reach, not four times
 		eff, err := policy.Effective(o, host)
 		if err != nil {
 			done <- built{err: err}

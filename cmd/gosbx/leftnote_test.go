@@ -30,3 +30,20 @@ func TestLeftNote(t *testing.T) {
 		t.Errorf("note %q lacks %q", n, want)
 	}
 }
+
+// A command killed by a signal left processes it may have waited for (a shell's
+// foreground ls as the memory limit's OOM killer killed the shell: the trial's
+// finding): the note says the command was killed, not that it exited, and after the
+// memory limit's kill gives no session advice.
+func TestLeftNoteKilled(t *testing.T) {
+	n := leftNote(&nsinit.Result{ExitCode: 137, Signal: 9, OOMKilled: true, LeftRunning: 1, LeftNames: []string{"ls"}})
+	if !strings.Contains(n, `1 process ("ls") of the sandbox still ran when the command was killed (SIGKILL, by the memory limit)`) ||
+		strings.Contains(n, "session") || strings.Contains(n, "exited") {
+		t.Errorf("note after an OOM kill: %q; want it said as killed by the memory limit, no session advice", n)
+	}
+	n = leftNote(&nsinit.Result{ExitCode: 143, Signal: 15, LeftRunning: 2, LeftNames: []string{"sleep", "x"}})
+	if !strings.Contains(n, `2 processes ("sleep", "x") of the sandbox still ran when the command was killed (SIGTERM), and were killed with it`) ||
+		!strings.Contains(n, "gosbx session start NAME") {
+		t.Errorf("note after a SIGTERM: %q", n)
+	}
+}

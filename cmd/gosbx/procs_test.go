@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -9,47 +8,50 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/gosbx/gosbx/internal/gostart"
 )
 
-// From an attack review (26): ownThreadSlack writes the slack of a thread of this
-// process only. A tid that is another process's (as a tid reused since it was listed
-// would be) is refused and that process keeps its slack, even for root; a thread of
-// this process gets it.
-func TestOwnThreadSlack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("writing another thread's slack needs CAP_SYS_NICE (root)")
-	}
-	other := exec.Command("sleep", "30")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { other.Process.Kill(); other.Wait() }()
-	path := "/proc/" + strconv.Itoa(other.Process.Pid) + "/timerslack_ns"
-	before, err := os.ReadFile(path)
+// internal/gostart sets GOMAXPROCS 1 before any package init that allocates (whose
+// spans a second P's cache would hold, freed into fresh span-set blocks when the P is
+// destroyed): in gosbx's init order (this test binary's, which links package main),
+// every package initialized before it reports no allocation (GODEBUG=inittrace=1,
+// runtime(3)), and the setting it replaced is the runtime's default.
+func TestGoStartInitFirst(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s -test.run=^$: %v\n%s", os.Args[0], err, out)
 	}
-	if err := ownThreadSlack(other.Process.Pid, "1234567"); !errors.Is(err, unix.ESRCH) {
-		t.Errorf("another process's thread: %v, want ESRCH", err)
+	var before []string
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line) // init PKG @T ms, C ms clock, B bytes, A allocs
+		if len(f) < 11 || f[0] != "init" || f[10] != "allocs" {
+			continue
+		}
+		if f[1] == "github.com/gosbx/gosbx/internal/gostart" {
+			found = true
+			break
+		}
+		if f[9] != "0" {
+			before = append(before, f[1]+" ("+f[9]+" allocs)")
+		}
 	}
-	if after, _ := os.ReadFile(path); string(after) != string(before) {
-		t.Errorf("another process's slack went from %s to %s", before, after)
+	if !found {
+		t.Fatalf("no init of internal/gostart in the init trace:\n%s", out)
 	}
-
-	// a thread of this process: this goroutine's, locked to it
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := unix.Gettid()
-	own, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/timerslack_ns")
-	if err != nil {
-		t.Fatal(err)
+	if len(before) > 0 {
+		t.Errorf("packages that allocate are initialized before internal/gostart sets one P: %v", before)
 	}
-	defer ownThreadSlack(tid, strings.TrimSpace(string(own)))
-	if err := ownThreadSlack(tid, "1234567"); err != nil {
-		t.Fatalf("this process's thread %d: %v", tid, err)
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Errorf("GOMAXPROCS is %d after the package inits, want 1", n)
 	}
-	if got, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/timerslack_ns"); strings.TrimSpace(string(got)) != "1234567" {
-		t.Errorf("this process's thread %d has slack %s, want 1234567", tid, got)
+	want := runtime.NumCPU()
+	if s, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && s > 0 {
+		want = s
+	}
+	if got := gostart.Replaced(); got > want || got < 1 {
+		t.Errorf("gostart replaced GOMAXPROCS %d, want the runtime's default (at most %d CPUs)", got, want)
 	}
 }

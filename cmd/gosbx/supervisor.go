@@ -56,6 +56,9 @@ type startData struct {
 	// (lazyNotFound).
 	NotFound     policy.NotFoundContext `json:"-"`
 	NotFoundJSON json.RawMessage        `json:",omitempty"`
+	// GitMode is the policy's filesystem.git: a failed command's git notes follow it
+	// (gitFailureNotes), as gosbx exec's do
+	GitMode string `json:",omitempty"`
 	// Init is config.Encode of Config: what the init is sent (the seccomp program
 	// among it, not its source, Linux.Seccomp, which the supervisor never reads).
 	Init []byte `json:",omitempty"`
@@ -177,6 +180,8 @@ type supervisor struct {
 	notFound func() policy.NotFoundContext
 	// guard searches startData.Protected's trees around each command (repoGuard)
 	guard *repoGuard
+	// gitMode is startData.GitMode
+	gitMode string
 
 	mu       sync.Mutex
 	closing  bool      // no new command: the session ends (set before sess.Close)
@@ -253,7 +258,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), guard: &repoGuard{name: sd.Name, scan: sd.Protected},
+	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), guard: &repoGuard{name: sd.Name, scan: sd.Protected}, gitMode: sd.GitMode,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
@@ -686,6 +691,11 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	}
 	if note := limitNote(sv.sess.Config(), cmd.Result, true); note != "" {
 		reply(session.RepMessage, []byte(note+"\n"))
+	}
+	if cmd.Result.ExitCode != 0 {
+		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, os.Getuid(), true) {
+			reply(session.RepMessage, []byte(note+"\n"))
+		}
 	}
 	reply(session.RepExit, session.EncodeUint(uint64(cmd.Result.ExitCode)))
 }
