@@ -375,6 +375,9 @@ func restoreSymlink(p, target string) (bool, error) {
 // restoreMode gives the directory p the permission bits mode when it has others,
 // through a descriptor of that very directory (as ownerRWX), never by name.
 func restoreMode(p string, mode uint32) error {
+	if mode&0o700 != 0o700 {
+		return nil // never a mode that would shut its owner out (Check refuses one)
+	}
 	parent, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
 		return nil
