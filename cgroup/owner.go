@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gosbx/gosbx/internal/dirent"
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/dirent"
+	"github.com/gosbx/gosbx/internal/rundir"
 )
 
 // A sandbox's group is named gosbx-<id> by the sandbox's id (NewID), never by a pid: a
@@ -51,15 +53,32 @@ func NewID() string {
 func groupName(id string) string { return "gosbx-" + id }
 
 // ownerLockDir is the directory of the owners' lock files of the groups the user uid
-// makes: root's /run/gosbx/cgroups (beside /run/gosbx/ids), another user's
-// /run/user/<uid>/gosbx/cgroups (its runtime directory, pam_systemd's: a user makes
-// groups only in a v2 subtree delegated to its login session). A variable so that
-// tests can point it at a directory of their own.
+// makes: cgroups/ in uid's runtime directory of gosbx by the rule that does not read
+// the environment (internal/rundir, with no XDG_RUNTIME_DIR: a sweep by root finds
+// another user's there): root's /run/gosbx/cgroups (beside /run/gosbx/ids), another
+// user's /run/user/<uid>/gosbx/cgroups (pam_systemd's runtime directory: a user makes
+// groups only in a v2 subtree delegated to its login session) or, with none,
+// /tmp/gosbx-<uid>/cgroups. A variable so that tests can point it at a directory of
+// their own.
 var ownerLockDir = func(uid int) string {
-	if uid == 0 {
-		return "/run/gosbx/cgroups"
+	d, _ := rundir.Path(uid, "") // no error without XDG_RUNTIME_DIR
+	return filepath.Join(d, "cgroups")
+}
+
+// ownerLockBase checks the private directory ownerLockDir lies in where that is
+// /tmp/gosbx-<uid> (not a test's directory), made 0700 first with create: one another
+// user made first is refused (rundir.Make); /run/gosbx and /run/user/<uid> are
+// root's and uid's alone already.
+func ownerLockBase(uid int, dir string, create bool) error {
+	base, _ := rundir.Path(uid, "")
+	if uid == 0 || filepath.Dir(dir) != base || filepath.Dir(base) != "/tmp" {
+		return nil
 	}
-	return "/run/user/" + strconv.Itoa(uid) + "/gosbx/cgroups"
+	if create {
+		_, err := rundir.Make(uid, "")
+		return err
+	}
+	return rundir.Check(base, uid)
 }
 
 // openLockDir opens the caller's lock directory (ownerLockDir), made 0700 if missing,
@@ -71,6 +90,9 @@ func openLockDir() (int, string, error) { return openLockDirMaybe(true) }
 func openLockDirMaybe(create bool) (int, string, error) {
 	uid := os.Geteuid()
 	dir := ownerLockDir(uid)
+	if err := ownerLockBase(uid, dir, create); err != nil {
+		return -1, dir, err
+	}
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return -1, dir, fmt.Errorf("create %s: %w", dir, err)

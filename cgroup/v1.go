@@ -138,8 +138,9 @@ func newV1(r *specs.LinuxResources, o Options) (Group, error) {
 		return nil, fmt.Errorf("%w: create cgroup v1 group %s: %w", ErrUnavailable, n, err)
 	}
 	if os.Geteuid() != 0 {
-		// said before the owner's lock, whose directory (/run/user/<uid>) an unprivileged
-		// caller may not have: that error would hide this one (faccessat(2), AT_EACCESS)
+		// said before the owner's lock, whose directory (/tmp/gosbx-<uid> made by
+		// another user) may be refused: that error would hide this one (faccessat(2),
+		// AT_EACCESS)
 		for _, p := range own {
 			if err := unix.Faccessat(unix.AT_FDCWD, p.dir, unix.W_OK, unix.AT_EACCESS); err != nil {
 				return nil, fmt.Errorf("%w: create cgroup v1 group %s: %s: %v (unprivileged callers cannot create v1 groups)", ErrUnavailable, n, p.dir, err)

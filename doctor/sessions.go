@@ -15,8 +15,8 @@ import (
 const soPeerPidfd = 77
 
 // checkSessions says whether this caller can run named sessions (gosbx session start,
-// exec --session): a runtime directory of its own (internal/session.DirPath: made on
-// first use, mode 0700), pidfd_open(2) (Linux 5.3), with which the supervisor watches
+// exec --session): a runtime directory of its own (internal/session.DirPath, the rule
+// of internal/rundir: made on first use, mode 0700), pidfd_open(2) (Linux 5.3), with which the supervisor watches
 // its init and --die-with-owner's process, and SO_PEERPIDFD (Linux 6.5), with which
 // it checks each peer of its control socket. A missing piece fails sessions only, not
 // gosbx exec: a warning. It makes nothing.
@@ -26,7 +26,8 @@ func checkSessions() Check {
 	dir, err := session.DirPath()
 	if err != nil {
 		missing = append(missing, err.Error())
-		fixes = append(fixes, "export XDG_RUNTIME_DIR=/run/user/$(id -u) (a directory of yours, mode 0700; systemd-logind makes it at login)")
+		fixes = append(fixes, fmt.Sprintf("unset XDG_RUNTIME_DIR (gosbx then uses /run/user/%[1]d/gosbx when that directory is yours, else /tmp/gosbx-%[1]d, made mode 0700), "+
+			"or set it to a directory of yours: mkdir -m 0700 DIR && export XDG_RUNTIME_DIR=DIR; a /tmp/gosbx-%[1]d made by another user must be removed", os.Getuid()))
 	}
 	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
 	if err != nil {

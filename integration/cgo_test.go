@@ -88,3 +88,26 @@ func TestFakeCgoProgramRefused(t *testing.T) {
 		t.Errorf("the command ran in a fake-cgo program's sandbox (%s: %v)", marker, err)
 	}
 }
+
+// A pool in a program linked with cgo is refused by NewPool itself (a *SetupError at
+// "limit capabilities", exit 125 in examples/pool), not made and then failing at every
+// command: a server learns it at its start (new-user trial, item 11). With no command on
+// stdin, a pool that was made exits 0.
+func TestCgoPoolRefusedAtNewPool(t *testing.T) {
+	requireBinary(t)
+	if os.Geteuid() != 0 {
+		t.Skip("root only (the library program runs as the test's user)")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc is needed to link a program with cgo (.ci/run installs it)")
+	}
+	s := newSandbox(t, rootCaller)
+	bin := buildProgram(t, s, "pool-cgo", "./examples/pool", "CGO_ENABLED=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, s.ws).CombinedOutput() // stdin: /dev/null
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(string(out), "limit capabilities") || !strings.Contains(string(out), "CGO_ENABLED=0") {
+		t.Errorf("a cgo program's NewPool: %v, want exit 125 at limit capabilities naming CGO_ENABLED=0\n%s", err, out)
+	}
+}

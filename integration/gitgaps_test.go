@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,63 +97,83 @@ func TestGitGapsEnvironmentConfig(t *testing.T) {
 }
 
 // A program git config names without a slash is looked up on the caller's PATH: one
-// found in the workspace (through a relative "." entry, taken from the checkout's top,
-// or an absolute one) is read-only, so the host's git status runs the original; a
-// writable PATH directory searched before the program's own is refused (125, naming
-// the setting and the entry); `!git …` (git's exec path comes first) and a builtin are
-// not refused.
+// found in the workspace's root (through a relative "." entry, taken from the
+// checkout's top) is read-only, so the host's git status runs the original; one found
+// deeper, or a writable PATH directory searched before the program's own, is noted on
+// stderr (no bind that would pin the directory, no placeholder left on the host); a
+// PATH entry through a symlink in the workspace is refused (pathnote_test.go: git's
+// defaults, a venv recreated inside, the session's note).
 func TestGitGapsPathProgram(t *testing.T) {
 	requireBinary(t)
-	for _, entry := range []string{".", "bin"} {
-		t.Run(entry, func(t *testing.T) {
-			s := newSandbox(t, rootCaller)
-			s.newRepo(s.ws, "base")
-			dir, pathEntry := s.ws, "."
-			if entry == "bin" {
-				dir, pathEntry = filepath.Join(s.ws, "bin"), filepath.Join(s.ws, "bin")
+	// In the workspace's root (PATH "."), the program the config names is read-only: the
+	// bind pins only its own name, the root being a mount point already.
+	t.Run(".", func(t *testing.T) {
+		s := newSandbox(t, rootCaller)
+		s.newRepo(s.ws, "base")
+		ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+		s.hostProgram(filepath.Join(s.ws, "fsm-hook"), ran)
+		s.hostGit(s.ws, "config", "core.fsmonitor", "fsm-hook")
+		s.hostGit(s.ws, "config", "alias.lg", "!git log --oneline -n 1 && echo done")
+		env := []string{"PATH=.:/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		r := s.runEnv(env, nil, plantScript+`plant fsm-hook "$1"; rm -f fsm-hook 2>/dev/null && echo WROTE-removed; true`, pwned)
+		mustSucceed(t, r, "the command")
+		noWrote(t, r)
+		if slices.Contains(notedPrograms(r.stderr, ".", s.ws), "fsm-hook") {
+			t.Errorf("the guarded fsm-hook is noted as unguarded\n%v", r)
+		}
+		if out, err := s.hostGitEnv(s.ws, env, "status"); err != nil {
+			t.Logf("host git status: %v\n%s", err, out)
+		}
+		wantRan(t, ran)
+		noMarker(t, pwned, "the host's git status")
+	})
+	// Deeper in the workspace (bin/fsm-hook, found through PATH entry bin), a bind would
+	// pin bin (rm -rf bin fails with EBUSY): nothing is bound, the launch notes the entry
+	// and the program on stderr, and the command can remove the directory.
+	t.Run("bin", func(t *testing.T) {
+		s := newSandbox(t, rootCaller)
+		s.newRepo(s.ws, "base")
+		bin := filepath.Join(s.ws, "bin")
+		s.hostProgram(filepath.Join(bin, "fsm-hook"), filepath.Join(s.base, "ran"))
+		s.hostGit(s.ws, "config", "core.fsmonitor", "fsm-hook")
+		env := []string{"PATH=" + bin + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		r := s.runEnv(env, nil, `rm -rf bin && mkdir bin && echo REMOVED`)
+		mustSucceed(t, r, "the command")
+		if !strings.Contains(r.stdout, "REMOVED") {
+			t.Errorf("rm -rf bin failed inside\n%v", r)
+		}
+		for _, p := range []string{"fsm-hook", "git", "less"} {
+			if !slices.Contains(notedPrograms(r.stderr, bin, bin), p) {
+				t.Errorf("the note does not name %s in %s\n%v", p, bin, r)
 			}
-			ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
-			s.hostProgram(filepath.Join(dir, "fsm-hook"), ran)
-			s.hostGit(s.ws, "config", "core.fsmonitor", "fsm-hook")
-			s.hostGit(s.ws, "config", "alias.lg", "!git log --oneline -n 1 && echo done")
-			env := []string{"PATH=" + pathEntry + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
-			rel, _ := filepath.Rel(s.ws, filepath.Join(dir, "fsm-hook"))
-			r := s.runEnv(env, nil, plantScript+`plant `+rel+` "$1"`, pwned)
-			mustSucceed(t, r, "the command")
-			noWrote(t, r)
-			if out, err := s.hostGitEnv(s.ws, env, "status"); err != nil {
-				t.Logf("host git status: %v\n%s", err, out)
-			}
-			wantRan(t, ran)
-			noMarker(t, pwned, "the host's git status")
-		})
-	}
+		}
+	})
 	// A PATH directory in the workspace searched before the program's own (here a
-	// missing node_modules/.bin) gets an empty read-only directory of the program's name,
-	// which every lookup passes over: the command can put no fsm-hook, true or git there
-	// that the host's git status, git t (alias !true, run without sh) or the user's
-	// shell running git would find first.
-	t.Run("placeholder", func(t *testing.T) {
+	// missing node_modules/.bin) gets no placeholder: nothing appears on the host, and the
+	// note names the entry with fsm-hook, true (alias !true, run without sh) and git.
+	t.Run("missing", func(t *testing.T) {
 		s := newSandbox(t, rootCaller)
 		s.newRepo(s.ws, "base")
 		tools := filepath.Join(s.base, "tools")
-		ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
-		s.hostProgram(filepath.Join(tools, "fsm-hook"), ran)
+		s.hostProgram(filepath.Join(tools, "fsm-hook"), filepath.Join(s.base, "ran"))
 		s.hostGit(s.ws, "config", "core.fsmonitor", "fsm-hook")
 		s.hostGit(s.ws, "config", "alias.t", "!true")
-		s.hostGit(s.ws, "config", "alias.lg", "!git log --oneline -n 1 && echo done")
 		early := filepath.Join(s.ws, "node_modules/.bin")
 		env := []string{"PATH=" + early + ":" + tools + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
-		r := s.runEnv(env, nil, plantScript+`mkdir -p node_modules/.bin 2>/dev/null; for p in fsm-hook true git; do rm -rf node_modules/.bin/$p 2>/dev/null; plant node_modules/.bin/$p "$1"; chmod +x node_modules/.bin/$p 2>/dev/null; done
-mv node_modules/.bin node_modules/.bin2 2>/dev/null && echo WROTE-moved; true`, pwned)
+		r := s.runEnv(env, nil, `echo RAN`)
 		mustSucceed(t, r, "the command")
-		noWrote(t, r)
-		out, err := s.hostShEnv(s.ws, env, `git status >/dev/null && git t && git lg`)
-		if err != nil || !strings.Contains(out, "done") {
-			t.Errorf("the host's git with the placeholders on PATH: %v\n%s", err, out)
+		if _, err := os.Lstat(filepath.Join(s.ws, "node_modules")); err == nil {
+			t.Errorf("the launch left node_modules on the host\n%v", r)
 		}
-		wantRan(t, ran)
-		noMarker(t, pwned, "the host's git status, git t or git itself")
+		noted := notedPrograms(r.stderr, early, early)
+		for _, p := range []string{"fsm-hook", "true", "git"} {
+			if !slices.Contains(noted, p) {
+				t.Errorf("the note does not name %s in %s (names %q)\n%v", p, early, noted, r)
+			}
+		}
+		if !strings.Contains(r.stderr, "env PATH="+tools+":/usr/bin:/bin gosbx") {
+			t.Errorf("the note does not give the PATH without the workspace's entry\n%v", r)
+		}
 		// a PATH directory reached through a symlink in the workspace: refused
 		must(t, os.Symlink("/usr/bin", filepath.Join(s.ws, "lnk")))
 		r = s.runEnv([]string{"PATH=" + filepath.Join(s.ws, "lnk") + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}, nil, `echo RAN`)
@@ -174,31 +195,14 @@ mv node_modules/.bin node_modules/.bin2 2>/dev/null && echo WROTE-moved; true`, 
 		env := []string{"PATH=" + filepath.Join(s.ws, "bin") + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
 		r := s.runEnv(env, nil, plantScript+`plant evil.sh "$1"; chmod +x evil.sh; ln -sf ../evil.sh bin/fsm-hook && readlink bin/fsm-hook`, pwned)
 		mustSucceed(t, r, "the command")
+		if slices.Contains(notedPrograms(r.stderr, filepath.Join(s.ws, "bin"), filepath.Join(s.ws, "bin")), "fsm-hook") {
+			t.Errorf("the restored fsm-hook link is noted as unguarded\n%v", r)
+		}
 		if out, err := s.hostGitEnv(s.ws, env, "status"); err != nil {
 			t.Logf("host git status: %v\n%s", err, out)
 		}
 		wantRan(t, ran)
 		noMarker(t, pwned, "the host's git status")
-	})
-	// Programs git runs by default (ssh for an ssh:// remote, less, vi, gpg) and those
-	// the environment names (EDITOR=myedit) get the same placeholders: the command's
-	// .venv/bin/ssh does not run on the host's git ls-remote.
-	t.Run("defaults", func(t *testing.T) {
-		s := newSandbox(t, rootCaller)
-		s.newRepo(s.ws, "base")
-		pwned := filepath.Join(s.base, "PWNED")
-		must(t, os.MkdirAll(filepath.Join(s.ws, ".venv/bin"), 0o755))
-		env := []string{"PATH=" + filepath.Join(s.ws, ".venv/bin") + ":/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "EDITOR=myedit"}
-		r := s.runEnv(env, nil, plantScript+`for p in ssh less vi gpg myedit; do plant .venv/bin/$p "$1"; chmod +x .venv/bin/$p 2>/dev/null; done; true`, pwned)
-		mustSucceed(t, r, "the command")
-		noWrote(t, r)
-		for _, p := range []string{"ssh", "less", "vi", "gpg", "myedit", "git"} {
-			if st, err := os.Stat(filepath.Join(s.ws, ".venv/bin", p)); err != nil || !st.IsDir() {
-				t.Errorf(".venv/bin/%s is not a placeholder directory: %v", p, err)
-			}
-		}
-		s.hostShEnv(s.ws, env, `git ls-remote ssh://127.0.0.1:1/x.git; GIT_EDITOR= git var GIT_EDITOR`)
-		noMarker(t, pwned, "the host's git ls-remote")
 	})
 }
 

@@ -122,7 +122,7 @@ func TestGitHiddenLocalRemoteNote(t *testing.T) {
 // that child a background process nor send the user to a session: it says the command
 // was killed by the memory limit. The raw init (the default launch) and the Go init
 // (--net proxy takes it) alike; three runs each, as the child is not always caught
-// running.
+// running (nor always killed: the OOM killer may take head alone).
 func TestLeftNoteAfterOOMKill(t *testing.T) {
 	requireV1(t)
 	t.Parallel()
@@ -130,8 +130,10 @@ func TestLeftNoteAfterOOMKill(t *testing.T) {
 	for _, mode := range [][]string{nil, {"--net", "proxy"}} {
 		for i := 0; i < 3; i++ {
 			r := s.sh(append([]string{"--memory", "64M"}, mode...), "head -c 100M /dev/zero > /tmp/big; echo wrote $?; ls -l /tmp/big")
-			if r.code != 137 || !strings.Contains(r.stderr, "killed by the memory limit") {
-				t.Fatalf("%v: the trial's tmpfs fill under --memory 64M: %v; want 137 and the memory limit's note", mode, r)
+			// the OOM killer may take head alone (ls then runs: exit 0) or the shell too
+			// (137); either way the memory limit's note is there
+			if (r.code != 137 && r.code != 0) || !strings.Contains(r.stderr, "memory limit") {
+				t.Fatalf("%v: the trial's tmpfs fill under --memory 64M: %v; want 137 or 0 and the memory limit's note", mode, r)
 			}
 			if strings.Contains(r.stderr, "still ran when the command exited") || strings.Contains(r.stderr, "use a session") {
 				t.Errorf("%v: after the OOM kill: %v; want no leftover note calling a foreground child a background process", mode, r)

@@ -62,7 +62,10 @@ type Cmd struct {
 	// closes, from the proxy's goroutines, one at a time, the last before Wait returns. NetDenied, if
 	// set, receives each denial's message ("blocked by gosbx policy: …"), for the
 	// caller's stderr; past a bound they are withheld, and NetWithheld, if set, receives
-	// their number at most once a second (egress.Proxy.Withheld).
+	// their number at most once a second (egress.Proxy.Withheld). For a command of a
+	// Session they are not called, and Start refuses them (an error naming
+	// NewSessionNet): the session's one proxy serves every command, its lines go to
+	// SessionNet.Events with the Origin of the command that made each.
 	NetEvents   func(egress.Event)
 	NetDenied   func(msg string)
 	NetWithheld func(n int)
@@ -116,6 +119,7 @@ type Cmd struct {
 	stdio *stdioCopy // a pooled command's stdio pipes, copied until Wait
 
 	session bool     // the init of a Session (NewSession): it serves requests
+	guarded bool     // a session command that passed its session's guard (endGuard)
 	sess    *Session // set by Session.Command: Start asks the session's init
 	sessPid int      // a session command's pid in the init's pid namespace
 	// sessLimitEvents are the session's cgroup's OOM kills and pids-limit refusals

@@ -206,6 +206,10 @@ func TestSetupErrorAndExitError(t *testing.T) {
 		{Result{ExitCode: 124, TimedOut: true, Wall: 1500*time.Millisecond + 300*time.Microsecond}, "timed out after 1.5s", false},
 		{Result{ExitCode: 0}, "exit status 0", true},
 		{Result{ExitCode: 0, TimedOut: true}, "timed out after 0s", false},
+		// the limit that acted, as gosbx exec says it (new-user trial, item 11)
+		{Result{ExitCode: 137, Signal: syscall.SIGKILL, OOMKilled: true, LimitHit: "memory"}, "killed by the memory limit (the OOM killer's SIGKILL)", false},
+		{Result{ExitCode: 1, OOMKilled: true, LimitHit: "memory"}, "exit status 1 (the memory limit killed a process of the sandbox: the OOM killer)", false},
+		{Result{ExitCode: 2, LimitHit: "pids"}, "exit status 2 (the pids limit refused a fork)", false},
 	}
 	for _, tt := range tests {
 		r := tt.r

@@ -101,16 +101,18 @@ func (o *owner) makeGroup(spec *config.Config, nproc bool) error {
 		}
 	}
 	if len(required) > 0 && !info.BestEffort {
+		// the fix in the Hint, each way by its flag and its library field (a program of
+		// the library sets no flag)
 		var ways []string
 		switch {
 		case info.CgroupParent != "" && cgroup.Mode() != cgroup.V2:
-			ways = append(ways, "drop --cgroup-parent (it names a cgroup v2 group, and this host keeps its controllers in cgroup v1)")
+			ways = append(ways, "drop --cgroup-parent (policy.Resources.CgroupParent, config.Limits.CgroupParent): it names a cgroup v2 group, and this host keeps its controllers in cgroup v1")
 		case os.Geteuid() != 0:
-			ways = append(ways, "run as root", "name a cgroup v2 group delegated to you with --cgroup-parent (cgroup v2 hosts)")
+			ways = append(ways, "run as root", "name a cgroup v2 group delegated to you with --cgroup-parent (policy.Resources.CgroupParent, config.Limits.CgroupParent; cgroup v2 hosts)")
 		}
-		ways = append(ways, "accept running without them with --limits best-effort")
-		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w; %s",
-			strings.Join(required, ", "), err, strings.Join(ways, ", or "))}
+		ways = append(ways, `accept running without them with --limits best-effort (policy.Resources.Limits "best-effort", config.Limits.BestEffort)`)
+		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w",
+			strings.Join(required, ", "), err), Hint: strings.Join(ways, ", or ")}
 	}
 	o.limits = err.Error()
 	return nil

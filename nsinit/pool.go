@@ -47,11 +47,20 @@ type built struct {
 
 // NewPool checks template (its process, if any, is ignored) and starts building size
 // sandboxes from a copy of it. It returns an error for a size below 1 or a template
-// that cannot be launched (no user, mount or pid namespace, no id mappings); a sandbox
+// that cannot be launched (no user, mount or pid namespace, no id mappings), and a
+// *SetupError at step "limit capabilities" in a program linked with a cgo runtime (no
+// sandbox of it could drop its init's threads' capabilities: README, Library); a sandbox
 // whose build fails later reports its *SetupError from Start.
 func NewPool(template *config.Config, size int) (*Pool, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("nsinit: pool size %d, want at least 1", size)
+	}
+	if err := threadCapsRefused(); err != nil {
+		// every init of the pool is this program and would stop there: said now, not
+		// at each command (a server learnt it only at its first use)
+		se := &SetupError{Step: "limit capabilities", Err: err}
+		se.Hint = Hint(se.Step, se.Err)
+		return nil, se
 	}
 	// A deep copy: the caller may change its config afterwards.
 	b, err := json.Marshal(template)

@@ -137,12 +137,21 @@ func (e *StartUnknownError) ExitCode() int { return ExitKilled }
 // by a signal, or timed out.
 type ExitError struct{ *Result }
 
+// Error says how the command ended, and which limit acted when one did (LimitHit), as
+// gosbx exec's stderr line does: "killed by the memory limit (the OOM killer's
+// SIGKILL)" rather than "killed by signal killed".
 func (e *ExitError) Error() string {
 	switch {
 	case e.TimedOut:
 		return fmt.Sprintf("timed out after %v", e.Wall.Round(time.Millisecond))
+	case e.Signal == syscall.SIGKILL && e.LimitHit == "memory":
+		return "killed by the memory limit (the OOM killer's SIGKILL)"
 	case e.Signal != 0:
 		return "killed by signal " + e.Signal.String()
+	case e.LimitHit == "memory":
+		return fmt.Sprintf("exit status %d (the memory limit killed a process of the sandbox: the OOM killer)", e.Result.ExitCode)
+	case e.LimitHit == "pids":
+		return fmt.Sprintf("exit status %d (the pids limit refused a fork)", e.Result.ExitCode)
 	}
 	return fmt.Sprintf("exit status %d", e.Result.ExitCode)
 }

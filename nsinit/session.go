@@ -44,12 +44,22 @@ type Session struct {
 	// but the mount points the launch made in a host tree (removing one on the host
 	// would unmount it in the sandbox)
 	live []cleanup.Entry
+	// guard, from the config's Guard, searches the writable trees around each command
+	guard config.SessionGuard
 }
 
 // NewSession builds the sandbox of cfg (its Process, if any, is only the template of
 // each command's: user, rlimits, env and cwd) and returns once the sandbox is ready for
 // commands. A sandbox that cannot be built gives a *SetupError and leaves nothing
 // behind.
+//
+// With cfg.Guard (policy.Build sets it), each command's Start first searches the
+// sandbox's writable trees for protected paths (a .git) made since the session
+// started: one that appeared while none of its commands ran (made on the host between
+// commands) has no read-only mount, so Start refuses the command with a *SetupError at
+// step "protected" until the session is built again; one a command made is its own, as
+// in a one-shot sandbox (policy.SessionGuard; README, Sessions). A config without a
+// Guard (config.FromSpec, one built by hand) has no protected paths to keep.
 func NewSession(cfg *config.Config) (*Session, error) { return newSession(cfg, nil) }
 
 func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
@@ -80,6 +90,9 @@ func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
 		return nil, c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait(), c.setupOut.summary())})
 	}
 	s := &Session{c: c, done: make(chan struct{}), live: liveCleanup(cfg)}
+	if cfg.Guard != nil {
+		s.guard = cfg.Guard.Session()
+	}
 	go func() {
 		for {
 			if _, ok := c.sync.next(); !ok {
@@ -114,7 +127,9 @@ func (s *Session) HostUID() int64 {
 func (s *Session) Config() *config.Config { return s.c.Config }
 
 // Command returns a Cmd that runs process in the session. Set its Stdin, Stdout,
-// Stderr, Timeout and Events as for Command; Start, Wait, Run and Signal behave the
+// Stderr, Timeout and Events as for Command (not NetEvents, NetDenied or NetWithheld:
+// Start refuses them, the session's egress lines are NewSessionNet's SessionNet.Events,
+// each with the Origin of the command that made it); Start, Wait, Run and Signal behave the
 // same, but a Timeout kills the command's process group, not the sandbox, and the
 // command's end does not end the sandbox (what it left running goes on). The config's
 // after-run cleanup runs before Start sends the command and before Wait returns
@@ -242,13 +257,31 @@ func liveCleanup(cfg *config.Config) []cleanup.Entry {
 
 // startInSession is Start for a Cmd of a Session: the process, its stdio and a socket
 // for its reports go to the session's init, which forks it.
-func (c *Cmd) startInSession() error {
+func (c *Cmd) startInSession() (err error) {
 	if c.started {
 		return errors.New("nsinit: already started")
 	}
 	s := c.sess
+	if c.NetEvents != nil || c.NetDenied != nil || c.NetWithheld != nil {
+		// the session's one proxy serves all its commands: set here, they would never
+		// be called (a new user's trial took the silence for no denials)
+		return errNetHooksInSession
+	}
 	if err := s.c.Config.ValidateProcess(c.Config.Process); err != nil {
 		return c.fail(&SetupError{Step: "config", Err: err})
+	}
+	if s.guard != nil {
+		// a protected path made since the last command, while none ran, has no
+		// read-only mount: refused, not run unguarded (config.Guard)
+		if err := s.guard.Before(c.Config.Process.Cwd); err != nil {
+			return c.fail(&SetupError{Step: "protected", Err: err})
+		}
+		c.guarded = true
+		defer func() {
+			if err != nil {
+				c.endGuard()
+			}
+		}()
 	}
 	frame := []byte{reqStart, 0}
 	if c.TTY {
@@ -337,6 +370,21 @@ func (c *Cmd) endInSession() {
 	c.waited = true
 }
 
+// errNetHooksInSession is Start's error for a session command with NetEvents,
+// NetDenied or NetWithheld set.
+var errNetHooksInSession = errors.New("nsinit: Cmd.NetEvents, NetDenied and NetWithheld are not called for a command of a Session " +
+	"(one proxy serves all its commands): build the session with NewSessionNet and take its status lines from " +
+	"SessionNet.Events, routed by their Origin (the command's Cmd.Pid); the command was not started")
+
+// endGuard tells the session's guard that a command that passed its Before has ended
+// (or did not start), once.
+func (c *Cmd) endGuard() {
+	if c.guarded {
+		c.guarded = false
+		c.sess.guard.Ended(c.Config.Process.Cwd)
+	}
+}
+
 // waitInSession is Wait for a Cmd of a Session.
 func (c *Cmd) waitInSession() error {
 	var status *int
@@ -358,6 +406,8 @@ func (c *Cmd) waitInSession() error {
 	// the git guard after every command, as after a sandbox's end (Cleanup)
 	removed, failed := c.sess.Cleanup()
 	r.Removed, r.NotRemoved = append(c.sessRemoved, removed...), append(c.sessNotRemoved, failed...)
+	// what appeared in the trees while it ran is the command's own
+	c.endGuard()
 	if own.nproc {
 		r.Limits = string(cgroup.Rlimit)
 	}

@@ -61,6 +61,21 @@ func Compile(o Options, h Host) (*config.Config, error) {
 // (Config.MakeDirs) and created by the launch (nsinit), so that the command cannot
 // make them. Errors are *Error.
 func Build(p *Policy, args []string, h Host) (*config.Config, error) {
+	return build(p, args, h, nil)
+}
+
+// BuildNoted is Build that also returns the notes the launcher prints on stderr before
+// the command runs, one sentence each: the PATH entries in a writable tree where the
+// command could put a program the host's git or shell looks up (guardPathProgram), with
+// the fix. Errors are Build's.
+func BuildNoted(p *Policy, args []string, h Host) (*config.Config, []string, error) {
+	var notes []string
+	c, err := build(p, args, h, &notes)
+	return c, notes, err
+}
+
+// build is Build, appending its notes to notes when not nil.
+func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errorf("command", "", nil, "no command given (usage: gosbx exec [flags] -- CMD [ARGS...])")
 	}
@@ -219,11 +234,35 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	var cleanups []cleanup.Entry
 	rb := newReadBudget() // what this launch reads of files a sandbox could write
 	rb.home = h.Home
+	rb.trees = clone(trees)
 	genv, err := gitEnvOf(h.Environ, h.Home, h.Cwd)
 	if err != nil {
 		return nil, err
 	}
 	rb.globals, rb.env = genv.globals, genv
+	// The scan first: a local remote found by a repository's guard (enclosing or
+	// scanned) that is a git dir the scan guards in commit mode is left to that guard.
+	// What this search finds is bound read-only: the known paths of a session's guard
+	// (SessionGuard), which searches the same trees again around each command.
+	guard := ProtectedScan{Trees: slices.Clone(trees), Cwd: cwd, Patterns: f.Protected, Limit: f.ScanLimit}
+	founds := make([][]string, len(trees))
+	for i, t := range trees {
+		c := ""
+		if t == ws {
+			c = cwd
+		}
+		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
+		if err != nil {
+			return nil, err
+		}
+		if err := guard.know(found); err != nil {
+			return nil, err
+		}
+		founds[i] = found
+	}
+	if f.Git == GitCommit {
+		rb.commitGitDirs = commitGitDirs(founds)
+	}
 	if slices.Contains(f.Protected, ".git") {
 		// what the caller's own git config names in a writable tree, for host git anywhere
 		gplan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
@@ -240,6 +279,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 			}
 			protected = append(protected, plan.readOnly...)
 			makeDirs = append(makeDirs, plan.makeDirs...)
+			cleanups = append(cleanups, plan.cleanups...)
 		}
 	}
 	// A linked worktree's common dir outside the writable trees is bound read-write
@@ -247,15 +287,7 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	outsideRW := func(entry, d string) bool {
 		return contains(trees, filepath.Dir(entry)) && !underAny(d, roDests) && !contains(roDests, d)
 	}
-	for _, t := range trees {
-		c := ""
-		if t == ws {
-			c = cwd
-		}
-		found, err := scanProtected(r, t, c, f.Protected, f.ScanLimit)
-		if err != nil {
-			return nil, err
-		}
+	for _, found := range founds {
 		checkoutGitDirs := gitDirsNamed(found)
 		for _, m := range found {
 			if filepath.Base(m) != ".git" && checkoutGitDirs[m] {
@@ -304,6 +336,9 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 		}
 	}
 
+	if n := pathNoteText(rb, inWritable); n != "" && notes != nil {
+		*notes = append(*notes, n)
+	}
 	// A path guarded twice (by an enclosing repository and by the scan) is bound once.
 	protected, makeDirs = unique(protected), unique(makeDirs)
 	masked := append([]string{}, procMasked...)
@@ -421,7 +456,22 @@ func Build(p *Policy, args []string, h Host) (*config.Config, error) {
 	if err != nil {
 		return nil, errorf("seccomp", "", err, "bad filter")
 	}
+	var sessionGuard config.Guard
+	if len(f.Protected) > 0 {
+		// the moved read-write binds' trees, searched (and refused when they held a
+		// protected path) by destBinds
+		for _, m := range moved {
+			if m.ro {
+				continue
+			}
+			if _, canon, err := canonical(r, "rw", m.Path, h.Cwd); err == nil && !slices.Contains(guard.Trees, canon) {
+				guard.Trees = append(guard.Trees, canon)
+			}
+		}
+		sessionGuard = NewSessionGuard("", guard)
+	}
 	return &config.Config{
+		Guard: sessionGuard,
 		Process: &specs.Process{
 			User:            specs.User{UID: uid, GID: gid},
 			Args:            args,

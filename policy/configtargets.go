@@ -161,10 +161,11 @@ func (plan *gitPlan) guardConfigSources(worktree, gd string, inWritable func(str
 	return plan.guardHostGit(worktree, inWritable)
 }
 
-// guardHostGit keeps the command from putting a git of its own where the host user's
-// shell would find it before theirs: in a writable PATH directory, or one taken from
-// dir (".", empty: the repository's top, or with dir "" the launcher's directory)
-// (guardPathProgram).
+// guardHostGit looks up the host user's git on their PATH as their shell would, a
+// relative entry (".", empty) taken from dir (the repository's top, or with dir "" the
+// launcher's directory): a git in a writable tree's root is read-only, and a writable
+// PATH directory before theirs, where the command could put a git of its own, is
+// noted (guardPathProgram).
 func (plan *gitPlan) guardHostGit(dir string, inWritable func(string) bool) error {
 	if dir == "" && plan.reads.rb != nil {
 		dir = plan.reads.rb.env.cwd
@@ -260,8 +261,8 @@ func charDevice(p string) bool {
 // could write config there), then its own settings; core.hooksPath read-only as a tree
 // (created empty when missing); a data file read-only when there; for a command, each
 // word with a slash that names a file read-only (a missing first word, or a symlink,
-// refused). A command word with no slash is looked up on PATH, which gosbx does not
-// guard (README, Known limits).
+// refused). A command word with no slash is looked up on PATH (guardPathProgram:
+// read-only in a writable tree's root, else noted; README, Known limits).
 func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWritable func(string) bool, depth int) error {
 	kind := configTarget(e)
 	if kind == notTarget || !e.set {

@@ -185,6 +185,10 @@ func Effective(o Options, h Host) (*Policy, error) {
 		p.Network.Mode = NetNone
 	}
 	limit, _ := ParseTimeout(p.Process.Timeout)
+	if o.Timeout < 0 {
+		// as --timeout -1s is refused: a negative one is no limit, not a shorter one
+		return nil, errorf("timeout", "", nil, "%v: want 0 (the policy's) or a positive duration", o.Timeout)
+	}
 	if o.Timeout > 0 {
 		if err := checkShorter(limit, o.Timeout); err != nil {
 			return nil, err

@@ -19,7 +19,8 @@ import (
 // writable tree t, from t's parent up to /: its submodule paths inside a writable tree
 // are guarded as guardSubmodulePaths guards a repository's own (read-only when not
 // checked out, their .git read-only when they are), and so are those of its linked
-// worktrees whose .git file lies in a writable tree, and that .git file. A tree that is
+// worktrees whose .git file lies in a writable tree, and that .git file; and its local
+// remotes in a writable tree (guardLocalRemotes). A tree that is
 // itself a submodule path not checked out is refused: the command could make the
 // repository there, and nothing of the tree can be read-only.
 func guardEnclosing(t string, trees []string, inWritable func(string) bool, rb *readBudget) (gitPlan, error) {
@@ -72,7 +73,13 @@ func (plan *gitPlan) guardEnclosingRepo(a string, inWritable func(string) bool) 
 	if err := plan.guardSubmodulePaths(a, gd, inWritable, 0); err != nil {
 		return err
 	}
-	if err := plan.guardConfigTargets(a, gd, inWritable); err != nil {
+	entries, err := plan.configTargets(a, gd, inWritable)
+	if err != nil {
+		return err
+	}
+	// its local remotes (its common dir's config among the settings): the host's git
+	// push from it runs a remote's hooks (attack review 29 F17)
+	if err := plan.guardLocalRemotes(a, gd, entries, inWritable); err != nil {
 		return err
 	}
 	// Its linked worktrees (and, for a linked worktree, its repository's others) whose

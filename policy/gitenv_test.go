@@ -140,31 +140,54 @@ func TestRemoteURLs(t *testing.T) {
 	}
 }
 
-// guardPathProgram: a match in a writable PATH directory is read-only; a writable
-// directory searched before the match gets a placeholder directory; git's exec path
-// comes first; a builtin under sh is no program.
+// guardPathProgram: a match in a writable tree's root is read-only, deeper it is noted;
+// a writable directory searched before the match is noted, nothing is created; git's
+// exec path comes first; a builtin under sh is no program; the note's fix drops the
+// writable entries from PATH.
 func TestGuardPathProgram(t *testing.T) {
 	base := canonTempDir(t)
 	ws := filepath.Join(base, "ws")
 	tools := filepath.Join(base, "tools")
-	mkdirs(t, filepath.Join(ws, "bin"), tools, filepath.Join(base, "exec"))
-	for _, p := range []string{filepath.Join(ws, "bin/mine"), filepath.Join(tools, "tool"), filepath.Join(base, "exec/git")} {
+	mkdirs(t, filepath.Join(ws, "bin"), tools, filepath.Join(base, "exec"), filepath.Join(ws, "other"))
+	for _, p := range []string{filepath.Join(ws, "bin/mine"), filepath.Join(tools, "tool"), filepath.Join(base, "exec/git"), filepath.Join(ws, "top")} {
 		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	inWritable := func(p string) bool { return under(p, ws) || p == ws }
-	rb := &readBudget{left: launchReadBudget, env: gitEnv{path: []string{filepath.Join(ws, "bin"), filepath.Join(ws, "none"), tools}, execPath: filepath.Join(base, "exec")}}
+	path := []string{filepath.Join(ws, "bin"), filepath.Join(ws, "none"), ws, tools, ""}
+	rb := &readBudget{left: launchReadBudget, trees: []string{ws}, env: gitEnv{path: path, execPath: filepath.Join(base, "exec")}}
 	plan := &gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
-	if err := plan.guardCommand("/c", ws, "x", "mine; tool | git log; echo hi; FOO=1 other; true", cmdWord{}, 0, inWritable); err != nil {
+	if err := plan.guardCommand("/c", ws, "x", "mine; tool | git log; echo hi; FOO=1 other; top; true; nowhere", cmdWord{}, 0, inWritable); err != nil {
 		t.Fatal(err)
 	}
-	wantRO := []string{filepath.Join(ws, "bin/mine"), filepath.Join(ws, "bin/tool"), filepath.Join(ws, "none/tool"), filepath.Join(ws, "bin/other"), filepath.Join(ws, "none/other")}
-	if !slices.Equal(plan.readOnly, wantRO) {
+	// In the workspace's root a match (top) and a name the lookup passes over (the
+	// directory other) are read-only: the root is a mount point already. Deeper, nothing
+	// is bound and nothing created (no placeholder): the entries are noted.
+	wantRO := []string{filepath.Join(ws, "other"), filepath.Join(ws, "top")}
+	slices.Sort(plan.readOnly) // ws is on PATH twice (as itself and as ""): unioned at Build
+	if plan.readOnly = slices.Compact(plan.readOnly); !slices.Equal(plan.readOnly, wantRO) {
 		t.Errorf("readOnly %q\nwant %q", plan.readOnly, wantRO)
 	}
-	if want := wantRO[1:]; !slices.Equal(plan.makeDirs, want) {
-		t.Errorf("makeDirs %q\nwant %q", plan.makeDirs, want)
+	if len(plan.makeDirs) != 0 {
+		t.Errorf("makeDirs %q, want none", plan.makeDirs)
+	}
+	want := []pathNote{
+		{path[0], path[0], []string{"mine", "tool", "other", "top", "nowhere"}},
+		{path[1], path[1], []string{"tool", "other", "top", "nowhere"}},
+		{ws, ws, []string{"tool", "nowhere"}},
+		{"", ws, []string{"nowhere"}}, // taken from the worktree's top
+	}
+	if !slices.EqualFunc(rb.pathNotes, want, func(a, b pathNote) bool {
+		return a.entry == b.entry && a.dir == b.dir && slices.Equal(a.progs, b.progs)
+	}) {
+		t.Errorf("pathNotes %q\nwant %q", rb.pathNotes, want)
+	}
+	n := pathNoteText(rb, inWritable)
+	for _, w := range []string{path[0] + ": mine, tool, other, top, nowhere;", `; "" (` + ws + "): nowhere", "env PATH=" + tools + " gosbx"} {
+		if !strings.Contains(n, w) {
+			t.Errorf("the note lacks %q:\n%s", w, n)
+		}
 	}
 }
 

@@ -58,8 +58,8 @@ func HiddenLocalRemotes(spec *config.Config, dir string) []LocalRemote {
 	}
 	var out []LocalRemote
 	for _, u := range remoteURLs(entries) {
-		p := localRemotePath(u.url)
-		if p == "" {
+		p, ok := localRemotePath(u.url)
+		if !ok || p == "" {
 			continue
 		}
 		if !filepath.IsAbs(p) {

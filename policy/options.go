@@ -43,7 +43,7 @@ type Options struct {
 	// HostPorts are --host-port ports, added to network.host_ports.
 	HostPorts []uint16
 	Hostname  string        // "" means "gosbx"
-	Timeout   time.Duration // may only shorten the policy's
+	Timeout   time.Duration // 0: the policy's; may only shorten it; negative: an *Error
 	// ScanLimit is --scan-limit: how many directories the search for protected paths
 	// may read in each writable tree (filesystem.scan_limit), up or down from the
 	// policy's; 0 keeps the policy's. Not a confinement limit: a larger one only spends

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -58,15 +59,15 @@ func isProgram(st os.FileInfo) bool { return st.Mode().IsRegular() && st.Mode()&
 // child looks it up (git's exec path first, then rb.env.path; a relative entry, "." or
 // empty, taken from the directory the command runs in: the worktree's top, or its
 // literal cd). The first match that lies in a writable tree, or is reached through a
-// symlink into one, is made read-only. In each PATH directory in a writable tree
-// searched before it (each, when nothing matches), the command could put its own
-// program of that name: there the name is taken by an empty directory, created when
-// missing and made read-only (a placeholder: git's locate_in_PATH, sh, bash and
-// execvp(3) pass over a directory to the next entry, and a mount point cannot be
-// replaced); a symlink there, or a PATH directory reached through a symlink in a
-// writable tree, is refused. A shell builtin or keyword, when sh runs the command, and
-// a variable assignment are no program. For the host's git itself (hostGit), the
-// caller's PATH alone is searched (the user's shell finds git).
+// symlink into one, is made read-only when that pins nothing the command could remove
+// (keepOrNote). A PATH directory in a writable tree searched before it (each, when
+// nothing matches) is not guarded: the command could put its own program of that name
+// there, and the launch notes the entry (notePath, pathNoteText). No placeholder is made:
+// one left directories on the host and pinned their parents (rm -rf .venv failed with
+// EBUSY). A PATH directory reached through a symlink in a writable tree is refused. A
+// shell builtin or keyword, when sh runs the command, and a variable assignment are no
+// program. For the host's git itself (hostGit), the caller's PATH alone is searched
+// (the user's shell finds git).
 func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostGit bool, inWritable func(string) bool) error {
 	rb := plan.reads.rb
 	prog := w.text
@@ -105,31 +106,32 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 			}
 			d = filepath.Join(base, d)
 		}
-		pd := plan.pathDirOf(filepath.Clean(d), inWritable)
+		d = filepath.Clean(d)
+		pd := plan.pathDirOf(d, inWritable)
 		if pd.err != nil {
 			return errorf("protected", d, pd.err, "cannot resolve this PATH directory, so cannot tell which %s %s runs", prog, name)
 		}
 		c := filepath.Join(pd.resolved, prog)
 		if pd.writable {
+			if pd.link != "" {
+				return errorf("protected", pd.link, nil, "%s (in %s) runs %s, which the host looks up on PATH, and the PATH entry %s leads through this symlink, which lies in a tree the sandbox can write (the command could repoint it): take the entry off PATH or name the directory itself", name, f, prog, e)
+			}
 			st, err := os.Lstat(c)
 			switch {
-			case pd.link != "":
-				return errorf("protected", pd.link, nil, "%s (in %s) runs %s, which the host looks up on PATH, and the PATH entry %s leads through this symlink, which lies in a tree the sandbox can write (the command could repoint it): take the entry off PATH or name the directory itself", name, f, prog, e)
 			case err == nil && isProgram(st):
-				plan.readOnly = append(plan.readOnly, c)
+				plan.keepOrNote(c, e, d, prog)
 				return nil // the match
 			case err == nil && st.Mode()&os.ModeSymlink != 0:
-				found, err := plan.pathSymlink(c, name, f, inWritable)
+				found, err := plan.pathSymlink(c, e, d, name, f, inWritable)
 				if err != nil || found {
 					return err
 				}
 			case err == nil && (st.Mode().IsRegular() || st.IsDir()):
-				plan.readOnly = append(plan.readOnly, c) // passed over, and kept so
-			case errors.Is(err, os.ErrNotExist):
-				plan.makeDirs = append(plan.makeDirs, c)
-				plan.readOnly = append(plan.readOnly, c)
-			case err == nil:
-				return errorf("protected", c, nil, "%s (in %s) runs %s, which the host looks up on PATH, and this %s in the PATH entry %s, in a tree the sandbox can write, cannot be kept as it is: remove it, or take the entry off PATH", name, f, prog, fileKindOf(st), e)
+				plan.keepOrNote(c, e, d, prog) // passed over by the lookup, and kept so where that pins nothing
+			case err == nil || errors.Is(err, os.ErrNotExist):
+				// missing, or a FIFO, socket or device (passed over too, not bound: opening
+				// one to bind it could block): the command could put its own there
+				rb.notePath(e, d, prog)
 			default:
 				return errorf("protected", c, err, "cannot check the PATH entry %s for the %s that %s (in %s) runs", e, prog, name, f)
 			}
@@ -145,7 +147,7 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 		}
 		if inWritable(r) {
 			if st, err := os.Lstat(r); err == nil && isProgram(st) {
-				plan.readOnly = append(plan.readOnly, r)
+				plan.keepOrNote(r, e, d, prog)
 				return nil
 			}
 			return errorf("protected", c, nil, "%s (in %s) runs %s, found on PATH here, a symlink to %s in a tree the sandbox can write that is not a program: the command could create it; fix the link or remove the setting", name, f, prog, r)
@@ -157,14 +159,31 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 	return nil
 }
 
+// keepOrNote makes c (a program, or a name the lookup passes over, in a writable tree)
+// read-only when it lies in a writable tree's root: that bind pins only c's own name
+// (the root is a mount point already). Deeper, the bind and the pinning of every
+// directory above it (compile.go) would keep the command from removing them (rm -rf
+// .venv fails with EBUSY, measured), so c is left writable and the PATH entry e
+// (resolved d) is noted for prog instead.
+func (plan *gitPlan) keepOrNote(c, e, d, prog string) {
+	rb := plan.reads.rb
+	if slices.Contains(rb.trees, filepath.Dir(c)) {
+		plan.readOnly = append(plan.readOnly, c)
+		return
+	}
+	rb.notePath(e, d, prog)
+}
+
 // pathSymlink guards the symlink c found in a writable PATH directory (a venv's
 // bin/python -> python3 -> /usr/bin/python3.11): no mount can keep a symlink, so each
 // link of its chain that lies in a writable tree is put back as it was after the run
-// (cleanup.RestoreSymlink, as a .git symlink is), and the program it leads to, when in a
-// writable tree, is read-only. found reports whether it leads to a program (the match);
-// one that does not is passed over by the lookup. A directory on the way that is a
-// symlink in a writable tree is refused (the command could repoint it).
-func (plan *gitPlan) pathSymlink(c, name, f string, inWritable func(string) bool) (found bool, err error) {
+// (cleanup.RestoreSymlink, as a .git symlink is: a link whose directory is gone is not
+// made again), and the program it leads to, when in a writable tree, is read-only or
+// its PATH entry e (resolved d) noted (keepOrNote). found reports whether it leads to
+// a program (the match); one that does not is passed over by the lookup. A directory
+// on the way that is a symlink in a writable tree is refused (the command could
+// repoint it).
+func (plan *gitPlan) pathSymlink(c, e, d, name, f string, inWritable func(string) bool) (found bool, err error) {
 	cur := c
 	for hops := 0; ; hops++ {
 		if hops > maxConfigLinks {
@@ -179,7 +198,7 @@ func (plan *gitPlan) pathSymlink(c, name, f string, inWritable func(string) bool
 				return false, nil
 			}
 			if inWritable(cur) {
-				plan.readOnly = append(plan.readOnly, cur)
+				plan.keepOrNote(cur, e, d, filepath.Base(c))
 			}
 			return true, nil
 		}
@@ -203,17 +222,4 @@ func (plan *gitPlan) pathSymlink(c, name, f string, inWritable func(string) bool
 		}
 		cur = filepath.Join(dir, filepath.Base(next))
 	}
-}
-
-// fileKindOf names st's type for a message.
-func fileKindOf(st os.FileInfo) string {
-	switch {
-	case st.Mode()&os.ModeSymlink != 0:
-		return "symlink"
-	case st.Mode()&os.ModeNamedPipe != 0:
-		return "FIFO"
-	case st.Mode()&os.ModeSocket != 0:
-		return "socket"
-	}
-	return "device"
 }

@@ -188,6 +188,15 @@ type readBudget struct {
 	// directory it runs in, whether git's exec path comes first): the plans are unioned,
 	// so each is done once however many repositories' configs name it.
 	pathSeen map[string]bool
+	// trees are the launch's writable trees (their roots are mount points already:
+	// keepOrNote); pathNotes the writable PATH entries the launch notes (notePath).
+	trees     []string
+	pathNotes []pathNote
+	// commitGitDirs are the git dirs the scan's .git entries lead to when the launch's
+	// git mode is commit (their objects, refs and HEAD writable, hooks and config not):
+	// a local remote there is left to that guard (guardRemoteGitDir), not made
+	// read-only whole, which would break commit mode for its checkout.
+	commitGitDirs map[string]bool
 }
 
 // homeDir is rb's home, "" for a nil rb.
@@ -237,4 +246,10 @@ func (rb *readBudget) readRegular(p string, limit int64) ([]byte, error) {
 		err = rb.charge(p, int64(len(b)))
 	}
 	return b, err
+}
+
+// commitGuarded reports whether d is a git dir the launch's scan guards in commit mode
+// (commitGitDirs); false for a nil rb.
+func (rb *readBudget) commitGuarded(d string) bool {
+	return rb != nil && rb.commitGitDirs[d]
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +45,16 @@ func TestBoundsCheck(t *testing.T) {
 		if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
 			t.Errorf("%+v: got %v, want an error with %q", c.r, err, c.wantErr)
 		}
+	}
+}
+
+// TestNegativeTimeoutRefused: Options.Timeout below 0 is an *Error at field timeout, as
+// gosbx exec refuses --timeout -1s (new-user trial, item 11: it compiled silently).
+func TestNegativeTimeoutRefused(t *testing.T) {
+	h := Host{UID: 1000, Home: "/home/u", Cwd: t.TempDir()}
+	_, err := Effective(Options{Workspace: h.Cwd, Timeout: -time.Second}, h)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Field != "timeout" {
+		t.Fatalf("Options.Timeout -1s: %v, want a *policy.Error at field timeout", err)
 	}
 }

@@ -15,8 +15,8 @@ import (
 // trees when it was built, kept to search them again while the sandbox runs: a
 // session's mounts are fixed at its start, so a repository made in its workspace later
 // (by the user on the host, or by a command) has no read-only .git, and the host's git
-// would run what a command plants in it. A session's supervisor searches again around each
-// request (Rescan) and judges what is new by when it appeared (cmd/gosbx/repoguard.go).
+// would run what a command plants in it. A session searches again around each
+// command (Rescan) and judges what is new by when it appeared (SessionGuard, sessionguard.go).
 // Patterns are filesystem.protected; Cwd the working directory the workspace's scan
 // followed down (repos.go). Known are the protected paths taken as guarded (bound
 // read-only at the start) or as a command's own, by identity: a path removed and made
@@ -94,14 +94,19 @@ func (p *Policy) ScanProtected(cwd string, h Host) (ProtectedScan, error) {
 	if err != nil {
 		return s, err
 	}
-	for _, p := range known {
+	return s, s.know(known)
+}
+
+// know adds found (paths a search found now) to s.Known with their identities.
+func (s *ProtectedScan) know(found []string) error {
+	for _, p := range found {
 		k, _, err := identify(p)
 		if err != nil {
-			return s, errorf("protected", p, err, "the protected path changed while it was searched")
+			return errorf("protected", p, err, "the protected path changed while it was searched")
 		}
 		s.Known = append(s.Known, k)
 	}
-	return s, nil
+	return nil
 }
 
 // scan lists the protected paths of s's trees as they are now; with c, reading only
@@ -253,11 +258,12 @@ func changedError(path string, err error) error {
 const searchTries = 3
 
 // NewProtectedError is the refusal (a *Error at step protected) of a request of
-// session while added (from Rescan) are in its writable trees unguarded: a session's
-// mounts are fixed at its start, so only building the sandbox again guards them.
+// session ("" for a library session: nsinit.Session) while added (from Rescan) are in
+// its writable trees unguarded: a session's mounts are fixed at its start, so only
+// building the sandbox again guards them.
 func NewProtectedError(session string, added []string) error {
-	return errorf("protected", "", nil, "%s appeared in a writable tree after session %s was started, while none of its commands ran; a session's mounts are fixed at its start, so it is not guarded (git would run what a command put in it); the command was not run. Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again",
-		strings.Join(added, ", "), session, session, session)
+	return errorf("protected", "", nil, "%s appeared in a writable tree after %s was started, while none of its commands ran; a session's mounts are fixed at its start, so it is not guarded (git would run what a command put in it); the command was not run. %s",
+		strings.Join(added, ", "), sessionName(session), restartFix(session))
 }
 
 // NewProtectedBornError is the refusal of a request of session while found (from
@@ -266,16 +272,37 @@ func NewProtectedError(session string, added []string) error {
 // made by the host (or a process left in the background) where the search does not read;
 // not the command's own.
 func NewProtectedBornError(session string, found []string) error {
-	return errorf("protected", "", nil, "%s was made before session %s's last search yet not found by it (moved into a searched directory from one the search skips, or made outside the session's commands); it is not guarded (git would run what a command put in it). Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again",
-		strings.Join(found, ", "), session, session, session)
+	return errorf("protected", "", nil, "%s was made before %s's last search yet not found by it (moved into a searched directory from one the search skips, or made outside the session's commands); it is not guarded (git would run what a command put in it). %s",
+		strings.Join(found, ", "), sessionName(session), restartFix(session))
 }
 
 // NewChainError is the refusal of a request whose working directory lies below
 // protected paths that session's start did not search (deeper than its scan, off the
 // start's working directory): they were not bound read-only.
 func NewChainError(session string, found []string) error {
-	return errorf("protected", "", nil, "%s lies on the way to the request's working directory, deeper than session %s's start searched, so it is not guarded (git would run what a command put in it); the command was not run. Run it from a directory the start searched (--chdir), or start a session from this directory",
-		strings.Join(found, ", "), session)
+	fix := "Run it from a directory the start searched (--chdir), or start a session from this directory"
+	if session == "" {
+		fix = "Run it from a directory the start searched (Process.Cwd), or start a session (NewSession) whose config's working directory is this one"
+	}
+	return errorf("protected", "", nil, "%s lies on the way to the request's working directory, deeper than %s's start searched, so it is not guarded (git would run what a command put in it); the command was not run. %s",
+		strings.Join(found, ", "), sessionName(session), fix)
+}
+
+// sessionName names session in a refusal: a CLI session by its name, a library one
+// ("") as the session.
+func sessionName(session string) string {
+	if session == "" {
+		return "the session"
+	}
+	return "session " + session
+}
+
+// restartFix is how session is restarted, which guards what appeared.
+func restartFix(session string) string {
+	if session == "" {
+		return "Restart the session to guard it: Session.Close, then policy.Compile and nsinit.NewSession again"
+	}
+	return fmt.Sprintf("Restart the session to guard it: gosbx session stop %s, then gosbx session start %s again", session, session)
 }
 
 // cacheOrNew is s.cache, made on first use.

@@ -102,7 +102,8 @@ run); 126 if CMD is not executable; 127 if CMD is not found.`,
 	f.SetInterspersed(false)
 	b.register(f)
 	f.StringVar(&sessionName, "session", "", "run CMD in the running session `NAME` (gosbx session start); only --env, --chdir, --timeout, --status-fd, --detach and --tty may be given with it")
-	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job)")
+	f.BoolVar(&detach, "detach", false, "with --session: start CMD as a job and print its id at once; its output goes to the job's log (gosbx job); "+
+		"use it (or redirect) for a server: what CMD leaves running keeps the caller's stdout, and a reader of it waits for its end")
 	f.BoolVar(&tty, "tty", false, "with --session: run CMD on a terminal of the sandbox's own (job control, Ctrl-C, window size), relayed to yours")
 	f.StringVar(&statusFd, "status-fd", "", "write JSON status lines to file descriptor `N` (not one the command could write too: 0-2, the file of its stdio, a file in the workspace or a --rw tree)")
 	return c
@@ -228,7 +229,7 @@ func execute(o policy.Options, status *os.File) error {
 		ws, _ = os.Getwd()
 	}
 	completeJournals(append([]string{ws}, o.ReadWrite...))
-	eff, spec, err := policyStep(o, host, sigc)
+	eff, spec, notes, err := policyStep(o, host, sigc)
 	if err != nil {
 		var ss stoppedBySignal
 		if errors.As(err, &ss) {
@@ -249,6 +250,9 @@ func execute(o policy.Options, status *os.File) error {
 	}
 	if note := goCacheNote(eff, spec.Process.Args, spec.Process.Env); note != "" {
 		fmt.Fprintln(os.Stderr, note)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(os.Stderr, "gosbx: note: %s\n", n)
 	}
 	if status != nil {
 		if err := checkStatusOutside(int(status.Fd()), spec); err != nil {
@@ -422,11 +426,12 @@ func (e stoppedBySignal) Error() string {
 // sandbox could have written (repository metadata), and however bounded each read is,
 // the launcher stays answerable while it runs. Build writes nothing, so a step abandoned
 // leaves nothing behind (its goroutine ends with the process).
-func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal) (*policy.Policy, *config.Config, error) {
+func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal) (*policy.Policy, *config.Config, []string, error) {
 	type built struct {
-		eff  *policy.Policy
-		spec *config.Config
-		err  error
+		eff   *policy.Policy
+		spec  *config.Config
+		notes []string
+		err   error
 	}
 	done := make(chan built, 1)
 	limit := make(chan time.Duration, 1)
@@ -451,8 +456,8 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal) (*pol
 			var b [1]byte
 			os.Stdin.Read(b[:])
 		}
-		spec, err := policy.Build(eff, o.Args, host)
-		done <- built{eff, spec, err}
+		spec, notes, err := policy.BuildNoted(eff, o.Args, host)
+		done <- built{eff, spec, notes, err}
 	}()
 	var expire <-chan time.Time
 	var within time.Duration
@@ -460,16 +465,16 @@ func policyStep(o policy.Options, host policy.Host, sigc <-chan os.Signal) (*pol
 	for {
 		select {
 		case b := <-done:
-			return b.eff, b.spec, b.err
+			return b.eff, b.spec, b.notes, b.err
 		case d := <-limit:
 			if within = d; d > 0 {
 				expire = time.After(d - time.Since(start))
 			}
 		case <-expire:
-			return nil, nil, fmt.Errorf("the policy step took longer than the %v wall-clock limit (--timeout); the command did not run", within)
+			return nil, nil, nil, fmt.Errorf("the policy step took longer than the %v wall-clock limit (--timeout); the command did not run", within)
 		case sig := <-sigc:
 			if s, ok := sig.(unix.Signal); ok && slices.Contains(stopSignals, sig) {
-				return nil, nil, stoppedBySignal{s}
+				return nil, nil, nil, stoppedBySignal{s}
 			}
 			if isJobStop(sig) {
 				stopSelf() // no sandbox yet: only gosbx to stop

@@ -60,14 +60,23 @@ func newJobCmd() *cobra.Command {
 		},
 	}
 	ls.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	var statusFd string
 	wait := &cobra.Command{
-		Use:   "wait SESSION/ID",
-		Short: "Wait for a job to end; exit with its status (gosbx exec's rules)",
+		Use:   "wait [--status-fd N] SESSION/ID",
+		Short: "Wait for a job to end; exit with its status (gosbx exec's rules); --status-fd N: its exit status line",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return jobCall(args[0], session.ReqJobWait, nil)
+			if statusFd == "" {
+				return jobCall(args[0], session.ReqJobWait, []uint64{0}, nil)
+			}
+			status, err := openStatusFd(statusFd)
+			if err != nil {
+				return usageError{err}
+			}
+			return jobCall(args[0], session.ReqJobWait, []uint64{uint64(status.Fd()) + 1}, status)
 		},
 	}
+	wait.Flags().StringVar(&statusFd, "status-fd", "", "write the job's exit status line to file descriptor `N` (as exec --status-fd writes it; exec --session --detach --status-fd gets its start lines)")
 	kill := &cobra.Command{
 		Use:   "kill [--signal S] SESSION/ID",
 		Short: "Signal a job's whole process group (default SIGTERM)",
@@ -77,7 +86,7 @@ func newJobCmd() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			return jobCall(args[0], session.ReqJobKill, []uint64{n})
+			return jobCall(args[0], session.ReqJobKill, []uint64{n}, nil)
 		},
 	}
 	kill.Flags().StringVarP(&sig, "signal", "s", "TERM", "the signal `S`: a name (TERM, SIGKILL) or a number")
@@ -90,7 +99,7 @@ func newJobCmd() *cobra.Command {
 			if follow {
 				f = 1
 			}
-			return jobCall(args[0], session.ReqJobLogs, []uint64{f})
+			return jobCall(args[0], session.ReqJobLogs, []uint64{f}, nil)
 		},
 	}
 	logs.Flags().BoolVarP(&follow, "follow", "f", false, "follow the log until the job ends")
@@ -128,9 +137,11 @@ func dialSession(name string) (int, error) {
 	return fd, nil
 }
 
-// jobCall sends a job request for ref (SESSION/ID) with the job id and args, prints
-// the log data and messages it gets, and exits with the status it gets.
-func jobCall(ref string, kind byte, args []uint64) error {
+// jobCall sends a job request for ref (SESSION/ID) with the job id and args (and
+// status, job wait's --status-fd, for the supervisor's check), prints the log data and
+// messages it gets, writes the status lines it gets to status, and exits with the
+// status it gets.
+func jobCall(ref string, kind byte, args []uint64, status *os.File) error {
 	name, idText, ok := strings.Cut(ref, "/")
 	id, err := strconv.ParseUint(idText, 10, 32)
 	if !ok || err != nil {
@@ -141,7 +152,11 @@ func jobCall(ref string, kind byte, args []uint64) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := session.WriteFrame(fd, kind, session.EncodeUints(append([]uint64{id}, args...)...), nil); err != nil {
+	var fds []int
+	if status != nil {
+		fds = []int{int(status.Fd())}
+	}
+	if err := session.WriteFrame(fd, kind, session.EncodeUints(append([]uint64{id}, args...)...), fds); err != nil {
 		return &opFailure{err}
 	}
 	for {
@@ -154,6 +169,10 @@ func jobCall(ref string, kind byte, args []uint64) error {
 			os.Stdout.Write(b)
 		case session.RepMessage:
 			os.Stderr.Write(b)
+		case session.RepEvent:
+			if status != nil {
+				status.Write(append(b, '\n'))
+			}
 		case session.RepExit:
 			code, err := session.DecodeUint(b)
 			if err != nil || code > 255 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gosbx/gosbx/internal/fault"
@@ -36,6 +37,9 @@ type job struct {
 	ended  time.Time
 	result *nsinit.Result
 	code   int // the exit status by gosbx exec's rules, once ended
+	// exitEvent is the job's exit status line, as exec --status-fd writes it, once
+	// ended (job wait --status-fd)
+	exitEvent []byte
 }
 
 // jobLog is a job's log file, rotated at jobLogMax; readers follow its writes.
@@ -196,8 +200,7 @@ func (x *job) info() session.Job {
 	return in
 }
 
-// detach starts cmd as a job and answers its id; it reports whether the job started
-// (its end then runs sv.guard.ended).
+// detach starts cmd as a job and answers its id; it reports whether the job started.
 func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply func(byte, []byte)) bool {
 	if err := os.MkdirAll(sv.files.Jobs, 0o700); err != nil {
 		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
@@ -216,10 +219,30 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	}
 	x := &job{id: id, args: req.Args, started: time.Now(), cmd: cmd, log: l, done: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, l, l
+	// The job's status lines: those of its start (the namespaces, its exec or the
+	// error) go to the client's --status-fd while it waits for the job's id; the exit
+	// line is kept for job wait --status-fd (the client is gone by then).
+	var starting atomic.Bool
+	starting.Store(true)
+	cmd.Events = func(e nsinit.Event) {
+		b, _ := json.Marshal(e)
+		switch {
+		case e.ExitCode != nil:
+			x.mu.Lock()
+			x.exitEvent = b
+			x.mu.Unlock()
+		case req.Status && starting.Load():
+			reply(session.RepEvent, b)
+		}
+	}
+	defer starting.Store(false) // no reply on this connection once detach returns
 	sv.routes.begin()
 	// as exec's: from here the job may run before its id is answered, so a client that
 	// loses this session after this frame says "may have started", never 125
 	reply(session.RepEvent, dispatchEvent)
+	if req.Status {
+		cmd.Events(sv.sess.Event())
+	}
 	err = sv.checkShadowed(cmd.Config)
 	if err == nil {
 		err = cmd.Start()
@@ -242,7 +265,6 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	sv.jobs.add(x)
 	go func() {
 		cmd.Wait()
-		sv.guard.ended(cmd.Config.Process.Cwd) // what the job made is its own (repoGuard)
 		sv.routes.remove(pid)
 		for _, m := range cleanupNotes(cmd.Result) {
 			l.write([]byte(m))
@@ -261,8 +283,10 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	return true
 }
 
-// jobRequest serves ReqJobs, ReqJobWait, ReqJobKill and ReqJobLogs on fd.
-func (sv *supervisor) jobRequest(fd int, kind byte, body []byte) {
+// jobRequest serves ReqJobs, ReqJobWait, ReqJobKill and ReqJobLogs on fd; fds are the
+// descriptors that came with it (job wait --status-fd's), closed here.
+func (sv *supervisor) jobRequest(fd int, kind byte, body []byte, fds []int) {
+	defer closeAll(fds)
 	reply := func(k byte, b []byte) { session.WriteFrame(fd, k, b, nil) }
 	fail := func(msg string) {
 		reply(session.RepMessage, []byte("gosbx: "+msg+"\n"))
@@ -280,7 +304,9 @@ func (sv *supervisor) jobRequest(fd int, kind byte, body []byte) {
 		reply(session.RepInfo, b)
 		return
 	}
-	n := map[byte]int{session.ReqJobWait: 1, session.ReqJobKill: 2, session.ReqJobLogs: 2}[kind]
+	// wait: the job, and its client's --status-fd number + 1 (0: none), the
+	// descriptor itself sent with the request
+	n := map[byte]int{session.ReqJobWait: 2, session.ReqJobKill: 2, session.ReqJobLogs: 2}[kind]
 	v, err := session.DecodeUints(body, n)
 	if err != nil {
 		fail(err.Error())
@@ -293,7 +319,26 @@ func (sv *supervisor) jobRequest(fd int, kind byte, body []byte) {
 	}
 	switch kind {
 	case session.ReqJobWait:
+		if v[1] != 0 {
+			// as exec --status-fd's: not a file the session's commands can append to
+			if len(fds) != 1 {
+				fail(fmt.Sprintf("the request came with %d descriptors, want the --status-fd one", len(fds)))
+				return
+			}
+			if err := checkStatusOutsideAs(fds[0], int(v[1]-1), sv.sess.Config()); err != nil {
+				fail(err.Error())
+				return
+			}
+		}
 		<-x.done
+		if v[1] != 0 {
+			x.mu.Lock()
+			ev := x.exitEvent
+			x.mu.Unlock()
+			if ev != nil {
+				reply(session.RepEvent, ev)
+			}
+		}
 		reply(session.RepExit, session.EncodeUint(uint64(x.code)))
 	case session.ReqJobKill:
 		select {

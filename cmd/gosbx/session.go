@@ -91,7 +91,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
-			spec, err := policy.Build(eff, o.Args, host)
+			spec, notes, err := policy.BuildNoted(eff, o.Args, host)
 			if err == nil {
 				err = checkRunDirHidden(spec)
 			}
@@ -125,6 +125,9 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 				return sessionFailure{err}
 			}
 			warnLoopbackPorts(spec)
+			for _, n := range notes {
+				fmt.Fprintf(os.Stderr, "gosbx: note: %s\n", n)
+			}
 			return nil
 		},
 	}
@@ -140,7 +143,8 @@ func newSessionStopCmd() *cobra.Command {
 		Use:   "stop NAME",
 		Short: "End a session: SIGTERM to its processes, SIGKILL after a grace period",
 		Long: `End session NAME: SIGTERM to every process of its sandbox, SIGKILL to those left after
-2 seconds; returns once every process, its cgroup and its runtime files are gone.`,
+2 seconds; returns once every process, its cgroup and its runtime files are gone.
+Exits 1 when no session NAME is running (nothing was stopped), 125 when it failed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error { return stopSession(args[0], false) },
 	}
@@ -151,7 +155,8 @@ func newSessionKillCmd() *cobra.Command {
 		Use:   "kill NAME",
 		Short: "End a session at once: SIGKILL to its processes",
 		Long: `End session NAME at once: every process of its sandbox is killed (no SIGTERM, no grace
-period); returns once every process, its cgroup and its runtime files are gone.`,
+period); returns once every process, its cgroup and its runtime files are gone.
+Exits 1 when no session NAME is running (nothing was killed), 125 when it failed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error { return stopSession(args[0], true) },
 	}
@@ -182,6 +187,11 @@ func stopSession(name string, kill bool) error {
 	sweepStale(dir)
 	fd, err := session.Dial(session.FilesOf(dir, name).Sock)
 	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ECONNREFUSED) {
+			// nothing to stop: 1, as tmux kill-session and docker stop exit for a name
+			// that is not running, so that a caller's cleanup tells it from a failure
+			return &notRunning{noSession(dir, name, err)}
+		}
 		return &opFailure{noSession(dir, name, err)}
 	}
 	defer unix.Close(fd)

@@ -48,7 +48,8 @@ type startData struct {
 	IdleTimeout  time.Duration // 0: none
 	Lifetime     time.Duration // the policy's --timeout: the session's own, 0: none
 	// Protected is what the search for protected paths found before the build: a
-	// request is refused while one has appeared since that no command made (repoGuard)
+	// request is refused while one has appeared since that no command made (the
+	// session's config.Guard: policy.SessionGuard)
 	Protected policy.ProtectedScan
 	// NotFound explains a command's exit 127 as gosbx exec does, from the host as the
 	// session's start saw it (its PATH and HOME: those its binds were chosen from). It
@@ -178,8 +179,6 @@ type supervisor struct {
 	bounds policy.Bounds
 	// notFound is startData.NotFound, decoded at its first use (withNotFoundHint)
 	notFound func() policy.NotFoundContext
-	// guard searches startData.Protected's trees around each command (repoGuard)
-	guard *repoGuard
 	// gitMode is startData.GitMode
 	gitMode string
 
@@ -241,6 +240,10 @@ func superviseMain() int {
 		return fail(fmt.Errorf("read this process's user namespace: %w", err))
 	}
 	routes := &netRoutes{proxied: sd.Config.Egress != nil || len(sd.Config.HostPorts) > 0}
+	// the guard of the search made before the build (startData.Protected), which the
+	// config's JSON does not carry: the session searches the trees around each command
+	// and refuses a request while a repository made between commands is there
+	sd.Config.Guard = policy.NewSessionGuard(sd.Name, sd.Protected)
 	sess, err := nsinit.NewSessionNet(sd.Config, routes.sessionNet())
 	if err != nil {
 		session.RemoveOwn(files, lock, session.FileID{})
@@ -258,7 +261,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), guard: &repoGuard{name: sd.Name, scan: sd.Protected}, gitMode: sd.GitMode,
+	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), gitMode: sd.GitMode,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
@@ -268,8 +271,6 @@ func superviseMain() int {
 		sv.killNow.Store(true)
 		sv.requestStop()
 	}
-	// the trees read once now, off the first request's path (a request waits for it)
-	go sv.guard.prime()
 
 	var lifetime <-chan time.Time
 	if sd.Lifetime > 0 {
@@ -452,7 +453,7 @@ func (sv *supervisor) handle(fd int) {
 		b, _ := json.Marshal(sv.info())
 		session.WriteFrame(fd, session.RepInfo, b, nil)
 	case session.ReqJobs, session.ReqJobWait, session.ReqJobKill, session.ReqJobLogs:
-		sv.jobRequest(fd, kind, body)
+		sv.jobRequest(fd, kind, body, fds) // takes the descriptors
 	case session.ReqStop:
 		sv.replies.Add(1)
 		defer sv.replies.Done()
@@ -523,26 +524,10 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if err == nil {
 		proc, err = sv.process(req)
 	}
-	if err == nil {
-		// a repository (or other protected path) made since the last request, while
-		// none of the session's commands ran, has no read-only mount: refused, not run
-		// unguarded; one a command made is its own (repoGuard)
-		err = sv.guard.before(proc.Cwd)
-	}
 	if err != nil {
 		refuse(err)
 		return
 	}
-	// the search once the command ended (its git cleanup done), before its exit status
-	// is answered: what appeared meanwhile was the command's
-	guarded := true
-	endGuard := func() {
-		if guarded {
-			guarded = false
-			sv.guard.ended(proc.Cwd)
-		}
-	}
-	defer endGuard()
 	sv.mu.Lock()
 	if sv.closing {
 		sv.mu.Unlock()
@@ -564,9 +549,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	cmd := sv.sess.Command(proc)
 	cmd.Timeout = req.Timeout
 	if req.Detach {
-		if sv.detach(cmd, req, reply) {
-			guarded = false // the job's end searches
-		}
+		sv.detach(cmd, req, reply)
 		return
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
@@ -657,8 +640,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 			}
 		}
 	}()
-	err = cmd.Wait()
-	endGuard()
+	err = cmd.Wait() // (its end searched the trees: config.Guard)
 	if fault.Check("session slow answer") != nil {
 		// the answer late (fault injection test): the session's end must wait for it
 		time.Sleep(300 * time.Millisecond)

@@ -23,7 +23,9 @@ import (
 //	ReqInfo   nothing: the supervisor answers RepInfo
 //	ReqStop   nothing: the supervisor ends the session, answers RepDone and exits
 //	ReqJobs   nothing: the supervisor answers RepInfo with the jobs (JSON)
-//	ReqJobWait a job id: RepExit once the job has ended
+//	ReqJobWait a job id and its client's --status-fd number + 1 (0: none; the
+//	           descriptor sent with it): RepEvent, its exit status line (with one),
+//	           and RepExit once the job has ended
 //	ReqJobKill a job id and a signal number, for the job's process group: RepExit 0
 //	ReqJobLogs a job id and whether to follow: RepData frames, then RepExit 0
 //

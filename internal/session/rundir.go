@@ -12,24 +12,20 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/rundir"
 )
 
-// Dir returns the caller's runtime directory for sessions, made if missing:
-// $XDG_RUNTIME_DIR/gosbx when $XDG_RUNTIME_DIR is a directory of the caller's of mode
-// 0700, else /run/gosbx for uid 0. The directory itself must be the caller's, mode
-// 0700, and not a symbolic link; anything else is refused (the control sockets of the
-// caller's sessions are there, and their names tell what runs).
+// Dir returns the caller's runtime directory for sessions, made if missing (mode
+// 0700): the rule of internal/rundir ($XDG_RUNTIME_DIR/gosbx when it is the caller's
+// of mode 0700, /run/gosbx for uid 0, /run/user/UID/gosbx, else /tmp/gosbx-UID, as
+// tmux's /tmp/tmux-UID). The directory itself must be the caller's, mode 0700, and not
+// a symbolic link; anything else is refused (the control sockets of the caller's
+// sessions are there, and their names tell what runs).
 func Dir() (string, error) {
-	d, err := DirPath()
+	d, err := rundir.Make(os.Getuid(), os.Getenv("XDG_RUNTIME_DIR"))
 	if err != nil {
-		return "", err
-	}
-	uid := os.Getuid()
-	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("make the runtime directory %s: %w", d, err)
-	}
-	if err := ownPrivateDir(d, uid); err != nil {
-		return "", fmt.Errorf("runtime directory %s: %w", d, err)
+		return "", noDir(err)
 	}
 	return d, nil
 }
@@ -39,43 +35,19 @@ func Dir() (string, error) {
 // it (doctor uses this: it leaves nothing behind).
 func DirPath() (string, error) {
 	uid := os.Getuid()
-	var base string
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) && ownPrivateDir(x, uid) == nil {
-		base = x
-	} else if uid == 0 {
-		base = "/run"
-	} else {
-		why := "XDG_RUNTIME_DIR is not set"
-		if x != "" {
-			why = fmt.Sprintf("XDG_RUNTIME_DIR=%s: %v", x, ownPrivateDir(x, uid))
-		}
-		return "", fmt.Errorf("no runtime directory for sessions: %s; set XDG_RUNTIME_DIR to a directory of yours of mode 0700", why)
+	d, err := rundir.Path(uid, os.Getenv("XDG_RUNTIME_DIR"))
+	if err == nil {
+		err = rundir.Check(d, uid)
 	}
-	d := filepath.Join(base, "gosbx")
-	if _, err := os.Lstat(d); err == nil {
-		if err := ownPrivateDir(d, uid); err != nil {
-			return "", fmt.Errorf("runtime directory %s: %w", d, err)
-		}
+	if err != nil {
+		return "", noDir(err)
 	}
 	return d, nil
 }
 
-// ownPrivateDir checks that path is a directory (not a symbolic link) owned by uid
-// with no access for group or others.
-func ownPrivateDir(path string, uid int) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return &os.PathError{Op: "lstat", Path: path, Err: err}
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return fmt.Errorf("%s is not a directory", path)
-	case int(st.Uid) != uid:
-		return fmt.Errorf("%s is owned by uid %d, not %d", path, st.Uid, uid)
-	case st.Mode&0o077 != 0:
-		return fmt.Errorf("%s has mode %#o, want 0700", path, st.Mode&0o777)
-	}
-	return nil
+// noDir is the error of a caller with no runtime directory for sessions.
+func noDir(err error) error {
+	return fmt.Errorf("no runtime directory for sessions: %w", err)
 }
 
 // CheckName refuses a session name that is not 1-64 letters, digits, '.', '_' or '-'

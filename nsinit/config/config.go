@@ -85,6 +85,27 @@ type Config struct {
 	// after the shorter of this and Cmd.Timeout. The launcher's alone; in OCI JSON,
 	// TimeoutAnnotation.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Guard, when set, is consulted by a session (nsinit.Session) around each of its
+	// commands: policy.Build sets one over the writable trees it searched for protected
+	// paths (a repository made there after the session's start has no read-only .git:
+	// SessionGuard). Not part of the OCI JSON; a config made from a spec has none.
+	Guard Guard `json:"-"`
+}
+
+// Guard makes the guard of each session built from a config (Config.Guard).
+type Guard interface {
+	// Session is called once a session's sandbox is ready: the guard of that session
+	// alone, its first search begun.
+	Session() SessionGuard
+}
+
+// SessionGuard is what a session asks around each command: Before as the command is
+// about to start (cwd its working directory; an error refuses it, nsinit gives it as a
+// *SetupError at step "protected"), Ended once a command that passed Before has ended
+// or did not start. Safe for concurrent use.
+type SessionGuard interface {
+	Before(cwd string) error
+	Ended(cwd string)
 }
 
 // MaxHostPorts bounds HostPorts: their sockets go to the owner in one message.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -161,32 +162,42 @@ var (
 // policy export --oci` wrote) into a Config: gosbx's annotations become the typed
 // extensions, linux.seccomp is compiled (seccomp.Compile) into Linux.Filter, and the
 // result is validated (Validate). A field gosbx does not implement is refused, as is an
-// org.gosbx.* annotation it does not know; other annotations are ignored. The spec is
-// not modified, and the Config shares its slices.
+// org.gosbx.* annotation it does not know; other annotations are ignored. Errors are
+// *SpecError, naming the field. The spec is not modified, and the Config shares its
+// slices.
 func FromSpec(s *specs.Spec) (*Config, error) {
+	c, err := fromSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// fromSpec is FromSpec, its errors *SpecError.
+func fromSpec(s *specs.Spec) (*Config, error) {
 	if s == nil {
-		return nil, fmt.Errorf("no spec")
+		return nil, &SpecError{Err: errors.New("no spec")}
 	}
 	if bad := setFieldsOutside(reflect.ValueOf(s).Elem(), specFields); len(bad) > 0 {
-		return nil, fmt.Errorf("the spec sets %s, which gosbx does not implement", strings.Join(bad, ", "))
+		return nil, &SpecError{Field: bad[0], Err: fmt.Errorf("the spec sets %s, which gosbx does not implement", strings.Join(bad, ", "))}
 	}
 	if r := s.Root; r != nil && ((r.Path != "" && r.Path != "/") || !r.Readonly) {
-		return nil, fmt.Errorf("the spec's root is %q, readonly %v: gosbx builds the root itself, read-only (want path \"/\", readonly true)", r.Path, r.Readonly)
+		return nil, &SpecError{Field: "root", Err: fmt.Errorf("the spec's root is %q, readonly %v: gosbx builds the root itself, read-only (want path \"/\", readonly true)", r.Path, r.Readonly)}
 	}
 	c := &Config{Process: s.Process, Hostname: s.Hostname, Mounts: s.Mounts}
 	if l := s.Linux; l != nil {
 		if bad := setFieldsOutside(reflect.ValueOf(l).Elem(), linuxFields); len(bad) > 0 {
-			return nil, fmt.Errorf("the spec sets linux.%s, which gosbx does not implement", strings.Join(bad, ", linux."))
+			return nil, &SpecError{Field: "linux." + bad[0], Err: fmt.Errorf("the spec sets linux.%s, which gosbx does not implement", strings.Join(bad, ", linux."))}
 		}
 		if sc := l.Seccomp; sc != nil && (sc.ListenerPath != "" || sc.ListenerMetadata != "" || len(sc.Flags) > 0) {
-			return nil, fmt.Errorf("the spec sets linux.seccomp.listenerPath or flags, which gosbx does not implement (the filter is always loaded with SECCOMP_FILTER_FLAG_TSYNC)")
+			return nil, &SpecError{Field: "linux.seccomp", Err: errors.New("the spec sets linux.seccomp.listenerPath or flags, which gosbx does not implement (the filter is always loaded with SECCOMP_FILTER_FLAG_TSYNC)")}
 		}
 		c.Linux = &Linux{UIDMappings: l.UIDMappings, GIDMappings: l.GIDMappings, Namespaces: l.Namespaces,
 			Seccomp: l.Seccomp, MaskedPaths: l.MaskedPaths, ReadonlyPaths: l.ReadonlyPaths, Resources: l.Resources}
 		if l.Seccomp != nil {
 			f, err := seccomp.Compile(l.Seccomp)
 			if err != nil {
-				return nil, fmt.Errorf("linux.seccomp: %w", err)
+				return nil, &SpecError{Field: "linux.seccomp", Err: fmt.Errorf("linux.seccomp: %w", err)}
 			}
 			c.Linux.Filter = f
 		}
@@ -194,7 +205,7 @@ func FromSpec(s *specs.Spec) (*Config, error) {
 	if p := s.Process; p != nil && p.Capabilities != nil {
 		cp := p.Capabilities
 		if len(cp.Bounding)+len(cp.Effective)+len(cp.Inheritable)+len(cp.Permitted)+len(cp.Ambient) > 0 {
-			return nil, fmt.Errorf("the spec asks for capabilities (process.capabilities); gosbx drops every one")
+			return nil, &SpecError{Field: "process.capabilities", Err: errors.New("the spec asks for capabilities (process.capabilities); gosbx drops every one")}
 		}
 		q := *p
 		q.Capabilities = nil // all dropped, as they say
@@ -204,10 +215,22 @@ func FromSpec(s *specs.Spec) (*Config, error) {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, &SpecError{Err: err}
 	}
 	return c, nil
 }
+
+// SpecError is FromSpec's error: Field is the spec's field at fault as its JSON names
+// it ("linux.sysctl", "root", "process.capabilities", "annotations.org.gosbx.limits"),
+// the first when several are; "" for no spec or a config that fails Validate (Err
+// says which field). Error is Err's text.
+type SpecError struct {
+	Field string
+	Err   error
+}
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+func (e *SpecError) Unwrap() error { return e.Err }
 
 // fromAnnotations sets c's extensions from gosbx's annotations.
 func fromAnnotations(c *Config, a map[string]string) error {
@@ -253,11 +276,11 @@ func fromAnnotations(c *Config, a map[string]string) error {
 			err = json.Unmarshal(raw, &c.HostPorts)
 		default:
 			if strings.HasPrefix(k, annotationPrefix) {
-				return fmt.Errorf("annotation %s: not one gosbx knows", k)
+				return &SpecError{Field: "annotations." + k, Err: fmt.Errorf("annotation %s: not one gosbx knows", k)}
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("annotation %s: %w", k, err)
+			return &SpecError{Field: "annotations." + k, Err: fmt.Errorf("annotation %s: %w", k, err)}
 		}
 	}
 	if idRange != nil {

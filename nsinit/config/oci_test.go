@@ -3,6 +3,7 @@ package config_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -192,5 +193,26 @@ func TestToSpecRefusesInvalidUTF8(t *testing.T) {
 			t.Errorf("ToSpec = %v; want a refusal naming UTF-8", err)
 		}
 		return
+	}
+}
+
+// TestFromSpecErrorsTyped: FromSpec's refusals are *SpecError naming the spec's field
+// (new-user trial, item 11: they were plain strings).
+func TestFromSpecErrorsTyped(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		spec  *specs.Spec
+	}{
+		{"linux.sysctl", &specs.Spec{Linux: &specs.Linux{Sysctl: map[string]string{"net.ipv4.ip_forward": "1"}}}},
+		{"hooks", &specs.Spec{Hooks: &specs.Hooks{}}},
+		{"root", &specs.Spec{Root: &specs.Root{Path: "/srv/rootfs"}}},
+		{"process.capabilities", &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_SYS_ADMIN"}}}}},
+		{"annotations.org.gosbx.nosuch", &specs.Spec{Annotations: map[string]string{"org.gosbx.nosuch": "1"}}},
+	} {
+		_, err := config.FromSpec(tc.spec)
+		var se *config.SpecError
+		if !errors.As(err, &se) || se.Field != tc.field {
+			t.Errorf("FromSpec of a spec with %s: %v (%T), want a *SpecError of field %s", tc.field, err, err, tc.field)
+		}
 	}
 }

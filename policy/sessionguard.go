@@ -1,16 +1,16 @@
-package main
+package policy
 
 import (
+	"slices"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gosbx/gosbx/nsinit"
-	"github.com/gosbx/gosbx/policy"
+	"github.com/gosbx/gosbx/nsinit/config"
 )
 
-// repoGuard tells apart the protected paths (a new .git) that appear in a session's
+// SessionGuard tells apart the protected paths (a new .git) that appear in a session's
 // writable trees while its commands run from those that appear between them. A session's
 // mounts are fixed at its start, so neither is bound read-only:
 //   - made while a command or job of the session ran (git init, git clone by the
@@ -22,7 +22,7 @@ import (
 //     session left running in the background, whose refusal is the session's own loss):
 //     every request is refused while it is there (until the session is restarted).
 //
-// Known paths are kept by identity (policy.KnownPath): a start-time repository removed
+// Known paths are kept by identity (KnownPath): a start-time repository removed
 // and made again at its path (the start's read-only bind covered the old one) is new.
 // Each request's search also follows the chain from the workspace down to its working
 // directory, as the start's does for its own: a protected path there that no search
@@ -30,13 +30,20 @@ import (
 //
 // The trees are searched before each request's command starts and after each command
 // or job ends (its git cleanup done), reading only the directories that changed
-// (policy.ProtectedScan.Rescan). What appears while a command runs, even by the host's
+// (ProtectedScan.Rescan). What appears while a command runs, even by the host's
 // hand, counts as the command's (README, Sessions).
-type repoGuard struct {
+//
+// Build puts one in every config it makes (config.Config.Guard), from its own search,
+// and nsinit.Session calls it around each command: a library session refuses what the
+// CLI's refuses (the CLI's supervisor sets its own, NewSessionGuard, from the search it
+// made before the build). Its refusals are *Error at field "protected"; nsinit gives
+// them as a *SetupError at step "protected".
+type SessionGuard struct {
+	// name is the CLI session's name, "" for a library session (the refusals' fix)
 	name string
 
 	mu   sync.Mutex
-	scan policy.ProtectedScan
+	scan ProtectedScan
 	// running counts the commands and jobs started and not yet ended
 	running int
 	// ran: a command ran since the last search
@@ -47,21 +54,26 @@ type repoGuard struct {
 	since time.Time
 }
 
-// prime reads the trees once so that the first request's search reads only what
+// NewSessionGuard is the guard of session name ("" for a library session) over the
+// trees scan searched before the sandbox was built (Policy.ScanProtected).
+func NewSessionGuard(name string, scan ProtectedScan) *SessionGuard {
+	return &SessionGuard{name: name, scan: scan}
+}
+
+// Prime reads the trees once so that the first request's search reads only what
 // changed; what it finds is left for that search to judge.
-func (g *repoGuard) prime() {
+func (g *SessionGuard) Prime() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.scan.Rescan()
 	g.since = coarseNow()
 }
 
-// before searches the trees (and the chain down to cwd, the command's working
-// directory) as a request's command is about to start, and refuses it (a
-// *nsinit.SetupError at step protected) when a protected path appeared while none of
-// the session's commands ran. On nil the caller calls started, then ended once the
-// command ended (or ended alone when it did not start).
-func (g *repoGuard) before(cwd string) error {
+// Before searches the trees (and the chain down to cwd, the command's working
+// directory) as a request's command is about to start, and refuses it (an *Error at
+// field protected) when a protected path appeared while none of the session's commands
+// ran. On nil the caller calls Ended once the command ended, or did not start.
+func (g *SessionGuard) Before(cwd string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.search(cwd); err != nil {
@@ -72,9 +84,9 @@ func (g *repoGuard) before(cwd string) error {
 	return nil
 }
 
-// ended searches the trees once a command that passed before has ended (after its git
+// Ended searches the trees once a command that passed Before has ended (after its git
 // cleanup), cwd its working directory: what appeared meanwhile is its own.
-func (g *repoGuard) ended(cwd string) {
+func (g *SessionGuard) Ended(cwd string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.running--
@@ -84,7 +96,7 @@ func (g *repoGuard) ended(cwd string) {
 }
 
 // search is the search itself, g.mu held.
-func (g *repoGuard) search(cwd string) error {
+func (g *SessionGuard) search(cwd string) error {
 	idle := g.running == 0
 	var cwds []string
 	if cwd != "" {
@@ -92,9 +104,9 @@ func (g *repoGuard) search(cwd string) error {
 	}
 	added, err := g.scan.Rescan(cwds...)
 	if err != nil {
-		return &nsinit.SetupError{Step: "protected", Err: err}
+		return err
 	}
-	var fresh, old, chain []policy.Found
+	var fresh, old, chain []Found
 	for _, f := range added {
 		switch {
 		case (g.ran || g.running > 0) && (!f.Born || !f.BirthTime().Before(g.since)):
@@ -109,13 +121,13 @@ func (g *repoGuard) search(cwd string) error {
 	}
 	if len(old) > 0 {
 		if !g.ran && g.running == 0 {
-			return &nsinit.SetupError{Step: "protected", Err: policy.NewProtectedError(g.name, policy.Paths(old))}
+			return NewProtectedError(g.name, Paths(old))
 		}
-		return &nsinit.SetupError{Step: "protected", Err: policy.NewProtectedBornError(g.name, policy.Paths(old))}
+		return NewProtectedBornError(g.name, Paths(old))
 	}
 	if len(chain) > 0 {
 		// not the session's end: the request's own directory, refused each time
-		return &nsinit.SetupError{Step: "protected", Err: policy.NewChainError(g.name, policy.Paths(chain))}
+		return NewChainError(g.name, Paths(chain))
 	}
 	g.scan.Accept(fresh)
 	g.ran = g.running > 0
@@ -136,4 +148,18 @@ func coarseNow() time.Time {
 		return time.Now()
 	}
 	return time.Unix(ts.Unix())
+}
+
+// Session is a guard of its own (its own copy of the trees' search) for one session
+// built from the config g is in, its first search begun in the background: the session
+// guard of config.Guard.
+func (g *SessionGuard) Session() config.SessionGuard {
+	g.mu.Lock()
+	scan := g.scan
+	g.mu.Unlock()
+	scan.Known = slices.Clone(scan.Known)
+	scan.cache = nil
+	s := &SessionGuard{name: g.name, scan: scan}
+	go s.Prime()
+	return s
 }

@@ -1,0 +1,107 @@
+// Package rundir is the one rule for where a user's runtime files of gosbx live (the
+// sessions' sockets and locks, the cgroup owners' lock files): the caller's runtime
+// directory when it has one, and, where it has none (a login without pam_systemd, su,
+// cron, setpriv, a container's USER), a private per-uid directory under /tmp, as
+// tmux(1) makes /tmp/tmux-UID.
+package rundir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Path is uid's runtime directory of gosbx (not made), the first of:
+//   - $XDG_RUNTIME_DIR/gosbx, xdg being the caller's XDG_RUNTIME_DIR ("" for a rule
+//     that must not depend on the environment: another user's, for a sweep), when it
+//     is a directory of uid's of mode 0700, not a symbolic link (XDG Base Directory
+//     Specification); set to anything else, it is an error for uid other than 0;
+//   - /run/gosbx for uid 0;
+//   - /run/user/UID/gosbx when /run/user/UID is a directory of uid's of mode 0700
+//     (pam_systemd's, XDG_RUNTIME_DIR left unset: su, sudo -u, cron);
+//   - /tmp/gosbx-UID, the directory itself made private by Make (tmux's rule).
+func Path(uid int, xdg string) (string, error) {
+	if xdg != "" {
+		if filepath.IsAbs(xdg) && Private(xdg, uid) == nil {
+			return filepath.Join(filepath.Clean(xdg), "gosbx"), nil
+		}
+		if uid != 0 {
+			why := fmt.Errorf("not an absolute path")
+			if filepath.IsAbs(xdg) {
+				why = Private(xdg, uid)
+			}
+			return "", fmt.Errorf("XDG_RUNTIME_DIR=%s: %w; set it to a directory of yours of mode 0700, or unset it (gosbx then uses %s)", xdg, why, fallback(uid))
+		}
+	}
+	if uid == 0 {
+		return "/run/gosbx", nil
+	}
+	if u := "/run/user/" + strconv.Itoa(uid); Private(u, uid) == nil {
+		return filepath.Join(u, "gosbx"), nil
+	}
+	return fallback(uid), nil
+}
+
+// fallback is the runtime directory of a uid with no other: /tmp/gosbx-UID.
+func fallback(uid int) string { return "/tmp/gosbx-" + strconv.Itoa(uid) }
+
+// Make is Path, the directory made (mode 0700) if missing, and checked as Private: one
+// that exists with another owner or mode, or is a symbolic link, is refused (in /tmp,
+// anyone could have made it first; the sticky bit keeps them from replacing it after).
+func Make(uid int, xdg string) (string, error) {
+	d, err := Path(uid, xdg)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("make the runtime directory %s: %w", d, err)
+	}
+	if err := Private(d, uid); err != nil {
+		return "", fmt.Errorf("runtime directory %s: %w%s", d, err, removeFix(d))
+	}
+	return d, nil
+}
+
+// Check is Private of a runtime directory Path gave that exists, with Make's fix in
+// its error; nil when it does not exist.
+func Check(d string, uid int) error {
+	if _, err := os.Lstat(d); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := Private(d, uid); err != nil {
+		return fmt.Errorf("runtime directory %s: %w%s", d, err, removeFix(d))
+	}
+	return nil
+}
+
+// removeFix says what to do about a /tmp runtime directory that is not the caller's.
+func removeFix(d string) string {
+	if filepath.Dir(d) == "/tmp" {
+		return " (someone else may have made it first: have it removed, or set XDG_RUNTIME_DIR to a directory of yours of mode 0700)"
+	}
+	return ""
+}
+
+// Private checks that path is a directory (not a symbolic link) owned by uid with no
+// access for group or others.
+func Private(path string, uid int) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fmt.Errorf("%s is a symbolic link", path)
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("%s is not a directory", path)
+	case int(st.Uid) != uid:
+		return fmt.Errorf("%s is owned by uid %d, not %d", path, st.Uid, uid)
+	case st.Mode&0o077 != 0:
+		return fmt.Errorf("%s has mode %#o, want 0700", path, st.Mode&0o777)
+	}
+	return nil
+}
