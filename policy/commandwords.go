@@ -13,14 +13,16 @@ type cmdWord struct {
 	dir     string // the directory a literal `cd DIR` earlier in the command moved to ("" none), as written
 	unknown bool   // its meaning depends on an expansion ($, `) or on a cd the guard cannot follow
 	shell   bool   // run by sh -c (the value holds a shell metacharacter): a builtin is no program
+	input   bool   // the target of an input redirection (< FILE): a file the program reads, a script for sh
+	named   bool   // a file the program opens (an interpreter's script, -f FILE): set by guardCommand
 }
 
 // shellMeta are the characters for which git runs a command through sh -c rather than
 // executing its one word itself (run-command.c prepare_shell_cmd).
 const shellMeta = "|&;<>()$`\\\"' \t\n*?[#~=%"
 
-// A redirection's target (> out, < in) is data the shell writes or reads, not a word:
-// commandWords leaves it out.
+// An output redirection's target (> out) is data the shell writes, not a word:
+// commandWords leaves it out. An input one (< in) is kept, marked input: `sh < x` runs x.
 
 // shellLead reports whether the next word after t is still in a program's place.
 func shellLead(t string) bool {
@@ -41,7 +43,7 @@ func shellLead(t string) bool {
 func commandWords(v string) []cmdWord {
 	var out []cmdWord
 	var b strings.Builder
-	inWord, expand, program, afterCd, unknown, redirect := false, false, true, false, false, false
+	inWord, expand, program, afterCd, unknown, redirect, redirectIn := false, false, true, false, false, false, false
 	dir := ""
 	var quote byte
 	end := func() {
@@ -56,6 +58,10 @@ func commandWords(v string) []cmdWord {
 		switch {
 		case redirect:
 			redirect = false
+			if redirectIn {
+				w.program, w.input = false, true
+				out = append(out, w)
+			}
 			return
 		case afterCd:
 			afterCd = false
@@ -123,7 +129,7 @@ func commandWords(v string) []cmdWord {
 				for i++; i+1 < len(v) && (v[i+1] == '-' || v[i+1] >= '0' && v[i+1] <= '9'); i++ {
 				}
 			} else {
-				redirect = true
+				redirect, redirectIn = true, c == '<'
 			}
 		case ';', '&', '|', '(', ')', '\n':
 			endCommand()

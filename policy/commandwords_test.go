@@ -20,7 +20,7 @@ func TestCommandWords(t *testing.T) {
 		{"cd $D; ./x", []cmdWord{{text: "./x", program: true, unknown: true}}},
 		{"cd; ./x", []cmdWord{{text: "./x", program: true, unknown: true}}},
 		{`f() { git log "$@"; }; f`, []cmdWord{{text: "f", program: true}, {text: "{", program: true}, {text: "git", program: true}, {text: "log"}, {text: "$@", unknown: true}, {text: "}", program: true}, {text: "f", program: true}}},
-		{"A=1 ./x>o 2>&1 <in", []cmdWord{{text: "A=1", program: true}, {text: "./x", program: true}, {text: "2"}}},
+		{"A=1 ./x>o 2>&1 <in", []cmdWord{{text: "A=1", program: true}, {text: "./x", program: true}, {text: "2"}, {text: "in", input: true}}},
 	} {
 		if got := commandWords(c.v); !slices.Equal(got, c.want) {
 			t.Errorf("commandWords(%q) = %+v\nwant %+v", c.v, got, c.want)

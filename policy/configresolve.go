@@ -20,7 +20,18 @@ const maxConfigLinks = 40
 // command could point elsewhere after the launch. err is ELOOP past maxConfigLinks, or
 // an lstat/readlink error other than a missing component.
 func resolveConfigPath(p string, inWritable func(string) bool) (resolved, link string, err error) {
-	rest := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	resolved, link, _, err = resolvePath(p, inWritable)
+	return resolved, link, err
+}
+
+// resolvePath is resolveConfigPath, also returning left: the first directory in a
+// writable tree that a ".." left ("" none). Such a directory the command could replace
+// by a symlink after the launch (rmdir sub; ln -s a/b sub), moving where the ".." lands:
+// a resolution that left one and ends outside the writable trees pins nothing
+// (attack review 29 F8). p is split as written, not cleaned: a ".." after a symlink is
+// taken from the link's target, as the kernel takes it.
+func resolvePath(p string, inWritable func(string) bool) (resolved, link, left string, err error) {
+	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	cur := "/"
 	links := 0
 	for len(rest) > 0 {
@@ -30,6 +41,9 @@ func resolveConfigPath(p string, inWritable func(string) bool) (resolved, link s
 		case "", ".":
 			continue
 		case "..":
+			if left == "" && cur != "/" && inWritable(cur) {
+				left = cur
+			}
 			cur = filepath.Dir(cur)
 			continue
 		}
@@ -37,31 +51,31 @@ func resolveConfigPath(p string, inWritable func(string) bool) (resolved, link s
 		st, err := os.Lstat(next)
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, os.ErrPermission) {
 			// missing, or not the caller's to search (their own git cannot reach it either)
-			return filepath.Join(append([]string{next}, rest...)...), link, nil
+			return filepath.Join(append([]string{next}, rest...)...), link, left, nil
 		}
 		if err != nil {
-			return "", link, err
+			return "", link, left, err
 		}
 		if st.Mode()&os.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
 		if links++; links > maxConfigLinks {
-			return "", link, &os.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
+			return "", link, left, &os.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
 		}
 		if link == "" && inWritable(next) {
 			link = next
 		}
 		t, err := os.Readlink(next)
 		if err != nil {
-			return "", link, err
+			return "", link, left, err
 		}
 		if filepath.IsAbs(t) {
 			cur = "/"
 		}
 		rest = append(strings.Split(t, "/"), rest...)
 	}
-	return cur, link, nil
+	return cur, link, left, nil
 }
 
 // resolveWritable is p as git reaches it when p is not itself in a writable tree but
@@ -74,12 +88,15 @@ func resolveWritable(p, what string, inWritable func(string) bool) (string, erro
 	if inWritable(p) || !filepath.IsAbs(p) {
 		return p, nil
 	}
-	r, link, err := resolveConfigPath(p, inWritable)
+	r, link, left, err := resolvePath(p, inWritable)
 	if err != nil {
 		return "", errorf("protected", p, err, "cannot resolve the path %s names, so cannot guard it", what)
 	}
 	if link != "" {
 		return "", errorf("protected", link, nil, "the path %s, which %s names, leads through this symlink, which lies in a tree the sandbox can write (the command could repoint it): make it a plain file or directory, or link from outside the writable trees", p, what)
+	}
+	if left != "" && !inWritable(r) {
+		return "", errorf("protected", left, nil, "the path %s, which %s names, enters this directory in a tree the sandbox can write and leaves it with \"..\" (the command could make it a symlink and move where the path lands): link to the target without passing through the writable tree", p, what)
 	}
 	if inWritable(r) {
 		return r, nil

@@ -36,11 +36,14 @@ func configTarget(e configEntry) configTargetKind {
 		s == "init" && k == "templatedir",    // its hooks/ is copied into each new repository
 		s == "instaweb" && k == "modulepath": // httpd loads modules from it
 		return hooksDir
-	case s == "core" && (k == "attributesfile" || k == "excludesfile"),
-		s == "commit" && k == "template",
-		s == "sendemail" && k == "aliasesfile":
+	case s == "core" && (k == "attributesfile" || k == "excludesfile"):
 		return dataFile
 	case s == "gpg" && e.sub == "ssh" && (k == "allowedsignersfile" || k == "revocationfile"),
+		// their content git copies into the repository (COMMIT_EDITMSG) or mail headers:
+		// a link the command repoints would copy any file the host user can read
+		// (attack review 29 F5)
+		s == "commit" && k == "template",
+		s == "sendemail" && k == "aliasesfile",
 		s == "sendemail" && k == "smtpsslcertpath",
 		s == "http" && (k == "sslcapath" || k == "sslcainfo" || k == "cookiefile"):
 		return trustFile
@@ -141,11 +144,30 @@ func (plan *gitPlan) guardConfigSources(worktree, gd string, inWritable func(str
 	if c != "" {
 		files = append(files, filepath.Join(c, "config"))
 	}
-	for _, f := range files {
-		f, err := resolveWritable(f, "git (a config file it reads)", inWritable)
+	outerDirs := plan.gitDirs
+	plan.gitDirs = []string{gd, c}
+	defer func() { plan.gitDirs = outerDirs }()
+	if plan.mode == "" && plan.writable != nil {
+		// an enclosing repository's git dir (outside the trees): its hooks and info/
+		// files may still lead into them (attack review 29 F12)
+		for _, d := range []string{gd, c} {
+			if d == "" || inWritable(d) {
+				continue
+			}
+			if err := plan.guardHooksDir(filepath.Join(d, "hooks"), "", "the git dir "+d, inWritable); err != nil {
+				return err
+			}
+			if err := plan.guardInfoEntries(d, "", inWritable); err != nil {
+				return err
+			}
+		}
+	}
+	for _, named := range files {
+		f, err := resolveWritable(named, "git (a config file it reads)", inWritable)
 		if err != nil {
 			return err
 		}
+		plan.nameConfig(f, named)
 		if inWritable(f) && filepath.Base(f) == "config.worktree" {
 			if _, err := os.Lstat(f); err == nil {
 				plan.readOnly = append(plan.readOnly, f)
@@ -185,6 +207,7 @@ func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
 		if err != nil {
 			return err
 		}
+		plan.nameConfig(f, g)
 		if inWritable(f) {
 			_, err := os.Lstat(f)
 			switch {
@@ -265,6 +288,10 @@ func charDevice(p string) bool {
 // read-only in a writable tree's root, else noted; README, Known limits).
 func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWritable func(string) bool, depth int) error {
 	kind := configTarget(e)
+	if e.section == "alias" && e.set && kind == notTarget {
+		// a git alias without "!" may carry settings of its own (git -c KEY=VALUE)
+		return plan.guardGitOptions(f, worktree, settingName(e), e.value, inWritable)
+	}
 	if kind == notTarget || !e.set {
 		return nil
 	}
@@ -296,19 +323,31 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 		base = ""
 		if filepath.IsAbs(f) { // git refuses a relative include from the command line
 			base = filepath.Dir(f)
+			if n, ok := plan.configNames[f]; ok {
+				// git takes a relative include from the file as it named it, not from
+				// where its links lead (~/.gitconfig -> dotfiles/x/gitconfig: from ~)
+				base = filepath.Dir(n)
+			}
 		}
 	}
-	p := plan.configPath(v, base)
-	if p == "" {
+	named := plan.configPath(v, base)
+	if named == "" {
 		return nil
 	}
-	p, err := resolveWritable(p, "git config "+name+" (in "+f+")", inWritable)
+	p, err := resolveWritable(named, "git config "+name+" (in "+f+")", inWritable)
 	if err != nil {
 		return err
+	}
+	if kind == includeFile {
+		plan.nameConfig(p, named)
 	}
 	if inWritable(p) {
 		st, err := os.Lstat(p)
 		switch {
+		case err == nil && kind == dataFile && !st.Mode().IsRegular() && !nonBlocking(p):
+			// a FIFO, a device, or a link to one: the host's git would block or read
+			// without end (attack review 29 F18)
+			return errorf("protected", p, nil, "git config %s (in %s) names it and it is (or leads to) a FIFO, socket or device, which the host's git would block on or read without end: remove it", name, f)
 		case err == nil && st.Mode()&os.ModeSymlink != 0 && kind == dataFile:
 			// data the workspace's own .gitattributes or .gitignore could say anyway:
 			// not followed, not refused (an earlier command could have planted it where
@@ -334,7 +373,97 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 	if kind == includeFile {
 		return plan.guardConfigFile(p, worktree, inWritable, depth+1)
 	}
+	if kind == hooksDir {
+		return plan.guardHooksSetting(f, name, e, v, p, inWritable)
+	}
 	return nil
+}
+
+// guardHooksSetting guards the hooks a hooks-directory setting (core.hooksPath,
+// init.templateDir) at p gives git, entry by entry (guardHooksDir: links into a
+// writable tree, hard links); and for a relative core.hooksPath the directory git's push
+// hooks take it from, <gitdir>/<value> and <commondir>/<value> (they run with $GIT_DIR
+// as their directory, githooks(5)): read-only when there, created empty and read-only
+// when missing in a writable git dir (attack review 29 F3).
+func (plan *gitPlan) guardHooksSetting(f, name string, e configEntry, v, p string, inWritable func(string) bool) error {
+	what := "git config " + name + " (in " + f + ")"
+	switch {
+	case e.section == "core":
+		if err := plan.guardHooksDir(p, pinnedIf(p, inWritable), what, inWritable); err != nil {
+			return err
+		}
+	case e.section == "init":
+		hooks := filepath.Join(p, "hooks")
+		if err := plan.guardHooksDir(hooks, pinnedIf(p, inWritable), what, inWritable); err != nil {
+			return err
+		}
+		return nil
+	default:
+		return nil
+	}
+	if filepath.IsAbs(v) || strings.HasPrefix(v, "~") {
+		return nil
+	}
+	for _, d := range plan.gitDirs {
+		if d == "" {
+			continue
+		}
+		q, err := resolveWritable(filepath.Join(d, v), what, inWritable)
+		if err != nil {
+			return err
+		}
+		if inWritable(q) {
+			st, err := os.Lstat(q)
+			switch {
+			case err == nil && st.Mode()&os.ModeSymlink != 0:
+				return errorf("protected", q, nil, "%s is relative, so git's push hooks take it from the git dir, where it is a symlink: it cannot be kept read-only; remove it", what)
+			case err == nil:
+				plan.readOnly = append(plan.readOnly, q)
+			case os.IsNotExist(err) && plan.mode != GitReadOnly:
+				plan.makeDirs = append(plan.makeDirs, q)
+				plan.readOnly = append(plan.readOnly, q)
+			case os.IsNotExist(err):
+				// the git dir is read-only whole: the command cannot create it
+			default:
+				return errorf("protected", q, err, "cannot check the hooks directory %s gives git's push hooks", what)
+			}
+		}
+		if err := plan.guardHooksDir(q, pinnedIf(q, inWritable), what+" (for push hooks, from "+d+")", inWritable); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pinnedIf is p when it lies in a writable tree (its guard keeps it read-only), else "".
+func pinnedIf(p string, inWritable func(string) bool) string {
+	if inWritable(p) {
+		return p
+	}
+	return ""
+}
+
+// nonBlocking reports whether the data file p, followed, is a regular file, a
+// directory, or missing: what git reads to an end without blocking.
+func nonBlocking(p string) bool {
+	st, err := os.Stat(p)
+	if err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		r, _ := filepath.EvalSymlinks(p)
+		return r == "/dev/null" // empty
+	}
+	return err != nil || st.Mode().IsRegular() || st.IsDir()
+}
+
+// nameConfig notes that git reads the config file f under the name named (where its
+// links lead differs), for the relative includes in it.
+func (plan *gitPlan) nameConfig(f, named string) {
+	if f == named {
+		return
+	}
+	if plan.configNames == nil {
+		plan.configNames = map[string]string{}
+	}
+	plan.configNames[f] = named
 }
 
 // configPath is the path a config value v names: "~/" and "~user/" expanded as git does
@@ -387,10 +516,19 @@ func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWri
 			return nil
 		}
 	}
-	if !strings.Contains(t, "/") || strings.ContainsAny(t, "*?[") {
+	if strings.ContainsAny(t, "*?[") {
+		if w.program || w.named || w.input || hasScriptExt(t) {
+			// the shell runs whatever matches: the guard cannot tell which files
+			return errorf("protected", f, nil, "git config %s runs a shell command that runs or reads the files a glob %q matches, which the guard cannot keep read-only: name each file literally, or remove the setting", name, w.text)
+		}
 		return nil
 	}
-	named := w.program || pathLike(t) // what the shell runs or hands over as a file
+	if !strings.Contains(t, "/") {
+		// a bare name the program opens from the directory it runs in (sh lint.sh,
+		// python3 conv.py, make -f ci.mk, sh < x): attack review 29 F1
+		return plan.guardBareWord(f, worktree, name, t, w, inWritable)
+	}
+	named := w.program || w.named || w.input || pathLike(t) // what the shell runs or hands over as a file
 	if w.unknown && !named {
 		return nil // e.g. HEAD:refs/for/$1: a ref, not a file
 	}
@@ -463,6 +601,7 @@ func (plan *gitPlan) guardCommand(f, worktree, name, v string, outer cmdWord, de
 	if depth > 4 {
 		return errorf("protected", f, nil, "git config %s nests shell commands in quotes too deep to follow: simplify it", name)
 	}
+	var a argState
 	for _, w := range commandWords(v) {
 		w.unknown = w.unknown || outer.unknown
 		if outer.dir != "" {
@@ -471,6 +610,37 @@ func (plan *gitPlan) guardCommand(f, worktree, name, v string, outer cmdWord, de
 			}
 		}
 		w.shell = depth > 0 || strings.ContainsAny(v, shellMeta)
+		prev, prog := a.prev, a.prog
+		module := a.next(&w)
+		if prog == "git" && !w.program && !w.input {
+			// git -c KEY=VALUE, --config-env: a setting of its own (attack review 29 F10)
+			if done, err := plan.guardGitOption(f, worktree, name, prev, w, inWritable); done || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if module != "" {
+			if err := plan.guardPythonModule(f, worktree, name, module, w, inWritable); err != nil {
+				return err
+			}
+			continue
+		}
+		if val, ok := assignment(w.text); ok && !strings.HasPrefix(w.text, "-") {
+			// KEY=VALUE (ProxyCommand=./x, an environment assignment): the value is a
+			// path or a command of its own (attack review 29 F11)
+			vw := w
+			vw.text, vw.program, vw.named = val, false, false
+			if strings.ContainsAny(val, " \t\n;&|()<>") {
+				if err := plan.guardCommand(f, worktree, name, val, vw, depth+1, inWritable); err != nil {
+					return err
+				}
+			} else if err := plan.guardCommandWord(f, worktree, name, vw, inWritable); err != nil {
+				return err
+			}
+			continue
+		}
 		if strings.ContainsAny(w.text, " \t\n;&|()<>") {
 			if err := plan.guardCommand(f, worktree, name, w.text, w, depth+1, inWritable); err != nil {
 				return err

@@ -47,6 +47,12 @@ type gitPlan struct {
 	writable func(string) bool
 	// seen, when not nil, collects every setting the config guard reads (configTargets).
 	seen *[]sourcedEntry
+	// gitDirs are the git dir and common dir whose config the config guard reads ("" none):
+	// git's push hooks take a relative core.hooksPath from there (attack review 29 F3).
+	gitDirs []string
+	// configNames maps a config file reached through symlinks to the name git reads it
+	// by: a relative include is taken from that name's directory (nameConfig).
+	configNames map[string]string
 }
 
 // absentAfter adds p as a file that must not exist after the run (a writable git dir's
@@ -68,7 +74,9 @@ func (plan *gitPlan) noNewEntries(dir string, keep []string, ids []cleanup.ID) {
 // Object fan-out directories are not walked (their loose objects are not followed when
 // git writes).
 func (plan *gitPlan) noSymlinks(gd string) {
-	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveSpecialUnder, Path: gd, Skip: []string{"objects/[0-9a-f][0-9a-f]"}})
+	// hooks/ is read-only for the whole run (gitGuarded): its links are the user's
+	// (guardHooksDir follows them), which the command cannot have added.
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveSpecialUnder, Path: gd, Skip: []string{"objects/[0-9a-f][0-9a-f]", "hooks"}})
 }
 
 // gitReads keeps, while one repository is planned (nothing is created meanwhile), the
@@ -217,6 +225,9 @@ func guardGit(entry, mode string, inWritable func(string) bool, outsideRW func(e
 			} else {
 				plan.bindRO = append(plan.bindRO, d)
 			}
+			if err := plan.guardReadOnlyGitDir(d, inWritable); err != nil {
+				return plan, err
+			}
 			continue
 		}
 		if !inWritable(d) {
@@ -257,9 +268,55 @@ func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(s
 	}
 	if mode != GitCommit {
 		plan.readOnly = append(plan.readOnly, gd)
-		return nil
+		return plan.guardReadOnlyGitDir(gd, inWritable)
 	}
 	return plan.guard(gd, "")
+}
+
+// guardReadOnlyGitDir guards what the git dir gd, kept read-only whole, leads to: its
+// hooks' and info/ files' links and hard links into a writable tree (guardHooksDir,
+// guardInfoEntries), and its submodules' git dirs' the same way.
+func (plan *gitPlan) guardReadOnlyGitDir(gd string, inWritable func(string) bool) error {
+	if err := plan.guardHooksDir(filepath.Join(gd, "hooks"), gd, "the git dir "+gd, inWritable); err != nil {
+		return err
+	}
+	if err := plan.guardInfoEntries(gd, gd, inWritable); err != nil {
+		return err
+	}
+	return plan.readOnlyModules(filepath.Join(gd, "modules"), gd, 3, inWritable)
+}
+
+// readOnlyModules is guardReadOnlyGitDir for each git dir under dir (a read-only git
+// dir's modules/, names with slashes depth levels deep), pinned by the read-only gd.
+func (plan *gitPlan) readOnlyModules(dir, gd string, depth int, inWritable func(string) bool) error {
+	ents, err := readDirCapped(dir)
+	if err != nil {
+		return nil // none, or unreadable: gitDirAccessible has had its say
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if gitDirLike(p) {
+			if err := plan.guardHooksDir(filepath.Join(p, "hooks"), gd, "the git dir "+p, inWritable); err != nil {
+				return err
+			}
+			if err := plan.guardInfoEntries(p, gd, inWritable); err != nil {
+				return err
+			}
+			if err := plan.readOnlyModules(filepath.Join(p, "modules"), gd, 3, inWritable); err != nil {
+				return err
+			}
+			continue
+		}
+		if depth > 0 {
+			if err := plan.readOnlyModules(p, gd, depth-1, inWritable); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // guardGitSymlink plans the guard of a .git that is a symlink to a directory in a
@@ -312,6 +369,16 @@ func (plan *gitPlan) guard(gd, own string) error {
 		return err
 	}
 	plan.noSymlinks(gd)
+	w := plan.writable
+	if w == nil {
+		w = func(string) bool { return false }
+	}
+	if err := plan.guardHooksDir(filepath.Join(gd, "hooks"), filepath.Join(gd, "hooks"), "the git dir "+gd, w); err != nil {
+		return err
+	}
+	if err := plan.guardInfoEntries(gd, filepath.Join(gd, "info"), w); err != nil {
+		return err
+	}
 	// Files git reads for its config that a mount cannot keep from being created:
 	// removed after the run when the command made them (config.worktree is read when
 	// extensions.worktreeConfig is set, as git sparse-checkout does).
@@ -747,6 +814,8 @@ func noSymlinksIn(gd string) error {
 		for _, e := range ents {
 			p := filepath.Join(d, e.Name())
 			switch {
+			case depth == 0 && e.Name() == "hooks" && e.IsDir():
+				// read-only for the run; its links are followed by guardHooksDir
 			case e.Type()&fs.ModeSymlink != 0:
 				return errorf("protected", p, nil, "is a symlink in a git dir the sandbox can write; git never makes one, and the host's git would follow it when it writes there; remove it")
 			case e.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) != 0:
