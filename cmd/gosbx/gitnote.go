@@ -289,3 +289,22 @@ func shownAll(ss []string) []string {
 	}
 	return out
 }
+
+// gitCommitLaunchNote is the note printed before a command runs with git: commit when
+// stderr is a terminal (a person is there to read it), "" otherwise: the cleanup that
+// removes what the command plants in a git dir (a commondir, config.worktree, symlinks)
+// runs only when the command has ended, and a host git run in the repository
+// meanwhile (an editor's polling, a git-aware prompt) follows it (attack review 29 F4;
+// docs/decisions.md "Attack review 29: commit mode's index, objects and refs").
+func gitCommitLaunchNote(gitMode string, stderrTTY bool) string {
+	if gitMode != policy.GitCommit || !stderrTTY {
+		return ""
+	}
+	return "gosbx: note: git: commit: run no git in this repository (an editor's git integration included) until the command ends; what it plants in .git is removed only then"
+}
+
+// isTerminal reports whether fd is a terminal (TCGETS answers: isatty(3)).
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}
