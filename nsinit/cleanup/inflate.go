@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"sync"
 )
 
 // inflate decodes a zlib stream (RFC 1950: a 2-byte header, then RFC 1951 deflate
@@ -196,31 +197,15 @@ var (
 	lenExtra = [29]uint8{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0}
 	dstBase  = [30]uint16{1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577}
 	dstExtra = [30]uint8{0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13}
-	// fixedLen and fixedDist are the fixed codes (RFC 1951 3.2.6), built on first use.
+	// fixedLen and fixedDist are the fixed codes (RFC 1951 3.2.6), built on first use
+	// (fixedOnce: cleanups of a session's requests may inflate at the same time).
 	fixedLen, fixedDist huffman
+	fixedOnce           sync.Once
 )
 
 func (s *inflater) codes(lc, dc *huffman) error {
-	if lc == &fixedLen && fixedLen.symbol == nil {
-		var l [288]uint8
-		for i := range l {
-			switch {
-			case i < 144:
-				l[i] = 8
-			case i < 256:
-				l[i] = 9
-			case i < 280:
-				l[i] = 7
-			default:
-				l[i] = 8
-			}
-		}
-		fixedLen.build(l[:])
-		var d [30]uint8
-		for i := range d {
-			d[i] = 5
-		}
-		fixedDist.build(d[:])
+	if lc == &fixedLen {
+		fixedOnce.Do(buildFixed)
 	}
 	for {
 		sym, err := s.decode(lc)
@@ -344,4 +329,27 @@ func (s *inflater) dynamic() error {
 // byteReader is a bufio.Reader limited to n bytes (a file's size at the check).
 func byteReader(r io.Reader, n int64) *bufio.Reader {
 	return bufio.NewReaderSize(io.LimitReader(r, n), 32<<10)
+}
+
+// buildFixed builds fixedLen and fixedDist.
+func buildFixed() {
+	var l [288]uint8
+	for i := range l {
+		switch {
+		case i < 144:
+			l[i] = 8
+		case i < 256:
+			l[i] = 9
+		case i < 280:
+			l[i] = 7
+		default:
+			l[i] = 8
+		}
+	}
+	fixedLen.build(l[:])
+	var d [30]uint8
+	for i := range d {
+		d[i] = 5
+	}
+	fixedDist.build(d[:])
 }
