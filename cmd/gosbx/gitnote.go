@@ -109,34 +109,9 @@ var gitOptArg = []string{"-C", "-c", "--git-dir", "--work-tree", "--namespace", 
 // /git) followed, after git's global options, by the subcommand. A heuristic for a
 // note, never a decision of the sandbox.
 func gitSubcommands(args []string) []string {
-	subs := gitSubs(args)
-	for i := 1; i < len(args); i++ {
-		if f := args[i-1]; len(f) > 1 && f[0] == '-' && f[1] != '-' && strings.Contains(f, "c") {
-			subs = append(subs, gitSubs(strings.FieldsFunc(args[i], func(r rune) bool { return strings.ContainsRune(" \t\n;&|()`'\"{}<>$", r) }))...)
-		}
-	}
-	return subs
-}
-
-// gitSubs is gitSubcommands of a list of words.
-func gitSubs(words []string) []string {
 	var subs []string
-	for i := 0; i < len(words); i++ {
-		if words[i] != "git" && !strings.HasSuffix(words[i], "/git") {
-			continue
-		}
-		for j := i + 1; j < len(words); j++ {
-			w := words[j]
-			if slices.Contains(gitOptArg, w) {
-				j++
-				continue
-			}
-			if !strings.HasPrefix(w, "-") {
-				subs = append(subs, w)
-				i = j
-				break
-			}
-		}
+	for _, run := range gitInvocations(args) {
+		subs = append(subs, run[0])
 	}
 	return subs
 }
