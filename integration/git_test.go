@@ -462,10 +462,18 @@ func TestGitModeCommitCleanupDespiteChmod(t *testing.T) {
 		s := newSandbox(t, c)
 		s.newRepo(s.ws, "host-commit")
 		gitDir := filepath.Join(s.ws, ".git")
+		before, err := os.Stat(gitDir)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := s.sh([]string{"--policy", s.commitPolicy()}, `echo ../evil > .git/commondir
 mkdir -p .git/rebase-merge/deep && echo 'exec touch /tmp/x' > .git/rebase-merge/git-rebase-todo
-chmod 000 .git/rebase-merge/deep; chmod 0500 .git/rebase-merge; chmod 0555 .git
+chmod 000 .git/rebase-merge/deep; chmod 0500 .git/rebase-merge; chmod 0500 .git
 exit 0`)
+		// the git dir has the mode it had at launch again (review 29 F18: was left 0700)
+		if after, err := os.Stat(gitDir); err != nil || after.Mode() != before.Mode() {
+			t.Errorf(".git's mode after the run: %v (%v), want %v as at launch", after.Mode(), err, before.Mode())
+		}
 		os.Chmod(gitDir, 0o755)
 		mustSucceed(t, r, "plant and chmod")
 		for _, p := range []string{"commondir", "rebase-merge"} {

@@ -56,8 +56,12 @@ func TestGitOwnerNoteRemoteFix(t *testing.T) {
 		}
 		r = s.sh(ro, fix[1]+" && git fetch -q origin")
 		mustSucceed(t, r, "git fetch with the note's fix")
-		if out, err := s.hostGitOut(s.ws, "log", "-1", "--format=%s", "origin/main"); err != nil || strings.TrimSpace(out) != "origin-commit-"+s.id {
-			t.Errorf("origin/main on the host after the fetch: %q %v", out, err)
+		// the fetched commit is in the workspace's repository; origin/main itself is put
+		// back as at launch after a commit-mode run (attack review 29 F16: a command could
+		// point it anywhere), so it is looked up by the origin's id
+		head, _ := s.hostGitOut(origin, "rev-parse", "HEAD")
+		if out, err := s.hostGitOut(s.ws, "log", "-1", "--format=%s", strings.TrimSpace(head)); err != nil || strings.TrimSpace(out) != "origin-commit-"+s.id {
+			t.Errorf("the origin's commit on the host after the fetch: %q %v", out, err)
 		}
 		if _, err := os.Stat(filepath.Join(s.base, ".gitconfig")); err == nil {
 			t.Errorf("git config --global inside wrote the caller's home")

@@ -414,6 +414,17 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := plan.guardIndexBits(gd, own); err != nil {
 		return err
 	}
+	if err := plan.guardObjects(gd); err != nil {
+		return err
+	}
+	for _, d := range []string{gd, own} {
+		// a git dir the command makes unsearchable is given u+rwx by the cleanup to
+		// reach what it must remove; then it gets back the mode it had (review 29 F18)
+		var st unix.Stat_t
+		if d != "" && unix.Lstat(d, &st) == nil && st.Mode&0o700 == 0o700 {
+			plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RestoreMode, Path: d, Mode: st.Mode & 0o7777})
+		}
+	}
 	for _, d := range gitGuardedDirs {
 		if _, err := os.Lstat(filepath.Join(gd, d)); os.IsNotExist(err) {
 			plan.makeDirs = append(plan.makeDirs, filepath.Join(gd, d))

@@ -15,9 +15,10 @@ import (
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
-// maxReplaceRefs bounds the replace refs a repository may hold at launch (each is kept
-// by name in the after-run cleanup's entry).
-const maxReplaceRefs = 10000
+// maxPackedKept bounds the packed replace refs, and remote-tracking refs, a repository
+// may hold at launch (each is kept by its line in the after-run cleanup's entry, which
+// the journal holds: 100000 lines are about 8 MB).
+const maxPackedKept = 100000
 
 // guardReplaceRefs keeps the writable git dir gd from gaining replace refs
 // (git-replace(1): refs/replace/<oid> makes every read of <oid> by the host's git, log,
@@ -26,7 +27,9 @@ const maxReplaceRefs = 10000
 // when missing); what the command adds anyway (in a refs directory it renamed and made
 // again, or as a line of packed-refs) is removed after the run. A repository whose refs
 // are in a reftable (extensions.refStorage, git 2.45) is refused: gosbx cannot check
-// one. A linked worktree's git dir (with a commondir) has no replace refs of its own.
+// one. Remote-tracking refs (refs/remotes/) are kept as at launch after the run
+// (guardRemoteRefs). A linked worktree's git dir (with a commondir) has no refs of
+// either kind of its own.
 func (plan *gitPlan) guardReplaceRefs(gd string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
 		return nil
@@ -35,39 +38,74 @@ func (plan *gitPlan) guardReplaceRefs(gd string) error {
 		return errorf("protected", filepath.Join(gd, "reftable"), err,
 			"this repository keeps its refs in a reftable, where gosbx cannot find the replace refs (git replace) a command could add to make the host's git show other content than it pushes; use git: readonly for it")
 	}
-	rr := filepath.Join(gd, "refs", "replace")
+	if err := plan.guardRefsUnder(gd, "replace"); err != nil {
+		return err
+	}
+	return plan.guardRemoteRefs(gd)
+}
+
+// guardRemoteRefs keeps the host's remote-tracking refs (refs/remotes/) from naming
+// the command's commits (attack review 29 F16: `git reset --hard origin/main`, the
+// usual way to throw away the command's work, would check one out). They stay writable,
+// so that a git fetch inside works (a local remote needs no network), but after the
+// run every loose one not as it was at launch is removed (cleanup.RemoveChangedRefs),
+// and so is every packed-refs line under refs/remotes/ not there at launch: the host's
+// git then has the launch's value (a packed one) or none until its own git fetch.
+func (plan *gitPlan) guardRemoteRefs(gd string) error {
+	dir := filepath.Join(gd, "refs", "remotes")
+	loose, err := cleanup.LooseRefs(dir, maxPackedKept)
+	if err != nil {
+		return errorf("protected", dir, err, "cannot read the repository's remote-tracking refs, so cannot keep the command from moving them")
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveChangedRefs, Path: dir, Keep: loose})
+	packed, err := packedRefsUnder(filepath.Join(gd, "packed-refs"), "refs/remotes/")
+	if err != nil {
+		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its remote-tracking refs")
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: "refs/remotes/", Keep: packed})
+	return nil
+}
+
+// guardRefsUnder keeps the refs under refs/<sub>/ of the writable git dir gd as they
+// were at launch: refs/<sub> read-only (created empty when missing), what the command
+// adds anyway (a refs directory renamed and made again, a packed-refs line) removed
+// after the run. Used for replace refs.
+func (plan *gitPlan) guardRefsUnder(gd, sub string) error {
+	rr := filepath.Join(gd, "refs", sub)
+	what := "the repository's refs/" + sub
 	ents, err := readDirCapped(rr)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		plan.makeDirs = append(plan.makeDirs, rr)
 	case err != nil:
-		return errorf("protected", rr, err, "cannot read the repository's replace refs, so cannot guard them")
+		return errorf("protected", rr, err, "cannot read %s, so cannot guard them", what)
 	}
 	keep, ids := []string{}, []cleanup.ID{}
 	for _, e := range ents {
 		var st unix.Stat_t
 		p := filepath.Join(rr, e.Name())
 		if err := unix.Lstat(p, &st); err != nil {
-			return errorf("protected", p, err, "cannot read the repository's replace refs, so cannot guard them")
+			return errorf("protected", p, err, "cannot read %s, so cannot guard them", what)
 		}
 		keep, ids = append(keep, e.Name()), append(ids, cleanup.IDOf(&st))
 	}
 	plan.readOnly = append(plan.readOnly, rr)
 	plan.noNewEntries(rr, keep, ids)
-	packed, err := packedReplaceRefs(filepath.Join(gd, "packed-refs"))
+	prefix := "refs/" + sub + "/"
+	packed, err := packedRefsUnder(filepath.Join(gd, "packed-refs"), prefix)
 	if err != nil {
-		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its replace refs")
+		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its refs/%s", sub)
 	}
-	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: "refs/replace/", Keep: packed})
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: prefix, Keep: packed})
 	return nil
 }
 
-// packedReplaceRefs returns the lines ("<oid> refs/replace/…") of the packed-refs file
-// p, none when there is none; p is opened without following a symlink or blocking on
+// packedRefsUnder returns the lines ("<oid> <prefix>…") of the packed-refs file p,
+// none when there is none (at most maxPackedKept); p is opened without following a symlink or blocking on
 // a FIFO (noSymlinksIn refused both already). A file over cleanup.MaxPackedRefs bytes
 // or with a line over cleanup.MaxPackedRefLine is an error (the after-run cleanup moves
 // such a file aside, so one a command planted refuses no later launch).
-func packedReplaceRefs(p string) ([]string, error) {
+func packedRefsUnder(p, prefix string) ([]string, error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
@@ -89,9 +127,9 @@ func packedReplaceRefs(p string) ([]string, error) {
 	sc := bufio.NewScanner(io.LimitReader(f, st.Size()))
 	sc.Buffer(nil, cleanup.MaxPackedRefLine)
 	for sc.Scan() {
-		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, "refs/replace/") {
-			if out = append(out, sc.Text()); len(out) > maxReplaceRefs {
-				return nil, errors.New("more than 10000 replace refs")
+		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, prefix) {
+			if out = append(out, sc.Text()); len(out) > maxPackedKept {
+				return nil, fmt.Errorf("more than %d refs under %s", maxPackedKept, prefix)
 			}
 		}
 	}
@@ -112,10 +150,24 @@ func ReplaceRefNote(p string) string {
 			}
 		}
 	}
+	if packed && filepath.Base(file) == "index" && strings.HasPrefix(ref, "moved aside to ") {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
+		return "gosbx: note: the command left an index at " + Shown(file) + " that gosbx cannot check for what would hide a change from git status (" +
+			strings.TrimSuffix(why, ")") + "); moved it aside to " + Shown(to) + ": git now reads no index (git status shows every file as new) until you run git reset or check it and move it back"
+	}
+	if packed && strings.HasPrefix(ref, "object moved aside to ") {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "object moved aside to "), " (")
+		return "gosbx: note: the git object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
+			" (git would check out its content unverified); moved it aside to " + Shown(to)
+	}
 	if packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +
 			"); moved it aside to " + Shown(to) + ", where git does not read it: the refs packed in it are not seen until you check it and move it back"
+	}
+	if (packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/remotes/")) || strings.Contains(p, "/refs/remotes/") {
+		return "gosbx: note: removed the remote-tracking ref the command added or moved at " + Shown(p) +
+			" (git reset --hard origin/… would check out the command's commit; git fetch brings the remote's back)"
 	}
 	if !(packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/replace/")) &&
 		!strings.Contains(p, "/refs/replace/") {
@@ -123,4 +175,23 @@ func ReplaceRefNote(p string) string {
 	}
 	return "gosbx: note: removed the replace ref the command added at " + Shown(p) +
 		" (git replace: the host's git would show other content than it pushes)"
+}
+
+// NotRemovedNote returns the stderr line for what the after-run cleanup could not do
+// (nsinit.Result.NotRemoved: "path: reason" or a path); who is "the command" or "the
+// session's commands". An index or packed-refs it could not check is said as such;
+// anything else is a file that would redirect git outside the sandbox.
+func NotRemovedNote(p, who string) string {
+	file, why, ok := strings.Cut(p, ": ")
+	if ok && filepath.Base(file) == "pack" && strings.HasPrefix(why, "not checked") {
+		return "gosbx: note: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
+			" and gosbx does not check packs: if " + who + " could not have run git gc or git repack, run git fsck there before trusting them"
+	}
+	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
+		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + why + "): run git fsck there before git checkout or reset"
+	}
+	if base := filepath.Base(file); ok && (base == "index" || strings.HasPrefix(base, "sharedindex.") || base == "packed-refs") {
+		return "gosbx: WARNING: could not check " + Shown(file) + " after " + who + " ran (" + why + "): it may hide a change from git status and git diff, or name replace refs; look at it (git ls-files -v, git replace -l) before trusting git there"
+	}
+	return "gosbx: WARNING: could not remove what " + who + " created (or replaced) at " + Shown(p) + "; it would redirect git outside the sandbox: remove it before running git there"
 }

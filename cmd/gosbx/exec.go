@@ -280,6 +280,9 @@ func execute(o policy.Options, status *os.File) error {
 	if err := checkShadowed(spec, func() policy.NotFoundContext { return eff.NotFoundContext(host) }); err != nil {
 		return err
 	}
+	if note := gitCommitLaunchNote(eff.Filesystem.Git, isTerminal(2)); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	if err := cmd.Start(); err != nil {
 		return withNotFoundHint(err, spec, eff.NotFoundContext(host))
 	}
@@ -315,7 +318,7 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintf(os.Stderr, "gosbx: the command created (or replaced) %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p))
 	}
 	for _, p := range cmd.Result.NotRemoved {
-		fmt.Fprintf(os.Stderr, "gosbx: WARNING: could not remove what the command created (or replaced) at %s; it would redirect git outside the sandbox: remove it before running git there\n", policy.Shown(p))
+		fmt.Fprintln(os.Stderr, policy.NotRemovedNote(p, "the command"))
 	}
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)

@@ -109,34 +109,9 @@ var gitOptArg = []string{"-C", "-c", "--git-dir", "--work-tree", "--namespace", 
 // /git) followed, after git's global options, by the subcommand. A heuristic for a
 // note, never a decision of the sandbox.
 func gitSubcommands(args []string) []string {
-	subs := gitSubs(args)
-	for i := 1; i < len(args); i++ {
-		if f := args[i-1]; len(f) > 1 && f[0] == '-' && f[1] != '-' && strings.Contains(f, "c") {
-			subs = append(subs, gitSubs(strings.FieldsFunc(args[i], func(r rune) bool { return strings.ContainsRune(" \t\n;&|()`'\"{}<>$", r) }))...)
-		}
-	}
-	return subs
-}
-
-// gitSubs is gitSubcommands of a list of words.
-func gitSubs(words []string) []string {
 	var subs []string
-	for i := 0; i < len(words); i++ {
-		if words[i] != "git" && !strings.HasSuffix(words[i], "/git") {
-			continue
-		}
-		for j := i + 1; j < len(words); j++ {
-			w := words[j]
-			if slices.Contains(gitOptArg, w) {
-				j++
-				continue
-			}
-			if !strings.HasPrefix(w, "-") {
-				subs = append(subs, w)
-				i = j
-				break
-			}
-		}
+	for _, run := range gitInvocations(args) {
+		subs = append(subs, run[0])
 	}
 	return subs
 }
@@ -288,4 +263,23 @@ func shownAll(ss []string) []string {
 		out[i] = policy.Shown(s)
 	}
 	return out
+}
+
+// gitCommitLaunchNote is the note printed before a command runs with git: commit when
+// stderr is a terminal (a person is there to read it), "" otherwise: the cleanup that
+// removes what the command plants in a git dir (a commondir, config.worktree, symlinks)
+// runs only when the command has ended, and a host git run in the repository
+// meanwhile (an editor's polling, a git-aware prompt) follows it (attack review 29 F4;
+// docs/decisions.md "Attack review 29: commit mode's index, objects and refs").
+func gitCommitLaunchNote(gitMode string, stderrTTY bool) string {
+	if gitMode != policy.GitCommit || !stderrTTY {
+		return ""
+	}
+	return "gosbx: note: git: commit: run no git in this repository (an editor's git integration included) until the command ends; what it plants in .git is removed only then"
+}
+
+// isTerminal reports whether fd is a terminal (TCGETS answers: isatty(3)).
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
 }

@@ -215,3 +215,17 @@ func TestGitIdentNote(t *testing.T) {
 		}
 	}
 }
+
+func TestGitCommitLaunchNote(t *testing.T) {
+	if n := gitCommitLaunchNote(policy.GitCommit, true); !strings.Contains(n, "run no git in this repository") {
+		t.Errorf("commit mode on a terminal: %q", n)
+	}
+	for _, c := range []struct {
+		mode string
+		tty  bool
+	}{{policy.GitCommit, false}, {policy.GitReadOnly, true}, {"", true}} {
+		if n := gitCommitLaunchNote(c.mode, c.tty); n != "" {
+			t.Errorf("%q tty %v: %q", c.mode, c.tty, n)
+		}
+	}
+}

@@ -810,7 +810,7 @@ func cleanupNotes(r *nsinit.Result) []string {
 		out = append(out, fmt.Sprintf("gosbx: the session's commands created (or replaced) %s, which would redirect git outside the sandbox; removed\n", policy.Shown(p)))
 	}
 	for _, p := range r.NotRemoved {
-		out = append(out, fmt.Sprintf("gosbx: WARNING: could not remove what the session's commands created (or replaced) at %s; it would redirect git outside the sandbox: remove it before running git there\n", policy.Shown(p)))
+		out = append(out, policy.NotRemovedNote(p, "the session's commands")+"\n")
 	}
 	return out
 }

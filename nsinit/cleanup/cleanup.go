@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +48,21 @@ const (
 	// is the repository's object name length (20: SHA-1, 32: SHA-256). For bits that
 	// hide a tracked file's change from the host's git status and diff.
 	RemoveIndexBits Kind = "remove-index-bits"
+	// VerifyObjects: the loose objects of the object directory Path that may have been
+	// written since Since (ns, CLOCK_REALTIME, before the command started) are
+	// inflated and hashed (HashLen: 20 SHA-1, 32 SHA-256), and moved aside when they do
+	// not hash to their names; pack files not as they were (Was) are reported. For
+	// objects rewritten in place, which git reads without hashing.
+	VerifyObjects Kind = "verify-objects"
+	// RestoreMode: the directory Path gets back its permission bits Mode (as at launch)
+	// when they differ after the run: a git dir the command made unsearchable, which
+	// the cleanup gives u+rwx to reach (ownerRWX), is left as the user had it.
+	RestoreMode Kind = "restore-mode"
+	// RemoveChangedRefs: the files under the directory Path (a git dir's refs/remotes)
+	// that are not one of Keep ("<path from Path>\x00<content>", LooseRefs at launch)
+	// are removed, and the directories that held none. For remote-tracking refs, which
+	// the host's git trusts as the remote's.
+	RemoveChangedRefs Kind = "remove-changed-refs"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -71,6 +87,14 @@ type Entry struct {
 	Prefix string `json:"prefix,omitempty"`
 	// HashLen (RemoveIndexBits) is the object name length in bytes, 20 or 32.
 	HashLen int `json:"hash_len,omitempty"`
+	// Was (RemoveIndexBits) is what the index (and its shared index) was at launch
+	// (IndexStamps): an index still so is left as it is; none: it is written anew.
+	// For VerifyObjects, the entries of Path/pack at launch.
+	Was []Stamp `json:"was,omitempty"`
+	// Since (VerifyObjects) is when the launch began, in ns since the epoch.
+	Since int64 `json:"since,omitempty"`
+	// Mode (RestoreMode) is the permission bits (0o7777) Path had at launch.
+	Mode uint32 `json:"mode,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
@@ -91,12 +115,15 @@ func IDOf(st *unix.Stat_t) ID {
 func (e Entry) Check() error {
 	switch {
 	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs &&
-		e.Kind != RemoveIndexBits:
+		e.Kind != RemoveIndexBits && e.Kind != VerifyObjects && e.Kind != RestoreMode &&
+		e.Kind != RemoveChangedRefs:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
-	case e.Kind == RemoveIndexBits && e.HashLen != 20 && e.HashLen != 32:
+	case (e.Kind == RemoveIndexBits || e.Kind == VerifyObjects) && e.HashLen != 20 && e.HashLen != 32:
 		return fmt.Errorf("cleanup %s of %s: object name length %d is neither 20 (SHA-1) nor 32 (SHA-256)", e.Kind, e.Path, e.HashLen)
+	case e.Kind == RestoreMode && (e.Mode&^0o7777 != 0 || e.Mode&0o700 != 0o700):
+		return fmt.Errorf("cleanup %s of %s: mode %o is not a directory's its owner can use", e.Kind, e.Path, e.Mode)
 	case e.Kind == RemovePackedRefs && !strings.HasPrefix(e.Prefix, "refs/"):
 		return fmt.Errorf("cleanup %s of %s: prefix %q is not below refs/", e.Kind, e.Path, e.Prefix)
 	case len(e.KeepIDs) != 0 && len(e.KeepIDs) != len(e.Keep):
@@ -106,11 +133,11 @@ func (e Entry) Check() error {
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
-// RemoveNewEntries, RemoveSpecialUnder and RemovePackedRefs. It returns the paths removed and, for what could not be
+// RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RemoveIndexBits, VerifyObjects and RestoreMode. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemovePackedRefs, RemoveIndexBits} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RemoveIndexBits, VerifyObjects, RestoreMode} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -130,8 +157,16 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removeSpecial(e.Path, e.Skip)
 			case RemovePackedRefs:
 				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
+			case RemoveChangedRefs:
+				r, f = removeChangedRefs(e.Path, e.Keep)
 			case RemoveIndexBits:
-				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen)
+				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen, e.Was)
+			case VerifyObjects:
+				r, f = verifyObjects(e.Path, e.HashLen, e.Since, e.Was)
+			case RestoreMode:
+				if err := restoreMode(e.Path, e.Mode); err != nil {
+					f = []string{e.Path + ": restoring its mode: " + err.Error()}
+				}
 			case RestoreSymlink:
 				switch replaced, err := restoreSymlink(e.Path, e.Target); {
 				case err != nil:
@@ -343,4 +378,38 @@ func restoreSymlink(p, target string) (bool, error) {
 		return false, err
 	}
 	return true, unix.Symlinkat(target, dir, name)
+}
+
+// restoreMode gives the directory p the permission bits mode when it has others,
+// through a descriptor of that very directory (as ownerRWX), never by name.
+func restoreMode(p string, mode uint32) error {
+	if mode&0o700 != 0o700 {
+		return nil // never a mode that would shut its owner out (Check refuses one)
+	}
+	parent, err := openDirNoFollow(filepath.Dir(p))
+	if unreachable(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(parent)
+	fd, err := unix.Openat(parent, filepath.Base(p), unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if unreachable(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&0o7777 == mode {
+		return err
+	}
+	err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode)
+	if errors.Is(err, unix.EPERM) {
+		// under a root caller's seccomp filter (as in ownerRWX): without set-ID bits
+		err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode&0o1777)
+	}
+	return err
 }

@@ -63,6 +63,12 @@ const maxLinkExt = 8 << 20
 // for SHA-1, 32 for SHA-256) and returns its entries with a hiding bit, the names of
 // the entries at the positions want holds, and its link extension (a split index).
 func scanIndex(f io.Reader, size int64, hashLen int, want map[uint32]bool) (sc indexScan, err error) {
+	return scanIndexTo(f, size, hashLen, want, nil)
+}
+
+// scanIndexTo is scanIndex that, when rw is given, also writes the index anew to rw.w
+// as it reads it (trustless: see indexRewrite), all but its trailing checksum.
+func scanIndexTo(f io.Reader, size int64, hashLen int, want map[uint32]bool, rw *indexRewrite) (sc indexScan, err error) {
 	end := size - int64(hashLen)
 	if end < indexHeaderBytes {
 		return sc, errors.New("not an index")
@@ -76,6 +82,11 @@ func scanIndex(f io.Reader, size int64, hashLen int, want map[uint32]bool) (sc i
 		}
 		off += int64(n)
 		return b, nil
+	}
+	emit := func(b []byte) {
+		if rw != nil {
+			rw.w.Write(b)
+		}
 	}
 	hdr, err := next(indexHeaderBytes)
 	if err != nil {
@@ -92,6 +103,7 @@ func scanIndex(f io.Reader, size int64, hashLen int, want map[uint32]bool) (sc i
 	if int64(n) > (end-indexHeaderBytes)/int64(40+hashLen+4) {
 		return sc, fmt.Errorf("its header counts %d entries, more than its %d bytes can hold", n, size)
 	}
+	emit(hdr)
 	fixed := 40 + hashLen + 2
 	prev := ""
 	for i := uint32(0); i < n; i++ {
@@ -103,19 +115,22 @@ func scanIndex(f io.Reader, size int64, hashLen int, want map[uint32]bool) (sc i
 		h := hiddenEntry{pos: i, flagsAt: start + int64(fixed-2), extAt: -1}
 		h.flags = binary.BigEndian.Uint16(e[fixed-2:])
 		size := fixed
+		var x []byte
 		if h.flags&flagExtended != 0 {
 			if ver < 3 {
 				return sc, errors.New("extended flags in a version 2 index")
 			}
-			x, err := next(2)
-			if err != nil {
+			if x, err = next(2); err != nil {
 				return sc, err
 			}
 			h.extAt, h.ext = off-2, binary.BigEndian.Uint16(x)
 			size += 2
 		}
+		if rw != nil {
+			rw.entry(e, x, i)
+		}
 		if ver == 4 {
-			strip, err := gitVarint(countingReader{br, &off})
+			strip, err := gitVarint(countingReader{br, &off, rw})
 			if err != nil || strip > uint64(len(prev)) {
 				return sc, errors.New("a bad name prefix")
 			}
@@ -123,6 +138,7 @@ func scanIndex(f io.Reader, size int64, hashLen int, want map[uint32]bool) (sc i
 			if err != nil || len(rest) > maxIndexName {
 				return sc, fmt.Errorf("a name without its end at byte %d", off)
 			}
+			emit(rest)
 			off += int64(len(rest))
 			h.name = prev[:len(prev)-int(strip)] + string(rest[:len(rest)-1])
 		} else {
@@ -132,21 +148,27 @@ func scanIndex(f io.Reader, size int64, hashLen int, want map[uint32]bool) (sc i
 				if err != nil {
 					return sc, fmt.Errorf("a name without its end at byte %d", off)
 				}
+				emit(rest)
 				off += int64(len(rest))
 				h.name = string(rest[:len(rest)-1])
 				l = len(h.name)
-				if _, err := next((size+l+8)&^7 - size - l - 1); err != nil {
+				pad, err := next((size+l+8)&^7 - size - l - 1)
+				if err != nil {
 					return sc, err
 				}
+				emit(pad)
 			} else {
 				b, err := next(l)
 				if err != nil {
 					return sc, err
 				}
 				h.name = string(b)
-				if _, err := next((size+l+8)&^7 - size - l); err != nil {
+				pad, err := next((size+l+8)&^7 - size - l)
+				if err != nil {
 					return sc, err
 				}
+				emit(b)
+				emit(pad)
 			}
 		}
 		prev = h.name
@@ -178,14 +200,86 @@ func scanIndex(f io.Reader, size int64, hashLen int, want map[uint32]bool) (sc i
 			if sc.link, err = next(int(sz)); err != nil {
 				return sc, err
 			}
+			if rw != nil {
+				emit(x)
+				if rw.link != nil {
+					emit(rw.link)
+					emit(sc.link[len(rw.link):])
+				} else {
+					emit(sc.link)
+				}
+			}
 			continue
 		}
-		if _, err := br.Discard(int(sz)); err != nil {
-			return sc, err
+		if rw != nil && keptExtension(string(x[:4])) {
+			emit(x)
+			if _, err := io.CopyN(rw.w, br, sz); err != nil {
+				return sc, err
+			}
+		} else {
+			if rw != nil {
+				rw.changed = true // an extension dropped
+			}
+			if _, err := br.Discard(int(sz)); err != nil {
+				return sc, err
+			}
 		}
 		off += sz
 	}
 	return sc, nil
+}
+
+// keptExtension reports whether an index extension (gitformat-index(5)) is kept when
+// the index is written anew after a run: those that cache a conclusion git would draw
+// from the files (TREE, the cache tree; UNTR, the untracked cache; FSMN, the fsmonitor
+// token) are dropped, and git, not finding them, looks again; so are EOIE and IEOT,
+// the end-of-entries marker and offset table, whose hash over the extensions' headers
+// would no longer hold, and any other optional one (a capital first letter: git
+// ignores those it does not know). Kept: REUC (resolve undo: stages git shows again on
+// git checkout -m, not trust in a file) and every required one (lowercase: link, sdir,
+// which git refuses an index without understanding).
+func keptExtension(sig string) bool {
+	return sig == "REUC" || (sig[0] < 'A' || sig[0] > 'Z')
+}
+
+// indexRewrite is how scanIndexTo writes an index anew, trustless: every entry's
+// cached stat data (ctime, mtime, dev, ino and size; gitformat-index(5)) is zeroed, so
+// the host's git compares each file's content with its blob rather than trusting a
+// stat match (as for a racily clean entry, read-cache.c ce_smudge_racily_clean_entry:
+// a zero size makes git hash the file), the bits clearFlags and clearExt name (by
+// entry position) are cleared, extensions are kept as keptExtension says, and link
+// (when set) replaces the start of the link extension (the shared index's name).
+type indexRewrite struct {
+	w                    io.Writer
+	clearFlags, clearExt map[uint32]uint16
+	link                 []byte
+	// changed is set when the written index differs from the one read
+	changed bool
+}
+
+// entry writes one entry's fixed part e (and its extended flags x, when it has them),
+// the entry at position pos.
+func (rw *indexRewrite) entry(e, x []byte, pos uint32) {
+	for _, r := range [][2]int{{0, 24}, {36, 40}} { // ctime, mtime, dev, ino; size
+		for i := r[0]; i < r[1]; i++ {
+			if e[i] != 0 {
+				e[i], rw.changed = 0, true
+			}
+		}
+	}
+	if m := rw.clearFlags[pos]; m != 0 {
+		fl := len(e) - 2
+		binary.BigEndian.PutUint16(e[fl:], binary.BigEndian.Uint16(e[fl:])&^m)
+		rw.changed = true
+	}
+	rw.w.Write(e)
+	if x != nil {
+		if m := rw.clearExt[pos]; m != 0 {
+			binary.BigEndian.PutUint16(x, binary.BigEndian.Uint16(x)&^m)
+			rw.changed = true
+		}
+		rw.w.Write(x)
+	}
 }
 
 // gitVarint reads git's offset varint (varint.c: each continuation adds one before the
@@ -211,12 +305,16 @@ func gitVarint(r io.ByteReader) (uint64, error) {
 type countingReader struct {
 	br  *bufio.Reader
 	off *int64
+	rw  *indexRewrite // when set, each byte read is written to it too
 }
 
 func (c countingReader) ReadByte() (byte, error) {
 	b, err := c.br.ReadByte()
 	if err == nil {
 		*c.off++
+		if c.rw != nil {
+			c.rw.w.Write([]byte{b})
+		}
 	}
 	return b, err
 }
@@ -285,16 +383,87 @@ func openIndex(p string) (*os.File, unix.Stat_t, error) {
 	return f, st, nil
 }
 
-// clearIndexBits clears, in the index file p, the assume-unchanged and skip-worktree
-// bits that are not in keep (IndexHidden at launch): the host's git status and diff
-// would not show the change of a file the command marked so. The index is copied
-// beside itself with the bits cleared and its checksum made again (hashLen bytes:
-// SHA-1 or SHA-256), and renamed over it. For a split index (core.splitIndex) the bits
-// of the shared index's entries git uses are cleared too: the shared index is written
-// anew under its new name (sharedindex.<its checksum>, as git names it; the old one is
-// left for git to expire), and the index's link extension names it. It returns
-// "p: <name> (<bit>)" per bit cleared.
-func clearIndexBits(p string, keep []string, hashLen int) (removed, failed []string) {
+// Stamp is what an index file was at launch, to tell after the run whether the command
+// wrote it: its name (a base name: "index", "sharedindex.<hex>"), st_dev, st_ino,
+// st_size and st_mtime and st_ctime in nanoseconds. A command cannot set a file's
+// ctime (utimensat(2) sets only atime and mtime; any write moves ctime to now), so an
+// index it wrote does not match. The zero Stamp is a file that did not exist.
+type Stamp struct {
+	Name  string `json:"name,omitempty"`
+	Dev   uint64 `json:"dev,omitempty"`
+	Ino   uint64 `json:"ino,omitempty"`
+	Size  int64  `json:"size,omitempty"`
+	Mtime int64  `json:"mtime,omitempty"`
+	Ctime int64  `json:"ctime,omitempty"`
+}
+
+func stampOf(name string, st *unix.Stat_t) Stamp {
+	return Stamp{Name: name, Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
+		Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+}
+
+// IndexStamps returns the Stamps of the index file p and, for a split index, of its
+// shared index (for RemoveIndexBits' Was); a missing index is one zero Stamp. Errors
+// as IndexHidden's.
+func IndexStamps(p string, hashLen int) ([]Stamp, error) {
+	f, st, err := openIndex(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return []Stamp{{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := []Stamp{stampOf(filepath.Base(p), &st)}
+	sc, err := scanIndex(f, st.Size, hashLen, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if sc.link != nil {
+		sp := filepath.Join(filepath.Dir(p), "sharedindex."+hex.EncodeToString(sc.link[:hashLen]))
+		sf, sst, err := openIndex(sp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: its shared index: %w", p, err)
+		}
+		sf.Close()
+		out = append(out, stampOf(filepath.Base(sp), &sst))
+	}
+	return out, nil
+}
+
+// unchanged reports whether the index file (and its shared index) in dir are still
+// as was says (launch's IndexStamps; nil: not known, so changed).
+func unchanged(dir int, was []Stamp) bool {
+	if len(was) == 0 {
+		return false
+	}
+	for _, w := range was {
+		var st unix.Stat_t
+		err := unix.Fstatat(dir, w.Name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if w == (Stamp{}) || err != nil || stampOf(w.Name, &st) != w {
+			return false
+		}
+	}
+	return true
+}
+
+// indexAside is where an index gosbx cannot read after the run is moved (beside it).
+const indexAside = ".gosbx-aside"
+
+// clearIndexBits writes the index file p anew when it is not what it was at launch
+// (was: IndexStamps then; nil: always), so that the host's git trusts nothing the
+// command could forge in it (attack reviews 28 F8, 29 F2 and F14): the assume-unchanged
+// and skip-worktree bits that are not in keep (IndexHidden at launch) are cleared, every
+// entry's cached stat data is zeroed and the extensions that cache a conclusion are
+// dropped (indexRewrite). The index is written beside itself, streamed, its checksum
+// (hashLen bytes: SHA-1 or SHA-256) made again, and renamed over it. For a split index
+// (core.splitIndex) the shared index is written the same way under its new name
+// (sharedindex.<its checksum>, as git names it; the old one is left for git to
+// expire), and the index's link extension names it. An index over MaxIndex bytes, or
+// one that does not parse, is moved aside whole to p+".gosbx-aside" (as packed-refs
+// is: what git would read in it cannot be checked). It returns "p: <name> (<bit>)" per
+// bit cleared and "p: moved aside to …" for an index moved.
+func clearIndexBits(p string, keep []string, hashLen int, was []Stamp) (removed, failed []string) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
 		return nil, nil
@@ -303,23 +472,36 @@ func clearIndexBits(p string, keep []string, hashLen int) (removed, failed []str
 		return nil, []string{p + ": " + err.Error()}
 	}
 	defer unix.Close(dir)
+	if unchanged(dir, was) {
+		return nil, nil
+	}
+	name := filepath.Base(p)
+	aside := func(why string) ([]string, []string) {
+		if err := unix.Renameat(dir, name, dir, name+indexAside); err != nil {
+			return nil, []string{p + ": " + why + "; moving it aside: " + err.Error()}
+		}
+		return []string{p + ": moved aside to " + p + indexAside + " (" + why + ")"}, nil
+	}
 	f, st, err := openIndex(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size > MaxIndex {
+			return aside(fmt.Sprintf("%d bytes, more than gosbx reads (%d)", st.Size, MaxIndex))
+		}
 		return nil, []string{err.Error()}
 	}
 	defer f.Close()
 	sc, err := scanIndex(f, st.Size, hashLen, nil)
 	if err != nil {
-		return nil, []string{p + ": cannot read it to check its assume-unchanged and skip-worktree bits: " + err.Error()}
+		return aside("it does not parse: " + err.Error())
 	}
 	hidden := sc.hidden
 	var v splitView
 	if sc.link != nil {
 		if v, err = readSplit(p, sc, hashLen); err != nil {
-			return nil, []string{err.Error() + ": its assume-unchanged and skip-worktree bits are not checked: run git update-index --no-split-index and look at git ls-files -v"}
+			return nil, []string{err.Error() + ": its assume-unchanged and skip-worktree bits and cached stat data are not checked: run git update-index --no-split-index and look at git ls-files -v"}
 		}
 		hidden = v.main
 	}
@@ -327,56 +509,48 @@ func clearIndexBits(p string, keep []string, hashLen int) (removed, failed []str
 	for _, k := range keep {
 		kept[k] = true
 	}
-	clear := func(hs []hiddenEntry, file string) (patches []indexPatch) {
+	clear := func(hs []hiddenEntry, file string) (flags, ext map[uint32]uint16) {
+		flags, ext = map[uint32]uint16{}, map[uint32]uint16{}
 		for _, h := range hs {
 			if h.assume && !kept[h.name] {
-				patches = append(patches, patch16(h.flagsAt, h.flags&^flagAssumeValid))
+				flags[h.pos] = flagAssumeValid
 				removed = append(removed, file+": "+h.name+" ("+hiddenAssume+")")
 			}
 			if h.skip && !kept[h.name+"\x00skip"] {
-				patches = append(patches, patch16(h.extAt, h.ext&^extSkipWorktree))
+				ext[h.pos] = extSkipWorktree
 				removed = append(removed, file+": "+h.name+" ("+hiddenSkip+")")
 			}
 		}
-		return patches
+		return flags, ext
 	}
-	patches := clear(hidden, p)
-	if shared := clear(v.shared, p); len(shared) > 0 { // named as the index git reads
+	flags, ext := clear(hidden, p)
+	rw := &indexRewrite{clearFlags: flags, clearExt: ext}
+	if v.path != "" {
+		sflags, sext := clear(v.shared, p) // named as the index git reads
 		sf, sst, err := openIndex(v.path)
 		if err != nil {
 			return nil, []string{v.path + ": " + err.Error()}
 		}
-		sum, err := rewriteIndex(dir, sf, sst, shared, hashLen, func(sum []byte) string { return "sharedindex." + hex.EncodeToString(sum) })
+		srw := &indexRewrite{clearFlags: sflags, clearExt: sext}
+		sum, err := rewriteIndex(dir, sf, sst, srw, hashLen, func(sum []byte) string { return "sharedindex." + hex.EncodeToString(sum) })
 		sf.Close()
 		if err != nil {
-			return nil, []string{v.path + ": clearing the bits: " + err.Error()}
+			return nil, []string{v.path + ": writing it anew: " + err.Error()}
 		}
-		patches = append(patches, indexPatch{sc.linkAt, sum})
+		if sum != nil {
+			rw.link = sum
+		}
 	}
-	if len(patches) == 0 {
-		return nil, nil
-	}
-	name := filepath.Base(p)
-	if _, err := rewriteIndex(dir, f, st, patches, hashLen, func([]byte) string { return name }); err != nil {
-		return nil, []string{p + ": clearing the bits: " + err.Error()}
+	if _, err := rewriteIndex(dir, f, st, rw, hashLen, func([]byte) string { return name }); err != nil {
+		return nil, []string{p + ": writing it anew: " + err.Error()}
 	}
 	return removed, nil
 }
 
-// indexPatch is bytes to write at a file offset.
-type indexPatch struct {
-	at int64
-	b  []byte
-}
-
-func patch16(at int64, v uint16) indexPatch {
-	return indexPatch{at, binary.BigEndian.AppendUint16(nil, v)}
-}
-
-// rewriteIndex copies the index f (st) beside itself in dir with patches applied and
-// its trailing checksum made again, and renames the copy to name(checksum); it returns
-// the checksum.
-func rewriteIndex(dir int, f *os.File, st unix.Stat_t, patches []indexPatch, hashLen int, name func(sum []byte) string) ([]byte, error) {
+// rewriteIndex writes the index f (st) anew beside itself in dir as rw says, with its
+// trailing checksum made again, and renames it to name(checksum); it returns the
+// checksum, or nil when nothing differed (nothing renamed).
+func rewriteIndex(dir int, f *os.File, st unix.Stat_t, rw *indexRewrite, hashLen int, name func(sum []byte) string) ([]byte, error) {
 	tmp := "index.gosbx-" + strconv.Itoa(os.Getpid())
 	unix.Unlinkat(dir, tmp, 0)
 	wfd, err := unix.Openat(dir, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o666)
@@ -389,21 +563,23 @@ func rewriteIndex(dir int, f *os.File, st unix.Stat_t, patches []indexPatch, has
 		unix.Unlinkat(dir, tmp, 0)
 		return nil, err
 	}
-	body := st.Size - int64(hashLen)
-	if _, err := io.Copy(w, io.NewSectionReader(f, 0, body)); err != nil {
-		return fail(err)
-	}
-	for _, pt := range patches {
-		if _, err := w.WriteAt(pt.b, pt.at); err != nil {
-			return fail(err)
-		}
-	}
 	hs := newDigest(hashLen)
-	if _, err := io.Copy(hs, io.NewSectionReader(w, 0, body)); err != nil {
+	bw := bufio.NewWriterSize(io.MultiWriter(w, hs), 64<<10)
+	rw.w = bw
+	if rw.link != nil {
+		rw.changed = true
+	}
+	if _, err := scanIndexTo(io.NewSectionReader(f, 0, st.Size), st.Size, hashLen, nil, rw); err != nil {
 		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	if !rw.changed {
+		return fail(nil)
 	}
 	sum := hs.Sum()
-	if _, err := w.WriteAt(sum, body); err != nil {
+	if _, err := w.Write(sum); err != nil {
 		return fail(err)
 	}
 	unix.Fchown(wfd, int(st.Uid), int(st.Gid)) // as it was; a caller who may not keeps it its own

@@ -32,7 +32,8 @@ const (
 	// RootIdentityAnnotation: "allow" for RootID.AllowHostRoot.
 	RootIdentityAnnotation = "org.gosbx.root-identity-map"
 	// CleanupAnnotation: Cleanup, [{"kind": K, "path": P, "keep": […], "skip": […],
-	// "target": T, "prefix": P, "hash_len": N}, …] (cleanup.Entry).
+	// "target": T, "prefix": P, "hash_len": N, "was": […], "since": NS, "mode": M}, …]
+	// (cleanup.Entry).
 	CleanupAnnotation = "org.gosbx.cleanup"
 	// MakeDirsAnnotation: MakeDirs, an array of paths.
 	MakeDirsAnnotation = "org.gosbx.make-dirs"

@@ -106,6 +106,17 @@ func Encode(c *Config) []byte {
 		e.Str(x.Target)
 		e.Str(x.Prefix)
 		e.Uint(uint64(x.HashLen))
+		e.Uint(uint64(len(x.Was)))
+		for _, w := range x.Was {
+			e.Str(w.Name)
+			e.Uint(w.Dev)
+			e.Uint(w.Ino)
+			e.Uint(uint64(w.Size))
+			e.Uint(uint64(w.Mtime))
+			e.Uint(uint64(w.Ctime))
+		}
+		e.Uint(uint64(x.Since))
+		e.Uint(uint64(x.Mode))
 	}
 	e.Bool(c.Egress != nil)
 	if c.Egress != nil {
@@ -224,6 +235,14 @@ func Decode(b []byte) (*Config, error) {
 			}
 			x.Skip, x.Target, x.Prefix = d.Strs(), d.Str(), d.Str()
 			x.HashLen = int(d.Uint())
+			if m := d.Count(6); m > 0 {
+				x.Was = make([]cleanup.Stamp, m)
+				for j := range x.Was {
+					x.Was[j] = cleanup.Stamp{Name: d.Str(), Dev: d.Uint(), Ino: d.Uint(), Size: int64(d.Uint()), Mtime: int64(d.Uint()), Ctime: int64(d.Uint())}
+				}
+			}
+			x.Since = int64(d.Uint())
+			x.Mode = uint32(d.Uint())
 			c.Cleanup[i] = x
 		}
 	}

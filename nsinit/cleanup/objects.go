@@ -1,0 +1,238 @@
+package cleanup
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds of the after-run check of loose objects (VerifyObjects): the inflated bytes
+// hashed in all, and the entries of one fan-out directory looked at. Past either, what
+// is left is reported as not checked. inflate runs at about 20-30 MB/s here (bits
+// decoded one at a time): 256 MiB is some 10 s at worst, a run that wrote that much.
+const (
+	MaxVerifyBytes   = 256 << 20
+	maxFanoutEntries = 1 << 20
+)
+
+// objectAside names where a loose object whose content does not hash to its name is
+// moved, beside it (git reads no name that is not hex there).
+const objectAside = ".gosbx-aside"
+
+// verifyObjects checks the loose objects of the object directory dir (a git dir's
+// objects/) that the command may have written: every object file whose ctime or mtime
+// is at or after since (ns; a command cannot set a file's ctime back, and writing,
+// renaming or linking one moves it), and every object of a fan-out directory whose
+// ctime or mtime is (a rename into it). Each is inflated and hashed as git names it
+// ("<type> <size>\0<data>", SHA-1 or SHA-256 by hashLen) and moved aside when that is
+// not its name, when it is not a regular file, or when it does not parse: git does not
+// hash an object when it reads it, so an object rewritten in place would be checked
+// out by the host's next git checkout or reset --hard (attack review 29 F15). Pack
+// files (objects/pack) not as they were at launch (packs: name and Stamp each) are
+// not checked (that is index-pack's work) but reported. It returns "path: object moved
+// aside (why)" per object moved, "dir/pack: not checked: names" for packs, and, in
+// failed, what it could not check.
+func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed, failed []string) {
+	dfd, err := openDirNoFollow(dir)
+	if unreachable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, []string{dir + ": " + err.Error()}
+	}
+	defer unix.Close(dfd)
+	budget := int64(MaxVerifyBytes)
+	recent := func(st *unix.Stat_t) bool { return st.Ctim.Nano() >= since || st.Mtim.Nano() >= since }
+	for i := 0; i < 256; i++ {
+		fan := fmt.Sprintf("%02x", i)
+		var dst unix.Stat_t
+		if err := unix.Fstatat(dfd, fan, &dst, unix.AT_SYMLINK_NOFOLLOW); err != nil || dst.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue // none; a symlink is RemoveSpecialUnder's
+		}
+		ffd, err := unix.Openat(dfd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			failed = report(failed, filepath.Join(dir, fan)+": the objects in it are not checked: "+err.Error())
+			continue
+		}
+		f := os.NewFile(uintptr(ffd), fan)
+		all := recent(&dst)
+		n := 0
+		err = eachName(f, func(name string) {
+			if n++; n > maxFanoutEntries || len(name) != 2*hashLen-2 || !isHex(name) {
+				return
+			}
+			p := filepath.Join(dir, fan, name)
+			var st unix.Stat_t
+			if err := unix.Fstatat(ffd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				failed = report(failed, p+": not checked: "+err.Error())
+				return
+			}
+			if !all && !recent(&st) {
+				return
+			}
+			why := ""
+			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+				why = "not a regular file"
+			} else if budget <= 0 {
+				failed = report(failed, p+fmt.Sprintf(": not checked (more than %d bytes of objects to check)", int64(MaxVerifyBytes)))
+				return
+			} else if why, err = checkObject(ffd, name, fan+name, hashLen, &budget); err != nil {
+				failed = report(failed, p+": not checked: "+err.Error())
+				return
+			}
+			if why == "" {
+				return
+			}
+			if err := unix.Renameat(ffd, name, ffd, name+objectAside); err != nil {
+				failed = report(failed, p+": "+why+"; moving it aside: "+err.Error())
+				return
+			}
+			removed = report(removed, p+": object moved aside to "+p+objectAside+" ("+why+")")
+		})
+		if err == nil && n > maxFanoutEntries {
+			err = fmt.Errorf("more than %d entries", maxFanoutEntries)
+		}
+		if err != nil {
+			failed = report(failed, filepath.Join(dir, fan)+": not all its objects are checked: "+err.Error())
+		}
+		f.Close()
+	}
+	return removed, append(failed, packsChanged(dfd, dir, packs)...)
+}
+
+// packsChanged reports the files of dir/pack that are not what packs says they were
+// at launch (new, or another file by the name), as "dir/pack: not checked: names".
+func packsChanged(dfd int, dir string, packs []Stamp) []string {
+	pfd, err := unix.Openat(dfd, "pack", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // none, or a symlink (RemoveSpecialUnder's)
+	}
+	f := os.NewFile(uintptr(pfd), "pack")
+	defer f.Close()
+	was := map[string]Stamp{}
+	for _, s := range packs {
+		was[s.Name] = s
+	}
+	var changed []string
+	err = eachName(f, func(name string) {
+		if strings.HasPrefix(name, "tmp_") || len(changed) > 20 {
+			return
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || was[name] != stampOf(name, &st) {
+			changed = append(changed, name)
+		}
+	})
+	if err != nil {
+		changed = append(changed, "(the directory could not be read: "+err.Error()+")")
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return []string{filepath.Join(dir, "pack") + ": not checked, new or changed during the run: " + strings.Join(changed, ", ")}
+}
+
+// PackStamps returns the Stamps of the entries of the object directory dir's pack/
+// (for VerifyObjects' Was); none when it has none.
+func PackStamps(dir string) ([]Stamp, error) {
+	f, err := os.Open(filepath.Join(dir, "pack"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Stamp
+	err = eachName(f, func(name string) {
+		var st unix.Stat_t
+		if len(out) < 100000 && unix.Fstatat(int(f.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			out = append(out, stampOf(name, &st))
+		}
+	})
+	return out, err
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkObject inflates the loose object name in dir fd and returns why it is bad ("":
+// it hashes to hexName), taking what it hashed from *budget; an error is a file it
+// could not read.
+func checkObject(fd int, name, hexName string, hashLen int, budget *int64) (string, error) {
+	ofd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(ofd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(ofd, &st); err != nil {
+		return "", err
+	}
+	h := &objectHash{d: newDigest(hashLen)}
+	if err := inflate(byteReader(f, st.Size), h, *budget); err != nil {
+		*budget -= h.n
+		if errors.Is(err, errInflateLimit) {
+			return "", fmt.Errorf("more than %d bytes of objects to check", int64(MaxVerifyBytes))
+		}
+		return "it does not inflate: " + err.Error(), nil
+	}
+	*budget -= h.n
+	if h.bad != "" {
+		return h.bad, nil
+	}
+	if h.want != h.n-int64(len(h.head)) || h.head == nil {
+		return "its size is not the one its header says", nil
+	}
+	if hex.EncodeToString(h.d.Sum()) != hexName {
+		return "its content does not hash to its name", nil
+	}
+	return "", nil
+}
+
+// objectHash hashes an inflated loose object and reads its header "<type> <size>\0".
+type objectHash struct {
+	d    *digest
+	n    int64
+	head []byte // the header with its NUL, once read
+	buf  []byte
+	want int64
+	bad  string
+}
+
+func (o *objectHash) Write(p []byte) (int, error) {
+	o.d.Write(p)
+	o.n += int64(len(p))
+	if o.head == nil && o.bad == "" {
+		o.buf = append(o.buf, p[:min(len(p), 64)]...)
+		if i := bytes.IndexByte(o.buf, 0); i >= 0 {
+			o.head = o.buf[:i+1]
+			typ, size, _ := strings.Cut(string(o.buf[:i]), " ")
+			v, err := strconv.ParseInt(size, 10, 64)
+			if (typ != "blob" && typ != "tree" && typ != "commit" && typ != "tag") || err != nil || v < 0 {
+				o.bad = "its header is not git's"
+			}
+			o.want = v
+		} else if len(o.buf) >= 64 {
+			o.bad = "its header is not git's"
+		}
+	}
+	return len(p), nil
+}
+
+var _ io.Writer = (*objectHash)(nil)

