@@ -670,12 +670,12 @@ func gitdirOf(file string) (string, error) {
 	if err != nil || b == nil {
 		return "", err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	gd, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-	if !ok {
+	// setup.c read_gitfile_gently: the whole file less trailing CR and LF, "gitdir: "
+	// exactly, the rest as the path (attack review 30 I2)
+	gd, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	if !ok || gd == "" {
 		return "", nil
 	}
-	gd = strings.TrimSpace(gd)
 	if !filepath.IsAbs(gd) {
 		gd = filepath.Join(filepath.Dir(file), gd)
 	}

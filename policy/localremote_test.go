@@ -158,6 +158,12 @@ func TestLocalRemoteAsGit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d, "bad.git/HEAD"), []byte("garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// git's isspace has no \v or \f: "ref:\vrefs/..." is no valid HEAD (review 30 I1)
+	repos[filepath.Join(d, "vt.git")] = "vt"
+	mkRemoteRepo(t, filepath.Join(d, "vt.git"), "vt", true, "")
+	if err := os.WriteFile(filepath.Join(d, "vt.git/HEAD"), []byte("ref:\vrefs/heads/vt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	repos[filepath.Join(d, "half.git")] = "half"
 	mkRemoteRepo(t, filepath.Join(d, "half.git"), "half", true, "")
 	if err := os.MkdirAll(filepath.Join(d, "half/objects"), 0o755); err != nil {
@@ -170,7 +176,7 @@ func TestLocalRemoteAsGit(t *testing.T) {
 		"co", "co/.git", "file://" + d + "/co", "both", "both.git", "both/", "./a:b", "a:b", d + "/a:b",
 		"sep", "sep/.git", "nb", "nb.git", "plain", "missing", "FILE://" + d + "/co", "file:" + d + "/co",
 		"file://" + d, "file://" + d + "/",
-		"[vendor]/brk.git", "u@[h]/brk.git", "[vendor]/brk", "[unclosed/brk.git",
+		"[vendor]/brk.git", "u@[h]/brk.git", "[vendor]/brk", "[unclosed/brk.git", "vt",
 	}
 	for _, u := range urls {
 		out, gitErr := gitT(t, d, "ls-remote", u)
