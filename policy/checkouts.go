@@ -64,7 +64,7 @@ func (plan *gitPlan) checkoutsOf(common string, nesting int) error {
 		if err := plan.guardSubmodulePaths(filepath.Dir(back), wgd, plan.writable, 0); err != nil {
 			return err
 		}
-		if err := plan.guardConfigTargets(filepath.Dir(back), wgd, plan.writable); err != nil {
+		if err := plan.guardGitDirSettings(filepath.Dir(back), wgd, plan.writable); err != nil {
 			return err
 		}
 	}
@@ -102,7 +102,7 @@ func (plan *gitPlan) moduleCheckouts(dir string, depth, nesting int) error {
 		}
 		if wt := plan.coreWorktree(p); wt != "" && plan.dotGitFile(filepath.Join(wt, ".git")) {
 			plan.readOnly = append(plan.readOnly, filepath.Join(wt, ".git"))
-			if err := plan.guardConfigTargets(wt, p, plan.writable); err != nil {
+			if err := plan.guardGitDirSettings(wt, p, plan.writable); err != nil {
 				return err
 			}
 		}

@@ -298,6 +298,21 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 					return nil, errorf("protected", m, nil, "is a symlink: a symlink cannot be made read-only in place, and the command could replace it (protect its target, or remove the pattern)")
 				}
 				protected = append(protected, m)
+				if isGitDir(m) && slices.Contains(f.Protected, ".git") {
+					// a bare repository: read-only whole, and what its config names
+					// guarded as a checkout's, from inside it as git takes it (attack
+					// review 30 F7)
+					plan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable, mode: f.Git}
+					if err := plan.guardGitDirSettings(m, m, inWritable); err != nil {
+						return nil, err
+					}
+					if err := plan.guardCheckouts(m); err != nil {
+						return nil, err
+					}
+					protected = append(protected, plan.readOnly...)
+					makeDirs = append(makeDirs, plan.makeDirs...)
+					cleanups = append(cleanups, plan.cleanups...)
+				}
 				continue
 			}
 			plan, err := guardGit(m, f.Git, inWritable, outsideRW, rb)
@@ -468,6 +483,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 				guard.Trees = append(guard.Trees, canon)
 			}
 		}
+		guard.Configs = rb.configStamps()
 		sessionGuard = NewSessionGuard("", guard)
 	}
 	return &config.Config{

@@ -233,6 +233,7 @@ func (plan *gitPlan) guardConfigFile(f, worktree string, inWritable func(string)
 	if depth > maxIncludeDepth {
 		return errorf("protected", f, nil, "git config includes nested more than %d deep (git refuses them too): remove the include loop", maxIncludeDepth)
 	}
+	plan.reads.rb.stamp(f)
 	var b []byte
 	var err error
 	if inWritable(f) {

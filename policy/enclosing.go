@@ -73,13 +73,9 @@ func (plan *gitPlan) guardEnclosingRepo(a string, inWritable func(string) bool) 
 	if err := plan.guardSubmodulePaths(a, gd, inWritable, 0); err != nil {
 		return err
 	}
-	entries, err := plan.configTargets(a, gd, inWritable)
-	if err != nil {
-		return err
-	}
-	// its local remotes (its common dir's config among the settings): the host's git
-	// push from it runs a remote's hooks (attack review 29 F17)
-	if err := plan.guardLocalRemotes(a, gd, entries, inWritable); err != nil {
+	// with its local remotes (its common dir's config among the settings): the host's
+	// git push from it runs a remote's hooks (attack review 29 F17)
+	if err := plan.guardGitDirSettings(a, gd, inWritable); err != nil {
 		return err
 	}
 	// Its linked worktrees (and, for a linked worktree, its repository's others) whose

@@ -84,7 +84,7 @@ func validHeadRef(p string) bool {
 	n, _ := io.ReadFull(f, b)
 	b = b[:n]
 	if r, ok := bytes.CutPrefix(b, []byte("ref:")); ok {
-		if bytes.HasPrefix(bytes.TrimLeft(r, " \t\n\v\f\r"), []byte("refs/")) {
+		if bytes.HasPrefix(bytes.TrimLeft(r, " \t\n\r"), []byte("refs/")) {
 			return true
 		}
 	}

@@ -183,11 +183,7 @@ func guardGit(entry, mode string, inWritable func(string) bool, outsideRW func(e
 	if err := plan.guardSubmodulePaths(filepath.Dir(entry), gd, inWritable, 0); err != nil {
 		return plan, err
 	}
-	entries, err := plan.configTargets(filepath.Dir(entry), gd, inWritable)
-	if err != nil {
-		return plan, err
-	}
-	if err := plan.guardLocalRemotes(filepath.Dir(entry), gd, entries, inWritable); err != nil {
+	if err := plan.guardGitDirSettings(filepath.Dir(entry), gd, inWritable); err != nil {
 		return plan, err
 	}
 	dirs := []string{gd}
@@ -256,11 +252,7 @@ func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(s
 	if err := plan.guardSubmodulePaths(worktree, gd, inWritable, 0); err != nil {
 		return err
 	}
-	entries, err := plan.configTargets(worktree, gd, inWritable)
-	if err != nil {
-		return err
-	}
-	if err := plan.guardLocalRemotes(worktree, gd, entries, inWritable); err != nil {
+	if err := plan.guardGitDirSettings(worktree, gd, inWritable); err != nil {
 		return err
 	}
 	if err := plan.guardCheckouts(gd); err != nil {
@@ -678,12 +670,12 @@ func gitdirOf(file string) (string, error) {
 	if err != nil || b == nil {
 		return "", err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	gd, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-	if !ok {
+	// setup.c read_gitfile_gently: the whole file less trailing CR and LF, "gitdir: "
+	// exactly, the rest as the path (attack review 30 I2)
+	gd, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	if !ok || gd == "" {
 		return "", nil
 	}
-	gd = strings.TrimSpace(gd)
 	if !filepath.IsAbs(gd) {
 		gd = filepath.Join(filepath.Dir(file), gd)
 	}

@@ -25,6 +25,9 @@ import (
 // whose path cannot be told (a "~" without a home) is refused. Errors are *Error (field
 // "protected").
 //
+// The legacy remotes/ and branches/ files of the common git dir count as config
+// remotes (legacyRemoteURLs; attack review 30 F5).
+//
 // The remote helper a URL (or remote.<name>.vcs) names, git-remote-<transport>, is a
 // program git looks up on PATH (guardPathProgram).
 func (plan *gitPlan) guardLocalRemotes(worktree, gd string, entries []sourcedEntry, inWritable func(string) bool) error {
@@ -35,7 +38,16 @@ func (plan *gitPlan) guardLocalRemotes(worktree, gd string, entries []sourcedEnt
 			}
 		}
 	}
-	for _, u := range remoteURLs(entries) {
+	common, err := plan.reads.commondirOf(gd)
+	if err != nil {
+		return err
+	}
+	if common == "" {
+		common = gd
+	}
+	plan.reads.rb.stamp(filepath.Join(common, "remotes"))
+	plan.reads.rb.stamp(filepath.Join(common, "branches"))
+	for _, u := range append(remoteURLs(entries), legacyRemoteURLs(common, entries)...) {
 		if t := remoteHelper(u.url); t != "" {
 			if err := plan.guardPathProgram(u.file, worktree, "git config "+u.setting+" (its remote helper)", cmdWord{text: "git-remote-" + t, program: true}, false, inWritable); err != nil {
 				return err

@@ -27,6 +27,10 @@ func TestLocalRemotePath(t *testing.T) {
 		"./a:b/c":                      "./a:b/c",
 		"/a:b":                         "/a:b",
 		"plain":                        "plain",
+		"[vendor]/up.git":              "]/up.git", // host_end (review 30 F4)
+		"sub@[zz]/evil":                "]/evil",
+		"a@[b/c":                       "a@[b/c",
+		"x[y]/z":                       "x[y]/z",
 		"FILE:///a":                    "-",
 		"file:/a":                      "-", // scp-like: host "file"
 		"file://host":                  "-",
@@ -132,6 +136,9 @@ func TestLocalRemoteAsGit(t *testing.T) {
 	mkRemoteRepo(t, filepath.Join(d, "a:b"), "colon", true, "")
 	mkRemoteRepo(t, filepath.Join(d, "sep"), "separate", false, filepath.Join(d, "sep.d"))
 	mkRemoteRepo(t, filepath.Join(d, "nb.git"), "dotgitco", false, "")
+	// a plain path with a "[...]" host: git opens it from the "]" (review 30 F4)
+	repos[filepath.Join(d, "]/brk.git")] = "bracket"
+	mkRemoteRepo(t, filepath.Join(d, "]/brk.git"), "bracket", true, "")
 	if err := os.MkdirAll(filepath.Join(d, "plain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +158,12 @@ func TestLocalRemoteAsGit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d, "bad.git/HEAD"), []byte("garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// git's isspace has no \v or \f: "ref:\vrefs/..." is no valid HEAD (review 30 I1)
+	repos[filepath.Join(d, "vt.git")] = "vt"
+	mkRemoteRepo(t, filepath.Join(d, "vt.git"), "vt", true, "")
+	if err := os.WriteFile(filepath.Join(d, "vt.git/HEAD"), []byte("ref:\vrefs/heads/vt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	repos[filepath.Join(d, "half.git")] = "half"
 	mkRemoteRepo(t, filepath.Join(d, "half.git"), "half", true, "")
 	if err := os.MkdirAll(filepath.Join(d, "half/objects"), 0o755); err != nil {
@@ -163,6 +176,7 @@ func TestLocalRemoteAsGit(t *testing.T) {
 		"co", "co/.git", "file://" + d + "/co", "both", "both.git", "both/", "./a:b", "a:b", d + "/a:b",
 		"sep", "sep/.git", "nb", "nb.git", "plain", "missing", "FILE://" + d + "/co", "file:" + d + "/co",
 		"file://" + d, "file://" + d + "/",
+		"[vendor]/brk.git", "u@[h]/brk.git", "[vendor]/brk", "[unclosed/brk.git", "vt",
 	}
 	for _, u := range urls {
 		out, gitErr := gitT(t, d, "ls-remote", u)

@@ -42,14 +42,20 @@ func pathNoteText(rb *readBudget, inWritable func(string) bool) string {
 	}
 	var where []string
 	for _, n := range rb.pathNotes {
-		e := n.entry
-		if e == "" {
+		// entries, directories and programs are the caller's PATH and words of config
+		// files the sandbox may have written: each shown as text (attack review 30 F3)
+		e := Shown(n.entry)
+		if n.entry == "" {
 			e = `""` // an empty entry: the current directory
 		}
-		if e != n.dir {
-			e += " (" + n.dir + ")"
+		if n.entry != n.dir {
+			e += " (" + Shown(n.dir) + ")"
 		}
-		where = append(where, e+": "+strings.Join(n.progs, ", "))
+		progs := make([]string, len(n.progs))
+		for i, p := range n.progs {
+			progs[i] = Shown(p)
+		}
+		where = append(where, e+": "+strings.Join(progs, ", "))
 	}
 	var keep []string
 	for _, e := range rb.env.path {
@@ -68,5 +74,5 @@ func pathNoteText(rb *readBudget, inWritable func(string) bool) string {
 	return "PATH searches directories the sandbox can write before (or where) it finds programs the host's git and shell run: " +
 		strings.Join(where, "; ") + ". The command can put its own program of these names there, and it runs on the host " +
 		"the next time git or your shell looks one up outside the sandbox (not guarded: see README, Known limits). " +
-		"To close this, take the workspace's directories out of PATH for the launch: env PATH=" + strings.Join(keep, ":") + " gosbx …"
+		"To close this, take the workspace's directories out of PATH for the launch: env PATH=" + Shown(strings.Join(keep, ":")) + " gosbx …"
 }

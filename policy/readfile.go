@@ -171,6 +171,9 @@ const launchReadBudget = 256 << 20
 // unbounded (a package's own tests).
 type readBudget struct {
 	left int64
+	// stamps are the files the git guard read, as they were (ConfigStamp): a session
+	// refuses its requests once one changed (SessionGuard)
+	stamps map[string]ConfigStamp
 	// checkouts holds the common git dirs (with the git mode) whose recorded checkouts
 	// a plan of this launch has guarded (guardCheckouts): the plans are unioned, so each
 	// is read once, however many .git files of the scan lead to it.

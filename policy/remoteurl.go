@@ -56,9 +56,11 @@ func remoteHelper(u string) string {
 // upload-pack and receive-pack run there: enter_repo), and whether u takes that
 // transport at all. A "file://" URL is %-decoded (url_decode: "%XX" for XX not 00,
 // never "+") and its host part, any host, dropped (parse_connect_url: the path starts
-// at the first "/" after "file://", past a "[...]" host); a plain path is taken as
-// written when url_is_local_not_ssh holds (no ":", or a "/" before the first ":"),
-// otherwise it is scp-like [user@]host:path (ssh). Not local: a <transport>:: or other
+// at the first "/" after "file://", past a "[...]" host); a plain path is taken when
+// url_is_local_not_ssh holds (no ":", or a "/" before the first ":") as written, or
+// from the "]" closing a "[" at its start or after "@" (host_end, which
+// parse_connect_url applies to it too: "[v]/up.git" opens "]/up.git"), otherwise it is
+// scp-like [user@]host:path (ssh). Not local: a <transport>:: or other
 // scheme:// URL (remoteHelper), and a file:// URL without a path (git refuses it).
 func localRemotePath(u string) (string, bool) {
 	if u == "" || remoteHelperOnly(u) {
@@ -78,7 +80,9 @@ func localRemotePath(u string) (string, bool) {
 	if !urlIsLocalNotSSH(u) {
 		return "", false
 	}
-	return u, true
+	// parse_connect_url takes a local path from host_end too: one starting with "[", or
+	// holding "@[", starts at the "]" closing it (attack review 30 F4)
+	return u[hostEnd(u):], true
 }
 
 // remoteHelperOnly reports whether u is "<transport>::<address>".

@@ -27,6 +27,9 @@ type ProtectedScan struct {
 	Patterns []string    `json:"patterns"`
 	Limit    int         `json:"limit,omitempty"`
 	Known    []KnownPath `json:"known"`
+	// Configs are the files the launch's git guard read (Build's; the CLI copies them
+	// from the built config's guard): a change refuses a session's requests
+	Configs []ConfigStamp `json:"configs,omitempty"`
 	// cache is what Rescan read last (dircache.go)
 	cache *dirCache
 }

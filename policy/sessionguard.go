@@ -22,6 +22,10 @@ import (
 //     session left running in the background, whose refusal is the session's own loss):
 //     every request is refused while it is there (until the session is restarted).
 //
+// A change to a file the start's git guard read (ProtectedScan.Configs: a remote the
+// host adds to a repository's config) refuses every request, as a new .git does: the
+// guard of local remotes and hooks is planned from them once (attack review 30 F8).
+//
 // Known paths are kept by identity (KnownPath): a start-time repository removed
 // and made again at its path (the start's read-only bind covered the old one) is new.
 // Each request's search also follows the chain from the workspace down to its working
@@ -98,6 +102,9 @@ func (g *SessionGuard) Ended(cwd string) {
 // search is the search itself, g.mu held.
 func (g *SessionGuard) search(cwd string) error {
 	idle := g.running == 0
+	if changed := changedConfigs(g.scan.Configs); len(changed) > 0 {
+		return NewConfigChangedError(g.name, changed)
+	}
 	var cwds []string
 	if cwd != "" {
 		cwds = []string{cwd}

@@ -86,6 +86,11 @@ func (plan *gitPlan) guardSubmodulePaths(worktree, gd string, inWritable func(st
 				return err
 			}
 		}
+		// what its config names, its local remotes among them (taken from dir): the
+		// host's git runs there too (attack review 30 F6)
+		if err := plan.guardGitDirSettings(dir, sub, inWritable); err != nil {
+			return err
+		}
 		if err := plan.guardSubmodulePaths(dir, sub, inWritable, depth+1); err != nil {
 			return err
 		}

@@ -334,7 +334,7 @@ func execute(o policy.Options, status *os.File) error {
 		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
-		for _, note := range gitFailureNotes(spec, eff.Filesystem.Git, os.Getuid(), false) {
+		for _, note := range gitFailureNotes(spec, eff.Filesystem.Git, eff.Filesystem.Credentials, os.Getuid(), false) {
 			fmt.Fprintln(os.Stderr, note)
 		}
 		return statusError(cmd.Result.ExitCode)

@@ -19,9 +19,9 @@ import (
 // In a session (inSession) a fix that is a flag of the policy's (--policy, --ro) is
 // said as one of session start's: exec --session refuses those flags, and the session
 // keeps the policy it started with.
-func gitFailureNotes(spec *config.Config, gitMode string, callerUID int, inSession bool) []string {
+func gitFailureNotes(spec *config.Config, gitMode string, creds []string, callerUID int, inSession bool) []string {
 	var out []string
-	for _, n := range []string{gitNote(spec, gitMode), gitOwnerNote(spec, callerUID), gitIdentNote(spec, gitMode), gitRemoteNote(spec),
+	for _, n := range []string{gitNote(spec, gitMode), gitOwnerNote(spec, callerUID), gitIdentNote(spec, gitMode), gitRemoteNote(spec, creds),
 		gitConfigNote(spec, gitMode)} {
 		if n == "" {
 			continue
@@ -47,7 +47,7 @@ var gitRemoteSubs = []string{"fetch", "pull", "push", "ls-remote", "remote"}
 // gosbx's not-found hints do (--ro PATH). A push is not fixed so: a local remote is
 // read-only inside even under --rw (its hooks would run on the host), so the note says
 // to push outside. "" otherwise.
-func gitRemoteNote(spec *config.Config) string {
+func gitRemoteNote(spec *config.Config, creds []string) string {
 	if spec.Process == nil {
 		return ""
 	}
@@ -55,13 +55,13 @@ func gitRemoteNote(spec *config.Config) string {
 	if !slices.ContainsFunc(subs, func(s string) bool { return slices.Contains(gitRemoteSubs, s) }) {
 		return ""
 	}
-	hidden := policy.HiddenLocalRemotes(spec, spec.Process.Cwd)
+	hidden := policy.HiddenLocalRemotes(spec, spec.Process.Cwd, creds)
 	if len(hidden) == 0 {
 		return ""
 	}
 	var named, flags []string
 	for _, r := range hidden[:min(len(hidden), 3)] {
-		named = append(named, r.Name+" ("+policy.Shown(r.Path)+")")
+		named = append(named, policy.Shown(r.Name)+" ("+policy.Shown(r.Path)+")")
 		flags = append(flags, "--ro "+shellWord(r.Path))
 	}
 	note := "gosbx: note: the command ran git, and the repository's remote " + strings.Join(named, ", ") +

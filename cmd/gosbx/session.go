@@ -98,6 +98,11 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
+			// the files the build's git guard read: a change refuses the session's
+			// requests (attack review 30 F8)
+			if g, ok := spec.Guard.(*policy.SessionGuard); ok {
+				scan.Configs = g.ConfigStamps()
+			}
 			if err := prepareCache(eff); err != nil {
 				return &setupFailure{step: "cache", err: err}
 			}
@@ -109,7 +114,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if net == "" {
 				net = "none"
 			}
-			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host), Protected: scan, GitMode: eff.Filesystem.Git,
+			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host), Protected: scan, GitMode: eff.Filesystem.Git, Credentials: eff.Filesystem.Credentials,
 				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
 			pidfd := -1
 			if owner != 0 {

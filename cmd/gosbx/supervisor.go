@@ -60,6 +60,9 @@ type startData struct {
 	// GitMode is the policy's filesystem.git: a failed command's git notes follow it
 	// (gitFailureNotes), as gosbx exec's do
 	GitMode string `json:",omitempty"`
+	// Credentials are the policy's filesystem.credentials: the local-remote note never
+	// advises showing one (gitRemoteNote)
+	Credentials []string `json:",omitempty"`
 	// Init is config.Encode of Config: what the init is sent (the seccomp program
 	// among it, not its source, Linux.Seccomp, which the supervisor never reads).
 	Init []byte `json:",omitempty"`
@@ -181,6 +184,8 @@ type supervisor struct {
 	notFound func() policy.NotFoundContext
 	// gitMode is startData.GitMode
 	gitMode string
+	// credentials is startData.Credentials
+	credentials []string
 
 	mu       sync.Mutex
 	closing  bool      // no new command: the session ends (set before sess.Close)
@@ -261,7 +266,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), gitMode: sd.GitMode,
+	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), gitMode: sd.GitMode, credentials: sd.Credentials,
 		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
@@ -675,7 +680,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		reply(session.RepMessage, []byte(note+"\n"))
 	}
 	if cmd.Result.ExitCode != 0 {
-		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, os.Getuid(), true) {
+		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, sv.credentials, os.Getuid(), true) {
 			reply(session.RepMessage, []byte(note+"\n"))
 		}
 	}
