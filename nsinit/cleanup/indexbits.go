@@ -447,7 +447,6 @@ func unchanged(dir int, was []Stamp) bool {
 	return true
 }
 
-
 // clearIndexBits writes the index file p anew when it is not what it was at launch
 // (was: IndexStamps then; nil: always), so that the host's git trusts nothing the
 // command could forge in it (attack reviews 28 F8, 29 F2 and F14): the assume-unchanged
