@@ -184,8 +184,11 @@ func ReplaceRefNote(p string) string {
 func NotRemovedNote(p, who string) string {
 	file, why, ok := strings.Cut(p, ": ")
 	if ok && filepath.Base(file) == "pack" && strings.HasPrefix(why, "not checked") {
-		return "gosbx: note: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
-			" and gosbx does not check packs: if " + who + " could not have run git gc or git repack, run git fsck there before trusting them"
+		// no "if the command could not have run git gc" escape: git is in every
+		// commit-mode sandbox, and a pack's index can name an object you have with the
+		// command's content (attack review 31 F4)
+		return "gosbx: WARNING: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
+			"; gosbx does not check packs, and git reads an object from a pack without hashing it, so these may replace objects you have (git checkout or reset would write the command's content): run git fsck there before git checkout, reset or push"
 	}
 	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
 		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + why + "): run git fsck there before git checkout or reset"

@@ -120,7 +120,10 @@ func packsChanged(dfd int, dir string, packs []Stamp) []string {
 	}
 	var changed []string
 	err = eachName(f, func(name string) {
-		if strings.HasPrefix(name, "tmp_") || len(changed) > 20 {
+		// tmp_* too: git loads any <x>.idx with its <x>.pack, whatever the prefix
+		// (attack review 31 F4); one of git's own in-flight temporary files is only
+		// left by a git that was interrupted
+		if len(changed) > 20 {
 			return
 		}
 		var st unix.Stat_t

@@ -139,3 +139,19 @@ func TestVerifyObjectsAsideTaken(t *testing.T) {
 		}
 	}
 }
+
+// A pack named tmp_* (git loads any <x>.idx with its <x>.pack) is reported like any
+// other new pack, not passed over as git's temporary file (attack review 31 F4).
+func TestVerifyObjectsTmpPack(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	objs := filepath.Join(dir, ".git", "objects")
+	os.MkdirAll(filepath.Join(objs, "pack"), 0o755)
+	for _, n := range []string{"tmp_pack_x.idx", "tmp_pack_x.pack"} {
+		os.WriteFile(filepath.Join(objs, "pack", n), []byte("x"), 0o444)
+	}
+	_, f := Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: 0}})
+	if len(f) != 1 || !strings.Contains(f[0], "tmp_pack_x.idx") || !strings.Contains(f[0], "tmp_pack_x.pack") {
+		t.Errorf("a new tmp_ pack is not reported: %q", f)
+	}
+}
