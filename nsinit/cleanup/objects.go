@@ -54,6 +54,13 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 			continue // none; a symlink is RemoveSpecialUnder's
 		}
 		ffd, err := unix.Openat(dfd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EACCES) && ownerRWX(dfd, fan) == nil {
+			// the command made it unreadable (chmod 0311), which git's own search
+			// permission gets through: the owner's (the caller's) rwx back, and
+			// checked, not only reported (attack review 31 F3); u+rwx is as git
+			// makes a fan-out
+			ffd, err = unix.Openat(dfd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
 		if err != nil {
 			failed = report(failed, filepath.Join(dir, fan)+": the objects in it are not checked: "+err.Error())
 			continue
