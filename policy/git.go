@@ -263,6 +263,11 @@ func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(s
 	}
 	if mode != GitCommit {
 		plan.readOnly = append(plan.readOnly, gd)
+		if inWritable(worktree) {
+			if err := plan.guardStatTrust(gd); err != nil {
+				return err
+			}
+		}
 		return plan.guardReadOnlyGitDir(gd, inWritable)
 	}
 	return plan.guard(gd, "")
