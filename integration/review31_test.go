@@ -157,6 +157,9 @@ test "$(git rev-parse origin/main 2>/dev/null)" = "$c" && echo SHADOWED`)
 				if !strings.Contains(r.stdout, "SHADOWED") {
 					t.Fatalf("the shadowing ref did not take inside:\n%v", r)
 				}
+				if !strings.Contains(r.stderr, "named after a remote") && !strings.Contains(r.stderr, "removed") {
+					t.Errorf("no note of the removal:\n%v", r)
+				}
 				if got, err := s.hostGitOut(s.ws, "rev-parse", "origin/main"); err != nil || strings.TrimSpace(got) != strings.TrimSpace(want) {
 					t.Errorf("after the run origin/main is %q (%v), want the remote's %q\n%v", got, err, want, r)
 				}

@@ -172,6 +172,12 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: removed the remote-tracking ref the command added or moved at " + Shown(p) +
 			" (git reset --hard origin/… would check out the command's commit; git fetch brings the remote's back)"
 	}
+	// only guardShadowRefs removes tags and branches: one named after a remote
+	if (packed && filepath.Base(file) == "packed-refs" && (strings.HasPrefix(ref, "refs/tags/") || strings.HasPrefix(ref, "refs/heads/"))) ||
+		strings.Contains(p, "/refs/tags/") || strings.Contains(p, "/refs/heads/") {
+		return "gosbx: note: removed the ref the command made at " + Shown(p) +
+			", named after a remote: git would find it before the remote-tracking ref (git reset --hard origin/… would check out the command's commit)"
+	}
 	if !(packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/replace/")) &&
 		!strings.Contains(p, "/refs/replace/") {
 		return ""
