@@ -145,7 +145,8 @@ func TestJournalReplayOnce(t *testing.T) {
 	gd := filepath.Join(ws, ".git")
 	rebase := filepath.Join(gd, "rebase-merge")
 	remotes := filepath.Join(gd, "refs", "remotes")
-	for _, d := range []string{rt, rebase, filepath.Join(remotes, "origin")} {
+	modules := filepath.Join(gd, "modules")
+	for _, d := range []string{rt, rebase, filepath.Join(remotes, "origin"), filepath.Join(modules, "a")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -155,6 +156,8 @@ func TestJournalReplayOnce(t *testing.T) {
 		{Kind: RemoveIfCreated, Path: rebase},
 		{Kind: RemoveChangedRefs, Path: remotes},
 		{Kind: RemoveSpecialUnder, Path: gd},
+		// as at launch (the init did the cleanup): nothing to report
+		{Kind: RemoveNewEntries, Path: modules, Keep: []string{"a"}},
 	}
 	j, err := BeginJournal(entries, os.Getpid(), []string{ws})
 	if err != nil {
@@ -200,6 +203,9 @@ func TestJournalReplayOnce(t *testing.T) {
 		if !strings.Contains(joined, p+": not completed") {
 			t.Errorf("%s is not reported as not completed: %v", p, failed)
 		}
+	}
+	if strings.Contains(joined, modules) {
+		t.Errorf("a directory as at launch is reported: %v", failed)
 	}
 	if _, err := os.Lstat(j.path); err == nil {
 		t.Error("the journal was kept after its replay")

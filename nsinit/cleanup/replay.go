@@ -2,6 +2,8 @@ package cleanup
 
 import (
 	"errors"
+	"io"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -18,8 +20,8 @@ import (
 
 // replay carries out entries of a journal whose launcher was killed: RemoveSpecialUnder
 // (no symlink, FIFO, socket or device in a git dir, whoever made it) and VerifyObjects
-// (an object that does not hash to its name is bad whoever wrote it; pack files are
-// not compared with launch), RemoveIfCreated marked Anytime, and for another
+// (an object that does not hash to its name is bad whoever wrote it; pack files not
+// as at launch are reported), RemoveIfCreated marked Anytime, and for another
 // RemoveIfCreated an empty directory (a mount point the launch made: nothing of
 // anyone's is lost). Every other entry, when its path is
 // there, is reported in failed as "path: not completed: <what to check>".
@@ -30,7 +32,6 @@ func replay(entries []Entry) (removed, failed []string) {
 		case RemoveSpecialUnder:
 			now = append(now, e)
 		case VerifyObjects:
-			e.Was = nil
 			now = append(now, e)
 		case RemoveIfCreated:
 			if e.Anytime {
@@ -44,17 +45,12 @@ func replay(entries []Entry) (removed, failed []string) {
 				failed = append(failed, e.Path+": not completed: it did not exist when the sandbox started and may be the command's (its launcher was killed before the after-run cleanup): check it, and remove it if it is not yours")
 			}
 		default:
-			if exists(e.Path) {
+			if exists(e.Path) && !asAtLaunch(e) {
 				failed = append(failed, e.Path+": not completed: "+pendingWhat(e.Kind)+" (its launcher was killed before the after-run cleanup; the repository may have changed since, so it is not redone)")
 			}
 		}
 	}
 	r, f := Run(now)
-	for _, e := range now {
-		if e.Kind == VerifyObjects {
-			f = append(f, filepath.Join(e.Path, "pack")+": not completed: pack files written during that run are not checked: run git fsck there")
-		}
-	}
 	return append(removed, r...), append(failed, f...)
 }
 
@@ -75,6 +71,58 @@ func pendingWhat(k Kind) string {
 		return "assume-unchanged/skip-worktree bits and stat data the command may have set are not cleared: run git update-index --really-refresh, or remove the index and run git reset"
 	}
 	return "not carried out"
+}
+
+// asAtLaunch reports whether e's path is, cheaply seen, as the entry wants it (the
+// sandbox's init may have done the cleanup itself once the launcher was gone): a
+// symlink with its text, a directory with its mode, loose refs or entries as kept, an
+// index as its launch stamps.
+// Other kinds are never known to be so.
+func asAtLaunch(e Entry) bool {
+	switch e.Kind {
+	case RestoreSymlink:
+		t, err := os.Readlink(e.Path)
+		return err == nil && t == e.Target
+	case RestoreMode:
+		var st unix.Stat_t
+		return unix.Lstat(e.Path, &st) == nil && st.Mode&0o7777 == e.Mode
+	case RemoveChangedRefs:
+		now, err := LooseRefs(e.Path, len(e.Keep)+1)
+		return err == nil && sameSet(now, e.Keep)
+	case RemoveIndexBits:
+		dir, err := openDirNoFollow(filepath.Dir(e.Path))
+		if err != nil {
+			return false
+		}
+		defer unix.Close(dir)
+		return e.Was != nil && unchanged(dir, e.Was)
+	case RemoveNewEntries:
+		f, err := os.Open(e.Path)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		names, err := f.Readdirnames(len(e.Keep) + 1)
+		return (err == nil || errors.Is(err, io.EOF)) && sameSet(names, e.Keep)
+	}
+	return false
+}
+
+// sameSet reports whether a and b hold the same strings (each once).
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, s := range b {
+		m[s] = true
+	}
+	for _, s := range a {
+		if !m[s] {
+			return false
+		}
+	}
+	return true
 }
 
 // exists reports whether p is there (lstat).
