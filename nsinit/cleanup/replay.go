@@ -23,8 +23,9 @@ import (
 // (an object that does not hash to its name is bad whoever wrote it; pack files not
 // as at launch are reported), RemoveIfCreated marked Anytime, and for another
 // RemoveIfCreated an empty directory (a mount point the launch made: nothing of
-// anyone's is lost). Every other entry, when its path is
-// there, is reported in failed as "path: not completed: <what to check>".
+// anyone's is lost). Every other entry, when its path is there and is not seen to be
+// as at launch (asAtLaunch: the sandbox's init may have done the cleanup), is reported
+// in failed as "path: not completed: <what to check>".
 func replay(entries []Entry) (removed, failed []string) {
 	var now []Entry
 	for _, e := range entries {
