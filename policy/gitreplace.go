@@ -197,7 +197,7 @@ func NotRemovedNote(p, who string) string {
 		// commit-mode sandbox, and a pack's index can name an object you have with the
 		// command's content (attack review 31 F4)
 		return "gosbx: WARNING: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
-			"; gosbx does not check packs, and git reads an object from a pack without hashing it, so these may replace objects you have (git checkout or reset would write the command's content): run git fsck there before git checkout, reset or push"
+			"; gosbx could not check them against their indexes (past its bounds, unreadable, or a pack without its index), and git reads an object from a pack without hashing it, so they may replace objects you have (git checkout or reset would write the command's content): run git fsck there before git checkout, reset or push"
 	}
 	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
 		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + why + "): run git fsck there before git checkout or reset"

@@ -123,15 +123,20 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 		}
 		f.Close()
 	}
-	return removed, append(failed, packsChanged(dfd, dir, packs)...)
+	r, f := packsChanged(dfd, dir, packs, hashLen, &budget, &count)
+	return append(removed, r...), append(failed, f...)
 }
 
-// packsChanged reports the files of dir/pack that are not what packs says they were
-// at launch (new, or another file by the name), as "dir/pack: not checked: names".
-func packsChanged(dfd int, dir string, packs []Stamp) []string {
+// packsChanged checks the files of dir/pack that are not what packs says they were at
+// launch (new, or another file by the name): each such <x>.idx is verified against
+// <x>.pack (verifyPack, within the loose objects' bounds) and both are moved aside when
+// they do not agree, "path: object moved aside to … (why)" in removed. What is left
+// unchecked (past the bounds, unreadable, a changed .pack whose index is as at launch)
+// is reported as "dir/pack: not checked, new or changed during the run: names".
+func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, budget *int64, count *int) (removed, failed []string) {
 	pfd, err := unix.Openat(dfd, "pack", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil // none, or a symlink (RemoveSpecialUnder's)
+		return nil, nil // none, or a symlink (RemoveSpecialUnder's)
 	}
 	f := os.NewFile(uintptr(pfd), "pack")
 	defer f.Close()
@@ -144,9 +149,6 @@ func packsChanged(dfd int, dir string, packs []Stamp) []string {
 		// tmp_* too: git loads any <x>.idx with its <x>.pack, whatever the prefix
 		// (attack review 31 F4); one of git's own in-flight temporary files is only
 		// left by a git that was interrupted
-		if len(changed) > 20 {
-			return
-		}
 		var st unix.Stat_t
 		if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || was[name] != stampOf(name, &st) {
 			changed = append(changed, name)
@@ -155,10 +157,73 @@ func packsChanged(dfd int, dir string, packs []Stamp) []string {
 	if err != nil {
 		changed = append(changed, "(the directory could not be read: "+err.Error()+")")
 	}
-	if len(changed) == 0 {
-		return nil
+	checked := map[string]bool{}
+	for _, name := range changed {
+		base, ok := strings.CutSuffix(name, ".idx")
+		if !ok {
+			continue
+		}
+		p := filepath.Join(dir, "pack", name)
+		why, err := checkPack(pfd, name, base+".pack", hashLen, budget, count)
+		if err != nil {
+			continue
+		}
+		checked[name], checked[base+".pack"] = true, true
+		if why == "" {
+			continue
+		}
+		for _, n := range []string{name, base + ".pack"} {
+			did, err := moveAside(pfd, n, filepath.Join(dir, "pack", n))
+			if err != nil {
+				failed = report(failed, p+": "+why+"; moving it aside: "+err.Error())
+				continue
+			}
+			removed = report(removed, filepath.Join(dir, "pack", n)+": object "+did+" ("+why+")")
+		}
 	}
-	return []string{filepath.Join(dir, "pack") + ": not checked, new or changed during the run: " + strings.Join(changed, ", ")}
+	var left []string
+	for _, n := range changed {
+		if !checked[n] && len(left) <= 20 {
+			left = append(left, n)
+		}
+	}
+	if len(left) == 0 {
+		return removed, failed
+	}
+	return removed, append(failed, filepath.Join(dir, "pack")+": not checked, new or changed during the run: "+strings.Join(left, ", "))
+}
+
+// maxPackIndex bounds a pack index read whole (MaxVerifyObjects entries of SHA-256
+// are some 4 MiB).
+const maxPackIndex = 16 << 20
+
+// checkPack verifies the pack index idx of the directory pfd against its pack file
+// (verifyPack): why it is bad, or an error when it could not be checked.
+func checkPack(pfd int, idx, pack string, hashLen int, budget *int64, count *int) (string, error) {
+	ifd, err := unix.Openat(pfd, idx, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	fi := os.NewFile(uintptr(ifd), idx)
+	defer fi.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(ifd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxPackIndex {
+		return "", errors.New("not a regular file gosbx reads whole")
+	}
+	b := make([]byte, st.Size)
+	if _, err := io.ReadFull(fi, b); err != nil {
+		return "", err
+	}
+	pfd2, err := unix.Openat(pfd, pack, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err // no pack: git does not load the index either
+	}
+	fp := os.NewFile(uintptr(pfd2), pack)
+	defer fp.Close()
+	if err := unix.Fstat(pfd2, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", errors.New("not a regular file")
+	}
+	return verifyPack(b, fp, st.Size, hashLen, budget, count)
 }
 
 // PackStamps returns the Stamps of the entries of the object directory dir's pack/

@@ -140,19 +140,40 @@ func TestVerifyObjectsAsideTaken(t *testing.T) {
 	}
 }
 
-// A pack named tmp_* (git loads any <x>.idx with its <x>.pack) is reported like any
-// other new pack, not passed over as git's temporary file (attack review 31 F4).
+// New packs are verified against their indexes: git's own (git repack during the run)
+// pass, and stay; a forged index that names an object by another's id, renamed tmp_*
+// (git loads any <x>.idx with its <x>.pack), is moved aside with its pack, not passed
+// over as git's temporary file (attack review 31 F4's packforge2).
 func TestVerifyObjectsTmpPack(t *testing.T) {
 	dir := t.TempDir()
 	gitIn(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\techo hi\n"), 0o644)
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-qm", "x")
+	gitIn(t, dir, "repack", "-adq")
 	objs := filepath.Join(dir, ".git", "objects")
-	os.MkdirAll(filepath.Join(objs, "pack"), 0o755)
-	for _, n := range []string{"tmp_pack_x.idx", "tmp_pack_x.pack"} {
-		os.WriteFile(filepath.Join(objs, "pack", n), []byte("x"), 0o444)
+	r, f := Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: 0}})
+	if len(r)+len(f) != 0 {
+		t.Errorf("git's own new pack: removed %q, failed %q", r, f)
 	}
-	_, f := Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: 0}})
-	if len(f) != 1 || !strings.Contains(f[0], "tmp_pack_x.idx") || !strings.Contains(f[0], "tmp_pack_x.pack") {
-		t.Errorf("a new tmp_ pack is not reported: %q", f)
+	idxs, _ := filepath.Glob(filepath.Join(objs, "pack", "pack-*.idx"))
+	if len(idxs) != 1 {
+		t.Fatalf("packs: %v", idxs)
+	}
+	b, _ := os.ReadFile(idxs[0])
+	b[8+1024+5] ^= 1
+	forged := filepath.Join(objs, "pack", "tmp_pack_y")
+	os.WriteFile(forged+".idx", b, 0o444)
+	pb, _ := os.ReadFile(strings.TrimSuffix(idxs[0], ".idx") + ".pack")
+	os.WriteFile(forged+".pack", pb, 0o444)
+	r, f = Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: 0}})
+	for _, n := range []string{forged + ".idx", forged + ".pack"} {
+		if _, err := os.Lstat(n); err == nil {
+			t.Errorf("%s stays where git loads it: removed %q, failed %q", n, r, f)
+		}
+	}
+	if _, err := os.Stat(idxs[0]); err != nil || len(r) != 2 {
+		t.Errorf("git's pack: %v; removed %q, failed %q", err, r, f)
 	}
 }
 
