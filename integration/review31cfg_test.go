@@ -76,3 +76,51 @@ func wantOut(t *testing.T, r result, want string) {
 		t.Errorf("want %q in the command's output:\n%v", want, r)
 	}
 }
+
+// F9: tar.<format>.command (git-archive(1)) naming a workspace script, by path and as
+// an interpreter's script word: the host's git archive --format=tgz runs it.
+func TestGitReview31TarCommand(t *testing.T) {
+	for _, c := range []struct{ name, value string }{
+		{"path", "./compress.sh"},
+		{"word", "sh compress.sh"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			requireBinary(t)
+			s := newSandbox(t, rootCaller)
+			s.newRepo(s.ws, "base")
+			ran, pwned := filepath.Join(s.base, "ran"), filepath.Join(s.base, "PWNED")
+			s.writeWS("compress.sh", "#!/bin/sh\ntouch "+ran+"\nexec gzip -cn\n", 0o755)
+			s.hostGit(s.ws, "config", "tar.tgz.command", c.value)
+			r := s.sh(nil, plantScript+`plant compress.sh "$1"`, pwned)
+			mustSucceed(t, r, "the command")
+			noWrote(t, r)
+			s.hostGit(s.ws, "archive", "--format=tgz", "-o", filepath.Join(s.base, "out.tgz"), "HEAD")
+			wantRan(t, ran)
+			noMarker(t, pwned, "the host's git archive --format=tgz")
+		})
+	}
+}
+
+// F10: format.signatureFile is copied into every patch git format-patch writes: a
+// signature the command relinks to a host file must not bring that file's text in.
+func TestGitReview31SignatureFile(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	s.newRepo(s.ws, "base")
+	secret := filepath.Join(s.base, "secret.txt")
+	must(t, os.WriteFile(secret, []byte("HOST-SECRET-"+s.id+"\n"), 0o600))
+	s.writeWS(".signature", "a signature\n", 0o644)
+	s.hostGit(s.ws, "config", "format.signatureFile", ".signature")
+	r := s.sh(nil, `(rm -f .signature && ln -s "$1" .signature) 2>/dev/null && echo WROTE-.signature; true`, secret)
+	if r.code != 0 && r.code != 125 {
+		t.Fatalf("the command: want 0, or 125 refusing the setting\n%v", r)
+	}
+	noWrote(t, r)
+	out, err := s.hostGitOut(s.ws, "format-patch", "-1", "--stdout")
+	if err != nil {
+		t.Fatalf("host git format-patch: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "HOST-SECRET") || !strings.Contains(out, "a signature") {
+		t.Errorf("the host's patch does not carry the workspace's signature (or carries the host file):\n%s", out)
+	}
+}

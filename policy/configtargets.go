@@ -43,6 +43,7 @@ func configTarget(e configEntry) configTargetKind {
 		// a link the command repoints would copy any file the host user can read
 		// (attack review 29 F5)
 		s == "commit" && k == "template",
+		s == "format" && k == "signaturefile", // copied into each patch (attack review 31 F10)
 		s == "sendemail" && k == "aliasesfile",
 		s == "sendemail" && k == "smtpsslcertpath",
 		s == "http" && (k == "sslcapath" || k == "sslcainfo" || k == "cookiefile"):
@@ -70,7 +71,14 @@ func configTarget(e configEntry) configTargetKind {
 		s == "remote" && (k == "uploadpack" || k == "receivepack"),
 		s == "uploadpack" && k == "packobjectshook",
 		s == "sendemail" && (k == "sendmailcmd" || k == "smtpserver" || k == "tocmd" || k == "cccmd"),
-		s == "hook" && k == "command":
+		s == "hook" && k == "command",
+		// git archive's compressor for --format=<format>: git-archive(1), not listed
+		// by git help --config (attack review 31 F9)
+		s == "tar" && k == "command",
+		// git-lfs's programs (git-lfs-config(5)): a custom transfer agent, and an
+		// extension's clean and smudge commands
+		s == "lfs" && strings.HasPrefix(strings.ToLower(e.sub), "customtransfer.") && k == "path",
+		s == "lfs" && strings.HasPrefix(strings.ToLower(e.sub), "extension.") && (k == "clean" || k == "smudge"):
 		return command
 	}
 	return notTarget
