@@ -124,3 +124,37 @@ func TestGitReview31SignatureFile(t *testing.T) {
 		t.Errorf("the host's patch does not carry the workspace's signature (or carries the host file):\n%s", out)
 	}
 }
+
+// F5: an interpreter's script word naming a directory (python3 tool runs
+// tool/__main__.py, python3 . the top's): the launch is refused (125) before the
+// command runs, so it cannot rewrite what the host's git alias runs.
+func TestGitReview31ScriptDirectoryRefused(t *testing.T) {
+	for _, c := range []struct{ name, alias, main string }{
+		{"dir", "!python3 tool", "tool/__main__.py"},
+		{"dot", "!python3 .", "__main__.py"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			requireBinary(t)
+			s := newSandbox(t, rootCaller)
+			s.newRepo(s.ws, "base")
+			s.writeWS(c.main, "print('ok')\n", 0o644)
+			s.hostGit(s.ws, "config", "alias.l", c.alias)
+			r := s.sh(nil, `(echo 'open("/x","w")' > `+c.main+`) 2>/dev/null && echo WROTE-main; echo RAN`)
+			if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "as its script") {
+				t.Errorf("a script directory: want 125 naming it\n%v", r)
+			}
+		})
+	}
+}
+
+// The credential-store helper's --file names data it creates on the first store: a
+// missing one is no reason to refuse the launch (review 31's false 125).
+func TestGitReview31CredentialStoreFileMissing(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	s.newRepo(s.ws, "base")
+	s.hostGit(s.ws, "config", "credential.helper", "store --file .creds")
+	r := s.sh(nil, `echo RAN`)
+	mustSucceed(t, r, "a launch with credential.helper store --file .creds missing")
+	wantOut(t, r, "RAN")
+}

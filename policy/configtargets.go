@@ -570,6 +570,8 @@ func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWri
 		switch {
 		case err == nil && st.Mode()&os.ModeSymlink != 0:
 			return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
+		case err == nil && st.IsDir() && w.script:
+			return scriptDirError(f, name, p)
 		case err == nil && st.Mode().IsRegular():
 			plan.readOnly = append(plan.readOnly, p)
 		case os.IsNotExist(err) && i == len(paths)-1 && named:
@@ -640,7 +642,7 @@ func (plan *gitPlan) guardCommand(f, worktree, name, v string, outer cmdWord, de
 			// KEY=VALUE (ProxyCommand=./x, an environment assignment): the value is a
 			// path or a command of its own (attack review 29 F11)
 			vw := w
-			vw.text, vw.program, vw.named = val, false, false
+			vw.text, vw.program, vw.named, vw.script = val, false, false, false
 			if strings.ContainsAny(val, " \t\n;&|()<>") {
 				if err := plan.guardCommand(f, worktree, name, val, vw, depth+1, inWritable); err != nil {
 					return err
