@@ -158,3 +158,24 @@ func TestGitReview31CredentialStoreFileMissing(t *testing.T) {
 	mustSucceed(t, r, "a launch with credential.helper store --file .creds missing")
 	wantOut(t, r, "RAN")
 }
+
+// F12: husky v9's layout (core.hooksPath = .husky/_, made by npm install's prepare
+// step, missing in a fresh checkout): the directory stays read-only inside (the
+// command cannot plant a hook there), and the launch says so, naming it and what to
+// run on the host, rather than leaving the host's hooks silently off.
+func TestGitReview31HuskyHooksNote(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, rootCaller)
+	s.newRepo(s.ws, "base")
+	s.writeWS(".husky/pre-commit", "touch never\n", 0o755)
+	s.hostGit(s.ws, "config", "core.hooksPath", ".husky/_")
+	pwned := filepath.Join(s.base, "PWNED")
+	r := s.sh(nil, plantScript+`mkdir -p .husky/_ 2>/dev/null; plant .husky/_/pre-commit "$1"; chmod +x .husky/_/pre-commit 2>/dev/null; true`, pwned)
+	mustSucceed(t, r, "the command")
+	noWrote(t, r)
+	if !strings.Contains(r.stderr, ".husky/_") || !strings.Contains(r.stderr, "npx husky") {
+		t.Errorf("no note naming the hooks directory created empty and the installer to run:\n%v", r)
+	}
+	s.hostCommit(s.ws)
+	noMarker(t, pwned, "the host's git commit")
+}

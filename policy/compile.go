@@ -376,6 +376,9 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	if n := pathNoteText(rb, inWritable); n != "" && notes != nil {
 		*notes = append(*notes, n)
 	}
+	if n := madeHooksNoteText(rb); n != "" && notes != nil {
+		*notes = append(*notes, n)
+	}
 	// A path guarded twice (by an enclosing repository and by the scan) is bound once.
 	protected, makeDirs = unique(protected), unique(makeDirs)
 	masked := append([]string{}, procMasked...)

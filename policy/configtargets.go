@@ -368,6 +368,7 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 		case os.IsNotExist(err) && kind == hooksDir:
 			plan.makeDirs = append(plan.makeDirs, p)
 			plan.readOnly = append(plan.readOnly, p)
+			plan.reads.rb.noteMadeHooks(p, name)
 		case os.IsNotExist(err) && kind == trustFile:
 			return errorf("protected", p, nil, "git config %s (in %s) trusts it but it does not exist: the command could create it; create it or remove the setting", name, f)
 		case os.IsNotExist(err) && kind == includeFile:
