@@ -45,6 +45,11 @@ func (a *argState) next(w *cmdWord) (module string) {
 			a.scriptDone = true
 		}
 		return ""
+	case a.prog == "git-credential-store" && prev == "--file":
+		// the helper's credentials file: data it reads and writes, created on the
+		// first store, so a missing one is no script to refuse (attack review 31;
+		// decisions.md "r31cfg"); an existing one is still kept read-only
+		return ""
 	case a.prog != "git" && fileOption(prev) && !strings.HasPrefix(w.text, "-"):
 		w.named = true
 		return ""
@@ -61,7 +66,7 @@ func (a *argState) next(w *cmdWord) (module string) {
 	case strings.HasPrefix(w.text, "-"):
 		return ""
 	}
-	w.named, a.scriptDone = true, true
+	w.named, w.script, a.scriptDone = true, true, true
 	return ""
 }
 
@@ -168,10 +173,10 @@ func (plan *gitPlan) bareWordPaths(worktree, t string, w cmdWord) []string {
 // runs) is made read-only; a symlink there refused when the program opens it (w.named,
 // w.input) or it reads as a script; a missing one refused when the program opens it.
 func (plan *gitPlan) guardBareWord(f, worktree, name, t string, w cmdWord, inWritable func(string) bool) error {
-	if t == "" || t == "." || t == ".." {
+	named := w.named || w.input
+	if t == "" || (t == "." || t == "..") && !w.script {
 		return nil
 	}
-	named := w.named || w.input
 	if w.unknown {
 		if named {
 			return errorf("protected", f, nil, "git config %s runs a shell command whose script or input %q depends on an expansion or a cd the guard cannot follow, so what it runs cannot be kept read-only: name it by a literal path, or remove the setting", name, w.text)
@@ -193,6 +198,8 @@ func (plan *gitPlan) guardBareWord(f, worktree, name, t string, w cmdWord, inWri
 			if named || hasScriptExt(t) {
 				return errorf("protected", p, nil, "git config %s (in %s) runs a command that opens it and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
 			}
+		case err == nil && st.IsDir() && w.script:
+			return scriptDirError(f, name, p)
 		case err == nil && st.Mode().IsRegular():
 			plan.readOnly = append(plan.readOnly, p)
 		case os.IsNotExist(err) && i == len(paths)-1 && named:
@@ -202,6 +209,15 @@ func (plan *gitPlan) guardBareWord(f, worktree, name, t string, w cmdWord, inWri
 		}
 	}
 	return nil
+}
+
+// scriptDirError refuses a setting name (in f) whose command hands the directory p in
+// a writable tree to a program as its script or file (python3 tool runs
+// tool/__main__.py, node . runs package.json's main or index.js): what the program
+// loads from it is chosen by files the command could add or rewrite, so no fixed set
+// of read-only files keeps it exact (attack review 31 F5).
+func scriptDirError(f, name, p string) error {
+	return errorf("protected", p, nil, "git config %s (in %s) runs a command that opens this directory as its script (python runs its __main__.py, node its package.json's main or index.js), which the guard cannot keep read-only: name the script file itself, or remove the setting", name, f)
 }
 
 // guardPythonModule guards the module mod of `python -m mod` in the command git config

@@ -15,6 +15,7 @@ type cmdWord struct {
 	shell   bool   // run by sh -c (the value holds a shell metacharacter): a builtin is no program
 	input   bool   // the target of an input redirection (< FILE): a file the program reads, a script for sh
 	named   bool   // a file the program opens (an interpreter's script, -f FILE): set by guardCommand
+	script  bool   // an interpreter's script word (named): a directory there runs what it holds
 }
 
 // shellMeta are the characters for which git runs a command through sh -c rather than

@@ -222,7 +222,13 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 			return nil, err
 		}
 	}
-	inWritable := func(p string) bool { return underAny(p, trees) || contains(trees, p) }
+	// gitRW: the common dirs of linked worktrees that the git plan binds read-write
+	// (commit mode), found before any guard runs so that every guard asks one
+	// inWritable that knows them (attack review 31 F13).
+	var gitRW []string
+	inWritable := func(p string) bool {
+		return underAny(p, trees) || contains(trees, p) || underAny(p, gitRW) || contains(gitRW, p)
+	}
 	// A policy file the command could rewrite would decide the next sandbox.
 	if p.source != "" && inWritable(p.source) {
 		return nil, errorf("policy", p.source, nil, "the policy file lies in a tree the sandbox can write; keep it outside the workspace and read-write binds")
@@ -263,6 +269,28 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	if f.Git == GitCommit {
 		rb.commitGitDirs = commitGitDirs(founds)
 	}
+	// A linked worktree's common dir outside the writable trees is bound read-write
+	// (commit mode) only for the .git of a tree the user named, and never under a --ro.
+	outsideRW := func(entry, d string) bool {
+		return contains(trees, filepath.Dir(entry)) && !underAny(d, roDests) && !contains(roDests, d)
+	}
+	if f.Git == GitCommit && slices.Contains(f.Protected, ".git") {
+		for _, found := range founds {
+			for _, m := range found {
+				c := rwCommonDir(m, rb)
+				if c == "" || inWritable(c) || !outsideRW(m, c) {
+					continue
+				}
+				if err := hostGitDir(c, h, creds); err != nil {
+					return nil, err
+				}
+				b.origin = "the git dir of a linked worktree"
+				b.bind(c, c, false)
+				gitRW = append(gitRW, c)
+			}
+		}
+		rb.trees = append(rb.trees, gitRW...)
+	}
 	if slices.Contains(f.Protected, ".git") {
 		// what the caller's own git config names in a writable tree, for host git anywhere
 		gplan := gitPlan{reads: gitReads{rb: rb}, writable: inWritable}
@@ -281,11 +309,6 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 			makeDirs = append(makeDirs, plan.makeDirs...)
 			cleanups = append(cleanups, plan.cleanups...)
 		}
-	}
-	// A linked worktree's common dir outside the writable trees is bound read-write
-	// (commit mode) only for the .git of a tree the user named, and never under a --ro.
-	outsideRW := func(entry, d string) bool {
-		return contains(trees, filepath.Dir(entry)) && !underAny(d, roDests) && !contains(roDests, d)
 	}
 	for _, found := range founds {
 		checkoutGitDirs := gitDirsNamed(found)
@@ -341,17 +364,19 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 				}
 			}
 			for _, d := range plan.bindRW {
-				if err := hostGitDir(d, h, creds); err != nil {
-					return nil, err
-				}
-				b.origin = "the git dir of a linked worktree"
-				b.bind(d, d, false)
-				trees = append(trees, d)
+				// bound above (gitRW), so that every guard counted it writable; a
+				// common dir the guard would bind that the early pass missed would
+				// leave what the guards pin inside it writable
+				return nil, errorf("protected", d, nil, "the git dir of a linked worktree would be bound read-write without the guards knowing it writable (an internal error); use git: readonly")
 			}
 		}
 	}
 
+	trees = append(trees, gitRW...)
 	if n := pathNoteText(rb, inWritable); n != "" && notes != nil {
+		*notes = append(*notes, n)
+	}
+	if n := madeHooksNoteText(rb); n != "" && notes != nil {
 		*notes = append(*notes, n)
 	}
 	// A path guarded twice (by an enclosing repository and by the scan) is bound once.

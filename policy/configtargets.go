@@ -43,6 +43,7 @@ func configTarget(e configEntry) configTargetKind {
 		// a link the command repoints would copy any file the host user can read
 		// (attack review 29 F5)
 		s == "commit" && k == "template",
+		s == "format" && k == "signaturefile", // copied into each patch (attack review 31 F10)
 		s == "sendemail" && k == "aliasesfile",
 		s == "sendemail" && k == "smtpsslcertpath",
 		s == "http" && (k == "sslcapath" || k == "sslcainfo" || k == "cookiefile"):
@@ -70,7 +71,14 @@ func configTarget(e configEntry) configTargetKind {
 		s == "remote" && (k == "uploadpack" || k == "receivepack"),
 		s == "uploadpack" && k == "packobjectshook",
 		s == "sendemail" && (k == "sendmailcmd" || k == "smtpserver" || k == "tocmd" || k == "cccmd"),
-		s == "hook" && k == "command":
+		s == "hook" && k == "command",
+		// git archive's compressor for --format=<format>: git-archive(1), not listed
+		// by git help --config (attack review 31 F9)
+		s == "tar" && k == "command",
+		// git-lfs's programs (git-lfs-config(5)): a custom transfer agent, and an
+		// extension's clean and smudge commands
+		s == "lfs" && strings.HasPrefix(strings.ToLower(e.sub), "customtransfer.") && k == "path",
+		s == "lfs" && strings.HasPrefix(strings.ToLower(e.sub), "extension.") && (k == "clean" || k == "smudge"):
 		return command
 	}
 	return notTarget
@@ -360,6 +368,7 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 		case os.IsNotExist(err) && kind == hooksDir:
 			plan.makeDirs = append(plan.makeDirs, p)
 			plan.readOnly = append(plan.readOnly, p)
+			plan.reads.rb.noteMadeHooks(p, name)
 		case os.IsNotExist(err) && kind == trustFile:
 			return errorf("protected", p, nil, "git config %s (in %s) trusts it but it does not exist: the command could create it; create it or remove the setting", name, f)
 		case os.IsNotExist(err) && kind == includeFile:
@@ -562,6 +571,8 @@ func (plan *gitPlan) guardCommandWord(f, worktree, name string, w cmdWord, inWri
 		switch {
 		case err == nil && st.Mode()&os.ModeSymlink != 0:
 			return errorf("protected", p, nil, "git config %s names it in its command (in %s) and it is a symlink: it cannot be kept read-only; name its target, or remove the setting", name, f)
+		case err == nil && st.IsDir() && w.script:
+			return scriptDirError(f, name, p)
 		case err == nil && st.Mode().IsRegular():
 			plan.readOnly = append(plan.readOnly, p)
 		case os.IsNotExist(err) && i == len(paths)-1 && named:
@@ -632,7 +643,7 @@ func (plan *gitPlan) guardCommand(f, worktree, name, v string, outer cmdWord, de
 			// KEY=VALUE (ProxyCommand=./x, an environment assignment): the value is a
 			// path or a command of its own (attack review 29 F11)
 			vw := w
-			vw.text, vw.program, vw.named = val, false, false
+			vw.text, vw.program, vw.named, vw.script = val, false, false, false
 			if strings.ContainsAny(val, " \t\n;&|()<>") {
 				if err := plan.guardCommand(f, worktree, name, val, vw, depth+1, inWritable); err != nil {
 					return err

@@ -243,6 +243,33 @@ func guardGit(entry, mode string, inWritable func(string) bool, outsideRW func(e
 	return plan, nil
 }
 
+// rwCommonDir returns the common dir of the linked worktree whose .git file is
+// entry, as guardGit takes it (a git dir <c>/worktrees/<name> whose commondir names c
+// and whose gitdir points back at entry, c a repository's own git dir); "" for any
+// other entry, or one that cannot be read (guardGit then names the error).
+func rwCommonDir(entry string, rb *readBudget) string {
+	if filepath.Base(entry) != ".git" {
+		return ""
+	}
+	if st, err := os.Lstat(entry); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	gd, err := gitdirOf(entry)
+	if err != nil || gd == "" || !gitDirLike(gd) {
+		return ""
+	}
+	reads := gitReads{rb: rb}
+	c, err := reads.commondirOf(gd)
+	if err != nil || c == "" {
+		return ""
+	}
+	back, err := backPointer(gd)
+	if err != nil || filepath.Dir(gd) != filepath.Join(c, "worktrees") || back != entry || !hasObjects(c) || noCommondir(c) != nil {
+		return ""
+	}
+	return c
+}
+
 // guardOwnGitDir plans the guard of the repository whose working tree is worktree and
 // whose own git dir is gd (its .git, or where a .git symlink leads).
 func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(string) bool) error {

@@ -195,6 +195,9 @@ type readBudget struct {
 	// keepOrNote); pathNotes the writable PATH entries the launch notes (notePath).
 	trees     []string
 	pathNotes []pathNote
+	// madeHooks are the hooks directories the launch creates empty and read-only
+	// (noteMadeHooks), each with the setting that names it, for the launch's note.
+	madeHooks [][2]string
 	// commitGitDirs are the git dirs the scan's .git entries lead to when the launch's
 	// git mode is commit (their objects, refs and HEAD writable, hooks and config not):
 	// a local remote there is left to that guard (guardRemoteGitDir), not made
