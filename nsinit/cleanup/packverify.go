@@ -26,6 +26,10 @@ const maxPackCache = 64 << 20
 // 20-30 MB/s: the inflated bytes take the shared budget, the rebuilt ones this one.
 const maxPackHashed = 2 << 30
 
+// maxPackObject bounds one pack object held in memory (inflated, or rebuilt from its
+// delta): a larger one leaves its pack unchecked (reported), never allocated.
+const maxPackObject = 64 << 20
+
 // errPackBudget is verifyPack's error past its bounds: the pack is reported, not checked.
 var errPackBudget = errors.New("over budget")
 
@@ -208,7 +212,7 @@ func (p *packReader) read(off uint64, depth int) (string, []byte, error) {
 	default:
 		return "", nil, fmt.Errorf("an object of type %d", typ)
 	}
-	if int64(size) > *p.budget {
+	if int64(size) > *p.budget || size > maxPackObject {
 		return "", nil, errPackBudget
 	}
 	var out bytes.Buffer
@@ -260,7 +264,7 @@ func applyDelta(base, d []byte, budget *int64) ([]byte, error) {
 	if src != uint64(len(base)) {
 		return nil, errors.New("its base size is not its base's")
 	}
-	if int64(dst) > *budget {
+	if int64(dst) > *budget || dst > maxPackObject {
 		return nil, errPackBudget
 	}
 	*budget -= int64(dst)
