@@ -166,7 +166,11 @@ func TestJournalRefusedUnlessGenuine(t *testing.T) {
 			j := genuineJournal(trees, []map[string]string{{"kind": "remove-if-created", "path": path}})
 			return write(name, j, j)
 		}
-		genuine := planted("genuine")
+		// the control: an empty directory (a mount point the launch made), which a
+		// replay removes whoever made it
+		genuine := filepath.Join(s.ws, "genuine")
+		must(t, os.Mkdir(genuine, 0o755))
+		s.chown(genuine)
 		sealed("genuine", []string{s.ws}, genuine)
 		hardLinked := planted("hard-linked")
 		hl := sealed("hardlinked", []string{s.ws}, hardLinked)

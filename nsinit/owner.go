@@ -143,9 +143,10 @@ func (o *owner) release() {
 // what the command made that must not outlive it.
 func (o *owner) afterRun(spec *config.Config) (removed, failed []string) {
 	removed, failed = runCleanup(spec)
-	if len(failed) == 0 {
-		o.journal.Done()
-	}
+	// done whatever it reported: what failed, or was only noted, is said now, once;
+	// replaying it at a later launch would act on a repository the user has changed
+	// since (attack review 31 F2)
+	o.journal.Done()
 	return removed, failed
 }
 

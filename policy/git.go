@@ -56,9 +56,12 @@ type gitPlan struct {
 }
 
 // absentAfter adds p as a file that must not exist after the run (a writable git dir's
-// commondir, which no mount can keep the command from creating).
-func (plan *gitPlan) absentAfter(p string) {
-	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: p})
+// commondir, which no mount can keep the command from creating). anytime: git never
+// makes it there, so one found at any later time is removed too (a launcher killed
+// before its cleanup); otherwise only reported then: it may be the user's own since
+// (a later git rebase's rebase-merge; attack review 31 F2).
+func (plan *gitPlan) absentAfter(p string, anytime bool) {
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveIfCreated, Path: p, Anytime: anytime})
 }
 
 // noNewEntries adds dir as a directory in which nothing may be added during the run
@@ -287,6 +290,11 @@ func (plan *gitPlan) guardOwnGitDir(worktree, gd, mode string, inWritable func(s
 	}
 	if mode != GitCommit {
 		plan.readOnly = append(plan.readOnly, gd)
+		if inWritable(worktree) {
+			if err := plan.guardStatTrust(gd); err != nil {
+				return err
+			}
+		}
 		return plan.guardReadOnlyGitDir(gd, inWritable)
 	}
 	return plan.guard(gd, "")
@@ -403,7 +411,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	// extensions.worktreeConfig is set, as git sparse-checkout does).
 	for _, f := range []string{"commondir", "config.worktree"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter(filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f), f == "commondir")
 		}
 	}
 	// An unfinished rebase or cherry-pick holds commands (exec lines) that the user's
@@ -411,7 +419,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	// the user's own, there at launch, is read-only (the command cannot add to it).
 	for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter(filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f), false)
 		} else {
 			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
 		}
@@ -421,7 +429,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 	// when the command made them.
 	for _, f := range []string{"remotes", "branches"} {
 		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
-			plan.absentAfter(filepath.Join(gd, f))
+			plan.absentAfter(filepath.Join(gd, f), true)
 		}
 	}
 	if own != "" && !plan.mainCheckedOut(gd) {
@@ -477,12 +485,12 @@ func (plan *gitPlan) guard(gd, own string) error {
 			if _, err := os.Lstat(filepath.Join(p, f)); err == nil {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			} else if f == "config.worktree" {
-				plan.absentAfter(filepath.Join(p, f))
+				plan.absentAfter(filepath.Join(p, f), false)
 			}
 		}
 		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {
-				plan.absentAfter(filepath.Join(p, f)) // this checkout's own
+				plan.absentAfter(filepath.Join(p, f), false) // this checkout's own
 			} else {
 				plan.readOnly = append(plan.readOnly, filepath.Join(p, f))
 			}

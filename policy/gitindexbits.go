@@ -24,6 +24,10 @@ func (plan *gitPlan) guardIndexBits(gd, own string) error {
 	if format == "sha256" {
 		hashLen = 32
 	}
+	untrusted, err := plan.reads.statUntrusted(gd)
+	if err != nil {
+		return errorf("protected", filepath.Join(gd, "config"), err, "cannot read the repository's core.trustctime and core.checkStat, so cannot tell whether git would see a file the command rewrites in place")
+	}
 	for _, d := range []string{gd, own} {
 		if d == "" {
 			continue
@@ -36,6 +40,9 @@ func (plan *gitPlan) guardIndexBits(gd, own string) error {
 		was, err := cleanup.IndexStamps(p, hashLen)
 		if err != nil {
 			return errorf("protected", p, err, "cannot read the index, so cannot tell after the run whether the command wrote it")
+		}
+		if untrusted {
+			was = nil // written anew after every run: statUntrusted (attack review 31 F11)
 		}
 		plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveIndexBits, Path: p, Keep: keep, HashLen: hashLen, Was: was})
 	}

@@ -41,7 +41,10 @@ func (plan *gitPlan) guardReplaceRefs(gd string) error {
 	if err := plan.guardRefsUnder(gd, "replace"); err != nil {
 		return err
 	}
-	return plan.guardRemoteRefs(gd)
+	if err := plan.guardRemoteRefs(gd); err != nil {
+		return err
+	}
+	return plan.guardShadowRefs(gd)
 }
 
 // guardRemoteRefs keeps the host's remote-tracking refs (refs/remotes/) from naming
@@ -169,6 +172,12 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: removed the remote-tracking ref the command added or moved at " + Shown(p) +
 			" (git reset --hard origin/… would check out the command's commit; git fetch brings the remote's back)"
 	}
+	// only guardShadowRefs removes tags and branches: one named after a remote
+	if (packed && filepath.Base(file) == "packed-refs" && (strings.HasPrefix(ref, "refs/tags/") || strings.HasPrefix(ref, "refs/heads/"))) ||
+		strings.Contains(p, "/refs/tags/") || strings.Contains(p, "/refs/heads/") {
+		return "gosbx: note: removed the ref the command made at " + Shown(p) +
+			", named after a remote: git would find it before the remote-tracking ref (git reset --hard origin/… would check out the command's commit)"
+	}
 	if !(packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/replace/")) &&
 		!strings.Contains(p, "/refs/replace/") {
 		return ""
@@ -184,8 +193,11 @@ func ReplaceRefNote(p string) string {
 func NotRemovedNote(p, who string) string {
 	file, why, ok := strings.Cut(p, ": ")
 	if ok && filepath.Base(file) == "pack" && strings.HasPrefix(why, "not checked") {
-		return "gosbx: note: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
-			" and gosbx does not check packs: if " + who + " could not have run git gc or git repack, run git fsck there before trusting them"
+		// no "if the command could not have run git gc" escape: git is in every
+		// commit-mode sandbox, and a pack's index can name an object you have with the
+		// command's content (attack review 31 F4)
+		return "gosbx: WARNING: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
+			"; gosbx could not check them against their indexes (past its bounds, unreadable, or a pack without its index), and git reads an object from a pack without hashing it, so they may replace objects you have (git checkout or reset would write the command's content): run git fsck there before git checkout, reset or push"
 	}
 	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
 		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + why + "): run git fsck there before git checkout or reset"

@@ -193,7 +193,7 @@ func (plan *gitPlan) guardLocalRemote(f, setting, p, gd string, inWritable func(
 		}
 		switch {
 		case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			plan.absentAfter(c)
+			plan.absentAfter(c, false)
 		case err != nil:
 			return errorf("protected", c, err, "cannot inspect this path, where git looks for the repository of the local remote %s names, so cannot guard its hooks; restore its owner's access or change the remote", what)
 		case st.IsDir():
@@ -230,7 +230,7 @@ func (plan *gitPlan) keepNotGitDir(d, what string) error {
 	st, err := os.Lstat(h)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		plan.absentAfter(h)
+		plan.absentAfter(h, false)
 	case err != nil:
 		return errorf("protected", h, err, "cannot inspect this path, where git looks for the repository of the local remote %s names, so cannot guard its hooks", what)
 	case st.Mode()&os.ModeSymlink != 0:
@@ -264,7 +264,7 @@ func (plan *gitPlan) guardRemoteEntry(c string, st os.FileInfo, worktree, what s
 				return true, nil
 			}
 			if _, err := os.Stat(t); errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				plan.absentAfter(t)
+				plan.absentAfter(t, false)
 				return true, nil
 			}
 			return true, plan.keepNotGitDir(t, what)
@@ -339,7 +339,7 @@ func (plan *gitPlan) guardHookLinks(g, what string, inWritable func(string) bool
 			return nil
 		}
 		if _, err := os.Lstat(r); errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			plan.absentAfter(r)
+			plan.absentAfter(r, false)
 		} else {
 			plan.readOnly = append(plan.readOnly, r)
 		}

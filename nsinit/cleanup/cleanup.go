@@ -95,6 +95,11 @@ type Entry struct {
 	Since int64 `json:"since,omitempty"`
 	// Mode (RestoreMode) is the permission bits (0o7777) Path had at launch.
 	Mode uint32 `json:"mode,omitempty"`
+	// Anytime (RemoveIfCreated) says the path stays wrong whenever it is found, not only
+	// right after the run (a main git dir's commondir, which git never makes): a journal
+	// whose launcher was killed removes it at a later launch; without it, that launch
+	// only reports it (replay).
+	Anytime bool `json:"anytime,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of

@@ -196,10 +196,20 @@ func scanIndexTo(f io.Reader, size int64, hashLen int, want map[uint32]bool, rw 
 			if sz > maxLinkExt || sz < int64(hashLen) {
 				return sc, fmt.Errorf("a link extension of %d bytes", sz)
 			}
-			sc.linkAt = off
-			if sc.link, err = next(int(sz)); err != nil {
+			link, err := next(int(sz))
+			if err != nil {
 				return sc, err
 			}
+			if allZero(link[:hashLen]) {
+				// a null base: git reads the index alone (read-cache.c read_index_from,
+				// is_null_oid), so it is not split; written anew without it (attack
+				// review 31 F7: the cleanup took it for a split index it could not read)
+				if rw != nil {
+					rw.changed = true
+				}
+				continue
+			}
+			sc.linkAt, sc.link = off, link
 			if rw != nil {
 				emit(x)
 				if rw.link != nil {
@@ -447,9 +457,6 @@ func unchanged(dir int, was []Stamp) bool {
 	return true
 }
 
-// indexAside is where an index gosbx cannot read after the run is moved (beside it).
-const indexAside = ".gosbx-aside"
-
 // clearIndexBits writes the index file p anew when it is not what it was at launch
 // (was: IndexStamps then; nil: always), so that the host's git trusts nothing the
 // command could forge in it (attack reviews 28 F8, 29 F2 and F14): the assume-unchanged
@@ -477,10 +484,11 @@ func clearIndexBits(p string, keep []string, hashLen int, was []Stamp) (removed,
 	}
 	name := filepath.Base(p)
 	aside := func(why string) ([]string, []string) {
-		if err := unix.Renameat(dir, name, dir, name+indexAside); err != nil {
+		did, err := moveAside(dir, name, p)
+		if err != nil {
 			return nil, []string{p + ": " + why + "; moving it aside: " + err.Error()}
 		}
-		return []string{p + ": moved aside to " + p + indexAside + " (" + why + ")"}, nil
+		return []string{p + ": " + did + " (" + why + ")"}, nil
 	}
 	f, st, err := openIndex(p)
 	if errors.Is(err, os.ErrNotExist) {
@@ -501,7 +509,9 @@ func clearIndexBits(p string, keep []string, hashLen int, was []Stamp) (removed,
 	var v splitView
 	if sc.link != nil {
 		if v, err = readSplit(p, sc, hashLen); err != nil {
-			return nil, []string{err.Error() + ": its assume-unchanged and skip-worktree bits and cached stat data are not checked: run git update-index --no-split-index and look at git ls-files -v"}
+			// fail closed, as for an index that does not parse: git must not trust
+			// what gosbx could not check (attack review 31 F7)
+			return aside("its split index cannot be read: " + err.Error())
 		}
 		hidden = v.main
 	}
@@ -592,4 +602,14 @@ func rewriteIndex(dir int, f *os.File, st unix.Stat_t, rw *indexRewrite, hashLen
 		return nil, err
 	}
 	return sum, nil
+}
+
+// allZero reports whether b holds only zero bytes (a null object id).
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

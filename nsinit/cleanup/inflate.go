@@ -92,6 +92,7 @@ func (s *inflater) bits(n uint) (uint32, error) {
 // put appends one byte to the window, flushing it to w when full.
 func (s *inflater) put(b byte) error {
 	if s.total++; s.total > s.limit {
+		s.flush() // what was decoded up to the limit, for a caller reading a header
 		return errInflateLimit
 	}
 	s.win[s.pos] = b

@@ -19,8 +19,9 @@ import (
 // (which the command may have crippled). Before the command may run, the launcher writes
 // a journal of the cleanup it owes: the entries, the trees they lie in, and who owes
 // them (its own pid and start time, and the sandbox init's). The journal is removed
-// once the cleanup is done; the next launch by the same user (any workspace) and
-// `gosbx doctor` complete every journal whose launcher and init are both gone.
+// once the launcher has run the cleanup, whatever it reported; the next launch by the
+// same user (any workspace) and `gosbx doctor` complete, once, every journal whose
+// launcher and init are both gone, as far as it stays true (replay.go).
 //
 // A journal names paths to delete and symlinks to make, as the caller: it is carried
 // out only when nothing a sandbox wrote can have made it. The directories are the
@@ -200,8 +201,10 @@ func (j *Journal) Done() {
 	}
 }
 
-// CompleteJournals carries out the cleanup of every journal in the caller's journal
-// directory whose launcher and init are both gone, then removes it and its seal.
+// CompleteJournals completes, once, the cleanup of every journal in the caller's journal
+// directory whose launcher and init are both gone (killed before their after-run
+// cleanup): it removes the journal and its seal, then carries out what stays true of it
+// (replay) and reports the rest as not completed.
 // writable are the host trees the launch that calls it will let its sandbox write (nil
 // for none): a journal or key directory in one is refused with an error, and nothing is
 // done. It returns the paths removed and what could not be ("path: reason", including
@@ -259,12 +262,12 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 		if alive(rec.Owner) || alive(rec.Init) {
 			continue
 		}
-		r, fl := Run(rec.Entries)
+		// at most once: removed before its replay, so that a replay that fails, or
+		// is killed, is never run again against a later state (attack review 31 F2)
+		unix.Unlinkat(dfd, n, 0)
+		unix.Unlinkat(sfd, n, 0)
+		r, fl := replay(rec.Entries)
 		removed, failed = append(removed, r...), append(failed, fl...)
-		if len(fl) == 0 {
-			unix.Unlinkat(dfd, n, 0)
-			unix.Unlinkat(sfd, n, 0)
-		}
 	}
 	return removed, failed, nil
 }

@@ -52,7 +52,8 @@ func TestJournalSeal(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", rt)
 	victim := filepath.Join(ws, "planted")
 	for i, tamper := range []bool{false, true} {
-		if err := os.WriteFile(victim, nil, 0o600); err != nil {
+		// an empty directory (a mount point): what a replay still removes
+		if err := os.Mkdir(victim, 0o700); err != nil && !os.IsExist(err) {
 			t.Fatal(err)
 		}
 		// initPid: a process that is gone by the time the journal is completed
@@ -127,5 +128,89 @@ func TestCompleteJournalsRemovedMeanwhile(t *testing.T) {
 	testHookListed = func([]string) { os.Remove(j.seal) }
 	if _, failed, _ := CompleteJournals(nil); len(failed) != 1 || !strings.Contains(failed[0], "seal") {
 		t.Errorf("a journal without its seal: failed %v, want it refused", failed)
+	}
+}
+
+// A journal whose launcher was killed is replayed once, against the repository as it is
+// now: what the user made since in a path the command could have created (a later git
+// rebase -i's rebase-merge, a fetched remote-tracking ref) stays and is reported as not
+// completed; what stays true whoever made it (a symlink in a git dir) is removed; the
+// journal is gone after that one replay, whatever it reported (attack review 31 F2).
+func TestJournalReplayOnce(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, ws := filepath.Join(base, "rt"), filepath.Join(base, "ws")
+	gd := filepath.Join(ws, ".git")
+	rebase := filepath.Join(gd, "rebase-merge")
+	remotes := filepath.Join(gd, "refs", "remotes")
+	modules := filepath.Join(gd, "modules")
+	for _, d := range []string{rt, rebase, filepath.Join(remotes, "origin"), filepath.Join(modules, "a")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	entries := []Entry{
+		{Kind: RemoveIfCreated, Path: rebase},
+		{Kind: RemoveChangedRefs, Path: remotes},
+		{Kind: RemoveSpecialUnder, Path: gd},
+		// as at launch (the init did the cleanup): nothing to report
+		{Kind: RemoveNewEntries, Path: modules, Keep: []string{"a"}},
+	}
+	j, err := BeginJournal(entries, os.Getpid(), []string{ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(j.Done)
+	// since the launch: the user's rebase stops, a fetch moves a ref; a link is planted
+	todo := filepath.Join(rebase, "git-rebase-todo")
+	fetched := filepath.Join(remotes, "origin", "main")
+	link := filepath.Join(gd, "link")
+	for _, f := range []string{todo, fetched} {
+		if err := os.WriteFile(f, []byte("user's\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc", link); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(b), `"pid":`+strconv.Itoa(os.Getpid()), `"pid":0`)
+	for _, p := range []string{j.path, j.seal} {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, failed, err := CompleteJournals(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{todo, fetched} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("the replay removed the user's later %s: %v (removed %v)", f, err, removed)
+		}
+	}
+	if _, err := os.Lstat(link); err == nil {
+		t.Errorf("the symlink in the git dir was left: removed %v", removed)
+	}
+	joined := strings.Join(failed, "\n")
+	for _, p := range []string{rebase, remotes} {
+		if !strings.Contains(joined, p+": not completed") {
+			t.Errorf("%s is not reported as not completed: %v", p, failed)
+		}
+	}
+	if strings.Contains(joined, modules) {
+		t.Errorf("a directory as at launch is reported: %v", failed)
+	}
+	if _, err := os.Lstat(j.path); err == nil {
+		t.Error("the journal was kept after its replay")
+	}
+	if removed, failed, _ := CompleteJournals(nil); len(removed)+len(failed) != 0 {
+		t.Errorf("a second launch replayed again: removed %v, failed %v", removed, failed)
 	}
 }

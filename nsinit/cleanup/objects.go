@@ -15,17 +15,20 @@ import (
 )
 
 // Bounds of the after-run check of loose objects (VerifyObjects): the inflated bytes
-// hashed in all, and the entries of one fan-out directory looked at. Past either, what
-// is left is reported as not checked. inflate runs at about 20-30 MB/s here (bits
+// hashed in all, and the entries of one fan-out directory looked at. inflate runs at about 20-30 MB/s here (bits
 // decoded one at a time): 256 MiB is some 10 s at worst, a run that wrote that much.
 const (
 	MaxVerifyBytes   = 256 << 20
 	maxFanoutEntries = 1 << 20
+	// MaxVerifyObjects bounds the objects checked (some 1.6 s for 100 000 small ones
+	// here): past it, or past MaxVerifyBytes, a recent object is moved aside unchecked.
+	MaxVerifyObjects = 100000
 )
 
-// objectAside names where a loose object whose content does not hash to its name is
-// moved, beside it (git reads no name that is not hex there).
-const objectAside = ".gosbx-aside"
+// errOverBudget is checkObject's error for an object whose header declares more bytes
+// than are left to check: not inflated (a zip bomb of 300 KB declaring 300 MB spent
+// the whole budget; attack review 31 F1).
+var errOverBudget = errors.New("over budget")
 
 // verifyObjects checks the loose objects of the object directory dir (a git dir's
 // objects/) that the command may have written: every object file whose ctime or mtime
@@ -37,9 +40,11 @@ const objectAside = ".gosbx-aside"
 // hash an object when it reads it, so an object rewritten in place would be checked
 // out by the host's next git checkout or reset --hard (attack review 29 F15). Pack
 // files (objects/pack) not as they were at launch (packs: name and Stamp each) are
-// not checked (that is index-pack's work) but reported. It returns "path: object moved
-// aside (why)" per object moved, "dir/pack: not checked: names" for packs, and, in
-// failed, what it could not check.
+// not checked (that is index-pack's work) but reported. An object past the bounds
+// (MaxVerifyBytes inflated, charged by its header's size before it is inflated;
+// MaxVerifyObjects) is moved aside unchecked. It returns "path: object moved aside to
+// … (why)" per object moved, "dir/pack: not checked: names" for packs, and, in failed,
+// what it could not check.
 func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed, failed []string) {
 	dfd, err := openDirNoFollow(dir)
 	if unreachable(err) {
@@ -49,7 +54,7 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 		return nil, []string{dir + ": " + err.Error()}
 	}
 	defer unix.Close(dfd)
-	budget := int64(MaxVerifyBytes)
+	budget, count := int64(MaxVerifyBytes), 0
 	recent := func(st *unix.Stat_t) bool { return st.Ctim.Nano() >= since || st.Mtim.Nano() >= since }
 	for i := 0; i < 256; i++ {
 		fan := fmt.Sprintf("%02x", i)
@@ -58,6 +63,13 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 			continue // none; a symlink is RemoveSpecialUnder's
 		}
 		ffd, err := unix.Openat(dfd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EACCES) && ownerRWX(dfd, fan) == nil {
+			// the command made it unreadable (chmod 0311), which git's own search
+			// permission gets through: the owner's (the caller's) rwx back, and
+			// checked, not only reported (attack review 31 F3); u+rwx is as git
+			// makes a fan-out
+			ffd, err = unix.Openat(dfd, fan, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
 		if err != nil {
 			failed = report(failed, filepath.Join(dir, fan)+": the objects in it are not checked: "+err.Error())
 			continue
@@ -79,23 +91,29 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 				return
 			}
 			why := ""
-			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			// past a bound, fail closed: moved aside unchecked, never left for git to
+			// read unverified (attack review 31 F1: a bomb first in 00/ spent the
+			// budget, and the tampered object after it stayed with a warning)
+			unchecked := fmt.Sprintf("it could not be checked within gosbx's bounds (%d MiB inflated, %d objects a run)", MaxVerifyBytes>>20, MaxVerifyObjects)
+			if count++; st.Mode&unix.S_IFMT != unix.S_IFREG {
 				why = "not a regular file"
-			} else if budget <= 0 {
-				failed = report(failed, p+fmt.Sprintf(": not checked (more than %d bytes of objects to check)", int64(MaxVerifyBytes)))
-				return
-			} else if why, err = checkObject(ffd, name, fan+name, hashLen, &budget); err != nil {
+			} else if budget <= 0 || count > MaxVerifyObjects {
+				why = unchecked
+			} else if why, err = checkObject(ffd, name, fan+name, hashLen, &budget); errors.Is(err, errOverBudget) {
+				why = unchecked
+			} else if err != nil {
 				failed = report(failed, p+": not checked: "+err.Error())
 				return
 			}
 			if why == "" {
 				return
 			}
-			if err := unix.Renameat(ffd, name, ffd, name+objectAside); err != nil {
+			did, err := moveAside(ffd, name, p)
+			if err != nil {
 				failed = report(failed, p+": "+why+"; moving it aside: "+err.Error())
 				return
 			}
-			removed = report(removed, p+": object moved aside to "+p+objectAside+" ("+why+")")
+			removed = report(removed, p+": object "+did+" ("+why+")")
 		})
 		if err == nil && n > maxFanoutEntries {
 			err = fmt.Errorf("more than %d entries", maxFanoutEntries)
@@ -105,15 +123,20 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 		}
 		f.Close()
 	}
-	return removed, append(failed, packsChanged(dfd, dir, packs)...)
+	r, f := packsChanged(dfd, dir, packs, hashLen, &budget, &count)
+	return append(removed, r...), append(failed, f...)
 }
 
-// packsChanged reports the files of dir/pack that are not what packs says they were
-// at launch (new, or another file by the name), as "dir/pack: not checked: names".
-func packsChanged(dfd int, dir string, packs []Stamp) []string {
+// packsChanged checks the files of dir/pack that are not what packs says they were at
+// launch (new, or another file by the name): each such <x>.idx is verified against
+// <x>.pack (verifyPack, within the loose objects' bounds) and both are moved aside when
+// they do not agree, "path: object moved aside to … (why)" in removed. What is left
+// unchecked (past the bounds, unreadable, a changed .pack whose index is as at launch)
+// is reported as "dir/pack: not checked, new or changed during the run: names".
+func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, budget *int64, count *int) (removed, failed []string) {
 	pfd, err := unix.Openat(dfd, "pack", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil // none, or a symlink (RemoveSpecialUnder's)
+		return nil, nil // none, or a symlink (RemoveSpecialUnder's)
 	}
 	f := os.NewFile(uintptr(pfd), "pack")
 	defer f.Close()
@@ -123,9 +146,9 @@ func packsChanged(dfd int, dir string, packs []Stamp) []string {
 	}
 	var changed []string
 	err = eachName(f, func(name string) {
-		if strings.HasPrefix(name, "tmp_") || len(changed) > 20 {
-			return
-		}
+		// tmp_* too: git loads any <x>.idx with its <x>.pack, whatever the prefix
+		// (attack review 31 F4); one of git's own in-flight temporary files is only
+		// left by a git that was interrupted
 		var st unix.Stat_t
 		if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || was[name] != stampOf(name, &st) {
 			changed = append(changed, name)
@@ -134,10 +157,73 @@ func packsChanged(dfd int, dir string, packs []Stamp) []string {
 	if err != nil {
 		changed = append(changed, "(the directory could not be read: "+err.Error()+")")
 	}
-	if len(changed) == 0 {
-		return nil
+	checked := map[string]bool{}
+	for _, name := range changed {
+		base, ok := strings.CutSuffix(name, ".idx")
+		if !ok {
+			continue
+		}
+		p := filepath.Join(dir, "pack", name)
+		why, err := checkPack(pfd, name, base+".pack", hashLen, budget, count)
+		if err != nil {
+			continue
+		}
+		checked[name], checked[base+".pack"] = true, true
+		if why == "" {
+			continue
+		}
+		for _, n := range []string{name, base + ".pack"} {
+			did, err := moveAside(pfd, n, filepath.Join(dir, "pack", n))
+			if err != nil {
+				failed = report(failed, p+": "+why+"; moving it aside: "+err.Error())
+				continue
+			}
+			removed = report(removed, filepath.Join(dir, "pack", n)+": object "+did+" ("+why+")")
+		}
 	}
-	return []string{filepath.Join(dir, "pack") + ": not checked, new or changed during the run: " + strings.Join(changed, ", ")}
+	var left []string
+	for _, n := range changed {
+		if !checked[n] && len(left) <= 20 {
+			left = append(left, n)
+		}
+	}
+	if len(left) == 0 {
+		return removed, failed
+	}
+	return removed, append(failed, filepath.Join(dir, "pack")+": not checked, new or changed during the run: "+strings.Join(left, ", "))
+}
+
+// maxPackIndex bounds a pack index read whole (MaxVerifyObjects entries of SHA-256
+// are some 4 MiB).
+const maxPackIndex = 16 << 20
+
+// checkPack verifies the pack index idx of the directory pfd against its pack file
+// (verifyPack): why it is bad, or an error when it could not be checked.
+func checkPack(pfd int, idx, pack string, hashLen int, budget *int64, count *int) (string, error) {
+	ifd, err := unix.Openat(pfd, idx, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	fi := os.NewFile(uintptr(ifd), idx)
+	defer fi.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(ifd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxPackIndex {
+		return "", errors.New("not a regular file gosbx reads whole")
+	}
+	b := make([]byte, st.Size)
+	if _, err := io.ReadFull(fi, b); err != nil {
+		return "", err
+	}
+	pfd2, err := unix.Openat(pfd, pack, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err // no pack: git does not load the index either
+	}
+	fp := os.NewFile(uintptr(pfd2), pack)
+	defer fp.Close()
+	if err := unix.Fstat(pfd2, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", errors.New("not a regular file")
+	}
+	return verifyPack(b, fp, st.Size, hashLen, budget, count)
 }
 
 // PackStamps returns the Stamps of the entries of the object directory dir's pack/
@@ -184,15 +270,33 @@ func checkObject(fd int, name, hexName string, hashLen int, budget *int64) (stri
 	if err := unix.Fstat(ofd, &st); err != nil {
 		return "", err
 	}
+	// the header first: the size it declares is charged before the rest is inflated
 	h := &objectHash{d: newDigest(hashLen)}
-	if err := inflate(byteReader(f, st.Size), h, *budget); err != nil {
-		*budget -= h.n
-		if errors.Is(err, errInflateLimit) {
-			return "", fmt.Errorf("more than %d bytes of objects to check", int64(MaxVerifyBytes))
-		}
+	err = inflate(byteReader(f, st.Size), h, 64)
+	switch {
+	case h.bad != "":
+		return h.bad, nil
+	case h.head == nil && err != nil && !errors.Is(err, errInflateLimit):
+		return "it does not inflate: " + err.Error(), nil
+	case h.head == nil:
+		return "its header is not git's", nil
+	}
+	need := h.want + int64(len(h.head))
+	if need > *budget {
+		return "", errOverBudget
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	h = &objectHash{d: newDigest(hashLen)}
+	err = inflate(byteReader(f, st.Size), h, need)
+	*budget -= h.n
+	if errors.Is(err, errInflateLimit) {
+		return "its size is not the one its header says", nil
+	}
+	if err != nil {
 		return "it does not inflate: " + err.Error(), nil
 	}
-	*budget -= h.n
 	if h.bad != "" {
 		return h.bad, nil
 	}

@@ -22,8 +22,8 @@ const (
 	MaxPackedRefLine = 4096
 )
 
-// asideSuffix names where an oversized or malformed packed-refs is moved
-// ("packed-refs.gosbx-aside", beside it): git never reads it there, the user can.
+// asideSuffix is the first name tried for a file moved aside, beside it (moveAside):
+// git never reads it there, the user can.
 const asideSuffix = ".gosbx-aside"
 
 // removePackedRefs removes from the packed-refs file p (gitrepository-layout(5)) every
@@ -59,10 +59,11 @@ func removePackedRefs(p, prefix string, keep []string) (removed, failed []string
 		return nil, nil
 	}
 	aside := func(why string) ([]string, []string) {
-		if err := unix.Renameat(dir, name, dir, name+asideSuffix); err != nil {
+		did, err := moveAside(dir, name, p)
+		if err != nil {
 			return nil, []string{p + ": " + why + "; moving it aside: " + err.Error()}
 		}
-		return []string{p + ": moved aside to " + p + asideSuffix + " (" + why + ")"}, nil
+		return []string{p + ": " + did + " (" + why + ")"}, nil
 	}
 	if st.Size > MaxPackedRefs {
 		return aside(fmt.Sprintf("%d bytes, more than gosbx reads (%d)", st.Size, MaxPackedRefs))

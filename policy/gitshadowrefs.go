@@ -1,0 +1,101 @@
+package policy
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
+)
+
+// guardShadowRefs keeps the command from making a ref that git's ref lookup finds
+// before a remote-tracking one (gitrevisions(7): <name>, refs/<name>, refs/tags/<name>,
+// refs/heads/<name>, then refs/remotes/<name>): a tag origin/main, a branch
+// origin/main, refs/origin/main or <gitdir>/origin/main would be what the host's
+// `git reset --hard origin/main` checks out, with only git's "ambiguous" warning
+// (attack review 31 F8; guardRemoteRefs keeps refs/remotes/ itself). For each remote
+// (its remote-tracking refs at launch, and the remotes the repository's config
+// names), what lies at <gitdir>/<remote>, refs/<remote>, refs/tags/<remote> and
+// refs/heads/<remote> after the run is as at launch: a name not there then is removed
+// (with all below it), a directory there keeps only its loose refs as they were, and
+// packed-refs lines under those prefixes not there at launch are removed. The cost: a
+// branch or tag the command makes whose name starts with a remote's (origin/x,
+// originx in packed-refs) does not outlive the run.
+func (plan *gitPlan) guardShadowRefs(gd string) error {
+	remotes, err := plan.remoteNames(gd)
+	if err != nil {
+		return err
+	}
+	packedFile := filepath.Join(gd, "packed-refs")
+	for _, r := range remotes {
+		for _, base := range []string{"", "refs", "refs/tags", "refs/heads"} {
+			q := filepath.Join(gd, base, r)
+			st, err := os.Lstat(q)
+			switch {
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+				// git never makes <gitdir>/<remote>: one found later is removed too
+				plan.absentAfter(q, base == "")
+			case err != nil:
+				return errorf("protected", q, err, "cannot inspect this path, whose refs git would take for the remote-tracking refs of %s, so cannot guard it", r)
+			case st.IsDir():
+				loose, err := cleanup.LooseRefs(q, maxPackedKept)
+				if err != nil {
+					return errorf("protected", q, err, "cannot read these refs, which git would take for the remote-tracking refs of %s, so cannot keep the command from moving them", r)
+				}
+				plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveChangedRefs, Path: q, Keep: loose})
+			}
+			if base == "" {
+				continue
+			}
+			prefix := base + "/" + r
+			packed, err := packedRefsUnder(packedFile, prefix)
+			if err != nil {
+				return errorf("protected", packedFile, err, "cannot read the repository's packed refs, so cannot guard the names that shadow its remote-tracking refs")
+			}
+			plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: packedFile, Prefix: prefix, Keep: packed})
+		}
+	}
+	return nil
+}
+
+// remoteNames are the remotes of the git dir gd: the first component of each
+// remote-tracking ref at launch (loose and packed) and each remote its config names,
+// sorted, each a plain path component.
+func (plan *gitPlan) remoteNames(gd string) ([]string, error) {
+	var out []string
+	add := func(n string) {
+		if n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00") && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if ents, err := readDirCapped(filepath.Join(gd, "refs", "remotes")); err == nil {
+		for _, e := range ents {
+			add(e.Name())
+		}
+	}
+	packed, err := packedRefsUnder(filepath.Join(gd, "packed-refs"), "refs/remotes/")
+	if err != nil {
+		return nil, errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its remote-tracking refs")
+	}
+	for _, l := range packed {
+		_, ref, _ := strings.Cut(l, " ")
+		n, _, _ := strings.Cut(strings.TrimPrefix(ref, "refs/remotes/"), "/")
+		add(n)
+	}
+	if b, err := plan.reads.config(filepath.Join(gd, "config")); err == nil {
+		if entries, ok := parseGitConfig(string(b)); ok {
+			for _, e := range entries {
+				if e.section == "remote" && e.sub != "" {
+					n, _, _ := strings.Cut(e.sub, "/")
+					add(n)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
