@@ -21,7 +21,7 @@ const (
 	MaxVerifyBytes   = 256 << 20
 	maxFanoutEntries = 1 << 20
 	// MaxVerifyObjects bounds the objects checked (some 1.6 s for 100 000 small ones
-	// here): past it, or past MaxVerifyBytes, a recent object is moved aside unchecked.
+	// here): past it, or past MaxVerifyBytes, a recent object is reported unchecked.
 	MaxVerifyObjects = 100000
 )
 
@@ -42,7 +42,7 @@ var errOverBudget = errors.New("over budget")
 // files (objects/pack) not as they were at launch (packs: name and Stamp each) are
 // not checked (that is index-pack's work) but reported. An object past the bounds
 // (MaxVerifyBytes inflated, charged by its header's size before it is inflated;
-// MaxVerifyObjects) is moved aside unchecked. It returns "path: object moved aside to
+// MaxVerifyObjects) is reported unchecked, never moved aside. It returns "path: object moved aside to
 // … (why)" per object moved, "dir/pack: not checked: names" for packs, and, in failed,
 // what it could not check.
 func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed, failed []string) {
@@ -91,16 +91,18 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 				return
 			}
 			why := ""
-			// past a bound, fail closed: moved aside unchecked, never left for git to
-			// read unverified (attack review 31 F1: a bomb first in 00/ spent the
-			// budget, and the tampered object after it stayed with a warning)
-			unchecked := fmt.Sprintf("it could not be checked within gosbx's bounds (%d MiB inflated, %d objects a run)", MaxVerifyBytes>>20, MaxVerifyObjects)
+			// past a bound, reported unchecked, never moved aside: only a proven
+			// mismatch is (attack review 32 F5: the user's own 257 MiB blob, written
+			// after a killed launcher, was moved aside unchecked by the replay)
+			unchecked := fmt.Sprintf(": not checked: it could not be checked within gosbx's bounds (%d MiB inflated, %d objects a run): run git fsck", MaxVerifyBytes>>20, MaxVerifyObjects)
 			if count++; st.Mode&unix.S_IFMT != unix.S_IFREG {
 				why = "not a regular file"
 			} else if budget <= 0 || count > MaxVerifyObjects {
-				why = unchecked
+				failed = report(failed, p+unchecked)
+				return
 			} else if why, err = checkObject(ffd, name, fan+name, hashLen, &budget); errors.Is(err, errOverBudget) {
-				why = unchecked
+				failed = report(failed, p+unchecked)
+				return
 			} else if err != nil {
 				failed = report(failed, p+": not checked: "+err.Error())
 				return

@@ -11,13 +11,16 @@ import (
 	"strconv"
 )
 
-// maxDeltaDepth bounds a pack's delta chains (git's default --depth is 50).
-const maxDeltaDepth = 64
+// maxDeltaDepth bounds a pack's delta chains: git caps pack.depth at 4095 and reads
+// any depth; a deeper chain leaves its pack unchecked (reported), never "forged"
+// (attack review 32 F3: a legal chain of 101 once the cache was full was moved aside).
+const maxDeltaDepth = 4095
 
 // maxPackCache bounds the objects kept while a pack is checked, so that a delta
 // chain's bases are inflated once, not once per object on it (without it, this
 // repository's own 3.8 MB pack of 9 703 objects took the whole 256 MiB budget).
-const maxPackCache = 64 << 20
+// A variable so that a test can play a full cache (attack review 32 F3).
+var maxPackCache = 64 << 20
 
 // maxPackHashed bounds the bytes a pack's deltas rebuild (and hashed) per pack: the
 // content of every version of every file, which for a repository's whole history is
@@ -45,19 +48,23 @@ type packObj struct {
 // at most maxDeltaDepth deep), hashes to that entry's name (hashLen bytes). Every byte
 // inflated is taken from *budget, every object from *count, every byte a delta
 // rebuilds from maxPackHashed; past any, errPackBudget.
-// It returns why the pack is bad ("" good); an error is one it could not check. For a
-// pack's index that names an object with other content than the pack holds (attack
-// review 31 F4: git reads a pack object unhashed, before loose ones).
+// It returns why the pack is bad ("" good): only a proven hash mismatch, an object
+// whose content does not hash to the name its index gives it. Anything else it cannot
+// verify (a v1 index, a malformed entry, a bound reached) is an error: the pack is
+// reported unchecked, never moved aside, so that a check that could not finish never
+// makes the user's objects unreadable (attack review 32 F3). For a pack's index that
+// names an object with other content than the pack holds (attack review 31 F4: git
+// reads a pack object unhashed, before loose ones).
 func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *int64, count *int) (string, error) {
 	if len(idx) < 8+1024 || !bytes.Equal(idx[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return "its index is not a version 2 pack index", nil
+		return "", errors.New("its index is not a version 2 pack index")
 	}
 	n := int(binary.BigEndian.Uint32(idx[8+1020:]))
 	names, crcs := 8+1024, 8+1024+n*hashLen
 	offs := crcs + n*4
 	large := offs + n*4
 	if n < 0 || large+2*hashLen > len(idx) {
-		return "its index is shorter than its fan-out says", nil
+		return "", errors.New("its index is shorter than its fan-out says")
 	}
 	if *count += n; *count > MaxVerifyObjects {
 		return "", errPackBudget
@@ -67,7 +74,7 @@ func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *
 		return "", err
 	}
 	if string(hdr[:4]) != "PACK" || int(binary.BigEndian.Uint32(hdr[8:])) != n {
-		return "its pack file does not hold the objects its index names", nil
+		return "", errors.New("its pack file does not hold the objects its index names")
 	}
 	objs := make([]packObj, n)
 	byName := make(map[string]int, n)
@@ -76,12 +83,12 @@ func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *
 		if o&0x80000000 != 0 {
 			j := large + 8*int(o&0x7fffffff)
 			if j+8 > len(idx)-2*hashLen {
-				return "its index's large offset table is short", nil
+				return "", errors.New("its index's large offset table is short")
 			}
 			o = binary.BigEndian.Uint64(idx[j:])
 		}
 		if o < 12 || o >= uint64(packSize-int64(hashLen)) {
-			return "its index names an offset outside the pack", nil
+			return "", errors.New("its index names an offset outside the pack")
 		}
 		objs[i] = packObj{off: o, pos: i}
 		byName[string(idx[names+i*hashLen:names+(i+1)*hashLen])] = i
@@ -95,7 +102,7 @@ func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *
 			e = sorted[i+1].off
 		}
 		if e <= o.off {
-			return "two index entries name one offset", nil
+			return "", errors.New("two index entries name one offset")
 		}
 		end[o.off] = e
 	}
@@ -106,7 +113,7 @@ func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *
 			return "", err
 		}
 		if err != nil {
-			return err.Error(), nil
+			return "", err
 		}
 		d := newDigest(hashLen)
 		d.Write([]byte(typ + " " + strconv.Itoa(len(data)) + "\x00"))
