@@ -55,6 +55,7 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 	}
 	defer unix.Close(dfd)
 	budget, count := int64(MaxVerifyBytes), 0
+	run := &verifyRun{budget: &budget, count: &count, hashed: maxPackHashed, loose: map[ID]string{}, packs: map[[2]ID]string{}}
 	recent := func(st *unix.Stat_t) bool { return st.Ctim.Nano() >= since || st.Mtim.Nano() >= since }
 	for i := 0; i < 256; i++ {
 		fan := fmt.Sprintf("%02x", i)
@@ -95,17 +96,32 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 			// mismatch is (attack review 32 F5: the user's own 257 MiB blob, written
 			// after a killed launcher, was moved aside unchecked by the replay)
 			unchecked := fmt.Sprintf(": not checked: it could not be checked within gosbx's bounds (%d MiB inflated, %d objects a run): run git fsck", MaxVerifyBytes>>20, MaxVerifyObjects)
+			id := IDOf(&st)
+			sum, seen := run.loose[id]
 			if count++; st.Mode&unix.S_IFMT != unix.S_IFREG {
 				why = "not a regular file"
+			} else if seen && sum != "" && sum != fan+name {
+				// a hard link of a file checked once: its content hashes to the other
+				// name (attack review 32 F8: links made each a new object to inflate)
+				why = "its content does not hash to its name"
+			} else if seen {
+				if sum == "" {
+					failed = report(failed, p+unchecked)
+				}
+				return
 			} else if budget <= 0 || count > MaxVerifyObjects {
 				failed = report(failed, p+unchecked)
 				return
-			} else if why, err = checkObject(ffd, name, fan+name, hashLen, &budget); errors.Is(err, errOverBudget) {
+			} else if why, sum, err = checkObject(ffd, name, fan+name, hashLen, &budget); errors.Is(err, errOverBudget) {
+				run.loose[id] = ""
 				failed = report(failed, p+unchecked)
 				return
 			} else if err != nil {
 				failed = report(failed, p+": not checked: "+err.Error())
 				return
+			}
+			if !seen {
+				run.loose[id] = sum
 			}
 			if why == "" {
 				return
@@ -125,7 +141,7 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 		}
 		f.Close()
 	}
-	r, f := packsChanged(dfd, dir, packs, hashLen, &budget, &count)
+	r, f := packsChanged(dfd, dir, packs, hashLen, run)
 	return append(removed, r...), append(failed, f...)
 }
 
@@ -135,7 +151,7 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 // they do not agree, "path: object moved aside to … (why)" in removed. What is left
 // unchecked (past the bounds, unreadable, a changed .pack whose index is as at launch)
 // is reported as "dir/pack: not checked, new or changed during the run: names".
-func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, budget *int64, count *int) (removed, failed []string) {
+func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, run *verifyRun) (removed, failed []string) {
 	pfd, err := unix.Openat(dfd, "pack", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil // none, or a symlink (RemoveSpecialUnder's)
@@ -166,7 +182,7 @@ func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, budget *int64
 			continue
 		}
 		p := filepath.Join(dir, "pack", name)
-		why, err := checkPack(pfd, name, base+".pack", hashLen, budget, count)
+		why, err := checkPack(pfd, name, base+".pack", hashLen, run)
 		if err != nil {
 			continue
 		}
@@ -201,7 +217,7 @@ const maxPackIndex = 16 << 20
 
 // checkPack verifies the pack index idx of the directory pfd against its pack file
 // (verifyPack): why it is bad, or an error when it could not be checked.
-func checkPack(pfd int, idx, pack string, hashLen int, budget *int64, count *int) (string, error) {
+func checkPack(pfd int, idx, pack string, hashLen int, run *verifyRun) (string, error) {
 	ifd, err := unix.Openat(pfd, idx, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", err
@@ -212,6 +228,7 @@ func checkPack(pfd int, idx, pack string, hashLen int, budget *int64, count *int
 	if err := unix.Fstat(ifd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxPackIndex {
 		return "", errors.New("not a regular file gosbx reads whole")
 	}
+	idxID := IDOf(&st)
 	b := make([]byte, st.Size)
 	if _, err := io.ReadFull(fi, b); err != nil {
 		return "", err
@@ -225,7 +242,37 @@ func checkPack(pfd int, idx, pack string, hashLen int, budget *int64, count *int
 	if err := unix.Fstat(pfd2, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return "", errors.New("not a regular file")
 	}
-	return verifyPack(b, fp, st.Size, hashLen, budget, count)
+	// each pair of files checked once (attack review 32 F4: hard links of one small
+	// delta-bomb pack each cost seconds of CPU)
+	key := [2]ID{idxID, IDOf(&st)}
+	if why, ok := run.packs[key]; ok {
+		if why == "\x00" {
+			return "", errors.New("a hard link of a pack not checked")
+		}
+		return why, nil
+	}
+	why, err := verifyPack(b, fp, st.Size, hashLen, run.budget, run.count, &run.hashed)
+	if err != nil {
+		why = "\x00"
+	}
+	run.packs[key] = why
+	if err != nil {
+		return "", err
+	}
+	return why, nil
+}
+
+// verifyRun is what one VerifyObjects run shares across its loose objects and packs
+// (attack review 32 F4, F8): the inflated and read bytes (budget), the objects
+// (count), the bytes deltas may rebuild (hashed, maxPackHashed for the whole run), and
+// what each file (by st_dev, st_ino) was found to be: a loose object's hash ("" not
+// checked), a pack's verdict ("\x00" not checked).
+type verifyRun struct {
+	budget *int64
+	count  *int
+	hashed int64
+	loose  map[ID]string
+	packs  map[[2]ID]string
 }
 
 // PackStamps returns the Stamps of the entries of the object directory dir's pack/
@@ -258,57 +305,67 @@ func isHex(s string) bool {
 	return true
 }
 
+// maxHeaderInput bounds the compressed bytes read to find a loose object's header: git's
+// zlib puts its first 64 inflated bytes in the first few dozen (attack review 32 F8: a
+// file of empty deflate blocks was read whole, for free, by the header pass).
+const maxHeaderInput = 64 << 10
+
 // checkObject inflates the loose object name in dir fd and returns why it is bad ("":
-// it hashes to hexName), taking what it hashed from *budget; an error is a file it
-// could not read.
-func checkObject(fd int, name, hexName string, hashLen int, budget *int64) (string, error) {
+// it hashes to hexName) and, when it was hashed whole, its hash in hex; it takes what
+// it read (the file's size) and hashed from *budget. An error is a file it could not
+// read, or errOverBudget.
+func checkObject(fd int, name, hexName string, hashLen int, budget *int64) (string, string, error) {
 	ofd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	f := os.NewFile(uintptr(ofd), name)
 	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(ofd, &st); err != nil {
-		return "", err
+		return "", "", err
 	}
 	// the header first: the size it declares is charged before the rest is inflated
 	h := &objectHash{d: newDigest(hashLen)}
-	err = inflate(byteReader(f, st.Size), h, 64)
+	err = inflate(byteReader(f, min(st.Size, maxHeaderInput)), h, 64)
 	switch {
 	case h.bad != "":
-		return h.bad, nil
+		return h.bad, "", nil
+	case h.head == nil && st.Size > maxHeaderInput:
+		return "", "", errOverBudget // not git's zlib: not checked
 	case h.head == nil && err != nil && !errors.Is(err, errInflateLimit):
-		return "it does not inflate: " + err.Error(), nil
+		return "it does not inflate: " + err.Error(), "", nil
 	case h.head == nil:
-		return "its header is not git's", nil
+		return "its header is not git's", "", nil
 	}
 	need := h.want + int64(len(h.head))
-	if need > *budget {
-		return "", errOverBudget
+	if need+st.Size > *budget {
+		return "", "", errOverBudget
 	}
+	*budget -= st.Size // what is read, as well as what is inflated
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", err
+		return "", "", err
 	}
 	h = &objectHash{d: newDigest(hashLen)}
 	err = inflate(byteReader(f, st.Size), h, need)
 	*budget -= h.n
 	if errors.Is(err, errInflateLimit) {
-		return "its size is not the one its header says", nil
+		return "its size is not the one its header says", "", nil
 	}
 	if err != nil {
-		return "it does not inflate: " + err.Error(), nil
+		return "it does not inflate: " + err.Error(), "", nil
 	}
 	if h.bad != "" {
-		return h.bad, nil
+		return h.bad, "", nil
 	}
 	if h.want != h.n-int64(len(h.head)) || h.head == nil {
-		return "its size is not the one its header says", nil
+		return "its size is not the one its header says", "", nil
 	}
-	if hex.EncodeToString(h.d.Sum()) != hexName {
-		return "its content does not hash to its name", nil
+	sum := hex.EncodeToString(h.d.Sum())
+	if sum != hexName {
+		return "its content does not hash to its name", sum, nil
 	}
-	return "", nil
+	return "", sum, nil
 }
 
 // objectHash hashes an inflated loose object and reads its header "<type> <size>\0".

@@ -22,7 +22,8 @@ const maxDeltaDepth = 4095
 // A variable so that a test can play a full cache (attack review 32 F3).
 var maxPackCache = 64 << 20
 
-// maxPackHashed bounds the bytes a pack's deltas rebuild (and hashed) per pack: the
+// maxPackHashed bounds the bytes deltas rebuild (and hashed) in one run, all packs
+// together (attack review 32 F4: per pack, hard links of one 1 KB pack cost hours): the
 // content of every version of every file, which for a repository's whole history is
 // far more than what is inflated (this repository: 9 703 objects, over 256 MiB
 // rebuilt, a 3.8 MB pack). Hashing and copying run at some 400 MB/s here, inflating at
@@ -46,8 +47,8 @@ type packObj struct {
 // (gitformat-pack(5)): the pack holds as many objects as the index names, and each
 // object at an index entry's offset, inflated (delta chains resolved within the pack,
 // at most maxDeltaDepth deep), hashes to that entry's name (hashLen bytes). Every byte
-// inflated is taken from *budget, every object from *count, every byte a delta
-// rebuilds from maxPackHashed; past any, errPackBudget.
+// inflated or read is taken from *budget, every object from *count, every byte a delta
+// rebuilds from *hashed; past any, errPackBudget.
 // It returns why the pack is bad ("" good): only a proven hash mismatch, an object
 // whose content does not hash to the name its index gives it. Anything else it cannot
 // verify (a v1 index, a malformed entry, a bound reached) is an error: the pack is
@@ -55,7 +56,7 @@ type packObj struct {
 // makes the user's objects unreadable (attack review 32 F3). For a pack's index that
 // names an object with other content than the pack holds (attack review 31 F4: git
 // reads a pack object unhashed, before loose ones).
-func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *int64, count *int) (string, error) {
+func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *int64, count *int, hashed *int64) (string, error) {
 	if len(idx) < 8+1024 || !bytes.Equal(idx[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
 		return "", errors.New("its index is not a version 2 pack index")
 	}
@@ -106,7 +107,7 @@ func verifyPack(idx []byte, pack *os.File, packSize int64, hashLen int, budget *
 		}
 		end[o.off] = e
 	}
-	p := &packReader{f: pack, hashLen: hashLen, hashed: maxPackHashed, end: end, byName: byName, objs: objs, budget: budget}
+	p := &packReader{f: pack, hashLen: hashLen, hashed: hashed, end: end, byName: byName, objs: objs, budget: budget}
 	for _, o := range sorted { // offset order: an OFS_DELTA's base comes first
 		typ, data, err := p.object(o.off, 0)
 		if errors.Is(err, errPackBudget) {
@@ -137,8 +138,8 @@ type packReader struct {
 	// cache holds objects read (type and content by offset), up to maxPackCache bytes
 	cache      map[uint64]packed
 	cacheBytes int
-	// hashed is what deltas may still rebuild (maxPackHashed)
-	hashed int64
+	// hashed is what deltas may still rebuild (maxPackHashed, for the whole run)
+	hashed *int64
 }
 
 // packed is an object read from a pack: its type and content.
@@ -219,12 +220,13 @@ func (p *packReader) read(off uint64, depth int) (string, []byte, error) {
 	default:
 		return "", nil, fmt.Errorf("an object of type %d", typ)
 	}
-	if int64(size) > *p.budget || size > maxPackObject {
+	// what is read is charged as well as what is inflated (attack review 32 F8)
+	if int64(size)+int64(e-off) > *p.budget || size > maxPackObject {
 		return "", nil, errPackBudget
 	}
 	var out bytes.Buffer
 	err = inflate(r, &out, int64(size))
-	*p.budget -= int64(out.Len())
+	*p.budget -= int64(out.Len()) + int64(e-off)
 	if err != nil || uint64(out.Len()) != size {
 		return "", nil, fmt.Errorf("the object at offset %d does not inflate to its size", off)
 	}
@@ -235,7 +237,7 @@ func (p *packReader) read(off uint64, depth int) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	data, err := applyDelta(bdata, out.Bytes(), &p.hashed)
+	data, err := applyDelta(bdata, out.Bytes(), p.hashed)
 	if err != nil {
 		return "", nil, fmt.Errorf("the delta at offset %d: %w", off, err)
 	}

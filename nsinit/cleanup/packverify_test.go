@@ -41,7 +41,8 @@ func TestVerifyPack(t *testing.T) {
 			defer f.Close()
 			st, _ := f.Stat()
 			budget, count := int64(MaxVerifyBytes), 0
-			return verifyPack(idx, f, st.Size(), hashLen, &budget, &count)
+			hashed := int64(maxPackHashed)
+			return verifyPack(idx, f, st.Size(), hashLen, &budget, &count, &hashed)
 		}
 		idx, err := os.ReadFile(idxs[0])
 		if err != nil {
