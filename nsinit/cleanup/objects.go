@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -142,7 +143,64 @@ func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed
 		f.Close()
 	}
 	r, f := packsChanged(dfd, dir, packs, hashLen, run)
+	removed, failed = append(removed, r...), append(failed, f...)
+	r, f = commitGraphsChanged(dfd, dir, recent)
 	return append(removed, r...), append(failed, f...)
+}
+
+// commitGraphsChanged moves aside the commit-graph files of the object directory dir
+// (dfd) that may have been written during the run (recent): info/commit-graph, and the
+// files of info/commit-graphs with its chain. They are caches git works without
+// (gitformat-commit-graph(5)) and reads before the commits themselves (attack review
+// 32 F6's class: a cache the command writes is what the host's git believes).
+func commitGraphsChanged(dfd int, dir string, recent func(*unix.Stat_t) bool) (removed, failed []string) {
+	ifd, err := unix.Openat(dfd, "info", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil
+	}
+	defer unix.Close(ifd)
+	aside := func(fd int, name, p string) {
+		did, err := moveAside(fd, name, p)
+		if err != nil {
+			failed = report(failed, p+": a commit-graph, new or changed during the run; moving it aside: "+err.Error())
+			return
+		}
+		removed = report(removed, p+": "+did+" (a commit-graph, new or changed during the run: git works without it, and git commit-graph write makes it anew)")
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(ifd, "commit-graph", &st, unix.AT_SYMLINK_NOFOLLOW) == nil && recent(&st) {
+		aside(ifd, "commit-graph", filepath.Join(dir, "info", "commit-graph"))
+	}
+	if unix.Fstatat(ifd, "commit-graphs", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return removed, failed
+	}
+	all := recent(&st)
+	gfd, err := unix.Openat(ifd, "commit-graphs", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return removed, append(failed, filepath.Join(dir, "info", "commit-graphs")+": not checked: "+err.Error())
+	}
+	f := os.NewFile(uintptr(gfd), "commit-graphs")
+	defer f.Close()
+	var moved []string
+	n := 0
+	err = eachName(f, func(name string) {
+		var st unix.Stat_t
+		if n++; n <= maxFanoutEntries && (all || unix.Fstatat(gfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || recent(&st)) {
+			moved = append(moved, name)
+		}
+	})
+	if err != nil {
+		failed = report(failed, filepath.Join(dir, "info", "commit-graphs")+": not all checked: "+err.Error())
+	}
+	if len(moved) > 0 && !slices.Contains(moved, "commit-graph-chain") {
+		moved = append(moved, "commit-graph-chain") // a chain naming a file moved aside
+	}
+	for _, name := range moved {
+		if unix.Fstatat(gfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			aside(gfd, name, filepath.Join(dir, "info", "commit-graphs", name))
+		}
+	}
+	return removed, failed
 }
 
 // packsChanged checks the files of dir/pack that are not what packs says they were at
@@ -176,11 +234,35 @@ func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, run *verifyRu
 		changed = append(changed, "(the directory could not be read: "+err.Error()+")")
 	}
 	checked := map[string]bool{}
+	var bases []string
+	isChanged := map[string]bool{}
 	for _, name := range changed {
-		base, ok := strings.CutSuffix(name, ".idx")
-		if !ok {
+		isChanged[name] = true
+	}
+	for _, name := range changed {
+		if isPackCache(name) {
+			// a cache of the packs, which git reads before them (a multi-pack-index
+			// maps an id to any pack's offset: attack review 32 F6) and works without
+			p := filepath.Join(dir, "pack", name)
+			did, err := moveAside(pfd, name, p)
+			if err != nil {
+				failed = report(failed, p+": a cache of the packs, new or changed during the run; moving it aside: "+err.Error())
+			} else {
+				removed = report(removed, p+": "+did+" (a cache of the packs, new or changed during the run: git works without it, and git repack or multi-pack-index write makes it anew)")
+			}
+			checked[name] = true
 			continue
 		}
+		// a changed .pack is checked against its index even when that is as at launch
+		// (attack review 32 F7: a pack rewritten in place, trailer kept)
+		if base, ok := strings.CutSuffix(name, ".idx"); ok {
+			bases = append(bases, base)
+		} else if base, ok := strings.CutSuffix(name, ".pack"); ok && !isChanged[base+".idx"] {
+			bases = append(bases, base)
+		}
+	}
+	for _, base := range bases {
+		name := base + ".idx"
 		p := filepath.Join(dir, "pack", name)
 		why, err := checkPack(pfd, name, base+".pack", hashLen, run)
 		if err != nil {
@@ -209,6 +291,14 @@ func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, run *verifyRu
 		return removed, failed
 	}
 	return removed, append(failed, filepath.Join(dir, "pack")+": not checked, new or changed during the run: "+strings.Join(left, ", "))
+}
+
+// isPackCache reports whether name (in objects/pack) is a file git only derives from the
+// packs (gitformat-pack(5), gitformat-bitmap): a multi-pack-index (and its .bitmap,
+// .rev), a pack's reverse index, bitmap, or cruft mtimes.
+func isPackCache(name string) bool {
+	return strings.HasPrefix(name, "multi-pack-index") || strings.HasSuffix(name, ".rev") ||
+		strings.HasSuffix(name, ".bitmap") || strings.HasSuffix(name, ".mtimes")
 }
 
 // maxPackIndex bounds a pack index read whole (MaxVerifyObjects entries of SHA-256

@@ -228,7 +228,12 @@ func (p *packReader) read(off uint64, depth int) (string, []byte, error) {
 	err = inflate(r, &out, int64(size))
 	*p.budget -= int64(out.Len()) + int64(e-off)
 	if err != nil || uint64(out.Len()) != size {
-		return "", nil, fmt.Errorf("the object at offset %d does not inflate to its size", off)
+		// git inflates from the offset on, whatever the next entry's offset: an object
+		// rewritten in place over the ones after it (attack review 32 F7) is read as
+		// git reads it, up to the trailer, so that its hash can prove it forged
+		if out, err = p.readToEnd(off, size); err != nil {
+			return "", nil, err
+		}
 	}
 	if typ <= 4 {
 		return packTypes[typ], out.Bytes(), nil
@@ -242,6 +247,40 @@ func (p *packReader) read(off uint64, depth int) (string, []byte, error) {
 		return "", nil, fmt.Errorf("the delta at offset %d: %w", off, err)
 	}
 	return btyp, data, nil
+}
+
+// readToEnd inflates the object data (size bytes) whose header is at off, reading up to
+// the pack's trailer, every byte of that charged to the budget first.
+func (p *packReader) readToEnd(off, size uint64) (bytes.Buffer, error) {
+	var out bytes.Buffer
+	last := uint64(0)
+	for _, e := range p.end {
+		last = max(last, e)
+	}
+	if int64(size)+int64(last-off) > *p.budget {
+		return out, errPackBudget
+	}
+	*p.budget -= int64(last - off)
+	r := byteReader(io.NewSectionReader(p.f, int64(off), int64(last-off)), int64(last-off))
+	c, err := r.ReadByte()
+	typ := c >> 4 & 7
+	for err == nil && c&0x80 != 0 { // the header, read before
+		c, err = r.ReadByte()
+	}
+	if err == nil && typ == 6 {
+		for c, err = r.ReadByte(); err == nil && c&128 != 0; c, err = r.ReadByte() {
+		}
+	} else if err == nil && typ == 7 {
+		_, err = io.ReadFull(r, make([]byte, p.hashLen))
+	}
+	if err == nil {
+		err = inflate(r, &out, int64(size))
+	}
+	*p.budget -= int64(out.Len())
+	if err != nil || uint64(out.Len()) != size {
+		return out, fmt.Errorf("the object at offset %d does not inflate to its size", off)
+	}
+	return out, nil
 }
 
 // applyDelta applies git's delta d to base (gitformat-pack(5), "Deltified
