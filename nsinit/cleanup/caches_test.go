@@ -97,3 +97,27 @@ func TestVerifyObjectsCommitGraph(t *testing.T) {
 	}
 	gitIn(t, dir, "log", "-q", "-1")
 }
+
+// A new pack whose first object declares 100 MiB (over maxPackObject, never read by
+// git) and whose second is the command's content named as run.sh's blob: the second
+// is still checked, proven forged, and the pack moved aside (attack review 32 F1:
+// before, the whole pack was left unchecked, with a warning).
+func TestVerifyObjectsBigFirst(t *testing.T) {
+	dir, oid, stamps := cacheRepo(t, false)
+	since := time.Now().UnixNano()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	cmd := exec.Command("python3", mustAbs(t, "testdata/bigfirst.py"), oid)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bigfirst.py: %v\n%s", err, out)
+	}
+	if got := gitIn(t, dir, "cat-file", "-p", oid); !strings.Contains(got, "BIGFIRST") {
+		t.Fatalf("the forged pack did not take: %q", got)
+	}
+	r, f := Run([]Entry{{Kind: VerifyObjects, Path: filepath.Join(dir, ".git", "objects"), HashLen: 20, Since: since, Was: stamps}})
+	if got := gitIn(t, dir, "cat-file", "-p", oid); got != "echo hi\n" {
+		t.Errorf("run.sh's blob reads %q after the cleanup: removed %q, failed %q", got, r, f)
+	}
+}
