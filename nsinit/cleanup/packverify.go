@@ -38,7 +38,7 @@ const maxPackObject = 64 << 20
 var errPackBudget = errors.New("over budget")
 
 // errPackObject is an object over maxPackObject: it is not checked, the others are.
-var errPackObject = fmt.Errorf("an object over %d MiB", maxPackObject>>20)
+var errPackObject = errors.New("an object over 64 MiB")
 
 // packObj is one object of a pack: its offset, and its position in the index.
 type packObj struct {
