@@ -40,6 +40,9 @@ func TestGitCommitUserRefsKept(t *testing.T) {
 				if got, err := s.hostGitOut(s.ws, "rev-parse", "refs/heads/origin/feature"); err != nil || got != want {
 					t.Errorf("the user's origin/feature is %q (%v), want %q as at launch\n%v", got, err, want, r)
 				}
+				if strings.Contains(cmd, "commit") && !strings.Contains(r.stderr, "put back as at launch") {
+					t.Errorf("no note that the branch was put back:\n%v", r)
+				}
 				if out, err := s.hostGitOut(s.ws, "log", "-1", "--format=%s"); err != nil || strings.TrimSpace(out) != "user feature" {
 					t.Errorf("git log on the user's branch: %q %v\n%v", out, err, r)
 				}
