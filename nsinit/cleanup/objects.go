@@ -39,13 +39,15 @@ var errOverBudget = errors.New("over budget")
 // ("<type> <size>\0<data>", SHA-1 or SHA-256 by hashLen) and moved aside when that is
 // not its name, when it is not a regular file, or when it does not parse: git does not
 // hash an object when it reads it, so an object rewritten in place would be checked
-// out by the host's next git checkout or reset --hard (attack review 29 F15). Pack
-// files (objects/pack) not as they were at launch (packs: name and Stamp each) are
-// not checked (that is index-pack's work) but reported. An object past the bounds
-// (MaxVerifyBytes inflated, charged by its header's size before it is inflated;
-// MaxVerifyObjects) is reported unchecked, never moved aside. It returns "path: object moved aside to
-// … (why)" per object moved, "dir/pack: not checked: names" for packs, and, in failed,
-// what it could not check.
+// out by the host's next git checkout or reset --hard (attack review 29 F15). Packs
+// not as they were at launch (packs: name and Stamp each) are verified against their
+// indexes (packsChanged), and the caches git derives from packs and commits
+// (multi-pack-index, .rev, .bitmap, commit-graph) written since are moved aside. Only
+// a proven mismatch is moved aside: an object past the bounds (MaxVerifyBytes read and
+// inflated, charged by its header's size before it is inflated; MaxVerifyObjects), or
+// one that cannot be read, is reported unchecked and left (attack review 32 F3, F5).
+// Each file (st_dev, st_ino) is checked once. It returns "path: object moved aside to
+// … (why)" per object moved and, in failed, what it could not check.
 func verifyObjects(dir string, hashLen int, since int64, packs []Stamp) (removed, failed []string) {
 	dfd, err := openDirNoFollow(dir)
 	if unreachable(err) {
