@@ -206,11 +206,12 @@ func commitGraphsChanged(dfd int, dir string, recent func(*unix.Stat_t) bool) (r
 }
 
 // packsChanged checks the files of dir/pack that are not what packs says they were at
-// launch (new, or another file by the name): each such <x>.idx is verified against
-// <x>.pack (verifyPack, within the loose objects' bounds) and both are moved aside when
-// they do not agree, "path: object moved aside to … (why)" in removed. What is left
-// unchecked (past the bounds, unreadable, a changed .pack whose index is as at launch)
-// is reported as "dir/pack: not checked, new or changed during the run: names".
+// launch (new, or another file by the name): each such <x>.idx or <x>.pack is verified
+// (verifyPack, within run's bounds) and both are moved aside when an object does not
+// hash to its name, "path: object moved aside to … (why)" in removed; a changed pack
+// cache (isPackCache) is moved aside. What is left unchecked (past the bounds,
+// unreadable, a v1 index) is reported as "dir/pack: not checked, new or changed during
+// the run: names".
 func packsChanged(dfd int, dir string, packs []Stamp, hashLen int, run *verifyRun) (removed, failed []string) {
 	pfd, err := unix.Openat(dfd, "pack", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
