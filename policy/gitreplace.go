@@ -163,6 +163,15 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: the git object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
 			" (git would check out its content unverified); moved it aside to " + Shown(to)
 	}
+	if packed && strings.HasPrefix(ref, "moved aside to ") && (strings.Contains(ref, " (a cache of the packs") || strings.Contains(ref, " (a commit-graph")) {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
+		return "gosbx: note: moved aside to " + Shown(to) + " " + Shown(file) + ", " + strings.TrimSuffix(why, ")") +
+			" (git reads it before the objects it indexes)"
+	}
+	if what, ok := strings.CutSuffix(p, " (put back as at launch)"); ok {
+		return "gosbx: note: put back as at launch the ref the command moved at " + Shown(what) +
+			" (a remote-tracking ref, or one named after a remote that git would find before it)"
+	}
 	if packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +

@@ -21,10 +21,11 @@ import (
 // (its remote-tracking refs at launch, and the remotes the repository's config
 // names), what lies at <gitdir>/<remote>, refs/<remote>, refs/tags/<remote> and
 // refs/heads/<remote> after the run is as at launch: a name not there then is removed
-// (with all below it), a directory there keeps only its loose refs as they were, and
-// packed-refs lines under those prefixes not there at launch are removed. The cost: a
-// branch or tag the command makes whose name starts with a remote's (origin/x,
-// originx in packed-refs) does not outlive the run.
+// (with all below it), a directory there keeps only its loose refs as they were (a
+// moved one put back), and packed-refs lines for <prefix> or <prefix>/… not there at
+// launch are removed; a ref that existed at launch (loose or packed, by name and id)
+// is kept wherever it lives after the run, or put back (attack review 32 F2). The
+// cost: a branch or tag the command makes named <remote>/x does not outlive the run.
 func (plan *gitPlan) guardShadowRefs(gd string) error {
 	remotes, err := plan.remoteNames(gd)
 	if err != nil {
@@ -41,12 +42,16 @@ func (plan *gitPlan) guardShadowRefs(gd string) error {
 				plan.absentAfter(q, base == "")
 			case err != nil:
 				return errorf("protected", q, err, "cannot inspect this path, whose refs git would take for the remote-tracking refs of %s, so cannot guard it", r)
-			case st.IsDir():
-				loose, err := cleanup.LooseRefs(q, maxPackedKept)
+			}
+			var loose []string
+			if err == nil && (st.IsDir() || st.Mode().IsRegular()) {
+				loose, err = cleanup.LooseRefs(q, maxPackedKept)
 				if err != nil {
 					return errorf("protected", q, err, "cannot read these refs, which git would take for the remote-tracking refs of %s, so cannot keep the command from moving them", r)
 				}
-				plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveChangedRefs, Path: q, Keep: loose})
+				if st.IsDir() {
+					plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveChangedRefs, Path: q, Keep: loose})
+				}
 			}
 			if base == "" {
 				continue
@@ -55,6 +60,21 @@ func (plan *gitPlan) guardShadowRefs(gd string) error {
 			packed, err := packedRefsUnder(packedFile, prefix)
 			if err != nil {
 				return errorf("protected", packedFile, err, "cannot read the repository's packed refs, so cannot guard the names that shadow its remote-tracking refs")
+			}
+			// the user's loose refs there at launch are kept too, by name and id,
+			// wherever they live after the run: git pack-refs or gc inside moves them
+			// into packed-refs (attack review 32 F2: the user's branches deleted)
+			for _, l := range loose {
+				rel, content, _ := strings.Cut(l, "\x00")
+				oid := strings.TrimSpace(content)
+				if strings.HasPrefix(oid, "ref:") {
+					continue // a symbolic ref is never packed
+				}
+				ref := prefix
+				if rel != "." {
+					ref += "/" + rel
+				}
+				packed = append(packed, oid+" "+ref)
 			}
 			plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: packedFile, Prefix: prefix, Keep: packed})
 		}

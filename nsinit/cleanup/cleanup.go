@@ -51,8 +51,10 @@ const (
 	// VerifyObjects: the loose objects of the object directory Path that may have been
 	// written since Since (ns, CLOCK_REALTIME, before the command started) are
 	// inflated and hashed (HashLen: 20 SHA-1, 32 SHA-256), and moved aside when they do
-	// not hash to their names; pack files not as they were (Was) are reported. For
-	// objects rewritten in place, which git reads without hashing.
+	// not hash to their names; packs not as they were (Was) are verified against their
+	// indexes, and pack caches and commit-graphs written since moved aside. What cannot
+	// be verified is reported, never moved. For objects rewritten in place, which git
+	// reads without hashing.
 	VerifyObjects Kind = "verify-objects"
 	// RestoreMode: the directory Path gets back its permission bits Mode (as at launch)
 	// when they differ after the run: a git dir the command made unsearchable, which

@@ -27,8 +27,9 @@ const (
 const asideSuffix = ".gosbx-aside"
 
 // removePackedRefs removes from the packed-refs file p (gitrepository-layout(5)) every
-// ref whose name starts with prefix and whose line is not one of keep (the lines
-// there at launch), with the peeled line ("^<oid>") that follows it. The file is
+// ref under prefix (underPrefix) whose line is not one of keep (the lines there at
+// launch), with the peeled line ("^<oid>") that follows it; a ref that keep names with
+// another line gets its keep line back instead. The file is
 // streamed (one line held at a time) into a file beside itself, renamed over it
 // through its directory's descriptor; a symlink or anything but a regular file is left
 // to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with a line over
@@ -68,10 +69,17 @@ func removePackedRefs(p, prefix string, keep []string) (removed, failed []string
 	if st.Size > MaxPackedRefs {
 		return aside(fmt.Sprintf("%d bytes, more than gosbx reads (%d)", st.Size, MaxPackedRefs))
 	}
-	kept := map[string]bool{}
+	// launch is each kept ref's line by name: a ref that existed at launch and was
+	// moved gets its launch line back, not deleted (attack review 32 F2: the user's own
+	// checked-out branch origin/feature lost its commits)
+	kept, launch := map[string]bool{}, map[string]string{}
 	for _, k := range keep {
 		kept[k] = true
+		if _, ref, ok := strings.Cut(k, " "); ok {
+			launch[ref] = k
+		}
 	}
+	under := func(ref string) bool { return underPrefix(ref, prefix) }
 	tmp := name + ".gosbx-" + strconv.Itoa(os.Getpid())
 	unix.Unlinkat(dir, tmp, 0)
 	wfd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o666)
@@ -100,7 +108,11 @@ func removePackedRefs(p, prefix string, keep []string) (removed, failed []string
 			switch {
 			case strings.HasPrefix(text, "^"):
 				// the peeled value of the ref before
-			case strings.HasPrefix(ref, prefix) && !kept[text]:
+			case under(ref) && !kept[text] && launch[ref] != "":
+				dropping = true
+				bw.WriteString(launch[ref] + "\n")
+				removed = report(removed, p+": "+ref+" (put back as at launch)")
+			case under(ref) && !kept[text]:
 				dropping = true
 				removed = report(removed, p+": "+ref)
 			default:
@@ -135,4 +147,15 @@ func removePackedRefs(p, prefix string, keep []string) (removed, failed []string
 		return nil, []string{p + ": " + err.Error()}
 	}
 	return removed, nil
+}
+
+// underPrefix reports whether ref lies under prefix: prefix ending in "/" starts it;
+// any other prefix (refs/heads/origin) is ref itself or starts it followed by "/", the
+// names git's lookup could take for <remote>/<x> (attack review 32 F2: a remote "origin"
+// took the user's refs/heads/origin-fix).
+func underPrefix(ref, prefix string) bool {
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(ref, prefix)
+	}
+	return ref == prefix || strings.HasPrefix(ref, prefix+"/")
 }

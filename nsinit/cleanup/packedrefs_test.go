@@ -72,3 +72,28 @@ func TestRemovePackedRefsAside(t *testing.T) {
 		})
 	}
 }
+
+// A prefix without "/" (refs/heads/origin, a remote's shadow) takes only the ref itself
+// and the refs below it, never refs/heads/origin-fix; a ref under it that was there at
+// launch and moved is put back as at launch, not deleted (attack review 32 F2).
+func TestRemovePackedRefsShadowPrefix(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "packed-refs")
+	in := "# pack-refs with: peeled fully-peeled sorted \n" +
+		"1111 refs/heads/origin-fix\n" + // the user's, packed during the run
+		"9999 refs/heads/origin/feature\n" + // the user's branch, moved by the command
+		"8888 refs/heads/origin/main\n" + // the command's
+		"7777 refs/heads/origin\n" + // the command's
+		"2222 refs/heads/main\n"
+	os.WriteFile(p, []byte(in), 0o644)
+	removed, failed := Run([]Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/heads/origin", Keep: []string{"3333 refs/heads/origin/feature"}}})
+	if len(failed) != 0 || len(removed) != 3 {
+		t.Fatalf("removed %q, failed %q", removed, failed)
+	}
+	want := "# pack-refs with: peeled fully-peeled sorted \n" +
+		"1111 refs/heads/origin-fix\n" +
+		"3333 refs/heads/origin/feature\n" +
+		"2222 refs/heads/main\n"
+	if b, _ := os.ReadFile(p); string(b) != want {
+		t.Errorf("packed-refs is %q, want %q", b, want)
+	}
+}

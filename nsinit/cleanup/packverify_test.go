@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,8 @@ func TestVerifyPack(t *testing.T) {
 			defer f.Close()
 			st, _ := f.Stat()
 			budget, count := int64(MaxVerifyBytes), 0
-			return verifyPack(idx, f, st.Size(), hashLen, &budget, &count)
+			hashed := int64(maxPackHashed)
+			return verifyPack(idx, f, st.Size(), hashLen, &budget, &count, &hashed)
 		}
 		idx, err := os.ReadFile(idxs[0])
 		if err != nil {
@@ -54,5 +56,47 @@ func TestVerifyPack(t *testing.T) {
 		if why, err := check(forged); why == "" || err != nil {
 			t.Errorf("%s: a forged index passed: %q %v", format, why, err)
 		}
+	}
+}
+
+// Valid packs git writes are never moved aside (attack review 32 F3): a delta chain
+// deeper than 64 read once the cache is full (played here by a cache of 0 bytes), and
+// a version 1 index (pack.indexVersion=1), which the check does not read: both stay,
+// the v1 one reported unchecked; git log still works. Before, both were "forged" and
+// moved aside, and git log said "bad object HEAD".
+func TestVerifyObjectsValidPacksStay(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cache int
+		args  []string
+	}{
+		{"deep chain, full cache", 0, []string{"repack", "-adfq", "--depth=250", "--window=250"}},
+		{"v1 index", 64 << 20, []string{"-c", "pack.indexVersion=1", "repack", "-adq"}},
+	} {
+		dir := t.TempDir()
+		gitIn(t, dir, "init", "-q")
+		lines := make([]string, 200)
+		for j := range lines {
+			lines[j] = fmt.Sprintf("line %d of text that repeats\n", j)
+		}
+		for i := 0; i < 150; i++ { // edits in place: chains of some 110 here
+			lines[i*7%200] = fmt.Sprintf("edit %d here\n", i)
+			os.WriteFile(filepath.Join(dir, "z_chain"), []byte(strings.Join(lines, "")), 0o644)
+			gitIn(t, dir, "add", ".")
+			gitIn(t, dir, "commit", "-qm", "c")
+		}
+		gitIn(t, dir, c.args...)
+		objs := filepath.Join(dir, ".git", "objects")
+		saved := maxPackCache
+		maxPackCache = c.cache
+		r, f := Run([]Entry{{Kind: VerifyObjects, Path: objs, HashLen: 20, Since: 0}})
+		maxPackCache = saved
+		if len(r) != 0 {
+			t.Errorf("%s: a valid pack moved aside: %q (failed %q)", c.name, r, f)
+		}
+		if c.name == "v1 index" && !strings.Contains(strings.Join(f, "\n"), "not checked") {
+			t.Errorf("%s: not reported unchecked: %q", c.name, f)
+		}
+		gitIn(t, dir, "log", "-q", "-1")
 	}
 }

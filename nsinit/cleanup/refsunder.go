@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -18,9 +19,8 @@ const MaxLooseRef = 4096
 // file that is not one of keep as it was at launch ("<path from dir>\x00<content>"),
 // and every directory that held none of them: a ref the command added or moved there,
 // which the host's git would take as the remote's (git reset --hard origin/main). A
-// ref moved during the run (a git fetch inside) is removed too, not put back: the
-// host's ref then comes from packed-refs or is missing until git fetch, which fails
-// closed. It walks by descriptor, never following a symlink (one is removed), at most
+// ref of keep moved during the run (a git fetch inside, a commit on a branch
+// origin/feature) gets its launch content back. It walks by descriptor, never following a symlink (one is removed), at most
 // MaxWalkDepth levels (a deeper directory is removed whole). It returns each path
 // removed.
 func removeChangedRefs(dir string, keep []string) (removed, failed []string) {
@@ -68,7 +68,18 @@ func removeChangedRefs(dir string, keep []string) (removed, failed []string) {
 				}
 			}
 			if !isDir && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size <= MaxLooseRef {
-				if content, ok := want[r]; ok && sameContent(fd, n, content) {
+				content, ok := want[r]
+				if ok && sameContent(fd, n, content) {
+					continue
+				}
+				// a ref that was there at launch is put back as it was, not deleted
+				// (attack review 32 F2: the user's branch origin/feature, committed to)
+				if ok {
+					if err := rewriteAt(fd, n, content, st.Mode&0o666); err != nil {
+						failed = report(failed, p+": putting it back as at launch: "+err.Error())
+					} else {
+						removed = report(removed, p+" (put back as at launch)")
+					}
 					continue
 				}
 			}
@@ -157,3 +168,25 @@ const (
 	errTooMany    = refError("more refs than gosbx keeps")
 	errTooBig     = refError("a ref file larger than a ref")
 )
+
+// rewriteAt replaces the file name of the directory fd by one holding content (a file
+// beside it, renamed over it; never through a symlink).
+func rewriteAt(fd int, name, content string, mode uint32) error {
+	tmp := name + ".gosbx-" + strconv.Itoa(os.Getpid())
+	unix.Unlinkat(fd, tmp, 0)
+	wfd, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	_, err = unix.Write(wfd, []byte(content))
+	if cerr := unix.Close(wfd); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(fd, tmp, fd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(fd, tmp, 0)
+	}
+	return err
+}

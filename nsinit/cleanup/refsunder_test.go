@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// RemoveChangedRefs keeps the refs as they were at launch (a symref included) and
-// removes a moved one, a new one, a new directory and a symlink.
+// RemoveChangedRefs keeps the refs as they were at launch (a symref included), puts a
+// moved one back as it was (attack review 32 F2: not deleted), and removes a new one,
+// a new directory and a symlink.
 func TestRemoveChangedRefs(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "remotes")
 	w := func(rel, content string) {
@@ -33,7 +34,10 @@ func TestRemoveChangedRefs(t *testing.T) {
 	if len(f) != 0 || len(r) != 4 {
 		t.Fatalf("removed %q, failed %q", r, f)
 	}
-	for _, gone := range []string{"origin/main", "origin/new", "evil", "origin/link"} {
+	if b, err := os.ReadFile(filepath.Join(dir, "origin/main")); err != nil || string(b) != "1111\n" {
+		t.Errorf("origin/main is not put back as at launch: %q %v", b, err)
+	}
+	for _, gone := range []string{"origin/new", "evil", "origin/link"} {
 		if _, err := os.Lstat(filepath.Join(dir, gone)); err == nil {
 			t.Errorf("%s is left", gone)
 		}

@@ -20,8 +20,8 @@ import (
 
 // replay carries out entries of a journal whose launcher was killed: RemoveSpecialUnder
 // (no symlink, FIFO, socket or device in a git dir, whoever made it) and VerifyObjects
-// (an object that does not hash to its name is bad whoever wrote it; pack files not
-// as at launch are reported), RemoveIfCreated marked Anytime, and for another
+// (an object that does not hash to its name is bad whoever wrote it; what it cannot
+// verify, the user's later work included, is only reported: attack review 32 F5), RemoveIfCreated marked Anytime, and for another
 // RemoveIfCreated an empty directory (a mount point the launch made: nothing of
 // anyone's is lost). Every other entry, when its path is there and is not seen to be
 // as at launch (asAtLaunch: the sandbox's init may have done the cleanup), is reported
