@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// maxPtys is policy.MaxPtys, the devpts "max=" of every sandbox.
+const maxPtys = 256
+
+// ptyHog opens pseudo-terminals until one fails or argv[1] are open, prints how many
+// and the errno, creates argv[2] and holds them until argv[3] exists (20 s at most).
+const ptyHog = `
+import os, sys, time
+cap, ready, done = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+held, err = [], 0
+try:
+    while len(held) < cap:
+        held.append(os.openpty())
+except OSError as e:
+    err = e.errno
+print("opened", len(held), "errno", err, flush=True)
+open(ready, "w").close()
+end = time.time() + 20
+while not os.path.exists(done) and time.time() < end:
+    time.sleep(0.01)
+`
+
+// devptsOptions returns the super-block options of the /dev/pts mount in pid's
+// mountinfo (proc_pid_mountinfo(5)), read from the host.
+func devptsOptions(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		t.Fatalf("mountinfo of the sandbox's init %d: %v", pid, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[4] == "/dev/pts" {
+			return f[len(f)-1]
+		}
+	}
+	t.Fatalf("no /dev/pts in the init's mountinfo:\n%s", b)
+	return ""
+}
+
+// initOf is the host pid of a sandbox init (the Go init's command line, the raw init's
+// comm: it shares its launcher's command line) whose mount table names ws.
+func initOf(t *testing.T, ws string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm")
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if string(comm) != "gosbx-init\n" && !strings.HasPrefix(string(cmdline), "gosbx-init") {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/mountinfo")
+		if pid, perr := strconv.Atoi(e.Name()); perr == nil && err == nil && strings.Contains(string(b), ws) {
+			return pid
+		}
+	}
+	t.Fatalf("no gosbx-init of %s", ws)
+	return 0
+}
+
+// awaitFile waits for the sandbox's ready file (the command's own signal).
+func awaitFile(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+	}
+}
+
+// checkPtyCap: the command got ENOSPC at maxPtys (no more), the init's devpts says
+// max=, and the host could still make a terminal while they were held.
+func checkPtyCap(t *testing.T, out string, opts string, hostErr error) {
+	t.Helper()
+	if want := "opened " + strconv.Itoa(maxPtys) + " errno 28"; !strings.Contains(out, want) {
+		t.Errorf("the sandbox's pty loop: %q, want %q (ENOSPC at the cap)", out, want)
+	}
+	if !strings.Contains(","+opts+",", ",max="+strconv.Itoa(maxPtys)+",") {
+		t.Errorf("the sandbox's devpts options %q have no max=%d", opts, maxPtys)
+	}
+	if hostErr != nil {
+		t.Errorf("the host could not open a pty while the sandbox held its own: %v", hostErr)
+	}
+}
+
+// TestPtyPoolCapped: a sandbox's devpts instance holds at most maxPtys terminals, so one
+// sandbox cannot take the host-wide pool of every non-initial devpts instance
+// (kernel.pty.max - kernel.pty.reserve) from other sandboxes and containers (attack
+// review 34 F4: before, a uid 65534 sandbox opened 3071 and every other sandbox's
+// openpty and --tty failed with ENOSPC). The loop stops at maxPtys+5, so a build
+// without the cap fails here without draining the host's pool. One-shot and a
+// session (whose --tty terminals come from the same instance).
+func TestPtyPoolCapped(t *testing.T) {
+	hostPty := func() error {
+		f, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		t.Run("exec", func(t *testing.T) {
+			s := newSandbox(t, c)
+			ready, done := filepath.Join(s.ws, "ready"), filepath.Join(s.ws, "done")
+			cmd := s.command(s.limitCtx(runLimit), "--", python, "-c", ptyHog, strconv.Itoa(maxPtys+5), ready, done)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			must(t, cmd.Start())
+			defer cmd.Wait()
+			defer os.WriteFile(done, nil, 0o644)
+			awaitFile(t, ready, 20*time.Second)
+			opts := devptsOptions(t, initOf(t, s.ws))
+			hostErr := hostPty()
+			must(t, os.WriteFile(done, nil, 0o644))
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("gosbx exec: %v\n%s", err, out.String())
+			}
+			checkPtyCap(t, out.String(), opts, hostErr)
+		})
+		t.Run("session", func(t *testing.T) {
+			e := newSessionEnv(t, c)
+			e.start("ptys")
+			ready, done := filepath.Join(e.ws, "ready"), filepath.Join(e.ws, "done")
+			must(t, os.WriteFile(done, nil, 0o644)) // the session's command returns at once
+			r := e.gosbx("exec", "--session", "ptys", "--", python, "-c", ptyHog, strconv.Itoa(maxPtys+5), ready, done)
+			mustSucceed(t, r, "pty loop in the session")
+			checkPtyCap(t, r.stdout, devptsOptions(t, e.info("ptys").InitPid), hostPty())
+		})
+	})
+}
