@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,6 +139,120 @@ func TestPtyPoolCapped(t *testing.T) {
 			r := e.gosbx("exec", "--session", "ptys", "--", python, "-c", ptyHog, strconv.Itoa(maxPtys+5), ready, done)
 			mustSucceed(t, r, "pty loop in the session")
 			checkPtyCap(t, r.stdout, devptsOptions(t, e.info("ptys").InitPid), hostPty())
+		})
+	})
+}
+
+// inotifyHog makes inotify instances until one fails or argv[1] are open, prints how
+// many and the errno, creates argv[2] and holds them until argv[3] exists (20 s at most).
+const inotifyHog = `
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+cap, ready, done = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+held, err = [], 0
+while len(held) < cap:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        err = ctypes.get_errno()
+        break
+    held.append(fd)
+print("instances", len(held), "errno", err, flush=True)
+open(ready, "w").close()
+end = time.time() + 20
+while not os.path.exists(done) and time.time() < end:
+    time.sleep(0.01)
+`
+
+// hostUserCount is /proc/sys/user/name of the test's (the host's) user namespace.
+func hostUserCount(t *testing.T, name string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/user/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// sandboxUserCounts reads the limits of the user namespace of pid from the host, in a
+// process that joins that namespace alone (nsenter(1), credentials kept).
+func sandboxUserCounts(t *testing.T, pid int, names []string) []string {
+	t.Helper()
+	args := []string{"-U", "--preserve-credentials", "-t", strconv.Itoa(pid), "cat"}
+	for _, n := range names {
+		args = append(args, "/proc/sys/user/"+n)
+	}
+	out, err := exec.Command("nsenter", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nsenter %v: %v\n%s", args, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestUserCountsHalved: the init sets its user namespace's inotify and fanotify limits
+// to half of the caller's, so a sandbox cannot take every inotify instance of the user
+// that runs it (attack review 34 F5: before, a uid 65534 sandbox held all 128 and the
+// user's own editor, tail -f and session supervisors got EMFILE). Seen from the host:
+// the sandbox's instances stop at half (EMFILE), the caller can still make one on the
+// host meanwhile, and the sandbox's namespace (joined by nsenter) says half of each
+// limit. The loop stops at half + 5, so a build without the limits fails here without
+// taking the caller's last instance.
+func TestUserCountsHalved(t *testing.T) {
+	names := []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		half := hostUserCount(t, "max_inotify_instances") / 2
+		check := func(t *testing.T, out string, got []string, hostErr error) {
+			t.Helper()
+			if want := "instances " + strconv.FormatInt(half, 10) + " errno 24"; !strings.Contains(out, want) {
+				t.Errorf("the sandbox's inotify loop: %q, want %q (EMFILE at half the caller's)", out, want)
+			}
+			if hostErr != nil {
+				t.Errorf("the caller could not make an inotify instance on the host meanwhile: %v", hostErr)
+			}
+			for i, n := range names {
+				if want := strconv.FormatInt(hostUserCount(t, n)/2, 10); i >= len(got) || got[i] != want {
+					t.Errorf("the sandbox's %s: %v, want %s", n, got, want)
+				}
+			}
+		}
+		// an inotify instance made on the host by the caller's uid
+		hostInotify := func() error {
+			cmd := exec.Command("/usr/bin/setpriv", fmt.Sprintf("--reuid=%d", c.uid), fmt.Sprintf("--regid=%d", c.gid), "--clear-groups", "--",
+				python, "-c", "import ctypes,sys; l=ctypes.CDLL(None, use_errno=True); fd=l.inotify_init1(0); sys.exit(0 if fd >= 0 else ctypes.get_errno())")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		}
+		t.Run("exec", func(t *testing.T) {
+			s := newSandbox(t, c)
+			ready, done := filepath.Join(s.ws, "ready"), filepath.Join(s.ws, "done")
+			cmd := s.command(s.limitCtx(runLimit), "--", python, "-c", inotifyHog, strconv.FormatInt(half+5, 10), ready, done)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			must(t, cmd.Start())
+			defer cmd.Wait()
+			defer os.WriteFile(done, nil, 0o644)
+			awaitFile(t, ready, 20*time.Second)
+			got := sandboxUserCounts(t, initOf(t, s.ws), names)
+			hostErr := hostInotify()
+			must(t, os.WriteFile(done, nil, 0o644))
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("gosbx exec: %v\n%s", err, out.String())
+			}
+			check(t, out.String(), got, hostErr)
+		})
+		t.Run("session", func(t *testing.T) {
+			e := newSessionEnv(t, c)
+			e.start("ucounts")
+			ready, done := filepath.Join(e.ws, "ready"), filepath.Join(e.ws, "done")
+			must(t, os.WriteFile(done, nil, 0o644)) // the session's command returns at once
+			r := e.gosbx("exec", "--session", "ucounts", "--", python, "-c", inotifyHog, strconv.FormatInt(half+5, 10), ready, done)
+			mustSucceed(t, r, "inotify loop in the session")
+			check(t, r.stdout, sandboxUserCounts(t, e.info("ucounts").InitPid, names), hostInotify())
 		})
 	})
 }
