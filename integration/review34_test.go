@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -254,5 +255,57 @@ func TestUserCountsHalved(t *testing.T) {
 			mustSucceed(t, r, "inotify loop in the session")
 			check(t, r.stdout, sandboxUserCounts(t, e.info("ucounts").InitPid, names), hostInotify())
 		})
+	})
+}
+
+// TestRunDirCandidatesRefused: a bind of a runtime or journal directory that gosbx
+// uses for the caller under another environment is refused, not only this launch's
+// (attack review 34 F6: with XDG_RUNTIME_DIR set, `--rw /tmp/gosbx-65534` ran, and the
+// sandbox wrote into the seal directory that a launch without XDG_RUNTIME_DIR — cron,
+// ssh, setpriv — reads). Each launch sets XDG_RUNTIME_DIR to a directory of the
+// caller's own; uid 65534: --rw and --ro of /tmp/gosbx-65534; root: --ro of /run/user,
+// which holds /run/user/0/gosbx (pam_systemd's runtime directory, made or not).
+func TestRunDirCandidatesRefused(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		xdg, _ := runtimeDir(t, s)
+		var binds [][]string
+		var probe string
+		if c.uid == 0 {
+			if _, err := os.Stat("/run/user"); err != nil {
+				t.Skip("no /run/user on this host")
+			}
+			binds = [][]string{{"--ro", "/run/user"}}
+		} else {
+			dir := "/tmp/gosbx-" + strconv.Itoa(c.uid)
+			if err := os.Mkdir(dir, 0o700); err == nil {
+				must(t, os.Chown(dir, c.uid, c.gid))
+			}
+			var st syscall.Stat_t
+			if err := syscall.Lstat(dir, &st); err != nil || int(st.Uid) != c.uid {
+				t.Skipf("%s is not uid %d's (%v)", dir, c.uid, err)
+			}
+			probe = filepath.Join(dir, "r34-probe-"+s.id)
+			t.Cleanup(func() { os.Remove(probe) })
+			binds = [][]string{{"--rw", dir}, {"--ro", dir}}
+		}
+		for _, b := range binds {
+			ctx := s.limitCtx(runLimit)
+			script := "true"
+			if probe != "" && b[0] == "--rw" {
+				script = "touch " + probe
+			}
+			cmd := s.command(ctx, append(b, "--", shellPath, "-c", script)...)
+			cmd.Env = s.env("XDG_RUNTIME_DIR=" + xdg)
+			r := s.runCmd(ctx, cmd)
+			if r.code != 125 || !strings.Contains(r.stderr, "another environment") {
+				t.Errorf("%v with XDG_RUNTIME_DIR set: want 125 naming the other environment's directory\n%v", b, r)
+			}
+			if script != "true" {
+				if _, err := os.Lstat(probe); err == nil {
+					t.Errorf("%v: the sandbox wrote %s on the host", b, probe)
+				}
+			}
+		}
 	})
 }
