@@ -211,7 +211,7 @@ const envSource = "the environment"
 // repositories' guards): host git reads them wherever it runs.
 func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
 	for _, g := range plan.reads.rb.globalFiles() {
-		f, err := resolveWritable(g, "git (a config file it reads)", inWritable)
+		f, err := resolveWritableR(plan.reads.rb.files(), g, "git (a config file it reads)", inWritable)
 		if err != nil {
 			return err
 		}

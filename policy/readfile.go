@@ -203,6 +203,19 @@ type readBudget struct {
 	// a local remote there is left to that guard (guardRemoteGitDir), not made
 	// read-only whole, which would break commit mode for its checkout.
 	commitGitDirs map[string]bool
+	// fs remembers the lstat and readlink answers of the git guard's PATH lookups and
+	// global config paths over this launch, outside the writable trees (nil: none
+	// remembered): git's exec path, /usr and /usr/bin are walked for every program
+	// a setting names.
+	fs *resolver
+}
+
+// files is rb's resolver, nil for a nil rb.
+func (rb *readBudget) files() *resolver {
+	if rb == nil {
+		return nil
+	}
+	return rb.fs
 }
 
 // homeDir is rb's home, "" for a nil rb.
