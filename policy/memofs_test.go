@@ -3,9 +3,11 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -322,5 +324,65 @@ func TestResolverFresh(t *testing.T) {
 	}
 	if fi, err := r.stat(filepath.Join(o, "f")); err != nil || fi.IsDir() {
 		t.Errorf("stat outside: %v, %v; want the file remembered", fi, err)
+	}
+}
+
+// readDirCappedOS is readDirCapped as it was before openNoPoll: os.Open, then
+// ReadDir (the reference of TestReadDirCappedSame).
+func readDirCappedOS(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []os.DirEntry
+	for {
+		ents, err := f.ReadDir(1024)
+		out = append(out, ents...)
+		if len(out) > maxDirEntries {
+			return nil, fmt.Errorf("%s holds more than %d entries; gosbx does not read further", dir, maxDirEntries)
+		}
+		if err == io.EOF || (err == nil && len(ents) == 0) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	slices.SortFunc(out, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+// TestReadDirCappedSame: readDirCapped (openNoPoll) gives the entries and errors it
+// gave with os.Open: a directory of many kinds of entries, a file, a missing path, a
+// symlink to a directory, an unreadable directory.
+func TestReadDirCappedSame(t *testing.T) {
+	d := canonTempDir(t)
+	mkdirs(t, filepath.Join(d, "dir", "sub"), filepath.Join(d, "closed"))
+	for _, f := range []string{"b", "a", "c.x"} {
+		if err := os.WriteFile(filepath.Join(d, "dir", f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("nowhere", filepath.Join(d, "dir", "dangling"))
+	os.Symlink(filepath.Join(d, "dir"), filepath.Join(d, "link"))
+	os.Chmod(filepath.Join(d, "closed"), 0o000)
+	t.Cleanup(func() { os.Chmod(filepath.Join(d, "closed"), 0o755) })
+	for _, p := range []string{"dir", "dir/a", "missing", "link", "closed", "dir/dangling"} {
+		p = filepath.Join(d, p)
+		got, gerr := readDirCapped(p)
+		want, werr := readDirCappedOS(p)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("%s: error %v, with os.Open %v", p, gerr, werr)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: %d entries, with os.Open %d", p, len(got), len(want))
+			continue
+		}
+		for i := range got {
+			if got[i].Name() != want[i].Name() || got[i].Type() != want[i].Type() || got[i].IsDir() != want[i].IsDir() {
+				t.Errorf("%s: entry %d is %v, with os.Open %v", p, i, got[i], want[i])
+			}
+		}
 	}
 }
