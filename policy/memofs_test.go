@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -384,5 +385,63 @@ func TestReadDirCappedSame(t *testing.T) {
 				t.Errorf("%s: entry %d is %v, with os.Open %v", p, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestReadIndexGitlinks: readIndex finds exactly the gitlinks (mode 160000) that
+// git ls-files -s lists, in indexes of versions 2, 3 (extended flags) and 4 (prefix
+// compressed names), among many regular entries whose names it no longer keeps.
+func TestReadIndexGitlinks(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	for _, ver := range []string{"2", "3", "4"} {
+		t.Run("v"+ver, func(t *testing.T) {
+			d := canonTempDir(t)
+			git := func(args ...string) string {
+				t.Helper()
+				cmd := exec.Command("git", append([]string{"-C", d}, args...)...)
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+d)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+				return string(out)
+			}
+			git("init", "-q")
+			var want []string
+			for i := range 300 {
+				name := fmt.Sprintf("dir%d/sub/file-%03d.txt", i%7, i)
+				if i%37 == 0 {
+					name = fmt.Sprintf("mods/m%03d", i)
+					git("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("ab", 20)+","+name)
+					want = append(want, name)
+					continue
+				}
+				mkdirs(t, filepath.Join(d, filepath.Dir(name)))
+				if err := os.WriteFile(filepath.Join(d, name), []byte(name), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				git("add", name)
+			}
+			if ver == "3" {
+				git("update-index", "--skip-worktree", "dir1/sub/file-001.txt")
+			}
+			git("update-index", "--index-version", ver)
+			var fromGit []string
+			for _, l := range strings.Split(git("ls-files", "-s"), "\n") {
+				if f := strings.Fields(l); len(f) == 4 && f[0] == "160000" {
+					fromGit = append(fromGit, f[3])
+				}
+			}
+			got, _, err := readIndex(filepath.Join(d, ".git", "index"), 20, newReadBudget())
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(want)
+			if !slices.Equal(fromGit, want) || !slices.Equal(got, fromGit) {
+				t.Errorf("gitlinks: readIndex %q, git ls-files %q, made %q", got, fromGit, want)
+			}
+		})
 	}
 }
