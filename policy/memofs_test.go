@@ -193,7 +193,8 @@ func memoFSLayout(t *testing.T, base string, rng *rand.Rand) (Options, Host) {
 	}
 	masks := []string{"/etc/shadow", "/etc/ssh/*_key", "/etc/sudoers*", filepath.Join(out, "m", "*.key"),
 		filepath.Join(out, "m", "*", "*.pem"), filepath.Join(out, "m", "sub1", "x"), filepath.Join(ws, "sec", "*", "*.key"),
-		filepath.Join(ws, "sec", "a", "x.key"), filepath.Join(out, "*", "k1*")}
+		filepath.Join(ws, "sec", "a", "x.key"), filepath.Join(out, "*", "k1*"), filepath.Join(out, "m", "sub1", "*.key"),
+		filepath.Join(out, "closed", "*"), filepath.Join(ws, "sec", "a", "*.key")}
 	rng.Shuffle(len(masks), func(i, j int) { masks[i], masks[j] = masks[j], masks[i] })
 	masks = masks[:3+rng.IntN(len(masks)-3)]
 	var mlist []string
@@ -218,7 +219,9 @@ func memoFSLayout(t *testing.T, base string, rng *rand.Rand) (Options, Host) {
 // readlink answers (the git guard's PATH lookups and config paths, the resolver
 // chains, the masked globs' directory checks, the workspace's stat) decides exactly
 // what it decides with every call made afresh: the same config field by field, notes
-// and errors.
+// and errors. The masks' unsearchable directories exist only for a caller other than
+// root (root searches every directory): run the test binary as uid 65534 too (setpriv
+// --reuid 65534 --regid 65534 --clear-groups, TMPDIR writable by it) to compare those.
 func TestMemoFSSameDecisions(t *testing.T) {
 	n := 300
 	if testing.Short() {
