@@ -242,6 +242,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	rb := newReadBudget() // what this launch reads of files a sandbox could write
 	rb.home = h.Home
 	rb.trees = clone(trees)
+	rb.fs = r.outside(inWritable)
 	genv, err := gitEnvOf(h.Environ, h.Home, h.Cwd)
 	if err != nil {
 		return nil, err
@@ -383,8 +384,9 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	// A path guarded twice (by an enclosing repository and by the scan) is bound once.
 	protected, makeDirs = unique(protected), unique(makeDirs)
 	masked := append([]string{}, procMasked...)
+	checked := dirChecks{fresh: inWritable}
 	for _, m := range f.Masked {
-		masked = append(masked, maskPaths(m)...)
+		masked = append(masked, checked.maskPaths(m)...)
 	}
 	// Pin every directory between a writable tree's root and a protected or masked path:
 	// a bind onto itself makes it a mount point, which cannot be renamed or removed, so
@@ -417,7 +419,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	// the chain and the target file), names given through a symlink, the workspace as
 	// the caller named it.
 	b.origin = "a resolver file's target"
-	rr := newResolver()
+	rr := r.outside(inWritable)
 	var dotdotDirs []string
 	for _, rf := range resolverFiles {
 		if !underAny(rf, roDests) && !contains(roDests, filepath.Dir(rf)) {

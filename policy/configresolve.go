@@ -20,7 +20,13 @@ const maxConfigLinks = 40
 // command could point elsewhere after the launch. err is ELOOP past maxConfigLinks, or
 // an lstat/readlink error other than a missing component.
 func resolveConfigPath(p string, inWritable func(string) bool) (resolved, link string, err error) {
-	resolved, link, _, err = resolvePath(p, inWritable)
+	return resolveConfigPathR(nil, p, inWritable)
+}
+
+// resolveConfigPathR is resolveConfigPath with its lstat and readlink calls made
+// through r (remembered over a launch's git guard; nil: each made afresh).
+func resolveConfigPathR(r *resolver, p string, inWritable func(string) bool) (resolved, link string, err error) {
+	resolved, link, _, err = resolvePathR(r, p, inWritable)
 	return resolved, link, err
 }
 
@@ -31,6 +37,11 @@ func resolveConfigPath(p string, inWritable func(string) bool) (resolved, link s
 // (attack review 29 F8). p is split as written, not cleaned: a ".." after a symlink is
 // taken from the link's target, as the kernel takes it.
 func resolvePath(p string, inWritable func(string) bool) (resolved, link, left string, err error) {
+	return resolvePathR(nil, p, inWritable)
+}
+
+// resolvePathR is resolvePath with its lstat and readlink calls made through r.
+func resolvePathR(r *resolver, p string, inWritable func(string) bool) (resolved, link, left string, err error) {
 	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	cur := "/"
 	links := 0
@@ -48,7 +59,7 @@ func resolvePath(p string, inWritable func(string) bool) (resolved, link, left s
 			continue
 		}
 		next := filepath.Join(cur, c)
-		st, err := os.Lstat(next)
+		st, err := r.lstat(next)
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, os.ErrPermission) {
 			// missing, or not the caller's to search (their own git cannot reach it either)
 			return filepath.Join(append([]string{next}, rest...)...), link, left, nil
@@ -66,7 +77,7 @@ func resolvePath(p string, inWritable func(string) bool) (resolved, link, left s
 		if link == "" && inWritable(next) {
 			link = next
 		}
-		t, err := os.Readlink(next)
+		t, err := r.readlink(next)
 		if err != nil {
 			return "", link, left, err
 		}
@@ -85,10 +96,16 @@ func resolvePath(p string, inWritable func(string) bool) (resolved, link, left s
 // on the way that lies in a writable tree is refused (the command could repoint it),
 // naming what (the setting, or the config file itself) names p.
 func resolveWritable(p, what string, inWritable func(string) bool) (string, error) {
+	return resolveWritableR(nil, p, what, inWritable)
+}
+
+// resolveWritableR is resolveWritable with its lstat and readlink calls made through
+// res.
+func resolveWritableR(res *resolver, p, what string, inWritable func(string) bool) (string, error) {
 	if inWritable(p) || !filepath.IsAbs(p) {
 		return p, nil
 	}
-	r, link, left, err := resolvePath(p, inWritable)
+	r, link, left, err := resolvePathR(res, p, inWritable)
 	if err != nil {
 		return "", errorf("protected", p, err, "cannot resolve the path %s names, so cannot guard it", what)
 	}

@@ -211,7 +211,7 @@ const envSource = "the environment"
 // repositories' guards): host git reads them wherever it runs.
 func (plan *gitPlan) guardGlobalConfig(inWritable func(string) bool) error {
 	for _, g := range plan.reads.rb.globalFiles() {
-		f, err := resolveWritable(g, "git (a config file it reads)", inWritable)
+		f, err := resolveWritableR(plan.reads.rb.files(), g, "git (a config file it reads)", inWritable)
 		if err != nil {
 			return err
 		}
@@ -247,8 +247,9 @@ func (plan *gitPlan) guardConfigFile(f, worktree string, inWritable func(string)
 	if inWritable(f) {
 		b, err = plan.reads.config(f) // the final component not followed: checked by the includer
 	} else {
-		b, err = readRegularFollow(f, 1<<20) // the user's own, e.g. a dotfiles repository's link
-		if err != nil && charDevice(f) {
+		var empty bool
+		b, empty, err = plan.reads.rb.outsideConfig(f) // the user's own, e.g. a dotfiles repository's link
+		if empty {
 			return nil // GIT_CONFIG_GLOBAL=/dev/null: nothing
 		}
 	}

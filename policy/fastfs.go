@@ -169,6 +169,9 @@ func globDir(dir, pattern string, matches []string) ([]string, error) {
 type resolver struct {
 	lstats map[string]lstatResult
 	links  map[string]readlinkResult
+	// fresh, when set, names the paths looked at afresh on every call (the launch's
+	// writable trees, which a running sandbox can change while this one is planned)
+	fresh func(string) bool
 }
 
 type lstatResult struct {
@@ -185,9 +188,22 @@ func newResolver() *resolver {
 	return &resolver{lstats: map[string]lstatResult{}, links: map[string]readlinkResult{}}
 }
 
+// outside is a resolver sharing what r remembers, that looks afresh at the paths
+// fresh names (the launch's writable trees, once they are known) and remembers the
+// rest for r too. Same stretch rule as r: nothing created, removed or renamed by this
+// process in between.
+func (r *resolver) outside(fresh func(string) bool) *resolver {
+	return &resolver{lstats: r.lstats, links: r.links, fresh: fresh}
+}
+
+// memoFS switches the per-launch memory of lstat and readlink off when false: a
+// test's reference runs (TestMemoFSSameDecisions) compare against every call made
+// afresh, as before policyfs.
+var memoFS = true
+
 // lstat is os.Lstat, once per path.
 func (r *resolver) lstat(p string) (fs.FileInfo, error) {
-	if r == nil {
+	if r == nil || !memoFS || r.fresh != nil && r.fresh(p) {
 		return os.Lstat(p)
 	}
 	if v, ok := r.lstats[p]; ok {
@@ -198,9 +214,22 @@ func (r *resolver) lstat(p string) (fs.FileInfo, error) {
 	return fi, err
 }
 
+// stat is os.Stat, answered by the remembered lstat where that is the same answer
+// (stat and lstat differ only on a last component that is a symlink), else os.Stat
+// afresh.
+func (r *resolver) stat(p string) (fs.FileInfo, error) {
+	if r == nil || !memoFS || r.fresh != nil && r.fresh(p) {
+		return os.Stat(p)
+	}
+	if fi, err := r.lstat(p); err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		return fi, nil
+	}
+	return os.Stat(p)
+}
+
 // readlink is os.Readlink, once per path.
 func (r *resolver) readlink(p string) (string, error) {
-	if r == nil {
+	if r == nil || !memoFS || r.fresh != nil && r.fresh(p) {
 		return os.Readlink(p)
 	}
 	if v, ok := r.links[p]; ok {

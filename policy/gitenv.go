@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,7 +28,7 @@ type gitEnv struct {
 	execPath string
 	// execPathOf, when execPath is not set by GIT_EXEC_PATH, finds it on first use
 	// (defaultExecPath): most launches look up no program.
-	execPathOf func() string
+	execPathOf func(r *resolver) string
 }
 
 // envCommands are the environment variables whose value is a command git runs, and the
@@ -134,7 +133,7 @@ func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
 		g.entries = append(g.entries, configEntry{section: "core", key: "hookspath", value: execPath, set: true, env: "GIT_EXEC_PATH"})
 		g.execPath = execPath
 	} else {
-		g.execPathOf = func() string { return defaultExecPath(env) }
+		g.execPathOf = func(r *resolver) string { return defaultExecPath(r, env) }
 	}
 	if p, ok := envLookup(env, "PATH"); ok {
 		g.path = append(g.path, strings.Split(p, ":")...)
@@ -148,26 +147,26 @@ func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
 // run here: the git on PATH could be the command's), found beside the first git on
 // env's PATH: <prefix>/lib/git-core or <prefix>/libexec/git-core, whichever holds git;
 // "" when neither does. git puts it before PATH for every program it runs.
-func defaultExecPath(env []string) string {
+func defaultExecPath(r *resolver, env []string) string {
 	p, _ := envLookup(env, "PATH")
 	for _, d := range strings.Split(p, ":") {
 		if !filepath.IsAbs(d) {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(d, "git")); err != nil {
+		if _, err := r.lstat(filepath.Join(d, "git")); err != nil {
 			continue // one call where most entries have none
 		}
-		b, err := filepath.EvalSymlinks(filepath.Join(d, "git"))
+		b, err := r.evalSymlinks(filepath.Join(d, "git"))
 		if err != nil {
 			continue
 		}
-		if st, err := os.Stat(b); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		if st, err := r.stat(b); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
 			continue
 		}
 		prefix := filepath.Dir(filepath.Dir(b))
 		for _, c := range []string{"lib/git-core", "libexec/git-core"} {
 			x := filepath.Join(prefix, c)
-			if st, err := os.Stat(filepath.Join(x, "git")); err == nil && st.Mode().IsRegular() {
+			if st, err := r.stat(filepath.Join(x, "git")); err == nil && st.Mode().IsRegular() {
 				return x
 			}
 		}

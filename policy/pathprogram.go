@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
@@ -27,7 +25,7 @@ func (plan *gitPlan) pathDirOf(d string, inWritable func(string) bool) pathDir {
 	if pd, ok := rb.pathDirs[d]; ok {
 		return pd
 	}
-	r, link, err := resolveConfigPath(d, inWritable)
+	r, link, err := resolveConfigPathR(rb.files(), d, inWritable)
 	pd := pathDir{resolved: r, link: link, err: err, writable: inWritable(d) || inWritable(r) || link != ""}
 	if rb.pathDirs == nil {
 		rb.pathDirs = map[string]pathDir{}
@@ -92,7 +90,7 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 	path := rb.env.path
 	if !hostGit {
 		if rb.env.execPath == "" && rb.env.execPathOf != nil {
-			rb.env.execPath, rb.env.execPathOf = rb.env.execPathOf(), nil
+			rb.env.execPath, rb.env.execPathOf = rb.env.execPathOf(rb.files()), nil
 		}
 		if rb.env.execPath != "" {
 			path = append([]string{rb.env.execPath}, path...)
@@ -116,7 +114,7 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 			if pd.link != "" {
 				return errorf("protected", pd.link, nil, "%s (in %s) runs %s, which the host looks up on PATH, and the PATH entry %s leads through this symlink, which lies in a tree the sandbox can write (the command could repoint it): take the entry off PATH or name the directory itself", name, f, prog, e)
 			}
-			st, err := os.Lstat(c)
+			st, err := rb.files().lstat(c)
 			switch {
 			case err == nil && isProgram(st):
 				plan.keepOrNote(c, e, d, prog)
@@ -137,22 +135,21 @@ func (plan *gitPlan) guardPathProgram(f, worktree, name string, w cmdWord, hostG
 			}
 			continue
 		}
-		var lst unix.Stat_t
-		if unix.Lstat(c, &lst) != nil { // no FileInfo made: most entries have no such name
+		if _, err := rb.files().lstat(c); err != nil {
 			continue
 		}
-		r, err := resolveWritable(c, name+" (in "+f+", found on PATH)", inWritable)
+		r, err := resolveWritableR(rb.files(), c, name+" (in "+f+", found on PATH)", inWritable)
 		if err != nil {
 			return err
 		}
 		if inWritable(r) {
-			if st, err := os.Lstat(r); err == nil && isProgram(st) {
+			if st, err := rb.files().lstat(r); err == nil && isProgram(st) {
 				plan.keepOrNote(r, e, d, prog)
 				return nil
 			}
 			return errorf("protected", c, nil, "%s (in %s) runs %s, found on PATH here, a symlink to %s in a tree the sandbox can write that is not a program: the command could create it; fix the link or remove the setting", name, f, prog, r)
 		}
-		if st, err := os.Stat(c); err == nil && isProgram(st) {
+		if st, err := rb.files().stat(c); err == nil && isProgram(st) {
 			return nil // the host's own
 		}
 	}
@@ -184,12 +181,13 @@ func (plan *gitPlan) keepOrNote(c, e, d, prog string) {
 // on the way that is a symlink in a writable tree is refused (the command could
 // repoint it).
 func (plan *gitPlan) pathSymlink(c, e, d, name, f string, inWritable func(string) bool) (found bool, err error) {
+	res := plan.reads.rb.files()
 	cur := c
 	for hops := 0; ; hops++ {
 		if hops > maxConfigLinks {
 			return false, errorf("protected", c, nil, "%s (in %s) runs the program at this symlink on PATH, whose links do not end", name, f)
 		}
-		st, err := os.Lstat(cur)
+		st, err := res.lstat(cur)
 		if err != nil {
 			return false, nil // dangling: the lookup passes it over (restored after the run)
 		}
@@ -202,7 +200,7 @@ func (plan *gitPlan) pathSymlink(c, e, d, name, f string, inWritable func(string
 			}
 			return true, nil
 		}
-		text, err := os.Readlink(cur)
+		text, err := res.readlink(cur)
 		if err != nil {
 			return false, errorf("protected", cur, err, "cannot read this symlink, which %s (in %s) runs through PATH", name, f)
 		}
@@ -213,7 +211,7 @@ func (plan *gitPlan) pathSymlink(c, e, d, name, f string, inWritable func(string
 		if !filepath.IsAbs(next) {
 			next = filepath.Join(filepath.Dir(cur), next)
 		}
-		dir, link, err := resolveConfigPath(filepath.Dir(next), inWritable)
+		dir, link, err := resolveConfigPathR(res, filepath.Dir(next), inWritable)
 		if err != nil {
 			return false, errorf("protected", next, err, "cannot resolve the symlink %s, which %s (in %s) runs through PATH", cur, name, f)
 		}

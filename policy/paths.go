@@ -38,7 +38,7 @@ func workspace(r *resolver, p string, h Host, creds []string) (canon, given stri
 	if err != nil {
 		return "", "", err
 	}
-	st, err := os.Stat(canon)
+	st, err := r.stat(canon) // its lstat made by canonical: canon is no symlink
 	if err != nil {
 		return "", "", errorf("workspace", given, err, "cannot stat")
 	}

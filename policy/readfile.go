@@ -137,7 +137,7 @@ const maxDirEntries = 100000
 // readDirCapped is os.ReadDir(dir) (entries sorted by name) for a directory of at most
 // maxDirEntries entries; more is an error naming it.
 func readDirCapped(dir string) ([]os.DirEntry, error) {
-	f, err := os.Open(dir)
+	f, err := openNoPoll(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +158,23 @@ func readDirCapped(dir string) ([]os.DirEntry, error) {
 	}
 	slices.SortFunc(out, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
+}
+
+// openNoPoll is os.Open(name) (the same flags, the same *PathError) without the
+// runtime poller's try: os.Open makes a descriptor non-blocking and offers it to epoll,
+// which refuses a directory or a regular file, then makes it blocking again (4 fcntl
+// and an epoll_ctl for each; os.NewFile of a blocking descriptor asks one fcntl). Its
+// reads block as os.Open's do for what the poller refuses.
+func openNoPoll(name string) (*os.File, error) {
+	for {
+		fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			return os.NewFile(uintptr(fd), name), nil
+		}
+		if err != unix.EINTR {
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
 }
 
 // launchReadBudget is how many bytes one launch's policy step reads, in all, from the
@@ -203,6 +220,52 @@ type readBudget struct {
 	// a local remote there is left to that guard (guardRemoteGitDir), not made
 	// read-only whole, which would break commit mode for its checkout.
 	commitGitDirs map[string]bool
+	// fs remembers the lstat and readlink answers of the git guard's PATH lookups and
+	// global config paths over this launch, outside the writable trees (nil: none
+	// remembered): git's exec path, /usr and /usr/bin are walked for every program
+	// a setting names.
+	fs *resolver
+	// outsideReads are the config files outside the writable trees the guard read, as
+	// read (outsideConfig): the caller's system and global files are read for every
+	// repository's guard.
+	outsideReads map[string]outsideRead
+}
+
+// outsideRead is one config file as outsideConfig read it.
+type outsideRead struct {
+	b     []byte
+	err   error
+	empty bool
+}
+
+// outsideConfig reads the git config file f outside the writable trees, following
+// symlinks (readRegularFollow, at most 1 MiB): its bytes or the error, and empty when
+// it could not be read as a regular file but is a character device, which git reads
+// as an empty file (GIT_CONFIG_GLOBAL=/dev/null). Each path is read once per launch
+// (nil rb: each time). The bytes are shared: not to be changed.
+func (rb *readBudget) outsideConfig(f string) (b []byte, empty bool, err error) {
+	if rb != nil && memoFS {
+		if r, ok := rb.outsideReads[f]; ok {
+			return r.b, r.empty, r.err
+		}
+	}
+	b, err = readRegularFollow(f, 1<<20)
+	empty = err != nil && charDevice(f)
+	if rb != nil && memoFS {
+		if rb.outsideReads == nil {
+			rb.outsideReads = map[string]outsideRead{}
+		}
+		rb.outsideReads[f] = outsideRead{b, err, empty}
+	}
+	return b, empty, err
+}
+
+// files is rb's resolver, nil for a nil rb.
+func (rb *readBudget) files() *resolver {
+	if rb == nil {
+		return nil
+	}
+	return rb.fs
 }
 
 // homeDir is rb's home, "" for a nil rb.

@@ -327,7 +327,9 @@ func readIndex(p string, hashLen int, rb *readBudget) (links []string, shared st
 			if err != nil {
 				return nil, "", err
 			}
-			name = string(b)
+			if mode == 0o160000 {
+				name = string(b) // only a gitlink's name is kept (prev is version 4's)
+			}
 			// entries are padded with NULs to a multiple of 8 bytes (at least one)
 			if err := r.skip(int64((size+l+8)&^7 - size - l)); err != nil {
 				return nil, "", err
