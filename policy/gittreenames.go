@@ -118,7 +118,9 @@ func RemoveGitTreeSpecials(trees []string, cwd string, limit int) (removed, fail
 		}
 		removed = append(removed, p+" ("+what+treeSpecialSuffix)
 	}
-	buf := make([]byte, direntBufSize)
+	pooled := direntBufs.Get().(*[direntBufSize]byte)
+	defer direntBufs.Put(pooled)
+	buf := pooled[:]
 	type level struct {
 		fd    int
 		path  string
