@@ -189,3 +189,30 @@ echo junk > "$p.pack"; echo junk > "$p.idx"`)
 		}
 	})
 }
+
+// TestGitTreeFIFORemovedSession: in a session, a FIFO .gitignore a command leaves is
+// removed once it ends, with a note in its output, and the next request runs; one
+// put there between requests (a background process's) refuses the request, naming it
+// (attack review 33 F5).
+func TestGitTreeFIFORemovedSession(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.newRepo(e.ws, "user")
+		e.start("f5")
+		r := e.in("f5", nil, "mkfifo .gitignore")
+		mustSucceed(t, r, "mkfifo in a session")
+		fifo := filepath.Join(e.ws, ".gitignore")
+		if _, err := os.Lstat(fifo); err == nil || !strings.Contains(r.stderr, fifo) {
+			t.Errorf("the FIFO is there (%v) or no note names it\n%v", err, r)
+		}
+		if out, err := e.hostGitTimed(e.ws, "status", "--porcelain"); err != nil {
+			t.Errorf("host git status after the request: %v\n%s", err, out)
+		}
+		mustSucceed(t, e.in("f5", nil, "true"), "the next request")
+		must(t, syscall.Mkfifo(fifo, 0o644))
+		e.chown(fifo)
+		if r := e.in("f5", nil, "true"); r.code != 125 || !strings.Contains(r.stderr, fifo) {
+			t.Errorf("a request with a FIFO .gitignore there: want 125 naming it\n%v", r)
+		}
+	})
+}
