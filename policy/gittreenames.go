@@ -85,7 +85,7 @@ func treeSpecialError(found [][2]string) error {
 		strings.Join(named, ", "))
 }
 
-// TreeSpecialSuffix ends each path RemoveGitTreeSpecials reports removed:
+// treeSpecialSuffix ends each path RemoveGitTreeSpecials reports removed:
 // "<path> (a FIFO at a name git opens)".
 const treeSpecialSuffix = " at a name git opens)"
 
