@@ -59,17 +59,29 @@ func refsMoved(dir string, keep []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	d := os.NewFile(uintptr(fd), dir)
+	defer d.Close()
 	want := map[string]string{}
 	for _, k := range keep {
 		rel, value, _ := strings.Cut(k, "\x00")
 		want[rel] = value
 	}
 	packed := packedValues(filepath.Join(filepath.Dir(filepath.Dir(dir)), "packed-refs"), "refs/"+filepath.Base(dir)+"/", want)
+	// the names at the top of dir: a ref under none of them is not loose, and is not
+	// opened (most tags are packed: git pack-refs, gc, a clone)
+	top := map[string]bool{}
+	err = eachName(d, func(n string) { top[n] = true })
+	if err != nil {
+		return nil, err
+	}
 	var moved []string
 	for _, k := range keep {
 		rel, value, _ := strings.Cut(k, "\x00")
-		now, loose := looseValue(fd, rel)
+		first, _, _ := strings.Cut(rel, "/")
+		now, loose := "", false
+		if top[first] {
+			now, loose = looseValue(fd, rel)
+		}
 		if !loose {
 			now = packed[rel]
 		}
