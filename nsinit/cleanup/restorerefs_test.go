@@ -51,3 +51,25 @@ func TestRestoreRefs(t *testing.T) {
 		t.Error("a ref was written outside refs/tags")
 	}
 }
+
+// TestRestoreRefsReplay: a killed launcher's journal does not put tags back (the user
+// may have moved one since): it reports them not completed, and says nothing when the
+// tags are as at launch.
+func TestRestoreRefsReplay(t *testing.T) {
+	gd := t.TempDir()
+	tags := filepath.Join(gd, "refs", "tags")
+	os.MkdirAll(tags, 0o755)
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	os.WriteFile(filepath.Join(tags, "v1"), []byte(a+"\n"), 0o644)
+	e := []Entry{{Kind: RestoreRefs, Path: tags, Keep: []string{"v1\x00" + a}}}
+	if removed, failed := replay(e); len(removed)+len(failed) != 0 {
+		t.Errorf("tags as at launch: removed %q, failed %q", removed, failed)
+	}
+	os.WriteFile(filepath.Join(tags, "v1"), []byte(b+"\n"), 0o644)
+	if removed, failed := replay(e); len(removed) != 0 || len(failed) != 1 || !strings.Contains(failed[0], "not completed") {
+		t.Errorf("a moved tag: removed %q, failed %q", removed, failed)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tags, "v1")); string(got) != b+"\n" {
+		t.Errorf("the replay rewrote the tag: %q", got)
+	}
+}
