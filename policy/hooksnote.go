@@ -26,7 +26,7 @@ func madeHooksNoteText(rb *readBudget) string {
 	}
 	var where []string
 	for _, m := range rb.madeHooks {
-		where = append(where, Shown(m[0])+" ("+m[1]+")")
+		where = append(where, Shown(m[0])+" ("+Shown(m[1])+")")
 	}
 	return "gosbx: note: git's hooks directory " + strings.Join(where, ", ") + " did not exist: it is created empty and read-only for this run, so that the command cannot plant hooks the host's git would run. A hook installer inside (husky's prepare step in npm install) cannot write it; the host's git runs no hooks from it (as before) until you run the installer on the host (npx husky, lefthook install)."
 }

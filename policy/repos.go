@@ -92,10 +92,21 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			dirs = append(dirs, d)
 		}
 	}
+	// git's in-tree files that are no regular file (a FIFO .gitignore: the host's git
+	// status would hang), found where the scan reads and on the chain below its depth;
+	// the launch is refused naming them (gittreenames.go)
+	var specials [][2]string
 	for _, d := range dirs {
 		for _, n := range names {
 			if !hasGlob(n) && exists(filepath.Join(d, n)) {
 				add(filepath.Join(d, n))
+			}
+		}
+		if strings.Count(d[len(root):], "/") > scanDepth {
+			for _, n := range gitTreeNames {
+				if what := treeSpecial(unix.AT_FDCWD, filepath.Join(d, n), unix.DT_UNKNOWN); what != "" {
+					specials = append(specials, [2]string{filepath.Join(d, n), what})
+				}
 			}
 		}
 	}
@@ -134,6 +145,9 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		if found, ok := c.replay(root); ok {
 			for _, p := range found {
 				add(p)
+			}
+			if len(specials) > 0 {
+				return nil, treeSpecialError(specials)
 			}
 			return out, nil
 		}
@@ -216,7 +230,14 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		// the directories the scan enters, in os.ReadDir's order (by name).
 		var keep []scanEntry
 		var bare bareMarks
+		special := false
 		err = dirent.Each(fd, buf, func(nb []byte, typ uint8) error {
+			if gitTreeName(nb) {
+				if what := treeSpecial(fd, string(nb), typ); what != "" {
+					specials = append(specials, [2]string{filepath.Join(dir, string(nb)), what})
+					special = true
+				}
+			}
 			isDir, err := isDirAt(fd, nb, typ)
 			if errors.Is(err, os.ErrNotExist) {
 				if c != nil && changed == nil {
@@ -261,7 +282,7 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 			// git push to it); kept so, a cached search finds it again
 			keep = []scanEntry{{name: filepath.Base(dir), rel: rel, path: dir, matched: true}}
 		}
-		if c != nil {
+		if c != nil && !special {
 			watchedAll = watchedAll && wd >= 0 && st.Ino != 0
 			c.store(dir, &st, keep, wd)
 		}
@@ -287,6 +308,9 @@ func scanProtectedCached(r *resolver, root, cwd string, patterns []string, limit
 		return nil, errorf("protected", root, nil, "more than %d directories within %d levels to search for protected paths; "+
 			"raise the limit with --scan-limit N (N over %[1]d) or filesystem: {scan_limit: N} in a policy file, or name a narrower workspace "+
 			"(protection is never left half done)", limit, scanDepth)
+	}
+	if len(specials) > 0 {
+		return nil, treeSpecialError(specials)
 	}
 	if c != nil {
 		c.walked(root, walkFound, watchedAll)

@@ -80,9 +80,23 @@ func identify(p string) (KnownPath, bool, error) {
 // the two is guarded by the build and still taken as new by Added (refused, not missed).
 // A tree that cannot be resolved is left out (the build refuses it).
 func (p *Policy) ScanProtected(cwd string, h Host) (ProtectedScan, error) {
-	s := ProtectedScan{Cwd: cwd, Patterns: p.Filesystem.Protected, Limit: p.Filesystem.ScanLimit}
+	s := p.Trees(cwd, h)
 	if len(s.Patterns) == 0 {
 		return s, nil
+	}
+	known, err := s.scan(nil)
+	if err != nil {
+		return s, err
+	}
+	return s, s.know(known)
+}
+
+// Trees is ScanProtected's search not yet made: p's writable trees (none when p
+// protects nothing), cwd, its patterns and limit.
+func (p *Policy) Trees(cwd string, h Host) ProtectedScan {
+	s := ProtectedScan{Cwd: cwd, Patterns: p.Filesystem.Protected, Limit: p.Filesystem.ScanLimit}
+	if len(s.Patterns) == 0 {
+		return s
 	}
 	r := newResolver()
 	if ws, err := r.evalSymlinks(p.Workspace.Path); err == nil {
@@ -93,11 +107,7 @@ func (p *Policy) ScanProtected(cwd string, h Host) (ProtectedScan, error) {
 			s.Trees = append(s.Trees, c)
 		}
 	}
-	known, err := s.scan(nil)
-	if err != nil {
-		return s, err
-	}
-	return s, s.know(known)
+	return s
 }
 
 // know adds found (paths a search found now) to s.Known with their identities.

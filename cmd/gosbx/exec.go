@@ -320,6 +320,9 @@ func execute(o policy.Options, status *os.File) error {
 	for _, p := range cmd.Result.NotRemoved {
 		fmt.Fprintln(os.Stderr, policy.NotRemovedNote(p, "the command"))
 	}
+	for _, n := range gitTreeNotes(eff, host, "the command") {
+		fmt.Fprintln(os.Stderr, n)
+	}
 	if cmd.Result.TimedOut {
 		fmt.Fprintf(os.Stderr, "gosbx: timed out after %v; the sandbox was killed\n", spec.Timeout)
 	}

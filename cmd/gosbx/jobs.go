@@ -266,7 +266,7 @@ func (sv *supervisor) detach(cmd *nsinit.Cmd, req *session.ExecRequest, reply fu
 	go func() {
 		cmd.Wait()
 		sv.routes.remove(pid)
-		for _, m := range cleanupNotes(cmd.Result) {
+		for _, m := range append(cleanupNotes(cmd.Result), sv.treeNotes()...) {
 			l.write([]byte(m))
 		}
 		x.mu.Lock()

@@ -188,6 +188,9 @@ type supervisor struct {
 	gitMode string
 	// credentials is startData.Credentials
 	credentials []string
+	// trees is startData.Protected: the trees searched after each command for what it
+	// left at a name git opens (treeNotes)
+	trees policy.ProtectedScan
 
 	mu       sync.Mutex
 	closing  bool      // no new command: the session ends (set before sess.Close)
@@ -269,7 +272,7 @@ func superviseMain() int {
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
 	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), gitMode: sd.GitMode, credentials: sd.Credentials,
-		last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
+		trees: sd.Protected, last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
 	if !delivered(ready) {
@@ -668,7 +671,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		refuse(err)
 		return
 	}
-	for _, m := range cleanupNotes(cmd.Result) {
+	for _, m := range append(cleanupNotes(cmd.Result), sv.treeNotes()...) {
 		reply(session.RepMessage, []byte(m))
 	}
 	if cmd.Result.TimedOut {

@@ -65,6 +65,12 @@ const (
 	// are removed, and the directories that held none. For remote-tracking refs, which
 	// the host's git trusts as the remote's.
 	RemoveChangedRefs Kind = "remove-changed-refs"
+	// RestoreRefs: the refs under the directory Path (a git dir's refs/tags) named in
+	// Keep ("<path from Path>\x00<value at launch>") that git would resolve otherwise
+	// after the run (loose, or in the packed-refs of Path's grandparent) are written
+	// back as loose refs with their launch values; refs Keep does not name are left.
+	// For tags, which git keeps no reflog of.
+	RestoreRefs Kind = "restore-refs"
 )
 
 // Entry is one step of the after-run cleanup. Path is absolute and canonical (no
@@ -123,7 +129,7 @@ func (e Entry) Check() error {
 	switch {
 	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs &&
 		e.Kind != RemoveIndexBits && e.Kind != VerifyObjects && e.Kind != RestoreMode &&
-		e.Kind != RemoveChangedRefs:
+		e.Kind != RemoveChangedRefs && e.Kind != RestoreRefs:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
@@ -140,11 +146,11 @@ func (e Entry) Check() error {
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
-// RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RemoveIndexBits, VerifyObjects and RestoreMode. It returns the paths removed and, for what could not be
+// RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RestoreRefs, RemoveIndexBits, VerifyObjects and RestoreMode. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RemoveIndexBits, VerifyObjects, RestoreMode} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RestoreRefs, RemoveIndexBits, VerifyObjects, RestoreMode} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -166,6 +172,8 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
 			case RemoveChangedRefs:
 				r, f = removeChangedRefs(e.Path, e.Keep)
+			case RestoreRefs:
+				r, f = restoreRefs(e.Path, e.Keep)
 			case RemoveIndexBits:
 				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen, e.Was)
 			case VerifyObjects:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +38,7 @@ type hiddenEntry struct {
 	name           string
 	pos            uint32 // its place among the index's entries, from 0
 	assume, skip   bool
+	dir            bool // a sparse-directory entry (mode 040000): sparseDir
 	flagsAt, extAt int64
 	flags, ext     uint16
 }
@@ -179,7 +181,8 @@ func scanIndexTo(f io.Reader, size int64, hashLen int, want map[uint32]bool, rw 
 			sc.names[i] = h.name
 		}
 		h.assume, h.skip = h.flags&flagAssumeValid != 0, h.ext&extSkipWorktree != 0
-		if h.assume || h.skip {
+		h.dir = sparseDir(e)
+		if h.assume || h.skip || h.dir {
 			sc.hidden = append(sc.hidden, h)
 		}
 	}
@@ -369,7 +372,7 @@ func hiddenKeys(h hiddenEntry) []string {
 	if h.assume {
 		k = append(k, h.name)
 	}
-	if h.skip {
+	if h.skip || h.dir {
 		k = append(k, h.name+"\x00skip")
 	}
 	return k
@@ -518,6 +521,9 @@ func clearIndexBits(p string, keep []string, hashLen int, was []Stamp) (removed,
 	kept := map[string]bool{}
 	for _, k := range keep {
 		kept[k] = true
+	}
+	if d := newSparseDir(slices.Concat(hidden, v.shared), kept); d != "" {
+		return aside(d)
 	}
 	clear := func(hs []hiddenEntry, file string) (flags, ext map[uint32]uint16) {
 		flags, ext = map[uint32]uint16{}, map[uint32]uint16{}

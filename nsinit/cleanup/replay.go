@@ -68,6 +68,8 @@ func pendingWhat(k Kind) string {
 		return "remote-tracking refs the command may have changed are not removed: run git fetch to reset them"
 	case RemovePackedRefs:
 		return "refs the command may have added to packed-refs are not removed: check git for-each-ref"
+	case RestoreRefs:
+		return "tags the command may have moved are not put back: check git show-ref --tags"
 	case RemoveIndexBits:
 		return "assume-unchanged/skip-worktree bits and stat data the command may have set are not cleared: run git update-index --really-refresh, or remove the index and run git reset"
 	}
@@ -90,6 +92,9 @@ func asAtLaunch(e Entry) bool {
 	case RemoveChangedRefs:
 		now, err := LooseRefs(e.Path, len(e.Keep)+1)
 		return err == nil && sameSet(now, e.Keep)
+	case RestoreRefs:
+		moved, err := refsMoved(e.Path, e.Keep)
+		return err == nil && len(moved) == 0
 	case RemoveIndexBits:
 		dir, err := openDirNoFollow(filepath.Dir(e.Path))
 		if err != nil {

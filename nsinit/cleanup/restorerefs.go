@@ -1,0 +1,205 @@
+package cleanup
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// tagPutBack ends the Removed line of a ref RestoreRefs wrote back:
+// "<path> (a tag put back as at launch)".
+const tagPutBack = " (a tag put back as at launch)"
+
+// restoreRefs puts back as at launch the refs under the directory dir (a git dir's
+// refs/tags) that keep names ("<path from dir>\x00<value at launch>": an object id, or
+// "ref: <name>"), where git would now resolve one to another value or to none: loose
+// (dir/<path>, which git reads first) or, with no loose file, in the git dir's
+// packed-refs (dir's grandparent). Each is written back as a loose ref with its launch
+// value, whatever the command left at that name (another ref, a directory of refs
+// under it, a symlink) removed first. Refs keep does not name (the command's new tags)
+// are left. git keeps no reflog for tags (core.logAllRefUpdates), so a tag moved in
+// the run would otherwise be moved for good, with no trace (attack review 33 F11). It
+// returns "<dir>/<path> (a tag put back as at launch)" per ref written back.
+func restoreRefs(dir string, keep []string) (removed, failed []string) {
+	moved, err := refsMoved(dir, keep)
+	if err != nil {
+		return nil, []string{dir + ": " + err.Error()}
+	}
+	for _, k := range moved {
+		rel, value, _ := strings.Cut(k, "\x00")
+		p := filepath.Join(dir, rel)
+		if !refPath(rel) {
+			failed = report(failed, p+": not put back: not a ref's path")
+			continue
+		}
+		if err := writeRefAt(dir, rel, value+"\n"); err != nil {
+			failed = report(failed, p+": putting it back as at launch: "+err.Error())
+			continue
+		}
+		removed = report(removed, p+tagPutBack)
+	}
+	return removed, failed
+}
+
+// refsMoved returns the entries of keep (restoreRefs') whose ref git would not resolve
+// to its launch value now; none when dir is gone or reached through a symlink.
+func refsMoved(dir string, keep []string) ([]string, error) {
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	fd, err := openDirNoFollow(dir)
+	if unreachable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(fd), dir)
+	defer d.Close()
+	want := map[string]string{}
+	for _, k := range keep {
+		rel, value, _ := strings.Cut(k, "\x00")
+		want[rel] = value
+	}
+	packed := packedValues(filepath.Join(filepath.Dir(filepath.Dir(dir)), "packed-refs"), "refs/"+filepath.Base(dir)+"/", want)
+	// the names at the top of dir: a ref under none of them is not loose, and is not
+	// opened (most tags are packed: git pack-refs, gc, a clone)
+	top := map[string]bool{}
+	err = eachName(d, func(n string) { top[n] = true })
+	if err != nil {
+		return nil, err
+	}
+	var moved []string
+	for _, k := range keep {
+		rel, value, _ := strings.Cut(k, "\x00")
+		first, _, _ := strings.Cut(rel, "/")
+		now, loose := "", false
+		if top[first] {
+			now, loose = looseValue(fd, rel)
+		}
+		if !loose {
+			now = packed[rel]
+		}
+		if now != value {
+			moved = append(moved, k)
+		}
+	}
+	return moved, nil
+}
+
+// looseValue returns the value (trimmed content) of the loose ref rel under the
+// directory fd, and whether rel is anything there at all (a directory, a symlink or an
+// unreadable file is there, with no value: it shadows the packed ref).
+func looseValue(fd int, rel string) (string, bool) {
+	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
+	f, err := unix.Openat2(fd, rel, how)
+	if errors.Is(err, unix.ENOSYS) {
+		f, err = unix.Openat(fd, rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return "", false
+	}
+	if err != nil {
+		return "", true
+	}
+	defer unix.Close(f)
+	var st unix.Stat_t
+	if unix.Fstat(f, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", true
+	}
+	b := make([]byte, MaxLooseRef+1)
+	n, err := unix.Read(f, b)
+	if err != nil || n > MaxLooseRef {
+		return "", true
+	}
+	return strings.TrimSpace(string(b[:n])), true
+}
+
+// packedValues returns the object id of each ref of the packed-refs file p whose name
+// is prefix+<rel> with rel in want, by rel; none when p cannot be read as one (git
+// then has none of them either, and they are written back loose).
+func packedValues(p, prefix string, want map[string]string) map[string]string {
+	out := map[string]string{}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return out
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > MaxPackedRefs {
+		return out
+	}
+	r := bufio.NewReaderSize(io.LimitReader(f, st.Size), MaxPackedRefLine)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return map[string]string{} // git refuses such a file: none of its refs
+		}
+		oid, ref, ok := strings.Cut(strings.TrimRight(string(line), "\n"), " ")
+		if rel, under := strings.CutPrefix(ref, prefix); ok && under {
+			if _, w := want[rel]; w {
+				out[rel] = oid
+			}
+		}
+		if err != nil {
+			return out
+		}
+	}
+}
+
+// writeRefAt writes content as the loose ref rel under dir (never through a symlink):
+// each directory on the way made when missing, anything else in its place (a ref file
+// where a directory must be, a symlink) removed, and a directory or other file at rel
+// itself removed first.
+func writeRefAt(dir, rel, content string) error {
+	fd, err := openDirNoFollow(dir)
+	if err != nil {
+		return err
+	}
+	parts := strings.Split(rel, "/")
+	for _, c := range parts[:len(parts)-1] {
+		sub, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			if err = removeAt(fd, c, false, 0); err == nil {
+				err = unix.ENOENT
+			}
+		}
+		if errors.Is(err, unix.ENOENT) {
+			if err = unix.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+				sub, err = unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		fd = sub
+	}
+	defer unix.Close(fd)
+	name := parts[len(parts)-1]
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		if err := removeAt(fd, name, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
+			return err
+		}
+	}
+	return rewriteAt(fd, name, content, 0o644)
+}
+
+// refPath reports whether rel is a path git could give a loose ref below its refs
+// directory: components neither empty, "." nor "..", no NUL (git-check-ref-format(1)
+// allows none of them).
+func refPath(rel string) bool {
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" || c == "." || c == ".." || strings.ContainsRune(c, 0) {
+			return false
+		}
+	}
+	return true
+}
