@@ -24,9 +24,15 @@ import (
 type RawRoot struct {
 	Root    rawplan.Reg // the root tmpfs's mount descriptor
 	roLater []rawSealed
+	proc    rawplan.Reg // the procfs's mount descriptor (Proc), when hasProc
+	hasProc bool
 	p       *rawplan.Plan
 	how     *openHows
 }
+
+// Proc returns the register of the root's procfs mount descriptor, as Root.Proc, and
+// whether spec mounts a procfs; valid until PlanPivotRoot closes it.
+func (rr *RawRoot) Proc() (rawplan.Reg, bool) { return rr.proc, rr.hasProc }
 
 type rawSealed struct {
 	reg  rawplan.Reg
@@ -208,9 +214,12 @@ func planSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, 
 		}
 		rr.newFS(s, mnt, procFS, given, m.Type, pl.o.data, attr, wrap)
 		rr.attach(s, mnt.Arg(), dest, true, wrap)
+		if given {
+			rr.proc, rr.hasProc = mnt, true
+		}
 		if pl.o.ro {
 			rr.roLater = append(rr.roLater, rawSealed{mnt, dest})
-		} else {
+		} else if !given {
 			p.CloseReg(s, mnt)
 		}
 	}
@@ -465,8 +474,15 @@ func (rr *RawRoot) PlanPivotRoot(s uint16) error {
 		p.Call(s, func(e unix.Errno) error { return &Error{Op: "remount-ro", Target: dest, Err: e} },
 			unix.SYS_MOUNT_SETATTR, m.reg.Arg(), rawplan.Lit(p.Str("")), rawplan.Lit(unix.AT_EMPTY_PATH), rawplan.Lit(ro), rawplan.Lit(unix.MOUNT_ATTR_SIZE_VER0))
 		p.CloseReg(s, m.reg)
+		if rr.hasProc && m.reg == rr.proc {
+			rr.hasProc = false
+		}
 	}
 	rr.roLater = nil
+	if rr.hasProc {
+		p.CloseReg(s, rr.proc)
+		rr.hasProc = false
+	}
 	p.Call(s, func(e unix.Errno) error { return &Error{Op: "remount-ro", Target: "/", Err: e} },
 		unix.SYS_MOUNT_SETATTR, rr.Root.Arg(), rawplan.Lit(p.Str("")), rawplan.Lit(unix.AT_EMPTY_PATH), rawplan.Lit(ro), rawplan.Lit(unix.MOUNT_ATTR_SIZE_VER0))
 	return p.Finish()

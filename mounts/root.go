@@ -158,7 +158,18 @@ type Root struct {
 	// clones of them (open_tree(2) copies the mount attributes), not new instances.
 	maskFile, maskDir int
 	maskNull          *Null // the source of maskFile
+
+	// proc is the mount descriptor of the root's procfs (fsmount(2)), -1 for none:
+	// kept until PivotRoot for Proc
+	proc int
 }
+
+// Proc returns the mount descriptor of the root's procfs (its one "proc" mount, as
+// fsmount(2) made it), or -1 when spec mounts none. A path walk from it crosses the
+// read-only paths bound over it (e.g. /proc/sys); a clone of it alone (open_tree(2)
+// OPEN_TREE_CLONE, not recursive) reaches the procfs's own files, read-write until
+// PivotRoot seals a mount marked ro. Owned by r, valid until PivotRoot closes it.
+func (r *Root) Proc() int { return r.proc }
 
 // New creates the root tmpfs (mode 0755, nosuid, nodev) and attaches it at staging, a
 // directory of the current mount namespace that no source of a later bind needs.
@@ -171,7 +182,7 @@ func New(staging string) (*Root, error) {
 		unix.Close(fd)
 		return nil, &Error{Op: "move_mount", Source: "tmpfs", Target: staging, Err: err}
 	}
-	return &Root{fd: fd, maskFile: -1, maskDir: -1}, nil
+	return &Root{fd: fd, maskFile: -1, maskDir: -1, proc: -1}, nil
 }
 
 // newFS creates a detached mount of a new file system instance (fsopen(2), fsconfig(2),
@@ -290,9 +301,12 @@ func (r *Root) fs(fsfd int, fstype, dest string, opts map[string]string, attr ui
 		unix.Close(fd)
 		return errorf("mount", fstype, dest, attr, err)
 	}
+	if fstype == "proc" {
+		r.proc = fd
+	}
 	if sealLater {
 		r.roLater = append(r.roLater, sealed{fd, dest})
-	} else {
+	} else if fd != r.proc {
 		unix.Close(fd)
 	}
 	return nil
@@ -506,8 +520,15 @@ func (r *Root) PivotRoot() error {
 			return &Error{Op: "remount-ro", Target: m.dest, Err: err}
 		}
 		unix.Close(m.fd)
+		if m.fd == r.proc {
+			r.proc = -1
+		}
 	}
 	r.roLater = nil
+	if r.proc >= 0 {
+		unix.Close(r.proc)
+		r.proc = -1
+	}
 	if err := setattr(r.fd, unix.MOUNT_ATTR_RDONLY, false); err != nil {
 		return &Error{Op: "remount-ro", Target: "/", Err: err}
 	}

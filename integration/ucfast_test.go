@@ -1,0 +1,112 @@
+package integration
+
+// The user counts (attack review 34 F5) are written through the sandbox's own procfs,
+// never the host's: each user namespace that looks up /proc/sys/user/* in the host's
+// procfs leaves a dentry there that outlives it, and every later lookup of those names
+// on the host walks a hash chain one longer per launch (docs/decisions.md, "The user
+// counts through the sandbox's own procfs").
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// threadClone matches a clone(2) or clone3(2) of a thread and its result, in strace's
+// rendering.
+var threadClone = regexp.MustCompile(`clone3?\(.*CLONE_THREAD.*\) = ([0-9]+)$`)
+
+// TestUserCountsNotThroughHostProc: a launch run under strace -ff opens nothing under
+// /proc/sys by an absolute path from any process but the launcher's threads (which
+// read the caller's own limits, in the caller's user namespace: one dentry per name,
+// reused), while a process of the sandbox still opens the sandbox's
+// sys/user/max_inotify_instances for writing, relative to its own procfs. For the raw
+// init (a plain exec) and the Go init (--host-port: not raw), both callers. Fails on
+// main: its inits open /proc/sys/user/max_* on the host's procfs.
+func TestUserCountsNotThroughHostProc(t *testing.T) {
+	straceBin, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("no strace")
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, tc := range []struct {
+			name  string
+			flags []string
+		}{{"raw init", nil}, {"go init", []string{"--host-port", "9"}}} {
+			t.Run(tc.name, func(t *testing.T) {
+				s := newSandbox(t, c)
+				dir := t.TempDir()
+				prefix := filepath.Join(dir, "trace")
+				ctx := s.limitCtx(runLimit)
+				cmd := s.command(ctx, append(tc.flags, "--", "true")...)
+				cmd.Args = append([]string{straceBin, "-qq", "-f", "-ff", "-o", prefix,
+					"-e", "trace=openat,openat2,open,clone,clone3,execve"}, append([]string{cmd.Path}, cmd.Args[1:]...)...)
+				cmd.Path = straceBin
+				mustSucceed(t, s.runCmd(ctx, cmd), "gosbx exec under strace")
+
+				files, err := filepath.Glob(prefix + ".*")
+				if err != nil || len(files) == 0 {
+					t.Fatalf("no strace output (%v)", err)
+				}
+				traces := map[string][]string{} // by thread id
+				launcher := map[string]bool{}
+				for _, f := range files {
+					b, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tid := strings.TrimPrefix(f, prefix+".")
+					traces[tid] = strings.Split(string(b), "\n")
+					for _, l := range traces[tid] {
+						if strings.HasPrefix(l, `execve("`+gosbxBin+`"`) && strings.HasSuffix(l, "= 0") {
+							launcher[tid] = true
+						}
+					}
+				}
+				if len(launcher) != 1 {
+					t.Fatalf("%d processes executed %s, want 1", len(launcher), gosbxBin)
+				}
+				// the launcher's threads: cloned with CLONE_THREAD by one of them
+				for grew := true; grew; {
+					grew = false
+					for tid, lines := range traces {
+						if !launcher[tid] {
+							continue
+						}
+						for _, l := range lines {
+							if m := threadClone.FindStringSubmatch(l); m != nil && !launcher[m[1]] {
+								launcher[m[1]], grew = true, true
+							}
+						}
+					}
+				}
+				wrote := false
+				for tid, lines := range traces {
+					if launcher[tid] {
+						continue
+					}
+					for _, l := range lines {
+						if strings.Contains(l, `"/proc/sys/`) {
+							t.Errorf("process %s of the sandbox opened the host's procfs: %s", tid, l)
+						}
+						if strings.Contains(l, `, "sys/user/max_inotify_instances", O_WRONLY`) && !strings.Contains(l, "= -1") {
+							wrote = true
+						}
+					}
+				}
+				if !wrote {
+					tids := make([]string, 0, len(traces))
+					for tid := range traces {
+						tids = append(tids, tid)
+					}
+					slices.Sort(tids)
+					t.Errorf("no process of the sandbox opened its own procfs's sys/user/max_inotify_instances for writing (threads %v, launcher %v)", tids, launcher)
+				}
+			})
+		}
+	})
+}
