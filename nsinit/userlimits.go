@@ -59,6 +59,23 @@ func withUserCounts(spec *config.Config) (*config.Config, error) {
 	return &s, nil
 }
 
+// ownUserCounts returns spec with Config.UserCounts set, where it names none, to an
+// empty list, for a sandbox whose user namespace is owned by a host id taken for it
+// alone (a root caller's range): the kernel charges an object made in a user namespace
+// to that namespace and then to its owner in the parent, up to the host's
+// (kernel/ucount.c, inc_ucount walking ns->ucounts, which create_user_ns took for the
+// creator's euid), so such a sandbox spends its own host id's counts, never the
+// caller's, and has nothing of the caller's to leave half of. Saves the launcher's four
+// reads and the init's writes.
+func ownUserCounts(spec *config.Config) *config.Config {
+	if spec.UserCounts != nil {
+		return spec
+	}
+	s := *spec
+	s.UserCounts = []config.UserCount{}
+	return &s
+}
+
 // readSmall reads the first 31 bytes of the file at path: open, one read, close
 // (no stat, no growing buffer: the four files cost a launch 13-22 µs all told here).
 func readSmall(path string) ([]byte, error) {
