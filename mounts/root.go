@@ -159,17 +159,17 @@ type Root struct {
 	maskFile, maskDir int
 	maskNull          *Null // the source of maskFile
 
-	// proc is the mount descriptor of the root's procfs (fsmount(2)), -1 for none:
-	// kept until PivotRoot for Proc
-	proc int
+	// procSys is an O_PATH descriptor of the root procfs's sys directory, -1 for
+	// none: kept until PivotRoot for ProcSys
+	procSys int
 }
 
-// Proc returns the mount descriptor of the root's procfs (its one "proc" mount, as
-// fsmount(2) made it), or -1 when spec mounts none. A path walk from it crosses the
-// read-only paths bound over it (e.g. /proc/sys); a clone of it alone (open_tree(2)
-// OPEN_TREE_CLONE, not recursive) reaches the procfs's own files, read-write until
-// PivotRoot seals a mount marked ro. Owned by r, valid until PivotRoot closes it.
-func (r *Root) Proc() int { return r.proc }
+// ProcSys returns an O_PATH descriptor of the sys directory of the root's procfs (its
+// one "proc" mount), opened as soon as that procfs was mounted, or -1 when spec mounts
+// none. A walk from it stays below whatever is bound over /proc/sys later (a read-only
+// path, a mask): it reaches the procfs's own sysctl files, on the procfs's mount,
+// read-write until PivotRoot. Owned by r, valid until PivotRoot closes it.
+func (r *Root) ProcSys() int { return r.procSys }
 
 // New creates the root tmpfs (mode 0755, nosuid, nodev) and attaches it at staging, a
 // directory of the current mount namespace that no source of a later bind needs.
@@ -182,7 +182,7 @@ func New(staging string) (*Root, error) {
 		unix.Close(fd)
 		return nil, &Error{Op: "move_mount", Source: "tmpfs", Target: staging, Err: err}
 	}
-	return &Root{fd: fd, maskFile: -1, maskDir: -1, proc: -1}, nil
+	return &Root{fd: fd, maskFile: -1, maskDir: -1, procSys: -1}, nil
 }
 
 // newFS creates a detached mount of a new file system instance (fsopen(2), fsconfig(2),
@@ -301,12 +301,17 @@ func (r *Root) fs(fsfd int, fstype, dest string, opts map[string]string, attr ui
 		unix.Close(fd)
 		return errorf("mount", fstype, dest, attr, err)
 	}
-	if fstype == "proc" {
-		r.proc = fd
+	if fstype == "proc" && r.procSys < 0 {
+		sys, err := unix.Openat(fd, "sys", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			unix.Close(fd)
+			return errorf("mount", fstype, dest, attr, fmt.Errorf("open sys: %w", err))
+		}
+		r.procSys = sys
 	}
 	if sealLater {
 		r.roLater = append(r.roLater, sealed{fd, dest})
-	} else if fd != r.proc {
+	} else {
 		unix.Close(fd)
 	}
 	return nil
@@ -520,14 +525,11 @@ func (r *Root) PivotRoot() error {
 			return &Error{Op: "remount-ro", Target: m.dest, Err: err}
 		}
 		unix.Close(m.fd)
-		if m.fd == r.proc {
-			r.proc = -1
-		}
 	}
 	r.roLater = nil
-	if r.proc >= 0 {
-		unix.Close(r.proc)
-		r.proc = -1
+	if r.procSys >= 0 {
+		unix.Close(r.procSys)
+		r.procSys = -1
 	}
 	if err := setattr(r.fd, unix.MOUNT_ATTR_RDONLY, false); err != nil {
 		return &Error{Op: "remount-ro", Target: "/", Err: err}

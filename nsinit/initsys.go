@@ -160,7 +160,7 @@ func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, p
 }
 
 func (k *kernelInit) setUserCounts(root *mounts.Root, counts []config.UserCount) error {
-	return setUserCounts(root.Proc(), counts)
+	return setUserCounts(root.ProcSys(), counts)
 }
 func (k *kernelInit) setIDProc() error             { return openSetIDProc() }
 func (k *kernelInit) startSetID(threads int) error { return startSetIDHandler(threads) }

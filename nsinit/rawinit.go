@@ -264,22 +264,19 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	p.Begin("resolv.conf")
 	s = p.Begin("user counts")
 	if len(spec.UserCounts) > 0 {
-		// through a clone of the sandbox's own procfs mount (userlimits.go)
-		proc, ok := root.Proc()
+		// through the sandbox's own procfs, below its read-only /proc/sys (userlimits.go)
+		sys, ok := root.ProcSys()
 		if !ok {
 			return nil, errNoProcForCounts
 		}
-		mnt := p.Reg()
-		p.Call(s, errno("open_tree the sandbox's procfs"), unix.SYS_OPEN_TREE, proc.Arg(), lit(p.Str("")),
-			lit(unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)).Into(mnt)
 		for _, u := range spec.UserCounts {
 			path, v := userCountsDir+u.Name, strconv.FormatInt(u.Max, 10)
 			f := p.Reg()
-			p.Call(s, errno("open /proc/"+path), unix.SYS_OPENAT, mnt.Arg(), lit(p.Str(path)), lit(unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW)).Into(f)
-			p.Call(s, errno("write "+v+" to /proc/"+path), unix.SYS_WRITE, f.Arg(), lit(p.Str(v)), lit(uintptr(len(v))))
+			p.Call(s, errno("open /proc/sys/"+path+" of the sandbox's procfs"), unix.SYS_OPENAT, sys.Arg(), lit(p.Str(path)),
+				lit(unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW)).Into(f)
+			p.Call(s, errno("write "+v+" to /proc/sys/"+path), unix.SYS_WRITE, f.Arg(), lit(p.Str(v)), lit(uintptr(len(v))))
 			p.CloseReg(s, f)
 		}
-		p.CloseReg(s, mnt)
 	}
 	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
 		return nil, err

@@ -12,15 +12,16 @@ import (
 )
 
 // userCountsDir holds a user namespace's per-user limits (proc(5), /proc/sys/user/),
-// relative to a procfs's root: what a process reads or writes there is the limit of
-// its own user namespace, which its pid 1 may set when it holds CAP_SYS_RESOURCE there
-// (kernel/ucount.c, set_permissions). The init writes them through its own procfs
-// (userCountsProc), never the host's: each user namespace that looks these names up in
-// a procfs leaves a dentry of its own in that procfs (proc_sys_compare tells them
-// apart), unused ones outlive the namespace, and every later lookup of the names in the
-// host's procfs, anyone's, walks a hash chain one longer per launch. A procfs of the
-// sandbox's own frees its dentries with its superblock.
-const userCountsDir = "sys/user/"
+// relative to a procfs's sys directory: what a process reads or writes there is the
+// limit of its own user namespace, which its pid 1 may set when it holds
+// CAP_SYS_RESOURCE there (kernel/ucount.c, set_permissions). The init writes them
+// through its own procfs (setUserCounts), never the host's: each user namespace that
+// looks these names up in a procfs leaves a dentry of its own in that procfs
+// (proc_sys_compare tells them apart), unused ones outlive the namespace, and every
+// later lookup of the names in the host's procfs, anyone's, walks a hash chain one
+// longer per launch. A procfs of the sandbox's own frees its dentries with its
+// superblock.
+const userCountsDir = "user/"
 
 // errNoProcForCounts: the user counts are written through the sandbox's procfs only.
 var errNoProcForCounts = errors.New("the sandbox mounts no procfs, through which its user counts are set: " +
@@ -41,16 +42,16 @@ func withUserCounts(spec *config.Config) (*config.Config, error) {
 	}
 	counts := make([]config.UserCount, 0, len(config.UserCountNames))
 	for _, name := range config.UserCountNames {
-		b, err := readSmall("/proc/" + userCountsDir + name)
+		b, err := readSmall("/proc/sys/" + userCountsDir + name)
 		if errors.Is(err, unix.ENOENT) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the launcher's /proc/%s: %w", userCountsDir+name, err)
+			return nil, fmt.Errorf("read the launcher's /proc/sys/%s: %w", userCountsDir+name, err)
 		}
 		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("read the launcher's /proc/%s: %w", userCountsDir+name, err)
+			return nil, fmt.Errorf("read the launcher's /proc/sys/%s: %w", userCountsDir+name, err)
 		}
 		counts = append(counts, config.UserCount{Name: name, Max: max(v/2, 1)})
 	}
@@ -93,35 +94,29 @@ func readSmall(path string) ([]byte, error) {
 }
 
 // setUserCounts writes each limit of counts into the calling process's own user
-// namespace (userCountsDir) through proc, the mount descriptor of the sandbox's procfs
-// (mounts.Root.Proc; -1: errNoProcForCounts): through a clone of that mount alone
-// (open_tree(2) OPEN_TREE_CLONE), below the read-only /proc/sys bound over it. The
-// init calls it before any command exists.
-func setUserCounts(proc int, counts []config.UserCount) error {
+// namespace (userCountsDir) through sys, the sandbox's procfs's sys directory
+// (mounts.Root.ProcSys, below the read-only /proc/sys bound over it; -1:
+// errNoProcForCounts). The init calls it before any command exists.
+func setUserCounts(sys int, counts []config.UserCount) error {
 	if len(counts) == 0 {
 		return nil
 	}
-	if proc < 0 {
+	if sys < 0 {
 		return errNoProcForCounts
 	}
-	mnt, err := unix.OpenTree(proc, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
-	if err != nil {
-		return fmt.Errorf("open_tree the sandbox's procfs: %w", err)
-	}
-	defer unix.Close(mnt)
 	for _, u := range counts {
-		if err := setUserCount(mnt, u.Name, u.Max); err != nil {
+		if err := setUserCount(sys, u.Name, u.Max); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func setUserCount(mnt int, name string, v int64) error {
+func setUserCount(sys int, name string, v int64) error {
 	p := userCountsDir + name
-	fd, err := unix.Openat(mnt, p, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := unix.Openat(sys, p, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return fmt.Errorf("open /proc/%s of the sandbox's procfs: %w", p, err)
+		return fmt.Errorf("open /proc/sys/%s of the sandbox's procfs: %w", p, err)
 	}
 	s := strconv.FormatInt(v, 10)
 	_, err = unix.Write(fd, []byte(s))
@@ -129,7 +124,7 @@ func setUserCount(mnt int, name string, v int64) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s to /proc/%s: %w", s, p, err)
+		return fmt.Errorf("write %s to /proc/sys/%s: %w", s, p, err)
 	}
 	return nil
 }
