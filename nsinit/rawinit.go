@@ -267,7 +267,7 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		// through the sandbox's own procfs, below its read-only /proc/sys (userlimits.go)
 		sys, ok := root.ProcSys()
 		if !ok {
-			return nil, errNoProcForCounts
+			return nil, &stepError{step: "user counts", err: errNoProcForCounts} // as the Go init's
 		}
 		for _, u := range spec.UserCounts {
 			path, v := userCountsDir+u.Name, strconv.FormatInt(u.Max, 10)
