@@ -424,6 +424,22 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
 		}
 	}
+	// What hides history from the host's git, whose gc then prunes what it hides:
+	// shallow (every commit it names is taken as parentless: git gc --auto after the
+	// user's next commit deleted their unpushed commits; attack review 33 F1). And
+	// rr-cache, whose recorded resolutions the host's next conflicted merge writes into
+	// the working tree (rerere is on by default once the directory exists). Each is
+	// read-only when there at launch (only a shallow repository's fetch --deepen or a
+	// rerere-using merge writes them), removed after the run when the command made it;
+	// found later (a launcher killed) only reported: the user's own shallow fetch or
+	// merge may have made it since.
+	for _, f := range []string{"shallow", "rr-cache"} {
+		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
+			plan.absentAfter(filepath.Join(gd, f), false)
+		} else {
+			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
+		}
+	}
 	// Legacy remote definitions (git reads them for a remote its config does not name;
 	// git no longer makes them): read-only when there (gitGuarded), removed after the run
 	// when the command made them.
@@ -471,6 +487,11 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.readOnly = append(plan.readOnly, p)
 		}
 	}
+	// a linked worktree's commondir other than git's own ../.. is removed after every
+	// run (and every session pass): the entries the session's start did not see (a
+	// worktree the user adds between requests) have no read-only one (attack review 33 F2)
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveStrayCommondirs, Path: filepath.Join(gd, "worktrees")})
+	plan.reads.rb.worktreesDir(filepath.Join(gd, "worktrees"))
 	wts, err := readDirCapped(filepath.Join(gd, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "worktrees"), err, "cannot read the linked worktrees' git dirs, so cannot guard them")

@@ -158,6 +158,14 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: the command left an index at " + Shown(file) + " that gosbx cannot check for what would hide a change from git status (" +
 			strings.TrimSuffix(why, ")") + "); moved it aside to " + Shown(to) + ": git now reads no index (git status shows every file as new) until you run git reset or check it and move it back"
 	}
+	if packed && strings.HasPrefix(ref, "Git LFS object moved aside to ") {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "Git LFS object moved aside to "), " (")
+		return "gosbx: note: the Git LFS object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
+			" (git lfs would check out its content unverified); moved it aside to " + Shown(to) + ": git lfs fetch brings the remote's back"
+	}
+	if !packed && isHistoryHider(p) {
+		return "gosbx: note: removed " + Shown(p) + ", which the command made: " + historyHiders[filepath.Base(p)]
+	}
 	if packed && strings.HasPrefix(ref, "object moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "object moved aside to "), " (")
 		return "gosbx: note: the git object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
@@ -195,6 +203,19 @@ func ReplaceRefNote(p string) string {
 		" (git replace: the host's git would show other content than it pushes)"
 }
 
+// historyHiders are the files of a git dir, by name, that the command may not leave
+// there (absent at launch; policy's guard), and why.
+var historyHiders = map[string]string{
+	"shallow":  "it makes git take the commits it names as having no parents, and the next git gc (run by git commit on its own) deletes the history it hides",
+	"rr-cache": "its recorded conflict resolutions are what git's next conflicted merge writes into the working tree",
+}
+
+// isHistoryHider reports whether p is a git dir's shallow or rr-cache.
+func isHistoryHider(p string) bool {
+	_, ok := historyHiders[filepath.Base(p)]
+	return ok && (filepath.Base(filepath.Dir(p)) == ".git" || gitDirLike(filepath.Dir(p)))
+}
+
 // NotRemovedNote returns the stderr line for what the after-run cleanup could not do
 // (nsinit.Result.NotRemoved: "path: reason" or a path); who is "the command" or "the
 // session's commands". An index or packed-refs it could not check is said as such;
@@ -207,6 +228,9 @@ func NotRemovedNote(p, who string) string {
 		// command's content (attack review 31 F4)
 		return "gosbx: WARNING: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
 			"; gosbx could not check them against their indexes (past its bounds, unreadable, or a pack without its index), and git reads an object from a pack without hashing it, so they may replace objects you have (git checkout or reset would write the command's content): run git fsck there before git checkout, reset or push"
+	}
+	if ok && strings.Contains(file, "/lfs/objects/") && strings.Contains(why, "not checked") {
+		return "gosbx: WARNING: could not check the Git LFS object at " + Shown(file) + " after " + who + " ran (" + why + "): run git lfs fsck there before git checkout or reset"
 	}
 	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
 		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + why + "): run git fsck there before git checkout or reset"

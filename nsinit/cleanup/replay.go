@@ -21,7 +21,8 @@ import (
 // replay carries out entries of a journal whose launcher was killed: RemoveSpecialUnder
 // (no symlink, FIFO, socket or device in a git dir, whoever made it) and VerifyObjects
 // (an object that does not hash to its name is bad whoever wrote it; what it cannot
-// verify, the user's later work included, is only reported: attack review 32 F5), RemoveIfCreated marked Anytime, and for another
+// verify, the user's later work included, is only reported: attack review 32 F5; so
+// VerifyLFSObjects), RemoveStrayCommondirs (git writes only "../.."), RemoveIfCreated marked Anytime, and for another
 // RemoveIfCreated an empty directory (a mount point the launch made: nothing of
 // anyone's is lost). Every other entry, when its path is there and is not seen to be
 // as at launch (asAtLaunch: the sandbox's init may have done the cleanup), is reported
@@ -32,7 +33,8 @@ func replay(entries []Entry) (removed, failed []string) {
 		switch e.Kind {
 		case RemoveSpecialUnder:
 			now = append(now, e)
-		case VerifyObjects:
+		case VerifyObjects, VerifyLFSObjects, RemoveStrayCommondirs:
+			// a bad hash, or a commondir git never writes, is wrong whoever made it
 			now = append(now, e)
 		case RemoveIfCreated:
 			if e.Anytime {
