@@ -164,7 +164,7 @@ func ReplaceRefNote(p string) string {
 			" (git lfs would check out its content unverified); moved it aside to " + Shown(to) + ": git lfs fetch brings the remote's back"
 	}
 	if !packed && isHistoryHider(p) {
-		return "gosbx: note: removed " + Shown(p) + ", which the command made: " + historyHiders[filepath.Base(p)]
+		return "gosbx: note: removed " + Shown(p) + ", which the command made: " + historyHider(filepath.Base(p))
 	}
 	if packed && strings.HasPrefix(ref, "object moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "object moved aside to "), " (")
@@ -203,17 +203,21 @@ func ReplaceRefNote(p string) string {
 		" (git replace: the host's git would show other content than it pushes)"
 }
 
-// historyHiders are the files of a git dir, by name, that the command may not leave
-// there (absent at launch; policy's guard), and why.
-var historyHiders = map[string]string{
-	"shallow":  "it makes git take the commits it names as having no parents, and the next git gc (run by git commit on its own) deletes the history it hides",
-	"rr-cache": "its recorded conflict resolutions are what git's next conflicted merge writes into the working tree",
+// historyHider says why the command may not leave a git dir's file named name (absent
+// at launch; policy's guard): "" for a name that is not one of them.
+func historyHider(name string) string {
+	switch name {
+	case "shallow":
+		return "it makes git take the commits it names as having no parents, and the next git gc (run by git commit on its own) deletes the history it hides"
+	case "rr-cache":
+		return "its recorded conflict resolutions are what git's next conflicted merge writes into the working tree"
+	}
+	return ""
 }
 
 // isHistoryHider reports whether p is a git dir's shallow or rr-cache.
 func isHistoryHider(p string) bool {
-	_, ok := historyHiders[filepath.Base(p)]
-	return ok && (filepath.Base(filepath.Dir(p)) == ".git" || gitDirLike(filepath.Dir(p)))
+	return historyHider(filepath.Base(p)) != "" && (filepath.Base(filepath.Dir(p)) == ".git" || gitDirLike(filepath.Dir(p)))
 }
 
 // NotRemovedNote returns the stderr line for what the after-run cleanup could not do
