@@ -289,3 +289,46 @@ cp .git/index "$OLDPWD/.git/index"`)
 		}
 	})
 }
+
+// TestGitCommitStrayRefNames: a commit-mode command that plants a ref under a name git
+// does not make in the git dir (<gitdir>/upstream/main, refs/upstream/main, a packed
+// refs/upstream/x line) has it removed after the run: once the user adds the remote
+// upstream and fetches, git reset --hard upstream/main checks out the remote's commit,
+// not the command's (attack review 33 F8: before, git's lookup took <gitdir>/upstream/main
+// first). The user's own git state files (ORIG_HEAD) and refs (a stash) are kept.
+func TestGitCommitStrayRefNames(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		up := filepath.Join(s.base, "up")
+		must(t, os.Mkdir(up, 0o755))
+		s.chown(up)
+		s.hostGit(s.base, "clone", "-q", "--bare", s.ws, up)
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
+export GIT_AUTHOR_NAME=m GIT_AUTHOR_EMAIL=m@m GIT_COMMITTER_NAME=m GIT_COMMITTER_EMAIL=m@m
+git checkout -q -b x; echo EVIL > run.sh; git add run.sh; git commit -qm evil; c=$(git rev-parse HEAD); git checkout -q main; git branch -D x >/dev/null
+mkdir -p .git/upstream .git/refs/upstream; echo $c > .git/upstream/main; echo $c > .git/refs/upstream/main
+echo "$c refs/upstream/x" >> .git/packed-refs
+echo v2 > tracked.txt; git stash -q; git reset -q --hard HEAD`)
+		mustSucceed(t, r, "the plant")
+		for _, p := range []string{".git/upstream", ".git/refs/upstream"} {
+			if _, err := os.Lstat(filepath.Join(s.ws, p)); err == nil {
+				t.Errorf("%s is on the host after the run\n%v", p, r)
+			}
+		}
+		for _, ref := range []string{"refs/stash", "ORIG_HEAD"} {
+			if _, err := s.hostGitOut(s.ws, "rev-parse", "--verify", "-q", ref); err != nil {
+				t.Errorf("git's own %s is gone\n%v", ref, r)
+			}
+		}
+		if out, _ := s.hostGitOut(s.ws, "rev-parse", "--verify", "-q", "refs/upstream/x"); strings.TrimSpace(out) != "" {
+			t.Errorf("the packed refs/upstream/x is still there: %q", out)
+		}
+		s.hostGit(s.ws, "remote", "add", "upstream", up)
+		s.hostGit(s.ws, "fetch", "-q", "upstream")
+		s.hostGit(s.ws, "reset", "-q", "--hard", "upstream/main")
+		if _, err := os.Lstat(filepath.Join(s.ws, "run.sh")); err == nil {
+			t.Errorf("git reset --hard upstream/main checked out the command's commit (run.sh)")
+		}
+	})
+}

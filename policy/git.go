@@ -462,6 +462,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := plan.guardReplaceRefs(gd); err != nil {
 		return err
 	}
+	if err := plan.guardStrayNames(gd, true); err != nil {
+		return err
+	}
 	if err := plan.guardIndexBits(gd, own); err != nil {
 		return err
 	}
@@ -508,6 +511,10 @@ func (plan *gitPlan) guard(gd, own string) error {
 			} else if f == "config.worktree" {
 				plan.absentAfter(filepath.Join(p, f), false)
 			}
+		}
+		// its own git dir is searched first for a name git's lookup takes (gitrevisions(7))
+		if err := plan.guardStrayNames(p, false); err != nil {
+			return err
 		}
 		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {

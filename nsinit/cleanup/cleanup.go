@@ -91,7 +91,9 @@ type Entry struct {
 	// into a git dir with hooks) is removed as a new one.
 	KeepIDs []ID `json:"keep_ids,omitempty"`
 	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
-	// patterns of their whole path from Path ("objects/??" is Path/objects/ab only).
+	// patterns of their whole path from Path ("objects/??" is Path/objects/ab only); for
+	// RemoveNewEntries, the names (patterns) of entries that may be added (git's own);
+	// for RemovePackedRefs, the ref prefixes under Prefix left alone ("refs/heads/").
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
@@ -171,11 +173,11 @@ func Run(entries []Entry) (removed, failed []string) {
 					r = []string{e.Path}
 				}
 			case RemoveNewEntries:
-				r, f = removeNewEntries(e.Path, e.Keep, e.KeepIDs)
+				r, f = removeNewEntries(e.Path, e.Keep, e.KeepIDs, e.Skip)
 			case RemoveSpecialUnder:
 				r, f = removeSpecial(e.Path, e.Skip)
 			case RemovePackedRefs:
-				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
+				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep, e.Skip)
 			case RemoveChangedRefs:
 				r, f = removeChangedRefs(e.Path, e.Keep)
 			case RemoveIndexBits:
@@ -210,9 +212,10 @@ func unreachable(err error) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
 }
 
-// removeNewEntries removes every entry of dir not named in keep, and, when ids holds
-// one identity per name, every kept name whose entry is no longer that object.
-func removeNewEntries(dir string, keep []string, ids []ID) (removed, failed []string) {
+// removeNewEntries removes every entry of dir not named in keep nor matching one of
+// the patterns skip (path.Match), and, when ids holds one identity per name, every kept
+// name whose entry is no longer that object.
+func removeNewEntries(dir string, keep []string, ids []ID, skip []string) (removed, failed []string) {
 	kept := map[string]*ID{}
 	for i, k := range keep {
 		kept[k] = nil
@@ -239,6 +242,9 @@ func removeNewEntries(dir string, keep []string, ids []ID) (removed, failed []st
 			return
 		}
 		if isKept && (id == nil || *id == IDOf(&st)) {
+			return
+		}
+		if !isKept && matchesAny(skip, n) {
 			return
 		}
 		if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
@@ -435,4 +441,14 @@ func restoreMode(p string, mode uint32) error {
 		err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode&0o1777)
 	}
 	return err
+}
+
+// matchesAny reports whether name matches one of the path.Match patterns pats.
+func matchesAny(pats []string, name string) bool {
+	for _, p := range pats {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -105,7 +106,8 @@ func asAtLaunch(e Entry) bool {
 			return false
 		}
 		defer f.Close()
-		names, err := f.Readdirnames(len(e.Keep) + 1)
+		names, err := f.Readdirnames(len(e.Keep) + 1024)
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(e.Keep, n) && matchesAny(e.Skip, n) })
 		return (err == nil || errors.Is(err, io.EOF)) && sameSet(names, e.Keep)
 	}
 	return false
