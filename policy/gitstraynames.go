@@ -16,8 +16,9 @@ import (
 )
 
 // gitDirNames are the names git (2.39: gitrepository-layout(5), its state and lock
-// files) and the tools that keep a directory in a git dir (git-lfs, git-annex, git-svn,
-// git-crypt, git filter-repo, gosbx's own aside files) make at the top of a git dir, as
+// files, git gui's) and the tools that keep a directory in a git dir (git-lfs, git-annex,
+// git-svn, git-crypt, transcrypt, git filter-repo, magit, git-branchless, gosbx's own
+// aside files) make at the top of a git dir, as
 // path.Match patterns. Any other name is a ref to git's lookup ($GIT_DIR/<name> comes
 // first: gitrevisions(7)), so a command's upstream/main would be what the host's git
 // takes for a remote added later (attack review 33 F8).
@@ -26,7 +27,8 @@ var gitDirNames = []string{"HEAD", "config", "config.worktree", "description", "
 	"branches", "remotes", "rr-cache", "sequencer", "rebase-merge", "rebase-apply", "lost-found", "common",
 	"fsmonitor--daemon", "fsmonitor--daemon.ipc", "gitk.cache", "gc.pid", "gc.log", "*_HEAD", "*_EDITMSG",
 	"*_MSG", "MERGE_MODE", "MERGE_RR", "MERGE_AUTOSTASH", "BISECT_*", "NOTES_MERGE_*", "EDIT_DESCRIPTION",
-	"sharedindex.*", "*.lock", "*.gosbx-*", "lfs", "annex", "svn", "git-crypt", "filter-repo"}
+	"sharedindex.*", "*.lock", "*.gosbx-*", "GITGUI_*", "lfs", "annex", "svn", "git-crypt", "crypt",
+	"filter-repo", "magit", "branchless"}
 
 // gitRefNamespaces are the directories (and files) git makes in refs/, as prefixes of
 // ref names (git-stash, git-notes, git-replace, git-bisect, git-rebase's rewritten, the
