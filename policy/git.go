@@ -465,9 +465,6 @@ func (plan *gitPlan) guard(gd, own string) error {
 	if err := plan.guardStrayNames(gd, true); err != nil {
 		return err
 	}
-	if err := plan.guardTags(gd); err != nil {
-		return err
-	}
 	if err := plan.guardIndexBits(gd, own); err != nil {
 		return err
 	}

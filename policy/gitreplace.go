@@ -176,10 +176,6 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: moved aside to " + Shown(to) + " " + Shown(file) + ", " + Shown(strings.TrimSuffix(why, ")")) +
 			" (git reads it before the objects it indexes)"
 	}
-	if what, ok := strings.CutSuffix(p, " (put back as at launch)"); ok && (strings.Contains(what, "/refs/tags/") || strings.Contains(what, ": refs/tags/")) {
-		return "gosbx: note: put back as at launch the tag the command moved at " + Shown(what) +
-			" (git keeps no reflog of tags: git checkout or git push --tags would take the command's commit)"
-	}
 	if what, ok := strings.CutSuffix(p, " (put back as at launch)"); ok {
 		return "gosbx: note: put back as at launch the ref the command moved at " + Shown(what) +
 			" (a remote-tracking ref, or one named after a remote that git would find before it)"

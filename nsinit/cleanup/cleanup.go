@@ -115,10 +115,6 @@ type Entry struct {
 	// whose launcher was killed removes it at a later launch; without it, that launch
 	// only reports it (replay).
 	Anytime bool `json:"anytime,omitempty"`
-	// KeepNew (RemoveChangedRefs, RemovePackedRefs) leaves the refs not named in Keep
-	// (the command's new ones): only a ref there at launch and moved is put back. For
-	// tags, which git keeps no reflog of.
-	KeepNew bool `json:"keep_new,omitempty"`
 }
 
 // ID is a file's identity as lstat(2) gives it: st_dev, st_ino and the S_IFMT bits of
@@ -181,9 +177,9 @@ func Run(entries []Entry) (removed, failed []string) {
 			case RemoveSpecialUnder:
 				r, f = removeSpecial(e.Path, e.Skip)
 			case RemovePackedRefs:
-				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep, e.Skip, e.KeepNew)
+				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep, e.Skip)
 			case RemoveChangedRefs:
-				r, f = removeChangedRefs(e.Path, e.Keep, e.KeepNew)
+				r, f = removeChangedRefs(e.Path, e.Keep)
 			case RemoveIndexBits:
 				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen, e.Was)
 			case VerifyObjects:

@@ -29,15 +29,14 @@ const asideSuffix = ".gosbx-aside"
 // removePackedRefs removes from the packed-refs file p (gitrepository-layout(5)) every
 // ref under prefix (underPrefix), and not under one of the prefixes skip, whose line is not one of keep (the lines there at
 // launch), with the peeled line ("^<oid>") that follows it; a ref that keep names with
-// another line gets its keep line back instead. With keepNew only the latter is done:
-// a ref keep does not name is left. The file is
+// another line gets its keep line back instead. The file is
 // streamed (one line held at a time) into a file beside itself, renamed over it
 // through its directory's descriptor; a symlink or anything but a regular file is left
 // to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with a line over
 // MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside" (fail
 // closed: none of its refs is left where git reads them), reported as "p: moved aside
 // to …". It returns "p: <ref>" for each ref removed.
-func removePackedRefs(p, prefix string, keep, skip []string, keepNew bool) (removed, failed []string) {
+func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []string) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
 		return nil, nil
@@ -123,7 +122,7 @@ func removePackedRefs(p, prefix string, keep, skip []string, keepNew bool) (remo
 				dropping = true
 				bw.WriteString(launch[ref] + "\n")
 				removed = report(removed, p+": "+ref+" (put back as at launch)")
-			case under(ref) && !kept[text] && !keepNew:
+			case under(ref) && !kept[text]:
 				dropping = true
 				removed = report(removed, p+": "+ref)
 			default:

@@ -20,11 +20,10 @@ const MaxLooseRef = 4096
 // and every directory that held none of them: a ref the command added or moved there,
 // which the host's git would take as the remote's (git reset --hard origin/main). A
 // ref of keep moved during the run (a git fetch inside, a commit on a branch
-// origin/feature) gets its launch content back. With keepNew, a file keep does not name
-// (a new ref) and the directories are left: only refs of keep are put back. It walks by descriptor, never following a symlink (one is removed), at most
+// origin/feature) gets its launch content back. It walks by descriptor, never following a symlink (one is removed), at most
 // MaxWalkDepth levels (a deeper directory is removed whole). It returns each path
 // removed.
-func removeChangedRefs(dir string, keep []string, keepNew bool) (removed, failed []string) {
+func removeChangedRefs(dir string, keep []string) (removed, failed []string) {
 	fd, err := openDirNoFollow(dir)
 	if unreachable(err) {
 		return nil, nil
@@ -59,7 +58,7 @@ func removeChangedRefs(dir string, keep []string, keepNew bool) (removed, failed
 				continue
 			}
 			isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-			if isDir && (dirs[r] || keepNew) && depth < MaxWalkDepth {
+			if isDir && dirs[r] && depth < MaxWalkDepth {
 				sub, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err == nil {
 					sf := os.NewFile(uintptr(sub), p)
@@ -82,9 +81,6 @@ func removeChangedRefs(dir string, keep []string, keepNew bool) (removed, failed
 						removed = report(removed, p+" (put back as at launch)")
 					}
 					continue
-				}
-				if keepNew {
-					continue // the command's own new ref
 				}
 			}
 			if err := removeAt(fd, n, isDir, 0); err != nil {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -92,16 +91,6 @@ func asAtLaunch(e Entry) bool {
 		var st unix.Stat_t
 		return unix.Lstat(e.Path, &st) == nil && st.Mode&0o7777 == e.Mode
 	case RemoveChangedRefs:
-		if e.KeepNew {
-			// only the kept refs matter: each that is there as a loose ref is as at launch
-			for _, k := range e.Keep {
-				rel, content, _ := strings.Cut(k, "\x00")
-				if b, err := readRef(filepath.Join(e.Path, rel)); err == nil && string(b) != content {
-					return false
-				}
-			}
-			return true
-		}
 		now, err := LooseRefs(e.Path, len(e.Keep)+1)
 		return err == nil && sameSet(now, e.Keep)
 	case RemoveIndexBits:
