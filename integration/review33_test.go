@@ -259,37 +259,6 @@ printf junk > ".git/objects/pack/pack-$(printf '\033[8m')x.idx"; printf junk > "
 	})
 }
 
-// TestGitCommitSparseIndexPlanted: a commit-mode command commits a change to src/run.sh,
-// puts the file back, and installs a sparse index (from a scratch clone's `git
-// sparse-checkout set --sparse-index`) whose entry src/ is a sparse directory: the host's
-// git would expand it with skip-worktree on every file below and show a clean status
-// while HEAD holds the command's file. The index is moved aside after the run (said on
-// stderr), and the host's git status then shows the difference (attack review 33 F7:
-// before, only the directory entry's bit was cleared, and git status said "clean").
-func TestGitCommitSparseIndexPlanted(t *testing.T) {
-	forEachCaller(t, func(t *testing.T, c caller) {
-		s := newSandbox(t, c)
-		s.newRepo(s.ws, "host-commit")
-		s.writeWS("src/run.sh", "echo good\n", 0o644)
-		s.hostGit(s.ws, "add", "src/run.sh")
-		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "-m", "run")
-		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
-echo 'echo EVIL' > src/run.sh && git add src/run.sh && git commit -qm tidy && echo 'echo good' > src/run.sh
-git clone -q . "$HOME/s" && cd "$HOME/s" && git sparse-checkout set --cone --sparse-index >/dev/null 2>&1
-cp .git/index "$OLDPWD/.git/index"`)
-		mustSucceed(t, r, "the plant")
-		if !strings.Contains(r.stderr, "sparse-directory") {
-			t.Errorf("the sparse index is not said\n%v", r)
-		}
-		if out, _ := s.hostGitOut(s.ws, "ls-files", "-v"); strings.Contains(out, "S src/run.sh") {
-			t.Errorf("the host's index hides src/run.sh:\n%s", out)
-		}
-		if out, _ := s.hostGitOut(s.ws, "status", "--porcelain"); !strings.Contains(out, "src/run.sh") {
-			t.Errorf("the host's git status does not show src/run.sh differing from HEAD (the command's): %q\n%v", out, r)
-		}
-	})
-}
-
 // TestGitCommitStrayRefNames: a commit-mode command that plants a ref under a name git
 // does not make in the git dir (<gitdir>/upstream/main, refs/upstream/main, a packed
 // refs/upstream/x line) has it removed after the run: once the user adds the remote

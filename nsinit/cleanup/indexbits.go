@@ -51,10 +51,6 @@ type indexScan struct {
 	// linkAt; nil when it has none.
 	link   []byte
 	linkAt int64
-	// sparseDirs are the names of its sparse-directory entries (mode 040000: a sparse
-	// index's, git-sparse-checkout(1)), which a git without the sparse index expands
-	// with the skip-worktree bit on every file below
-	sparseDirs []string
 }
 
 // maxLinkExt bounds the link extension read into memory (its two bitmaps are
@@ -176,9 +172,6 @@ func scanIndexTo(f io.Reader, size int64, hashLen int, want map[uint32]bool, rw 
 			}
 		}
 		prev = h.name
-		if binary.BigEndian.Uint32(e[24:28])&0o170000 == 0o040000 && len(sc.sparseDirs) < maxReported {
-			sc.sparseDirs = append(sc.sparseDirs, h.name)
-		}
 		if want[i] {
 			if sc.names == nil {
 				sc.names = map[uint32]string{}
@@ -512,18 +505,6 @@ func clearIndexBits(p string, keep []string, hashLen int, was []Stamp) (removed,
 	if err != nil {
 		return aside("it does not parse: " + err.Error())
 	}
-	kept := map[string]bool{}
-	for _, k := range keep {
-		kept[k] = true
-	}
-	for _, d := range sc.sparseDirs {
-		// a sparse-directory entry is a hidden bit on every file below it: the host's
-		// git expands it with skip-worktree set on each (attack review 33 F7, its own
-		// bit cleared or not); only those there at launch (with their bit) are kept
-		if !kept[d+"\x00skip"] {
-			return aside("it holds a sparse-directory entry " + strconv.Quote(d) + " not there at launch, which would hide the changes below it from git status and git diff")
-		}
-	}
 	hidden := sc.hidden
 	var v splitView
 	if sc.link != nil {
@@ -533,6 +514,10 @@ func clearIndexBits(p string, keep []string, hashLen int, was []Stamp) (removed,
 			return aside("its split index cannot be read: " + err.Error())
 		}
 		hidden = v.main
+	}
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
 	}
 	clear := func(hs []hiddenEntry, file string) (flags, ext map[uint32]uint16) {
 		flags, ext = map[uint32]uint16{}, map[uint32]uint16{}
