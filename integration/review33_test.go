@@ -237,28 +237,6 @@ func TestGitCommitLFSStoreChecked(t *testing.T) {
 	})
 }
 
-// TestGitCommitNotesQuoted: the after-run notes name what the command chose (an index
-// entry's name, a junk pack file's name) quoted: no escape sequence or newline of the
-// command's reaches gosbx's stderr (attack review 33 F10: before, the skip-worktree note
-// and the pack WARNING printed them raw: a terminal title set, the WARNING concealed).
-func TestGitCommitNotesQuoted(t *testing.T) {
-	forEachCaller(t, func(t *testing.T, c caller) {
-		s := newSandbox(t, c)
-		s.newRepo(s.ws, "host-commit")
-		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
-n=$(printf 'evil\033]0;PWNED\007\033[31mRED')
-echo x > "$n"; git add -- "$n"; git update-index --skip-worktree -- "$n"
-printf junk > ".git/objects/pack/pack-$(printf '\033[8m')x.idx"; printf junk > ".git/objects/pack/pack-$(printf '\033[8m')x.pack"`)
-		mustSucceed(t, r, "the plant")
-		if !strings.Contains(r.stderr, "skip-worktree") || !strings.Contains(r.stderr, "WARNING") {
-			t.Fatalf("no note of the bit, or no pack warning\n%v", r)
-		}
-		if strings.ContainsAny(r.stderr, "\x1b\x07") {
-			t.Errorf("stderr holds the command's control bytes\n%v", r)
-		}
-	})
-}
-
 // TestGitCommitStrayRefNames: a commit-mode command that plants a ref under a name git
 // does not make in the git dir (<gitdir>/upstream/main, refs/upstream/main, a packed
 // refs/upstream/x line) has it removed after the run: once the user adds the remote

@@ -148,7 +148,7 @@ func ReplaceRefNote(p string) string {
 	if packed && filepath.Base(file) == "index" {
 		for _, bit := range []string{"skip-worktree", "assume-unchanged"} {
 			if name, ok := strings.CutSuffix(ref, " ("+bit+")"); ok {
-				return "gosbx: note: cleared the " + bit + " bit the command set on " + Shown(name) + " in " + Shown(file) +
+				return "gosbx: note: cleared the " + bit + " bit the command set on " + name + " in " + Shown(file) +
 					" (it hid the file's change from git status and git diff)"
 			}
 		}
@@ -156,11 +156,11 @@ func ReplaceRefNote(p string) string {
 	if packed && filepath.Base(file) == "index" && strings.HasPrefix(ref, "moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: the command left an index at " + Shown(file) + " that gosbx cannot check for what would hide a change from git status (" +
-			Shown(strings.TrimSuffix(why, ")")) + "); moved it aside to " + Shown(to) + ": git now reads no index (git status shows every file as new) until you run git reset or check it and move it back"
+			strings.TrimSuffix(why, ")") + "); moved it aside to " + Shown(to) + ": git now reads no index (git status shows every file as new) until you run git reset or check it and move it back"
 	}
 	if packed && strings.HasPrefix(ref, "Git LFS object moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "Git LFS object moved aside to "), " (")
-		return "gosbx: note: the Git LFS object " + Shown(file) + " was written during the run and " + Shown(strings.TrimSuffix(why, ")")) +
+		return "gosbx: note: the Git LFS object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
 			" (git lfs would check out its content unverified); moved it aside to " + Shown(to) + ": git lfs fetch brings the remote's back"
 	}
 	if !packed && isHistoryHider(p) {
@@ -168,12 +168,12 @@ func ReplaceRefNote(p string) string {
 	}
 	if packed && strings.HasPrefix(ref, "object moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "object moved aside to "), " (")
-		return "gosbx: note: the git object " + Shown(file) + " was written during the run and " + Shown(strings.TrimSuffix(why, ")")) +
+		return "gosbx: note: the git object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
 			" (git would check out its content unverified); moved it aside to " + Shown(to)
 	}
 	if packed && strings.HasPrefix(ref, "moved aside to ") && (strings.Contains(ref, " (a cache of the packs") || strings.Contains(ref, " (a commit-graph")) {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
-		return "gosbx: note: moved aside to " + Shown(to) + " " + Shown(file) + ", " + Shown(strings.TrimSuffix(why, ")")) +
+		return "gosbx: note: moved aside to " + Shown(to) + " " + Shown(file) + ", " + strings.TrimSuffix(why, ")") +
 			" (git reads it before the objects it indexes)"
 	}
 	if what, ok := strings.CutSuffix(p, " (put back as at launch)"); ok {
@@ -182,7 +182,7 @@ func ReplaceRefNote(p string) string {
 	}
 	if packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
-		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + Shown(strings.TrimSuffix(why, ")")) +
+		return "gosbx: note: the command left " + Shown(file) + " where gosbx cannot look for replace refs (" + strings.TrimSuffix(why, ")") +
 			"); moved it aside to " + Shown(to) + ", where git does not read it: the refs packed in it are not seen until you check it and move it back"
 	}
 	if (packed && filepath.Base(file) == "packed-refs" && strings.HasPrefix(ref, "refs/remotes/")) || strings.Contains(p, "/refs/remotes/") {
@@ -230,17 +230,17 @@ func NotRemovedNote(p, who string) string {
 		// no "if the command could not have run git gc" escape: git is in every
 		// commit-mode sandbox, and a pack's index can name an object you have with the
 		// command's content (attack review 31 F4)
-		return "gosbx: WARNING: pack files in " + Shown(file) + " are " + Shown(strings.TrimPrefix(why, "not checked, ")) +
+		return "gosbx: WARNING: pack files in " + Shown(file) + " are " + strings.TrimPrefix(why, "not checked, ") +
 			"; gosbx could not check them against their indexes (past its bounds, unreadable, or a pack without its index), and git reads an object from a pack without hashing it, so they may replace objects you have (git checkout or reset would write the command's content): run git fsck there before git checkout, reset or push"
 	}
 	if ok && strings.Contains(file, "/lfs/objects/") && strings.Contains(why, "not checked") {
-		return "gosbx: WARNING: could not check the Git LFS object at " + Shown(file) + " after " + who + " ran (" + Shown(why) + "): run git lfs fsck there before git checkout or reset"
+		return "gosbx: WARNING: could not check the Git LFS object at " + Shown(file) + " after " + who + " ran (" + why + "): run git lfs fsck there before git checkout or reset"
 	}
 	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
-		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + Shown(why) + "): run git fsck there before git checkout or reset"
+		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + why + "): run git fsck there before git checkout or reset"
 	}
 	if base := filepath.Base(file); ok && (base == "index" || strings.HasPrefix(base, "sharedindex.") || base == "packed-refs") {
-		return "gosbx: WARNING: could not check " + Shown(file) + " after " + who + " ran (" + Shown(why) + "): it may hide a change from git status and git diff, or name replace refs; look at it (git ls-files -v, git replace -l) before trusting git there"
+		return "gosbx: WARNING: could not check " + Shown(file) + " after " + who + " ran (" + why + "): it may hide a change from git status and git diff, or name replace refs; look at it (git ls-files -v, git replace -l) before trusting git there"
 	}
 	return "gosbx: WARNING: could not remove what " + who + " created (or replaced) at " + Shown(p) + "; it would redirect git outside the sandbox: remove it before running git there"
 }

@@ -90,26 +90,3 @@ func TestSessionGuardWorktrees(t *testing.T) {
 		t.Errorf("a request after the change was undone: %v", err)
 	}
 }
-
-// Every note of the after-run cleanup prints what the command chose (an index entry's
-// name, a pack's file name) through Shown: no terminal escape or newline of its making
-// reaches the caller's terminal (attack review 33 F10).
-func TestCleanupNotesShown(t *testing.T) {
-	evil := "evil\x1b]0;PWNED\x07\x1b[31mRED\n\x1b[2K"
-	notes := []string{
-		ReplaceRefNote("/ws/.git/index: " + evil + " (skip-worktree)"),
-		ReplaceRefNote("/ws/.git/index: " + evil + " (assume-unchanged)"),
-		ReplaceRefNote("/ws/.git/index: moved aside to /ws/.git/index.gosbx-aside (" + evil + ")"),
-		ReplaceRefNote("/ws/.git/objects/ab/cd: object moved aside to /ws/.git/objects/ab/cd.gosbx-aside (" + evil + ")"),
-		ReplaceRefNote("/ws/.git/lfs/objects/ab/cd/abcd: Git LFS object moved aside to /x (" + evil + ")"),
-		NotRemovedNote("/ws/.git/objects/pack: not checked, new or changed during the run: pack-"+evil+".pack", "the command"),
-		NotRemovedNote("/ws/.git/objects/ab/cd: not checked: "+evil, "the command"),
-		NotRemovedNote("/ws/.git/index: "+evil, "the command"),
-		NotRemovedNote("/ws/.git/lfs/objects/ab/cd/x: not checked: "+evil, "the command"),
-	}
-	for _, n := range notes {
-		if n == "" || strings.ContainsAny(n, "\x1b\x07\n") {
-			t.Errorf("note %q: empty, or holds a control byte of the command's", n)
-		}
-	}
-}
