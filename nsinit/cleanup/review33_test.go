@@ -186,44 +186,31 @@ func stamp(t *testing.T, p string) Stamp {
 	return s[0]
 }
 
-// KeepNew: a kept ref moved is put back (loose and packed), a new one is left; Skip
-// leaves names and packed prefixes alone while other new ones go (attack review 33 F8,
-// F11).
-func TestKeepNewAndSkip(t *testing.T) {
+// Skip leaves names and packed prefixes alone while other new ones go (attack review 33
+// F8: refs git's lookup would find before a remote-tracking one).
+func TestRemoveStrayNamesSkip(t *testing.T) {
 	gd := t.TempDir()
-	tags := filepath.Join(gd, "refs", "tags")
-	os.MkdirAll(tags, 0o755)
-	os.WriteFile(filepath.Join(tags, "v1"), []byte("bad\n"), 0o644)
-	os.WriteFile(filepath.Join(tags, "v2"), []byte("new\n"), 0o644)
+	os.MkdirAll(filepath.Join(gd, "refs"), 0o755)
 	packed := filepath.Join(gd, "packed-refs")
-	os.WriteFile(packed, []byte("# pack-refs with: peeled\nbad refs/tags/v0\nnew refs/tags/v3\nx refs/heads/main\ny refs/upstream/main\nz refs/notes/commits\n"), 0o644)
+	os.WriteFile(packed, []byte("# pack-refs with: peeled\nw refs/tags/v0\nx refs/heads/main\ny refs/upstream/main\nz refs/notes/commits\nk refs/kept/one\n"), 0o644)
+	os.WriteFile(filepath.Join(gd, "ORIG_HEAD"), nil, 0o644)
+	os.MkdirAll(filepath.Join(gd, "upstream"), 0o755)
 	_, failed := Run([]Entry{
-		{Kind: RemoveChangedRefs, Path: tags, Keep: []string{"v1\x00good\n"}, KeepNew: true},
-		{Kind: RemovePackedRefs, Path: packed, Prefix: "refs/tags/", Keep: []string{"good refs/tags/v0"}, KeepNew: true},
-		{Kind: RemovePackedRefs, Path: packed, Prefix: "refs/", Skip: []string{"refs/heads/", "refs/tags/", "refs/notes/"}},
+		{Kind: RemovePackedRefs, Path: packed, Prefix: "refs/", Keep: []string{"k refs/kept/one"}, Skip: []string{"refs/heads/", "refs/tags/", "refs/notes/"}},
 		{Kind: RemoveNewEntries, Path: gd, Keep: []string{"refs"}, Skip: []string{"*_HEAD", "packed-refs"}},
 	})
 	if len(failed) != 0 {
 		t.Errorf("failed %q", failed)
 	}
-	if b, _ := os.ReadFile(filepath.Join(tags, "v1")); string(b) != "good\n" {
-		t.Errorf("v1 is %q, want put back", b)
-	}
-	if b, _ := os.ReadFile(filepath.Join(tags, "v2")); string(b) != "new\n" {
-		t.Errorf("the new v2 is %q, want kept", b)
-	}
 	b, _ := os.ReadFile(packed)
-	for _, want := range []string{"good refs/tags/v0", "new refs/tags/v3", "x refs/heads/main", "z refs/notes/commits"} {
+	for _, want := range []string{"w refs/tags/v0", "x refs/heads/main", "z refs/notes/commits", "k refs/kept/one"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("packed-refs lacks %q:\n%s", want, b)
 		}
 	}
-	if strings.Contains(string(b), "refs/upstream/main") || strings.Contains(string(b), "bad ") {
-		t.Errorf("packed-refs keeps a stray or moved ref:\n%s", b)
+	if strings.Contains(string(b), "refs/upstream/main") {
+		t.Errorf("packed-refs keeps the stray ref:\n%s", b)
 	}
-	os.WriteFile(filepath.Join(gd, "ORIG_HEAD"), nil, 0o644)
-	os.MkdirAll(filepath.Join(gd, "upstream"), 0o755)
-	Run([]Entry{{Kind: RemoveNewEntries, Path: gd, Keep: []string{"refs"}, Skip: []string{"*_HEAD", "packed-refs"}}})
 	if _, err := os.Lstat(filepath.Join(gd, "ORIG_HEAD")); err != nil {
 		t.Errorf("a name Skip matches was removed: %v", err)
 	}
