@@ -279,3 +279,38 @@ echo v2 > tracked.txt; git stash -q; git reset -q --hard HEAD`)
 		}
 	})
 }
+
+// TestGitCommitCheckoutState: with the workspace a linked worktree, a commit-mode command
+// that writes the main checkout's CHERRY_PICK_HEAD (in the common git dir, outside the
+// workspace) naming a commit authored by Mallory has it removed after the run: the
+// user's next git commit in the main checkout is authored by the user. A one-commit
+// git cherry-pick the command leaves unfinished in its own checkout is removed the same
+// way (a conflicted one leaves CHERRY_PICK_HEAD; attack review 33 F6: before, both
+// stayed; the user's commit was Mallory's).
+func TestGitCommitCheckoutState(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		m := filepath.Join(s.base, "m")
+		s.newRepo(m, "main-commit")
+		s.hostGit(m, "worktree", "add", "-q", "-b", "agent", s.ws)
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
+export GIT_AUTHOR_NAME=Mallory GIT_AUTHOR_EMAIL=m@evil GIT_COMMITTER_NAME=Mallory GIT_COMMITTER_EMAIL=m@evil
+echo evil > tracked.txt; git commit -qam evil; id=$(git rev-parse HEAD)
+echo $id > "$1/.git/CHERRY_PICK_HEAD"
+git reset -q --hard HEAD~1; echo mine > tracked.txt; git commit -qam mine
+git cherry-pick $id >/dev/null 2>&1 || true
+test -e "$(git rev-parse --git-dir)/CHERRY_PICK_HEAD"`, m)
+		mustSucceed(t, r, "the plant")
+		if _, err := os.Lstat(filepath.Join(m, ".git", "CHERRY_PICK_HEAD")); err == nil {
+			t.Errorf("the main checkout's CHERRY_PICK_HEAD the command wrote is there after the run\n%v", r)
+		}
+		if _, err := os.Lstat(filepath.Join(m, ".git", "worktrees", filepath.Base(s.ws), "CHERRY_PICK_HEAD")); err == nil {
+			t.Errorf("the cherry-pick the command left in its own checkout is there after the run\n%v", r)
+		}
+		must(t, os.WriteFile(filepath.Join(m, "tracked.txt"), []byte("user fix\n"), 0o644))
+		s.hostGit(m, "-c", "user.name=TheUser", "-c", "user.email=u@u", "commit", "-qam", "user fix")
+		if out, err := s.hostGitOut(m, "log", "-1", "--format=%an"); err != nil || strings.TrimSpace(out) != "TheUser" {
+			t.Errorf("the user's commit in the main checkout is authored by %q (%v)", out, err)
+		}
+	})
+}

@@ -448,6 +448,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.absentAfter(filepath.Join(gd, f), true)
 		}
 	}
+	// the state of an operation in progress in gd's own checkout (the main one, or a
+	// submodule's): the sandbox's, or (below) another's
+	plan.guardCheckoutState(gd, own != "" && !plan.mainCheckedOut(gd))
 	if own != "" && !plan.mainCheckedOut(gd) {
 		// gd is the common git dir of the linked worktree own, and its main checkout is
 		// not in a writable tree: its HEAD, index and HEAD's log are that checkout's,
@@ -516,6 +519,7 @@ func (plan *gitPlan) guard(gd, own string) error {
 		if err := plan.guardStrayNames(p, false); err != nil {
 			return err
 		}
+		plan.guardCheckoutState(p, false)
 		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {
 				plan.absentAfter(filepath.Join(p, f), false) // this checkout's own

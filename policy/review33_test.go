@@ -90,3 +90,25 @@ func TestSessionGuardWorktrees(t *testing.T) {
 		t.Errorf("a request after the change was undone: %v", err)
 	}
 }
+
+// With the workspace a linked worktree, the main checkout's in-progress state in the
+// common git dir is read-only when there and removed after the run when the command
+// makes it; the workspace's own unfinished cherry-pick is removed (attack review 33 F6).
+func TestGitCommitCheckoutState(t *testing.T) {
+	m := canonTempDir(t)
+	newRepo(t, m)
+	ws := filepath.Join(canonTempDir(t), "wt")
+	gitCmd(t, m, "worktree", "add", "-q", ws, "-b", "agent")
+	g := filepath.Join(m, ".git")
+	touch(t, filepath.Join(g, "MERGE_HEAD"))
+	s := compileGit(t, GitCommit, ws)
+	checkPaths(t, "ReadonlyPaths", s.Linux.ReadonlyPaths, []string{filepath.Join(g, "MERGE_HEAD")}, nil)
+	for _, p := range []string{filepath.Join(g, "CHERRY_PICK_HEAD"), filepath.Join(g, "ORIG_HEAD"), filepath.Join(g, "worktrees", "wt", "CHERRY_PICK_HEAD")} {
+		if !hasEntry(s.Cleanup, cleanup.RemoveIfCreated, p) {
+			t.Errorf("no removal of a new %s", p)
+		}
+	}
+	if hasEntry(s.Cleanup, cleanup.RemoveIfCreated, filepath.Join(g, "worktrees", "wt", "ORIG_HEAD")) {
+		t.Errorf("the workspace's own ORIG_HEAD would be removed")
+	}
+}
