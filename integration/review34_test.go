@@ -131,3 +131,54 @@ func TestSessionSupervisorInheritsNoFds(t *testing.T) {
 		t.Logf("supervisor's descriptors: %v", links)
 	})
 }
+
+// TestSandboxHostnameResolves: the sandbox's own hostname resolves inside (`hostname
+// -f`, `getent hosts $(hostname)`: 127.0.1.1, from an /etc/hosts of its own holding the
+// host's lines), under the default network (none) and strict, one-shot (the raw init)
+// and in a session (the Go init), --hostname too; the file cannot be written inside,
+// and the host's /etc/hosts is unchanged (attack review 34 F2: before, "Temporary
+// failure in name resolution").
+func TestSandboxHostnameResolves(t *testing.T) {
+	before, err := os.ReadFile("/etc/hosts")
+	must(t, err)
+	script := `hostname -f; echo "rc=$?"; getent hosts "$(hostname)"; echo "rc=$?"; getent hosts localhost >/dev/null; echo "localhost=$?"
+echo planted >> /etc/hosts 2>/dev/null && echo WROTE; cat /etc/hosts`
+	check := func(t *testing.T, r result, name string) {
+		t.Helper()
+		mustSucceed(t, r, "hostname")
+		want := []string{name + "\nrc=0\n", "127.0.1.1", "rc=0\n", "localhost=0"}
+		for _, w := range want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("output lacks %q:\n%v", w, r)
+			}
+		}
+		if strings.Contains(r.stdout, "WROTE") || strings.Contains(r.stdout, "planted") {
+			t.Errorf("the sandbox wrote its /etc/hosts:\n%v", r)
+		}
+		// the host's lines are there
+		for _, l := range strings.Split(strings.TrimSpace(string(before)), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.Contains(r.stdout, l) {
+				t.Errorf("the sandbox's /etc/hosts lacks the host's line %q:\n%v", l, r)
+			}
+		}
+	}
+	t.Cleanup(func() { // after the parallel subtests
+		if after, err := os.ReadFile("/etc/hosts"); err != nil || string(after) != string(before) {
+			t.Errorf("the host's /etc/hosts changed: %q (%v), was %q", after, err, before)
+		}
+	})
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, pol := range []string{"agent", "strict"} {
+			t.Run(pol+"/one-shot", func(t *testing.T) {
+				s := newSandbox(t, c)
+				check(t, s.sh([]string{"--policy", pol}, script), "gosbx")
+				check(t, s.sh([]string{"--policy", pol, "--hostname", "box.example"}, script), "box.example")
+			})
+			t.Run(pol+"/session", func(t *testing.T) {
+				e := newSessionEnv(t, c)
+				e.start("h", "--policy", pol)
+				check(t, e.in("h", nil, script), "gosbx")
+			})
+		}
+	})
+}
