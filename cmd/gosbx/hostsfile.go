@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -11,6 +10,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/internal/namehash"
 	"github.com/gosbx/gosbx/internal/rundir"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -159,7 +159,7 @@ func writeHostsFile(host []byte, hostname string) (string, error) {
 	}
 	d := filepath.Join(rd, "hosts")
 	content := hostsContent(host, hostname)
-	sum := sha256.Sum256(content)
+	sum := namehash.Sum256(content) // not crypto/sha256: its inits every start would pay
 	p := filepath.Join(d, "hosts-"+hex.EncodeToString(sum[:12]))
 	// the warm case, every launch after the first: one lstat(2). The directories were
 	// checked private when the file was made (rundir.Make), and are the caller's.
