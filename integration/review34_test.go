@@ -182,3 +182,64 @@ echo planted >> /etc/hosts 2>/dev/null && echo WROTE; cat /etc/hosts`
 		}
 	})
 }
+
+// TestSessionTerminalBackground: an `exec --session` run in the background of an
+// interactive shell (bash -m on a pty) takes none of the shell's input while its command
+// waits for a line: the relay reads the terminal only in the foreground; once `fg`
+// brings it there, the next line is the command's, and its exit status is the job's.
+// (Before, the command held the terminal itself, with no job control over it, and
+// competed with the shell for the line.)
+func TestSessionTerminalBackground(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("bg")
+		ready := filepath.Join(e.ws, "READY")
+		m, sl := openPty(t)
+		cmd := e.rawCommand(e.limitCtx(runLimit), "exec", "--session", "bg", "--", shellPath, "-c", `touch "$1"; read -r x; echo "CMD_GOT:[$x]"`, "_", ready)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		e.scope.wrap(cmd)
+		outer := `set -m; "$@" & while [ ! -e ` + ready + ` ]; do sleep 0.05; done; echo BG-STARTED; read -r l; echo "SHELL_GOT:[$l]"; echo FG-NOW; fg >/dev/null; echo "FG-STATUS:$?"`
+		cmd.Args = append([]string{"bash", "-c", outer, "bash", cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = "/bin/bash"
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = sl, sl, sl
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		must(t, cmd.Start())
+		sl.Close()
+		defer func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}()
+		out := &ptyOutput{}
+		go func() {
+			b := make([]byte, 4096)
+			for {
+				n, err := m.Read(b)
+				out.mu.Lock()
+				out.buf.Write(b[:n])
+				out.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+		if !out.waitFor("BG-STARTED", 30*time.Second) {
+			t.Fatalf("the background command did not start: %q", out.String())
+		}
+		m.Write([]byte("for-shell\n"))
+		if !out.waitFor("SHELL_GOT:[for-shell]", 10*time.Second) {
+			t.Fatalf("the shell did not get its line while the session command waited in the background: %q", out.String())
+		}
+		if !out.waitFor("FG-NOW", 5*time.Second) {
+			t.Fatalf("no fg: %q", out.String())
+		}
+		// bash has given the job the terminal (tcsetpgrp) by the time it continues it;
+		// a line typed now is the command's, whichever of the two comes first
+		m.Write([]byte("for-command\n"))
+		if !out.waitFor("FG-STATUS:", 20*time.Second) {
+			t.Fatalf("the job did not end after fg: %q", out.String())
+		}
+		if got := out.String(); !strings.Contains(got, "CMD_GOT:[for-command]") || !strings.Contains(got, "FG-STATUS:0") || strings.Contains(got, "CMD_GOT:[for-shell]") {
+			t.Errorf("want the command to read the line typed after fg, and exit 0: %q", got)
+		}
+	})
+}
