@@ -243,3 +243,39 @@ func TestSessionTerminalBackground(t *testing.T) {
 		}
 	})
 }
+
+// ptyHog opens ptys in the sandbox's devpts until argv[1] or an error.
+const ptyHog = `import os, sys
+fds = []
+try:
+    while len(fds) < int(sys.argv[1]):
+        fds.append(os.openpty())
+    print("opened", len(fds))
+except OSError as e:
+    print("opened", len(fds), "errno", e.errno)
+`
+
+// TestSandboxPtyBound: a sandbox's devpts instance holds at most 256 ptys (its "max"
+// option): an openpty past them fails with ENOSPC inside, so one sandbox cannot take the
+// host's shared pool of non-initial instances (3072) from every other sandbox and
+// container (attack review 34 F4: before, 3071 opened and every other openpty, --tty
+// and session attach on the host failed). One-shot (raw init) and session (Go init).
+func TestSandboxPtyBound(t *testing.T) {
+	want := "opened 256 errno 28\n"
+	forEachCaller(t, func(t *testing.T, c caller) {
+		t.Run("one-shot", func(t *testing.T) {
+			s := newSandbox(t, c)
+			r := s.run("--", "python3", "-c", ptyHog, "300")
+			if r.code != 0 || r.stdout != want {
+				t.Errorf("want %q:\n%v", want, r)
+			}
+		})
+		t.Run("session", func(t *testing.T) {
+			e := newSessionEnv(t, c)
+			e.start("pty")
+			if r := e.gosbx("exec", "--session", "pty", "--", "python3", "-c", ptyHog, "300"); r.code != 0 || r.stdout != want {
+				t.Errorf("want %q:\n%v", want, r)
+			}
+		})
+	})
+}
