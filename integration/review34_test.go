@@ -279,3 +279,44 @@ func TestSandboxPtyBound(t *testing.T) {
 		})
 	})
 }
+
+// TestJournalDirsOfOtherEnvironments: with XDG_RUNTIME_DIR set, a launch still refuses
+// to let the sandbox write (or see) the directories the same user's launches without it
+// take for their cleanup journals, seals and sessions (cron, ssh, setpriv, a container's
+// USER): ~/.local/state/gosbx and /tmp/gosbx-UID (attack review 34 F6: before, `--rw
+// /tmp/gosbx-65534` ran and the sandbox wrote into its sealed/ directory).
+func TestJournalDirsOfOtherEnvironments(t *testing.T) {
+	requireBinary(t)
+	s := newSandbox(t, nobodyCaller)
+	xdg := filepath.Join(s.base, "xdg")
+	home := filepath.Join(s.base, "home")
+	for _, d := range []string{xdg, home, filepath.Join(home, ".local"), filepath.Join(home, ".local", "state")} {
+		must(t, os.Mkdir(d, 0o700))
+		s.chown(d)
+	}
+	launch := func(args ...string) result {
+		t.Helper()
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, args...)
+		cmd.Env = s.env("XDG_RUNTIME_DIR="+xdg, "HOME="+home)
+		return s.runCmd(ctx, cmd)
+	}
+	plant := filepath.Join(home, ".local", "state", "gosbx", "sealed", "planted")
+	r := launch("--rw", filepath.Join(home, ".local", "state"), "--", shellPath, "-c", `mkdir -p "${1%/*}" && touch "$1"`, "_", plant)
+	if r.code != 125 || !strings.Contains(r.stderr, "journal directory") {
+		t.Errorf("--rw ~/.local/state with XDG_RUNTIME_DIR set: want 125 (the journal directory of launches without it), got\n%v", r)
+	}
+	if _, err := os.Lstat(plant); err == nil {
+		t.Errorf("the sandbox planted %s", plant)
+	}
+	tmpDir := "/tmp/gosbx-" + strconv.Itoa(nobodyID)
+	var st syscall.Stat_t
+	if syscall.Lstat(tmpDir, &st) != nil || st.Uid != uint32(nobodyID) {
+		t.Logf("%s is not uid %d's: its case skipped", tmpDir, nobodyID)
+		return
+	}
+	r = launch("--ro", tmpDir, "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "runtime directory") {
+		t.Errorf("--ro %s with XDG_RUNTIME_DIR set: want 125, got\n%v", tmpDir, r)
+	}
+}
