@@ -20,9 +20,6 @@ import (
 type initSys interface {
 	readConfig(pooled bool) (*config.Config, []int, error)
 	sethostname(name string) error
-	// userLimits lowers the per-user limits of the sandbox's user namespace
-	// (userlimits.go).
-	userLimits() error
 	loopbackUp() error
 	// listenEgress makes the egress's listening sockets (and capture ones on the
 	// ports capture) and sends them to the owner (egress.go); resolvConf covers the
@@ -95,7 +92,6 @@ func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 }
 
 func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
-func (k *kernelInit) userLimits() error             { return setUserLimits() }
 func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
 func (k *kernelInit) listenEgress(capture []uint16, keep bool) error {
 	return listenEgress(capture, keep)

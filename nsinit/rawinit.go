@@ -216,15 +216,6 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	if spec.Hostname != "" {
 		p.Call(s, errno("sethostname"), unix.SYS_SETHOSTNAME, lit(p.Str(spec.Hostname)), lit(uintptr(len(spec.Hostname))))
 	}
-	s = p.Begin("user limits")
-	// the host's values read here, in the launcher (the Go init reads them itself)
-	paths, values := sandboxUserLimits()
-	for i, path := range paths {
-		lf := p.Reg()
-		p.Call(s, errno("open "+path), unix.SYS_OPEN, lit(p.Str(path)), lit(unix.O_WRONLY|unix.O_CLOEXEC)).Into(lf)
-		p.Call(s, errno("write "+values[i]+" to "+path), unix.SYS_WRITE, lf.Arg(), lit(p.Str(values[i])), lit(uintptr(len(values[i]))))
-		p.CloseReg(s, lf)
-	}
 	s = p.Begin("loopback")
 	if hasNamespace(spec, specs.NetworkNamespace) {
 		sock := p.Reg()

@@ -48,7 +48,6 @@ func (s *sandboxInit) buildSteps() []initStep {
 		{"read config", (*sandboxInit).readConfig},
 		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"hostname", (*sandboxInit).hostname},
-		{"user limits", func(s *sandboxInit) error { return s.sys.userLimits() }},
 		{"loopback", (*sandboxInit).loopback},
 		// egress: after lo is up, while pid 1 may still bind ports below 1024 there;
 		// and the port forwards' connections from then on

@@ -40,7 +40,6 @@ func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 	return r.spec, []int{7, 8}, r.rec("readConfig")
 }
 func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
-func (r *recorder) userLimits() error             { return r.rec("userLimits") }
 func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
 func (r *recorder) listenEgress(capture []uint16, keep bool) error {
 	if len(capture) > 0 {
@@ -165,7 +164,6 @@ func TestStageOrder(t *testing.T) {
 		"  chdir /",
 		"  execveat the holder (a memfd: vm.memfd_noexec=2 forbids it)",
 		"sethostname gosbx",
-		"userLimits",
 		"loopbackUp",
 		"awaitHolder 41 5 6 4",
 		"buildRoot sources=[7 8] trees=false procFS=9",
