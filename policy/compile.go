@@ -687,15 +687,6 @@ func (b *builder) sys() {
 	b.add(specs.Mount{Destination: cpu, Type: "bind", Source: cpu, Options: []string{"bind", "nosuid", "nodev", "noexec", "ro"}})
 }
 
-// devptsMax bounds the ptys of a sandbox's devpts instance (its "max" option, pts(4)):
-// the ptys of every instance but the host's initial one share kernel.pty.max less
-// kernel.pty.reserve (3072 of 4096 by default), so one sandbox without a bound took
-// them all, and every other sandbox's and container's openpty, --tty and session attach
-// failed with ENOSPC (from an attack review, r34 F4). 256 ptys: tmux panes, --tty
-// commands and a test suite's ptys with room to spare; it takes twelve sandboxes, each
-// at its bound, to use the pool up.
-const devptsMax = "256"
-
 // dev is a minimal /dev: a read-only tmpfs with binds of the host's harmless character
 // devices (a device node cannot be created in a user namespace), a new devpts instance,
 // a private /dev/shm and the usual links.
@@ -706,7 +697,7 @@ func (b *builder) dev() {
 		b.add(specs.Mount{Destination: "/dev/" + d, Type: "bind", Source: "/dev/" + d, Options: []string{"bind", "nosuid", "noexec", "ro"}})
 	}
 	b.add(specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
-		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "max=" + devptsMax}})
+		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})
 	b.add(specs.Mount{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777"}})
 	b.links = append(b.links,
 		config.Symlink{Path: "/dev/fd", Target: "/proc/self/fd"},

@@ -2,11 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/gosbx/gosbx/internal/rundir"
+	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
 
@@ -17,26 +16,19 @@ import (
 // flock(2) on it, and the sweep would take that session's supervisor for alive for as
 // long (its leftovers kept, its name taken) (from an attack review, F7). A caller with
 // no runtime directory for sessions has nothing to hide.
-//
-// Every runtime directory the caller's launches may take is refused, not only this
-// environment's (rundir.Candidates: /run/user/UID/gosbx and /tmp/gosbx-UID, which a
-// launch with no XDG_RUNTIME_DIR takes: cron, ssh, setpriv) (from an attack review, r34
-// F6: with XDG_RUNTIME_DIR set elsewhere, --rw /tmp/gosbx-UID was allowed, and a
-// sandbox wrote the journals and seals of the caller's XDG-less launches).
 func checkRunDirHidden(spec *config.Config) error {
-	var rds []string
-	for _, d := range rundir.Candidates(os.Getuid(), os.Getenv("XDG_RUNTIME_DIR")) {
-		rds = append(rds, canonicalPath(d))
+	d, err := session.DirPath()
+	if err != nil {
+		return nil
 	}
+	rd := canonicalPath(d)
 	for _, m := range spec.Mounts {
 		if m.Type != "bind" || !filepath.IsAbs(m.Source) {
 			continue
 		}
 		src := canonicalPath(m.Source)
-		for _, rd := range rds {
-			if within(rd, src) || within(src, rd) {
-				return fmt.Errorf("bind %s: it holds, or is in, the runtime directory %s (the sessions' sockets and lock files, the cleanup journals; this one's or that of your launches without XDG_RUNTIME_DIR): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, rd)
-			}
+		if within(rd, src) || within(src, rd) {
+			return fmt.Errorf("bind %s: it holds, or is in, the runtime directory %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, rd)
 		}
 	}
 	return nil

@@ -46,24 +46,6 @@ func Path(uid int, xdg string) (string, error) {
 	return fallback(uid), nil
 }
 
-// Candidates are the runtime directories Path gives uid under any environment: this
-// one's (xdg as Path takes it, when it makes one), /run/gosbx for uid 0, and those a
-// launch of the same user with no XDG_RUNTIME_DIR takes (cron, ssh, setpriv, sudo -u, a
-// container's USER): /run/user/UID/gosbx and /tmp/gosbx-UID. A check that keeps the
-// runtime directory out of a sandbox refuses them all: a sandbox that could write
-// another environment's directory would plant what that environment's next launch
-// trusts (from an attack review, r34 F6).
-func Candidates(uid int, xdg string) []string {
-	var out []string
-	if p, err := Path(uid, xdg); err == nil {
-		out = append(out, p)
-	}
-	if uid == 0 {
-		out = append(out, "/run/gosbx")
-	}
-	return append(out, "/run/user/"+strconv.Itoa(uid)+"/gosbx", fallback(uid))
-}
-
 // fallback is the runtime directory of a uid with no other: /tmp/gosbx-UID.
 func fallback(uid int) string { return "/tmp/gosbx-" + strconv.Itoa(uid) }
 

@@ -6,13 +6,10 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gosbx/gosbx/internal/rundir"
 )
 
 // Where the journals and their seals live. Both are directories of the caller's alone
@@ -62,41 +59,6 @@ func KeyDir() string {
 	return JournalDir()
 }
 
-// journalCandidates are the journal and seal directories any launch of this user may
-// take, whatever its environment: this launch's (JournalDir, KeyDir), the runtime
-// directories of gosbx (rundir.Candidates: another environment's XDG_RUNTIME_DIR
-// default, /run/user/UID/gosbx, and /tmp/gosbx-UID), and for a user other than root
-// $XDG_STATE_HOME/gosbx and ~/.local/state/gosbx (the home from $HOME, which cron, ssh
-// and sudo -u set from passwd; from passwd when unset). CheckOutside refuses them all:
-// a sandbox that could write the directory a launch under another environment (cron,
-// ssh, setpriv, a container's USER: no XDG_RUNTIME_DIR) reads would forge a journal
-// that launch carries out as the caller (from an attack review, r34 F6).
-func journalCandidates() []string {
-	uid := os.Geteuid()
-	ds := append([]string{JournalDir(), KeyDir()}, rundir.Candidates(uid, os.Getenv("XDG_RUNTIME_DIR"))...)
-	if uid != 0 {
-		if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
-			ds = append(ds, filepath.Join(filepath.Clean(x), "gosbx"))
-		}
-		home := os.Getenv("HOME")
-		if !filepath.IsAbs(home) {
-			if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-				home = u.HomeDir
-			}
-		}
-		if filepath.IsAbs(home) {
-			ds = append(ds, filepath.Join(filepath.Clean(home), ".local", "state", "gosbx"))
-		}
-	}
-	out := ds[:0]
-	for _, d := range ds {
-		if !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // canonical resolves every symlink in p's parent (p itself must not be one); a
 // missing tail stays as named.
 func canonical(p string) string {
@@ -117,8 +79,7 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// CheckOutside refuses when the journal or the seal (key) directory (canonical), or one
-// another environment of this user would take (journalCandidates), lies in one
+// CheckOutside refuses when the journal or the seal (key) directory (canonical) lies in one
 // of writable (the host trees a sandbox of this launch can write, resolved the same
 // way), or contains one: a sandbox that could write either could forge a journal that
 // a later launch carries out as the caller. Every launch calls it, whatever its mode.
@@ -127,7 +88,7 @@ func CheckOutside(writable []string) error {
 	for i, w := range writable {
 		cws[i] = canonical(w)
 	}
-	for _, d := range journalCandidates() {
+	for _, d := range []string{JournalDir(), KeyDir()} {
 		c := canonical(d)
 		for _, cw := range cws {
 			if within(c, cw) || within(cw, c) {
