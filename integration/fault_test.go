@@ -15,7 +15,7 @@ import (
 // in order. ("umask" is a step only for a spec that names a umask, which no policy does.)
 var faultSteps = []string{
 	"config", "cgroup", "pipe", "clone", "open bind source", "cgroup place",
-	"read config", "hostname", "loopback", "egress", "pid namespace", "pid 1 of the commands", "mount", "set-ID procfs", "resolv.conf",
+	"read config", "user counts", "hostname", "loopback", "egress", "pid namespace", "pid 1 of the commands", "mount", "set-ID procfs", "resolv.conf",
 	"pivot_root", "set not dumpable", "session keyring", "limit capabilities", "set-ID thread", "signal dispositions",
 	"setsid", "rlimits", "close fds", "chdir", "drop capabilities", "seccomp", "exec",
 }

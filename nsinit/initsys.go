@@ -20,6 +20,8 @@ import (
 type initSys interface {
 	readConfig(pooled bool) (*config.Config, []int, error)
 	sethostname(name string) error
+	// setUserCount sets the limit name of the init's user namespace to v (userlimits.go).
+	setUserCount(name string, v int64) error
 	loopbackUp() error
 	// listenEgress makes the egress's listening sockets (and capture ones on the
 	// ports capture) and sends them to the owner (egress.go); resolvConf covers the
@@ -91,8 +93,9 @@ func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 	return readSpec(pooled)
 }
 
-func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
-func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
+func (k *kernelInit) sethostname(name string) error           { return unix.Sethostname([]byte(name)) }
+func (k *kernelInit) setUserCount(name string, v int64) error { return setUserCount(name, v) }
+func (k *kernelInit) loopbackUp() error                       { return netns.LoopbackUp() }
 func (k *kernelInit) listenEgress(capture []uint16, keep bool) error {
 	return listenEgress(capture, keep)
 }

@@ -28,7 +28,7 @@ func TestRawRootFaultSameAsGo(t *testing.T) {
 	ws := testWorkspace(t)
 	marker := filepath.Join(ws, "ran")
 	steps := []string{"config", "cgroup", "pipe", "clone", "open bind source", "idmap", "cgroup place",
-		"hostname", "loopback", "egress", "pid namespace", "pid 1 of the commands", "mount", "set-ID procfs", "resolv.conf",
+		"user counts", "hostname", "loopback", "egress", "pid namespace", "pid 1 of the commands", "mount", "set-ID procfs", "resolv.conf",
 		"pivot_root", "set not dumpable", "session keyring", "cgroup namespace", "limit capabilities", "set-ID thread",
 		"signal dispositions", "setsid", "rlimits", "close fds", "chdir", "drop capabilities", "seccomp", "exec"}
 	for _, memory := range []string{"", "64M"} {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -179,6 +180,14 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	// named all the same (a fault-injection build fails it on request, as the Go
 	// init's step does).
 	p.Begin("read config")
+	s = p.Begin("user counts")
+	for _, u := range spec.UserCounts {
+		path, v := userCountsDir+u.Name, strconv.FormatInt(u.Max, 10)
+		f := p.Reg()
+		p.Call(s, errno("open "+path), unix.SYS_OPENAT, lit(atFdcwd), lit(p.Str(path)), lit(unix.O_WRONLY|unix.O_CLOEXEC)).Into(f)
+		p.Call(s, errno("write "+v+" to "+path), unix.SYS_WRITE, f.Arg(), lit(p.Str(v)), lit(uintptr(len(v))))
+		p.CloseReg(s, f)
+	}
 	// pid namespace: this process's next child is pid 1 of a new one, the holder
 	s = p.Begin("pid namespace")
 	// the handler's pid, or a negative number for the reaper (a failing close(-1)): never

@@ -46,6 +46,8 @@ type initStep struct {
 func (s *sandboxInit) buildSteps() []initStep {
 	steps := []initStep{
 		{"read config", (*sandboxInit).readConfig},
+		// while the init alone is in its user namespace and holds CAP_SYS_RESOURCE
+		{"user counts", (*sandboxInit).userCounts},
 		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
@@ -91,6 +93,16 @@ func (s *sandboxInit) readConfig() error {
 	var err error
 	s.spec, s.sources, err = s.sys.readConfig(s.pooled || s.session)
 	return err
+}
+
+// userCounts sets the sandbox's user namespace limits (config.Config.UserCounts).
+func (s *sandboxInit) userCounts() error {
+	for _, u := range s.spec.UserCounts {
+		if err := s.sys.setUserCount(u.Name, u.Max); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *sandboxInit) setIDProc() error {

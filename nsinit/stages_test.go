@@ -40,7 +40,10 @@ func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 	return r.spec, []int{7, 8}, r.rec("readConfig")
 }
 func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
-func (r *recorder) loopbackUp() error             { return r.rec("loopbackUp") }
+func (r *recorder) setUserCount(name string, v int64) error {
+	return r.rec("setUserCount %s %d", name, v)
+}
+func (r *recorder) loopbackUp() error { return r.rec("loopbackUp") }
 func (r *recorder) listenEgress(capture []uint16, keep bool) error {
 	if len(capture) > 0 {
 		return r.rec("listenEgress %v keep=%v", capture, keep)
@@ -128,7 +131,8 @@ func (r *recorder) do(op *procOp) (uintptr, unix.Errno) {
 func stageSpec() *config.Config {
 	umask := uint32(0o22)
 	return &config.Config{
-		Hostname: "gosbx",
+		Hostname:   "gosbx",
+		UserCounts: []config.UserCount{{Name: "max_inotify_instances", Max: 64}},
 		Process: &specs.Process{
 			Args: []string{"sh", "-c", "true"}, Env: []string{"PATH=/usr/bin"}, Cwd: "/work",
 			User:    specs.User{Umask: &umask},
@@ -151,6 +155,7 @@ func TestStageOrder(t *testing.T) {
 	}
 	build := []string{
 		"readConfig",
+		"setUserCount max_inotify_instances 64",
 		"unshare CLONE_NEWPID",
 		"holderFiles",
 		"startHolder",
@@ -327,7 +332,7 @@ func TestStageOrder(t *testing.T) {
 	// A step that fails stops everything after it, and names itself.
 	t.Run("fail closed", func(t *testing.T) {
 		for _, tc := range []struct{ failAt, step string }{
-			{"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
+			{"setUserCount", "user counts"}, {"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
 			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"unshare CLONE_NEWCGROUP", "cgroup namespace"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
 			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
 		} {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -687,9 +688,18 @@ func (b *builder) sys() {
 	b.add(specs.Mount{Destination: cpu, Type: "bind", Source: cpu, Options: []string{"bind", "nosuid", "nodev", "noexec", "ro"}})
 }
 
+// MaxPtys is the most pseudo-terminals a sandbox's devpts instance holds at once (its
+// "max=" mount option, Documentation/filesystems/devpts.rst): the terminals of every
+// devpts instance but the host's first come from one pool, kernel.pty.max less
+// kernel.pty.reserve (3072 by default), and one sandbox without it could take them all
+// (ENOSPC for every other sandbox and container on the host). A quarter of LXC's
+// default lxc.pty.max (1024, for a whole system): room for a tmux of many panes or a
+// test suite's pexpect children; twelve sandboxes at the cap before the pool is empty.
+const MaxPtys = 256
+
 // dev is a minimal /dev: a read-only tmpfs with binds of the host's harmless character
-// devices (a device node cannot be created in a user namespace), a new devpts instance,
-// a private /dev/shm and the usual links.
+// devices (a device node cannot be created in a user namespace), a new devpts instance
+// of at most MaxPtys terminals, a private /dev/shm and the usual links.
 func (b *builder) dev() {
 	b.add(specs.Mount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "mode=0755", "ro"}})
 	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
@@ -697,7 +707,7 @@ func (b *builder) dev() {
 		b.add(specs.Mount{Destination: "/dev/" + d, Type: "bind", Source: "/dev/" + d, Options: []string{"bind", "nosuid", "noexec", "ro"}})
 	}
 	b.add(specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
-		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})
+		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "max=" + strconv.Itoa(MaxPtys)}})
 	b.add(specs.Mount{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777"}})
 	b.links = append(b.links,
 		config.Symlink{Path: "/dev/fd", Target: "/proc/self/fd"},

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/gosbx/gosbx/internal/rundir"
 	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -16,19 +19,33 @@ import (
 // flock(2) on it, and the sweep would take that session's supervisor for alive for as
 // long (its leftovers kept, its name taken) (from an attack review, F7). A caller with
 // no runtime directory for sessions has nothing to hide.
+// Not only this environment's directory: every one a gosbx of the caller's under
+// another environment would use (rundir.Candidates: /run/user/UID/gosbx,
+// /tmp/gosbx-UID, /run/gosbx), whether or not it exists yet (attack review 34 F6).
 func checkRunDirHidden(spec *config.Config) error {
-	d, err := session.DirPath()
+	uid := os.Getuid()
+	current, err := session.DirPath()
 	if err != nil {
-		return nil
+		current = ""
 	}
-	rd := canonicalPath(d)
-	for _, m := range spec.Mounts {
-		if m.Type != "bind" || !filepath.IsAbs(m.Source) {
-			continue
-		}
-		src := canonicalPath(m.Source)
-		if within(rd, src) || within(src, rd) {
-			return fmt.Errorf("bind %s: it holds, or is in, the runtime directory %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, rd)
+	dirs := rundir.Candidates(uid, os.Getenv("XDG_RUNTIME_DIR"))
+	if current != "" && !slices.Contains(dirs, current) {
+		dirs = append(dirs, current)
+	}
+	for _, d := range dirs {
+		rd := canonicalPath(d)
+		for _, m := range spec.Mounts {
+			if m.Type != "bind" || !filepath.IsAbs(m.Source) {
+				continue
+			}
+			src := canonicalPath(m.Source)
+			if !within(rd, src) && !within(src, rd) {
+				continue
+			}
+			if d == current {
+				return fmt.Errorf("bind %s: it holds, or is in, the runtime directory %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, rd)
+			}
+			return fmt.Errorf("bind %s: it holds, or is in, %s, the runtime directory gosbx uses for you under another environment (without XDG_RUNTIME_DIR: cron, ssh, sudo -u; the sessions' sockets and lock files, the cleanup journals): a command that reaches it could plant a cleanup journal that such a launch carries out, or hold a session's lock; bind a narrower tree", m.Source, rd)
 		}
 	}
 	return nil

@@ -90,6 +90,8 @@ type launchFields struct {
 	Egress    *config.Egress   `json:",omitempty"`
 	Publish   []config.Publish `json:",omitempty"`
 	HostPorts []uint16         `json:",omitempty"`
+	// UserCounts: nil from policy.Build (the supervisor's nsinit then sets its own)
+	UserCounts []config.UserCount `json:",omitempty"`
 }
 
 // startWire is sd as sent to the supervisor: Init and Launch set from its Config, the
@@ -114,7 +116,7 @@ func startWire(sd *startData) (*startData, error) {
 	}
 	out.Init = config.Encode(&enc)
 	out.Launch = &launchFields{Limits: c.Limits, RootID: c.RootID, MakeDirs: c.MakeDirs, Timeout: c.Timeout,
-		Egress: c.Egress, Publish: c.Publish, HostPorts: c.HostPorts}
+		Egress: c.Egress, Publish: c.Publish, HostPorts: c.HostPorts, UserCounts: c.UserCounts}
 	if c.Linux != nil && c.Linux.Resources != nil {
 		if out.Launch.Res, err = limitsOf(c.Linux.Resources); err != nil {
 			return nil, err
@@ -144,8 +146,8 @@ func readStartData(r io.Reader) (*startData, error) {
 	if f.Res != nil {
 		f.Resources = f.Res.resources()
 	}
-	c.Limits, c.RootID, c.MakeDirs, c.Timeout, c.Egress, c.Publish, c.HostPorts =
-		f.Limits, f.RootID, f.MakeDirs, f.Timeout, f.Egress, f.Publish, f.HostPorts
+	c.Limits, c.RootID, c.MakeDirs, c.Timeout, c.Egress, c.Publish, c.HostPorts, c.UserCounts =
+		f.Limits, f.RootID, f.MakeDirs, f.Timeout, f.Egress, f.Publish, f.HostPorts, f.UserCounts
 	if f.Resources != nil {
 		if c.Linux == nil {
 			return nil, errors.New("resources without a Linux section in the start data")

@@ -46,6 +46,27 @@ func Path(uid int, xdg string) (string, error) {
 	return fallback(uid), nil
 }
 
+// Candidates are the runtime directories Path gives uid under this environment and
+// under the usual others, where they differ (a login without pam_systemd, su, sudo -u,
+// cron, ssh, setpriv, a container's USER): xdg's (the caller's XDG_RUNTIME_DIR, when
+// Path would take it), /run/user/UID/gosbx (pam_systemd's, whether or not it exists
+// now: a sandbox that can write /run/user/UID could make it), and /run/gosbx for uid 0,
+// /tmp/gosbx-UID for others. A directory another environment's XDG_RUNTIME_DIR names
+// is not known here. A bind of any of them, or of a tree holding one, is refused: a
+// command that reaches one could hold a session's lock or plant a cleanup journal for
+// a later launch of the same user under that environment (attack review 34 F6).
+func Candidates(uid int, xdg string) []string {
+	var out []string
+	if xdg != "" && filepath.IsAbs(xdg) && Private(xdg, uid) == nil {
+		out = append(out, filepath.Join(filepath.Clean(xdg), "gosbx"))
+	}
+	out = append(out, "/run/user/"+strconv.Itoa(uid)+"/gosbx")
+	if uid == 0 {
+		return append(out, "/run/gosbx")
+	}
+	return append(out, fallback(uid))
+}
+
 // fallback is the runtime directory of a uid with no other: /tmp/gosbx-UID.
 func fallback(uid int) string { return "/tmp/gosbx-" + strconv.Itoa(uid) }
 

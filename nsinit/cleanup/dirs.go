@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/rundir"
 )
 
 // Where the journals and their seals live. Both are directories of the caller's alone
@@ -59,6 +62,28 @@ func KeyDir() string {
 	return JournalDir()
 }
 
+// dirCandidates are every journal and seal directory JournalDir and KeyDir give the
+// caller under this environment and under the usual others (one without
+// XDG_RUNTIME_DIR or XDG_STATE_HOME: cron, ssh, su, sudo -u, setpriv, a container's
+// USER), with the runtime directories of its sessions (rundir.Candidates, which holds
+// the journals when XDG_RUNTIME_DIR is set): $XDG_RUNTIME_DIR/gosbx,
+// /run/user/UID/gosbx, /run/gosbx for root; for others also $XDG_STATE_HOME/gosbx,
+// ~/.local/state/gosbx of the passwd home, /tmp/gosbx-UID.
+func dirCandidates() []string {
+	uid := os.Geteuid()
+	out := append(rundir.Candidates(uid, os.Getenv("XDG_RUNTIME_DIR")), JournalDir(), KeyDir())
+	if uid != 0 {
+		if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+			out = append(out, filepath.Join(filepath.Clean(x), "gosbx"))
+		}
+		if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && filepath.IsAbs(u.HomeDir) {
+			out = append(out, filepath.Join(filepath.Clean(u.HomeDir), ".local", "state", "gosbx"))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // canonical resolves every symlink in p's parent (p itself must not be one); a
 // missing tail stays as named.
 func canonical(p string) string {
@@ -79,21 +104,29 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// CheckOutside refuses when the journal or the seal (key) directory (canonical) lies in one
+// CheckOutside refuses when a journal or seal (key) directory (canonical) lies in one
 // of writable (the host trees a sandbox of this launch can write, resolved the same
 // way), or contains one: a sandbox that could write either could forge a journal that
-// a later launch carries out as the caller. Every launch calls it, whatever its mode.
+// a later launch carries out as the caller. Not only this launch's directories: every
+// one a launch of the caller's under another environment would use (dirCandidates),
+// as a journal planted there is carried out by that launch. Every launch calls it,
+// whatever its mode.
 func CheckOutside(writable []string) error {
 	cws := make([]string, len(writable)) // resolved once, not once per directory
 	for i, w := range writable {
 		cws[i] = canonical(w)
 	}
-	for _, d := range []string{JournalDir(), KeyDir()} {
+	current := []string{JournalDir(), KeyDir()}
+	for _, d := range dirCandidates() {
 		c := canonical(d)
 		for _, cw := range cws {
-			if within(c, cw) || within(cw, c) {
+			if !within(c, cw) && !within(cw, c) {
+				continue
+			}
+			if slices.Contains(current, d) {
 				return fmt.Errorf("the cleanup journal directory %s lies in %s, which the sandbox can write (a journal there could be forged); choose a workspace or --rw tree that does not hold it%s", c, cw, dirFix(d))
 			}
+			return fmt.Errorf("%s lies in %s, which the sandbox can write: it is where gosbx keeps your cleanup journals or sessions when run with another environment (without XDG_RUNTIME_DIR or XDG_STATE_HOME: cron, ssh, sudo -u), and a journal planted there would be carried out by such a launch; choose a workspace or --rw tree that does not hold it", c, cw)
 		}
 	}
 	return nil

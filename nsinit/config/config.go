@@ -90,7 +90,27 @@ type Config struct {
 	// paths (a repository made there after the session's start has no read-only .git:
 	// SessionGuard). Not part of the OCI JSON; a config made from a spec has none.
 	Guard Guard `json:"-"`
+	// UserCounts are the limits the init writes in the sandbox's own user namespace
+	// (/proc/sys/user/NAME, user_namespaces(7); kernel/ucount.c charges each object
+	// made inside to this namespace's limit and to every ancestor's) before anything
+	// runs there. Nil: the launcher's default, half of each of UserCountNames as the
+	// launcher's own user namespace has it (nsinit), so that a sandbox cannot take
+	// every inotify instance or fanotify group of the user that runs it. Not part of
+	// the OCI JSON.
+	UserCounts []UserCount `json:"-"`
 }
+
+// UserCount is one per-user-namespace limit: Name, one of UserCountNames, set to Max
+// (a count of objects, at least 1).
+type UserCount struct {
+	Name string
+	Max  int64
+}
+
+// UserCountNames are the /proc/sys/user files UserCounts may set: the per-user
+// counts a command can spend without a capability (the namespace counts need
+// CAP_SYS_ADMIN, which no command has).
+var UserCountNames = []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}
 
 // Guard makes the guard of each session built from a config (Config.Guard).
 type Guard interface {

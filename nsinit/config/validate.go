@@ -98,6 +98,14 @@ func (c *Config) Validate() error {
 	if err := checkResources(l.Resources); err != nil {
 		return err
 	}
+	for _, u := range c.UserCounts {
+		if !slices.Contains(UserCountNames, u.Name) {
+			return fmt.Errorf("userCounts names %q; want one of %s", u.Name, strings.Join(UserCountNames, ", "))
+		}
+		if u.Max < 1 {
+			return fmt.Errorf("userCounts %s is %d; want at least 1", u.Name, u.Max)
+		}
+	}
 	for _, r := range c.Limits.Required {
 		if r != "memory" && r != "pids" && r != "cpu" {
 			return fmt.Errorf("limits.required names %q; want memory, pids or cpu", r)

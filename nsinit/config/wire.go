@@ -139,6 +139,11 @@ func Encode(c *Config) []byte {
 		e.Str(f.Content)
 		e.Uint(uint64(f.Mode))
 	}
+	e.Uint(uint64(len(c.UserCounts)))
+	for _, u := range c.UserCounts {
+		e.Str(u.Name)
+		e.Uint(uint64(u.Max))
+	}
 	return e.B
 }
 
@@ -271,6 +276,12 @@ func Decode(b []byte) (*Config, error) {
 		c.Files = make([]File, n)
 		for i := range c.Files {
 			c.Files[i] = File{Path: d.Str(), Content: d.Str(), Mode: d.Uint32()}
+		}
+	}
+	if n := d.Count(2); n > 0 {
+		c.UserCounts = make([]UserCount, n)
+		for i := range c.UserCounts {
+			c.UserCounts[i] = UserCount{Name: d.Str(), Max: int64(d.Uint())}
 		}
 	}
 	if err := d.End("config"); err != nil {

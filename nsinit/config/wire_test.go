@@ -51,10 +51,11 @@ func fullConfig() *Config {
 				Was: []cleanup.Stamp{{Name: "index", Dev: 66306, Ino: 1 << 40, Size: 4096, Mtime: 1764668000123456789, Ctime: 1764668000987654321}, {Name: "sharedindex.ab"}}},
 			{Kind: cleanup.VerifyObjects, Path: "/w/.git/objects", HashLen: 20, Since: 1764668000123456789, Was: []cleanup.Stamp{{Name: "pack-1.pack", Ino: 7}}},
 			{Kind: cleanup.RestoreMode, Path: "/w/.git", Mode: 0o2775}},
-		MakeDirs:  []string{"/w/.git/hooks"},
-		Egress:    &Egress{Allow: []string{"pypi.org", "api.example:8443"}, Deny: []string{"*.evil.example"}, CapturePorts: []uint16{8443}},
-		Publish:   []Publish{{HostIP: "127.0.0.1", HostPort: 8080, Port: 8000}, {HostIP: "::1", HostPort: 9, Port: 65535}},
-		HostPorts: []uint16{5432, 6379},
+		MakeDirs:   []string{"/w/.git/hooks"},
+		Egress:     &Egress{Allow: []string{"pypi.org", "api.example:8443"}, Deny: []string{"*.evil.example"}, CapturePorts: []uint16{8443}},
+		Publish:    []Publish{{HostIP: "127.0.0.1", HostPort: 8080, Port: 8000}, {HostIP: "::1", HostPort: 9, Port: 65535}},
+		HostPorts:  []uint16{5432, 6379},
+		UserCounts: []UserCount{{Name: "max_inotify_instances", Max: 64}, {Name: "max_fanotify_marks", Max: 102516}},
 	}
 }
 
@@ -76,6 +77,9 @@ func TestWireRoundTrip(t *testing.T) {
 	wantJSON, _ := json.Marshal(&want)
 	if string(gotJSON) != string(wantJSON) {
 		t.Errorf("the init would decode\n%s\nfor\n%s", gotJSON, wantJSON)
+	}
+	if !slices.Equal(got.UserCounts, c.UserCounts) { // not in the JSON
+		t.Errorf("the init would decode user counts %v for %v", got.UserCounts, c.UserCounts)
 	}
 	if empty, err := Decode(Encode(&Config{})); err != nil || !slices.Equal(Encode(empty), Encode(&Config{})) {
 		t.Errorf("an empty config: %+v, %v", empty, err)
