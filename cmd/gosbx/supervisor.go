@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -762,6 +763,19 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 	files := []uintptr{null.Fd(), null.Fd(), null.Fd(), cfgR.Fd(), readyW.Fd()}
 	if ownerPidfd >= 0 {
 		files = append(files, uintptr(ownerPidfd))
+	}
+	// The supervisor gets files and nothing else: syscall.ForkExec leaves every other
+	// descriptor without close-on-exec open in the child, which the supervisor would keep
+	// for the session's life (this process's caller's: a pipe's write end whose reader
+	// waits for EOF, a privileged caller's file) (from an attack review, r34 F3). This
+	// process runs nothing else after it; the close-on-exec flags stay with it.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		null.Close()
+		cfgR.Close()
+		cfgW.Close()
+		readyR.Close()
+		readyW.Close()
+		return fmt.Errorf("start the supervisor: close_range(3, ~0, CLOSE_RANGE_CLOEXEC): %w", err)
 	}
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{"gosbx", supervisorArg, sd.Name}, &syscall.ProcAttr{
 		Env:   supervisorEnv(),
