@@ -81,3 +81,34 @@ func TestSessionLeftoverWritesOn(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionStdoutStderrOneTerminal: stdout and stderr on one terminal through two
+// paths (the shell's pty, and /dev/tty: `2>/dev/tty`) share one relay pipe, so the
+// command's interleaved lines reach the terminal in the order written (attack review
+// 35 F2: before, two pipes copied by two goroutines reordered them). Five runs: the
+// reordering was seen in two runs of three.
+func TestSessionStdoutStderrOneTerminal(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("r35o")
+		script := `for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done`
+		outer := `for n in 1 2 3 4 5; do echo "BEGIN-$n"; "$@" 2>/dev/tty; echo "END-$n rc=$?"; done; echo ALL-DONE; sleep 30`
+		out := ptySession(t, e, outer, "exec", "--session", "r35o", "--", shellPath, "-c", script)
+		if !out.waitFor("ALL-DONE", 60*time.Second) {
+			t.Fatalf("the five runs did not end: %q", out.String())
+		}
+		got := strings.ReplaceAll(out.String(), "\r", "")
+		want := "out1\nerr1\nout2\nerr2\nout3\nerr3\nout4\nerr4\nout5\nerr5\nout6\nerr6\n"
+		for n := 1; n <= 5; n++ {
+			b, a := "BEGIN-"+strconv.Itoa(n)+"\n", "END-"+strconv.Itoa(n)+" rc=0\n"
+			i, j := strings.Index(got, b), strings.Index(got, a)
+			if i < 0 || j < i {
+				t.Errorf("run %d: no output between %q and %q: %q", n, b, a, got)
+				continue
+			}
+			if run := got[i+len(b) : j]; run != want {
+				t.Errorf("run %d: the command's lines reached the terminal as %q, want in the order written %q", n, run, want)
+			}
+		}
+	})
+}

@@ -54,7 +54,7 @@ func newStdioRelay() (*stdioRelay, error) {
 		if !term[fd] {
 			continue
 		}
-		if fd == 2 && term[1] && sameFile(1, 2) {
+		if fd == 2 && term[1] && sameTerminal(1, 2) {
 			r.send[2] = r.send[1]
 			continue
 		}
@@ -107,6 +107,20 @@ func (r *stdioRelay) flush(last bool) {
 	for _, o := range r.outs {
 		o.flush(last)
 	}
+}
+
+// sameTerminal reports whether terminals a and b are one terminal device: the device
+// number TIOCGDEV gives (tty_ioctl(4): the terminal behind /dev/tty or /dev/console,
+// whose own device numbers, 5:0 and 5:1, differ from the /dev/pts/N they stand for),
+// else sameFile. Two paths to one terminal (`2>/dev/tty`) share one pipe, their order
+// kept (from an attack review, r35 F2: two pipes, two copies, reordered lines).
+func sameTerminal(a, b int) bool {
+	da, ea := unix.IoctlGetUint32(a, unix.TIOCGDEV)
+	db, eb := unix.IoctlGetUint32(b, unix.TIOCGDEV)
+	if ea == nil && eb == nil {
+		return da == db
+	}
+	return sameFile(a, b)
 }
 
 // sameFile reports whether descriptors a and b are the same file (one terminal).
