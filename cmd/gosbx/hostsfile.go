@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -145,32 +146,40 @@ func hostsContent(host []byte, hostname string) []byte {
 }
 
 // writeHostsFile returns the path of the file holding hostsContent(host, hostname) in
-// the caller's runtime directory, written if no file of that content is there yet.
+// the caller's runtime directory, written anew unless a file of exactly that content is
+// there already, trusted only when it cannot be another user's (from an attack review,
+// r35 F1: another local user could plant /tmp/gosbx-UID/hosts/hosts-SUM, the name being
+// a hash of public data). The runtime directory and its hosts directory are checked as
+// rundir.Private (the caller's, mode 0700, no symbolic link) before any file in them is
+// read: no other user can then make, swap or rename a file there between this check
+// and the bind. The file itself is opened O_NOFOLLOW and trusted only when it is a
+// regular file of the caller's, not group- or other-writable, whose bytes are the
+// content wanted; else it is written anew (a temporary file, O_EXCL, renamed over it).
+// Errors: rundir.Make's, the hosts directory's mkdir(2) or check, the write's.
 func writeHostsFile(host []byte, hostname string) (string, error) {
 	uid, xdg := os.Getuid(), os.Getenv("XDG_RUNTIME_DIR")
-	rd, err := rundir.Path(uid, xdg)
+	rd, err := rundir.Make(uid, xdg)
 	if err != nil {
 		return "", err
 	}
 	if c, err := filepath.EvalSymlinks(rd); err == nil {
 		// the bind's source is opened with no symbolic link on its path (a runtime
-		// directory under /var/run, a link to /run)
+		// directory under /var/run, a link to /run); rd itself is no link (Private), a
+		// link above it is the caller's XDG_RUNTIME_DIR's or the system's
 		rd = c
 	}
 	d := filepath.Join(rd, "hosts")
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	if err := rundir.Private(d, uid); err != nil {
+		return "", err
+	}
 	content := hostsContent(host, hostname)
 	sum := namehash.Sum256(content) // not crypto/sha256: its inits every start would pay
 	p := filepath.Join(d, "hosts-"+hex.EncodeToString(sum[:12]))
-	// the warm case, every launch after the first: one lstat(2). The directories were
-	// checked private when the file was made (rundir.Make), and are the caller's.
-	if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(content)) {
-		return p, nil
-	}
-	if _, err := rundir.Make(uid, xdg); err != nil {
-		return "", err
-	}
-	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
+	if sameHosts(p, uid, content) {
+		return p, nil // the warm case, every launch after the first
 	}
 	f, err := os.CreateTemp(d, ".new-")
 	if err != nil {
@@ -191,4 +200,35 @@ func writeHostsFile(host []byte, hostname string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// sameHosts reports whether p is a regular file (not a symbolic link: O_NOFOLLOW) owned
+// by uid, writable by its owner only, holding exactly content.
+func sameHosts(p string, uid int, content []byte) bool {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != uid ||
+		st.Mode&0o022 != 0 || st.Size != int64(len(content)) {
+		return false
+	}
+	b := make([]byte, len(content)+1) // one more: a file grown since fstat differs
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return bytes.Equal(b[:n], content)
 }

@@ -145,6 +145,11 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		req.StatusFd = int(status.Fd())
 		stdio = append(stdio, req.StatusFd)
 	}
+	if d := relay.drains(); len(d) > 0 {
+		// the supervisor drains the output pipes once this client is gone
+		req.Drains = len(d)
+		stdio = append(stdio, d...)
+	}
 	err = session.WriteFrame(fd, session.ReqExec, req.Encode(), stdio)
 	relay.sent()
 	if err != nil {

@@ -11,10 +11,13 @@ import (
 // the caller's stdin, stdout and stderr is one (and --tty was not asked): the command
 // gets a pipe in its place, which this client copies, so that no process of the
 // session ever holds a descriptor of the caller's terminal. A process the command
-// leaves behind keeps only the pipe, whose other end goes with this client: once the
-// request has returned it reads end of file and its writes fail (EPIPE), where with the
-// terminal itself it read what the user typed next into their shell, for the session's
-// life (from an attack review, r34 F1). Descriptors that are no terminal (pipes, files:
+// leaves behind keeps only the pipes: once the request has returned it reads end of
+// file, where with the terminal itself it read what the user typed next into their
+// shell, for the session's life (from an attack review, r34 F1), and what it writes is
+// read and discarded by the session's supervisor, which was sent the output pipes' read
+// ends with the request and drains them once this client is gone (as a closed terminal
+// emulator's pty takes a leftover's writes): not SIGPIPE at its first line, which ended
+// every server started with `&` from a terminal (from an attack review, r35 F7). Descriptors that are no terminal (pipes, files:
 // what an agent's server passes) go to the command as they are, with no copy.
 //
 // Input is read from the terminal only while this client's process group is the
@@ -51,7 +54,7 @@ func newStdioRelay() (*stdioRelay, error) {
 		if !term[fd] {
 			continue
 		}
-		if fd == 2 && term[1] && sameFile(1, 2) {
+		if fd == 2 && term[1] && sameTerminal(1, 2) {
 			r.send[2] = r.send[1]
 			continue
 		}
@@ -62,6 +65,19 @@ func newStdioRelay() (*stdioRelay, error) {
 		r.send[fd], r.mine, r.outs = w, append(r.mine, w), append(r.outs, o)
 	}
 	return r, nil
+}
+
+// drains are the read ends of the output pipes, sent with the request for the
+// supervisor to drain once this client is gone (supervisor.go, drainRelay).
+func (r *stdioRelay) drains() []int {
+	if r == nil {
+		return nil
+	}
+	fds := make([]int, len(r.outs))
+	for i, o := range r.outs {
+		fds[i] = o.r
+	}
+	return fds
 }
 
 // sent closes the command's ends of the pipes here, once the request carried them.
@@ -83,7 +99,7 @@ func (r *stdioRelay) abort() {
 
 // flush writes out what the command wrote so far (its exit status came: all it wrote
 // before its exit is in the pipes); last also ends the copies, whose pipes a leftover
-// may still hold: what it writes after is not read.
+// may still hold: what it writes after is the supervisor's to discard.
 func (r *stdioRelay) flush(last bool) {
 	if r == nil {
 		return
@@ -91,6 +107,20 @@ func (r *stdioRelay) flush(last bool) {
 	for _, o := range r.outs {
 		o.flush(last)
 	}
+}
+
+// sameTerminal reports whether terminals a and b are one terminal device: the device
+// number TIOCGDEV gives (tty_ioctl(4): the terminal behind /dev/tty or /dev/console,
+// whose own device numbers, 5:0 and 5:1, differ from the /dev/pts/N they stand for),
+// else sameFile. Two paths to one terminal (`2>/dev/tty`) share one pipe, their order
+// kept (from an attack review, r35 F2: two pipes, two copies, reordered lines).
+func sameTerminal(a, b int) bool {
+	da, ea := unix.IoctlGetUint32(a, unix.TIOCGDEV)
+	db, eb := unix.IoctlGetUint32(b, unix.TIOCGDEV)
+	if ea == nil && eb == nil {
+		return da == db
+	}
+	return sameFile(a, b)
 }
 
 // sameFile reports whether descriptors a and b are the same file (one terminal).

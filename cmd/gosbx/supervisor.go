@@ -447,7 +447,7 @@ func (sv *supervisor) handle(fd int) {
 	if err != nil || int(cred.Uid) != os.Getuid() || !sameUserNamespace(fd, int(cred.Pid), sv.userNS) {
 		return
 	}
-	kind, body, fds, err := session.ReadFrame(fd, 4)
+	kind, body, fds, err := session.ReadFrame(fd, 3+1+maxDrains)
 	if err != nil {
 		return
 	}
@@ -507,7 +507,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	}
 	defer func() {
 		for _, f := range files {
-			f.Close()
+			if f != nil { // (nil: handed to drainRelay)
+				f.Close()
+			}
 		}
 	}()
 	var wmu sync.Mutex
@@ -521,8 +523,8 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
 	}
 	req, err := session.DecodeExec(body)
-	if err == nil && len(fds) != 3+btoi(req.Status) {
-		err = fmt.Errorf("the request came with %d descriptors, want stdin, stdout, stderr and, with --status-fd, it", len(fds))
+	if err == nil && (req.Drains > maxDrains || len(fds) != 3+btoi(req.Status)+req.Drains) {
+		err = fmt.Errorf("the request came with %d descriptors, want stdin, stdout, stderr, with --status-fd it, and the relay's read ends (%d, at most %d)", len(fds), req.Drains, maxDrains)
 	}
 	if err == nil && req.Status {
 		// as gosbx exec refuses it: a status file the command could append to
@@ -666,6 +668,13 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	defer func() {
 		unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above, at once
 		<-readerDone                    // before handle closes fd: its number could be reused
+		if req.Drains > 0 {
+			drains := make([]*os.File, 0, req.Drains)
+			for i := len(files) - req.Drains; i < len(files); i++ {
+				drains, files[i] = append(drains, files[i]), nil
+			}
+			drainRelay(fd, drains)
+		}
 	}()
 	var ee *nsinit.ExitError
 	if err != nil && !errors.As(err, &ee) {
