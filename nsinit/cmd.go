@@ -120,6 +120,7 @@ type Cmd struct {
 
 	session bool     // the init of a Session (NewSession): it serves requests
 	guarded bool     // a session command that passed its session's guard (endGuard)
+	counted bool     // a session command its session counts as running (endCount)
 	sess    *Session // set by Session.Command: Start asks the session's init
 	sessPid int      // a session command's pid in the init's pid namespace
 	// sessLimitEvents are the session's cgroup's OOM kills and pids-limit refusals

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,15 @@ type Session struct {
 	// but the mount points the launch made in a host tree (removing one on the host
 	// would unmount it in the sandbox)
 	live []cleanup.Entry
+	// liveAt are the indexes in the config's Cleanup of live's entries: Close runs
+	// them as the last pass left them (baselines advanced: cleanup.Pass)
+	liveAt []int
+	// running counts the commands whose cleanup before them ran and that have not
+	// ended; quiet says that no process of the session ran since the last pass ended
+	// (none was left, none started since): what changed in a git dir meanwhile is the
+	// host's, the user's own git (both under cleanMu)
+	running int
+	quiet   bool
 	// guard, from the config's Guard, searches the writable trees around each command
 	guard config.SessionGuard
 }
@@ -89,7 +99,8 @@ func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
 		c.reapFailed()
 		return nil, c.fail(&SetupError{Step: "init", Err: diedEarly(c.init.wait(), c.setupOut.summary())})
 	}
-	s := &Session{c: c, done: make(chan struct{}), live: liveCleanup(cfg)}
+	s := &Session{c: c, done: make(chan struct{})}
+	s.live, s.liveAt = liveCleanup(cfg)
 	if cfg.Guard != nil {
 		s.guard = cfg.Guard.Session()
 	}
@@ -208,7 +219,14 @@ func (s *Session) Close(grace time.Duration) *Result {
 			r.Limits = string(cgroup.Rlimit)
 		}
 		s.cleanMu.Lock()
-		r.Removed, r.NotRemoved = c.own.afterRun(c.Config)
+		// the last pass's baselines: what the passes while it ran checked is not
+		// checked again (attack review 33 F3)
+		spec := *c.Config
+		spec.Cleanup = slices.Clone(c.Config.Cleanup)
+		for i, j := range s.liveAt {
+			spec.Cleanup[j] = s.live[i]
+		}
+		r.Removed, r.NotRemoved = c.own.afterRun(&spec)
 		s.cleanMu.Unlock()
 		if c.own.group != nil {
 			r.Limits = string(c.own.group.Kind())
@@ -226,21 +244,81 @@ func (s *Session) Close(grace time.Duration) *Result {
 // the launch made in a host tree are left to Close. A session command runs it before it
 // starts and once it has ended (Result.Removed, NotRemoved): what a process of the
 // session plants between commands is removed at the next command's start, or at Close,
-// not before (docs/decisions.md, "The git guard of a session").
+// not before (docs/decisions.md, "The git guard of a session"). Each pass checks the
+// objects, packs and index written since the last one began, not since the session
+// started (cleanup.Pass; attack review 33 F3).
 func (s *Session) Cleanup() (removed, failed []string) {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	removed, failed = s.pass(false)
+	s.quiet = s.running == 0 && s.Processes() == 0
+	return removed, failed
+}
+
+// beforePass is the cleanup before a command of the session starts: when no process of
+// the session ran since the last pass, what changed is the host's (the user's git
+// status writing the index, a git fetch), so the index and the objects are not checked
+// again, only taken as the new baseline (attack review 33 F3: the user's own index was
+// written anew, its stat data zeroed, at every request). c counts as running until
+// endCount.
+func (s *Session) beforePass(c *Cmd) (removed, failed []string) {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	removed, failed = s.pass(s.quiet && s.running == 0)
+	s.running++
+	s.quiet = false
+	c.counted = true
+	return removed, failed
+}
+
+// afterPass is the cleanup once the command c of the session has ended.
+func (s *Session) afterPass(c *Cmd) (removed, failed []string) {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	if c.counted {
+		c.counted = false
+		s.running--
+	}
+	removed, failed = s.pass(false)
+	s.quiet = s.running == 0 && s.Processes() == 0
+	return removed, failed
+}
+
+// endCount is afterPass's count for a command that did not start.
+func (c *Cmd) endCount() {
+	s := c.sess
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	if c.counted {
+		c.counted = false
+		s.running--
+	}
+}
+
+// pass runs the live entries once (s.cleanMu held) and advances their baselines
+// (cleanup.Pass); hostOnly leaves out the checks of what only the host can have
+// written since the last pass: the index's, the objects'.
+func (s *Session) pass(hostOnly bool) (removed, failed []string) {
 	if len(s.live) == 0 {
 		return nil, nil
 	}
-	s.cleanMu.Lock()
-	defer s.cleanMu.Unlock()
-	return cleanup.Run(s.live)
+	pass := cleanup.Begin(s.live)
+	run := s.live
+	if hostOnly {
+		run = slices.DeleteFunc(slices.Clone(s.live), func(e cleanup.Entry) bool {
+			return e.Kind == cleanup.RemoveIndexBits || e.Kind == cleanup.VerifyObjects || e.Kind == cleanup.VerifyLFSObjects
+		})
+	}
+	removed, failed = cleanup.Run(run)
+	pass.Advance(s.live)
+	return removed, failed
 }
 
 // liveCleanup is cfg.Cleanup without the entries of a tmpfs mount point (its
-// destination, or a directory above it, made by the launch).
-func liveCleanup(cfg *config.Config) []cleanup.Entry {
-	var out []cleanup.Entry
-	for _, e := range cfg.Cleanup {
+// destination, or a directory above it, made by the launch), and the index in
+// cfg.Cleanup of each entry it keeps.
+func liveCleanup(cfg *config.Config) (out []cleanup.Entry, at []int) {
+	for i, e := range cfg.Cleanup {
 		mountPoint := false
 		for _, m := range cfg.Mounts {
 			if e.Kind == cleanup.RemoveIfCreated && (m.Destination == e.Path || strings.HasPrefix(m.Destination, e.Path+"/")) {
@@ -249,10 +327,10 @@ func liveCleanup(cfg *config.Config) []cleanup.Entry {
 			}
 		}
 		if !mountPoint {
-			out = append(out, e)
+			out, at = append(out, e), append(at, i)
 		}
 	}
-	return out
+	return out, at
 }
 
 // startInSession is Start for a Cmd of a Session: the process, its stdio and a socket
@@ -290,7 +368,12 @@ func (c *Cmd) startInSession() (err error) {
 		frame = binary.LittleEndian.AppendUint16(frame, c.TTYSize.Cols)
 	}
 	// what a process of the session left in a git dir since the last command ended
-	c.sessRemoved, c.sessNotRemoved = s.Cleanup()
+	c.sessRemoved, c.sessNotRemoved = s.beforePass(c)
+	defer func() {
+		if err != nil {
+			c.endCount()
+		}
+	}()
 	proc := c.Config.Process
 	if s.c.own.nproc && s.c.own.nprocLimit > 0 {
 		// the session's process limit where no cgroup could be had: RLIMIT_NPROC in its
@@ -404,7 +487,7 @@ func (c *Cmd) waitInSession() error {
 	own := &c.sess.c.own
 	r := &Result{Wall: wall, TimedOut: c.isTimedOut(), HostUID: c.sess.HostUID(), Limits: string(cgroup.None), CPUs: own.cpus}
 	// the git guard after every command, as after a sandbox's end (Cleanup)
-	removed, failed := c.sess.Cleanup()
+	removed, failed := c.sess.afterPass(c)
 	r.Removed, r.NotRemoved = append(c.sessRemoved, removed...), append(c.sessNotRemoved, failed...)
 	// what appeared in the trees while it ran is the command's own
 	c.endGuard()

@@ -469,10 +469,10 @@ func TestSoakLibrary(t *testing.T) {
 	}
 	wg.Wait()
 
-	before, err := takeProcSnap()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// the warm-up's goroutines may still be ending (a descriptor closed, a goroutine
+	// gone after this snapshot would read as a change: CI saw 9 fds / 3 goroutines
+	// before, 8 / 2 after)
+	before := quietSnap(t)
 	t.Logf("before: %d fds, %d threads, %d goroutines, %d children, %d own cgroups, %d mounts",
 		len(before.fds), before.threads, before.goroutines, len(before.children), len(before.cgroups), len(before.mounts))
 	if len(before.children) > 0 {
@@ -554,28 +554,7 @@ func TestSoakLibrary(t *testing.T) {
 // child left unreaped, a goroutine left blocked, and many more threads.
 func TestSoakDetectsLeaks(t *testing.T) {
 	// Earlier tests' processes may still be winding down: wait for a quiet snapshot.
-	// Two snapshots 50 ms apart that agree (a goroutine still exiting would make the
-	// one below count one goroutine too few).
-	before, err := takeProcSnap()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var l []string
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		time.Sleep(50 * time.Millisecond)
-		next, err := takeProcSnap()
-		if err != nil {
-			t.Fatal(err)
-		}
-		l = append(before.leaks(next), next.leaks(before)...)
-		before = next
-		if len(l) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if len(l) != 0 {
-		t.Fatalf("the process does not settle: %v", l)
-	}
+	before := quietSnap(t)
 	f, err := os.Open("/dev/null")
 	if err != nil {
 		t.Fatal(err)
@@ -605,4 +584,33 @@ func TestSoakDetectsLeaks(t *testing.T) {
 			t.Errorf("the leak check did not report %q; it reported:\n%s", w, got)
 		}
 	}
+}
+
+// quietSnap is a snapshot of the process taken once two snapshots 50 ms apart agree
+// (descriptors, goroutines, threads, children, cgroups, mounts), at most 5 s: what an
+// earlier test or warm-up left winding down is gone from it, so a later comparison
+// sees only what came after.
+func quietSnap(t *testing.T) procSnap {
+	t.Helper()
+	before, err := takeProcSnap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l []string
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		time.Sleep(50 * time.Millisecond)
+		next, err := takeProcSnap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l = append(before.leaks(next), next.leaks(before)...)
+		before = next
+		if len(l) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(l) != 0 {
+		t.Fatalf("the process does not settle: %v", l)
+	}
+	return before
 }

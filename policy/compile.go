@@ -512,6 +512,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 			}
 		}
 		guard.Configs = rb.configStamps()
+		guard.keepWorktrees(rb)
 		sessionGuard = NewSessionGuard("", guard)
 	}
 	return &config.Config{

@@ -82,11 +82,3 @@ func NewConfigChangedError(session string, changed []string) error {
 	return errorf("protected", "", nil, "%s changed after %s was started (a git config file, an include or a legacy remotes/ or branches/ directory the start's guard read: a remote added, a setting changed); the guard of what it names (local remotes' repositories, hooks) is the start's, so it would not cover the change; the command was not run. %s",
 		strings.Join(shownAll(changed), ", "), sessionName(session), restartFix(session))
 }
-
-// ConfigStamps are the files the git guard of the launch that made g read (Build's
-// guard; nil for another), for a session's own guard (ProtectedScan.Configs).
-func (g *SessionGuard) ConfigStamps() []ConfigStamp {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.scan.Configs)
-}

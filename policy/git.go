@@ -424,6 +424,22 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
 		}
 	}
+	// What hides history from the host's git, whose gc then prunes what it hides:
+	// shallow (every commit it names is taken as parentless: git gc --auto after the
+	// user's next commit deleted their unpushed commits; attack review 33 F1). And
+	// rr-cache, whose recorded resolutions the host's next conflicted merge writes into
+	// the working tree (rerere is on by default once the directory exists). Each is
+	// read-only when there at launch (only a shallow repository's fetch --deepen or a
+	// rerere-using merge writes them), removed after the run when the command made it;
+	// found later (a launcher killed) only reported: the user's own shallow fetch or
+	// merge may have made it since.
+	for _, f := range []string{"shallow", "rr-cache"} {
+		if _, err := os.Lstat(filepath.Join(gd, f)); os.IsNotExist(err) {
+			plan.absentAfter(filepath.Join(gd, f), false)
+		} else {
+			plan.readOnly = append(plan.readOnly, filepath.Join(gd, f))
+		}
+	}
 	// Legacy remote definitions (git reads them for a remote its config does not name;
 	// git no longer makes them): read-only when there (gitGuarded), removed after the run
 	// when the command made them.
@@ -432,6 +448,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.absentAfter(filepath.Join(gd, f), true)
 		}
 	}
+	// the state of an operation in progress in gd's own checkout (the main one, or a
+	// submodule's): the sandbox's, or (below) another's
+	plan.guardCheckoutState(gd, own != "" && !plan.mainCheckedOut(gd))
 	if own != "" && !plan.mainCheckedOut(gd) {
 		// gd is the common git dir of the linked worktree own, and its main checkout is
 		// not in a writable tree: its HEAD, index and HEAD's log are that checkout's,
@@ -444,6 +463,9 @@ func (plan *gitPlan) guard(gd, own string) error {
 		}
 	}
 	if err := plan.guardReplaceRefs(gd); err != nil {
+		return err
+	}
+	if err := plan.guardStrayNames(gd, true); err != nil {
 		return err
 	}
 	if err := plan.guardIndexBits(gd, own); err != nil {
@@ -471,6 +493,11 @@ func (plan *gitPlan) guard(gd, own string) error {
 			plan.readOnly = append(plan.readOnly, p)
 		}
 	}
+	// a linked worktree's commondir other than git's own ../.. is removed after every
+	// run (and every session pass): the entries the session's start did not see (a
+	// worktree the user adds between requests) have no read-only one (attack review 33 F2)
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveStrayCommondirs, Path: filepath.Join(gd, "worktrees")})
+	plan.reads.rb.worktreesDir(filepath.Join(gd, "worktrees"))
 	wts, err := readDirCapped(filepath.Join(gd, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "worktrees"), err, "cannot read the linked worktrees' git dirs, so cannot guard them")
@@ -488,6 +515,11 @@ func (plan *gitPlan) guard(gd, own string) error {
 				plan.absentAfter(filepath.Join(p, f), false)
 			}
 		}
+		// its own git dir is searched first for a name git's lookup takes (gitrevisions(7))
+		if err := plan.guardStrayNames(p, false); err != nil {
+			return err
+		}
+		plan.guardCheckoutState(p, false)
 		for _, f := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 			if _, err := os.Lstat(filepath.Join(p, f)); os.IsNotExist(err) {
 				plan.absentAfter(filepath.Join(p, f), false) // this checkout's own

@@ -54,7 +54,8 @@ func (plan *gitPlan) guardIndexBits(gd, own string) error {
 // without hashing it, so one rewritten in place (the command owns the files) would be
 // what the host's next git checkout -- f or reset --hard writes (attack review 29
 // F15). Since is taken two seconds before now: a file's ctime comes from the kernel's
-// coarse clock, which may lag time.Now by a tick. A linked worktree's git dir (with a
+// coarse clock, which may lag time.Now by a tick. The Git LFS store (lfs/objects) is
+// checked the same way (cleanup.VerifyLFSObjects). A linked worktree's git dir (with a
 // commondir) has no objects of its own.
 func (plan *gitPlan) guardObjects(gd string) error {
 	if _, err := os.Lstat(filepath.Join(gd, "commondir")); err == nil {
@@ -73,7 +74,11 @@ func (plan *gitPlan) guardObjects(gd string) error {
 	if err != nil {
 		return errorf("protected", filepath.Join(objs, "pack"), err, "cannot read the repository's packs, so cannot tell after the run which the command wrote")
 	}
+	since := time.Now().Add(-2 * time.Second).UnixNano()
 	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.VerifyObjects, Path: objs, HashLen: hashLen,
-		Since: time.Now().Add(-2 * time.Second).UnixNano(), Was: packs})
+		Since: since, Was: packs},
+		// the Git LFS store, which git-lfs's smudge copies into the working tree
+		// without hashing (attack review 33 F4); made by the command or not
+		cleanup.Entry{Kind: cleanup.VerifyLFSObjects, Path: filepath.Join(gd, "lfs", "objects"), Since: since})
 	return nil
 }

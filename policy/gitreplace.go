@@ -164,6 +164,14 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: the command left an index at " + Shown(file) + " that gosbx cannot check for what would hide a change from git status (" +
 			Shown(strings.TrimSuffix(why, ")")) + "); moved it aside to " + Shown(to) + ": git now reads no index (git status shows every file as new) until you run git reset or check it and move it back"
 	}
+	if packed && strings.HasPrefix(ref, "Git LFS object moved aside to ") {
+		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "Git LFS object moved aside to "), " (")
+		return "gosbx: note: the Git LFS object " + Shown(file) + " was written during the run and " + strings.TrimSuffix(why, ")") +
+			" (git lfs would check out its content unverified); moved it aside to " + Shown(to) + ": git lfs fetch brings the remote's back"
+	}
+	if !packed && isHistoryHider(p) {
+		return "gosbx: note: removed " + Shown(p) + ", which the command made: " + historyHider(filepath.Base(p))
+	}
 	if packed && strings.HasPrefix(ref, "object moved aside to ") {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "object moved aside to "), " (")
 		return "gosbx: note: the git object " + Shown(file) + " was written during the run and " + Shown(strings.TrimSuffix(why, ")")) +
@@ -201,6 +209,23 @@ func ReplaceRefNote(p string) string {
 		" (git replace: the host's git would show other content than it pushes)"
 }
 
+// historyHider says why the command may not leave a git dir's file named name (absent
+// at launch; policy's guard): "" for a name that is not one of them.
+func historyHider(name string) string {
+	switch name {
+	case "shallow":
+		return "it makes git take the commits it names as having no parents, and the next git gc (run by git commit on its own) deletes the history it hides"
+	case "rr-cache":
+		return "its recorded conflict resolutions are what git's next conflicted merge writes into the working tree"
+	}
+	return ""
+}
+
+// isHistoryHider reports whether p is a git dir's shallow or rr-cache.
+func isHistoryHider(p string) bool {
+	return historyHider(filepath.Base(p)) != "" && (filepath.Base(filepath.Dir(p)) == ".git" || gitDirLike(filepath.Dir(p)))
+}
+
 // NotRemovedNote returns the stderr line for what the after-run cleanup could not do
 // (nsinit.Result.NotRemoved: "path: reason" or a path); who is "the command" or "the
 // session's commands". An index or packed-refs it could not check is said as such;
@@ -213,6 +238,9 @@ func NotRemovedNote(p, who string) string {
 		// command's content (attack review 31 F4)
 		return "gosbx: WARNING: pack files in " + Shown(file) + " are " + Shown(strings.TrimPrefix(why, "not checked, ")) +
 			"; gosbx could not check them against their indexes (past its bounds, unreadable, or a pack without its index), and git reads an object from a pack without hashing it, so they may replace objects you have (git checkout or reset would write the command's content): run git fsck there before git checkout, reset or push"
+	}
+	if ok && strings.Contains(file, "/lfs/objects/") && strings.Contains(why, "not checked") {
+		return "gosbx: WARNING: could not check the Git LFS object at " + Shown(file) + " after " + who + " ran (" + why + "): run git lfs fsck there before git checkout or reset"
 	}
 	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
 		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + Shown(why) + "): run git fsck there before git checkout or reset"

@@ -191,6 +191,11 @@ type readBudget struct {
 	// stamps are the files the git guard read, as they were (ConfigStamp): a session
 	// refuses its requests once one changed (SessionGuard)
 	stamps map[string]ConfigStamp
+	// worktrees are the commit-mode git dirs' worktrees/ directories, with their
+	// entries and those entries' pointer files as planned (worktreesDir): a session
+	// refuses a request once one was added or changed between requests (attack review
+	// 33 F2)
+	worktrees worktreeStamps
 	// checkouts holds the common git dirs (with the git mode) whose recorded checkouts
 	// a plan of this launch has guarded (guardCheckouts): the plans are unioned, so each
 	// is read once, however many .git files of the scan lead to it.

@@ -30,6 +30,13 @@ type ProtectedScan struct {
 	// Configs are the files the launch's git guard read (Build's; the CLI copies them
 	// from the built config's guard): a change refuses a session's requests
 	Configs []ConfigStamp `json:"configs,omitempty"`
+	// Worktrees are the worktrees/ directories of the git dirs the launch's guard made
+	// writable (commit mode): their entries are searched as protected paths are (a
+	// linked worktree the user adds between requests has no read-only commondir);
+	// WorktreeFiles are the commondir, gitdir and config.worktree of those there at
+	// launch: one changed (and there) refuses a session's requests
+	Worktrees     []string      `json:"worktrees,omitempty"`
+	WorktreeFiles []ConfigStamp `json:"worktree_files,omitempty"`
 	// cache is what Rescan read last (dircache.go)
 	cache *dirCache
 }
@@ -180,6 +187,7 @@ func (s *ProtectedScan) rescan(cwds []string) ([]Found, error) {
 	if err != nil {
 		return nil, err
 	}
+	now = append(now, s.worktreeEntries()...)
 	inTrees := len(now)
 	for _, cwd := range cwds {
 		for _, p := range s.chain(cwd) {

@@ -105,6 +105,9 @@ func (g *SessionGuard) search(cwd string) error {
 	if changed := changedConfigs(g.scan.Configs); len(changed) > 0 {
 		return NewConfigChangedError(g.name, changed)
 	}
+	if changed := changedWorktreeFiles(g.scan.WorktreeFiles); len(changed) > 0 {
+		return NewWorktreeChangedError(g.name, changed)
+	}
 	var cwds []string
 	if cwd != "" {
 		cwds = []string{cwd}

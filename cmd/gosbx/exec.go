@@ -244,6 +244,7 @@ func execute(o policy.Options, status *os.File) error {
 		emit(nsinit.Event{Error: err.Error(), Step: "policy", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "policy", Err: err}
 	}
+	withHostsFile(spec) // after the check: one file of the runtime directory, read-only
 	if err := prepareCache(eff); err != nil {
 		emit(nsinit.Event{Error: err.Error(), Step: "cache", Status: nsinit.ExitSetup})
 		return &nsinit.SetupError{Step: "cache", Err: err}

@@ -98,10 +98,12 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if err != nil {
 				return &setupFailure{step: "policy", err: err}
 			}
+			withHostsFile(spec) // after the check: one file of the runtime directory, read-only
 			// the files the build's git guard read: a change refuses the session's
-			// requests (attack review 30 F8)
+			// requests (attack review 30 F8); and the linked worktrees it saw: a new
+			// one is taken as a new .git is (attack review 33 F2)
 			if g, ok := spec.Guard.(*policy.SessionGuard); ok {
-				scan.Configs = g.ConfigStamps()
+				g.CopyGitStamps(&scan)
 			}
 			if err := prepareCache(eff); err != nil {
 				return &setupFailure{step: "cache", err: err}

@@ -129,11 +129,30 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		defer restoreTerminal(saved)
 	}
 	stdio := []int{0, 1, 2}
+	var relay *stdioRelay
+	if !tty && !detach {
+		// the caller's terminal is relayed, never sent (stdiorelay.go); a detached
+		// command gets none of the caller's descriptors, a --tty one its own terminal
+		if relay, err = newStdioRelay(); err != nil {
+			return fail(&setupFailure{step: "session", err: fmt.Errorf("relay the caller's terminal to session %q: %w", name, err)})
+		}
+		defer relay.flush(true)
+		if relay != nil {
+			stdio = relay.send[:]
+		}
+	}
 	if status != nil {
 		req.StatusFd = int(status.Fd())
 		stdio = append(stdio, req.StatusFd)
 	}
-	if err := session.WriteFrame(fd, session.ReqExec, req.Encode(), stdio); err != nil {
+	if d := relay.drains(); len(d) > 0 {
+		// the supervisor drains the output pipes once this client is gone
+		req.Drains = len(d)
+		stdio = append(stdio, d...)
+	}
+	err = session.WriteFrame(fd, session.ReqExec, req.Encode(), stdio)
+	relay.sent()
+	if err != nil {
 		return fail(&setupFailure{step: "session", err: fmt.Errorf("send the request to session %q: %w", name, err)})
 	}
 	go func() {
@@ -211,6 +230,7 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 				status.Write(append(body, '\n'))
 			}
 		case session.RepMessage:
+			relay.flush(false) // the command's output before gosbx's note about it
 			os.Stderr.Write(body)
 		case session.RepJob:
 			if id, err := session.DecodeUint(body); err == nil {
@@ -227,6 +247,7 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 			}
 		case session.RepExit:
 			termP.Load().finish()
+			relay.flush(true) // all the command wrote before its exit: in the pipes
 			code, err := session.DecodeUint(body)
 			if err != nil || code > 255 {
 				code = nsinit.ExitSetup

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -446,7 +447,7 @@ func (sv *supervisor) handle(fd int) {
 	if err != nil || int(cred.Uid) != os.Getuid() || !sameUserNamespace(fd, int(cred.Pid), sv.userNS) {
 		return
 	}
-	kind, body, fds, err := session.ReadFrame(fd, 4)
+	kind, body, fds, err := session.ReadFrame(fd, 3+1+maxDrains)
 	if err != nil {
 		return
 	}
@@ -506,7 +507,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	}
 	defer func() {
 		for _, f := range files {
-			f.Close()
+			if f != nil { // (nil: handed to drainRelay)
+				f.Close()
+			}
 		}
 	}()
 	var wmu sync.Mutex
@@ -520,8 +523,8 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
 	}
 	req, err := session.DecodeExec(body)
-	if err == nil && len(fds) != 3+btoi(req.Status) {
-		err = fmt.Errorf("the request came with %d descriptors, want stdin, stdout, stderr and, with --status-fd, it", len(fds))
+	if err == nil && (req.Drains > maxDrains || len(fds) != 3+btoi(req.Status)+req.Drains) {
+		err = fmt.Errorf("the request came with %d descriptors, want stdin, stdout, stderr, with --status-fd it, and the relay's read ends (%d, at most %d)", len(fds), req.Drains, maxDrains)
 	}
 	if err == nil && req.Status {
 		// as gosbx exec refuses it: a status file the command could append to
@@ -665,6 +668,13 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	defer func() {
 		unix.Shutdown(fd, unix.SHUT_RD) // ends the reader above, at once
 		<-readerDone                    // before handle closes fd: its number could be reused
+		if req.Drains > 0 {
+			drains := make([]*os.File, 0, req.Drains)
+			for i := len(files) - req.Drains; i < len(files); i++ {
+				drains, files[i] = append(drains, files[i]), nil
+			}
+			drainRelay(fd, drains)
+		}
 	}()
 	var ee *nsinit.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -762,6 +772,19 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 	files := []uintptr{null.Fd(), null.Fd(), null.Fd(), cfgR.Fd(), readyW.Fd()}
 	if ownerPidfd >= 0 {
 		files = append(files, uintptr(ownerPidfd))
+	}
+	// The supervisor gets files and nothing else: syscall.ForkExec leaves every other
+	// descriptor without close-on-exec open in the child, which the supervisor would keep
+	// for the session's life (this process's caller's: a pipe's write end whose reader
+	// waits for EOF, a privileged caller's file) (from an attack review, r34 F3). This
+	// process runs nothing else after it; the close-on-exec flags stay with it.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		null.Close()
+		cfgR.Close()
+		cfgW.Close()
+		readyR.Close()
+		readyW.Close()
+		return fmt.Errorf("start the supervisor: close_range(3, ~0, CLOSE_RANGE_CLOEXEC): %w", err)
 	}
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{"gosbx", supervisorArg, sd.Name}, &syscall.ProcAttr{
 		Env:   supervisorEnv(),

@@ -33,6 +33,10 @@ type ExecRequest struct {
 	// session's policy sets one, as gosbx exec's command inherits its caller's.
 	HasUmask bool
 	Umask    uint32
+	// Drains is how many read ends of the client's output relay (stdiorelay.go) follow
+	// the other descriptors (0 to 2): the supervisor reads and discards them once the
+	// client has gone, so that a process the command leaves writes on (no SIGPIPE).
+	Drains int
 }
 
 // Encode is the request's wire encoding.
@@ -51,6 +55,7 @@ func (r *ExecRequest) Encode() []byte {
 	e.Str(r.Cwd)
 	e.Bool(r.HasUmask)
 	e.Uint(uint64(r.Umask))
+	e.Uint(uint64(r.Drains))
 	return e.B
 }
 
@@ -67,6 +72,7 @@ func DecodeExec(b []byte) (*ExecRequest, error) {
 	r.Cwd = d.Str()
 	r.HasUmask = d.Bool()
 	r.Umask = d.Uint32() & 0o777
+	r.Drains = int(d.Uint32())
 	return r, d.End("exec request")
 }
 

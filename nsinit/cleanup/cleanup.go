@@ -56,6 +56,16 @@ const (
 	// be verified is reported, never moved. For objects rewritten in place, which git
 	// reads without hashing.
 	VerifyObjects Kind = "verify-objects"
+	// VerifyLFSObjects: the files of the Git LFS store Path (<gitdir>/lfs/objects) that
+	// may have been written since Since are hashed (SHA-256, their name) and moved
+	// aside when they do not hash to their names; what cannot be checked is reported.
+	// For LFS objects, which git-lfs copies into the working tree without hashing.
+	VerifyLFSObjects Kind = "verify-lfs-objects"
+	// RemoveStrayCommondirs: in each entry of the directory Path (a git dir's
+	// worktrees/), a commondir that does not name Path's parent as git writes it
+	// ("../..") is removed. For a linked worktree's git dir, whose commondir sends the
+	// host's git in that checkout to another git dir's config and hooks.
+	RemoveStrayCommondirs Kind = "remove-stray-commondirs"
 	// RestoreMode: the directory Path gets back its permission bits Mode (as at launch)
 	// when they differ after the run: a git dir the command made unsearchable, which
 	// the cleanup gives u+rwx to reach (ownerRWX), is left as the user had it.
@@ -87,7 +97,9 @@ type Entry struct {
 	// into a git dir with hooks) is removed as a new one.
 	KeepIDs []ID `json:"keep_ids,omitempty"`
 	// Skip (RemoveSpecialUnder) are directories not descended into, as path.Match
-	// patterns of their whole path from Path ("objects/??" is Path/objects/ab only).
+	// patterns of their whole path from Path ("objects/??" is Path/objects/ab only); for
+	// RemoveNewEntries, the names (patterns) of entries that may be added (git's own);
+	// for RemovePackedRefs, the ref prefixes under Prefix left alone ("refs/heads/").
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
@@ -99,7 +111,8 @@ type Entry struct {
 	// (IndexStamps): an index still so is left as it is; none: it is written anew.
 	// For VerifyObjects, the entries of Path/pack at launch.
 	Was []Stamp `json:"was,omitempty"`
-	// Since (VerifyObjects) is when the launch began, in ns since the epoch.
+	// Since (VerifyObjects, VerifyLFSObjects) is when the launch began (or, in a
+	// session, the last pass: Advance), in ns since the epoch.
 	Since int64 `json:"since,omitempty"`
 	// Mode (RestoreMode) is the permission bits (0o7777) Path had at launch.
 	Mode uint32 `json:"mode,omitempty"`
@@ -129,7 +142,7 @@ func (e Entry) Check() error {
 	switch {
 	case e.Kind != RemoveIfCreated && e.Kind != RemoveNewEntries && e.Kind != RemoveSpecialUnder && e.Kind != RestoreSymlink && e.Kind != RemovePackedRefs &&
 		e.Kind != RemoveIndexBits && e.Kind != VerifyObjects && e.Kind != RestoreMode &&
-		e.Kind != RemoveChangedRefs && e.Kind != RestoreRefs:
+		e.Kind != RemoveChangedRefs && e.Kind != RestoreRefs && e.Kind != VerifyLFSObjects && e.Kind != RemoveStrayCommondirs:
 		return fmt.Errorf("cleanup of %s: unknown kind %q", e.Path, e.Kind)
 	case !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/":
 		return fmt.Errorf("cleanup %s: %q is not an absolute, clean path below /", e.Kind, e.Path)
@@ -146,11 +159,12 @@ func (e Entry) Check() error {
 }
 
 // Run carries out entries, RestoreSymlink first, then RemoveIfCreated,
-// RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RestoreRefs, RemoveIndexBits, VerifyObjects and RestoreMode. It returns the paths removed and, for what could not be
+// RemoveNewEntries, RemoveSpecialUnder, RemoveStrayCommondirs, RemoveChangedRefs,
+// RemovePackedRefs, RestoreRefs, RemoveIndexBits, VerifyObjects, VerifyLFSObjects and RestoreMode. It returns the paths removed and, for what could not be
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
-	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemoveChangedRefs, RemovePackedRefs, RestoreRefs, RemoveIndexBits, VerifyObjects, RestoreMode} {
+	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemoveStrayCommondirs, RemoveChangedRefs, RemovePackedRefs, RestoreRefs, RemoveIndexBits, VerifyObjects, VerifyLFSObjects, RestoreMode} {
 		for _, e := range entries {
 			if e.Kind != kind {
 				continue
@@ -165,11 +179,11 @@ func Run(entries []Entry) (removed, failed []string) {
 					r = []string{e.Path}
 				}
 			case RemoveNewEntries:
-				r, f = removeNewEntries(e.Path, e.Keep, e.KeepIDs)
+				r, f = removeNewEntries(e.Path, e.Keep, e.KeepIDs, e.Skip)
 			case RemoveSpecialUnder:
 				r, f = removeSpecial(e.Path, e.Skip)
 			case RemovePackedRefs:
-				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep)
+				r, f = removePackedRefs(e.Path, e.Prefix, e.Keep, e.Skip)
 			case RemoveChangedRefs:
 				r, f = removeChangedRefs(e.Path, e.Keep)
 			case RestoreRefs:
@@ -178,6 +192,10 @@ func Run(entries []Entry) (removed, failed []string) {
 				r, f = clearIndexBits(e.Path, e.Keep, e.HashLen, e.Was)
 			case VerifyObjects:
 				r, f = verifyObjects(e.Path, e.HashLen, e.Since, e.Was)
+			case VerifyLFSObjects:
+				r, f = verifyLFS(e.Path, e.Since)
+			case RemoveStrayCommondirs:
+				r, f = removeStrayCommondirs(e.Path)
 			case RestoreMode:
 				if err := restoreMode(e.Path, e.Mode); err != nil {
 					f = []string{e.Path + ": restoring its mode: " + err.Error()}
@@ -202,9 +220,10 @@ func unreachable(err error) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)
 }
 
-// removeNewEntries removes every entry of dir not named in keep, and, when ids holds
-// one identity per name, every kept name whose entry is no longer that object.
-func removeNewEntries(dir string, keep []string, ids []ID) (removed, failed []string) {
+// removeNewEntries removes every entry of dir not named in keep nor matching one of
+// the patterns skip (path.Match), and, when ids holds one identity per name, every kept
+// name whose entry is no longer that object.
+func removeNewEntries(dir string, keep []string, ids []ID, skip []string) (removed, failed []string) {
 	kept := map[string]*ID{}
 	for i, k := range keep {
 		kept[k] = nil
@@ -231,6 +250,9 @@ func removeNewEntries(dir string, keep []string, ids []ID) (removed, failed []st
 			return
 		}
 		if isKept && (id == nil || *id == IDOf(&st)) {
+			return
+		}
+		if !isKept && matchesAny(skip, n) {
 			return
 		}
 		if err := removeAt(fd, n, st.Mode&unix.S_IFMT == unix.S_IFDIR, 0); err != nil {
@@ -427,4 +449,14 @@ func restoreMode(p string, mode uint32) error {
 		err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode&0o1777)
 	}
 	return err
+}
+
+// matchesAny reports whether name matches one of the path.Match patterns pats.
+func matchesAny(pats []string, name string) bool {
+	for _, p := range pats {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -27,7 +27,7 @@ const (
 const asideSuffix = ".gosbx-aside"
 
 // removePackedRefs removes from the packed-refs file p (gitrepository-layout(5)) every
-// ref under prefix (underPrefix) whose line is not one of keep (the lines there at
+// ref under prefix (underPrefix), and not under one of the prefixes skip, whose line is not one of keep (the lines there at
 // launch), with the peeled line ("^<oid>") that follows it; a ref that keep names with
 // another line gets its keep line back instead. The file is
 // streamed (one line held at a time) into a file beside itself, renamed over it
@@ -36,7 +36,7 @@ const asideSuffix = ".gosbx-aside"
 // MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside" (fail
 // closed: none of its refs is left where git reads them), reported as "p: moved aside
 // to …". It returns "p: <ref>" for each ref removed.
-func removePackedRefs(p, prefix string, keep []string) (removed, failed []string) {
+func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []string) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
 		return nil, nil
@@ -79,7 +79,17 @@ func removePackedRefs(p, prefix string, keep []string) (removed, failed []string
 			launch[ref] = k
 		}
 	}
-	under := func(ref string) bool { return underPrefix(ref, prefix) }
+	under := func(ref string) bool {
+		if !underPrefix(ref, prefix) {
+			return false
+		}
+		for _, s := range skip {
+			if strings.HasPrefix(ref, s) {
+				return false
+			}
+		}
+		return true
+	}
 	tmp := name + ".gosbx-" + strconv.Itoa(os.Getpid())
 	unix.Unlinkat(dir, tmp, 0)
 	wfd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o666)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,8 @@ import (
 // replay carries out entries of a journal whose launcher was killed: RemoveSpecialUnder
 // (no symlink, FIFO, socket or device in a git dir, whoever made it) and VerifyObjects
 // (an object that does not hash to its name is bad whoever wrote it; what it cannot
-// verify, the user's later work included, is only reported: attack review 32 F5), RemoveIfCreated marked Anytime, and for another
+// verify, the user's later work included, is only reported: attack review 32 F5; so
+// VerifyLFSObjects), RemoveStrayCommondirs (git writes only "../.."), RemoveIfCreated marked Anytime, and for another
 // RemoveIfCreated an empty directory (a mount point the launch made: nothing of
 // anyone's is lost). Every other entry, when its path is there and is not seen to be
 // as at launch (asAtLaunch: the sandbox's init may have done the cleanup), is reported
@@ -32,7 +34,8 @@ func replay(entries []Entry) (removed, failed []string) {
 		switch e.Kind {
 		case RemoveSpecialUnder:
 			now = append(now, e)
-		case VerifyObjects:
+		case VerifyObjects, VerifyLFSObjects, RemoveStrayCommondirs:
+			// a bad hash, or a commondir git never writes, is wrong whoever made it
 			now = append(now, e)
 		case RemoveIfCreated:
 			if e.Anytime {
@@ -108,7 +111,8 @@ func asAtLaunch(e Entry) bool {
 			return false
 		}
 		defer f.Close()
-		names, err := f.Readdirnames(len(e.Keep) + 1)
+		names, err := f.Readdirnames(len(e.Keep) + 1024)
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(e.Keep, n) && matchesAny(e.Skip, n) })
 		return (err == nil || errors.Is(err, io.EOF)) && sameSet(names, e.Keep)
 	}
 	return false

@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/nsinit/cleanup"
+)
+
+// gitDirNames are the names git (2.39: gitrepository-layout(5), its state and lock
+// files, git gui's) and the tools that keep a directory in a git dir (git-lfs, git-annex,
+// git-svn, git-crypt, transcrypt, git filter-repo, magit, git-branchless, gosbx's own
+// aside files) make at the top of a git dir, as
+// path.Match patterns. Any other name is a ref to git's lookup ($GIT_DIR/<name> comes
+// first: gitrevisions(7)), so a command's upstream/main would be what the host's git
+// takes for a remote added later (attack review 33 F8).
+var gitDirNames = []string{"HEAD", "config", "config.worktree", "description", "hooks", "info", "objects",
+	"refs", "logs", "index", "packed-refs", "shallow", "commondir", "gitdir", "locked", "modules", "worktrees",
+	"branches", "remotes", "rr-cache", "sequencer", "rebase-merge", "rebase-apply", "lost-found", "common",
+	"fsmonitor--daemon", "fsmonitor--daemon.ipc", "gitk.cache", "gc.pid", "gc.log", "*_HEAD", "*_EDITMSG",
+	"*_MSG", "MERGE_MODE", "MERGE_RR", "MERGE_AUTOSTASH", "BISECT_*", "NOTES_MERGE_*", "EDIT_DESCRIPTION",
+	"sharedindex.*", "*.lock", "*.gosbx-*", "GITGUI_*", "lfs", "annex", "svn", "git-crypt", "crypt",
+	"filter-repo", "magit", "branchless"}
+
+// gitRefNamespaces are the directories (and files) git makes in refs/, as prefixes of
+// ref names (git-stash, git-notes, git-replace, git-bisect, git-rebase's rewritten, the
+// worktree and prefetch refs, filter-branch's original). refs/<name> is the second
+// place git's lookup looks.
+var gitRefNamespaces = []string{"refs/heads/", "refs/tags/", "refs/remotes/", "refs/notes/", "refs/stash",
+	"refs/replace/", "refs/bisect/", "refs/rewritten/", "refs/worktree/", "refs/prefetch/", "refs/original/"}
+
+// guardStrayNames has removed after the run what the command adds to the git dir gd
+// (or, refs false, a linked worktree's own git dir) under a name git does not make
+// there: a new top-level entry, a new refs/<x> outside git's namespaces, and a line of
+// packed-refs there not there at launch (attack review 33 F8: <gitdir>/upstream/main,
+// found before refs/remotes/upstream/main once the user adds that remote). What was
+// there at launch is kept.
+func (plan *gitPlan) guardStrayNames(gd string, refs bool) error {
+	dirs := []struct{ dir, rel string }{{gd, ""}}
+	if refs {
+		dirs = append(dirs, struct{ dir, rel string }{filepath.Join(gd, "refs"), "refs/"})
+	}
+	for _, d := range dirs {
+		ents, err := readDirCapped(d.dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return errorf("protected", d.dir, err, "cannot read this part of the git dir, so cannot keep the command from adding refs git would find first")
+		}
+		keep := []string{}
+		for _, e := range ents {
+			keep = append(keep, e.Name())
+		}
+		var skip []string
+		if d.rel == "" {
+			skip = gitDirNames
+		} else {
+			for _, ns := range gitRefNamespaces {
+				skip = append(skip, strings.TrimSuffix(strings.TrimPrefix(ns, "refs/"), "/"))
+			}
+		}
+		plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveNewEntries, Path: d.dir, Keep: keep, Skip: skip})
+	}
+	if !refs {
+		return nil
+	}
+	packedFile := filepath.Join(gd, "packed-refs")
+	packed, err := packedRefsOutside(packedFile, gitRefNamespaces)
+	if err != nil {
+		return errorf("protected", packedFile, err, "cannot read the repository's packed refs, so cannot keep the command from adding refs git would find first")
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: packedFile, Prefix: "refs/", Keep: packed, Skip: gitRefNamespaces})
+	return nil
+}
+
+// packedRefsOutside returns the lines of the packed-refs file p for refs under refs/
+// but under none of the prefixes namespaces (at most maxPackedKept); none when p is
+// missing. p is read as the after-run cleanup reads it (regular, bounded).
+func packedRefsOutside(p string, namespaces []string) ([]string, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if st.Size() > cleanup.MaxPackedRefs {
+		return nil, fmt.Errorf("%d bytes, more than gosbx reads (%d)", st.Size(), cleanup.MaxPackedRefs)
+	}
+	var out []string
+	sc := bufio.NewScanner(io.LimitReader(f, st.Size()))
+	sc.Buffer(nil, cleanup.MaxPackedRefLine)
+lines:
+	for sc.Scan() {
+		_, ref, _ := strings.Cut(sc.Text(), " ")
+		if !strings.HasPrefix(ref, "refs/") {
+			continue
+		}
+		for _, ns := range namespaces {
+			if strings.HasPrefix(ref, ns) {
+				continue lines
+			}
+		}
+		if out = append(out, sc.Text()); len(out) > maxPackedKept {
+			return nil, fmt.Errorf("more than %d refs outside git's namespaces", maxPackedKept)
+		}
+	}
+	return out, sc.Err()
+}
