@@ -24,9 +24,16 @@ import (
 type RawRoot struct {
 	Root    rawplan.Reg // the root tmpfs's mount descriptor
 	roLater []rawSealed
+	procSys rawplan.Reg // the procfs's sys directory (ProcSys), when hasProc
+	hasProc bool
 	p       *rawplan.Plan
 	how     *openHows
 }
+
+// ProcSys returns the register of the O_PATH descriptor of the root procfs's sys
+// directory, as Root.ProcSys, and whether spec mounts a procfs; valid until
+// PlanPivotRoot closes it.
+func (rr *RawRoot) ProcSys() (rawplan.Reg, bool) { return rr.procSys, rr.hasProc }
 
 type rawSealed struct {
 	reg  rawplan.Reg
@@ -208,6 +215,11 @@ func planSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, 
 		}
 		rr.newFS(s, mnt, procFS, given, m.Type, pl.o.data, attr, wrap)
 		rr.attach(s, mnt.Arg(), dest, true, wrap)
+		if given {
+			rr.procSys, rr.hasProc = p.Reg(), true
+			p.Call(s, func(e unix.Errno) error { return wrap(fmt.Errorf("open sys: %w", e)) }, unix.SYS_OPENAT, mnt.Arg(), rawplan.Lit(p.Str("sys")),
+				rawplan.Lit(unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)).Into(rr.procSys)
+		}
 		if pl.o.ro {
 			rr.roLater = append(rr.roLater, rawSealed{mnt, dest})
 		} else {
@@ -467,6 +479,10 @@ func (rr *RawRoot) PlanPivotRoot(s uint16) error {
 		p.CloseReg(s, m.reg)
 	}
 	rr.roLater = nil
+	if rr.hasProc {
+		p.CloseReg(s, rr.procSys)
+		rr.hasProc = false
+	}
 	p.Call(s, func(e unix.Errno) error { return &Error{Op: "remount-ro", Target: "/", Err: e} },
 		unix.SYS_MOUNT_SETATTR, rr.Root.Arg(), rawplan.Lit(p.Str("")), rawplan.Lit(unix.AT_EMPTY_PATH), rawplan.Lit(ro), rawplan.Lit(unix.MOUNT_ATTR_SIZE_VER0))
 	return p.Finish()

@@ -158,7 +158,18 @@ type Root struct {
 	// clones of them (open_tree(2) copies the mount attributes), not new instances.
 	maskFile, maskDir int
 	maskNull          *Null // the source of maskFile
+
+	// procSys is an O_PATH descriptor of the root procfs's sys directory, -1 for
+	// none: kept until PivotRoot for ProcSys
+	procSys int
 }
+
+// ProcSys returns an O_PATH descriptor of the sys directory of the root's procfs (its
+// one "proc" mount), opened as soon as that procfs was mounted, or -1 when spec mounts
+// none. A walk from it stays below whatever is bound over /proc/sys later (a read-only
+// path, a mask): it reaches the procfs's own sysctl files, on the procfs's mount,
+// read-write until PivotRoot. Owned by r, valid until PivotRoot closes it.
+func (r *Root) ProcSys() int { return r.procSys }
 
 // New creates the root tmpfs (mode 0755, nosuid, nodev) and attaches it at staging, a
 // directory of the current mount namespace that no source of a later bind needs.
@@ -171,7 +182,7 @@ func New(staging string) (*Root, error) {
 		unix.Close(fd)
 		return nil, &Error{Op: "move_mount", Source: "tmpfs", Target: staging, Err: err}
 	}
-	return &Root{fd: fd, maskFile: -1, maskDir: -1}, nil
+	return &Root{fd: fd, maskFile: -1, maskDir: -1, procSys: -1}, nil
 }
 
 // newFS creates a detached mount of a new file system instance (fsopen(2), fsconfig(2),
@@ -289,6 +300,14 @@ func (r *Root) fs(fsfd int, fstype, dest string, opts map[string]string, attr ui
 	if err := r.attach(fd, dest, true); err != nil {
 		unix.Close(fd)
 		return errorf("mount", fstype, dest, attr, err)
+	}
+	if fstype == "proc" && r.procSys < 0 {
+		sys, err := unix.Openat(fd, "sys", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			unix.Close(fd)
+			return errorf("mount", fstype, dest, attr, fmt.Errorf("open sys: %w", err))
+		}
+		r.procSys = sys
 	}
 	if sealLater {
 		r.roLater = append(r.roLater, sealed{fd, dest})
@@ -508,6 +527,10 @@ func (r *Root) PivotRoot() error {
 		unix.Close(m.fd)
 	}
 	r.roLater = nil
+	if r.procSys >= 0 {
+		unix.Close(r.procSys)
+		r.procSys = -1
+	}
 	if err := setattr(r.fd, unix.MOUNT_ATTR_RDONLY, false); err != nil {
 		return &Error{Op: "remount-ro", Target: "/", Err: err}
 	}

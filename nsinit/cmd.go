@@ -256,8 +256,11 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 	if err := fault.Check("config"); err != nil {
 		return nil, c.fail(&SetupError{Step: "config", Err: err})
 	}
-	// the sandbox's user namespace limits, half of the caller's (userlimits.go)
-	if spec, err = withUserCounts(spec); err != nil {
+	// the sandbox's user namespace limits, half of the caller's (userlimits.go); none
+	// where a host id of the sandbox's own owns its user namespace (ownUserCounts)
+	if mapped || nsOwner != nil {
+		spec = ownUserCounts(spec)
+	} else if spec, err = withUserCounts(spec); err != nil {
 		return nil, c.fail(&SetupError{Step: "user counts", Err: err})
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {

@@ -20,8 +20,9 @@ import (
 type initSys interface {
 	readConfig(pooled bool) (*config.Config, []int, error)
 	sethostname(name string) error
-	// setUserCount sets the limit name of the init's user namespace to v (userlimits.go).
-	setUserCount(name string, v int64) error
+	// setUserCounts sets the limits of the init's user namespace through root's
+	// procfs (setUserCounts in userlimits.go).
+	setUserCounts(root *mounts.Root, counts []config.UserCount) error
 	loopbackUp() error
 	// listenEgress makes the egress's listening sockets (and capture ones on the
 	// ports capture) and sends them to the owner (egress.go); resolvConf covers the
@@ -93,9 +94,8 @@ func (k *kernelInit) readConfig(pooled bool) (*config.Config, []int, error) {
 	return readSpec(pooled)
 }
 
-func (k *kernelInit) sethostname(name string) error           { return unix.Sethostname([]byte(name)) }
-func (k *kernelInit) setUserCount(name string, v int64) error { return setUserCount(name, v) }
-func (k *kernelInit) loopbackUp() error                       { return netns.LoopbackUp() }
+func (k *kernelInit) sethostname(name string) error { return unix.Sethostname([]byte(name)) }
+func (k *kernelInit) loopbackUp() error             { return netns.LoopbackUp() }
 func (k *kernelInit) listenEgress(capture []uint16, keep bool) error {
 	return listenEgress(capture, keep)
 }
@@ -159,6 +159,9 @@ func (k *kernelInit) buildRoot(spec *config.Config, sources []int, trees bool, p
 	return mounts.Setup(spec, sources, mounts.ProcFS(procFS))
 }
 
+func (k *kernelInit) setUserCounts(root *mounts.Root, counts []config.UserCount) error {
+	return setUserCounts(root.ProcSys(), counts)
+}
 func (k *kernelInit) setIDProc() error             { return openSetIDProc() }
 func (k *kernelInit) startSetID(threads int) error { return startSetIDHandler(threads) }
 func (k *kernelInit) closeFds(fds []int)           { closeFds(fds) }

@@ -180,14 +180,6 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 	// named all the same (a fault-injection build fails it on request, as the Go
 	// init's step does).
 	p.Begin("read config")
-	s = p.Begin("user counts")
-	for _, u := range spec.UserCounts {
-		path, v := userCountsDir+u.Name, strconv.FormatInt(u.Max, 10)
-		f := p.Reg()
-		p.Call(s, errno("open "+path), unix.SYS_OPENAT, lit(atFdcwd), lit(p.Str(path)), lit(unix.O_WRONLY|unix.O_CLOEXEC)).Into(f)
-		p.Call(s, errno("write "+v+" to "+path), unix.SYS_WRITE, f.Arg(), lit(p.Str(v)), lit(uintptr(len(v))))
-		p.CloseReg(s, f)
-	}
 	// pid namespace: this process's next child is pid 1 of a new one, the holder
 	s = p.Begin("pid namespace")
 	// the handler's pid, or a negative number for the reaper (a failing close(-1)): never
@@ -270,6 +262,22 @@ func planRawBuild(p *rawplan.Plan, spec *config.Config, fd *rawFds) (*rawBuilt, 
 		planRawSetIDProc(p, s, fd.setid)
 	}
 	p.Begin("resolv.conf")
+	s = p.Begin("user counts")
+	if len(spec.UserCounts) > 0 {
+		// through the sandbox's own procfs, below its read-only /proc/sys (userlimits.go)
+		sys, ok := root.ProcSys()
+		if !ok {
+			return nil, &stepError{step: "user counts", err: errNoProcForCounts} // as the Go init's
+		}
+		for _, u := range spec.UserCounts {
+			path, v := userCountsDir+u.Name, strconv.FormatInt(u.Max, 10)
+			f := p.Reg()
+			p.Call(s, errno("open /proc/sys/"+path+" of the sandbox's procfs"), unix.SYS_OPENAT, sys.Arg(), lit(p.Str(path)),
+				lit(unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW)).Into(f)
+			p.Call(s, errno("write "+v+" to /proc/sys/"+path), unix.SYS_WRITE, f.Arg(), lit(p.Str(v)), lit(uintptr(len(v))))
+			p.CloseReg(s, f)
+		}
+	}
 	if err := root.PlanPivotRoot(p.Begin("pivot_root")); err != nil {
 		return nil, err
 	}

@@ -293,6 +293,10 @@ func launchRaw(spec *config.Config, p cloneParams, stdio *stdioCopy, group cgrou
 	plan.Call(s, func(e unix.Errno) error { return fmt.Errorf("close_range: %w", e) }, unix.SYS_CLOSE_RANGE, rawplan.Lit(uintptr(next)), rawplan.Lit(^uintptr(0)), rawplan.Lit(0))
 	built, err := planRawBuild(plan, spec, &fd)
 	if err != nil {
+		var se *stepError
+		if errors.As(err, &se) {
+			return fail(se.step, se.err)
+		}
 		return fail("config", err)
 	}
 	start, err := planRawStart(plan, spec, built, sfd)

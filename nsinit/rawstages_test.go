@@ -106,12 +106,8 @@ func rawStepOrder(t *testing.T, spec *config.Config, mapped bool) {
 		t.Fatal(err)
 	}
 	order := p.StepOrder()
-	// the Go init's build steps begin at its first after read config: user counts,
-	// when the config has some, else pid namespace
-	first := slices.Index(order, "user counts")
-	if first < 0 {
-		first = slices.Index(order, "pid namespace")
-	}
+	// the Go init's build steps begin at its first after read config: pid namespace
+	first := slices.Index(order, "pid namespace")
 	if first < 0 {
 		t.Fatalf("no pid namespace step: %v", order)
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -32,7 +33,7 @@ func TestSetIDStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := slices.Index(r.calls, "setIDProc")
-	if i < 0 || r.calls[i-1] != "closeFds [7 8]" || r.calls[i+1] != "pivotRoot" {
+	if i < 0 || r.calls[i-1] != "closeFds [7 8]" || !strings.HasPrefix(r.calls[i+1], "setUserCounts ") || r.calls[i+2] != "pivotRoot" {
 		t.Errorf("setIDProc is not between the mount and pivot_root steps:\n%q", r.calls)
 	}
 	// the one handler thread: made during setup, once the root is entered and the

@@ -46,8 +46,6 @@ type initStep struct {
 func (s *sandboxInit) buildSteps() []initStep {
 	steps := []initStep{
 		{"read config", (*sandboxInit).readConfig},
-		// while the init alone is in its user namespace and holds CAP_SYS_RESOURCE
-		{"user counts", (*sandboxInit).userCounts},
 		{"pid namespace", (*sandboxInit).pidNamespace},
 		{"hostname", (*sandboxInit).hostname},
 		{"loopback", (*sandboxInit).loopback},
@@ -59,6 +57,9 @@ func (s *sandboxInit) buildSteps() []initStep {
 		// the host's /proc is still in view and pid 1 may still mount
 		{"set-ID procfs", (*sandboxInit).setIDProc},
 		{"resolv.conf", (*sandboxInit).resolvConf},
+		// through the sandbox's own procfs (userlimits.go), once it exists, while the
+		// init holds CAP_SYS_RESOURCE and before any command runs
+		{"user counts", (*sandboxInit).userCounts},
 		{"pivot_root", (*sandboxInit).pivotRoot},
 		// Not dumpable: nothing inside can open /proc/<pid>/{exe,mem,fd/*} of pid 1 or
 		// of the commands' pid 1, or ptrace them.
@@ -97,12 +98,7 @@ func (s *sandboxInit) readConfig() error {
 
 // userCounts sets the sandbox's user namespace limits (config.Config.UserCounts).
 func (s *sandboxInit) userCounts() error {
-	for _, u := range s.spec.UserCounts {
-		if err := s.sys.setUserCount(u.Name, u.Max); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.sys.setUserCounts(s.root, s.spec.UserCounts)
 }
 
 func (s *sandboxInit) setIDProc() error {

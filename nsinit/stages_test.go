@@ -40,8 +40,8 @@ func (r *recorder) readConfig(pooled bool) (*config.Config, []int, error) {
 	return r.spec, []int{7, 8}, r.rec("readConfig")
 }
 func (r *recorder) sethostname(name string) error { return r.rec("sethostname %s", name) }
-func (r *recorder) setUserCount(name string, v int64) error {
-	return r.rec("setUserCount %s %d", name, v)
+func (r *recorder) setUserCounts(root *mounts.Root, counts []config.UserCount) error {
+	return r.rec("setUserCounts %v", counts)
 }
 func (r *recorder) loopbackUp() error { return r.rec("loopbackUp") }
 func (r *recorder) listenEgress(capture []uint16, keep bool) error {
@@ -155,7 +155,6 @@ func TestStageOrder(t *testing.T) {
 	}
 	build := []string{
 		"readConfig",
-		"setUserCount max_inotify_instances 64",
 		"unshare CLONE_NEWPID",
 		"holderFiles",
 		"startHolder",
@@ -173,6 +172,7 @@ func TestStageOrder(t *testing.T) {
 		"awaitHolder 41 5 6 4",
 		"buildRoot sources=[7 8] trees=false procFS=9",
 		"closeFds [7 8]",
+		"setUserCounts [{max_inotify_instances 64}]",
 		"pivotRoot",
 		"setNotDumpable",
 		"joinSessionKeyring",
@@ -332,7 +332,7 @@ func TestStageOrder(t *testing.T) {
 	// A step that fails stops everything after it, and names itself.
 	t.Run("fail closed", func(t *testing.T) {
 		for _, tc := range []struct{ failAt, step string }{
-			{"setUserCount", "user counts"}, {"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
+			{"setUserCounts", "user counts"}, {"sethostname", "hostname"}, {"unshare", "pid namespace"}, {"buildRoot", "mount"},
 			{"pivotRoot", "pivot_root"}, {"limitCaps", "limit capabilities"}, {"unshare CLONE_NEWCGROUP", "cgroup namespace"}, {"startHolder", "pid namespace"}, {"awaitHolder", "mount"},
 			{"openDir", "chdir"}, {"defaultSignals", "signal dispositions"},
 		} {

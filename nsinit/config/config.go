@@ -93,10 +93,13 @@ type Config struct {
 	// UserCounts are the limits the init writes in the sandbox's own user namespace
 	// (/proc/sys/user/NAME, user_namespaces(7); kernel/ucount.c charges each object
 	// made inside to this namespace's limit and to every ancestor's) before anything
-	// runs there. Nil: the launcher's default, half of each of UserCountNames as the
+	// runs there, through the sandbox's own procfs (one mount of type proc is then
+	// required). Nil: the launcher's default, half of each of UserCountNames as the
 	// launcher's own user namespace has it (nsinit), so that a sandbox cannot take
-	// every inotify instance or fanotify group of the user that runs it. Not part of
-	// the OCI JSON.
+	// every inotify instance or fanotify group of the user that runs it; none where a
+	// host id of the sandbox's own owns its user namespace (a root caller's range),
+	// which the kernel charges instead of the caller. Empty: none. Not part of the OCI
+	// JSON.
 	UserCounts []UserCount `json:"-"`
 }
 
