@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Tests of attack review 35's git findings F3-F6, F8 (git: commit, one-shot and sessions).
+
+// TestSessionWorktreeJunkNames: 50 000 names a request writes into .git/worktrees do
+// not hide a linked worktree the user adds before the next request: that request is
+// refused (125, naming the new worktree's git dir), so it cannot write the worktree's
+// config.worktree (attack review 35 F8: before, only the first 4096 names were compared
+// and the request ran; the host's git status in the worktree ran its core.fsmonitor).
+func TestSessionWorktreeJunkNames(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.newRepo(e.ws, "host-commit")
+		e.hostGit(e.ws, "config", "extensions.worktreeConfig", "true")
+		wts := filepath.Join(e.base, "wts")
+		must(t, os.Mkdir(wts, 0o755))
+		e.chown(wts)
+		e.hostGit(e.ws, "worktree", "add", "-q", filepath.Join(wts, "old"), "-b", "old")
+		e.start("j", "--policy", e.commitPolicy())
+		mustSucceed(t, e.in("j", nil, `cd .git/worktrees && i=0; while [ $i -lt 50000 ]; do : > j$i; i=$((i+1)); done`), "the junk names")
+		e.hostGit(e.ws, "worktree", "add", "-q", filepath.Join(wts, "new"), "-b", "nb")
+		r := e.in("j", nil, `printf '[core]\n\tfsmonitor = /bin/false\n' > .git/worktrees/new/config.worktree`)
+		if r.code != 125 || !strings.Contains(r.stderr, filepath.Join(e.ws, ".git", "worktrees", "new")) {
+			t.Errorf("a request after the user added a linked worktree among 50 000 names: want 125 naming its git dir\n%v", r)
+		}
+		if _, err := os.Lstat(filepath.Join(e.ws, ".git", "worktrees", "new", "config.worktree")); err == nil {
+			t.Errorf("the new worktree's config.worktree was written")
+		}
+	})
+}
+
+// TestGitCommitNewWorktreePointers: a linked worktree a commit-mode command adds has,
+// after the run, no config.worktree (its core.fsmonitor would run in the host's git
+// there) and no gitdir that does not lead back to its entry (git worktree remove
+// deletes the directory it names); one added and left as git made it keeps its gitdir
+// (attack review 35 F8: before, only a stray commondir was removed).
+func TestGitCommitNewWorktreePointers(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "host-commit")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e
+git worktree add -q wtok -b ok; git worktree add -q wtbad -b bad
+printf '[core]\n\tfsmonitor = /bin/false\n' > .git/worktrees/wtbad/config.worktree
+echo "$HOME/precious/.git" > .git/worktrees/wtbad/gitdir`)
+		mustSucceed(t, r, "the plant")
+		bad := filepath.Join(s.ws, ".git", "worktrees", "wtbad")
+		for _, f := range []string{"config.worktree", "gitdir"} {
+			if _, err := os.Lstat(filepath.Join(bad, f)); err == nil {
+				t.Errorf("%s of a worktree the command added is there after the run\n%v", f, r)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(s.ws, ".git", "worktrees", "wtok", "gitdir")); err != nil || !strings.Contains(string(b), "wtok") {
+			t.Errorf("git's own gitdir of a worktree the command added is %q (%v), want kept\n%v", b, err, r)
+		}
+	})
+}
