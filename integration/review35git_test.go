@@ -61,3 +61,33 @@ echo "$HOME/precious/.git" > .git/worktrees/wtbad/gitdir`)
 		}
 	})
 }
+
+// TestGitCommitTagsDirGone: a commit-mode command that moves a packed tag and puts a
+// file where refs/tags was, or deletes the tags and removes refs/tags, has the user's
+// tags put back as at launch (attack review 35 F5: before, with refs/tags no directory
+// the tags were taken for unmoved: the moved one stayed moved, the deleted ones gone).
+func TestGitCommitTagsDirGone(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		for _, script := range []string{
+			`E=$(git rev-parse HEAD); sed -i "s#^[0-9a-f]* refs/tags/v1\$#$E refs/tags/v1#" .git/packed-refs; rmdir .git/refs/tags; echo x > .git/refs/tags`,
+			`git tag -d v1 v2 >/dev/null; rmdir .git/refs/tags`,
+			`git tag -d v1 v2 >/dev/null; rmdir .git/refs/tags; ln -s /tmp .git/refs/tags`,
+		} {
+			s := newSandbox(t, c)
+			s.newRepo(s.ws, "c1")
+			s.hostGit(s.ws, "tag", "v1")
+			s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "--allow-empty", "-m", "c2")
+			s.hostGit(s.ws, "tag", "v2")
+			s.hostGit(s.ws, "pack-refs", "--all")
+			was, err := s.hostGitOut(s.ws, "show-ref", "--tags")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e; git -c user.name=m -c user.email=m@m commit -q --allow-empty -m evil; `+script)
+			mustSucceed(t, r, "the plant")
+			if now, err := s.hostGitOut(s.ws, "show-ref", "--tags"); err != nil || now != was {
+				t.Errorf("after %q the tags are\n%s(%v), want as at launch\n%s%v", script, now, err, was, r)
+			}
+		}
+	})
+}
