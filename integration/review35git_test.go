@@ -91,3 +91,25 @@ func TestGitCommitTagsDirGone(t *testing.T) {
 		}
 	})
 }
+
+// TestGitCommitPackRefsKeepsStrayRefs: loose refs outside git's namespaces there at
+// launch (refs/pull/7/head, jj's refs/jj/keep/<id>) are still there, with their values,
+// after a commit-mode command runs git pack-refs --all (attack review 35 F4: before,
+// the packed lines were taken for the command's and removed: the refs were gone).
+func TestGitCommitPackRefsKeepsStrayRefs(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "c1")
+		s.hostGit(s.ws, "update-ref", "refs/pull/7/head", "HEAD")
+		s.hostGit(s.ws, "update-ref", "refs/jj/keep/abc", "HEAD")
+		was, err := s.hostGitOut(s.ws, "for-each-ref", "refs/pull", "refs/jj")
+		if err != nil || strings.Count(was, "\n") != 2 {
+			t.Fatalf("for-each-ref: %q %v", was, err)
+		}
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `git pack-refs --all`)
+		mustSucceed(t, r, "git pack-refs --all")
+		if now, err := s.hostGitOut(s.ws, "for-each-ref", "refs/pull", "refs/jj"); err != nil || now != was {
+			t.Errorf("after git pack-refs --all the refs are\n%q (%v), want as at launch\n%q\n%v", now, err, was, r)
+		}
+	})
+}
