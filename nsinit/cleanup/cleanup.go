@@ -175,6 +175,9 @@ func Run(entries []Entry) (removed, failed []string) {
 			var r, f []string
 			switch kind {
 			case RemoveIfCreated:
+				if createdStill(e.Path, e.Was) {
+					continue // there when no command ran (Retake): the host's
+				}
 				switch gone, err := removeNoFollow(e.Path); {
 				case err != nil:
 					f = []string{e.Path + ": " + err.Error()}
