@@ -54,6 +54,9 @@ type Session struct {
 	// host's, the user's own git (both under cleanMu)
 	running int
 	quiet   bool
+	// unclean: the last pass reported what it could not remove or check; its
+	// baselines are not retaken, and the next pass runs them whole (under cleanMu)
+	unclean bool
 	// guard, from the config's Guard, searches the writable trees around each command
 	guard config.SessionGuard
 }
@@ -220,11 +223,16 @@ func (s *Session) Close(grace time.Duration) *Result {
 		}
 		s.cleanMu.Lock()
 		// the last pass's baselines: what the passes while it ran checked is not
-		// checked again (attack review 33 F3)
+		// checked again (attack review 33 F3); but the objects and LFS files are
+		// checked from the session's start, now that no process of it lives: a
+		// leftover's shared writable mapping writes a file after a pass checked it
+		// without new times (attack review 35 F6)
 		spec := *c.Config
 		spec.Cleanup = slices.Clone(c.Config.Cleanup)
 		for i, j := range s.liveAt {
-			spec.Cleanup[j] = s.live[i]
+			if k := s.live[i].Kind; k != cleanup.VerifyObjects && k != cleanup.VerifyLFSObjects {
+				spec.Cleanup[j] = s.live[i]
+			}
 		}
 		r.Removed, r.NotRemoved = c.own.afterRun(&spec)
 		s.cleanMu.Unlock()
@@ -302,15 +310,30 @@ func (s *Session) pass(hostOnly bool) (removed, failed []string) {
 	if len(s.live) == 0 {
 		return nil, nil
 	}
+	// no process of the session lives, and none can start while cleanMu is held
+	// (a request's beforePass takes it): what changes meanwhile is the host's
+	calm := s.running == 0 && s.Processes() == 0
 	pass := cleanup.Begin(s.live)
 	run := s.live
 	if hostOnly {
+		// what the host's git made since the last pass (a merge in progress, a
+		// fetch, a tag) is not judged against the launch's baselines, only taken as
+		// the new ones below; unless that pass left something it could not remove
 		run = slices.DeleteFunc(slices.Clone(s.live), func(e cleanup.Entry) bool {
-			return e.Kind == cleanup.RemoveIndexBits || e.Kind == cleanup.VerifyObjects || e.Kind == cleanup.VerifyLFSObjects
+			return e.Kind == cleanup.RemoveIndexBits || e.Kind == cleanup.VerifyObjects || e.Kind == cleanup.VerifyLFSObjects ||
+				(!s.unclean && cleanup.Baselined(e))
 		})
 	}
 	removed, failed = cleanup.Run(run)
 	pass.Advance(s.live)
+	switch {
+	case len(failed) > 0:
+		s.unclean = true
+	case calm && s.Processes() == 0:
+		// the state this pass left is the next pass's baseline (attack review 35 F3)
+		cleanup.Retake(s.live)
+		s.unclean = false
+	}
 	return removed, failed
 }
 

@@ -215,20 +215,35 @@ func TestSessionCleanupPerCommand(t *testing.T) {
 		t.Fatalf("NewSession: %v", err)
 	}
 	defer s.Close(time.Second)
-	c := s.Command(sessionProc(s, "sh", "-c", "touch planted mnt/x"))
+	c := s.Command(sessionProc(s, "sh", "-c", "touch planted mnt/x; (sleep 0.5; touch planted) >/dev/null 2>&1 </dev/null &"))
 	if err := c.Run(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(planted); err == nil || len(c.Result.Removed) != 1 || c.Result.Removed[0] != planted {
 		t.Errorf("after the command: %s there (%v), Removed %q; want it removed and said", planted, err, c.Result.Removed)
 	}
-	// planted between two commands: removed before the next one starts
-	if err := os.WriteFile(planted, nil, 0o644); err != nil {
-		t.Fatal(err)
+	// planted between two commands by a process the first left: removed before the
+	// next one starts
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Lstat(planted); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the background process did not plant")
+		}
 	}
 	c = s.Command(sessionProc(s, "sh", "-c", "test ! -e planted && test -e mnt/x"))
 	if err := c.Run(); err != nil || len(c.Result.Removed) != 1 {
 		t.Errorf("the next command: %v, Removed %q; want planted gone before it started, the tmpfs kept", err, c.Result.Removed)
+	}
+	// made on the host while no process of the session lives: the host's, kept
+	// (attack review 35 F3)
+	if err := os.WriteFile(planted, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = s.Command(sessionProc(s, "sh", "-c", "test -e planted"))
+	if err := c.Run(); err != nil || len(c.Result.Removed) != 0 {
+		t.Errorf("a command after the host made %s: %v, Removed %q; want it kept", planted, err, c.Result.Removed)
 	}
 	s.Close(time.Second)
 	if _, err := os.Lstat(mp); err == nil {

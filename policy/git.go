@@ -495,13 +495,19 @@ func (plan *gitPlan) guard(gd, own string) error {
 	}
 	// a linked worktree's commondir other than git's own ../.. is removed after every
 	// run (and every session pass): the entries the session's start did not see (a
-	// worktree the user adds between requests) have no read-only one (attack review 33 F2)
-	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveStrayCommondirs, Path: filepath.Join(gd, "worktrees")})
+	// worktree the user adds between requests) have no read-only one (attack review 33
+	// F2); in an entry not there at launch, config.worktree and a gitdir that does not
+	// lead back to the entry are removed too (attack review 35 F8)
 	plan.reads.rb.worktreesDir(filepath.Join(gd, "worktrees"))
 	wts, err := readDirCapped(filepath.Join(gd, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errorf("protected", filepath.Join(gd, "worktrees"), err, "cannot read the linked worktrees' git dirs, so cannot guard them")
 	}
+	known := make([]string, 0, len(wts))
+	for _, w := range wts {
+		known = append(known, w.Name())
+	}
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemoveStrayCommondirs, Path: filepath.Join(gd, "worktrees"), Keep: known})
 	for _, w := range wts {
 		p := filepath.Join(gd, "worktrees", w.Name())
 		if p != own && !plan.linkedCheckedOut(gd, p) {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -75,8 +76,48 @@ func (plan *gitPlan) guardStrayNames(gd string, refs bool) error {
 	if err != nil {
 		return errorf("protected", packedFile, err, "cannot read the repository's packed refs, so cannot keep the command from adding refs git would find first")
 	}
+	packed = append(packed, looseRefsOutside(filepath.Join(gd, "refs"), gitRefNamespaces)...)
 	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: packedFile, Prefix: "refs/", Keep: packed, Skip: gitRefNamespaces})
 	return nil
+}
+
+// looseRefsOutside returns, as packed-refs lines ("<oid> refs/<x>/…"), the loose refs
+// under the directory refs (a git dir's) outside the prefixes namespaces that hold an
+// object id: a git pack-refs --all in the run moves them into packed-refs, where they
+// are then lines the launch's packed-refs had not (attack review 35 F4: before, the
+// pass removed them, and the refs were gone; jj's refs/jj/keep/ keep its commits from
+// gc). A directory git would refuse too (a symlink, too many refs) gives none.
+func looseRefsOutside(refs string, namespaces []string) []string {
+	ents, err := readDirCapped(refs)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		name := "refs/" + e.Name()
+		if slices.ContainsFunc(namespaces, func(ns string) bool { return name == strings.TrimSuffix(ns, "/") || strings.HasPrefix(name, ns) }) || !e.IsDir() {
+			continue
+		}
+		loose, err := cleanup.LooseRefs(filepath.Join(refs, e.Name()), maxPackedKept)
+		if err != nil {
+			continue
+		}
+		for _, l := range loose {
+			rel, content, _ := strings.Cut(l, "\x00")
+			if oid := strings.TrimSpace(content); isHexOID(oid) {
+				out = append(out, oid+" "+name+"/"+rel)
+			}
+		}
+	}
+	return out
+}
+
+// isHexOID reports whether s is a SHA-1 or SHA-256 object id in lower-case hex.
+func isHexOID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // packedRefsOutside returns the lines of the packed-refs file p for refs under refs/

@@ -187,7 +187,11 @@ func (s *ProtectedScan) rescan(cwds []string) ([]Found, error) {
 	if err != nil {
 		return nil, err
 	}
-	now = append(now, s.worktreeEntries()...)
+	wts, err := s.worktreeEntries()
+	if err != nil {
+		return nil, err
+	}
+	now = append(now, wts...)
 	inTrees := len(now)
 	for _, cwd := range cwds {
 		for _, p := range s.chain(cwd) {

@@ -63,8 +63,10 @@ const (
 	VerifyLFSObjects Kind = "verify-lfs-objects"
 	// RemoveStrayCommondirs: in each entry of the directory Path (a git dir's
 	// worktrees/), a commondir that does not name Path's parent as git writes it
-	// ("../..") is removed. For a linked worktree's git dir, whose commondir sends the
-	// host's git in that checkout to another git dir's config and hooks.
+	// ("../..") is removed, and in an entry not named in Keep (those at launch) its
+	// config.worktree and a gitdir that does not lead back to it. For a linked
+	// worktree's git dir, whose commondir sends the host's git in that checkout to
+	// another git dir's config and hooks.
 	RemoveStrayCommondirs Kind = "remove-stray-commondirs"
 	// RestoreMode: the directory Path gets back its permission bits Mode (as at launch)
 	// when they differ after the run: a git dir the command made unsearchable, which
@@ -89,7 +91,8 @@ const (
 type Entry struct {
 	Kind Kind   `json:"kind"`
 	Path string `json:"path"`
-	// Keep (RemoveNewEntries) are the names of Path's entries that stay; for
+	// Keep (RemoveNewEntries, RemoveStrayCommondirs) are the names of Path's entries
+	// that stay (as at launch); for
 	// RemovePackedRefs, the lines ("<oid> <ref>") that stay.
 	Keep []string `json:"keep,omitempty"`
 	// KeepIDs (RemoveNewEntries), one per Keep name when given, are what each name was
@@ -172,6 +175,9 @@ func Run(entries []Entry) (removed, failed []string) {
 			var r, f []string
 			switch kind {
 			case RemoveIfCreated:
+				if createdStill(e.Path, e.Was) {
+					continue // there when no command ran (Retake): the host's
+				}
 				switch gone, err := removeNoFollow(e.Path); {
 				case err != nil:
 					f = []string{e.Path + ": " + err.Error()}
@@ -195,7 +201,7 @@ func Run(entries []Entry) (removed, failed []string) {
 			case VerifyLFSObjects:
 				r, f = verifyLFS(e.Path, e.Since)
 			case RemoveStrayCommondirs:
-				r, f = removeStrayCommondirs(e.Path)
+				r, f = removeStrayCommondirs(e.Path, e.Keep)
 			case RestoreMode:
 				if err := restoreMode(e.Path, e.Mode); err != nil {
 					f = []string{e.Path + ": restoring its mode: " + err.Error()}

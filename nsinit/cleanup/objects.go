@@ -191,6 +191,9 @@ func commitGraphsChanged(dfd int, dir string, recent func(*unix.Stat_t) bool) (r
 			moved = append(moved, name)
 		}
 	})
+	if err == nil && n > maxFanoutEntries {
+		err = fmt.Errorf("more than %d entries", maxFanoutEntries) // the rest is not checked: said
+	}
 	if err != nil {
 		failed = report(failed, filepath.Join(dir, "info", "commit-graphs")+": not all checked: "+err.Error())
 	}

@@ -2,7 +2,6 @@ package cleanup
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,9 +110,15 @@ func asAtLaunch(e Entry) bool {
 			return false
 		}
 		defer f.Close()
-		names, err := f.Readdirnames(len(e.Keep) + 1024)
-		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(e.Keep, n) && matchesAny(e.Skip, n) })
-		return (err == nil || errors.Is(err, io.EOF)) && sameSet(names, e.Keep)
+		// the whole directory: a name past a partial read is as new as any (attack
+		// review 35 F8); no more than len(Keep)+1 names are held
+		var names []string
+		err = eachName(f, func(n string) {
+			if len(names) <= len(e.Keep) && (slices.Contains(e.Keep, n) || !matchesAny(e.Skip, n)) {
+				names = append(names, n)
+			}
+		})
+		return err == nil && sameSet(names, e.Keep)
 	}
 	return false
 }

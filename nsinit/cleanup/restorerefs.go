@@ -3,6 +3,7 @@ package cleanup
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,6 +31,15 @@ func restoreRefs(dir string, keep []string) (removed, failed []string) {
 	if err != nil {
 		return nil, []string{dir + ": " + err.Error()}
 	}
+	if len(moved) > 0 {
+		what, err := refsDirBack(dir)
+		if err != nil {
+			return nil, []string{dir + ": not a directory; " + err.Error() + "; its tags are not put back"}
+		}
+		if what != "" {
+			removed = append(removed, dir+" (not a directory): "+what)
+		}
+	}
 	for _, k := range moved {
 		rel, value, _ := strings.Cut(k, "\x00")
 		p := filepath.Join(dir, rel)
@@ -46,21 +56,53 @@ func restoreRefs(dir string, keep []string) (removed, failed []string) {
 	return removed, failed
 }
 
+// refsDirBack makes dir a directory again when it is not one (gone, a file, a
+// symlink): what is there is moved aside (moveAside) and an empty directory made. It
+// returns what was moved, "" when dir was a directory.
+func refsDirBack(dir string) (string, error) {
+	pfd, err := openDirNoFollow(filepath.Dir(dir))
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(pfd)
+	name := filepath.Base(dir)
+	var st unix.Stat_t
+	what := ""
+	switch err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return "", nil
+	case err == nil:
+		if what, err = moveAside(pfd, name, dir); err != nil {
+			return "", fmt.Errorf("moving it aside: %w", err)
+		}
+	case !errors.Is(err, unix.ENOENT):
+		return "", err
+	}
+	if err := unix.Mkdirat(pfd, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return what, fmt.Errorf("making it again: %w", err)
+	}
+	return what, nil
+}
+
 // refsMoved returns the entries of keep (restoreRefs') whose ref git would not resolve
-// to its launch value now; none when dir is gone or reached through a symlink.
+// to its launch value now. A dir that is gone, a file or a symlink holds no loose ref
+// (git takes refs/tags/<name>'s ENOENT or ENOTDIR as none, and reads packed-refs):
+// every entry is then compared with packed-refs (attack review 35 F5: before, none
+// was, so a tag moved in packed-refs, or deleted, stayed so).
 func refsMoved(dir string, keep []string) ([]string, error) {
 	if len(keep) == 0 {
 		return nil, nil
 	}
 	fd, err := openDirNoFollow(dir)
-	if unreachable(err) {
-		return nil, nil
-	}
-	if err != nil {
+	var d *os.File
+	switch {
+	case unreachable(err):
+	case err != nil:
 		return nil, err
+	default:
+		d = os.NewFile(uintptr(fd), dir)
+		defer d.Close()
 	}
-	d := os.NewFile(uintptr(fd), dir)
-	defer d.Close()
 	want := map[string]string{}
 	for _, k := range keep {
 		rel, value, _ := strings.Cut(k, "\x00")
@@ -70,9 +112,10 @@ func refsMoved(dir string, keep []string) ([]string, error) {
 	// the names at the top of dir: a ref under none of them is not loose, and is not
 	// opened (most tags are packed: git pack-refs, gc, a clone)
 	top := map[string]bool{}
-	err = eachName(d, func(n string) { top[n] = true })
-	if err != nil {
-		return nil, err
+	if d != nil {
+		if err := eachName(d, func(n string) { top[n] = true }); err != nil {
+			return nil, err
+		}
 	}
 	var moved []string
 	for _, k := range keep {

@@ -1,0 +1,186 @@
+package cleanup
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxRetaken bounds the names or refs a retaken baseline holds (as policy's launch
+// baselines are bounded); past it the old baseline stays.
+const maxRetaken = 100000
+
+// Baselined reports whether e's meaning is "as at launch" (a Keep list, a path absent
+// at launch): the kinds Retake moves to what is there now.
+func Baselined(e Entry) bool {
+	switch e.Kind {
+	case RemoveIfCreated:
+		return !e.Anytime
+	case RemoveNewEntries, RemovePackedRefs, RemoveChangedRefs, RestoreRefs, RemoveStrayCommondirs:
+		return true
+	}
+	return false
+}
+
+// Retake moves the "as at launch" baselines of entries (Baselined) to what is there
+// now: a session calls it once a pass ended while no process of it lived, so that
+// what the host's own git makes between requests (a merge in progress, a fetch, a
+// tag, a tool's directory in .git) is the next pass's baseline, never undone as the
+// session's (attack review 35 F3). A RemoveIfCreated path that is there now is
+// stamped (Was): it is removed only once it is another file or changed. An entry
+// whose state cannot be read keeps its baseline.
+func Retake(entries []Entry) {
+	for i := range entries {
+		e := &entries[i]
+		if !Baselined(*e) {
+			continue
+		}
+		switch e.Kind {
+		case RemoveIfCreated:
+			var st unix.Stat_t
+			switch err := unix.Lstat(e.Path, &st); {
+			case err == nil:
+				e.Was = []Stamp{stampOf("", &st)}
+			case errors.Is(err, unix.ENOENT):
+				e.Was = nil
+			}
+		case RemoveNewEntries, RemoveStrayCommondirs:
+			names, ids, err := entriesNow(e.Path, e.Kind == RemoveNewEntries && len(e.KeepIDs) > 0)
+			if err == nil {
+				e.Keep, e.KeepIDs = names, ids
+			}
+		case RemovePackedRefs:
+			if lines, err := packedLinesUnder(e.Path, e.Prefix); err == nil {
+				e.Keep = lines
+			}
+		case RemoveChangedRefs:
+			if loose, err := LooseRefs(e.Path, maxRetaken); err == nil {
+				e.Keep = loose
+			}
+		case RestoreRefs:
+			if keep, err := refValuesNow(e.Path); err == nil {
+				e.Keep = keep
+			}
+		}
+	}
+}
+
+// createdStill reports whether the RemoveIfCreated path p is the file Retake stamped
+// (was), unchanged: then it is the host's, left.
+func createdStill(p string, was []Stamp) bool {
+	var st unix.Stat_t
+	return len(was) == 1 && unix.Lstat(p, &st) == nil && stampOf("", &st) == was[0]
+}
+
+// entriesNow lists the names of the directory dir (none when it is gone) and, when
+// ids, their identities; more than maxRetaken is an error.
+func entriesNow(dir string, ids bool) ([]string, []ID, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return []string{}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	var names []string
+	err = eachName(f, func(n string) {
+		if len(names) <= maxRetaken {
+			names = append(names, n)
+		}
+	})
+	if err == nil && len(names) > maxRetaken {
+		err = fmt.Errorf("%s: more than %d entries", dir, maxRetaken)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.Sort(names)
+	if !ids {
+		return names, nil, nil
+	}
+	out := make([]ID, len(names))
+	for i, n := range names {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, n), &st); err != nil {
+			return nil, nil, err
+		}
+		out[i] = IDOf(&st)
+	}
+	return names, out, nil
+}
+
+// packedLinesUnder returns the lines ("<oid> <ref>") of the packed-refs file p whose
+// refs start with prefix; none when p is missing. p is read as removePackedRefs reads
+// it (regular, bounded).
+func packedLinesUnder(p, prefix string) ([]string, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > MaxPackedRefs {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", p, MaxPackedRefs)
+	}
+	var out []string
+	sc := bufio.NewScanner(io.LimitReader(f, st.Size))
+	sc.Buffer(nil, MaxPackedRefLine)
+	for sc.Scan() {
+		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, prefix) {
+			if out = append(out, sc.Text()); len(out) > maxRetaken {
+				return nil, fmt.Errorf("%s: more than %d refs under %s", p, maxRetaken, prefix)
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// refValuesNow returns the refs under dir (a git dir's refs/tags) as RestoreRefs'
+// Keep, as git resolves them now: loose first, then the git dir's packed-refs.
+func refValuesNow(dir string) ([]string, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, errors.New("not a directory") // restoreRefs puts the old ones back
+	}
+	loose, err := LooseRefs(dir, maxRetaken)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "refs/" + filepath.Base(dir) + "/"
+	packed, err := packedLinesUnder(filepath.Join(filepath.Dir(filepath.Dir(dir)), "packed-refs"), prefix)
+	if err != nil {
+		return nil, err
+	}
+	at := map[string]string{}
+	for _, l := range packed {
+		oid, ref, _ := strings.Cut(l, " ")
+		at[strings.TrimPrefix(ref, prefix)] = oid
+	}
+	for _, l := range loose {
+		rel, content, _ := strings.Cut(l, "\x00")
+		at[rel] = strings.TrimSpace(content)
+	}
+	var keep []string
+	for rel, v := range at {
+		if v != "" && !strings.ContainsAny(v, "\x00\n") {
+			keep = append(keep, rel+"\x00"+v)
+		}
+	}
+	slices.Sort(keep)
+	return keep, nil
+}
