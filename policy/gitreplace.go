@@ -1,10 +1,7 @@
 package policy
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,42 +101,6 @@ func (plan *gitPlan) guardRefsUnder(gd, sub string) error {
 	}
 	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: filepath.Join(gd, "packed-refs"), Prefix: prefix, Keep: packed})
 	return nil
-}
-
-// packedRefsUnder returns the lines ("<oid> <prefix>…") of the packed-refs file p,
-// none when there is none (at most maxPackedKept); p is opened without following a symlink or blocking on
-// a FIFO (noSymlinksIn refused both already). A file over cleanup.MaxPackedRefs bytes
-// or with a line over cleanup.MaxPackedRefLine is an error (the after-run cleanup moves
-// such a file aside, so one a command planted refuses no later launch).
-func packedRefsUnder(p, prefix string) ([]string, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	// bounded as the after-run cleanup reads it: one it moved aside is not here again
-	if st.Size() > cleanup.MaxPackedRefs {
-		return nil, fmt.Errorf("%d bytes, more than gosbx reads (%d)", st.Size(), cleanup.MaxPackedRefs)
-	}
-	var out []string
-	sc := bufio.NewScanner(io.LimitReader(f, st.Size()))
-	sc.Buffer(nil, cleanup.MaxPackedRefLine)
-	for sc.Scan() {
-		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, prefix) {
-			if out = append(out, sc.Text()); len(out) > maxPackedKept {
-				return nil, fmt.Errorf("more than %d refs under %s", maxPackedKept, prefix)
-			}
-		}
-	}
-	return out, sc.Err()
 }
 
 // ReplaceRefNote returns, for a path the after-run cleanup removed (nsinit.Result.Removed),
@@ -249,4 +210,12 @@ func NotRemovedNote(p, who string) string {
 		return "gosbx: WARNING: could not check " + Shown(file) + " after " + who + " ran (" + Shown(why) + "): it may hide a change from git status and git diff, or name replace refs; look at it (git ls-files -v, git replace -l) before trusting git there"
 	}
 	return "gosbx: WARNING: could not remove what " + who + " created (or replaced) at " + Shown(p) + "; it would redirect git outside the sandbox: remove it before running git there"
+}
+
+// packedRefsUnder returns the lines ("<oid> <prefix>…") of the packed-refs file p whose
+// refs start with prefix, none when p is missing; read with the after-run cleanup's
+// bounds (cleanup.PackedRefLines: a file it would move aside is an error here, so one
+// a command planted refuses no later launch).
+func packedRefsUnder(p, prefix string) ([]string, error) {
+	return cleanup.PackedRefLines(p, maxPackedKept, func(ref string) bool { return strings.HasPrefix(ref, prefix) })
 }

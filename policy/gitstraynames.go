@@ -1,17 +1,11 @@
 package policy
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
@@ -121,42 +115,17 @@ func isHexOID(s string) bool {
 }
 
 // packedRefsOutside returns the lines of the packed-refs file p for refs under refs/
-// but under none of the prefixes namespaces (at most maxPackedKept); none when p is
-// missing. p is read as the after-run cleanup reads it (regular, bounded).
+// but in none of namespaces, none when p is missing (cleanup.PackedRefLines' bounds).
 func packedRefsOutside(p string, namespaces []string) ([]string, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if st.Size() > cleanup.MaxPackedRefs {
-		return nil, fmt.Errorf("%d bytes, more than gosbx reads (%d)", st.Size(), cleanup.MaxPackedRefs)
-	}
-	var out []string
-	sc := bufio.NewScanner(io.LimitReader(f, st.Size()))
-	sc.Buffer(nil, cleanup.MaxPackedRefLine)
-lines:
-	for sc.Scan() {
-		_, ref, _ := strings.Cut(sc.Text(), " ")
+	return cleanup.PackedRefLines(p, maxPackedKept, func(ref string) bool {
 		if !strings.HasPrefix(ref, "refs/") {
-			continue
+			return false
 		}
 		for _, ns := range namespaces {
 			if strings.HasPrefix(ref, ns) {
-				continue lines
+				return false
 			}
 		}
-		if out = append(out, sc.Text()); len(out) > maxPackedKept {
-			return nil, fmt.Errorf("more than %d refs outside git's namespaces", maxPackedKept)
-		}
-	}
-	return out, sc.Err()
+		return true
+	})
 }

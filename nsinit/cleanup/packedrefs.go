@@ -169,3 +169,42 @@ func underPrefix(ref, prefix string) bool {
 	}
 	return ref == prefix || strings.HasPrefix(ref, prefix+"/")
 }
+
+// PackedRefLines returns the lines ("<oid> <ref>", in file order) of the packed-refs
+// file p whose ref keep accepts, none when p is missing. p is read as the after-run
+// cleanup reads it: opened without following a symlink or blocking on a FIFO, a
+// regular file of at most MaxPackedRefs bytes with lines of at most MaxPackedRefLine
+// (git's peeled "^" lines have no ref and are never kept). Errors: the open's, p not
+// a regular file or over the bounds, more than max lines kept.
+func PackedRefLines(p string, max int, keep func(ref string) bool) ([]string, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	if st.Size > MaxPackedRefs {
+		return nil, fmt.Errorf("%s: %d bytes, more than gosbx reads (%d)", p, st.Size, MaxPackedRefs)
+	}
+	var out []string
+	sc := bufio.NewScanner(io.LimitReader(f, st.Size))
+	sc.Buffer(nil, MaxPackedRefLine)
+	for sc.Scan() {
+		if _, ref, _ := strings.Cut(sc.Text(), " "); ref != "" && keep(ref) {
+			if out = append(out, sc.Text()); len(out) > max {
+				return nil, fmt.Errorf("%s: more than %d refs to keep", p, max)
+			}
+		}
+	}
+	return out, sc.Err()
+}

@@ -1,10 +1,8 @@
 package cleanup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,38 +115,6 @@ func entriesNow(dir string, ids bool) ([]string, []ID, error) {
 	return names, out, nil
 }
 
-// packedLinesUnder returns the lines ("<oid> <ref>") of the packed-refs file p whose
-// refs start with prefix; none when p is missing. p is read as removePackedRefs reads
-// it (regular, bounded).
-func packedLinesUnder(p, prefix string) ([]string, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > MaxPackedRefs {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", p, MaxPackedRefs)
-	}
-	var out []string
-	sc := bufio.NewScanner(io.LimitReader(f, st.Size))
-	sc.Buffer(nil, MaxPackedRefLine)
-	for sc.Scan() {
-		if _, ref, _ := strings.Cut(sc.Text(), " "); strings.HasPrefix(ref, prefix) {
-			if out = append(out, sc.Text()); len(out) > maxRetaken {
-				return nil, fmt.Errorf("%s: more than %d refs under %s", p, maxRetaken, prefix)
-			}
-		}
-	}
-	return out, sc.Err()
-}
 
 // refValuesNow returns the refs under dir (a git dir's refs/tags) as RestoreRefs'
 // Keep, as git resolves them now: loose first, then the git dir's packed-refs.
@@ -183,4 +149,10 @@ func refValuesNow(dir string) ([]string, error) {
 	}
 	slices.Sort(keep)
 	return keep, nil
+}
+
+// packedLinesUnder returns the lines ("<oid> <ref>") of the packed-refs file p whose
+// refs start with prefix; none when p is missing (PackedRefLines' bounds).
+func packedLinesUnder(p, prefix string) ([]string, error) {
+	return PackedRefLines(p, maxRetaken, func(ref string) bool { return strings.HasPrefix(ref, prefix) })
 }
