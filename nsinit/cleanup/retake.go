@@ -115,7 +115,6 @@ func entriesNow(dir string, ids bool) ([]string, []ID, error) {
 	return names, out, nil
 }
 
-
 // refValuesNow returns the refs under dir (a git dir's refs/tags) as RestoreRefs'
 // Keep, as git resolves them now: loose first, then the git dir's packed-refs.
 func refValuesNow(dir string) ([]string, error) {
