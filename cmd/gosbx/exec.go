@@ -410,7 +410,7 @@ func emitError(status *os.File, err error) {
 	if errors.As(err, &sf) {
 		step, err = sf.step, sf.err
 	}
-	b, _ := json.Marshal(nsinit.Event{Error: err.Error(), Step: step, Status: nsinit.ExitSetup})
+	b, _ := json.Marshal(nsinit.Event{Error: nsinit.ForCLI(err).Error(), Step: step, Status: nsinit.ExitSetup})
 	status.Write(append(b, '\n'))
 }
 
