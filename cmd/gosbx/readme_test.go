@@ -93,3 +93,28 @@ func TestReadmeLibraryProgram(t *testing.T) {
 		t.Fatalf("README's program does not build: %v\n%s\n%s", err, out, src)
 	}
 }
+
+// README's build step names the Go version go.mod asks for (trial finding T10: an
+// older 1.26 toolchain stops, or downloads one, and README named none).
+func TestReadmeGoVersion(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	for _, l := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "go" {
+			v = f[1]
+		}
+	}
+	if v == "" {
+		t.Fatal("go.mod has no go line")
+	}
+	if want := "Go " + v + " or later"; !strings.Contains(string(readme), want) {
+		t.Errorf("README does not say %q (go.mod: go %s)", want, v)
+	}
+}
