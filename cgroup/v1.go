@@ -60,7 +60,7 @@ func v1Hierarchies() ([]v1Dir, error) {
 // is suggested (trial 2026-12-02, T15: the fix named no flag; doctor's row and its
 // "How to fix" line then said two things).
 const FixContainerCgroup = "run without limits (--limits best-effort, and limit the container itself: podman/docker run " +
-	"--memory, --pids-limit, --cpus), or run gosbx outside the container (as root on a cgroup v1 host; unprivileged in a " +
+	"--memory, --pids-limit, --cpus), or run gosbx outside the container (as root on a cgroup v1 host, or as any user in a " +
 	"delegated cgroup v2 group); a cgroup namespace of the container's own (--cgroupns=private) does not help: its cgroup " +
 	"mount stays read-only"
 
