@@ -55,10 +55,14 @@ func v1Hierarchies() ([]v1Dir, error) {
 
 // FixContainerCgroup is what a container's caller does when it cannot make cgroups:
 // Podman on a cgroup v1 host mounts the container's own group read-only, with or without
-// its own cgroup namespace (--cgroupns=private: measured, "read-only file system").
+// its own cgroup namespace (--cgroupns=private: measured, "read-only file system"). No
+// runtime option gives a container a writable cgroup mount of its own safely, so none
+// is suggested (trial 2026-12-02, T15: the fix named no flag; doctor's row and its
+// "How to fix" line then said two things).
 const FixContainerCgroup = "run without limits (--limits best-effort, and limit the container itself: podman/docker run " +
-	"--memory, --pids-limit, --cpus), or give the container a writable cgroup mount of its own (--cgroupns=private alone " +
-	"leaves it read-only), or run gosbx on the host"
+	"--memory, --pids-limit, --cpus), or run gosbx outside the container (as root on a cgroup v1 host, or as any user in a " +
+	"delegated cgroup v2 group); a cgroup namespace of the container's own (--cgroupns=private) does not help: its cgroup " +
+	"mount stays read-only"
 
 // ownGroupsMounted says why the caller's own group in a hierarchy, the path
 // /proc/self/cgroup names under its mount, is not a directory in this mount namespace:

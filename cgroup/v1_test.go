@@ -308,7 +308,7 @@ func TestOwnGroupsMountedNamesTheCgroupNamespace(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%v: does not wrap ErrNotExist", err)
 	}
-	for _, want := range []string{missing, "memory group is not in this mount namespace", "/proc/self/cgroup", "--limits best-effort", "--cgroupns=private alone leaves it read-only"} {
+	for _, want := range []string{missing, "memory group is not in this mount namespace", "/proc/self/cgroup", "--limits best-effort", "--cgroupns=private) does not help"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q in %v", want, err)
 		}

@@ -50,7 +50,7 @@ func RunFor(exe, workspace string) *Report {
 		r.add(checkNamespace(exe, ns.name, ns.flag))
 	}
 	if userns.Status == OK {
-		r.add(childCheck(exe, "new mount API", "mountapi", Fail, "fsopen, fsmount, move_mount, mount_setattr need Linux 5.12 or later"))
+		r.add(mountAPICheck(exe))
 		r.add(overlayCheck(exe))
 	} else {
 		r.add(Check{Name: "new mount API", Status: Skip, Detail: "needs a user namespace"})
@@ -64,7 +64,7 @@ func RunFor(exe, workspace string) *Report {
 		r.add(c)
 	}
 	if userns.Status == OK {
-		for _, c := range checkSandbox(exe, f) {
+		for _, c := range checkSandbox(exe, workspace, f) {
 			r.add(c)
 		}
 	} else {
@@ -241,6 +241,32 @@ func childCheck(exe, name, probe string, failStatus Status, fix string) Check {
 		return Check{Name: name, Status: failStatus, Detail: probeDetail(out, err), Fix: fix}
 	}
 	return Check{Name: name, Status: OK, Detail: "mounted in a user namespace"}
+}
+
+// mountAPICheck mounts a tmpfs with the new mount API in a user namespace. Its fix
+// follows the probe's errno (its exit status): only ENOSYS is an old kernel; EPERM is
+// a seccomp filter's or the kernel's refusal, said as the sandbox launch's would be
+// (nsinit.Hint); a probe with no directory to mount on names the container's missing
+// directories (trial finding T8: "need Linux 5.12" on a 6.18 kernel without /tmp).
+func mountAPICheck(exe string) Check {
+	out, err := clone(exe, unix.CLONE_NEWNS, "mountapi")
+	if err == nil {
+		return Check{Name: "new mount API", Status: OK, Detail: "mounted in a user namespace"}
+	}
+	c := Check{Name: "new mount API", Status: Fail, Detail: probeDetail(out, err)}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Exited() {
+		return c
+	}
+	switch code := ee.ExitCode(); {
+	case code == 255:
+		c.Fix = "give the container a /tmp (podman or docker run --tmpfs /tmp): gosbx attaches the sandbox's root to the first of /tmp, /mnt, /run, /dev, /proc that exists"
+	case unix.Errno(code) == unix.ENOSYS:
+		c.Fix = "fsopen, fsmount, move_mount, mount_setattr need Linux 5.12 or later"
+	default:
+		c.Fix = nsinit.Hint("mount", unix.Errno(code))
+	}
+	return c
 }
 
 // overlayCheck mounts an overlayfs in a user namespace. The default policy does not use
@@ -420,22 +446,19 @@ func checkCloneIntoUnified(exe string) Check {
 
 // checkSandbox launches one real sandbox under the default policy, through nsinit, and
 // runs the escape probe in it.
-func checkSandbox(exe string, f Facts) []Check {
-	removeStale("/var/tmp")
-	prefix := fmt.Sprintf("gosbx-doctor-%d-", os.Getpid())
-	base, err := os.MkdirTemp("/var/tmp", prefix)
+func checkSandbox(exe, workspace string, f Facts) []Check {
+	host, err := policy.CurrentHost()
 	if err != nil {
-		base, err = os.MkdirTemp("", prefix)
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: err.Error()})
 	}
+	base, err := scratch(workspace, host)
 	if err != nil {
-		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: "cannot make a scratch directory: " + err.Error()})
+		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: err.Error(),
+			Fix: "give the container a /tmp (podman or docker run --tmpfs /tmp), or name a writable directory: gosbx doctor --workspace DIR"})
 	}
 	defer os.RemoveAll(base)
 	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
 	canary := filepath.Join(outside, "canary")
-	for _, d := range []string{ws, outside} {
-		os.Mkdir(d, 0o755)
-	}
 	os.WriteFile(canary, []byte("host secret"), 0o644)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -451,10 +474,6 @@ func checkSandbox(exe string, f Facts) []Check {
 		}
 		accepted <- err == nil
 	}()
-	host, err := policy.CurrentHost()
-	if err != nil {
-		return launchFailed(Check{Name: "sandbox launch", Status: Fail, Detail: err.Error()})
-	}
 	host.Cwd = ws
 	spec, err := policy.Compile(policy.Options{Workspace: ws, ReadOnly: []string{exe},
 		Args: []string{exe, ProbeArg, "escape", canary, outside, port}}, host)
@@ -517,6 +536,56 @@ func checkSandbox(exe string, f Facts) []Check {
 	}
 	verdict("capabilities and no_new_privs", caps, "")
 	return checks
+}
+
+// scratchBases are where checkSandbox may make its scratch directory, in order:
+// /var/tmp, the temporary directory ($TMPDIR, else /tmp), then the workspace doctor was
+// given, else the current directory: a container image without /tmp or /var/tmp (FROM
+// scratch) still runs gosbx exec in its working directory, so the doctor's launch must
+// not fail there (trial finding T8).
+func scratchBases(workspace string) []string {
+	bases := []string{"/var/tmp", os.TempDir()}
+	if workspace == "" {
+		workspace, _ = os.Getwd()
+	}
+	if workspace != "" {
+		bases = append(bases, workspace)
+	}
+	return bases
+}
+
+// scratch makes the doctor's scratch directory gosbx-doctor-PID-… holding ws and
+// outside, in the first of scratchBases where it can be made and where the default
+// policy accepts ws as a workspace (a $TMPDIR under /dev is a system directory the
+// policy refuses), and returns its path; the error names every base's cause.
+func scratch(workspace string, host policy.Host) (string, error) {
+	prefix := fmt.Sprintf("gosbx-doctor-%d-", os.Getpid())
+	var why []string
+	for _, dir := range slices.Compact(scratchBases(workspace)) {
+		removeStale(dir)
+		base, err := os.MkdirTemp(dir, prefix)
+		if err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		ws := filepath.Join(base, "ws")
+		for _, d := range []string{ws, filepath.Join(base, "outside")} {
+			if err == nil {
+				err = os.Mkdir(d, 0o755)
+			}
+		}
+		if err == nil {
+			host.Cwd = ws
+			_, err = policy.Effective(policy.Options{Workspace: ws, Args: []string{"true"}}, host)
+		}
+		if err != nil {
+			os.RemoveAll(base)
+			why = append(why, dir+": "+err.Error())
+			continue
+		}
+		return base, nil
+	}
+	return "", fmt.Errorf("cannot make a scratch directory the default policy accepts as a workspace: %s", strings.Join(why, "; "))
 }
 
 // removeStale removes what an earlier doctor run killed before it could clean up left in

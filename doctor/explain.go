@@ -78,14 +78,9 @@ func explainCgroup(mode string, f Facts, err error) string {
 		why := "this process's own cgroup, the path /proc/self/cgroup names, is not under this mount namespace's /sys/fs/cgroup " +
 			"(a container that shares the host's cgroup namespace sees the host's path, with only its own group mounted): " +
 			"limits you ask for give 125; "
-		if f.UID == 0 {
-			return why + cgroup.FixContainerCgroup
-		}
-		// a cgroup mount of its own would not do: a v1 group is made by mkdir in a
-		// root-owned directory
-		return why + "run without limits (--limits best-effort, and limit the container itself: podman/docker run " +
-			"--memory, --pids-limit, --cpus), or run gosbx outside the container (as root on a cgroup v1 host; " +
-			"unprivileged in a delegated cgroup v2 group)"
+		// the fix the detail (cgroup.New's error) already names, whatever the uid: one
+		// text in the row and in "How to fix" (trial 2026-12-02, T15)
+		return why + cgroup.FixContainerCgroup
 	}
 	if f.UID != 0 && mode == "cgroup-v1" {
 		// true in a container too (a /.dockerenv VM): the container's cgroup is not why

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/mounts"
 	"github.com/gosbx/gosbx/nsinit"
 )
@@ -264,7 +265,7 @@ func TestExplainCgroupContainerRoot(t *testing.T) {
 	missing := fmt.Errorf("no usable cgroup: create cgroup v1 group gosbx-x: this process's memory group is not in this mount namespace: %w",
 		&os.PathError{Op: "stat", Path: "/sys/fs/cgroup/memory/libpod_parent/libpod-1", Err: unix.ENOENT})
 	fix := explainCgroup("cgroup-v1", f, missing)
-	wantAll(t, "container root, own group missing", fix, "/proc/self/cgroup", "cgroup namespace", "--cgroupns=private alone", "--limits best-effort")
+	wantAll(t, "container root, own group missing", fix, "/proc/self/cgroup", "cgroup namespace", "--cgroupns=private) does not help", "--limits best-effort")
 	wantNone(t, "container root, own group missing", fix, "not root", "run as root")
 	fix = explainCgroup("cgroup-v1", f, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/memory/gosbx-x", Err: unix.EROFS})
 	wantAll(t, "container root, read-only", fix, "read-only", "--limits best-effort")
@@ -276,6 +277,10 @@ func TestExplainCgroupContainerRoot(t *testing.T) {
 	fix = explainCgroup("cgroup-v1", Facts{UID: 65534, Container: "podman"}, missing)
 	wantAll(t, "container non-root, own group missing", fix, "/proc/self/cgroup", "cgroup namespace", "--limits best-effort", "limit the container itself")
 	wantNone(t, "container non-root, own group missing", fix, "not root", "unified_cgroup_hierarchy", "writable cgroup mount")
+	// one fix, as the detail (cgroup.New's error) names it, for every uid (T15)
+	if rootFix := explainCgroup("cgroup-v1", Facts{UID: 0, Container: "podman"}, missing); fix != rootFix || !strings.HasSuffix(fix, cgroup.FixContainerCgroup) {
+		t.Errorf("container, own group missing: uid 65534's fix %q, uid 0's %q; want both to end in cgroup.FixContainerCgroup", fix, rootFix)
+	}
 	// a non-root caller whose own group is there (this VM as 65534): the v1 rule still
 	fix = explainCgroup("cgroup-v1", Facts{UID: 65534, Container: "podman"}, &os.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/memory/gosbx-x", Err: unix.EACCES})
 	wantAll(t, "container non-root, mkdir refused", fix, "not root", "unprivileged callers cannot create v1 groups")

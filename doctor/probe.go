@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/netns"
+	"github.com/gosbx/gosbx/mounts"
 )
 
 // ProbeArg is argv[1] of the gosbx binary re-executed as a doctor probe (inside a new
@@ -33,7 +35,16 @@ func Probe(args []string) int {
 	case "ns":
 		err = probeNamespace(args[1:])
 	case "mountapi":
-		err = probeMountAPI()
+		// the errno as the exit status: the doctor's fix depends on it (ENOSYS: an old
+		// kernel; EPERM: a filter or the kernel's refusal), not on the message's words
+		if err = probeMountAPI(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			var errno unix.Errno
+			if errors.As(err, &errno) && errno > 0 && errno < 255 {
+				return int(errno)
+			}
+			return 255
+		}
 	case "overlay":
 		err = probeOverlay()
 	case "escape":
@@ -70,9 +81,18 @@ func probeNamespace(args []string) error {
 	return nil
 }
 
+// errNoStaging is probeMountAPI's error when no staging directory exists.
+var errNoStaging = errors.New("no directory to attach a mount to (none of /tmp, /mnt, /run, /dev, /proc)")
+
 // probeMountAPI mounts a tmpfs with fsopen/fsconfig/fsmount/move_mount and makes it
-// read-only with mount_setattr, as the sandbox's root is made (new user+mount ns).
+// read-only with mount_setattr, as the sandbox's root is made (new user+mount ns), at
+// the directory the sandbox attaches its root to (mounts.StagingDir: a container image
+// without /tmp has /dev).
 func probeMountAPI() error {
+	staging := mounts.StagingDir()
+	if staging == "" {
+		return errNoStaging
+	}
 	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("fsopen tmpfs: %w", err)
@@ -86,26 +106,32 @@ func probeMountAPI() error {
 		return fmt.Errorf("fsmount: %w", err)
 	}
 	defer unix.Close(m)
-	if err := unix.MoveMount(m, "", unix.AT_FDCWD, "/tmp", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("move_mount: %w", err)
+	if err := unix.MoveMount(m, "", unix.AT_FDCWD, staging, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount onto %s: %w", staging, err)
 	}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/tmp", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+	if err := unix.MountSetattr(unix.AT_FDCWD, staging, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return fmt.Errorf("mount_setattr: %w", err)
 	}
 	return nil
 }
 
-// probeOverlay mounts an overlayfs on a tmpfs (new user+mount ns).
+// probeOverlay mounts an overlayfs on a tmpfs (new user+mount ns), at the staging
+// directory as probeMountAPI.
 func probeOverlay() error {
-	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""); err != nil {
+	dir := mounts.StagingDir()
+	if dir == "" {
+		return errNoStaging
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, ""); err != nil {
 		return fmt.Errorf("tmpfs: %w", err)
 	}
 	for _, d := range []string{"lower", "upper", "work", "merged"} {
-		if err := os.Mkdir("/tmp/"+d, 0o755); err != nil {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			return err
 		}
 	}
-	if err := unix.Mount("overlay", "/tmp/merged", "overlay", 0, "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work,userxattr"); err != nil {
+	opts := fmt.Sprintf("lowerdir=%[1]s/lower,upperdir=%[1]s/upper,workdir=%[1]s/work,userxattr", dir)
+	if err := unix.Mount("overlay", filepath.Join(dir, "merged"), "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount overlay: %w", err)
 	}
 	return nil

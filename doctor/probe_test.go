@@ -258,7 +258,7 @@ func TestEveryCheckAlwaysPresent(t *testing.T) {
 			t.Errorf("%+v with no user namespace: want skip", c)
 		}
 	}
-	launch := checkSandbox("/bin/false", ReadFacts())
+	launch := checkSandbox("/bin/false", "", ReadFacts())
 	if len(launch) != len(escapeChecks)+1 || launch[0].Status != Fail {
 		t.Fatalf("a failed launch gives %+v; want the launch failed, then every escape check", launch)
 	}

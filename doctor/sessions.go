@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +20,7 @@ const soPeerPidfd = 77
 // of internal/rundir: made on first use, mode 0700), pidfd_open(2) (Linux 5.3), with which the supervisor watches
 // its init and --die-with-owner's process, and SO_PEERPIDFD (Linux 6.5), with which
 // it checks each peer of its control socket. A missing piece fails sessions only, not
-// gosbx exec: a warning. It makes nothing.
+// gosbx exec: a warning. It makes nothing: a missing directory is checked by its parent (canMake).
 func checkSessions() Check {
 	c := Check{Name: "sessions", Status: OK}
 	var missing, fixes []string
@@ -28,6 +29,9 @@ func checkSessions() Check {
 		missing = append(missing, err.Error())
 		fixes = append(fixes, fmt.Sprintf("unset XDG_RUNTIME_DIR (gosbx then uses /run/user/%[1]d/gosbx when that directory is yours, else /tmp/gosbx-%[1]d, made mode 0700), "+
 			"or set it to a directory of yours: mkdir -m 0700 DIR && export XDG_RUNTIME_DIR=DIR; a /tmp/gosbx-%[1]d made by another user must be removed", os.Getuid()))
+	} else if err := canMake(dir); err != nil {
+		missing = append(missing, "no runtime directory for sessions: "+err.Error())
+		fixes = append(fixes, "give the container a /tmp (podman or docker run --tmpfs /tmp), or set XDG_RUNTIME_DIR to a directory of yours of mode 0700 (mkdir -m 0700 DIR && export XDG_RUNTIME_DIR=DIR)")
 	}
 	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
 	if err != nil {
@@ -46,6 +50,22 @@ func checkSessions() Check {
 	}
 	c.Detail = "runtime directory " + dir + ", pidfd_open, SO_PEERPIDFD"
 	return c
+}
+
+// canMake says whether the caller could make its runtime directory dir, which is not
+// made here: nil when dir exists (DirPath checked it) or its parent is a directory the
+// caller can write and search (a container image without /tmp has no parent for
+// /tmp/gosbx-UID: trial finding T8, where doctor said "sessions ok" and session start
+// failed).
+func canMake(dir string) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if err := unix.Access(parent, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("cannot make %s: %w", dir, &os.PathError{Op: "access", Path: parent, Err: err})
+	}
+	return nil
 }
 
 // peerPidfd asks for SO_PEERPIDFD on one end of a fresh socket pair.

@@ -193,6 +193,11 @@ func TestContainer(t *testing.T) {
 					if r.code != 125 || !strings.Contains(r.stderr, want) {
 						t.Errorf("exec: want 125 naming %q:\n%v", want, r)
 					}
+					// podman's defaults also mask /proc: the refusal names that fix too, not
+					// only at the next launch (trial 2026-12-02, T3)
+					if p.name == defaultPosture.name && !strings.Contains(r.stderr, "unmask=ALL") {
+						t.Errorf("exec under podman's defaults: want the masked /proc's fix (unmask=ALL) with the profile's:\n%v", r)
+					}
 					if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 						t.Errorf("exit 125 but the command ran (%s/ran exists)", ws)
 					}

@@ -627,6 +627,10 @@ func TestLimitsUnprivileged(t *testing.T) {
 		}
 		// the cause, not the owner's lock directory it would have needed next (the
 		// trial saw "mkdir /run/user/65534: permission denied" with XDG_RUNTIME_DIR set)
+		// the CLI's words: flags and policy-file keys, no library field (trial T11)
+		if strings.Contains(r.stderr, "config.Limits") || strings.Contains(r.stderr, "policy.Resources") || !strings.Contains(r.stderr, "limits: best-effort") {
+			t.Errorf("%q: the CLI's message names library fields, or not the policy file's key:\n%s", flags, r.stderr)
+		}
 		if !strings.Contains(r.stderr, "unprivileged callers cannot create v1 groups") || strings.Contains(r.stderr, "/run/user") {
 			t.Errorf("%q: the message does not name the v1 rule, or blames /run/user:\n%s", flags, r.stderr)
 		}

@@ -307,8 +307,8 @@ func TestSessionRefusesWidening(t *testing.T) {
 	for _, flags := range [][]string{{"--rw", "/var/tmp"}, {"--ro", "/etc"}, {"--net", "host"},
 		{"--policy", "build"}, {"--memory", "1G"}, {"--workspace", "/var/tmp"}, {"--tmpfs", "/mnt"}} {
 		r := e.in("w", flags, "touch "+marker)
-		if r.code != 125 || !strings.Contains(r.stderr, "cannot be used with --session") {
-			t.Errorf("%v: want 125 and the refusal\n%v", flags, r)
+		if r.code != 125 || !strings.Contains(r.stderr, "gosbx: "+flags[0]+" cannot be used with --session") {
+			t.Errorf("%v: want 125 and the refusal naming the flag as typed (no Go slice brackets)\n%v", flags, r)
 		}
 		if _, err := os.Stat(marker); err == nil {
 			t.Fatalf("%v: the command ran", flags)

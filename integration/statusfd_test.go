@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -146,6 +147,42 @@ func TestStatusFdTerminalByAnotherName(t *testing.T) {
 		}
 		if !ok || code != 125 || strings.Contains(out.String(), "RAN") || !strings.Contains(out.String(), "terminal") {
 			t.Errorf("--status-fd 3>/dev/tty on the command's terminal: exit %d (finished %v), want 125 naming the terminal, the command not run\n%q", code, ok, out.String())
+		}
+	})
+}
+
+// The refusal of a --status-fd the caller did not open shows how to open it, and the
+// example, typed as shown by a caller whose current directory is the workspace (the
+// default), is accepted: the trial's (T14) "5>status.json" was refused by the next
+// check, as a file the command can write.
+func TestStatusFdExampleWorks(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		home := filepath.Join(s.base, "home")
+		must(t, os.Mkdir(home, 0o700))
+		s.chown(home)
+		shell := func(redirect string) result {
+			ctx := s.limitCtx(runLimit)
+			cmd := s.rawCommand(ctx, "exec", "--status-fd", "5", "--", shellPath, "-c", "exit 4")
+			// the caller's shell: in the workspace, the redirection as typed
+			script := `cd "$1" && shift && exec "$@" ` + redirect
+			cmd.Args = append([]string{shellPath, "-c", script, "_", s.ws}, cmd.Args...)
+			cmd.Path = shellPath
+			cmd.Env = s.env("HOME=" + home)
+			return s.runCmd(ctx, cmd)
+		}
+		r := shell("")
+		example := regexp.MustCompile(`5>\S+[^\s:;,.)]`).FindString(r.stderr)
+		if r.code != 125 || example == "" {
+			t.Fatalf("--status-fd 5 not open: want 125 with an example 5>FILE\n%v", r)
+		}
+		r = shell(example)
+		if r.code != 4 {
+			t.Fatalf("the refusal's own example %q: want the command's exit 4\n%v", example, r)
+		}
+		b, err := os.ReadFile(filepath.Join(home, strings.TrimPrefix(example, "5>~/")))
+		if err != nil || !strings.Contains(string(b), `"exit-code":4`) {
+			t.Errorf("the example's status file: %q %v", b, err)
 		}
 	})
 }

@@ -164,14 +164,7 @@ func planSetup(p *rawplan.Plan, s uint16, spec *config.Config, sourceFds []int, 
 			return &Error{Op: "open", Source: "/dev/null", Err: errors.New("not the null device 1:3")}
 		}, rawplan.SameFile, 0, nullReg.Arg(), rawplan.Lit(uintptr(null.fd)))
 	}
-	staging := ""
-	for _, d := range stagingDirs {
-		var st unix.Stat_t
-		if unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			staging = d
-			break
-		}
-	}
+	staging := StagingDir()
 	if staging == "" {
 		return nil, &Error{Op: "tmpfs", Target: "/", Err: errors.New("no directory to attach the new root to")}
 	}

@@ -3,7 +3,6 @@ package mounts
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -19,6 +18,20 @@ type Symlink = config.Symlink
 // stagingDirs are candidate attach points for the new root before pivot_root. Every bind
 // source is cloned before the root is attached, so hiding one of them is harmless.
 var stagingDirs = []string{"/tmp", "/mnt", "/run", "/dev", "/proc"}
+
+// StagingDir is the first of the staging candidates (/tmp, /mnt, /run, /dev, /proc)
+// that is a directory, not a symbolic link, in the current mount namespace: where
+// Setup attaches the new root before pivot_root, and where doctor's mount probe
+// attaches its own (a container image without /tmp has /dev). "" when none is.
+func StagingDir() string {
+	for _, d := range stagingDirs {
+		var st unix.Stat_t
+		if unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return d
+		}
+	}
+	return ""
+}
 
 // Setup builds the new root described by spec in the current mount namespace, in order:
 // every mount of spec.Mounts (binds from host paths, then new file systems), the
@@ -147,13 +160,7 @@ func setup(spec *config.Config, sourceFds []int, detached bool, opts []Option) (
 		defer null.Close()
 		mark("open null", "")
 	}
-	staging := ""
-	for _, d := range stagingDirs {
-		if st, err := os.Lstat(d); err == nil && st.IsDir() {
-			staging = d
-			break
-		}
-	}
+	staging := StagingDir()
 	if staging == "" {
 		closeAll()
 		return nil, &Error{Op: "tmpfs", Target: "/", Err: errors.New("no directory to attach the new root to")}

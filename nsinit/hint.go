@@ -48,6 +48,9 @@ type launchEnv struct {
 	filtered  bool
 	container bool   // Container found one
 	apparmor  string // /proc/self/attr/current, "" when none or unconfined
+	// maskedProc: in a container, /proc has entries hidden by mounts (its runtime's
+	// default), where the kernel refuses the sandbox's procfs (hintMaskedProc)
+	maskedProc bool
 	// mountCallsPass says whether the filter lets the mount calls through to the
 	// kernel (mountCallsReachKernel, asked once, only for a mount step's failure);
 	// nil: not known, the filter is taken to refuse them.
@@ -73,12 +76,31 @@ func probeEnv() launchEnv {
 	if e.filtered {
 		e.mountCallsPass = sync.OnceValue(mountCallsReachKernel)
 	}
+	if e.container {
+		e.maskedProc = procMasked()
+	}
 	if b, err := os.ReadFile("/proc/self/attr/current"); err == nil {
 		if l := strings.TrimSpace(strings.TrimRight(string(b), "\x00")); l != "" && l != "unconfined" {
 			e.apparmor = l
 		}
 	}
 	return e
+}
+
+// procMasked says whether /proc has mounts below it (/proc/self/mountinfo), as a
+// container runtime's masked paths are (/proc/kcore, /proc/keys, …: a bind of /dev/null
+// or a tmpfs), which make the kernel refuse a new procfs.
+func procMasked() bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], "/proc/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Hint says what usually fixes a setup failure at step with err, decided from the
@@ -108,9 +130,15 @@ func hintIn(step string, err error, env launchEnv) string {
 	if call := filteredCall(step); env.filtered && denied && !proc && call != "" && !kernels() {
 		switch {
 		case env.container:
-			return "the seccomp filter gosbx runs under (Seccomp: 2 in /proc/self/status: inside a container, its " +
+			h := "the seccomp filter gosbx runs under (Seccomp: 2 in /proc/self/status: inside a container, its " +
 				"seccomp profile; Docker's and Podman's defaults allow this only with CAP_SYS_ADMIN) refused " + call +
 				": run the container with gosbx's profile: " + FixSeccompProfile
+			if env.maskedProc {
+				// the next refusal, said now: one round trip, not two (trial finding T3)
+				h += "; and its /proc has entries hidden by mounts, where the kernel refuses the sandbox's procfs " +
+					"next: unmask it too (" + FixUnmaskProc + "); gosbx doctor lists every layer"
+			}
+			return h
 		case step != "clone": // clone keeps hintUserns, which names this case too
 			return "a seccomp filter around gosbx (Seccomp: 2 in /proc/self/status: another sandbox, gosbx exec's own " +
 				"filter included, or a service manager's SystemCallFilter=) refused " + call + ": run gosbx outside it"

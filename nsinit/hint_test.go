@@ -215,3 +215,15 @@ func TestHintCloneChildStep(t *testing.T) {
 		t.Errorf("the clone's own EPERM: hint %q, want hintUserns", h)
 	}
 }
+
+// In a container whose seccomp profile refuses a step and whose /proc is masked, the
+// hint names both fixes at once (trial 2026-12-02, T3: fixing the first showed the
+// second only at the next launch); with /proc unmasked, only the profile.
+func TestHintContainerNamesMaskedProcToo(t *testing.T) {
+	for _, masked := range []bool{false, true} {
+		h := hintIn("hostname", unix.EPERM, launchEnv{filtered: true, container: true, maskedProc: masked})
+		if !strings.Contains(h, "seccomp=contrib/seccomp/gosbx.json") || strings.Contains(h, "unmask=ALL") != masked {
+			t.Errorf("masked /proc %v: hint %q; want the profile, and unmask=ALL exactly when masked", masked, h)
+		}
+	}
+}

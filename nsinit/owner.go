@@ -102,17 +102,24 @@ func (o *owner) makeGroup(spec *config.Config, nproc bool) error {
 	}
 	if len(required) > 0 && !info.BestEffort {
 		// the fix in the Hint, each way by its flag and its library field (a program of
-		// the library sets no flag)
-		var ways []string
+		// the library sets no flag); in CLIHint by the flag and the policy file's key
+		// only (trial finding T11: a CLI user read Go struct paths)
+		var lib, cli []string
+		way := func(l, c string) { lib, cli = append(lib, l), append(cli, c) }
 		switch {
 		case info.CgroupParent != "" && cgroup.Mode() != cgroup.V2:
-			ways = append(ways, "drop --cgroup-parent (policy.Resources.CgroupParent, config.Limits.CgroupParent): it names a cgroup v2 group, and this host keeps its controllers in cgroup v1")
+			const why = ": it names a cgroup v2 group, and this host keeps its controllers in cgroup v1"
+			way("drop --cgroup-parent (policy.Resources.CgroupParent, config.Limits.CgroupParent)"+why,
+				"drop --cgroup-parent (or a policy file's cgroup_parent)"+why)
 		case os.Geteuid() != 0:
-			ways = append(ways, "run as root", "name a cgroup v2 group delegated to you with --cgroup-parent (policy.Resources.CgroupParent, config.Limits.CgroupParent; cgroup v2 hosts)")
+			way("run as root", "run as root")
+			way("name a cgroup v2 group delegated to you with --cgroup-parent (policy.Resources.CgroupParent, config.Limits.CgroupParent; cgroup v2 hosts)",
+				"name a cgroup v2 group delegated to you with --cgroup-parent (or a policy file's cgroup_parent; cgroup v2 hosts)")
 		}
-		ways = append(ways, `accept running without them with --limits best-effort (policy.Resources.Limits "best-effort", config.Limits.BestEffort)`)
+		way(`accept running without them with --limits best-effort (policy.Resources.Limits "best-effort", config.Limits.BestEffort)`,
+			"accept running without them with --limits best-effort (or a policy file's limits: best-effort)")
 		return &SetupError{Step: "cgroup", Err: fmt.Errorf("the limits asked for (%s) cannot be applied: %w",
-			strings.Join(required, ", "), err), Hint: strings.Join(ways, ", or ")}
+			strings.Join(required, ", "), err), Hint: strings.Join(lib, ", or "), CLIHint: strings.Join(cli, ", or ")}
 	}
 	o.limits = err.Error()
 	return nil

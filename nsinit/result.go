@@ -1,6 +1,7 @@
 package nsinit
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -82,6 +83,20 @@ type SetupError struct {
 	Err  error
 	// Hint says what usually fixes this failure (Hint(Step, Err), set by Start), or "".
 	Hint string
+	// CLIHint is Hint as gosbx's command line says it, where Hint names library fields
+	// (policy.Resources.CgroupParent): by its flags and policy-file keys only; "" when
+	// Hint serves both. ForCLI puts it in Hint's place.
+	CLIHint string
+}
+
+// ForCLI returns err with the *SetupError in its chain, if any, saying CLIHint in
+// place of Hint where it has one: what a command-line front end prints.
+func ForCLI(err error) error {
+	var se *SetupError
+	if errors.As(err, &se) && se.CLIHint != "" {
+		se.Hint, se.CLIHint = se.CLIHint, ""
+	}
+	return err
 }
 
 func (e *SetupError) Error() string {

@@ -130,6 +130,11 @@ func TestCgroupRefusalHint(t *testing.T) {
 			t.Errorf("Hint %q does not name %s", se.Hint, want)
 		}
 	}
+	// ForCLI: the same fix in the CLI's words, no library field (trial 2026-12-02, T11)
+	ForCLI(err)
+	if strings.Contains(se.Hint, "config.") || strings.Contains(se.Hint, "policy.") || !strings.Contains(se.Hint, "limits: best-effort") {
+		t.Errorf("ForCLI's Hint %q: want the flag and the policy file's key only", se.Hint)
+	}
 	if strings.Contains(se.Err.Error(), "--limits") {
 		t.Errorf("the cause %q carries the fix (it belongs in Hint)", se.Err)
 	}

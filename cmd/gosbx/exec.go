@@ -116,7 +116,7 @@ func openStatusFd(s string) (*os.File, error) {
 	}
 	fl, err := unix.FcntlInt(uintptr(n), unix.F_GETFL, 0)
 	if errors.Is(err, unix.EBADF) {
-		return nil, fmt.Errorf("--status-fd %d: file descriptor %d is not open in gosbx: the caller must open it, e.g. %d>status.json: %w", n, n, n, err)
+		return nil, fmt.Errorf("--status-fd %d: file descriptor %d is not open in gosbx: the caller must open it for writing, %s: %w", n, n, statusFdExample(n), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--status-fd %d: %w", n, err)
@@ -126,7 +126,7 @@ func openStatusFd(s string) (*os.File, error) {
 	// lines written there would be lost without a word.
 	link, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(n))
 	if acc := fl & unix.O_ACCMODE; (acc != unix.O_WRONLY && acc != unix.O_RDWR) || strings.HasPrefix(link, "anon_inode:") {
-		return nil, fmt.Errorf("--status-fd %d: not a descriptor open for writing (%s); did the caller pass it, e.g. %d>status.json?", n, link, n)
+		return nil, fmt.Errorf("--status-fd %d: not a descriptor open for writing (%s); did the caller pass it? %s", n, link, statusFdExample(n))
 	}
 	if err := checkStatusShared(n); err != nil {
 		return nil, err
@@ -410,7 +410,7 @@ func emitError(status *os.File, err error) {
 	if errors.As(err, &sf) {
 		step, err = sf.step, sf.err
 	}
-	b, _ := json.Marshal(nsinit.Event{Error: err.Error(), Step: step, Status: nsinit.ExitSetup})
+	b, _ := json.Marshal(nsinit.Event{Error: nsinit.ForCLI(err).Error(), Step: step, Status: nsinit.ExitSetup})
 	status.Write(append(b, '\n'))
 }
 

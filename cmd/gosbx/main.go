@@ -57,7 +57,7 @@ func run(args []string) int {
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	fmt.Fprintln(os.Stderr, "gosbx: "+err.Error())
+	fmt.Fprintln(os.Stderr, "gosbx: "+nsinit.ForCLI(err).Error())
 	var ec exitCoder
 	if errors.As(err, &ec) {
 		return ec.ExitCode()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,7 +54,7 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		return err
 	}
 	if len(bad) > 0 {
-		return fail(usageError{fmt.Errorf("%v cannot be used with --session: a command in a session runs under the session's policy, which a request can only narrow (--env, --chdir, --timeout, --status-fd; and --detach or --tty)", bad)})
+		return fail(usageError{fmt.Errorf("%s cannot be used with --session: a command in a session runs under the session's policy, which a request can only narrow (--env, --chdir, --timeout, --status-fd; and --detach or --tty)", strings.Join(bad, ", "))})
 	}
 	if detach && tty {
 		return fail(usageError{fmt.Errorf("--detach and --tty cannot be used together")})

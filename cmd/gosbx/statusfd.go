@@ -17,6 +17,14 @@ import (
 const statusFdFix = "open it on a file outside the workspace and the --rw trees, or on a pipe to a reader of yours " +
 	`(e.g. --status-fd 3 3>~/gosbx-status.json)`
 
+// statusFdExample is how a caller opens status descriptor n, in a form the later
+// checks accept: a file in the home directory, which is never the workspace nor in
+// a --rw tree (the policy refuses both: trial finding T14, where "5>status.json" in
+// the workspace was refused by the next check).
+func statusFdExample(n int) string {
+	return fmt.Sprintf("on a file outside the workspace and the --rw trees, or on a pipe to a reader of yours (e.g. --status-fd %[1]d %[1]d>~/gosbx-status.json)", n)
+}
+
 // checkStatusShared refuses a status descriptor the command would hold too: one of its
 // own stdio (0, 1, 2), or the same file (a pipe, a terminal, a file: same device and
 // inode by fstat(2); for a character device, the same device number, as another node

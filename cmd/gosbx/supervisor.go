@@ -212,7 +212,7 @@ type supervisor struct {
 func superviseMain() int {
 	ready := os.NewFile(4, "ready")
 	fail := func(err error) int {
-		ready.Write([]byte("1" + err.Error()))
+		ready.Write([]byte("1" + nsinit.ForCLI(err).Error()))
 		ready.Close()
 		return nsinit.ExitSetup
 	}
@@ -519,7 +519,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 		session.WriteFrame(fd, kind, b, nil)
 	}
 	refuse := func(err error) {
-		reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
+		reply(session.RepMessage, []byte("gosbx: "+nsinit.ForCLI(err).Error()+"\n"))
 		reply(session.RepExit, session.EncodeUint(nsinit.ExitSetup))
 	}
 	req, err := session.DecodeExec(body)
@@ -851,7 +851,7 @@ func replyStartError(err error, reply func(byte, []byte)) {
 	if errors.As(err, &ec) {
 		code = ec.ExitCode()
 	}
-	reply(session.RepMessage, []byte("gosbx: "+err.Error()+"\n"))
+	reply(session.RepMessage, []byte("gosbx: "+nsinit.ForCLI(err).Error()+"\n"))
 	reply(session.RepExit, session.EncodeUint(uint64(code)))
 }
 

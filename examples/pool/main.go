@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -30,6 +31,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(nsinit.ExitSetup)
+	}
+	// Launches killed before their after-run cleanup (a .git/commondir their command
+	// planted, which Compile would refuse) are completed first; the argument is every
+	// tree this launch lets the sandbox write (the workspace, Options.ReadWrite).
+	if _, failed, err := cleanup.CompleteJournals([]string{os.Args[1]}); err != nil || len(failed) > 0 {
+		fmt.Fprintln(os.Stderr, "earlier launches' cleanup:", failed, err) // Start refuses what is unsafe
 	}
 	// The template: the boundary for every command. Compile wants a command; each
 	// pooled command brings its own process, which replaces it.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -27,6 +28,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(nsinit.ExitSetup)
+	}
+	// Launches killed before their after-run cleanup (a .git/commondir their command
+	// planted, which Compile would refuse) are completed first; the argument is every
+	// tree this launch lets the sandbox write (the workspace, Options.ReadWrite).
+	if _, failed, err := cleanup.CompleteJournals([]string{os.Args[1]}); err != nil || len(failed) > 0 {
+		fmt.Fprintln(os.Stderr, "earlier launches' cleanup:", failed, err) // Start refuses what is unsafe
 	}
 	cfg, err := policy.Compile(policy.Options{Workspace: os.Args[1], Args: os.Args[2:]}, host) // a *config.Config
 	if err != nil {

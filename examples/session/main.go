@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gosbx/gosbx/nsinit"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -32,6 +33,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(nsinit.ExitSetup)
+	}
+	// Launches killed before their after-run cleanup (a .git/commondir their command
+	// planted, which Compile would refuse) are completed first; the argument is every
+	// tree this launch lets the sandbox write (the workspace, Options.ReadWrite).
+	if _, failed, err := cleanup.CompleteJournals([]string{os.Args[1]}); err != nil || len(failed) > 0 {
+		fmt.Fprintln(os.Stderr, "earlier launches' cleanup:", failed, err) // Start refuses what is unsafe
 	}
 	// The session's boundary; Compile wants a command, each line brings its own.
 	cfg, err := policy.Compile(policy.Options{Workspace: os.Args[1], Args: []string{"sh"}}, host)
