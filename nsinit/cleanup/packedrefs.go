@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,16 +28,56 @@ const (
 const asideSuffix = ".gosbx-aside"
 
 // removePackedRefs removes from the packed-refs file p (gitrepository-layout(5)) every
-// ref under prefix (underPrefix), and not under one of the prefixes skip, whose line is not one of keep (the lines there at
-// launch), with the peeled line ("^<oid>") that follows it; a ref that keep names with
-// another line gets its keep line back instead. The file is
-// streamed (one line held at a time) into a file beside itself, renamed over it
-// through its directory's descriptor; a symlink or anything but a regular file is left
-// to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with a line over
-// MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside" (fail
-// closed: none of its refs is left where git reads them), reported as "p: moved aside
-// to …". It returns "p: <ref>" for each ref removed.
+// ref under prefix (underPrefix; "" is every ref, inside refs/ or not), and not under
+// one of the prefixes skip, whose line is not one of keep (the lines there at launch),
+// with the peeled line ("^<oid>") that follows it; a ref that keep names with another
+// line gets its keep line back instead (editPacked). It returns "p: <ref>" for each ref
+// removed.
 func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []string) {
+	// launch is each kept ref's line by name: a ref that existed at launch and was
+	// moved gets its launch line back, not deleted (attack review 32 F2: the user's own
+	// checked-out branch origin/feature lost its commits)
+	kept, launch := map[string]bool{}, map[string]string{}
+	for _, k := range keep {
+		kept[k] = true
+		if _, ref, ok := strings.Cut(k, " "); ok {
+			launch[ref] = k
+		}
+	}
+	// each ref is left once: a second line of its name, kept or put back (git's binary
+	// search reads either), is removed (attack review 36 F4)
+	seen := map[string]bool{}
+	return editPacked(p, false, func(text, ref string) (bool, string, string) {
+		if !underPrefix(ref, prefix) || slices.ContainsFunc(skip, func(s string) bool { return strings.HasPrefix(ref, s) }) {
+			return true, "", ""
+		}
+		first := !seen[ref]
+		seen[ref] = true
+		switch {
+		case !first && launch[ref] != "":
+			return false, "", ref + " (a second line of its name)"
+		case kept[text]:
+			return true, "", ""
+		case launch[ref] != "":
+			return false, launch[ref], ref + " (put back as at launch)"
+		}
+		return false, "", ref
+	})
+}
+
+// editPacked rewrites the packed-refs file p when edit changes one of its ref lines
+// (text: the line without its newline, ref: its name; the header, "#…", and the peeled
+// lines, "^<oid>", are not ref lines): edit returns keep, or the text written in its
+// place ("" none; the peeled line after it is dropped either way) and the note "p:
+// <note>" reported. unpeel drops the header's "peeled" and "fully-peeled" traits, by
+// which git takes a ref with no peeled line for one that peels to nothing: git then
+// peels each such ref's object itself. The file is streamed (one line held at a time) into a file beside
+// itself, renamed over it through its directory's descriptor; a symlink or anything but
+// a regular file is left to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with
+// a line over MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside"
+// (fail closed: none of its refs is left where git reads them), reported as "p: moved
+// aside to …".
+func editPacked(p string, unpeel bool, edit func(text, ref string) (keep bool, repl, note string)) (removed, failed []string) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
 		return nil, nil
@@ -69,27 +110,6 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 	if st.Size > MaxPackedRefs {
 		return aside(fmt.Sprintf("%d bytes, more than gosbx reads (%d)", st.Size, MaxPackedRefs))
 	}
-	// launch is each kept ref's line by name: a ref that existed at launch and was
-	// moved gets its launch line back, not deleted (attack review 32 F2: the user's own
-	// checked-out branch origin/feature lost its commits)
-	kept, launch := map[string]bool{}, map[string]string{}
-	for _, k := range keep {
-		kept[k] = true
-		if _, ref, ok := strings.Cut(k, " "); ok {
-			launch[ref] = k
-		}
-	}
-	under := func(ref string) bool {
-		if !underPrefix(ref, prefix) {
-			return false
-		}
-		for _, s := range skip {
-			if strings.HasPrefix(ref, s) {
-				return false
-			}
-		}
-		return true
-	}
 	tmp := name + ".gosbx-" + strconv.Itoa(os.Getpid())
 	unix.Unlinkat(dir, tmp, 0)
 	wfd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o666)
@@ -102,7 +122,7 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 		unix.Unlinkat(dir, tmp, 0)
 	}
 	bw := bufio.NewWriter(w)
-	dropping := false
+	dropping, changed := false, false
 	// the file is read only up to the size it had: one the command's background process
 	// keeps growing is not followed past it
 	r := bufio.NewReaderSize(io.LimitReader(f, st.Size), MaxPackedRefLine)
@@ -118,15 +138,29 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 			switch {
 			case strings.HasPrefix(text, "^"):
 				// the peeled value of the ref before
-			case under(ref) && !kept[text] && launch[ref] != "":
-				dropping = true
-				bw.WriteString(launch[ref] + "\n")
-				removed = report(removed, p+": "+ref+" (put back as at launch)")
-			case under(ref) && !kept[text]:
-				dropping = true
-				removed = report(removed, p+": "+ref)
-			default:
+			case strings.HasPrefix(text, "#") || ref == "":
+				// the header (git refuses a file with any other such line)
 				dropping = false
+				if unpeel && strings.HasPrefix(text, "# pack-refs with:") {
+					var traits []string
+					for _, t := range strings.Fields(strings.TrimPrefix(text, "# pack-refs with:")) {
+						if t != "peeled" && t != "fully-peeled" {
+							traits = append(traits, t)
+						}
+					}
+					bw.WriteString(strings.Join(append([]string{"# pack-refs with:"}, traits...), " ") + " \n")
+					line = nil
+				}
+			default:
+				keep, repl, note := edit(text, ref)
+				dropping = !keep
+				if !keep {
+					changed = true
+					if repl != "" {
+						bw.WriteString(repl + "\n")
+					}
+					removed = report(removed, p+": "+note)
+				}
 			}
 			if !dropping {
 				bw.Write(line)
@@ -140,7 +174,7 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 			break
 		}
 	}
-	if len(removed) == 0 {
+	if !changed {
 		discard()
 		return nil, nil
 	}
@@ -159,12 +193,12 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 	return removed, nil
 }
 
-// underPrefix reports whether ref lies under prefix: prefix ending in "/" starts it;
+// underPrefix reports whether ref lies under prefix: prefix "" or ending in "/" starts it;
 // any other prefix (refs/heads/origin) is ref itself or starts it followed by "/", the
 // names git's lookup could take for <remote>/<x> (attack review 32 F2: a remote "origin"
 // took the user's refs/heads/origin-fix).
 func underPrefix(ref, prefix string) bool {
-	if strings.HasSuffix(prefix, "/") {
+	if prefix == "" || strings.HasSuffix(prefix, "/") {
 		return strings.HasPrefix(ref, prefix)
 	}
 	return ref == prefix || strings.HasPrefix(ref, prefix+"/")
