@@ -139,3 +139,55 @@ grep -c "^\^$H" .git/packed-refs`)
 		}
 	})
 }
+
+// TestGitCommitPackRefsLooseTags: a commit-mode command's git pack-refs --all, which
+// packs the user's loose tags with peeled lines gosbx cannot vouch for, leaves the tags
+// as they were without a note: git describe and show-ref -d as at launch (the peeled
+// lines are dropped and git peels the objects itself).
+func TestGitCommitPackRefsLooseTags(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "c1")
+		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "tag", "-a", "v1", "-m", "v1")
+		s.hostGit(s.ws, "tag", "light")
+		s.hostGit(s.ws, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "--allow-empty", "-m", "c2")
+		was, err := s.hostGitOut(s.ws, "show-ref", "-d", "--tags")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wasDescribe, _ := s.hostGitOut(s.ws, "describe")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `git pack-refs --all && grep -c '^\^' .git/packed-refs`)
+		mustSucceed(t, r, "git pack-refs --all")
+		if strings.Contains(r.stderr, "put back") {
+			t.Errorf("a note after git pack-refs --all\n%v", r)
+		}
+		if now, err := s.hostGitOut(s.ws, "show-ref", "-d", "--tags"); err != nil || now != was {
+			t.Errorf("after the run show-ref -d --tags is\n%s(%v), want\n%s", now, err, was)
+		}
+		if now, _ := s.hostGitOut(s.ws, "describe"); now != wasDescribe {
+			t.Errorf("after the run git describe says %q, want %q", now, wasDescribe)
+		}
+	})
+}
+
+// TestGitCommitAmbiguousTagsRefused: a repository whose packed-refs names a tag twice
+// (git reads either line) is refused in commit mode (125, naming the file), as gosbx
+// cannot know which value it would have to put back.
+func TestGitCommitAmbiguousTagsRefused(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "c1")
+		s.hostGit(s.ws, "tag", "v1")
+		s.hostGit(s.ws, "pack-refs", "--all")
+		p := filepath.Join(s.ws, ".git", "packed-refs")
+		b, err := os.ReadFile(p)
+		must(t, err)
+		line := b[strings.Index(string(b), "\n")+1:]
+		line = line[strings.Index(string(line), "\n")+1:] // the tag's line, after the branch's
+		must(t, os.WriteFile(p, append(b, line...), 0o644))
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `true`)
+		if r.code != 125 || !strings.Contains(r.stderr, "packed-refs") || !strings.Contains(r.stderr, "refs/tags/v1") {
+			t.Errorf("a packed-refs with the tag twice: want 125 naming it\n%v", r)
+		}
+	})
+}

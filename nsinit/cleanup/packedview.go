@@ -28,8 +28,9 @@ type packedRec struct{ oid, peel string }
 type packedView struct {
 	// recs are the wanted refs' lines, by name, in file order.
 	recs map[string][]packedRec
-	// blind: the header says "sorted" and a ref line is not after the one before
-	// (byte order, as git's): git's lookup of any ref in it is then not known.
+	// blind: the header says "sorted" and a ref line sorts before the one before
+	// (byte order, as git's): git's lookup of any ref in it is then not known. (A
+	// ref on two lines in a row is in recs twice.)
 	blind bool
 }
 
@@ -83,7 +84,7 @@ func readPackedView(p string, max int, want func(ref string) bool) (packedView, 
 			if ref == "" {
 				break // git refuses the file
 			}
-			if ref <= prev {
+			if ref < prev {
 				v.blind = true // kept only with a "sorted" header, below
 			}
 			prev, last = ref, ""
@@ -128,14 +129,16 @@ func RefValues(dir string, max int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	for ref, recs := range view.recs {
+		if len(recs) > 1 {
+			return nil, fmt.Errorf("%s: %s is on %d lines: git may read any of them", p, ref, len(recs))
+		}
+	}
 	if view.blind {
 		return nil, fmt.Errorf("%s: its lines are out of order under a \"sorted\" header: git may not find a ref in it", p)
 	}
 	at := map[string]string{}
 	for ref, recs := range view.recs {
-		if len(recs) > 1 {
-			return nil, fmt.Errorf("%s: %s is on %d lines: git may read any of them", p, ref, len(recs))
-		}
 		v := recs[0].oid
 		if recs[0].peel != "" {
 			v += "\x00" + recs[0].peel
