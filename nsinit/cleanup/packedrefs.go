@@ -47,8 +47,13 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 	// each ref is left once: a second line of its name, kept or put back (git's binary
 	// search reads either), is removed (attack review 36 F4)
 	seen := map[string]bool{}
-	return editPacked(p, false, func(text, ref string) (bool, string, string) {
-		if !underPrefix(ref, prefix) || slices.ContainsFunc(skip, func(s string) bool { return strings.HasPrefix(ref, s) }) {
+	guarded := func(ref string) bool {
+		return underPrefix(ref, prefix) && !slices.ContainsFunc(skip, func(s string) bool { return strings.HasPrefix(ref, s) })
+	}
+	// a kept line's peeled line is not in keep: git would trust it (attack review 36 F5)
+	notGuarded := func(ref string) bool { return !guarded(ref) }
+	return editPacked(p, func(text, ref string) (bool, string, string) {
+		if !guarded(ref) {
 			return true, "", ""
 		}
 		first := !seen[ref]
@@ -62,22 +67,37 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 			return false, launch[ref], ref + " (put back as at launch)"
 		}
 		return false, "", ref
-	})
+	}, notGuarded)
+}
+
+// unpeeled returns the packed-refs header line h with its "peeled" and "fully-peeled"
+// traits blanked (git splits the traits at each space), as long as h.
+func unpeeled(h string) string {
+	words := strings.Split(h, " ")
+	for i, w := range words {
+		if i > 0 && (w == "peeled" || w == "fully-peeled") {
+			words[i] = strings.Repeat(" ", len(w))
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // editPacked rewrites the packed-refs file p when edit changes one of its ref lines
 // (text: the line without its newline, ref: its name; the header, "#…", and the peeled
 // lines, "^<oid>", are not ref lines): edit returns keep, or the text written in its
-// place ("" none; the peeled line after it is dropped either way) and the note "p:
-// <note>" reported. unpeel drops the header's "peeled" and "fully-peeled" traits, by
-// which git takes a ref with no peeled line for one that peels to nothing: git then
-// peels each such ref's object itself. The file is streamed (one line held at a time) into a file beside
-// itself, renamed over it through its directory's descriptor; a symlink or anything but
+// place ("" none) and the note "p: <note>" reported. The peeled line after a ref line
+// stays only when the line stays and peelOK (nil: any) accepts its ref; where one is
+// dropped from a ref line written (a kept line peelOK refuses, a line put in another's
+// place), the header's "peeled" and "fully-peeled" traits are blanked (same length),
+// by which git would take the ref for one that peels to nothing: git then peels the
+// object itself (attack review 36 F5: git trusts every peeled line). The file is
+// streamed (one line held at a time) into a file beside itself, renamed over it
+// through its directory's descriptor; a symlink or anything but
 // a regular file is left to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with
 // a line over MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside"
 // (fail closed: none of its refs is left where git reads them), reported as "p: moved
 // aside to …".
-func editPacked(p string, unpeel bool, edit func(text, ref string) (keep bool, repl, note string)) (removed, failed []string) {
+func editPacked(p string, edit func(text, ref string) (keep bool, repl, note string), peelOK func(ref string) bool) (removed, failed []string) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
 		return nil, nil
@@ -122,7 +142,14 @@ func editPacked(p string, unpeel bool, edit func(text, ref string) (keep bool, r
 		unix.Unlinkat(dir, tmp, 0)
 	}
 	bw := bufio.NewWriter(w)
-	dropping, changed := false, false
+	// peel says what becomes of a peeled line: kept, dropped with its ref line, or
+	// dropped from a ref line written (the header then unpeeled)
+	const (
+		keepPeel = iota
+		dropPeel
+		unvouched
+	)
+	peel, changed, unpeel, header := keepPeel, false, false, ""
 	// the file is read only up to the size it had: one the command's background process
 	// keeps growing is not followed past it
 	r := bufio.NewReaderSize(io.LimitReader(f, st.Size), MaxPackedRefLine)
@@ -138,33 +165,34 @@ func editPacked(p string, unpeel bool, edit func(text, ref string) (keep bool, r
 			switch {
 			case strings.HasPrefix(text, "^"):
 				// the peeled value of the ref before
-			case strings.HasPrefix(text, "#") || ref == "":
-				// the header (git refuses a file with any other such line)
-				dropping = false
-				if unpeel && strings.HasPrefix(text, "# pack-refs with:") {
-					var traits []string
-					for _, t := range strings.Fields(strings.TrimPrefix(text, "# pack-refs with:")) {
-						if t != "peeled" && t != "fully-peeled" {
-							traits = append(traits, t)
-						}
-					}
-					bw.WriteString(strings.Join(append([]string{"# pack-refs with:"}, traits...), " ") + " \n")
+				if peel == unvouched {
+					changed, unpeel = true, true
+				}
+				if peel != keepPeel {
 					line = nil
 				}
+			case strings.HasPrefix(text, "#") || ref == "":
+				// the header (git refuses a file with any other such line)
+				if header == "" && strings.HasPrefix(text, "# pack-refs with:") {
+					header = text
+				}
+				peel = keepPeel
 			default:
 				keep, repl, note := edit(text, ref)
-				dropping = !keep
-				if !keep {
-					changed = true
-					if repl != "" {
-						bw.WriteString(repl + "\n")
-					}
+				switch {
+				case keep && (peelOK == nil || peelOK(ref)):
+					peel = keepPeel
+				case keep:
+					peel = unvouched
+				case repl != "":
+					changed, peel, line = true, unvouched, []byte(repl+"\n")
+					removed = report(removed, p+": "+note)
+				default:
+					changed, peel, line = true, dropPeel, nil
 					removed = report(removed, p+": "+note)
 				}
 			}
-			if !dropping {
-				bw.Write(line)
-			}
+			bw.Write(line)
 		}
 		if err != nil {
 			if err != io.EOF {
@@ -180,6 +208,9 @@ func editPacked(p string, unpeel bool, edit func(text, ref string) (keep bool, r
 	}
 	unix.Fchown(wfd, int(st.Uid), int(st.Gid)) // as it was; a caller who may not keeps it its own
 	err = bw.Flush()
+	if err == nil && unpeel && header != "" {
+		_, err = w.WriteAt([]byte(unpeeled(header)), 0)
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

@@ -13,11 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// packedRec is one ref line of a packed-refs file as git reads it: its object id and
-// its peel as git takes it: "^<oid>" (the peeled line after it), "-" (no peeled line
-// where the header says git knows every such ref's peel: it peels to nothing) or ""
-// (git peels the object itself).
-type packedRec struct{ oid, peel string }
+// packedRec is a ref's first line in a packed-refs file as git reads it: its object
+// id and its peel as git takes it: "^<oid>" (the peeled line after it), "-" (no peeled
+// line where the header says git knows every such ref's peel: it peels to nothing) or
+// "" (git peels the object itself); lines is how many lines name the ref.
+type packedRec struct {
+	oid, peel string
+	lines     int
+}
 
 // packedView is what git's packed-refs backend (git 2.39 refs/packed-backend.c) reads
 // from a packed-refs file for the refs a caller wants. git trusts a "sorted" header and
@@ -26,8 +29,8 @@ type packedRec struct{ oid, peel string }
 // file through this view only, so that it never takes a ref for "as at launch" where
 // git reads another value (attack review 36 F4, F5).
 type packedView struct {
-	// recs are the wanted refs' lines, by name, in file order.
-	recs map[string][]packedRec
+	// recs are the wanted refs' first lines, by name.
+	recs map[string]packedRec
 	// blind: the header says "sorted" and a ref line sorts before the one before
 	// (byte order, as git's): git's lookup of any ref in it is then not known. (A
 	// ref on two lines in a row is in recs twice.)
@@ -40,7 +43,7 @@ type packedView struct {
 // the refs want accepts; an empty view when p is missing. Errors: the open's, p not a
 // regular file or over the bounds, more than max lines wanted.
 func readPackedView(p string, max int, want func(ref string) bool) (packedView, error) {
-	v := packedView{recs: map[string][]packedRec{}}
+	v := packedView{recs: map[string]packedRec{}}
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return v, nil
@@ -74,9 +77,9 @@ func readPackedView(p string, max int, want func(ref string) bool) (packedView, 
 			traits := strings.Fields(strings.TrimPrefix(text, "# pack-refs with:"))
 			sorted, peelAll, peelTags = slices.Contains(traits, "sorted"), slices.Contains(traits, "fully-peeled"), slices.Contains(traits, "peeled")
 		case strings.HasPrefix(text, "^"):
-			if last != "" {
-				recs := v.recs[last]
-				recs[len(recs)-1].peel = text
+			if rec, ok := v.recs[last]; ok && last != "" && rec.lines == 1 {
+				rec.peel = text
+				v.recs[last] = rec
 			}
 			last = ""
 		case text != "":
@@ -98,7 +101,12 @@ func readPackedView(p string, max int, want func(ref string) bool) (packedView, 
 			if peelAll || peelTags && strings.HasPrefix(ref, "refs/tags/") {
 				peel = "-"
 			}
-			v.recs[ref], last = append(v.recs[ref], packedRec{oid: oid, peel: peel}), ref
+			if rec, ok := v.recs[ref]; ok {
+				rec.lines++
+				v.recs[ref] = rec
+				break
+			}
+			v.recs[ref], last = packedRec{oid: oid, peel: peel, lines: 1}, ref
 		}
 		if rerr != nil {
 			if rerr != io.EOF {
@@ -129,19 +137,19 @@ func RefValues(dir string, max int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for ref, recs := range view.recs {
-		if len(recs) > 1 {
-			return nil, fmt.Errorf("%s: %s is on %d lines: git may read any of them", p, ref, len(recs))
+	for ref, rec := range view.recs {
+		if rec.lines > 1 {
+			return nil, fmt.Errorf("%s: %s is on %d lines: git may read any of them", p, ref, rec.lines)
 		}
 	}
 	if view.blind {
 		return nil, fmt.Errorf("%s: its lines are out of order under a \"sorted\" header: git may not find a ref in it", p)
 	}
 	at := map[string]string{}
-	for ref, recs := range view.recs {
-		v := recs[0].oid
-		if recs[0].peel != "" {
-			v += "\x00" + recs[0].peel
+	for ref, rec := range view.recs {
+		v := rec.oid
+		if rec.peel != "" {
+			v += "\x00" + rec.peel
 		}
 		at[strings.TrimPrefix(ref, prefix)] = v
 	}

@@ -64,15 +64,9 @@ func restoreRefs(dir string, keep []string) (removed, failed []string) {
 		// the loose ref written is what git reads; the lines are the command's. A
 		// peeled line no launch line vouches for is dropped, and git told by the
 		// header to peel every ref without one itself
-		_, f := editPacked(packedRefsOf(dir), len(unpeel) > 0, func(text, ref string) (bool, string, string) {
-			switch {
-			case drop[ref]:
-				return false, "", ref
-			case unpeel[ref]:
-				return false, text, ref
-			}
-			return true, "", ""
-		})
+		_, f := editPacked(packedRefsOf(dir), func(_, ref string) (bool, string, string) {
+			return !drop[ref], "", ref
+		}, func(ref string) bool { return !unpeel[ref] })
 		failed = append(failed, f...)
 	}
 	return removed, failed
@@ -155,8 +149,8 @@ func refsMoved(dir string, keep []string) (moved []string, packed, unpeel map[st
 	for _, k := range keep {
 		rel, rest, _ := strings.Cut(k, "\x00")
 		value, peel, _ := strings.Cut(rest, "\x00")
-		recs := view.recs[prefix+rel]
-		if len(recs) > 0 {
+		rec := view.recs[prefix+rel]
+		if rec.lines > 0 {
 			packed[prefix+rel] = true
 		}
 		first, _, _ := strings.Cut(rel, "/")
@@ -165,15 +159,15 @@ func refsMoved(dir string, keep []string) (moved []string, packed, unpeel map[st
 			now, loose = looseValue(fd, rel)
 		}
 		switch {
-		case loose && len(recs) > 1:
+		case loose && rec.lines > 1:
 			// git reads the loose one, but lists the second packed line too
 		case loose && now == value:
 			continue
 		case loose:
-		case view.blind || len(recs) != 1:
-		case recs[0].oid == value && (recs[0].peel == "" || recs[0].peel == peel):
+		case view.blind || rec.lines != 1:
+		case rec.oid == value && (rec.peel == "" || rec.peel == peel):
 			continue
-		case recs[0].oid == value && peel == "":
+		case rec.oid == value && peel == "":
 			// git peeled the object at launch (a loose tag, git pack-refs in the
 			// run wrote the line): the file's peel is not known to be the object's
 			unpeel[prefix+rel] = true

@@ -115,10 +115,37 @@ func TestRestoreRefsUnvouchedPeel(t *testing.T) {
 		t.Errorf("removed %q failed %q, want none", removed, failed)
 	}
 	after, _ := os.ReadFile(packed)
-	if want := "# pack-refs with: sorted \n" + b + " refs/tags/old\n^" + a + "\n" + a + " refs/tags/v1\n"; string(after) != want {
+	if want := "# pack-refs with:                     sorted \n" + b + " refs/tags/old\n^" + a + "\n" + a + " refs/tags/v1\n"; string(after) != want {
 		t.Errorf("packed-refs after:\n%s\nwant\n%s", after, want)
 	}
 	if now, err := RefValues(tags, 100); err != nil || !slices.Equal(now, []string{"old\x00" + b + "\x00^" + a, "v1\x00" + a}) {
 		t.Errorf("RefValues after: %q %v", now, err)
+	}
+}
+
+// TestRemovePackedRefsPeeledLines: the peeled line after a kept line under the entry's
+// prefix (no launch line vouches for it: git would trust it) is dropped and the
+// header's peeled traits blanked; after a line put back as at launch too; after a line
+// outside the prefix it stays (F5's class for remote-tracking, shadow and stray refs).
+func TestRemovePackedRefsPeeledLines(t *testing.T) {
+	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
+	p := filepath.Join(t.TempDir(), "packed-refs")
+	keep := []string{a + " refs/remotes/o/kept", a + " refs/remotes/o/moved"}
+	for _, tc := range []struct{ before, after string }{
+		{header + a + " refs/remotes/o/kept\n^" + c + "\n" + b + " refs/tags/t\n^" + a + "\n",
+			"# pack-refs with:                     sorted \n" + a + " refs/remotes/o/kept\n" + b + " refs/tags/t\n^" + a + "\n"},
+		{header + c + " refs/remotes/o/moved\n^" + c + "\n",
+			"# pack-refs with:                     sorted \n" + a + " refs/remotes/o/moved\n"},
+		{header + a + " refs/remotes/o/kept\n" + b + " refs/tags/t\n^" + a + "\n", ""},
+	} {
+		os.WriteFile(p, []byte(tc.before), 0o644)
+		_, failed := Run([]Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/remotes/", Keep: keep}})
+		want := tc.after
+		if want == "" {
+			want = tc.before
+		}
+		if got, _ := os.ReadFile(p); string(got) != want || len(failed) != 0 {
+			t.Errorf("from\n%s\ngot\n%s\nwant\n%s\nfailed %q", tc.before, got, want, failed)
+		}
 	}
 }
