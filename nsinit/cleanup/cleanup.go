@@ -78,9 +78,11 @@ const (
 	// the host's git trusts as the remote's.
 	RemoveChangedRefs Kind = "remove-changed-refs"
 	// RestoreRefs: the refs under the directory Path (a git dir's refs/tags) named in
-	// Keep ("<path from Path>\x00<value at launch>") that git would resolve otherwise
-	// after the run (loose, or in the packed-refs of Path's grandparent) are written
-	// back as loose refs with their launch values; refs Keep does not name are left.
+	// Keep (RefValues: "<path from Path>\x00<value at launch>", and "\x00<peel>" for
+	// a packed one whose peel git took from the file) that git would resolve or peel
+	// otherwise after the run, or read ambiguously (loose, or in the packed-refs of
+	// Path's grandparent, as git reads it) are written back as loose refs with their
+	// launch values, and their packed lines removed; refs Keep does not name are left.
 	// For tags, which git keeps no reflog of.
 	RestoreRefs Kind = "restore-refs"
 )
