@@ -35,9 +35,10 @@ var gitRefNamespaces = []string{"refs/heads/", "refs/tags/", "refs/remotes/", "r
 // guardStrayNames has removed after the run what the command adds to the git dir gd
 // (or, refs false, a linked worktree's own git dir) under a name git does not make
 // there: a new top-level entry, a new refs/<x> outside git's namespaces, and a line of
-// packed-refs there not there at launch (attack review 33 F8: <gitdir>/upstream/main,
-// found before refs/remotes/upstream/main once the user adds that remote). What was
-// there at launch is kept.
+// packed-refs for a name outside them (refs/<x>/…, or no refs/ at all: "main") not
+// there at launch (attack review 33 F8: <gitdir>/upstream/main, found before
+// refs/remotes/upstream/main once the user adds that remote; review 36 F3: the packed
+// line "<oid> origin/main"). What was there at launch is kept.
 func (plan *gitPlan) guardStrayNames(gd string, refs bool) error {
 	dirs := []struct{ dir, rel string }{{gd, ""}}
 	if refs {
@@ -71,7 +72,10 @@ func (plan *gitPlan) guardStrayNames(gd string, refs bool) error {
 		return errorf("protected", packedFile, err, "cannot read the repository's packed refs, so cannot keep the command from adding refs git would find first")
 	}
 	packed = append(packed, looseRefsOutside(filepath.Join(gd, "refs"), gitRefNamespaces)...)
-	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: packedFile, Prefix: "refs/", Keep: packed, Skip: gitRefNamespaces})
+	// Prefix "": a line whose name is not under refs/ ("<oid> main", "<oid> origin/main")
+	// is found by git's lookup as $GIT_DIR/<name>, before refs/heads/main and
+	// refs/remotes/origin/main, and git pack-refs never writes one (attack review 36 F3)
+	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RemovePackedRefs, Path: packedFile, Prefix: "", Keep: packed, Skip: gitRefNamespaces})
 	return nil
 }
 
@@ -114,13 +118,11 @@ func isHexOID(s string) bool {
 	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
-// packedRefsOutside returns the lines of the packed-refs file p for refs under refs/
-// but in none of namespaces, none when p is missing (cleanup.PackedRefLines' bounds).
+// packedRefsOutside returns the lines of the packed-refs file p for refs in none of
+// namespaces (under refs/ or not: "<oid> main"), none when p is missing
+// (cleanup.PackedRefLines' bounds).
 func packedRefsOutside(p string, namespaces []string) ([]string, error) {
 	return cleanup.PackedRefLines(p, maxPackedKept, func(ref string) bool {
-		if !strings.HasPrefix(ref, "refs/") {
-			return false
-		}
 		for _, ns := range namespaces {
 			if strings.HasPrefix(ref, ns) {
 				return false

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/gosbx/gosbx/nsinit/cleanup"
@@ -18,35 +17,14 @@ import (
 // this for a main git dir only.
 func (plan *gitPlan) guardTags(gd string) error {
 	dir := filepath.Join(gd, "refs", "tags")
-	loose, err := cleanup.LooseRefs(dir, maxPackedKept)
+	keep, err := cleanup.RefValues(dir, maxPackedKept)
 	if err != nil {
-		return errorf("protected", dir, err, "cannot read the repository's tags, so cannot keep the command from moving them")
-	}
-	packedFile := filepath.Join(gd, "packed-refs")
-	packed, err := packedRefsUnder(packedFile, "refs/tags/")
-	if err != nil {
-		return errorf("protected", packedFile, err, "cannot read the repository's packed refs, so cannot keep the command from moving its tags")
-	}
-	// git reads a loose ref before a packed one of the same name
-	at := map[string]string{}
-	for _, l := range packed {
-		oid, ref, _ := strings.Cut(l, " ")
-		at[strings.TrimPrefix(ref, "refs/tags/")] = oid
-	}
-	for _, l := range loose {
-		rel, content, _ := strings.Cut(l, "\x00")
-		at[rel] = strings.TrimSpace(content)
-	}
-	var keep []string
-	for rel, v := range at {
-		if v != "" && !strings.ContainsAny(v, "\x00\n") {
-			keep = append(keep, rel+"\x00"+v)
-		}
+		return errorf("protected", dir, err, "cannot read the repository's tags as git reads them, so cannot keep the command from moving them; "+
+			"a packed-refs line git may read otherwise (a tag on two lines, lines out of order) is fixed by deleting the wrong line, or the word sorted from the file's first line")
 	}
 	if len(keep) == 0 {
 		return nil
 	}
-	slices.Sort(keep)
 	plan.cleanups = append(plan.cleanups, cleanup.Entry{Kind: cleanup.RestoreRefs, Path: dir, Keep: keep})
 	return nil
 }

@@ -40,7 +40,7 @@ const (
 	RestoreSymlink Kind = "restore-symlink"
 	// RemovePackedRefs: the refs of the packed-refs file Path whose names start with
 	// Prefix and whose lines are not in Keep (as they were at launch) are removed from
-	// it. For replace refs (refs/replace/), which make the host's git show other
+	// it, and a second line of a name in Keep. For replace refs (refs/replace/), which make the host's git show other
 	// objects than it pushes, and which no mount can keep out of packed-refs.
 	RemovePackedRefs Kind = "remove-packed-refs"
 	// RemoveIndexBits: the assume-unchanged and skip-worktree bits of the entries of the
@@ -78,9 +78,11 @@ const (
 	// the host's git trusts as the remote's.
 	RemoveChangedRefs Kind = "remove-changed-refs"
 	// RestoreRefs: the refs under the directory Path (a git dir's refs/tags) named in
-	// Keep ("<path from Path>\x00<value at launch>") that git would resolve otherwise
-	// after the run (loose, or in the packed-refs of Path's grandparent) are written
-	// back as loose refs with their launch values; refs Keep does not name are left.
+	// Keep (RefValues: "<path from Path>\x00<value at launch>", and "\x00<peel>" for
+	// a packed one whose peel git took from the file) that git would resolve or peel
+	// otherwise after the run, or read ambiguously (loose, or in the packed-refs of
+	// Path's grandparent, as git reads it) are written back as loose refs with their
+	// launch values, and their packed lines removed; refs Keep does not name are left.
 	// For tags, which git keeps no reflog of.
 	RestoreRefs Kind = "restore-refs"
 )
@@ -106,7 +108,9 @@ type Entry struct {
 	Skip []string `json:"skip,omitempty"`
 	// Target (RestoreSymlink) is the symlink's text.
 	Target string `json:"target,omitempty"`
-	// Prefix (RemovePackedRefs) is the start of the ref names removed ("refs/replace/").
+	// Prefix (RemovePackedRefs) is the start of the ref names removed ("refs/replace/");
+	// "" is every name, refs/… or not (git's lookup reads a packed "<oid> main" as
+	// $GIT_DIR/main, before refs/heads/main: attack review 36 F3).
 	Prefix string `json:"prefix,omitempty"`
 	// HashLen (RemoveIndexBits) is the object name length in bytes, 20 or 32.
 	HashLen int `json:"hash_len,omitempty"`
@@ -153,8 +157,8 @@ func (e Entry) Check() error {
 		return fmt.Errorf("cleanup %s of %s: object name length %d is neither 20 (SHA-1) nor 32 (SHA-256)", e.Kind, e.Path, e.HashLen)
 	case e.Kind == RestoreMode && (e.Mode&^0o7777 != 0 || e.Mode&0o700 != 0o700):
 		return fmt.Errorf("cleanup %s of %s: mode %o is not a directory's its owner can use", e.Kind, e.Path, e.Mode)
-	case e.Kind == RemovePackedRefs && !strings.HasPrefix(e.Prefix, "refs/"):
-		return fmt.Errorf("cleanup %s of %s: prefix %q is not below refs/", e.Kind, e.Path, e.Prefix)
+	case e.Kind == RemovePackedRefs && e.Prefix != "" && !strings.HasPrefix(e.Prefix, "refs/"):
+		return fmt.Errorf("cleanup %s of %s: prefix %q is neither empty nor below refs/", e.Kind, e.Path, e.Prefix)
 	case len(e.KeepIDs) != 0 && len(e.KeepIDs) != len(e.Keep):
 		return fmt.Errorf("cleanup %s of %s: %d identities for %d kept names", e.Kind, e.Path, len(e.KeepIDs), len(e.Keep))
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,16 +28,76 @@ const (
 const asideSuffix = ".gosbx-aside"
 
 // removePackedRefs removes from the packed-refs file p (gitrepository-layout(5)) every
-// ref under prefix (underPrefix), and not under one of the prefixes skip, whose line is not one of keep (the lines there at
-// launch), with the peeled line ("^<oid>") that follows it; a ref that keep names with
-// another line gets its keep line back instead. The file is
-// streamed (one line held at a time) into a file beside itself, renamed over it
-// through its directory's descriptor; a symlink or anything but a regular file is left
-// to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with a line over
-// MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside" (fail
-// closed: none of its refs is left where git reads them), reported as "p: moved aside
-// to …". It returns "p: <ref>" for each ref removed.
+// ref under prefix (underPrefix; "" is every ref, inside refs/ or not), and not under
+// one of the prefixes skip, whose line is not one of keep (the lines there at launch),
+// with the peeled line ("^<oid>") that follows it; a ref that keep names with another
+// line gets its keep line back instead (editPacked). It returns "p: <ref>" for each ref
+// removed.
 func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []string) {
+	// launch is each kept ref's line by name: a ref that existed at launch and was
+	// moved gets its launch line back, not deleted (attack review 32 F2: the user's own
+	// checked-out branch origin/feature lost its commits)
+	kept, launch := map[string]bool{}, map[string]string{}
+	for _, k := range keep {
+		kept[k] = true
+		if _, ref, ok := strings.Cut(k, " "); ok {
+			launch[ref] = k
+		}
+	}
+	// each ref is left once: a second line of its name, kept or put back (git's binary
+	// search reads either), is removed (attack review 36 F4)
+	seen := map[string]bool{}
+	guarded := func(ref string) bool {
+		return underPrefix(ref, prefix) && !slices.ContainsFunc(skip, func(s string) bool { return strings.HasPrefix(ref, s) })
+	}
+	// a kept line's peeled line is not in keep: git would trust it (attack review 36 F5)
+	notGuarded := func(ref string) bool { return !guarded(ref) }
+	return editPacked(p, func(text, ref string) (bool, string, string) {
+		if !guarded(ref) {
+			return true, "", ""
+		}
+		first := !seen[ref]
+		seen[ref] = true
+		switch {
+		case !first && launch[ref] != "":
+			return false, "", ref + " (a second line of its name)"
+		case kept[text]:
+			return true, "", ""
+		case launch[ref] != "":
+			return false, launch[ref], ref + " (put back as at launch)"
+		}
+		return false, "", ref
+	}, notGuarded)
+}
+
+// unpeeled returns the packed-refs header line h with its "peeled" and "fully-peeled"
+// traits blanked (git splits the traits at each space), as long as h.
+func unpeeled(h string) string {
+	words := strings.Split(h, " ")
+	for i, w := range words {
+		if i > 0 && (w == "peeled" || w == "fully-peeled") {
+			words[i] = strings.Repeat(" ", len(w))
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// editPacked rewrites the packed-refs file p when edit changes one of its ref lines
+// (text: the line without its newline, ref: its name; the header, "#…", and the peeled
+// lines, "^<oid>", are not ref lines): edit returns keep, or the text written in its
+// place ("" none) and the note "p: <note>" reported. The peeled line after a ref line
+// stays only when the line stays and peelOK (nil: any) accepts its ref; where one is
+// dropped from a ref line written (a kept line peelOK refuses, a line put in another's
+// place), the header's "peeled" and "fully-peeled" traits are blanked (same length),
+// by which git would take the ref for one that peels to nothing: git then peels the
+// object itself (attack review 36 F5: git trusts every peeled line). The file is
+// streamed (one line held at a time) into a file beside itself, renamed over it
+// through its directory's descriptor; a symlink or anything but
+// a regular file is left to RemoveSpecialUnder. A file over MaxPackedRefs bytes, or with
+// a line over MaxPackedRefLine, is not read but moved aside whole to p+".gosbx-aside"
+// (fail closed: none of its refs is left where git reads them), reported as "p: moved
+// aside to …".
+func editPacked(p string, edit func(text, ref string) (keep bool, repl, note string), peelOK func(ref string) bool) (removed, failed []string) {
 	dir, err := openDirNoFollow(filepath.Dir(p))
 	if unreachable(err) {
 		return nil, nil
@@ -69,27 +130,6 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 	if st.Size > MaxPackedRefs {
 		return aside(fmt.Sprintf("%d bytes, more than gosbx reads (%d)", st.Size, MaxPackedRefs))
 	}
-	// launch is each kept ref's line by name: a ref that existed at launch and was
-	// moved gets its launch line back, not deleted (attack review 32 F2: the user's own
-	// checked-out branch origin/feature lost its commits)
-	kept, launch := map[string]bool{}, map[string]string{}
-	for _, k := range keep {
-		kept[k] = true
-		if _, ref, ok := strings.Cut(k, " "); ok {
-			launch[ref] = k
-		}
-	}
-	under := func(ref string) bool {
-		if !underPrefix(ref, prefix) {
-			return false
-		}
-		for _, s := range skip {
-			if strings.HasPrefix(ref, s) {
-				return false
-			}
-		}
-		return true
-	}
 	tmp := name + ".gosbx-" + strconv.Itoa(os.Getpid())
 	unix.Unlinkat(dir, tmp, 0)
 	wfd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o666)
@@ -102,7 +142,14 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 		unix.Unlinkat(dir, tmp, 0)
 	}
 	bw := bufio.NewWriter(w)
-	dropping := false
+	// peel says what becomes of a peeled line: kept, dropped with its ref line, or
+	// dropped from a ref line written (the header then unpeeled)
+	const (
+		keepPeel = iota
+		dropPeel
+		unvouched
+	)
+	peel, changed, unpeel, header := keepPeel, false, false, ""
 	// the file is read only up to the size it had: one the command's background process
 	// keeps growing is not followed past it
 	r := bufio.NewReaderSize(io.LimitReader(f, st.Size), MaxPackedRefLine)
@@ -118,19 +165,34 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 			switch {
 			case strings.HasPrefix(text, "^"):
 				// the peeled value of the ref before
-			case under(ref) && !kept[text] && launch[ref] != "":
-				dropping = true
-				bw.WriteString(launch[ref] + "\n")
-				removed = report(removed, p+": "+ref+" (put back as at launch)")
-			case under(ref) && !kept[text]:
-				dropping = true
-				removed = report(removed, p+": "+ref)
+				if peel == unvouched {
+					changed, unpeel = true, true
+				}
+				if peel != keepPeel {
+					line = nil
+				}
+			case strings.HasPrefix(text, "#") || ref == "":
+				// the header (git refuses a file with any other such line)
+				if header == "" && strings.HasPrefix(text, "# pack-refs with:") {
+					header = text
+				}
+				peel = keepPeel
 			default:
-				dropping = false
+				keep, repl, note := edit(text, ref)
+				switch {
+				case keep && (peelOK == nil || peelOK(ref)):
+					peel = keepPeel
+				case keep:
+					peel = unvouched
+				case repl != "":
+					changed, peel, line = true, unvouched, []byte(repl+"\n")
+					removed = report(removed, p+": "+note)
+				default:
+					changed, peel, line = true, dropPeel, nil
+					removed = report(removed, p+": "+note)
+				}
 			}
-			if !dropping {
-				bw.Write(line)
-			}
+			bw.Write(line)
 		}
 		if err != nil {
 			if err != io.EOF {
@@ -140,12 +202,15 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 			break
 		}
 	}
-	if len(removed) == 0 {
+	if !changed {
 		discard()
 		return nil, nil
 	}
 	unix.Fchown(wfd, int(st.Uid), int(st.Gid)) // as it was; a caller who may not keeps it its own
 	err = bw.Flush()
+	if err == nil && unpeel && header != "" {
+		_, err = w.WriteAt([]byte(unpeeled(header)), 0)
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -159,12 +224,12 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 	return removed, nil
 }
 
-// underPrefix reports whether ref lies under prefix: prefix ending in "/" starts it;
+// underPrefix reports whether ref lies under prefix: prefix "" or ending in "/" starts it;
 // any other prefix (refs/heads/origin) is ref itself or starts it followed by "/", the
 // names git's lookup could take for <remote>/<x> (attack review 32 F2: a remote "origin"
 // took the user's refs/heads/origin-fix).
 func underPrefix(ref, prefix string) bool {
-	if strings.HasSuffix(prefix, "/") {
+	if prefix == "" || strings.HasSuffix(prefix, "/") {
 		return strings.HasPrefix(ref, prefix)
 	}
 	return ref == prefix || strings.HasPrefix(ref, prefix+"/")

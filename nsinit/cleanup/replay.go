@@ -95,7 +95,7 @@ func asAtLaunch(e Entry) bool {
 		now, err := LooseRefs(e.Path, len(e.Keep)+1)
 		return err == nil && sameSet(now, e.Keep)
 	case RestoreRefs:
-		moved, err := refsMoved(e.Path, e.Keep)
+		moved, _, _, err := refsMoved(e.Path, e.Keep)
 		return err == nil && len(moved) == 0
 	case RemoveIndexBits:
 		dir, err := openDirNoFollow(filepath.Dir(e.Path))

@@ -1,10 +1,8 @@
 package cleanup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,17 +15,20 @@ import (
 const tagPutBack = " (a tag put back as at launch)"
 
 // restoreRefs puts back as at launch the refs under the directory dir (a git dir's
-// refs/tags) that keep names ("<path from dir>\x00<value at launch>": an object id, or
-// "ref: <name>"), where git would now resolve one to another value or to none: loose
+// refs/tags) that keep names (RefValues at launch: "<path from dir>\x00<value>", an
+// object id or "ref: <name>", and for a packed one "\x00<peel>"), where git would now
+// resolve one to another value or peel, to none, or read it ambiguously: loose
 // (dir/<path>, which git reads first) or, with no loose file, in the git dir's
-// packed-refs (dir's grandparent). Each is written back as a loose ref with its launch
-// value, whatever the command left at that name (another ref, a directory of refs
-// under it, a symlink) removed first. Refs keep does not name (the command's new tags)
-// are left. git keeps no reflog for tags (core.logAllRefUpdates), so a tag moved in
-// the run would otherwise be moved for good, with no trace (attack review 33 F11). It
-// returns "<dir>/<path> (a tag put back as at launch)" per ref written back.
+// packed-refs (dir's grandparent), read as git reads it (packedView). Each is written
+// back as a loose ref with its launch value, whatever the command left at that name
+// (another ref, a directory of refs under it, a symlink) removed first, and then its
+// lines in packed-refs removed (git for-each-ref and push --tags would list a second
+// one). Refs keep does not name (the command's new tags) are left. git keeps no
+// reflog for tags, so a moved tag would otherwise be moved for good, with no trace
+// (attack review 33 F11). It returns "<dir>/<path> (a tag put back as at launch)" per
+// ref written back.
 func restoreRefs(dir string, keep []string) (removed, failed []string) {
-	moved, err := refsMoved(dir, keep)
+	moved, packed, unpeel, err := refsMoved(dir, keep)
 	if err != nil {
 		return nil, []string{dir + ": " + err.Error()}
 	}
@@ -40,8 +41,11 @@ func restoreRefs(dir string, keep []string) (removed, failed []string) {
 			removed = append(removed, dir+" (not a directory): "+what)
 		}
 	}
+	prefix := "refs/" + filepath.Base(dir) + "/"
+	drop := map[string]bool{}
 	for _, k := range moved {
-		rel, value, _ := strings.Cut(k, "\x00")
+		rel, rest, _ := strings.Cut(k, "\x00")
+		value, _, _ := strings.Cut(rest, "\x00")
 		p := filepath.Join(dir, rel)
 		if !refPath(rel) {
 			failed = report(failed, p+": not put back: not a ref's path")
@@ -52,6 +56,18 @@ func restoreRefs(dir string, keep []string) (removed, failed []string) {
 			continue
 		}
 		removed = report(removed, p+tagPutBack)
+		if packed[prefix+rel] {
+			drop[prefix+rel] = true
+		}
+	}
+	if len(drop) > 0 || len(unpeel) > 0 {
+		// the loose ref written is what git reads; the lines are the command's. A
+		// peeled line no launch line vouches for is dropped, and git told by the
+		// header to peel every ref without one itself
+		_, f := editPacked(packedRefsOf(dir), func(_, ref string) (bool, string, string) {
+			return !drop[ref], "", ref
+		}, func(ref string) bool { return !unpeel[ref] })
+		failed = append(failed, f...)
 	}
 	return removed, failed
 }
@@ -85,54 +101,81 @@ func refsDirBack(dir string) (string, error) {
 }
 
 // refsMoved returns the entries of keep (restoreRefs') whose ref git would not resolve
-// to its launch value now. A dir that is gone, a file or a symlink holds no loose ref
-// (git takes refs/tags/<name>'s ENOENT or ENOTDIR as none, and reads packed-refs):
-// every entry is then compared with packed-refs (attack review 35 F5: before, none
-// was, so a tag moved in packed-refs, or deleted, stayed so).
-func refsMoved(dir string, keep []string) ([]string, error) {
+// to its launch value and peel now, or would read from packed-refs ambiguously (on two
+// lines, or in lines out of order under a "sorted" header: attack review 36 F4), and
+// the names (refs/<x>/<path>) of those with a line in packed-refs. A peel git takes from
+// the ref's object (a loose ref, a packed one with no peeled line nor header trait) is
+// the object's; one it takes from packed-refs must be the launch's (attack review 36
+// F5: git describe took the command's "^<oid>" lines), or, where git peeled the object
+// at launch, the ref is in unpeel: its line is as at launch, its peel to be the
+// object's again (restoreRefs). A dir that is gone, a file or a
+// symlink holds no loose ref (git takes refs/tags/<name>'s ENOENT or ENOTDIR as none,
+// and reads packed-refs): every entry is then compared with packed-refs (attack review
+// 35 F5). A packed-refs gosbx cannot read (packedView's bounds) is taken as holding
+// none of them: each not loose is moved, and written back loose.
+func refsMoved(dir string, keep []string) (moved []string, packed, unpeel map[string]bool, err error) {
 	if len(keep) == 0 {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	fd, err := openDirNoFollow(dir)
 	var d *os.File
 	switch {
 	case unreachable(err):
 	case err != nil:
-		return nil, err
+		return nil, nil, nil, err
 	default:
 		d = os.NewFile(uintptr(fd), dir)
 		defer d.Close()
 	}
-	want := map[string]string{}
+	prefix := "refs/" + filepath.Base(dir) + "/"
+	want := map[string]bool{}
 	for _, k := range keep {
-		rel, value, _ := strings.Cut(k, "\x00")
-		want[rel] = value
+		rel, _, _ := strings.Cut(k, "\x00")
+		want[prefix+rel] = true
 	}
-	packed := packedValues(filepath.Join(filepath.Dir(filepath.Dir(dir)), "packed-refs"), "refs/"+filepath.Base(dir)+"/", want)
+	view, verr := readPackedView(packedRefsOf(dir), len(keep)*2+16, func(ref string) bool { return want[ref] })
+	if verr != nil {
+		view = packedView{}
+	}
 	// the names at the top of dir: a ref under none of them is not loose, and is not
 	// opened (most tags are packed: git pack-refs, gc, a clone)
 	top := map[string]bool{}
 	if d != nil {
 		if err := eachName(d, func(n string) { top[n] = true }); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
-	var moved []string
+	packed, unpeel = map[string]bool{}, map[string]bool{}
 	for _, k := range keep {
-		rel, value, _ := strings.Cut(k, "\x00")
+		rel, rest, _ := strings.Cut(k, "\x00")
+		value, peel, _ := strings.Cut(rest, "\x00")
+		rec := view.recs[prefix+rel]
+		if rec.lines > 0 {
+			packed[prefix+rel] = true
+		}
 		first, _, _ := strings.Cut(rel, "/")
 		now, loose := "", false
 		if top[first] {
 			now, loose = looseValue(fd, rel)
 		}
-		if !loose {
-			now = packed[rel]
+		switch {
+		case loose && rec.lines > 1:
+			// git reads the loose one, but lists the second packed line too
+		case loose && now == value:
+			continue
+		case loose:
+		case view.blind || rec.lines != 1:
+		case rec.oid == value && (rec.peel == "" || rec.peel == peel):
+			continue
+		case rec.oid == value && peel == "":
+			// git peeled the object at launch (a loose tag, git pack-refs in the
+			// run wrote the line): the file's peel is not known to be the object's
+			unpeel[prefix+rel] = true
+			continue
 		}
-		if now != value {
-			moved = append(moved, k)
-		}
+		moved = append(moved, k)
 	}
-	return moved, nil
+	return moved, packed, unpeel, nil
 }
 
 // looseValue returns the value (trimmed content) of the loose ref rel under the
@@ -161,39 +204,6 @@ func looseValue(fd int, rel string) (string, bool) {
 		return "", true
 	}
 	return strings.TrimSpace(string(b[:n])), true
-}
-
-// packedValues returns the object id of each ref of the packed-refs file p whose name
-// is prefix+<rel> with rel in want, by rel; none when p cannot be read as one (git
-// then has none of them either, and they are written back loose).
-func packedValues(p, prefix string, want map[string]string) map[string]string {
-	out := map[string]string{}
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return out
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > MaxPackedRefs {
-		return out
-	}
-	r := bufio.NewReaderSize(io.LimitReader(f, st.Size), MaxPackedRefLine)
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return map[string]string{} // git refuses such a file: none of its refs
-		}
-		oid, ref, ok := strings.Cut(strings.TrimRight(string(line), "\n"), " ")
-		if rel, under := strings.CutPrefix(ref, prefix); ok && under {
-			if _, w := want[rel]; w {
-				out[rel] = oid
-			}
-		}
-		if err != nil {
-			return out
-		}
-	}
 }
 
 // writeRefAt writes content as the loose ref rel under dir (never through a symlink):

@@ -41,7 +41,7 @@ func TestRestoreRefs(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(tags, "new")); err != nil || string(b) != c+"\n" {
 		t.Errorf("the command's new tag: %q %v", b, err)
 	}
-	if moved, err := refsMoved(tags, keep); err != nil || len(moved) != 0 {
+	if moved, _, _, err := refsMoved(tags, keep); err != nil || len(moved) != 0 {
 		t.Errorf("after the put back, refsMoved = %q %v", moved, err)
 	}
 	if _, failed := Run([]Entry{{Kind: RestoreRefs, Path: tags, Keep: []string{"../../escape\x00" + a}}}); len(failed) != 1 {

@@ -116,38 +116,14 @@ func entriesNow(dir string, ids bool) ([]string, []ID, error) {
 }
 
 // refValuesNow returns the refs under dir (a git dir's refs/tags) as RestoreRefs'
-// Keep, as git resolves them now: loose first, then the git dir's packed-refs.
+// Keep, as git resolves them now (RefValues: a packed-refs git may read otherwise is
+// an error, and the old baseline stays).
 func refValuesNow(dir string) ([]string, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, errors.New("not a directory") // restoreRefs puts the old ones back
 	}
-	loose, err := LooseRefs(dir, maxRetaken)
-	if err != nil {
-		return nil, err
-	}
-	prefix := "refs/" + filepath.Base(dir) + "/"
-	packed, err := packedLinesUnder(filepath.Join(filepath.Dir(filepath.Dir(dir)), "packed-refs"), prefix)
-	if err != nil {
-		return nil, err
-	}
-	at := map[string]string{}
-	for _, l := range packed {
-		oid, ref, _ := strings.Cut(l, " ")
-		at[strings.TrimPrefix(ref, prefix)] = oid
-	}
-	for _, l := range loose {
-		rel, content, _ := strings.Cut(l, "\x00")
-		at[rel] = strings.TrimSpace(content)
-	}
-	var keep []string
-	for rel, v := range at {
-		if v != "" && !strings.ContainsAny(v, "\x00\n") {
-			keep = append(keep, rel+"\x00"+v)
-		}
-	}
-	slices.Sort(keep)
-	return keep, nil
+	return RefValues(dir, maxRetaken)
 }
 
 // packedLinesUnder returns the lines ("<oid> <ref>") of the packed-refs file p whose
