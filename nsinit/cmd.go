@@ -158,6 +158,15 @@ func (c *Cmd) Start() error {
 		c.Prestarted.Close()
 		c.Prestarted = nil
 	}
+	if !c.TTY {
+		// before anything is built or a pooled sandbox is taken (newStdioCopy checks
+		// again, on every path): a descriptor the command could walk the host from
+		if err := checkStdio(c.Stdin, c.Stdout, c.Stderr); err != nil {
+			c.Prestarted.Close()
+			c.Prestarted = nil
+			return c.fail(&SetupError{Step: "stdio", Err: err})
+		}
+	}
 	if c.pool != nil {
 		return c.startPooled()
 	}
@@ -348,7 +357,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 		pre.Close()
 		var stdio *stdioCopy
 		if stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr); err != nil {
-			step = "pipe"
+			step = stdioStep(err)
 		} else {
 			l, raw, step, err = launchRaw(spec, params, stdio, c.own.group)
 		}
@@ -378,7 +387,7 @@ func (c *Cmd) spawn(pooled bool) (_ <-chan error, err error) {
 				stdio, err = newStdioCopy(c.Stdin, c.Stdout, c.Stderr)
 			}
 			if err != nil {
-				step = "pipe"
+				step = stdioStep(err)
 			} else {
 				l, step, err = launchInit(params, stdio)
 			}

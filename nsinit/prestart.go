@@ -44,12 +44,16 @@ type Prestarted struct {
 //
 // It returns once the init's execve(2) has succeeded. Errors: a guess without
 // Linux or mappings, a host id not to be had (takeHostID: "all N host ids … are in
-// use", the lock directory), or the pipes' and the clone's (wrapped, naming the step);
+// use", the lock directory), a stdio descriptor Start would refuse (*HandedFileError,
+// step "stdio"), or the pipes' and the clone's (wrapped, naming the step);
 // nothing is left running then. A caller may always go on without it: Start clones
 // its own init and reports the same errors as a *SetupError.
 func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (*Prestarted, error) {
 	if guess == nil || guess.Linux == nil || len(guess.Linux.UIDMappings) == 0 || len(guess.Linux.GIDMappings) == 0 {
 		return nil, errors.New("nsinit: prestart: the guess has no id mappings")
+	}
+	if err := checkStdio(stdin, stdout, stderr); err != nil {
+		return nil, &SetupError{Step: "stdio", Err: err} // as Start would refuse them
 	}
 	if rawInitDefault && rawAllowed.Load() && !rawTaken.Load() {
 		// the launch takes the raw init (rawWanted), which is not cloned ahead: an init
@@ -80,7 +84,9 @@ func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (
 	params := cloneParams{args: initArgs(false, false, mapped), sys: initSysAttr(spec, mapped, p.owner, -1), as: p.hid}
 	stdio, err := newStdioCopy(stdin, stdout, stderr)
 	step := "pipe"
-	if err == nil {
+	if err != nil {
+		step = stdioStep(err)
+	} else {
 		p.l, step, err = launchInit(params, stdio)
 	}
 	if err != nil {
