@@ -23,7 +23,7 @@ import (
 // marker in the workspace (proof it ran), a file planted through each descriptor, a
 // listing of what fd 0 reaches.
 func handedProbe(tag string) string {
-	return fmt.Sprintf(`touch ran-%[1]s; for n in 0 1 2; do echo x > /proc/self/fd/$n/planted-%[1]s; done 2>/dev/null
+	return fmt.Sprintf(`touch ran-%[1]s; for n in 0 1 2; do echo x > /proc/self/fd/$n/planted-%[1]s; done
 ls /proc/self/fd/0/ > seen-%[1]s 2>/dev/null; exit 0`, tag)
 }
 
