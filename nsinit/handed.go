@@ -69,7 +69,12 @@ func CheckHandedFd(fd int, stream string) error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		return refuse("a directory", nil)
-	case unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+		return nil
+	case unix.S_IFREG:
+		// a namespace (nsfs) is a regular file by its mode, as a pidfd may be: told by
+		// the file system, looked at for regular files alone (a terminal, a pipe: two
+		// syscalls)
 	default:
 		// no file type: an anonymous inode (a pidfd, an fsopen context, an eventfd, …)
 		return refuse("an anonymous-inode descriptor", nil)

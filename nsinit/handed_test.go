@@ -109,28 +109,6 @@ func TestCheckHandedFdKinds(t *testing.T) {
 	}
 }
 
-// newStdioCopy, where every launch path (Go and raw init, Prestart, Pool, Session)
-// builds its stdio, refuses a directory on its own, behind Start's early check.
-func TestNewStdioCopyRefusesDirectory(t *testing.T) {
-	d, err := os.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	for i := range 3 {
-		var args [3]any
-		args[i] = d
-		in, _ := args[0].(*os.File)
-		out, _ := args[1].(*os.File)
-		errw, _ := args[2].(*os.File)
-		s, err := newStdioCopy(fileOrNil(in), writerOrNil(out), writerOrNil(errw))
-		var he *HandedFileError
-		if !errors.As(err, &he) || s != nil || stdioStep(err) != "stdio" {
-			t.Errorf("stream %d a directory: newStdioCopy = %v, %v", i, s, err)
-		}
-	}
-}
-
 // fileOrNil and writerOrNil keep a nil *os.File a nil interface (as a caller's nil).
 func fileOrNil(f *os.File) interface{ Read([]byte) (int, error) } {
 	if f == nil {
@@ -216,5 +194,20 @@ func TestHandedDirectoryRefusedLibrary(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ok")); err != nil {
 		t.Errorf("the session's command after the refusals did not run: %v", err)
+	}
+}
+
+// BenchmarkCheckHandedFd: the cost of the check on one stream (a pipe).
+func BenchmarkCheckHandedFd(b *testing.B) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for b.Loop() {
+		if err := CheckHandedFd(int(r.Fd()), "stdin"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -52,14 +52,15 @@ func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (
 	if guess == nil || guess.Linux == nil || len(guess.Linux.UIDMappings) == 0 || len(guess.Linux.GIDMappings) == 0 {
 		return nil, errors.New("nsinit: prestart: the guess has no id mappings")
 	}
-	if err := checkStdio(stdin, stdout, stderr); err != nil {
-		return nil, &SetupError{Step: "stdio", Err: err} // as Start would refuse them
-	}
 	if rawInitDefault && rawAllowed.Load() && !rawTaken.Load() {
 		// the launch takes the raw init (rawWanted), which is not cloned ahead: an init
 		// cloned now would be killed unused (a root caller's launch with a v2 group,
 		// which takes the Go init, is cloned by Start then)
 		return nil, nil
+	}
+	if err := checkStdio(stdin, stdout, stderr); err != nil {
+		// as Start refuses them (which checks them no more when it has this init)
+		return nil, &SetupError{Step: "stdio", Err: err}
 	}
 	p := &Prestarted{id: newSandboxID(), stdin: stdin, stdout: stdout, stderr: stderr}
 	spec := guess
@@ -84,9 +85,7 @@ func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (
 	params := cloneParams{args: initArgs(false, false, mapped), sys: initSysAttr(spec, mapped, p.owner, -1), as: p.hid}
 	stdio, err := newStdioCopy(stdin, stdout, stderr)
 	step := "pipe"
-	if err != nil {
-		step = stdioStep(err)
-	} else {
+	if err == nil {
 		p.l, step, err = launchInit(params, stdio)
 	}
 	if err != nil {
@@ -195,6 +194,12 @@ func (c *Cmd) takePrestarted(pooled bool) *Prestarted {
 		c.own.id = id
 	}
 	return p
+}
+
+// hasStdio reports whether p was made with exactly these stdin, stdout and stderr
+// (Prestart refused any it would not hand in, checkStdio); false for a nil p.
+func (p *Prestarted) hasStdio(stdin io.Reader, stdout, stderr io.Writer) bool {
+	return p != nil && sameReader(stdin, p.stdin) && sameWriter(stdout, p.stdout) && sameWriter(stderr, p.stderr)
 }
 
 // sameReader is sameWriter for readers.

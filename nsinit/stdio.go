@@ -23,14 +23,10 @@ type stdioCopy struct {
 	shared   []sharedFile // the caller's own descriptors the command shares, put back at the end
 }
 
-// newStdioCopy opens /dev/null or pipes as needed for stdin, stdout and stderr. An
-// *os.File that is not to be handed to a command (checkStdio: a directory, an O_PATH
-// descriptor, …) is refused first, with its *HandedFileError (stdioStep names it):
-// every launch path (Go and raw init, Prestart, Pool, Session) builds its stdio here.
+// newStdioCopy opens /dev/null or pipes as needed for stdin, stdout and stderr. Its
+// callers checked the *os.Files among them first (checkStdio: Start for every path of
+// a Cmd, Prestart for its own).
 func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error) {
-	if err := checkStdio(stdin, stdout, stderr); err != nil {
-		return nil, err
-	}
 	s := &stdioCopy{stdinEnd: make(chan struct{})}
 	fail := func(err error) (*stdioCopy, error) {
 		for _, f := range s.child {
@@ -113,15 +109,6 @@ func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error)
 		})
 	}
 	return s, nil
-}
-
-// stdioStep is the setup step a newStdioCopy error is reported at: "stdio" for a
-// refused descriptor, otherwise "pipe" (opening /dev/null or a pipe failed).
-func stdioStep(err error) string {
-	if _, ok := err.(*HandedFileError); ok {
-		return "stdio"
-	}
-	return "pipe"
 }
 
 // run starts copying, once the descriptors have reached the init: a Stdin reader is

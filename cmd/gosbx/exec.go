@@ -174,13 +174,6 @@ func readSignals(f *os.File, sigc chan<- os.Signal) {
 func stopSelf() { unix.Kill(os.Getpid(), unix.SIGSTOP) }
 
 func execute(o policy.Options, status *os.File) error {
-	// A directory (an O_PATH, namespace, pidfd … descriptor) as stdio would be the
-	// command's handle on the host's tree: refused before anything is cloned or built
-	// (Start checks again, as for every library caller)
-	if err := checkStdio("stdin", "stdout", "stderr"); err != nil {
-		emitError(status, err)
-		return err
-	}
 	procs := launcherSched()
 	// Catch forwarded signals before the sandbox exists, so none is lost or kills us.
 	// Not with os/signal, whose locked thread and thread parked in signal_recv a launch
@@ -406,17 +399,6 @@ func (e *setupFailure) Error() string {
 }
 func (e *setupFailure) Unwrap() error { return e.err }
 func (e *setupFailure) ExitCode() int { return nsinit.ExitSetup }
-
-// checkStdio is nsinit.CheckHandedFd of this process's fds 0, 1 and 2, named as
-// given, as the *setupFailure of step "stdio".
-func checkStdio(names ...string) error {
-	for fd, name := range names {
-		if err := nsinit.CheckHandedFd(fd, name); err != nil {
-			return &setupFailure{"stdio", err}
-		}
-	}
-	return nil
-}
 
 // emitError writes the status line of a launch that failed before it started.
 func emitError(status *os.File, err error) {
