@@ -125,7 +125,7 @@ func writerOrNil(f *os.File) interface{ Write([]byte) (int, error) } {
 }
 
 // The library's launch paths refuse a directory as stdin, stdout or stderr: Cmd.Run,
-// Prestart, a Session's command and a Pool's command; a *SetupError of step "stdio"
+// Prestart, a Pool's command and a Session's command; a *SetupError of step "stdio"
 // (ExitSetup), the command not run: no marker in the workspace, nothing planted in the
 // directory handed in.
 func TestHandedDirectoryRefusedLibrary(t *testing.T) {
@@ -176,6 +176,13 @@ func TestHandedDirectoryRefusedLibrary(t *testing.T) {
 		pre, err := Prestart(cfg, fileOrNil(args[0]), writerOrNil(args[1]), writerOrNil(args[2]))
 		pre.Close()
 		check("Prestart", err) // before it looks at which init the launch takes
+	}
+	template, _ := poolTemplate(t, policy.Options{Workspace: ws})
+	pool := newTestPool(t, template, 1)
+	for i := range 3 {
+		c := pool.Command(poolProc(template, "sh", "-c", script))
+		set(c, i)
+		check("Pool command", c.Run())
 	}
 	s, err := NewSession(compile(t, policy.Options{Args: []string{"true"}, Workspace: ws}, nil))
 	skipIfNoSandbox(t, err)
