@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/gosbx/gosbx/internal/filerelay"
 )
 
 // stdioCopy holds a pooled command's stdio as os/exec would set it up: an *os.File is
@@ -20,7 +22,8 @@ type stdioCopy struct {
 	started  bool
 	copiers  sync.WaitGroup
 	stdinEnd chan struct{}
-	shared   []sharedFile // the caller's own descriptors the command shares, put back at the end
+	shared   []sharedFile     // the caller's own descriptors the command shares, put back at the end
+	relay    *filerelay.Relay // a read-only file of the caller's copied to the command's stdin
 }
 
 // newStdioCopy opens /dev/null or pipes as needed for stdin, stdout and stderr. Its
@@ -31,6 +34,9 @@ func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error)
 	fail := func(err error) (*stdioCopy, error) {
 		for _, f := range s.child {
 			f.Close()
+		}
+		if s.relay != nil {
+			s.relay.Stop()
 		}
 		if s.stdinW != nil {
 			s.stdinW.Close()
@@ -47,8 +53,24 @@ func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error)
 		s.fds[0] = int(f.Fd())
 		close(s.stdinEnd)
 	case *os.File:
-		s.fds[0] = int(r.Fd())
-		s.shared = append(s.shared, saveShared(s.fds[0])...)
+		// a file opened for reading only goes through a pipe: as itself, the command
+		// could open it again writable through /proc/self/fd/0 (internal/filerelay)
+		relay, err := filerelay.Needed(int(r.Fd()))
+		if err != nil {
+			return fail(err)
+		}
+		if relay {
+			pr, rl, err := filerelay.New(int(r.Fd()))
+			if err != nil {
+				return fail(err)
+			}
+			s.child, s.relay = append(s.child, pr), rl
+			s.fds[0] = int(pr.Fd())
+			s.start = append(s.start, rl.Start)
+		} else {
+			s.fds[0] = int(r.Fd())
+			s.shared = append(s.shared, saveShared(s.fds[0])...)
+		}
 		close(s.stdinEnd)
 	default:
 		pr, pw, err := os.Pipe()
@@ -136,6 +158,9 @@ func (s *stdioCopy) abort() {
 
 // restore puts back the state of the caller's descriptors that the command shared.
 func (s *stdioCopy) restore() {
+	if s.relay != nil {
+		s.relay.Stop() // the offset put back past what the command read
+	}
 	restoreShared(s.shared)
 	s.shared = nil
 }

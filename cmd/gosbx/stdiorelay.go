@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/gosbx/gosbx/internal/filerelay"
+	"github.com/gosbx/gosbx/nsinit"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,17 +27,27 @@ import (
 // terminal's foreground one: a background `gosbx exec --session … &` neither takes the
 // shell's input nor stops (SIGTTIN) for reading it while its command does not ask.
 type stdioRelay struct {
-	send [3]int        // the descriptors sent for the command's 0, 1 and 2
-	mine []int         // the command's ends of the pipes, closed here once sent
-	outs []*outputCopy // the copies of the command's output to the terminal
+	send  [3]int           // the descriptors sent for the command's 0, 1 and 2
+	mine  []int            // the command's ends of the pipes, closed here once sent
+	outs  []*outputCopy    // the copies of the command's output to the terminal
+	file  *filerelay.Relay // a stdin file opened read-only, copied (internal/filerelay)
+	fileR *os.File         // the command's end of its pipe, closed here once sent
 }
 
 // newStdioRelay relays each of the caller's descriptors 0, 1 and 2 that is a
 // terminal (stdout and stderr on one terminal share one pipe, their order kept), and
-// returns nil when none is. Errors: pipe2(2), eventfd(2).
+// returns nil when none is. Errors: pipe2(2), eventfd(2), and a *nsinit.HandedFileError
+// for a stdin file that is not to be handed in.
 func newStdioRelay() (*stdioRelay, error) {
 	term := [3]bool{isTerminal(0), isTerminal(1), isTerminal(2)}
-	if !term[0] && !term[1] && !term[2] {
+	file := false
+	if !term[0] {
+		var err error
+		if file, err = filerelay.Needed(0); err != nil {
+			return nil, err
+		}
+	}
+	if !term[0] && !term[1] && !term[2] && !file {
 		return nil, nil
 	}
 	r := &stdioRelay{send: [3]int{0, 1, 2}}
@@ -49,6 +62,21 @@ func newStdioRelay() (*stdioRelay, error) {
 		}
 		r.send[0], r.mine = p[0], append(r.mine, p[0])
 		go copyInput(p[1])
+	}
+	if file {
+		// a file the caller opened for reading only: as itself, a session command
+		// could open it again writable through /proc/self/fd/0. Not a namespace (nsfs
+		// is a regular file by its mode): refused as the supervisor refuses what it is
+		// sent (a relay would hide it from that check)
+		if err := nsinit.CheckHandedFd(0, "stdin"); err != nil {
+			return fail(err)
+		}
+		pr, fr, err := filerelay.New(0)
+		if err != nil {
+			return fail(err)
+		}
+		r.send[0], r.file, r.fileR = int(pr.Fd()), fr, pr
+		fr.Start()
 	}
 	for fd := 1; fd <= 2; fd++ {
 		if !term[fd] {
@@ -89,6 +117,10 @@ func (r *stdioRelay) sent() {
 		unix.Close(fd)
 	}
 	r.mine = nil
+	if r.fileR != nil {
+		r.fileR.Close()
+		r.fileR = nil
+	}
 }
 
 // abort closes the command's ends and ends the output copies (a request not sent).
@@ -106,6 +138,11 @@ func (r *stdioRelay) flush(last bool) {
 	}
 	for _, o := range r.outs {
 		o.flush(last)
+	}
+	if last && r.file != nil {
+		// the request is over: a leftover reads EOF, and the caller's offset is put
+		// back past what was read
+		r.file.Stop()
 	}
 }
 
