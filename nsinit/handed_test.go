@@ -79,8 +79,14 @@ func TestCheckHandedFdKinds(t *testing.T) {
 	}
 
 	kept := map[string]*os.File{}
+	// (opened as *os.Files and used as such: a second *os.File of the same number
+	// would close it twice, the second time another test's descriptor)
 	f, err := os.Open(file)
-	kept["regular file"] = fdFile(t, int(f.Fd()), err, "file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kept["regular file"] = f
 	fd, err = unix.MemfdCreate("m", unix.MFD_CLOEXEC)
 	kept["memfd"] = fdFile(t, fd, err, "memfd")
 	r, w, err := os.Pipe()
@@ -94,7 +100,11 @@ func TestCheckHandedFdKinds(t *testing.T) {
 	kept["socket"] = fdFile(t, sp[0], err, "socket")
 	fdFile(t, sp[1], err, "socket")
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	kept["/dev/null"] = fdFile(t, int(null.Fd()), err, "null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	kept["/dev/null"] = null
 	if m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
 		defer m.Close()
 		kept["terminal master"] = m
