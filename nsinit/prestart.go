@@ -44,7 +44,8 @@ type Prestarted struct {
 //
 // It returns once the init's execve(2) has succeeded. Errors: a guess without
 // Linux or mappings, a host id not to be had (takeHostID: "all N host ids … are in
-// use", the lock directory), or the pipes' and the clone's (wrapped, naming the step);
+// use", the lock directory), a stdio descriptor Start would refuse (*HandedFileError,
+// step "stdio"), or the pipes' and the clone's (wrapped, naming the step);
 // nothing is left running then. A caller may always go on without it: Start clones
 // its own init and reports the same errors as a *SetupError.
 func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (*Prestarted, error) {
@@ -56,6 +57,10 @@ func Prestart(guess *config.Config, stdin io.Reader, stdout, stderr io.Writer) (
 		// cloned now would be killed unused (a root caller's launch with a v2 group,
 		// which takes the Go init, is cloned by Start then)
 		return nil, nil
+	}
+	if err := checkStdio(stdin, stdout, stderr); err != nil {
+		// as Start refuses them (which checks them no more when it has this init)
+		return nil, &SetupError{Step: "stdio", Err: err}
 	}
 	p := &Prestarted{id: newSandboxID(), stdin: stdin, stdout: stdout, stderr: stderr}
 	spec := guess
@@ -189,6 +194,12 @@ func (c *Cmd) takePrestarted(pooled bool) *Prestarted {
 		c.own.id = id
 	}
 	return p
+}
+
+// hasStdio reports whether p was made with exactly these stdin, stdout and stderr
+// (Prestart refused any it would not hand in, checkStdio); false for a nil p.
+func (p *Prestarted) hasStdio(stdin io.Reader, stdout, stderr io.Writer) bool {
+	return p != nil && sameReader(stdin, p.stdin) && sameWriter(stdout, p.stdout) && sameWriter(stderr, p.stderr)
 }
 
 // sameReader is sameWriter for readers.

@@ -26,7 +26,9 @@ type stdioCopy struct {
 	relay    *filerelay.Relay // a read-only file of the caller's copied to the command's stdin
 }
 
-// newStdioCopy opens /dev/null or pipes as needed for stdin, stdout and stderr.
+// newStdioCopy opens /dev/null or pipes as needed for stdin, stdout and stderr. Its
+// callers checked the *os.Files among them first (checkStdio: Start for every path of
+// a Cmd, Prestart for its own).
 func newStdioCopy(stdin io.Reader, stdout, stderr io.Writer) (*stdioCopy, error) {
 	s := &stdioCopy{stdinEnd: make(chan struct{})}
 	fail := func(err error) (*stdioCopy, error) {

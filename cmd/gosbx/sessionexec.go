@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -135,6 +136,9 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		// the caller's terminal is relayed, never sent (stdiorelay.go); a detached
 		// command gets none of the caller's descriptors, a --tty one its own terminal
 		if relay, err = newStdioRelay(); err != nil {
+			if he := (*nsinit.HandedFileError)(nil); errors.As(err, &he) {
+				return fail(&setupFailure{step: "stdio", err: err})
+			}
 			return fail(&setupFailure{step: "session", err: fmt.Errorf("relay the caller's terminal to session %q: %w", name, err)})
 		}
 		defer relay.flush(true)

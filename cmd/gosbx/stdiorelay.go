@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gosbx/gosbx/internal/filerelay"
+	"github.com/gosbx/gosbx/nsinit"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +36,8 @@ type stdioRelay struct {
 
 // newStdioRelay relays each of the caller's descriptors 0, 1 and 2 that is a
 // terminal (stdout and stderr on one terminal share one pipe, their order kept), and
-// returns nil when none is. Errors: pipe2(2), eventfd(2).
+// returns nil when none is. Errors: pipe2(2), eventfd(2), and a *nsinit.HandedFileError
+// for a stdin file that is not to be handed in.
 func newStdioRelay() (*stdioRelay, error) {
 	term := [3]bool{isTerminal(0), isTerminal(1), isTerminal(2)}
 	file := false
@@ -63,7 +65,12 @@ func newStdioRelay() (*stdioRelay, error) {
 	}
 	if file {
 		// a file the caller opened for reading only: as itself, a session command
-		// could open it again writable through /proc/self/fd/0
+		// could open it again writable through /proc/self/fd/0. Not a namespace (nsfs
+		// is a regular file by its mode): refused as the supervisor refuses what it is
+		// sent (a relay would hide it from that check)
+		if err := nsinit.CheckHandedFd(0, "stdin"); err != nil {
+			return fail(err)
+		}
 		pr, fr, err := filerelay.New(0)
 		if err != nil {
 			return fail(err)

@@ -526,6 +526,17 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if err == nil && (req.Drains > maxDrains || len(fds) != 3+btoi(req.Status)+req.Drains) {
 		err = fmt.Errorf("the request came with %d descriptors, want stdin, stdout, stderr, with --status-fd it, and the relay's read ends (%d, at most %d)", len(fds), req.Drains, maxDrains)
 	}
+	for i, name := range [3]string{"stdin", "stdout", "stderr"} {
+		// Checked here, not by the client (another process, which could skip it): a
+		// directory (O_PATH, namespace, pidfd …) the command could walk the host from.
+		// Every request, --detach and --tty too, whose commands get /dev/null, a log or
+		// a terminal instead: one rule, before the dispatch (nothing ran: 125).
+		if err == nil && i < len(fds) {
+			if herr := nsinit.CheckHandedFd(fds[i], name); herr != nil {
+				err = &nsinit.SetupError{Step: "stdio", Err: herr}
+			}
+		}
+	}
 	if err == nil && req.Status {
 		// as gosbx exec refuses it: a status file the command could append to
 		err = checkStatusOutsideAs(fds[3], req.StatusFd, sv.sess.Config())
