@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// connFlood is a command that asks the session's proxy (127.0.0.1:3128) for one
+// denied host after another: each denial is a status line for its request's
+// --status-fd, which no rate limit holds back.
+const connFlood = `
+import socket
+n = 0
+while True:
+    n += 1
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+        s.sendall(b"CONNECT blocked%d.example.org:443 HTTP/1.1\r\nHost: x\r\n\r\n" % n)
+        s.recv(200)
+        s.close()
+    except Exception:
+        pass
+`
+
+// TestSessionStoppedClientHoldsNothing: a request whose client reads none of its
+// frames (stopped by SIGSTOP) while its command makes the proxy write lines for it
+// neither holds the session's other requests nor its stop: its lines are queued, and
+// dropped past a bound (attack review 37 F3: the proxy wrote to that client's full
+// socket under the lock of the whole session's routing; every later request, the
+// proxy and `session stop` waited until the client was continued).
+func TestSessionStoppedClientHoldsNothing(t *testing.T) {
+	requireBinary(t)
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("r37", "--allow-host", "example.com")
+		status, err := os.Create(filepath.Join(e.base, "status.json"))
+		must(t, err)
+		e.chown(status.Name())
+		t.Cleanup(func() { status.Close() })
+		cmd := e.rawCommand(e.limitCtx(2*time.Minute), "exec", "--session", "r37", "--status-fd", "3", "--", python, "-c", connFlood)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		cmd.ExtraFiles = []*os.File{status}
+		must(t, cmd.Start())
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGCONT)
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		// its first lines came: the command runs, the proxy writes for it
+		for i := 0; ; i++ {
+			if b, _ := os.ReadFile(status.Name()); strings.Contains(string(b), "blocked") {
+				break
+			}
+			if i == 100 {
+				t.Fatal("no denial on the flooding request's status fd in 10 s")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		must(t, cmd.Process.Signal(syscall.SIGSTOP))
+		// its socket fills (~200 KiB of status lines) within a few seconds
+		time.Sleep(6 * time.Second)
+		for i := 0; i < 2; i++ {
+			start := time.Now()
+			ctx := e.limitCtx(10 * time.Second)
+			rc := e.rawCommand(ctx, "exec", "--session", "r37", "--", "true")
+			rc.Env = append(rc.Env, "XDG_RUNTIME_DIR="+e.rt)
+			out, err := rc.CombinedOutput()
+			if ctx.Err() != nil || err != nil {
+				t.Fatalf("request %d while a client is stopped: %v after %v (killed at 10 s: the session hung on the stopped client)\n%s", i+1, err, time.Since(start).Round(time.Millisecond), out)
+			}
+			time.Sleep(time.Second)
+		}
+		ctx := e.limitCtx(15 * time.Second)
+		stop := e.rawCommand(ctx, "session", "stop", "r37")
+		stop.Env = append(stop.Env, "XDG_RUNTIME_DIR="+e.rt)
+		start := time.Now()
+		if out, err := stop.CombinedOutput(); ctx.Err() != nil || err != nil {
+			t.Fatalf("session stop while a client is stopped: %v after %v (killed at 15 s)\n%s", err, time.Since(start).Round(time.Millisecond), out)
+		}
+	})
+}
