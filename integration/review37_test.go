@@ -83,3 +83,24 @@ func TestSessionStoppedClientHoldsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionTTYBrokenPipeRestoresTerminal: `gosbx exec --session --tty` whose stdout's
+// reader leaves (`| head -c 1`) ends as a pipeline's writer does, 141, and gives the
+// caller's terminal its modes back (attack review 37 F4: the client died of SIGPIPE
+// before its deferred restore, leaving the terminal raw: no echo, no line editing).
+func TestSessionTTYBrokenPipeRestoresTerminal(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("r37t")
+		outer := `B=$(stty -g); { "$@"; echo "RC=$?" >/dev/tty; } | head -c 1 >/dev/null; ` +
+			`if [ "$(stty -g)" = "$B" ]; then echo MODES-SAME; else echo MODES-CHANGED; stty -a; fi; sleep 30`
+		out := ptySession(t, e, outer, "exec", "--session", "r37t", "--tty", "--", "yes")
+		if !out.waitFor("MODES-", 30*time.Second) {
+			t.Fatalf("the client did not return: %q", out.String())
+		}
+		got := out.String()
+		if !strings.Contains(got, "RC=141") || !strings.Contains(got, "MODES-SAME") {
+			t.Errorf("want exit 141 and the terminal's modes as before: %q", got)
+		}
+	})
+}
