@@ -104,3 +104,46 @@ func TestSessionTTYBrokenPipeRestoresTerminal(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionHungUpTerminalDoesNotHang: a request whose caller's terminal hangs up (an
+// ssh disconnect, a closed terminal window: the master closed) while its command,
+// which ignores SIGHUP, goes on writing more than a pipe holds, ends with the command:
+// the relay reads and discards what the dead terminal cannot take (attack review 37 F2:
+// the relay stopped reading at the first EIO, the command blocked in write(2) and the
+// client waited for its exit for ever).
+func TestSessionHungUpTerminalDoesNotHang(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("r37h")
+		done := filepath.Join(e.ws, "done")
+		script := `trap "" HUP; sleep 2; i=0; while [ $i -lt 5000 ]; do echo "line $i of sixty bytes, more or less, for the relay's pipe"; i=$((i+1)); done; echo ok > done`
+		m, sl := openPty(t)
+		cmd := e.rawCommand(e.limitCtx(runLimit), "exec", "--session", "r37h", "--", shellPath, "-c", script)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = sl, sl, sl
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		must(t, cmd.Start())
+		sl.Close()
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		go func() {
+			b := make([]byte, 4096)
+			for {
+				if _, err := m.Read(b); err != nil {
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Second)
+		m.Close() // the hangup
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("the client still waits 30 s after its terminal hung up: its command blocked writing to the relay's pipe")
+		}
+		if _, err := os.Stat(done); err != nil {
+			t.Errorf("the command did not finish its output: %v", err)
+		}
+	})
+}
