@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -144,6 +145,47 @@ func TestSessionHungUpTerminalDoesNotHang(t *testing.T) {
 		}
 		if _, err := os.Stat(done); err != nil {
 			t.Errorf("the command did not finish its output: %v", err)
+		}
+	})
+}
+
+// cpuTicks is the user and system time of process pid so far, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	must(t, err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
+}
+
+// TestSessionDrainBounded: the supervisor's drain of a terminal request's relay pipes,
+// which a leftover writes to flat out once its client returned, is paid for as the
+// jobs' log copy is (8 MiB/s, read at most 128 times a second): the supervisor, outside
+// the session's --cpus, spends a few percent of a core on it (attack review 37 F1: it
+// read as fast as the leftover wrote, 22-26 % of a core for `cat /dev/zero`, 19 % for
+// `dd bs=1`).
+func TestSessionDrainBounded(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("r37d")
+		sv := e.info("r37d").Pid
+		for _, w := range []string{"cat /dev/zero", "dd if=/dev/zero bs=1 status=none"} {
+			out := ptySession(t, e, `"$@"; echo CLIENT_RC=$?; sleep 30`, "exec", "--session", "r37d", "--", shellPath, "-c", w+" & sleep 0.5")
+			if !out.waitFor("CLIENT_RC=", 30*time.Second) {
+				t.Fatalf("the client did not return: %q", out.String())
+			}
+			time.Sleep(time.Second)
+			a := cpuTicks(t, sv)
+			time.Sleep(5 * time.Second)
+			// 5 s are 500 ticks of a core (USER_HZ 100); before, 96-136
+			n := cpuTicks(t, sv) - a
+			t.Logf("%s: the supervisor spent %d ticks in 5 s", w, n)
+			if n > 40 {
+				t.Errorf("%s left running: the supervisor spent %d ticks of CPU in 5 s draining it, want at most 40", w, n)
+			}
+			e.in("r37d", nil, "pkill -x cat; pkill -x dd; true")
 		}
 	})
 }

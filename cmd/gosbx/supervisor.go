@@ -676,7 +676,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 			for i := len(files) - req.Drains; i < len(files); i++ {
 				drains, files[i] = append(drains, files[i]), nil
 			}
-			drainRelay(fd, drains)
+			drainRelay(fd, drains, &sv.jobs.gate)
 		}
 	}()
 	var ee *nsinit.ExitError
