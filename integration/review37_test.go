@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -187,5 +188,49 @@ func TestSessionDrainBounded(t *testing.T) {
 			}
 			e.in("r37d", nil, "pkill -x cat; pkill -x dd; true")
 		}
+	})
+}
+
+// TestSessionJobFollowSlowReader: `job logs -f` read slower than the job writes (its
+// log rotated several times between two of the follower's reads) gives on stdout the
+// job's lines in order with some left out, never a line the job did not print, and
+// says on stderr how much it lost (attack review 37 F5: it read the next file from the
+// old one's offset and spliced two places of the log into one made-up line, silently).
+func TestSessionJobFollowSlowReader(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("r37j")
+		const n = 3000000
+		r := e.gosbx("exec", "--session", "r37j", "--detach", "--", shellPath, "-c", "sleep 0.5; seq 1 "+strconv.Itoa(n))
+		mustSucceed(t, r, "exec --detach")
+		id := strings.TrimSpace(r.stdout)
+		ctx := e.limitCtx(2 * time.Minute)
+		cmd := e.rawCommand(ctx, "job", "logs", "-f", id)
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		stdout, err := cmd.StdoutPipe()
+		must(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		must(t, cmd.Start())
+		time.Sleep(3 * time.Second) // the reader late: the log rotates every 1 MiB
+		b, err := io.ReadAll(stdout)
+		must(t, err)
+		must(t, cmd.Wait())
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		prev := 0
+		for i, l := range lines {
+			v, err := strconv.Atoi(l)
+			if err != nil || v <= prev || v > n {
+				t.Fatalf("line %d of the follower's output is %q after %d: not a line of the job's, in order (a splice of two places of the log)", i+1, clip(l), prev)
+			}
+			prev = v
+		}
+		if prev != n {
+			t.Errorf("the follower's last line is %d, want %d", prev, n)
+		}
+		if len(lines) < n && !strings.Contains(stderr.String(), "bytes of the job's log were rotated away before this follower read them") {
+			t.Errorf("%d of %d lines left out, and no note of it on stderr: %q", n-len(lines), n, stderr.String())
+		}
+		t.Logf("%d of %d lines; stderr %q", len(lines), n, stderr.String())
 	})
 }
