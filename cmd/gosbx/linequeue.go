@@ -33,7 +33,8 @@ type queuedFrame struct {
 }
 
 // queueMax bounds the bytes of lines one request's queue holds (its client not
-// reading): ~1000 status lines or denial messages; the socket holds ~200 KiB more.
+// reading): ~1000 status lines or denial messages, and the batch its writer holds as
+// much again at most; the socket holds ~200 KiB more.
 const queueMax = 256 << 10
 
 // newLineQueue starts the writer of a request's lines to write (its reply).
