@@ -405,8 +405,13 @@ func (sv *supervisor) jobRequest(fd int, kind byte, body []byte, fds []int) {
 // left out, never one made up.
 func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 	buf := make([]byte, 64<<10)
-	var pending []byte // follow: the last line sent in part, held until its end comes
+	var pending []byte // follow: the last line read in part, held until its end comes
 	skip := false      // after a gap: the next file's first partial line is dropped
+	cut := false       // a line's start was sent without its end (a prompt, a progress bar)
+	send := func(b []byte) {
+		reply(session.RepData, b)
+		cut = b[len(b)-1] != '\n'
+	}
 	emit := func(b []byte) {
 		if skip {
 			i := bytes.IndexByte(b, '\n')
@@ -414,6 +419,9 @@ func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 				return
 			}
 			b, skip = b[i+1:], false
+		}
+		if len(b) == 0 {
+			return
 		}
 		if !follow {
 			reply(session.RepData, b)
@@ -429,7 +437,7 @@ func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 		if i >= 0 {
 			end = i + 1
 		}
-		reply(session.RepData, pending[:end])
+		send(pending[:end])
 		pending = append(pending[:0], pending[end:]...)
 	}
 	// read sends f's bytes from *off to its end
@@ -459,10 +467,20 @@ func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 	}
 	read(cur.f, &off)
 	for follow {
+		var partial <-chan time.Time // only while a line is held in part
+		if len(pending) > 0 {
+			partial = time.After(partialWait)
+		}
 		select {
 		case <-more:
 		case <-x.done:
 			follow = false
+		case <-partial:
+			// nothing more written meanwhile: the line held in part (a prompt, a
+			// progress bar's \r) is shown as it is
+			send(pending)
+			pending = pending[:0]
+			continue
 		}
 		// what was written to the file held, to its end should it have been rotated
 		read(cur.f, &off)
@@ -471,7 +489,13 @@ func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 		for _, lf := range next {
 			read(cur.f, &off) // rotated since: final now, read to its end
 			if gap := lf.base - (cur.base + off); gap > 0 {
-				reply(session.RepMessage, []byte(fmt.Sprintf("gosbx: %d bytes of the job's log were rotated away before this follower read them (it read slower than the job wrote); the lines cut by the gap were left out too\n", gap)))
+				note := "the lines cut by the gap were left out too"
+				if cut {
+					// the start of a line was shown already: ended here, said so
+					send([]byte{'\n'})
+					note = "the line shown last before the gap was cut short there, the others cut left out"
+				}
+				reply(session.RepMessage, []byte(fmt.Sprintf("gosbx: %d bytes of the job's log were rotated away before this follower read them (it read slower than the job wrote); %s\n", gap, note)))
 				pending, skip = pending[:0], true
 			}
 			cur.f.Close()
@@ -480,6 +504,10 @@ func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 		}
 	}
 	if len(pending) > 0 {
-		reply(session.RepData, pending) // the log's last line, without a newline
+		send(pending) // the log's last line, without a newline
 	}
 }
+
+// partialWait is how long a follower holds the start of a line whose end has not come
+// (streamLog): past it, with nothing more written, it is shown as it is.
+const partialWait = 250 * time.Millisecond
