@@ -466,7 +466,7 @@ func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 		off = 0
 	}
 	read(cur.f, &off)
-	for follow {
+	for live := follow; live; {
 		var partial <-chan time.Time // only while a line is held in part
 		if len(pending) > 0 {
 			partial = time.After(partialWait)
@@ -474,7 +474,7 @@ func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 		select {
 		case <-more:
 		case <-x.done:
-			follow = false
+			live = false // (follow stays: emit holds partial lines still)
 		case <-partial:
 			// nothing more written meanwhile: the line held in part (a prompt, a
 			// progress bar's \r) is shown as it is
