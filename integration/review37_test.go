@@ -234,3 +234,31 @@ func TestSessionJobFollowSlowReader(t *testing.T) {
 		t.Logf("%d of %d lines; stderr %q", len(lines), n, stderr.String())
 	})
 }
+
+// TestSessionJobFollowPartialLine: `job logs -f` shows the start of a line whose end
+// has not come (a prompt, a progress bar) once nothing more is written for a moment,
+// not only at its newline (the follower holds partial lines since the F5 fix).
+func TestSessionJobFollowPartialLine(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("r37p")
+		r := e.gosbx("exec", "--session", "r37p", "--detach", "--", shellPath, "-c", "printf 'prompt: '; sleep 4; echo done")
+		mustSucceed(t, r, "exec --detach")
+		cmd := e.rawCommand(e.limitCtx(time.Minute), "job", "logs", "-f", strings.TrimSpace(r.stdout))
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+e.rt)
+		stdout, err := cmd.StdoutPipe()
+		must(t, err)
+		must(t, cmd.Start())
+		start := time.Now()
+		b := make([]byte, 100)
+		n, _ := stdout.Read(b)
+		if got := string(b[:n]); got != "prompt: " || time.Since(start) > 3*time.Second {
+			t.Errorf("first output %q after %v, want \"prompt: \" before the job's next write at 4 s", got, time.Since(start))
+		}
+		rest, _ := io.ReadAll(stdout)
+		cmd.Wait()
+		if string(rest) != "done\n" {
+			t.Errorf("then %q, want \"done\\n\"", rest)
+		}
+	})
+}
