@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,9 +49,12 @@ type jobLog struct {
 	mu   sync.Mutex
 	f    *os.File
 	size int64
-	gen  int           // rotations so far
-	more chan struct{} // closed at each write, then replaced
-	gate *rateGate     // the session's: bounds the rate of every job's copy together
+	gen  int // rotations so far
+	// total is every byte written to the log so far, size those of the current file:
+	// a follower finds what it missed from them (streamLog)
+	total int64
+	more  chan struct{} // closed at each write, then replaced
+	gate  *rateGate     // the session's: bounds the rate of every job's copy together
 }
 
 // jobLogRate bounds how fast the supervisor logs its jobs' output, all together, in
@@ -139,14 +142,42 @@ func (l *jobLog) rotate() error {
 // wrote counts n bytes written and wakes the followers; l.mu held.
 func (l *jobLog) wrote(n int64) {
 	l.size += n
+	l.total += n
 	close(l.more)
 	l.more = make(chan struct{})
 }
 
-func (l *jobLog) state() (int, chan struct{}) {
+// logFile is one of a job's log files open for reading, and where it starts in all the
+// job wrote (bytes).
+type logFile struct {
+	f    *os.File
+	base int64
+}
+
+// open opens the log's files newer than generation since (-1: all that are kept), the
+// rotated one before the current one, under the lock: none is rotated meanwhile. It
+// returns them with the current generation and the channel its next write closes. A
+// file that cannot be opened is left out.
+func (l *jobLog) open(since int) ([]logFile, int, chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.gen, l.more
+	base := l.total - l.size
+	var out []logFile
+	if l.gen > 0 && l.gen-1 > since {
+		if f, err := os.Open(l.path + ".1"); err == nil {
+			if st, err := f.Stat(); err == nil {
+				out = append(out, logFile{f, base - st.Size()})
+			} else {
+				f.Close()
+			}
+		}
+	}
+	if l.gen > since {
+		if f, err := os.Open(l.path); err == nil {
+			out = append(out, logFile{f, base})
+		}
+	}
+	return out, l.gen, l.more
 }
 
 // jobs is the supervisor's table of jobs.
@@ -363,41 +394,120 @@ func (sv *supervisor) jobRequest(fd int, kind byte, body []byte, fds []int) {
 }
 
 // streamLog sends the job's log (its rotated part first); with follow, what is written
-// after, until the job has ended.
+// after, until the job has ended. A follower holds its file open: a rotation renames
+// it, a second one unlinks it, and what was written to it before stays readable to its
+// end. One slower than the job's output (its client's socket full) can still miss whole
+// files, rotated away between two of its reads: it then resumes at the oldest file
+// kept, drops the partial lines on either side of the gap and says how many bytes it
+// lost on stderr, where it read the next file from the old one's offset and spliced
+// two unrelated places of the log into a line no command printed (from an attack
+// review, r37 F5). Its standard output is so always the log's lines in order, some
+// left out, never one made up.
 func (sv *supervisor) streamLog(x *job, follow bool, reply func(byte, []byte)) {
 	buf := make([]byte, 64<<10)
-	send := func(path string, off int64) int64 {
-		f, err := os.Open(path)
-		if err != nil {
-			return off
-		}
-		defer f.Close()
-		for {
-			n, err := f.ReadAt(buf, off)
-			if n > 0 {
-				reply(session.RepData, buf[:n])
-				off += int64(n)
+	var pending []byte // follow: the last line read in part, held until its end comes
+	skip := false      // after a gap: the next file's first partial line is dropped
+	cut := false       // a line's start was sent without its end (a prompt, a progress bar)
+	send := func(b []byte) {
+		reply(session.RepData, b)
+		cut = b[len(b)-1] != '\n'
+	}
+	emit := func(b []byte) {
+		if skip {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				return
 			}
-			if err == io.EOF || n == 0 || err != nil {
-				return off
+			b, skip = b[i+1:], false
+		}
+		if len(b) == 0 {
+			return
+		}
+		if !follow {
+			reply(session.RepData, b)
+			return
+		}
+		pending = append(pending, b...)
+		i := bytes.LastIndexByte(pending, '\n')
+		if i < 0 && len(pending) < len(buf) {
+			return
+		}
+		// (a line longer than buf goes in parts: a gap may cut it, as any long line)
+		end := len(pending)
+		if i >= 0 {
+			end = i + 1
+		}
+		send(pending[:end])
+		pending = append(pending[:0], pending[end:]...)
+	}
+	// read sends f's bytes from *off to its end
+	read := func(f *os.File, off *int64) {
+		for {
+			n, err := f.ReadAt(buf, *off)
+			if n > 0 {
+				*off += int64(n)
+				emit(buf[:n])
+			}
+			if n == 0 || err != nil {
+				return
 			}
 		}
 	}
-	gen, more := x.log.state()
-	send(x.log.path+".1", 0)
-	off := send(x.log.path, 0)
-	for follow {
+	files, gen, more := x.log.open(-1)
+	if len(files) == 0 {
+		return
+	}
+	cur := files[len(files)-1]
+	defer func() { cur.f.Close() }()
+	var off int64
+	for _, lf := range files[:len(files)-1] {
+		read(lf.f, &off)
+		lf.f.Close()
+		off = 0
+	}
+	read(cur.f, &off)
+	for live := follow; live; {
+		var partial <-chan time.Time // only while a line is held in part
+		if len(pending) > 0 {
+			partial = time.After(partialWait)
+		}
 		select {
 		case <-more:
 		case <-x.done:
-			follow = false
+			live = false // (follow stays: emit holds partial lines still)
+		case <-partial:
+			// nothing more written meanwhile: the line held in part (a prompt, a
+			// progress bar's \r) is shown as it is
+			send(pending)
+			pending = pending[:0]
+			continue
 		}
-		g, m := x.log.state()
-		if g != gen {
-			send(x.log.path+".1", off) // the rest of what was rotated away
-			off, gen = 0, g
+		// what was written to the file held, to its end should it have been rotated
+		read(cur.f, &off)
+		var next []logFile
+		next, gen, more = x.log.open(gen)
+		for _, lf := range next {
+			read(cur.f, &off) // rotated since: final now, read to its end
+			if gap := lf.base - (cur.base + off); gap > 0 {
+				note := "the lines cut by the gap were left out too"
+				if cut {
+					// the start of a line was shown already: ended here, said so
+					send([]byte{'\n'})
+					note = "the line shown last before the gap was cut short there, the others cut left out"
+				}
+				reply(session.RepMessage, []byte(fmt.Sprintf("gosbx: %d bytes of the job's log were rotated away before this follower read them (it read slower than the job wrote); %s\n", gap, note)))
+				pending, skip = pending[:0], true
+			}
+			cur.f.Close()
+			cur, off = lf, 0
+			read(cur.f, &off)
 		}
-		more = m
-		off = send(x.log.path, off)
+	}
+	if len(pending) > 0 {
+		send(pending) // the log's last line, without a newline
 	}
 }
+
+// partialWait is how long a follower holds the start of a line whose end has not come
+// (streamLog): past it, with nothing more written, it is shown as it is.
+const partialWait = 250 * time.Millisecond

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -129,6 +130,11 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 		// terminal, not signal this process.
 		saved = makeRaw()
 		defer restoreTerminal(saved)
+		// SIGPIPE (stdout's reader gone: `gosbx exec --tty … | head -1`) would end this
+		// process by the runtime's default before the terminal is given back: ignored,
+		// the write fails with EPIPE, the relay hangs the command's terminal up and the
+		// client exits 128+SIGPIPE with the terminal restored (attack review 37 F4)
+		signal.Ignore(unix.SIGPIPE)
 	}
 	stdio := []int{0, 1, 2}
 	var relay *stdioRelay
@@ -256,6 +262,9 @@ func (r *sessionExec) run(bad, args []string, status *os.File) error {
 			code, err := session.DecodeUint(body)
 			if err != nil || code > 255 {
 				code = nsinit.ExitSetup
+			}
+			if t := termP.Load(); t != nil && t.broken.Load() {
+				code = 128 + uint64(unix.SIGPIPE) // as a pipeline's writer whose reader left
 			}
 			if code != 0 {
 				return statusError(int(code))

@@ -244,6 +244,7 @@ type outputCopy struct {
 	last   atomic.Bool   // set before wake: the flush ends the copy
 	done   chan struct{} // a flush done
 	exited chan struct{} // closed when run returns
+	failed bool          // a write to dst failed: the rest is read and discarded
 }
 
 // flushMax bounds what a flush reads once the command has exited: a leftover that
@@ -298,7 +299,7 @@ func (o *outputCopy) run() {
 }
 
 // copy writes what the pipe holds, up to max bytes, to the terminal; false at the
-// pipe's end of file or an error.
+// pipe's end of file or a read error.
 func (o *outputCopy) copy(buf []byte, max int) bool {
 	for max > 0 {
 		n, err := unix.Read(o.r, buf)
@@ -310,8 +311,12 @@ func (o *outputCopy) copy(buf []byte, max int) bool {
 		case err != nil || n == 0:
 			return false
 		}
-		if writeAll(o.dst, buf[:n]) != nil {
-			return false
+		// The terminal failing (hung up: EIO) must not stop the reading: the command
+		// would block writing to a pipe nobody reads, and this client wait for its exit
+		// for ever; what it writes from then on is discarded, as drainRelay does once
+		// the client is gone (from an attack review, r37 F2)
+		if !o.failed && writeAll(o.dst, buf[:n]) != nil {
+			o.failed = true
 		}
 		max -= n
 	}

@@ -624,10 +624,12 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	// woke it between the exec and the exit (docs/decisions.md, "Speed, seventh
 	// attempt: the session after a pause"). Clients still take one as their sign.
 	var pid int
+	var lines *lineQueue // the proxy's lines, queued: never written under the routes' lock
 	if proxied {
-		route := &netRoute{message: func(m string) { reply(session.RepMessage, []byte(m)) }}
+		lines = newLineQueue(reply)
+		route := &netRoute{message: lines.message}
 		if req.Status {
-			route.event = func(b []byte) { reply(session.RepEvent, b) }
+			route.event = lines.event
 		}
 		pid = cmd.Pid()
 		sv.routes.add(pid, route)
@@ -671,6 +673,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	}
 	if proxied {
 		sv.routes.remove(pid) // its connections' last lines first
+		lines.close()         // and written, before the exit status
 	}
 	done.Store(true)
 	// The reader is ended once the answer is sent, not before: waking it first put a
@@ -684,7 +687,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 			for i := len(files) - req.Drains; i < len(files); i++ {
 				drains, files[i] = append(drains, files[i]), nil
 			}
-			drainRelay(fd, drains)
+			drainRelay(fd, drains, &sv.jobs.gate)
 		}
 	}()
 	var ee *nsinit.ExitError

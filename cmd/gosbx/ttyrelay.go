@@ -1,9 +1,10 @@
 package main
 
 import (
-	"io"
+	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,9 @@ type terminal struct {
 	copied chan struct{} // closed once the command's output has been copied
 	once   sync.Once
 	hung   chan struct{} // closed by hangup
+	// broken: stdout's reader was gone (EPIPE): the client ends as a pipeline's writer
+	// does, 128+SIGPIPE
+	broken atomic.Bool
 }
 
 // relayTerminal starts the relay on the master fd received from the session.
@@ -39,12 +43,33 @@ func relayTerminal(fd int) *terminal {
 	unix.SetNonblock(fd, true)
 	t := &terminal{pty: os.NewFile(uintptr(fd), "pty"), copied: make(chan struct{}), hung: make(chan struct{})}
 	t.resize()
-	go func() {
-		defer close(t.copied)
-		io.Copy(os.Stdout, t.pty) // ends with EIO once no process holds the terminal
-	}()
+	go t.copyOutput()
 	go t.copyInput()
 	return t
+}
+
+// copyOutput copies the terminal to stdout until EIO (no process holds the terminal
+// any more). A write that fails (stdout's reader gone: EPIPE, SIGPIPE being ignored
+// while the terminal is raw; a hung-up terminal's EIO) hangs the command's terminal up,
+// as the end of a terminal emulator does: reading no more would leave the command
+// blocked writing to a terminal nobody reads, and this client waiting for its exit (from
+// an attack review, r37 F2/F4).
+func (t *terminal) copyOutput() {
+	defer close(t.copied)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := t.pty.Read(buf)
+		if n > 0 {
+			if _, werr := os.Stdout.Write(buf[:n]); werr != nil {
+				t.broken.Store(errors.Is(werr, unix.EPIPE))
+				t.hangup()
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // copyInput copies stdin to the terminal, then gives the end of it as VEOF.
