@@ -99,8 +99,15 @@ func Check(d string, uid int) error {
 	return nil
 }
 
-// removeFix says what to do about a /tmp runtime directory that is not the caller's.
+// removeFix says what to do about a runtime directory that is not the caller's: one
+// whose owner this user namespace does not map is left alone (/run/gosbx of the host's
+// root, seen from uid 0 of a user namespace: attack review 38 F2); one in /tmp that
+// another user made first may be removed.
 func removeFix(d string) string {
+	var st unix.Stat_t
+	if unix.Lstat(d, &st) == nil && Unmapped(st.Uid) {
+		return "; " + LeaveFix
+	}
 	if filepath.Dir(d) == "/tmp" {
 		return " (someone else may have made it first: have it removed, or set XDG_RUNTIME_DIR to a directory of yours of mode 0700)"
 	}
@@ -120,7 +127,7 @@ func Private(path string, uid int) error {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return fmt.Errorf("%s is not a directory", path)
 	case int(st.Uid) != uid:
-		return fmt.Errorf("%s is owned by uid %d, not %d", path, st.Uid, uid)
+		return fmt.Errorf("%s is owned by %s, not uid %d", path, Owner(st.Uid), uid)
 	case st.Mode&0o077 != 0:
 		return fmt.Errorf("%s has mode %#o, want 0700", path, st.Mode&0o777)
 	}
