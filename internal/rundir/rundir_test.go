@@ -98,3 +98,14 @@ func TestOwnerInitialNamespace(t *testing.T) {
 		}
 	}
 }
+
+// Every runtime directory that cannot be made names a fix: a container's missing /tmp
+// or /run (`--tmpfs`), else XDG_RUNTIME_DIR (attack review 38 F4).
+func TestMkdirFixNamed(t *testing.T) {
+	for d, want := range map[string]string{"/tmp/gosbx-7": "`--tmpfs /tmp`", "/run/gosbx": "`--tmpfs /run`",
+		"/run/user/7/gosbx": "`--tmpfs /run`", "/home/u/.local/state/gosbx": "XDG_RUNTIME_DIR"} {
+		if got := MkdirFix(d); !strings.Contains(got, want) || !strings.Contains(got, "XDG_RUNTIME_DIR") {
+			t.Errorf("MkdirFix(%s) = %q, want %s and XDG_RUNTIME_DIR", d, got, want)
+		}
+	}
+}

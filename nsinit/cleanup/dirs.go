@@ -177,10 +177,10 @@ func openJournalDir(dir string, create bool) (int, error) {
 	dir = canonical(dir)
 	if create {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-			return -1, fmt.Errorf("create the cleanup journal directory %s: %w", dir, err)
+			return -1, fmt.Errorf("create the cleanup journal directory %s: %w%s", dir, err, rundir.MkdirFix(dir))
 		}
 		if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-			return -1, fmt.Errorf("create the cleanup journal directory %s: %w", dir, err)
+			return -1, fmt.Errorf("create the cleanup journal directory %s: %w%s", dir, err, rundir.MkdirFix(dir))
 		}
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
