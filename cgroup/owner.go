@@ -109,6 +109,10 @@ func openLockDirMaybe(create bool) (int, string, error) {
 	}
 	if int(st.Uid) != uid || st.Mode&0o077 != 0 {
 		unix.Close(fd)
+		if rundir.Unmapped(st.Uid) {
+			return -1, dir, fmt.Errorf("%s is not a directory of uid %d's alone (owner %s, mode %#o): %s",
+				dir, uid, rundir.Owner(st.Uid), st.Mode&0o7777, rundir.LeaveFix)
+		}
 		return -1, dir, fmt.Errorf("%s is not a directory of uid %d's alone (owner %d, mode %#o): make it so with `chown %d %s && chmod 0700 %s`",
 			dir, uid, st.Uid, st.Mode&0o7777, uid, dir, dir)
 	}

@@ -25,7 +25,7 @@ func TestGuardCommandArgs(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(gd, "config"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, home: base}}, writable: inWritable}
+		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, homes: []string{base}}}, writable: inWritable}
 		return p, p.guardConfigTargets(ws, gd, inWritable)
 	}
 	for cfg, want := range map[string]string{

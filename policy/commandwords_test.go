@@ -44,7 +44,7 @@ func TestGuardShellCommand(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(gd, "config"), []byte("[alias]\n\tx = \""+strings.ReplaceAll(alias, `"`, `\"`)+"\"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, home: base}}, writable: inWritable}
+		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, homes: []string{base}}}, writable: inWritable}
 		return p, p.guardConfigTargets(ws, gd, inWritable)
 	}
 	p, err := guard("!cd web && ./scripts/lint.sh --fix")
@@ -55,7 +55,7 @@ func TestGuardShellCommand(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(gd, "config"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, home: base}}, writable: inWritable}
+		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, homes: []string{base}}}, writable: inWritable}
 		if err := p.guardConfigTargets(ws, gd, inWritable); err != nil || !slices.Contains(p.readOnly, filepath.Join(ws, "web/scripts/lint.sh")) {
 			t.Errorf("%q (git-remote-ext): %v, read-only %v", cfg, err, p.readOnly)
 		}

@@ -240,10 +240,10 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	var protected, makeDirs []string
 	var cleanups []cleanup.Entry
 	rb := newReadBudget() // what this launch reads of files a sandbox could write
-	rb.home = h.Home
+	rb.homes = h.homeNames()
 	rb.trees = clone(trees)
 	rb.fs = r.outside(inWritable)
-	genv, err := gitEnvOf(h.Environ, h.Home, h.Cwd)
+	genv, err := gitEnvOf(h.Environ, rb.homes, h.Cwd)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -340,10 +341,17 @@ func (plan *gitPlan) guardConfigSetting(f, worktree string, e configEntry, inWri
 			}
 		}
 	}
-	named := plan.configPath(v, base)
-	if named == "" {
-		return nil
+	for _, named := range plan.configPaths(v, base) {
+		if err := plan.guardConfigPath(f, worktree, name, named, e, v, kind, inWritable, depth); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// guardConfigPath is guardConfigSetting for one path, named, that its setting names (kind
+// configTarget's; v the value as written).
+func (plan *gitPlan) guardConfigPath(f, worktree, name, named string, e configEntry, v string, kind configTargetKind, inWritable func(string) bool, depth int) error {
 	p, err := resolveWritable(named, "git config "+name+" (in "+f+")", inWritable)
 	if err != nil {
 		return err
@@ -477,26 +485,47 @@ func (plan *gitPlan) nameConfig(f, named string) {
 	plan.configNames[f] = named
 }
 
-// configPath is the path a config value v names: "~/" and "~user/" expanded as git does
-// (the caller's home, rb.home), a relative one joined to base ("" when base is ""), or ""
-// when it cannot be told.
+// configPath is the path a config value v names for the launcher's git (configPaths'
+// first), or "" when it cannot be told.
 func (plan *gitPlan) configPath(v, base string) string {
+	if ps := plan.configPaths(v, base); len(ps) > 0 {
+		return ps[0]
+	}
+	return ""
+}
+
+// configPaths are the paths a config value v names: "~/" expanded as git does with each
+// name of the caller's home (rb.homes: the launcher's $HOME first, then the passwd
+// home the account's other shells have; attack review 38 F1), "~user/" with that user's
+// home, a relative one joined to base (none when base is ""); none when it cannot be
+// told.
+func (plan *gitPlan) configPaths(v, base string) []string {
 	if v == "" {
-		return ""
+		return nil
 	}
 	if strings.HasPrefix(v, "~") {
 		u, rest, _ := strings.Cut(v[1:], "/")
-		home := ""
+		var homes, out []string
 		if u == "" {
-			home = plan.reads.rb.homeDir()
+			homes = plan.reads.rb.homeDirs()
 		} else if pw, err := user.Lookup(u); err == nil {
-			home = pw.HomeDir
+			homes = []string{pw.HomeDir}
 		}
-		if !filepath.IsAbs(home) {
-			return ""
+		for _, home := range homes {
+			if p := filepath.Join(home, rest); filepath.IsAbs(home) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
 		}
-		return filepath.Join(home, rest)
+		return out
 	}
+	if p := plan.configPathOne(v, base); p != "" {
+		return []string{p}
+	}
+	return nil
+}
+
+// configPathOne is configPaths for a v that does not start with "~".
+func (plan *gitPlan) configPathOne(v, base string) string {
 	if filepath.IsAbs(v) {
 		return filepath.Clean(v)
 	}

@@ -53,7 +53,7 @@ func TestGuardConfigTargets(t *testing.T) {
 	}
 	inWritable := func(p string) bool { return under(p, ws) || p == ws }
 	plan := func() (*gitPlan, error) {
-		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, home: home, globals: []string{filepath.Join(home, ".gitconfig")}}}, writable: inWritable}
+		p := &gitPlan{reads: gitReads{rb: &readBudget{left: launchReadBudget, homes: []string{home}, globals: []string{filepath.Join(home, ".gitconfig")}}}, writable: inWritable}
 		return p, p.guardConfigTargets(ws, gd, inWritable)
 	}
 	write(filepath.Join(home, ".gitconfig"), "[includeIf \"gitdir:~/ws/\"]\n\tpath = ~/ws/cfg/global-inc\n[core]\n\tpager = less\n")

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"slices"
 
 	"errors"
@@ -55,7 +56,7 @@ func Effective(o Options, h Host) (*Policy, error) {
 	}
 	// Nothing is created from here to the end: one resolver serves every path.
 	r := newResolver()
-	creds, err := credentials(r, p.Filesystem.Credentials, vars)
+	creds, err := credentials(r, p.Filesystem.Credentials, vars, h)
 	if err != nil {
 		return nil, err
 	}
@@ -321,18 +322,36 @@ func absFrom(p, cwd string) string {
 }
 
 // credentials expands and canonicalizes the credential paths (missing ones kept as
-// written: they cannot be inside anything yet).
-func credentials(r *resolver, list []string, vars map[string]string) ([]string, error) {
+// written: they cannot be inside anything yet). A path under the home ("~/",
+// "${home}") is expanded for every name of h's home (vars' home, the sandbox's, then
+// Host.homeNames: the launcher's $HOME and the passwd home the account's other shells
+// use; attack review 38 F1). $XDG_CONFIG_HOME is not taken for ~/.config: a
+// workspace may hold it (the git guard reads its git/config, TestGitGapsEnvironmentConfig).
+func credentials(r *resolver, list []string, vars map[string]string, h Host) ([]string, error) {
+	homes := append([]string{vars["home"]}, h.homeNames()...)
 	out := make([]string, 0, len(list))
-	for _, c := range list {
-		v, err := expand(c, vars)
-		if err != nil {
-			return nil, errorf("credentials", c, nil, "%v", err)
-		}
+	add := func(v string) {
 		if canon, err := r.evalSymlinks(v); err == nil {
 			v = canon
 		}
-		out = append(out, filepath.Clean(v))
+		if v = filepath.Clean(v); !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	for _, c := range list {
+		at := homes
+		if !strings.HasPrefix(c, "~") && !strings.Contains(c, "${home}") {
+			at = homes[:1]
+		}
+		for _, home := range at {
+			vars := maps.Clone(vars)
+			vars["home"] = home
+			v, err := expand(c, vars)
+			if err != nil {
+				return nil, errorf("credentials", c, nil, "%v", err)
+			}
+			add(v)
+		}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,9 +13,9 @@ import (
 // one their next git inherits.
 type gitEnv struct {
 	// globals are the system and global config files git reads before a repository's
-	// own: GIT_CONFIG_SYSTEM (or /etc/gitconfig) unless GIT_CONFIG_NOSYSTEM is true,
-	// then GIT_CONFIG_GLOBAL alone, or $XDG_CONFIG_HOME/git/config (~/.config/git/config)
-	// and ~/.gitconfig.
+	// own, a superset (gitEnvOf): /etc/gitconfig, GIT_CONFIG_SYSTEM, GIT_CONFIG_GLOBAL,
+	// $XDG_CONFIG_HOME/git/config, and ~/.config/git/config and ~/.gitconfig of every
+	// name of the home; whatever GIT_CONFIG_NOSYSTEM says.
 	globals []string
 	// entries are the settings GIT_CONFIG_PARAMETERS (git -c) and GIT_CONFIG_COUNT,
 	// GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n> carry, and GIT_TEMPLATE_DIR and
@@ -55,26 +56,18 @@ func envLookup(env []string, k string) (string, bool) {
 	return v, ok
 }
 
-// gitEnvBool is git_env_bool(k, false): a set, non-empty value is parsed as a git
-// boolean (an unparsable one taken as true: git dies on it, so nothing is skipped).
-func gitEnvBool(env []string, k string) bool {
-	v, ok := envLookup(env, k)
-	if !ok || v == "" {
-		return false
-	}
-	switch strings.ToLower(v) {
-	case "false", "no", "off", "0":
-		return false
-	}
-	return true
-}
-
-// gitEnvOf reads env (the caller's, KEY=VALUE) as git does. home is the caller's home
-// ("~"); cwd the caller's working directory, against which a relative path in a
-// variable is taken (git takes it against the directory it runs in). An error (*Error,
-// field "protected") is a GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT that git would
-// refuse too.
-func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
+// gitEnvOf reads env (the caller's, KEY=VALUE) as git does. homes are every name of
+// the caller's home ("~": $HOME and the passwd entry's); cwd the caller's working
+// directory, against which a relative path in a variable is taken (git takes it against
+// the directory it runs in). An error (*Error, field "protected") is a
+// GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT that git would refuse too.
+//
+// globals are a superset: what a git with env reads, and what the account's git in
+// another shell reads (its passwd home, no GIT_CONFIG_* narrowing; attack review 38 F1):
+// /etc/gitconfig whatever GIT_CONFIG_NOSYSTEM or GIT_CONFIG_SYSTEM say, and
+// ~/.config/git/config and ~/.gitconfig of every home whatever GIT_CONFIG_GLOBAL or
+// XDG_CONFIG_HOME say. A guard that reads one file more only makes more read-only.
+func gitEnvOf(env []string, homes []string, cwd string) (gitEnv, error) {
 	g := gitEnv{cwd: cwd}
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) || cwd == "" {
@@ -82,29 +75,29 @@ func gitEnvOf(env []string, home, cwd string) (gitEnv, error) {
 		}
 		return filepath.Join(cwd, p)
 	}
-	if !gitEnvBool(env, "GIT_CONFIG_NOSYSTEM") {
-		if v, ok := envLookup(env, "GIT_CONFIG_SYSTEM"); ok {
-			if v != "" {
-				g.globals = append(g.globals, abs(v))
-			}
-		} else {
-			g.globals = append(g.globals, "/etc/gitconfig")
+	add := func(f string) {
+		if !slices.Contains(g.globals, f) {
+			g.globals = append(g.globals, f)
 		}
 	}
-	if v, ok := envLookup(env, "GIT_CONFIG_GLOBAL"); ok {
-		if v != "" {
-			g.globals = append(g.globals, abs(v))
-		}
-	} else {
-		xdg, _ := envLookup(env, "XDG_CONFIG_HOME")
-		if xdg != "" {
-			g.globals = append(g.globals, filepath.Join(abs(xdg), "git/config"))
-		}
+	add("/etc/gitconfig")
+	if v, ok := envLookup(env, "GIT_CONFIG_SYSTEM"); ok && v != "" { // even under GIT_CONFIG_NOSYSTEM: a superset
+		add(abs(v))
+	}
+	if v, ok := envLookup(env, "GIT_CONFIG_GLOBAL"); ok && v != "" {
+		add(abs(v))
+	}
+	if xdg, _ := envLookup(env, "XDG_CONFIG_HOME"); xdg != "" {
+		add(filepath.Join(abs(xdg), "git/config"))
+	}
+	for _, home := range homes {
 		if filepath.IsAbs(home) {
-			if xdg == "" {
-				g.globals = append(g.globals, filepath.Join(home, ".config/git/config"))
-			}
-			g.globals = append(g.globals, filepath.Join(home, ".gitconfig"))
+			add(filepath.Join(home, ".config/git/config"))
+		}
+	}
+	for _, home := range homes {
+		if filepath.IsAbs(home) {
+			add(filepath.Join(home, ".gitconfig"))
 		}
 	}
 	params, err := gitConfigParameters(env)

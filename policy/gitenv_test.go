@@ -18,24 +18,31 @@ func TestGitEnvOf(t *testing.T) {
 		want []string
 	}{
 		{nil, []string{"/etc/gitconfig", "/h/.config/git/config", "/h/.gitconfig"}},
-		{[]string{"XDG_CONFIG_HOME=/x"}, []string{"/etc/gitconfig", "/x/git/config", "/h/.gitconfig"}},
-		{[]string{"XDG_CONFIG_HOME=rel"}, []string{"/etc/gitconfig", "/cwd/rel/git/config", "/h/.gitconfig"}},
-		{[]string{"GIT_CONFIG_GLOBAL=/g", "XDG_CONFIG_HOME=/x"}, []string{"/etc/gitconfig", "/g"}},
-		{[]string{"GIT_CONFIG_GLOBAL="}, []string{"/etc/gitconfig"}},
-		{[]string{"GIT_CONFIG_SYSTEM=/s", "GIT_CONFIG_GLOBAL=g"}, []string{"/s", "/cwd/g"}},
-		{[]string{"GIT_CONFIG_SYSTEM=/s", "GIT_CONFIG_NOSYSTEM=1"}, []string{"/h/.config/git/config", "/h/.gitconfig"}},
-		{[]string{"GIT_CONFIG_NOSYSTEM=false"}, []string{"/etc/gitconfig", "/h/.config/git/config", "/h/.gitconfig"}},
+		{[]string{"XDG_CONFIG_HOME=/x"}, []string{"/etc/gitconfig", "/x/git/config", "/h/.config/git/config", "/h/.gitconfig"}},
+		{[]string{"XDG_CONFIG_HOME=rel"}, []string{"/etc/gitconfig", "/cwd/rel/git/config", "/h/.config/git/config", "/h/.gitconfig"}},
+		// a variable that narrows what the launcher's git reads does not narrow the
+		// guard: the account's git in another shell reads the default files (review 38 F1)
+		{[]string{"GIT_CONFIG_GLOBAL=/g", "XDG_CONFIG_HOME=/x"}, []string{"/etc/gitconfig", "/g", "/x/git/config", "/h/.config/git/config", "/h/.gitconfig"}},
+		{[]string{"GIT_CONFIG_GLOBAL="}, []string{"/etc/gitconfig", "/h/.config/git/config", "/h/.gitconfig"}},
+		{[]string{"GIT_CONFIG_GLOBAL=/dev/null"}, []string{"/etc/gitconfig", "/dev/null", "/h/.config/git/config", "/h/.gitconfig"}},
+		{[]string{"GIT_CONFIG_SYSTEM=/s", "GIT_CONFIG_GLOBAL=g"}, []string{"/etc/gitconfig", "/s", "/cwd/g", "/h/.config/git/config", "/h/.gitconfig"}},
+		{[]string{"GIT_CONFIG_SYSTEM=/s", "GIT_CONFIG_NOSYSTEM=1"}, []string{"/etc/gitconfig", "/s", "/h/.config/git/config", "/h/.gitconfig"}},
+		{[]string{"GIT_CONFIG_NOSYSTEM=1"}, []string{"/etc/gitconfig", "/h/.config/git/config", "/h/.gitconfig"}},
 	} {
-		g, err := gitEnvOf(c.env, "/h", "/cwd")
+		g, err := gitEnvOf(c.env, []string{"/h"}, "/cwd")
 		if err != nil || !slices.Equal(g.globals, c.want) {
 			t.Errorf("%q: globals %q (%v), want %q", c.env, g.globals, err, c.want)
 		}
+	}
+	// every name of the home: the launcher's HOME (/) and the passwd home (/root)
+	if g, _ := gitEnvOf(nil, []string{"/", "/root"}, "/cwd"); !slices.Equal(g.globals, []string{"/etc/gitconfig", "/.config/git/config", "/root/.config/git/config", "/.gitconfig", "/root/.gitconfig"}) {
+		t.Errorf("homes / and /root: globals %q", g.globals)
 	}
 	g, err := gitEnvOf([]string{
 		`GIT_CONFIG_PARAMETERS='core.hooksPath'='/w/h' 'alias.x=!sh -c '\''a b'\''' 'Diff.My.Sub.textconv'='t'  'core.bare'`,
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=./f",
 		"GIT_TEMPLATE_DIR=tpl", "PATH=/a::b", "EDITOR=vim -f",
-	}, "/h", "/cwd")
+	}, []string{"/h"}, "/cwd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +72,7 @@ func TestGitEnvOf(t *testing.T) {
 		{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=a.b", "GIT_CONFIG_VALUE_0=1"},
 		{"GIT_CONFIG_COUNT=x"},
 	} {
-		if _, err := gitEnvOf(bad, "/h", "/cwd"); err == nil {
+		if _, err := gitEnvOf(bad, []string{"/h"}, "/cwd"); err == nil {
 			t.Errorf("%q: accepted; git refuses it", bad)
 		}
 	}

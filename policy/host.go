@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -64,4 +65,18 @@ func statOwner(st os.FileInfo) ([2]int, bool) {
 		return [2]int{int(s.Uid), int(s.Gid)}, true
 	}
 	return [2]int{}, false
+}
+
+// homeNames are every name of the caller's home that a home-based guard reads: Home
+// (the launcher's $HOME, or the passwd home) first, then Homes ($HOME and the passwd
+// entry's, canonical), each once. The account's other shells have the passwd home
+// whatever the launcher's HOME says (attack review 38 F1).
+func (h Host) homeNames() []string {
+	var out []string
+	for _, n := range append([]string{h.Home}, h.Homes...) {
+		if filepath.IsAbs(n) && !slices.Contains(out, filepath.Clean(n)) {
+			out = append(out, filepath.Clean(n))
+		}
+	}
+	return out
 }

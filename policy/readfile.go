@@ -200,9 +200,10 @@ type readBudget struct {
 	// a plan of this launch has guarded (guardCheckouts): the plans are unioned, so each
 	// is read once, however many .git files of the scan lead to it.
 	checkouts map[string]bool
-	// home is the caller's home ("~/" in git config); globals the caller's system and
-	// global git config files (gitEnvOf), read for every repository's guard.
-	home    string
+	// homes are the names of the caller's home ("~/" in git config: Host.homeNames);
+	// globals the caller's system and global git config files (gitEnvOf), read for
+	// every repository's guard.
+	homes   []string
 	globals []string
 	// env holds the settings the caller's environment carries and its PATH as git's
 	// children see it (gitEnvOf); pathDirs caches which PATH directories lie in, or
@@ -273,12 +274,12 @@ func (rb *readBudget) files() *resolver {
 	return rb.fs
 }
 
-// homeDir is rb's home, "" for a nil rb.
-func (rb *readBudget) homeDir() string {
+// homeDirs are rb's homes, none for a nil rb.
+func (rb *readBudget) homeDirs() []string {
 	if rb == nil {
-		return ""
+		return nil
 	}
-	return rb.home
+	return rb.homes
 }
 
 // globalFiles is a copy of rb's global git config files, none for a nil rb.

@@ -79,7 +79,7 @@ func Make(uid int, xdg string) (string, error) {
 		return "", err
 	}
 	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("make the runtime directory %s: %w", d, err)
+		return "", fmt.Errorf("make the runtime directory %s: %w%s", d, err, MkdirFix(d))
 	}
 	if err := Private(d, uid); err != nil {
 		return "", fmt.Errorf("runtime directory %s: %w%s", d, err, removeFix(d))
@@ -99,12 +99,32 @@ func Check(d string, uid int) error {
 	return nil
 }
 
-// removeFix says what to do about a /tmp runtime directory that is not the caller's.
+// removeFix says what to do about a runtime directory that is not the caller's: one
+// whose owner this user namespace does not map is left alone (/run/gosbx of the host's
+// root, seen from uid 0 of a user namespace: attack review 38 F2); one in /tmp that
+// another user made first may be removed; any other made the caller's, mode 0700.
 func removeFix(d string) string {
+	var st unix.Stat_t
+	if unix.Lstat(d, &st) == nil && Unmapped(st.Uid) {
+		return "; " + LeaveFix
+	}
 	if filepath.Dir(d) == "/tmp" {
 		return " (someone else may have made it first: have it removed, or set XDG_RUNTIME_DIR to a directory of yours of mode 0700)"
 	}
-	return ""
+	return " (make it a directory of yours of mode 0700, not a symbolic link, or set XDG_RUNTIME_DIR to another directory of yours of mode 0700 outside the workspace)"
+}
+
+// MkdirFix says, after the colon of an error, what to do when the runtime directory
+// (or the journal directory) d cannot be made: a system without a writable /tmp or
+// /run (a container's image with none: attack review 38 F4) is given one (`--tmpfs
+// /tmp`), or XDG_RUNTIME_DIR names a directory of the caller's.
+func MkdirFix(d string) string {
+	for p := filepath.Dir(d); p != "/" && p != "."; p = filepath.Dir(p) {
+		if p == "/tmp" || p == "/run" {
+			return fmt.Sprintf(" (%s is missing or not writable here: in a container, run it with `--tmpfs %s`; or set XDG_RUNTIME_DIR to a directory of yours of mode 0700 outside the workspace)", p, p)
+		}
+	}
+	return " (set XDG_RUNTIME_DIR to a directory of yours of mode 0700 outside the workspace, or unset it)"
 }
 
 // Private checks that path is a directory (not a symbolic link) owned by uid with no
@@ -120,7 +140,7 @@ func Private(path string, uid int) error {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return fmt.Errorf("%s is not a directory", path)
 	case int(st.Uid) != uid:
-		return fmt.Errorf("%s is owned by uid %d, not %d", path, st.Uid, uid)
+		return fmt.Errorf("%s is owned by %s, not uid %d", path, Owner(st.Uid), uid)
 	case st.Mode&0o077 != 0:
 		return fmt.Errorf("%s has mode %#o, want 0700", path, st.Mode&0o777)
 	}

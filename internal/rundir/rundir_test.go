@@ -3,6 +3,7 @@ package rundir
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,5 +79,33 @@ func TestXDGRuntimeDir(t *testing.T) {
 	}
 	if _, err := Path(testUID, x); err == nil || !strings.Contains(err.Error(), "/tmp/gosbx-4242421") {
 		t.Errorf("a user with an XDG_RUNTIME_DIR not its own: %v, want an error naming the fallback", err)
+	}
+}
+
+// In the initial user namespace every id is mapped: no owner is read as unmapped, and
+// Owner names the uid (attack review 38 F2's messages change only where it is not).
+func TestOwnerInitialNamespace(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil || strings.Join(strings.Fields(string(b)), " ") != "0 0 4294967295" {
+		t.Skip("not in the initial user namespace")
+	}
+	for _, uid := range []uint32{0, 1000, 65534} {
+		if Unmapped(uid) {
+			t.Errorf("uid %d read as unmapped in the initial namespace", uid)
+		}
+		if got, want := Owner(uid), "uid "+strconv.Itoa(int(uid)); got != want {
+			t.Errorf("Owner(%d) = %q, want %q", uid, got, want)
+		}
+	}
+}
+
+// Every runtime directory that cannot be made names a fix: a container's missing /tmp
+// or /run (`--tmpfs`), else XDG_RUNTIME_DIR (attack review 38 F4).
+func TestMkdirFixNamed(t *testing.T) {
+	for d, want := range map[string]string{"/tmp/gosbx-7": "`--tmpfs /tmp`", "/run/gosbx": "`--tmpfs /run`",
+		"/run/user/7/gosbx": "`--tmpfs /run`", "/home/u/.local/state/gosbx": "XDG_RUNTIME_DIR"} {
+		if got := MkdirFix(d); !strings.Contains(got, want) || !strings.Contains(got, "XDG_RUNTIME_DIR") {
+			t.Errorf("MkdirFix(%s) = %q, want %s and XDG_RUNTIME_DIR", d, got, want)
+		}
 	}
 }

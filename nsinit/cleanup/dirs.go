@@ -155,6 +155,8 @@ func checkParents(dir string) error {
 		switch {
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			return fmt.Errorf("%s, above the cleanup journal directory %s, is not a directory", p, dir)
+		case st.Uid != 0 && st.Uid != uid && rundir.Unmapped(st.Uid):
+			return fmt.Errorf("%s, above the cleanup journal directory %s, belongs to %s, which gosbx cannot tell from another user who could replace it; %s", p, dir, rundir.Owner(st.Uid), rundir.UnmappedFix)
 		case st.Uid != 0 && st.Uid != uid:
 			return fmt.Errorf("%s, above the cleanup journal directory %s, belongs to uid %d, who could replace it; set XDG_RUNTIME_DIR or XDG_STATE_HOME to a directory of your own", p, dir, st.Uid)
 		case st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0:
@@ -175,10 +177,10 @@ func openJournalDir(dir string, create bool) (int, error) {
 	dir = canonical(dir)
 	if create {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-			return -1, fmt.Errorf("create the cleanup journal directory %s: %w", dir, err)
+			return -1, fmt.Errorf("create the cleanup journal directory %s: %w%s", dir, err, rundir.MkdirFix(dir))
 		}
 		if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-			return -1, fmt.Errorf("create the cleanup journal directory %s: %w", dir, err)
+			return -1, fmt.Errorf("create the cleanup journal directory %s: %w%s", dir, err, rundir.MkdirFix(dir))
 		}
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -208,11 +210,16 @@ func openJournalDir(dir string, create bool) (int, error) {
 }
 
 // notOwn is the error for a journal directory that is not the caller's alone, with
-// the fix: another user may have made it first (in /tmp, anyone can).
+// the fix: another user may have made it first (in /tmp, anyone can); one whose owner
+// this user namespace does not map (the host's root's /run/gosbx, seen from uid 0 of a
+// user namespace) is left alone (attack review 38 F2).
 func notOwn(dir string, st unix.Stat_t) error {
 	fix := "remove it"
-	if int(st.Uid) != os.Geteuid() {
+	switch {
+	case rundir.Unmapped(st.Uid):
+		fix = rundir.LeaveFix
+	case int(st.Uid) != os.Geteuid():
 		fix = fmt.Sprintf("uid %d made it, not you; have it removed, or set XDG_RUNTIME_DIR or XDG_STATE_HOME to a directory of your own", st.Uid)
 	}
-	return fmt.Errorf("the cleanup journal directory %s is not the caller's alone (owner %d, mode %o): %s", dir, st.Uid, st.Mode&0o7777, fix)
+	return fmt.Errorf("the cleanup journal directory %s is not the caller's alone (owner %s, mode %o): %s", dir, rundir.Owner(st.Uid), st.Mode&0o7777, fix)
 }

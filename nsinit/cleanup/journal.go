@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/rundir"
 )
 
 // The after-run cleanup must not depend on the process that launched the sandbox
@@ -103,7 +105,7 @@ func readSmall(dfd int, name string, max int64) ([]byte, error) {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return nil, errors.New("not a regular file")
 	case int(st.Uid) != os.Geteuid():
-		return nil, fmt.Errorf("owned by uid %d, not the caller", st.Uid)
+		return nil, fmt.Errorf("owned by %s, not the caller", rundir.Owner(st.Uid))
 	case st.Mode&0o077 != 0:
 		return nil, fmt.Errorf("mode %o gives access to others", st.Mode&0o7777)
 	case st.Nlink != 1:
@@ -319,7 +321,7 @@ func readJournal(dfd, sfd int, name string) (record, error) {
 		case unix.Lstat(t, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			continue
 		case os.Geteuid() != 0 && int(st.Uid) != os.Geteuid():
-			return rec, fmt.Errorf("tree %s belongs to uid %d, not the caller", t, st.Uid)
+			return rec, fmt.Errorf("tree %s belongs to %s, not the caller", t, rundir.Owner(st.Uid))
 		}
 	}
 	for _, e := range rec.Entries {
