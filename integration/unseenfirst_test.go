@@ -35,6 +35,20 @@ func TestUnseenFirstMatchNote(t *testing.T) {
 		if r.code != 0 || strings.Contains(r.stderr, "gosbx:") {
 			t.Errorf("a python3 that succeeded: want no note\n%v", r)
 		}
+		// in a session: the same note, its fix at the session's start
+		e := &sessionEnv{s, filepath.Join(s.base, "rt"), newCgroupScope(t)}
+		must(t, os.Mkdir(e.rt, 0o700))
+		s.chown(e.rt)
+		t.Cleanup(e.stopAll)
+		st := e.rawCommand(e.limitCtx(runLimit), "session", "start", "py", "--workspace", s.ws)
+		st.Env = append(st.Env, "XDG_RUNTIME_DIR="+e.rt, "HOME="+home, "PATH="+path)
+		e.scope.wrap(st)
+		mustSucceed(t, e.runCmd(e.limitCtx(runLimit), st), "session start")
+		r = e.gosbx("exec", "--session", "py", "--", "python3", "-c", "import sys; sys.exit(3)")
+		if r.code != 3 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "gosbx session start py with the flag") {
+			t.Errorf("a failed python3 in a session: want exit 3 and %q in session start's form\n%v", want, r)
+		}
+		mustSucceed(t, e.gosbx("session", "stop", "py"), "session stop")
 		// a name whose first match is the one that runs: no note
 		r = s.runWith(home, path, "sh", "-c", "exit 4")
 		if r.code != 4 || strings.Contains(r.stderr, "gosbx:") {

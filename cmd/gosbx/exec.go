@@ -344,7 +344,7 @@ func execute(o policy.Options, status *os.File) error {
 		if note := wsWriteNote(ws, host); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
-		if note := unseenFirstNote(spec, eff); note != "" {
+		if note := unseenFirstNote(spec, toolchainAuto(eff)); note != "" {
 			fmt.Fprintln(os.Stderr, note)
 		}
 		return statusError(cmd.Result.ExitCode)

@@ -117,7 +117,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if net == "" {
 				net = "none"
 			}
-			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host), Protected: scan, GitMode: eff.Filesystem.Git, Credentials: eff.Filesystem.Credentials,
+			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host), Protected: scan, GitMode: eff.Filesystem.Git, Credentials: eff.Filesystem.Credentials, ToolchainAuto: toolchainAuto(eff),
 				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
 			pidfd := -1
 			if owner != 0 {

@@ -12,14 +12,13 @@ import (
 // missing package (new-user trial 2026-12-02 T6: python3 was /usr/bin/python3 without
 // the pyenv version's requests, and nothing said so). Only after a failure: under agent
 // the system's interpreter is what the profile means to run (README, Profiles), and a
-// note on every success would be one the user does not need. "" when toolchains are
-// auto already (what auto leaves out, a credential path, it leaves out on purpose), or
-// there is no such pair. A shell's commands are not looked into.
-func unseenFirstNote(spec *config.Config, eff *policy.Policy) string {
-	if spec.Process == nil || len(spec.Process.Args) == 0 {
-		return ""
-	}
-	if tc := eff.Filesystem.Toolchains; tc != nil && tc.Mode == policy.ToolchainAuto {
+// note on every success would be one the user does not need. A session's supervisor
+// gives its commands the same (its fix then in session start's form, sessionMountFix).
+// "" when toolchains are auto already (auto: toolchainAuto; what auto leaves out, a
+// credential path, it leaves out on purpose), or there is no such pair. A shell's
+// commands are not looked into.
+func unseenFirstNote(spec *config.Config, auto bool) string {
+	if spec.Process == nil || len(spec.Process.Args) == 0 || auto {
 		return ""
 	}
 	name := spec.Process.Args[0]
@@ -30,4 +29,11 @@ func unseenFirstNote(spec *config.Config, eff *policy.Policy) string {
 	return "gosbx: note: the command failed, and " + name + " here is " + policy.Shown(runs) + ", not " + policy.Shown(first) +
 		", which your PATH finds first: the sandbox does not show it (this policy binds none of your own toolchains), so its " +
 		"packages are not here either; --toolchain auto binds yours (the build profile's default), see README, Your toolchains"
+}
+
+// toolchainAuto reports whether the policy eff binds the caller's toolchains as
+// --toolchain auto does.
+func toolchainAuto(eff *policy.Policy) bool {
+	tc := eff.Filesystem.Toolchains
+	return tc != nil && tc.Mode == policy.ToolchainAuto
 }
