@@ -62,6 +62,9 @@ func (d Decision) Message() string {
 	case "invalid-host":
 		return fmt.Sprintf("blocked by gosbx policy: %s is not a host name", d.Host) // quoted (peerText)
 	case "capture":
+		if d.Host == "(none)" && d.Port != 0 {
+			return captureUnnamedMessage(d)
+		}
 		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule capture; a client that ignores the proxy variables is carried when it connects to the address gosbx's DNS gave an allowed name, or says the name (TLS server name, HTTP Host); else use the proxy (HTTPS_PROXY=%s, ALL_PROXY=%s, set inside)", d.Why, "http://127.0.0.1:3128", "socks5h://127.0.0.1:1080")
 	case "no-address": // no address to name: the host's DNS is what to check
 		return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule no-address; check the host's DNS (gosbx doctor --allow-host %s)", d.Why, hp)
@@ -93,6 +96,24 @@ func (d Decision) Message() string {
 		fix = "remove the rule from network.deny to reach it"
 	}
 	return fmt.Sprintf("blocked by gosbx policy: %s is denied by rule %s; %s", d.Why, d.Rule, fix)
+}
+
+// captureUnnamedMessage is the refusal of a connection to a captured loopback port that
+// names no server (TLS to an address literal sends no server name; another protocol
+// names none). Its fixes are the ones that work for the client that made it: that
+// client skipped the proxy, most often because NO_PROXY (set inside: localhost,
+// 127.0.0.1, ::1) names the address, so "use the proxy" alone is not actionable (trial
+// 2026-12-02 T1): the name localhost (TLS then sends it; a rule for 127.0.0.1:PORT
+// allows it), --host-port PORT (any protocol, no proxy decision), or the proxy with
+// NO_PROXY emptied for the client.
+func captureUnnamedMessage(d Decision) string {
+	port := strconv.Itoa(int(d.Port))
+	return "blocked by gosbx policy: " + d.Why + " is denied by rule capture; a connection that skips the proxy must name its server " +
+		"(TLS server name, HTTP Host), and TLS to an address literal (https://127.0.0.1:" + port + "/) names none: " +
+		"for a server of this host on port " + port + " (allowed by --allow-host 127.0.0.1:" + port + " or localhost:" + port + "), " +
+		"connect by the name localhost (https://localhost:" + port + "/), or pass --host-port " + port +
+		" (any protocol, without the proxy's decision), or send the client through the proxy: NO_PROXY=localhost,127.0.0.1,::1 " +
+		"(set inside) makes it skip the proxy for these addresses (curl --noproxy '' …, or NO_PROXY= for the command)"
 }
 
 // peerText is what a peer sent that is not a valid host name, as messages and status

@@ -71,11 +71,11 @@ func (r *Root) followLink(p string) string {
 }
 
 // WriteFile creates dest inside the root, a new regular file holding content with
-// permission bits mode (parents created as needed): O_CREAT|O_EXCL and O_NOFOLLOW, so
+// permission bits mode (parents created as needed, mode 0755: fileParents): O_CREAT|O_EXCL and O_NOFOLLOW, so
 // that it never writes through an existing name or a symlink. The caller checked
 // that dest lies in a tmpfs of the sandbox's own (config.File): nothing of the host.
 func (r *Root) WriteFile(dest string, content []byte, mode uint32) error {
-	parent, err := r.mkdirAll(dirOf(dest))
+	parent, err := r.fileParents(dirOf(dest))
 	if err != nil {
 		return &Error{Op: "write", Target: dest, Err: err}
 	}

@@ -303,10 +303,11 @@ func (rr *RawRoot) newFS(s uint16, mnt, given rawplan.Reg, useGiven bool, fstype
 }
 
 // mkdirAll adds the walk to the directory dest inside the root, each missing component
-// made with mode 0555 (mkdirat(2), EEXIST tolerated) and opened without following a
+// made with mode dirMode (mkdirat(2), EEXIST tolerated; 0555 for a mount point's, 0755
+// for a config file's as Root.fileParents) and opened without following a
 // symlink, and returns the register of its O_PATH descriptor (the caller closes it).
 // wrap renders a failure of the walk.
-func (rr *RawRoot) mkdirAll(s uint16, dest string, wrap func(error) error) rawplan.Reg {
+func (rr *RawRoot) mkdirAll(s uint16, dest string, dirMode uint32, wrap func(error) error) rawplan.Reg {
 	p := rr.p
 	r := rel(dest)
 	if r == "." {
@@ -317,7 +318,7 @@ func (rr *RawRoot) mkdirAll(s uint16, dest string, wrap func(error) error) rawpl
 	cur, owned := rr.Root, false
 	for _, c := range strings.Split(r, "/") {
 		p.Call(s, func(e unix.Errno) error { return wrap(e) },
-			unix.SYS_MKDIRAT, cur.Arg(), rawplan.Lit(p.Str(c)), rawplan.Lit(0o555)).Tolerate(unix.EEXIST)
+			unix.SYS_MKDIRAT, cur.Arg(), rawplan.Lit(p.Str(c)), rawplan.Lit(uintptr(dirMode))).Tolerate(unix.EEXIST)
 		next := p.Reg()
 		p.Call(s, func(e unix.Errno) error { return wrap(e) },
 			unix.SYS_OPENAT2, cur.Arg(), rawplan.Lit(p.Str(c)), rawplan.Lit(rawplan.Ptr(&rr.how.dir)), rawplan.Lit(unix.SizeofOpenHow)).Into(next)
@@ -336,9 +337,9 @@ func (rr *RawRoot) attach(s uint16, mnt rawplan.Arg, dest string, dir bool, wrap
 	point := func(err error) error { return wrap(fmt.Errorf("mount point: %w", err)) }
 	var t rawplan.Reg
 	if dir {
-		t = rr.mkdirAll(s, dest, point)
+		t = rr.mkdirAll(s, dest, 0o555, point)
 	} else {
-		parent := rr.mkdirAll(s, "/"+parentRel(rel(dest)), point)
+		parent := rr.mkdirAll(s, "/"+parentRel(rel(dest)), 0o555, point)
 		base := baseOf(rel(dest))
 		t = p.Reg()
 		p.Call(s, func(e unix.Errno) error { return point(e) },
@@ -360,7 +361,7 @@ func (rr *RawRoot) attach(s uint16, mnt rawplan.Arg, dest string, dir bool, wrap
 func (rr *RawRoot) symlink(s uint16, target, dest string) {
 	p := rr.p
 	wrap := func(err error) error { return &Error{Op: "symlink", Source: target, Target: dest, Err: err} }
-	parent := rr.mkdirAll(s, dirOf(dest), wrap)
+	parent := rr.mkdirAll(s, dirOf(dest), 0o555, wrap)
 	base := baseOf(dest)
 	made := p.Reg()
 	p.Call(s, func(e unix.Errno) error { return wrap(e) },
@@ -377,7 +378,7 @@ func (rr *RawRoot) symlink(s uint16, target, dest string) {
 func (rr *RawRoot) writeFile(s uint16, dest string, content []byte, mode uint32) {
 	p := rr.p
 	wrap := func(err error) error { return &Error{Op: "write", Target: dest, Err: err} }
-	parent := rr.mkdirAll(s, dirOf(dest), wrap)
+	parent := rr.mkdirAll(s, dirOf(dest), 0o755, wrap)
 	f := p.Reg()
 	p.Call(s, func(e unix.Errno) error { return wrap(fmt.Errorf("create the file: %w", e)) },
 		unix.SYS_OPENAT, parent.Arg(), rawplan.Lit(p.Str(baseOf(dest))), rawplan.Lit(unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW), rawplan.Lit(uintptr(mode))).Into(f)

@@ -118,7 +118,16 @@ func parentRel(p string) string {
 // point (the parents of a workspace in /var/tmp) is not a place the command can write.
 // No component may be a symlink. The walk starts at the nearest cached ancestor.
 func (r *Root) mkdirAll(dest string) (handle, error) {
-	h, _, err := r.walk(dest, false)
+	h, _, err := r.walk(dest, false, 0o555)
+	return h, err
+}
+
+// fileParents is mkdirAll for the directory of a config file (WriteFile), its missing
+// components made with mode 0755: they hold a file of the sandbox's own tmpfs (the
+// private HOME's ~/.config/go/telemetry), not a mount point, and the command (their
+// owner) must be able to add its own files there as in a directory it made itself.
+func (r *Root) fileParents(dest string) (handle, error) {
+	h, _, err := r.walk(dest, false, 0o755)
 	return h, err
 }
 
@@ -129,10 +138,10 @@ func (r *Root) mkdirAll(dest string) (handle, error) {
 // (MOVE_MOUNT_T_SYMLINKS unset): the directory nothing else could have replaced, without
 // opening it.
 func (r *Root) mountpoint(dest string) (handle, string, error) {
-	return r.walk(dest, true)
+	return r.walk(dest, true, 0o555)
 }
 
-func (r *Root) walk(dest string, leaf bool) (handle, string, error) {
+func (r *Root) walk(dest string, leaf bool, mode uint32) (handle, string, error) {
 	p := rel(dest)
 	base := p
 	fd, ok := r.kept(base)
@@ -174,14 +183,14 @@ func (r *Root) walk(dest string, leaf bool) (handle, string, error) {
 			// Under a bind (a host file system): look before creating, as ever.
 			nfd, err = openat2(dir.fd, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
 			if errors.Is(err, unix.ENOENT) {
-				if err = unix.Mkdirat(dir.fd, comp, 0o555); err == nil || errors.Is(err, unix.EEXIST) {
+				if err = unix.Mkdirat(dir.fd, comp, mode); err == nil || errors.Is(err, unix.EEXIST) {
 					nfd, err = openat2(dir.fd, comp, unix.O_PATH|unix.O_DIRECTORY, strictResolve)
 				}
 			}
 		} else {
 			// On the root's own file systems a component is mostly missing: create it
 			// first (EEXIST when it is there), then open it without following a symlink.
-			err = unix.Mkdirat(dir.fd, comp, 0o555)
+			err = unix.Mkdirat(dir.fd, comp, mode)
 			if err == nil && leaf && rest == "" {
 				return dir, comp, nil
 			}

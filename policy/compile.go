@@ -538,7 +538,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 			Resources:     resources,
 		},
 		Symlinks:         b.links,
-		Files:            loginProfile(home, env, b.mounts, b.links),
+		Files:            append(loginProfile(home, env, b.mounts, b.links), goTelemetryOff(home, b.mounts, b.links)...),
 		ReadonlyOptional: procReadOnly,
 		Limits:           limitsInfo,
 		RootID:           rootID,

@@ -25,19 +25,8 @@ func loginProfile(home string, env []string, mounts []specs.Mount, links []confi
 		return nil
 	}
 	name := strings.TrimSuffix(home, "/") + "/.profile"
-	holder := ""
-	for _, m := range mounts {
-		if m.Destination == name || under(name, m.Destination) {
-			holder = m.Destination + " " + m.Type
-		}
-	}
-	if holder != home+" tmpfs" {
+	if !privateHomeName(home, name, mounts, links) {
 		return nil
-	}
-	for _, l := range links {
-		if l.Path == name || under(name, l.Path) {
-			return nil
-		}
 	}
 	content := "# Written by gosbx: a login shell (bash -l, tmux's panes) reads /etc/profile, which\n" +
 		"# sets its own PATH; this puts back the sandbox's (toolchains first, as the policy says).\n" +

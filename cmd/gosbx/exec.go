@@ -341,6 +341,12 @@ func execute(o policy.Options, status *os.File) error {
 		for _, note := range gitFailureNotes(spec, eff.Filesystem.Git, eff.Filesystem.Credentials, os.Getuid(), false) {
 			fmt.Fprintln(os.Stderr, note)
 		}
+		if note := wsWriteNote(ws, host); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
+		if note := unseenFirstNote(spec, toolchainAuto(eff)); note != "" {
+			fmt.Fprintln(os.Stderr, note)
+		}
 		return statusError(cmd.Result.ExitCode)
 	}
 	return nil

@@ -18,10 +18,19 @@ func TestGoCacheNote(t *testing.T) {
 			t.Errorf("note %q: want %q", n, w)
 		}
 	}
+	for _, args := range [][]string{{"go", "build"}, {"go", "-C", "sub", "vet", "./..."}, {"go", "-C=sub", "run", "."}, {"go", "install"}, {"go", "tool", "x"}} {
+		if goCacheNote(p, args, nil) == "" {
+			t.Errorf("%q: no note", args)
+		}
+	}
 	for name, c := range map[string]struct{ args, env []string }{
 		"a shell":     {[]string{"sh", "-c", "go test"}, nil},
 		"GOCACHE set": {[]string{"go", "build"}, []string{"GOCACHE=/work/.gocache"}},
 		"gofmt":       {[]string{"gofmt", "-l"}, nil},
+		"go version":  {[]string{"go", "version"}, nil},
+		"go env":      {[]string{"/usr/local/go/bin/go", "env", "GOCACHE"}, nil},
+		"go -C env":   {[]string{"go", "-C", "build", "env"}, nil},
+		"go alone":    {[]string{"go"}, nil},
 		"no command":  {nil, nil},
 	} {
 		if n := goCacheNote(p, c.args, c.env); n != "" {

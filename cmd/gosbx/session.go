@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -116,7 +117,7 @@ process left in it. Exit 125, with nothing left behind, when it cannot be built.
 			if net == "" {
 				net = "none"
 			}
-			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host), Protected: scan, GitMode: eff.Filesystem.Git, Credentials: eff.Filesystem.Credentials,
+			sd := &startData{Name: name, Dir: dir, Config: spec, IdleTimeout: idleTimeout, Lifetime: eff.Timeout(), Bounds: eff.Bounds(), NotFound: eff.NotFoundContext(host), Protected: scan, GitMode: eff.Filesystem.Git, Credentials: eff.Filesystem.Credentials, ToolchainAuto: toolchainAuto(eff),
 				Policy: fmt.Sprintf("%s, workspace %s, net %s", profile, eff.Workspace.Path, net)}
 			pidfd := -1
 			if owner != 0 {
@@ -311,6 +312,7 @@ func sweepStale(dir string) []session.Info {
 		}
 		infos = append(infos, session.Info{Name: name, State: "unreachable"})
 	}
+	sweepEnded(dir, ents, time.Now())
 	if swept {
 		// not skipped for a launch in progress elsewhere: the dead session's groups go now
 		cgroup.CollectStaleWait(2 * time.Second)
@@ -318,6 +320,34 @@ func sweepStale(dir string) []session.Info {
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	return infos
+}
+
+// endedKeep is how long a NAME.ended record of a name no session holds is kept: long
+// enough for the clients of the session that ended to be told why, bounded so that a
+// caller that uses a new name per conversation does not fill the runtime directory
+// (new-user trial 2026-12-02 T12: one file per name ever used, kept forever).
+const endedKeep = 24 * time.Hour
+
+// sweepEnded removes, from the listing ents of the runtime directory dir, each
+// NAME.ended (a regular file, of a valid name) older than endedKeep (its mtime: when
+// its supervisor ended) whose name has no lock file, so no supervisor holds or is
+// taking it. A supervisor that starts meanwhile removes the record itself; one that
+// ends meanwhile writes a new file by rename, which a removal here could take: the
+// next client of that name is then told only that no session runs. Best effort.
+func sweepEnded(dir string, ents []os.DirEntry, now time.Time) {
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".ended")
+		if !ok || session.CheckName(name) != nil || !e.Type().IsRegular() {
+			continue
+		}
+		files := session.FilesOf(dir, name)
+		if _, err := os.Lstat(files.Lock); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > endedKeep {
+			os.Remove(files.Ended)
+		}
+	}
 }
 
 func askInfo(sock string) (session.Info, error) {

@@ -64,6 +64,9 @@ type startData struct {
 	// Credentials are the policy's filesystem.credentials: the local-remote note never
 	// advises showing one (gitRemoteNote)
 	Credentials []string `json:",omitempty"`
+	// ToolchainAuto: the policy binds the caller's toolchains (--toolchain auto), so a
+	// failed command gets no unseenFirstNote
+	ToolchainAuto bool `json:",omitempty"`
 	// Init is config.Encode of Config: what the init is sent (the seccomp program
 	// among it, not its source, Linux.Seccomp, which the supervisor never reads).
 	Init []byte `json:",omitempty"`
@@ -189,6 +192,8 @@ type supervisor struct {
 	gitMode string
 	// credentials is startData.Credentials
 	credentials []string
+	// toolchainAuto is startData.ToolchainAuto
+	toolchainAuto bool
 	// trees is startData.Protected: the trees searched after each command for what it
 	// left at a name git opens (treeNotes)
 	trees policy.ProtectedScan
@@ -272,7 +277,7 @@ func superviseMain() int {
 	// with its start time (the init is this process's child: its pid cannot be reused
 	// before this process is gone).
 	fmt.Fprintf(lock, "%v %v\n", refOf(os.Getpid()), refOf(sess.InitPid()))
-	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), gitMode: sd.GitMode, credentials: sd.Credentials,
+	sv := &supervisor{name: sd.Name, files: files, lock: lock, sock: sockID, sess: sess, routes: routes, started: time.Now(), userNS: userNS, policy: sd.Policy, bounds: sd.Bounds, notFound: lazyNotFound(sd.NotFoundJSON), gitMode: sd.GitMode, credentials: sd.Credentials, toolchainAuto: sd.ToolchainAuto,
 		trees: sd.Protected, last: time.Now(), stop: make(chan struct{}), finished: make(chan struct{}),
 		trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, nil)}
 	go sv.accept(lfd)
@@ -711,6 +716,9 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if cmd.Result.ExitCode != 0 {
 		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, sv.credentials, os.Getuid(), true) {
 			reply(session.RepMessage, []byte(note+"\n"))
+		}
+		if note := unseenFirstNote(cmd.Config, sv.toolchainAuto); note != "" {
+			reply(session.RepMessage, []byte(sessionMountFix(note, sv.name)+"\n"))
 		}
 	}
 	reply(session.RepExit, session.EncodeUint(uint64(cmd.Result.ExitCode)))
