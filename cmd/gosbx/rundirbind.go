@@ -32,13 +32,21 @@ func checkRunDirHidden(spec *config.Config) error {
 	if current != "" && !slices.Contains(dirs, current) {
 		dirs = append(dirs, current)
 	}
+	// each bind's source resolved once, not once per candidate directory (a launch
+	// has ~10 binds and 3 candidates: 50 lstats were 30 repeats)
+	srcs := make([]string, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		if m.Type == "bind" && filepath.IsAbs(m.Source) {
+			srcs[i] = canonicalPath(m.Source)
+		}
+	}
 	for _, d := range dirs {
 		rd := canonicalPath(d)
-		for _, m := range spec.Mounts {
+		for i, m := range spec.Mounts {
 			if m.Type != "bind" || !filepath.IsAbs(m.Source) {
 				continue
 			}
-			src := canonicalPath(m.Source)
+			src := srcs[i]
 			if !within(rd, src) && !within(src, rd) {
 				continue
 			}
