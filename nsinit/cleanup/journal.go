@@ -386,7 +386,7 @@ func alive(p proc) bool {
 // procStat reads the state and start time of pid from /proc/PID/stat (proc(5)); the
 // command name, in parentheses, may hold spaces and parentheses itself.
 func procStat(pid int) (start uint64, state byte, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readProcStat("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -402,4 +402,35 @@ func procStat(pid int) (start uint64, state byte, err error) {
 	}
 	start, err = strconv.ParseUint(fields[19], 10, 64)
 	return start, fields[0][0], err
+}
+
+// readProcStat is os.ReadFile(name) for a /proc/PID/stat file (same bytes, same
+// errors), without os.File's fstat and poller try: every launch reads one for each
+// journal whose launcher may be gone.
+func readProcStat(name string) ([]byte, error) {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 512) // a stat line is ~300 bytes
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
 }

@@ -300,3 +300,22 @@ func TestOwnerOfName(t *testing.T) {
 		t.Errorf("ownerOfName: %+v", p)
 	}
 }
+
+// readProcStat reads what os.ReadFile reads, and fails as it does.
+func TestReadProcStat(t *testing.T) {
+	for _, name := range []string{"/proc/self/stat", "/proc/1/stat", "/proc/self/mountinfo", "/proc/0/stat", "/nonexistent"} {
+		want, werr := os.ReadFile(name)
+		got, gerr := readProcStat(name)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Errorf("%s: error %v, want %v", name, gerr, werr)
+			continue
+		}
+		// self's stat changes between reads (times): compare what stays
+		if name == "/proc/self/stat" {
+			want, got = want[:strings.IndexByte(string(want), ')')], got[:strings.IndexByte(string(got), ')')]
+		}
+		if name != "/proc/1/stat" && string(got) != string(want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
