@@ -197,6 +197,14 @@ func newLaunchResolver(pathEntries int) *resolver {
 	return &resolver{lstats: make(map[string]lstatResult, 32+8*pathEntries), links: map[string]readlinkResult{}}
 }
 
+// EvalSymlinksOnce returns filepath.EvalSymlinks (the same result and error for every
+// path) with each lstat and readlink made once over the returned function's uses: for a
+// stretch of look-ups in which nothing is created, removed or renamed by this process
+// (one check over a launch's binds, whose sources share /dev, /usr, /run).
+func EvalSymlinksOnce() func(string) (string, error) {
+	return newResolver().evalSymlinks
+}
+
 // outside is a resolver sharing what r remembers, that looks afresh at the paths
 // fresh names (the launch's writable trees, once they are known) and remembers the
 // rest for r too. Same stretch rule as r: nothing created, removed or renamed by this
