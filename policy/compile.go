@@ -87,7 +87,7 @@ func build(p *Policy, args []string, h Host, notes *[]string) (*config.Config, e
 	b := &builder{}
 	f := p.Filesystem
 	// r resolves paths up to the scan for protected paths, before anything is created.
-	r := newResolver()
+	r := newLaunchResolver(pathEntries(h.Environ))
 	creds := f.Credentials
 
 	// Read-only binds; a bind named through a symlink (merged-usr /bin) is bound at its
@@ -747,6 +747,16 @@ func under(p string, dirs ...string) bool {
 		}
 	}
 	return false
+}
+
+// pathEntries is the number of entries of env's PATH (KEY=VALUE, the last one wins;
+// 2 when unset: glibc's default), for sizing.
+func pathEntries(env []string) int {
+	p, ok := envLookup(env, "PATH")
+	if !ok {
+		return 2
+	}
+	return strings.Count(p, ":") + 1
 }
 
 // underAny reports whether p lies strictly beneath one of dirs.

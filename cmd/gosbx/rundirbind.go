@@ -10,6 +10,7 @@ import (
 	"github.com/gosbx/gosbx/internal/rundir"
 	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/nsinit/config"
+	"github.com/gosbx/gosbx/policy"
 )
 
 // checkRunDirHidden refuses a spec that binds the caller's sessions' runtime directory
@@ -32,13 +33,23 @@ func checkRunDirHidden(spec *config.Config) error {
 	if current != "" && !slices.Contains(dirs, current) {
 		dirs = append(dirs, current)
 	}
+	// each bind's source resolved once, not once per candidate directory (a launch
+	// has ~10 binds and 3 candidates: 50 lstats were 30 repeats), and each lstat made
+	// once over the check (the binds share /dev, /usr, /run): it creates nothing
+	eval := policy.EvalSymlinksOnce()
+	srcs := make([]string, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		if m.Type == "bind" && filepath.IsAbs(m.Source) {
+			srcs[i] = canonicalPath(eval, m.Source)
+		}
+	}
 	for _, d := range dirs {
-		rd := canonicalPath(d)
-		for _, m := range spec.Mounts {
+		rd := canonicalPath(eval, d)
+		for i, m := range spec.Mounts {
 			if m.Type != "bind" || !filepath.IsAbs(m.Source) {
 				continue
 			}
-			src := canonicalPath(m.Source)
+			src := srcs[i]
 			if !within(rd, src) && !within(src, rd) {
 				continue
 			}
@@ -51,12 +62,13 @@ func checkRunDirHidden(spec *config.Config) error {
 	return nil
 }
 
-// canonicalPath is p with every symlink resolved; a missing tail stays as named.
-func canonicalPath(p string) string {
-	if c, err := filepath.EvalSymlinks(p); err == nil {
+// canonicalPath is p with every symlink resolved (eval: filepath.EvalSymlinks or one
+// that answers as it does); a missing tail stays as named.
+func canonicalPath(eval func(string) (string, error), p string) string {
+	if c, err := eval(p); err == nil {
 		return c
 	}
-	if c, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+	if c, err := eval(filepath.Dir(p)); err == nil {
 		return filepath.Join(c, filepath.Base(p))
 	}
 	return filepath.Clean(p)

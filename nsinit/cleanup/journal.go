@@ -211,7 +211,9 @@ func (j *Journal) Done() {
 // for none): a journal or key directory in one is refused with an error, and nothing is
 // done. It returns the paths removed and what could not be ("path: reason", including
 // journals refused: not the caller's, hard-linked, without their seal, naming a path
-// outside their trees; those are removed).
+// outside their trees; those are removed). A journal whose name (PID-START-SEQ.json)
+// names a launcher that still runs is not read: it is checked, and refused or
+// completed, once that process is gone.
 func CompleteJournals(writable []string) (removed, failed []string, err error) {
 	if err := CheckOutside(writable); err != nil {
 		return nil, nil, err
@@ -238,6 +240,14 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 	}()
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".json") || strings.HasPrefix(n, ".") {
+			continue
+		}
+		if o, ok := ownerOfName(n); ok && alive(o) {
+			// its launcher still runs (the name says who wrote it, as BeginJournal names
+			// it): nothing is owed yet, and its file is not read (every launch paid a
+			// JSON decoding and its checks for each live sandbox). A forged name, made by
+			// this user's own processes (no sandbox reaches this directory), only delays
+			// its refusal until the process it names is gone.
 			continue
 		}
 		if sfd == -2 {
@@ -272,6 +282,27 @@ func CompleteJournals(writable []string) (removed, failed []string, err error) {
 		removed, failed = append(removed, r...), append(failed, fl...)
 	}
 	return removed, failed, nil
+}
+
+// ownerOfName is the launcher a journal's name PID-START-SEQ.json (BeginJournal)
+// names; ok is false for any other name.
+func ownerOfName(name string) (p proc, ok bool) {
+	rest, ok := strings.CutSuffix(name, ".json")
+	if !ok {
+		return p, false
+	}
+	pid, rest, ok1 := strings.Cut(rest, "-")
+	start, seq, ok2 := strings.Cut(rest, "-")
+	if !ok1 || !ok2 {
+		return p, false
+	}
+	n, err1 := strconv.Atoi(pid)
+	st, err2 := strconv.ParseUint(start, 10, 64)
+	_, err3 := strconv.ParseUint(seq, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || n <= 0 {
+		return p, false
+	}
+	return proc{Pid: n, Start: st}, true
 }
 
 // testHookListed, when set by a test, runs between the listing of the journal
@@ -357,7 +388,7 @@ func alive(p proc) bool {
 // procStat reads the state and start time of pid from /proc/PID/stat (proc(5)); the
 // command name, in parentheses, may hold spaces and parentheses itself.
 func procStat(pid int) (start uint64, state byte, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readProcStat("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -373,4 +404,35 @@ func procStat(pid int) (start uint64, state byte, err error) {
 	}
 	start, err = strconv.ParseUint(fields[19], 10, 64)
 	return start, fields[0][0], err
+}
+
+// readProcStat is os.ReadFile(name) for a /proc/PID/stat file (same bytes, same
+// errors), without os.File's fstat and poller try: every launch reads one for each
+// journal whose launcher may be gone.
+func readProcStat(name string) ([]byte, error) {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 512) // a stat line is ~300 bytes
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
 }

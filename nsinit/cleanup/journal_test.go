@@ -1,7 +1,9 @@
 package cleanup
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,7 +71,8 @@ func TestJournalSeal(t *testing.T) {
 		if strings.Contains(string(b), "/elsewhere") {
 			t.Errorf("an entry outside the writable trees was journaled: %s", b)
 		}
-		// as if this process were gone: its pid 0 in the journal and the seal
+		// as if this process were gone: its pid 0 in the journal, the seal and their name
+		asGone(t, j)
 		for _, p := range []string{j.path, j.seal} {
 			s := strings.ReplaceAll(string(b), `"pid":`+strconv.Itoa(os.Getpid()), `"pid":0`)
 			if tamper && p == j.path {
@@ -116,6 +119,7 @@ func TestCompleteJournalsRemovedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	asGone(t, j) // read, not skipped by its name: its content's owner is alive
 	t.Cleanup(func() { testHookListed = nil })
 	testHookListed = func([]string) { j.Done() }
 	if _, failed, err := CompleteJournals(nil); err != nil || len(failed) != 0 {
@@ -125,6 +129,7 @@ func TestCompleteJournalsRemovedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	asGone(t, j)
 	testHookListed = func([]string) { os.Remove(j.seal) }
 	if _, failed, _ := CompleteJournals(nil); len(failed) != 1 || !strings.Contains(failed[0], "seal") {
 		t.Errorf("a journal without its seal: failed %v, want it refused", failed)
@@ -181,6 +186,7 @@ func TestJournalReplayOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := strings.ReplaceAll(string(b), `"pid":`+strconv.Itoa(os.Getpid()), `"pid":0`)
+	asGone(t, j)
 	for _, p := range []string{j.path, j.seal} {
 		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 			t.Fatal(err)
@@ -212,5 +218,104 @@ func TestJournalReplayOnce(t *testing.T) {
 	}
 	if removed, failed, _ := CompleteJournals(nil); len(removed)+len(failed) != 0 {
 		t.Errorf("a second launch replayed again: removed %v, failed %v", removed, failed)
+	}
+}
+
+// asGone renames j's journal and seal as a launcher that is gone would have named them
+// (pid 0, which no process has), so that CompleteJournals reads them.
+func asGone(t *testing.T, j *Journal) {
+	t.Helper()
+	name := "0-0-" + strconv.FormatUint(journalSeq.Add(1), 10) + ".json"
+	for _, p := range []*string{&j.path, &j.seal} {
+		to := filepath.Join(filepath.Dir(*p), name)
+		if err := os.Rename(*p, to); err != nil {
+			t.Fatal(err)
+		}
+		*p = to
+	}
+}
+
+// A journal whose name names a launcher that still runs is not read, however it is
+// made (here: neither JSON nor sealed): nothing is done or reported while that process
+// runs; once it is gone, the journal is read and refused as before, and removed.
+func TestCompleteJournalsOwnerAlive(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, ws := filepath.Join(base, "rt"), filepath.Join(base, "ws")
+	for _, d := range []string{rt, ws} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	// the journal directory, as a launch makes it
+	j, err := BeginJournal([]Entry{{Kind: RemoveIfCreated, Path: filepath.Join(ws, "x")}}, os.Getpid(), []string{ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Done()
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	o, err := procOf(owner.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(filepath.Dir(j.path), fmt.Sprintf("%d-%d-1.json", o.Pid, o.Start))
+	if err := os.WriteFile(path, []byte("not a journal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if removed, failed, err := CompleteJournals(nil); err != nil || len(removed)+len(failed) != 0 {
+		t.Errorf("while its launcher runs: removed %v, failed %v, err %v; want nothing", removed, failed, err)
+	}
+	if _, err := os.Lstat(path); err != nil {
+		t.Errorf("the journal of a running launcher was removed: %v", err)
+	}
+	owner.Process.Kill()
+	owner.Wait()
+	_, failed, err := CompleteJournals(nil)
+	if err != nil || len(failed) != 1 || !strings.Contains(failed[0], "refused and removed") {
+		t.Errorf("once its launcher is gone: failed %v, err %v; want it refused", failed, err)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		t.Error("the refused journal was left")
+	}
+}
+
+// ownerOfName reads only BeginJournal's names.
+func TestOwnerOfName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"12-345-6.json": true, "12-345-6.json.tmp": false, "12-345.json": false, "0-1-2.json": false,
+		"-1-2-3.json": false, "a-1-2.json": false, "1-b-2.json": false, "1-2-c.json": false, "1-2-3-4.json": false,
+	} {
+		if _, ok := ownerOfName(name); ok != want {
+			t.Errorf("ownerOfName(%q): %v, want %v", name, ok, want)
+		}
+	}
+	if p, _ := ownerOfName("12-345-6.json"); p != (proc{Pid: 12, Start: 345}) {
+		t.Errorf("ownerOfName: %+v", p)
+	}
+}
+
+// readProcStat reads what os.ReadFile reads, and fails as it does.
+func TestReadProcStat(t *testing.T) {
+	for _, name := range []string{"/proc/self/stat", "/proc/1/stat", "/proc/self/mountinfo", "/proc/0/stat", "/nonexistent"} {
+		want, werr := os.ReadFile(name)
+		got, gerr := readProcStat(name)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Errorf("%s: error %v, want %v", name, gerr, werr)
+			continue
+		}
+		// self's stat changes between reads (times): compare what stays
+		if name == "/proc/self/stat" {
+			want, got = want[:strings.IndexByte(string(want), ')')], got[:strings.IndexByte(string(got), ')')]
+		}
+		if name != "/proc/1/stat" && string(got) != string(want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
 	}
 }
