@@ -161,8 +161,8 @@ mkdir "$4" && echo home-ok
 pwd
 exit 0`, s.ws, top, canary, mark)
 	mustSucceed(t, r, "workspace in home")
-	if want := "HOME[.profile " + filepath.Base(top) + " ]"; !strings.Contains(r.stdout, want) {
-		t.Errorf("home inside should hold only the path to the workspace (%s):\n%s", want, r.stdout)
+	if want := "HOME[.config .profile " + filepath.Base(top) + " ]"; !strings.Contains(r.stdout, want) {
+		t.Errorf("home inside should hold only .config (Go's telemetry mode file), .profile and the path to the workspace (%s):\n%s", want, r.stdout)
 	}
 	if !strings.Contains(r.stdout, "TOP[proj ]") {
 		t.Errorf("the directory above the workspace should hold only the workspace:\n%s", r.stdout)

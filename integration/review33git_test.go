@@ -190,7 +190,8 @@ func TestSessionChecksOncePerPass(t *testing.T) {
 		}
 		start := time.Now()
 		mustSucceed(t, e.gosbx("session", "stop", "p"), "stop")
-		if d := time.Since(start); d > 2*time.Second {
+		// checked again, stop took 13-16 s; once, ~1 s quiet and 3 s at load 20
+		if d := time.Since(start); d > 8*time.Second {
 			t.Errorf("session stop took %v (the session's objects checked again)", d)
 		}
 	})

@@ -393,8 +393,8 @@ func TestStatusFDNotPassed(t *testing.T) {
 			cmd := s.command(ctx, "--status-fd", fd, "--", "/bin/sh", "-c", "echo > "+marker)
 			r := s.runCmd(ctx, cmd) // os/exec passes 0-2 only: fd is not open in gosbx
 			// not "bad file descriptor" alone: which one, and how the caller opens it
-			if r.code != 125 || !strings.Contains(r.stderr, "--status-fd "+fd) || !strings.Contains(r.stderr, fd+">status.json") {
-				t.Errorf("--status-fd %s not passed: want 125 naming it and how to open it (%s>status.json)\n%v", fd, fd, r)
+			if r.code != 125 || !strings.Contains(r.stderr, "--status-fd "+fd) || !strings.Contains(r.stderr, fd+">~/gosbx-status.json") {
+				t.Errorf("--status-fd %s not passed: want 125 naming it and how to open it (%s>~/gosbx-status.json)\n%v", fd, fd, r)
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("--status-fd %s not passed: the command ran", fd)

@@ -40,7 +40,9 @@ func TestVerifyObjectsOneBudget(t *testing.T) {
 	r, f := Run([]Entry{{Kind: VerifyObjects, Path: filepath.Join(dir, ".git", "objects"), HashLen: 20, Since: 0}})
 	took := time.Since(start)
 	t.Logf("%v; removed %d, failed %q", took, len(r), f)
-	if took > 30*time.Second {
+	// once a link took 72 s, once in all ~6 s quiet and 35-75 s at load 20-30 (a loaded
+	// run says nothing either way; the bound is for a quiet one)
+	if took > 50*time.Second {
 		t.Errorf("the check took %v", took)
 	}
 	if len(r) != 0 {
