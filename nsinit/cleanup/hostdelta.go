@@ -62,7 +62,19 @@ func stateOf(e Entry) (entryState, error) {
 	case RemoveNewEntries, RemoveStrayCommondirs:
 		s.names, s.ids, err = entriesNow(e.Path, true)
 	case RemovePackedRefs:
-		s.lines, err = packedLinesUnder(e.Path, e.Prefix)
+		// as Keep holds them: the prefixes left alone (a repository's many branches
+		// and tags) are not held, nor counted against maxRetaken
+		s.lines, err = PackedRefLines(e.Path, maxRetaken, func(ref string) bool {
+			if !strings.HasPrefix(ref, e.Prefix) {
+				return false
+			}
+			for _, k := range e.Skip {
+				if strings.HasPrefix(ref, k) {
+					return false
+				}
+			}
+			return true
+		})
 	case RemoveChangedRefs:
 		s.lines, err = LooseRefs(e.Path, maxRetaken)
 	case RestoreRefs:

@@ -102,3 +102,30 @@ func TestRunEachBad(t *testing.T) {
 		t.Errorf("failed %q, bad %v; want the second entry marked", failed, bad)
 	}
 }
+
+// TestRetakePackedLines: a packed-refs line the host adds or changes under the entry's
+// prefix is adopted, one it drops is dropped, one the command added before the
+// snapshot is not; the prefixes the entry leaves alone (refs/heads/) are not held.
+func TestRetakePackedLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "packed-refs")
+	const a, b = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	write := func(lines ...string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("# pack-refs with: peeled fully-peeled sorted \n"+strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a+" refs/heads/main", a+" refs/jj/keep", a+" refs/jj/old", b+" refs/jj/cmd")
+	entries := []Entry{{Kind: RemovePackedRefs, Path: p, Prefix: "refs/", Skip: []string{"refs/heads/"}, Keep: []string{a + " refs/jj/keep", a + " refs/jj/old"}}}
+	left, failed := Snapshot(entries)
+	if len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	write(b+" refs/heads/main", a+" refs/heads/side", a+" refs/jj/keep", b+" refs/jj/cmd", a+" refs/pull/1/head")
+	if got := Retake(entries, left); !got[0] {
+		t.Fatal("not retaken")
+	}
+	if want := []string{a + " refs/jj/keep", a + " refs/pull/1/head"}; !slices.Equal(entries[0].Keep, want) {
+		t.Errorf("Keep %q, want %q", entries[0].Keep, want)
+	}
+}
