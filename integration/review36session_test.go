@@ -157,3 +157,26 @@ func TestSessionSupervisorKilledKeepsHostGit(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionKeepsHostMergeBeforeFirstRequest: a merge the user starts on the host
+// between session start and the first request is that request's baseline too (before,
+// only a pass retook baselines, and the first request judged the merge as the
+// session's: MERGE_HEAD removed).
+func TestSessionKeepsHostMergeBeforeFirstRequest(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.hostMergeRepo()
+		e.start("f", "--policy", e.commitPolicy())
+		e.hostMerge()
+		r := e.in("f", nil, "true")
+		mustSucceed(t, r, "request 1")
+		if _, err := os.Lstat(filepath.Join(e.ws, ".git", "MERGE_HEAD")); err != nil {
+			t.Errorf("the host's merge started before the first request is gone after it: %v\n%v", err, r)
+		}
+		r = e.gosbx("session", "stop", "f")
+		mustSucceed(t, r, "stop")
+		if _, err := os.Lstat(filepath.Join(e.ws, ".git", "MERGE_HEAD")); err != nil {
+			t.Errorf("the host's merge is gone after session stop: %v\n%v", err, r)
+		}
+	})
+}

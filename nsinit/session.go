@@ -109,6 +109,9 @@ func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
 	}
 	s := &Session{c: c, done: make(chan struct{})}
 	s.live, s.liveAt = liveCleanup(cfg)
+	// no command ran yet: what the host's git does before the first request is the
+	// host's too (what cannot be read now keeps the launch's baseline)
+	s.settle()
 	if cfg.Guard != nil {
 		s.guard = cfg.Guard.Session()
 	}
