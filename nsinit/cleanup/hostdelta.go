@@ -26,6 +26,9 @@ type entryState struct {
 	stamp *Stamp   // RemoveIfCreated: the path's, nil when it is absent
 }
 
+// StateNotRead starts the cause of a Snapshot failure line ("path: StateNotRead<cause>").
+const StateNotRead = "state not read after the request: "
+
 // Snapshot reads the state of entries' "as at launch" paths. failed names, as
 // "path: cause", each entry whose state could not be read: its baseline is then not
 // retaken at the next Retake, so what the host's git makes there before it is judged
@@ -39,7 +42,7 @@ func Snapshot(entries []Entry) (st *State, failed []string) {
 		var err error
 		st.of[i], err = stateOf(e)
 		if err != nil {
-			failed = append(failed, e.Path+": its state after this request could not be read ("+err.Error()+"): what your own git changes here before the next request is judged as the session's")
+			failed = append(failed, e.Path+": "+StateNotRead+err.Error())
 		}
 	}
 	return st, failed

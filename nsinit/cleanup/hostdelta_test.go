@@ -129,3 +129,20 @@ func TestRetakePackedLines(t *testing.T) {
 		t.Errorf("Keep %q, want %q", entries[0].Keep, want)
 	}
 }
+
+// TestSnapshotNamesUnread: a state Snapshot cannot read (a directory entry's path now
+// a file) is named with StateNotRead, and Retake keeps that entry's baseline.
+func TestSnapshotNamesUnread(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "worktrees")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries := []Entry{{Kind: RemoveStrayCommondirs, Path: f, Keep: []string{"a"}}}
+	left, failed := Snapshot(entries)
+	if len(failed) != 1 || !strings.HasPrefix(failed[0], f+": "+StateNotRead) {
+		t.Fatalf("Snapshot failed %q, want one line naming %s", failed, f)
+	}
+	if got := Retake(entries, left); got[0] || !slices.Equal(entries[0].Keep, []string{"a"}) {
+		t.Errorf("retaken %v, Keep %q; want false and the old baseline", got, entries[0].Keep)
+	}
+}
