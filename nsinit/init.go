@@ -130,6 +130,12 @@ var (
 	// cleanupSpec is the config whose after-run cleanup (runCleanup) the reaper
 	// does itself when the launcher is gone.
 	cleanupSpec *config.Config
+	// cleanupLasting: cleanupSpec is a session's, whose "as at launch" baselines the
+	// supervisor moved by the host's work since (cleanup.Retake) and this init never
+	// saw: the reaper runs only what stays true whoever changed the state since
+	// (cleanup.RunLasting; attack review 36 F6: the start's baselines undid the
+	// user's merge in progress and moved tag)
+	cleanupLasting bool
 )
 
 // readLife reads the life pipe's next byte (protocol.go: the launcher's go-ahead, then

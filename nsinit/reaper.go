@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/internal/fault"
+	"github.com/gosbx/gosbx/nsinit/cleanup"
 )
 
 // reap is pid 1 of the sandbox once the command runs: it forwards signals to the
@@ -193,12 +194,18 @@ func isClosed(c chan struct{}) bool {
 // cleanUpAlone removes, once every other process of the sandbox is gone, what must not
 // outlive the sandbox (runCleanup), in place of the launcher, which was killed
 // before its Wait could (SIGKILL of gosbx exec). The init sees the host paths at the
-// same places (the binds keep their paths). Nobody is left to report to.
+// same places (the binds keep their paths). Nobody is left to report to. A session's
+// init runs only what stays true whoever changed the state since its start
+// (cleanupLasting); the journal names the rest to the user at the next launch.
 func cleanUpAlone() {
 	if fault.Check("init cleanup") != nil {
 		return // as when the command crippled pid 1 (the journal test)
 	}
-	if cleanupSpec != nil {
+	switch {
+	case cleanupSpec == nil:
+	case cleanupLasting:
+		cleanup.RunLasting(cleanupSpec.Cleanup)
+	default:
 		runCleanup(cleanupSpec)
 	}
 }

@@ -54,9 +54,14 @@ type Session struct {
 	// host's, the user's own git (both under cleanMu)
 	running int
 	quiet   bool
-	// unclean: the last pass reported what it could not remove or check; its
-	// baselines are not retaken, and the next pass runs them whole (under cleanMu)
-	unclean bool
+	// left is what the last pass left of the live entries' "as at launch" paths
+	// (cleanup.Snapshot), taken when it set quiet, nil otherwise: the next request's
+	// pass adopts only what changed since (cleanup.Retake; attack review 36 F1)
+	left *cleanup.State
+	// bad: the live entries (by index) whose last run reported a failure; the pass
+	// before the next request runs them again whatever the host did (attack review
+	// 36 F2: one session-wide mark had every entry judge the host's work)
+	bad []bool
 	// guard, from the config's Guard, searches the writable trees around each command
 	guard config.SessionGuard
 }
@@ -104,6 +109,9 @@ func newSession(cfg *config.Config, sn *SessionNet) (*Session, error) {
 	}
 	s := &Session{c: c, done: make(chan struct{})}
 	s.live, s.liveAt = liveCleanup(cfg)
+	// no command ran yet: what the host's git does before the first request is the
+	// host's too (what cannot be read now keeps the launch's baseline)
+	s.settle()
 	if cfg.Guard != nil {
 		s.guard = cfg.Guard.Session()
 	}
@@ -222,6 +230,11 @@ func (s *Session) Close(grace time.Duration) *Result {
 			r.Limits = string(cgroup.Rlimit)
 		}
 		s.cleanMu.Lock()
+		if s.quiet && s.left != nil {
+			// no process of the session ran since its last pass: what changed since is
+			// the host's, kept as at the next request (attack review 36 F1, F2)
+			cleanup.Retake(s.live, s.left)
+		}
 		// the last pass's baselines: what the passes while it ran checked is not
 		// checked again (attack review 33 F3); but the objects and LFS files are
 		// checked from the session's start, now that no process of it lives: a
@@ -259,8 +272,20 @@ func (s *Session) Cleanup() (removed, failed []string) {
 	s.cleanMu.Lock()
 	defer s.cleanMu.Unlock()
 	removed, failed = s.pass(false)
+	return removed, append(failed, s.settle()...)
+}
+
+// settle notes, once a pass ended (s.cleanMu held), whether no process of the session
+// is left (quiet) and then what the pass left (left: cleanup.Snapshot), so that the
+// next request's pass tells the host's changes from what the session left. It returns
+// the paths whose state could not be read, as "path: cause".
+func (s *Session) settle() (failed []string) {
 	s.quiet = s.running == 0 && s.Processes() == 0
-	return removed, failed
+	s.left = nil
+	if s.quiet && len(s.live) > 0 {
+		s.left, failed = cleanup.Snapshot(s.live)
+	}
+	return failed
 }
 
 // beforePass is the cleanup before a command of the session starts: when no process of
@@ -274,7 +299,7 @@ func (s *Session) beforePass(c *Cmd) (removed, failed []string) {
 	defer s.cleanMu.Unlock()
 	removed, failed = s.pass(s.quiet && s.running == 0)
 	s.running++
-	s.quiet = false
+	s.quiet, s.left = false, nil
 	c.counted = true
 	return removed, failed
 }
@@ -288,8 +313,7 @@ func (s *Session) afterPass(c *Cmd) (removed, failed []string) {
 		s.running--
 	}
 	removed, failed = s.pass(false)
-	s.quiet = s.running == 0 && s.Processes() == 0
-	return removed, failed
+	return removed, append(failed, s.settle()...)
 }
 
 // endCount is afterPass's count for a command that did not start.
@@ -304,36 +328,42 @@ func (c *Cmd) endCount() {
 }
 
 // pass runs the live entries once (s.cleanMu held) and advances their baselines
-// (cleanup.Pass); hostOnly leaves out the checks of what only the host can have
-// written since the last pass: the index's, the objects'.
+// (cleanup.Pass). hostOnly (no process of the session ran since the last pass, which
+// left s.left) first moves the "as at launch" baselines by what the host's git changed
+// since (cleanup.Retake: a merge in progress, a fetch, a tag are the next request's
+// baseline, never undone), then runs only what stays true whoever made the state (a
+// symlink, a FIFO, a commondir git never writes) and the entries whose last run
+// failed or whose baselines could not be moved; the checks of the index and the
+// objects, which only the host can have written since, are left out.
 func (s *Session) pass(hostOnly bool) (removed, failed []string) {
 	if len(s.live) == 0 {
 		return nil, nil
 	}
-	// no process of the session lives, and none can start while cleanMu is held
-	// (a request's beforePass takes it): what changes meanwhile is the host's
-	calm := s.running == 0 && s.Processes() == 0
+	if len(s.bad) != len(s.live) {
+		s.bad = make([]bool, len(s.live))
+	}
 	pass := cleanup.Begin(s.live)
-	run := s.live
+	run, at := s.live, []int(nil)
 	if hostOnly {
-		// what the host's git made since the last pass (a merge in progress, a
-		// fetch, a tag) is not judged against the launch's baselines, only taken as
-		// the new ones below; unless that pass left something it could not remove
-		run = slices.DeleteFunc(slices.Clone(s.live), func(e cleanup.Entry) bool {
-			return e.Kind == cleanup.RemoveIndexBits || e.Kind == cleanup.VerifyObjects || e.Kind == cleanup.VerifyLFSObjects ||
-				(!s.unclean && cleanup.Baselined(e))
-		})
+		retaken := cleanup.Retake(s.live, s.left)
+		run = nil
+		for i, e := range s.live {
+			if e.Kind == cleanup.RemoveIndexBits || e.Kind == cleanup.VerifyObjects || e.Kind == cleanup.VerifyLFSObjects ||
+				(cleanup.Baselined(e) && retaken[i] && !s.bad[i]) {
+				continue
+			}
+			run, at = append(run, e), append(at, i)
+		}
 	}
-	removed, failed = cleanup.Run(run)
+	removed, failed, bad := cleanup.RunEach(run)
+	for j, b := range bad {
+		i := j
+		if at != nil {
+			i = at[j]
+		}
+		s.bad[i] = b
+	}
 	pass.Advance(s.live)
-	switch {
-	case len(failed) > 0:
-		s.unclean = true
-	case calm && s.Processes() == 0:
-		// the state this pass left is the next pass's baseline (attack review 35 F3)
-		cleanup.Retake(s.live)
-		s.unclean = false
-	}
 	return removed, failed
 }
 

@@ -101,7 +101,7 @@ func serveSession(s *sandboxInit, w syncWriter) {
 		reportInitError(w, err)
 	}
 	s.sys.restoreStderr() // set up: the init's fd 2 is its owner's stderr again, not the setup pipe
-	cleanupSpec = s.spec
+	cleanupSpec, cleanupLasting = s.spec, true
 	// From here commands may run: should the owner die, the reaper cleans up after them.
 	forked.Store(true)
 	si := &sessionInit{s: s, live: map[int]*command{}, trim: memtrim.New(memtrim.SessionIdle, memtrim.SessionMin, statm)}

@@ -206,6 +206,11 @@ func NotRemovedNote(p, who string) string {
 	if ok && strings.Contains(file, "/objects/") && strings.Contains(why, "not checked") {
 		return "gosbx: WARNING: could not check the git objects at " + Shown(file) + " after " + who + " ran (" + Shown(why) + "): run git fsck there before git checkout or reset"
 	}
+	if cause, isState := strings.CutPrefix(why, cleanup.StateNotRead); ok && isState {
+		// cleanup.Snapshot (attack review 36 F2): nothing was left; the next request
+		// cannot tell the host's changes there from the session's
+		return "gosbx: WARNING: could not read " + Shown(file) + " after " + who + " ran (" + Shown(cause) + "): what your own git changes there before the next request is judged as the session's, and may be undone"
+	}
 	if base := filepath.Base(file); ok && (base == "index" || strings.HasPrefix(base, "sharedindex.") || base == "packed-refs") {
 		return "gosbx: WARNING: could not check " + Shown(file) + " after " + who + " ran (" + Shown(why) + "): it may hide a change from git status and git diff, or name replace refs; look at it (git ls-files -v, git replace -l) before trusting git there"
 	}

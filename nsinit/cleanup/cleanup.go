@@ -171,8 +171,17 @@ func (e Entry) Check() error {
 // removed, "path: reason". Entries whose path is gone, or is no longer a directory
 // reached without a symlink, are skipped: nothing of them can be reached by that name.
 func Run(entries []Entry) (removed, failed []string) {
+	removed, failed, _ = RunEach(entries)
+	return removed, failed
+}
+
+// RunEach is Run, and tells which entries reported a failure (bad, one per entry): a
+// session runs those again before its next request (attack review 36 F2: one
+// session-wide mark made every entry's host-made state judged as the session's).
+func RunEach(entries []Entry) (removed, failed []string, bad []bool) {
+	bad = make([]bool, len(entries))
 	for _, kind := range []Kind{RestoreSymlink, RemoveIfCreated, RemoveNewEntries, RemoveSpecialUnder, RemoveStrayCommondirs, RemoveChangedRefs, RemovePackedRefs, RestoreRefs, RemoveIndexBits, VerifyObjects, VerifyLFSObjects, RestoreMode} {
-		for _, e := range entries {
+		for i, e := range entries {
 			if e.Kind != kind {
 				continue
 			}
@@ -219,9 +228,10 @@ func Run(entries []Entry) (removed, failed []string) {
 				}
 			}
 			removed, failed = append(removed, r...), append(failed, f...)
+			bad[i] = bad[i] || len(f) > 0
 		}
 	}
-	return removed, failed
+	return removed, failed, bad
 }
 
 // unreachable reports an error of opening a directory by name that means it is gone or

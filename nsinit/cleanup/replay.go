@@ -18,6 +18,12 @@ import (
 // out only what stays true whoever made the state since, and names the rest as not
 // completed, for the user to check.
 
+// RunLasting is replay for a session's init whose supervisor died: the init's entries
+// hold the session start's baselines, never moved by the host's work since (Retake
+// runs in the supervisor), so only what stays true whoever made the state is carried
+// out (attack review 36 F6). It returns what replay returns.
+func RunLasting(entries []Entry) (removed, failed []string) { return replay(entries) }
+
 // replay carries out entries of a journal whose launcher was killed: RemoveSpecialUnder
 // (no symlink, FIFO, socket or device in a git dir, whoever made it) and VerifyObjects
 // (an object that does not hash to its name is bad whoever wrote it; what it cannot

@@ -16,7 +16,7 @@ import (
 const maxRetaken = 100000
 
 // Baselined reports whether e's meaning is "as at launch" (a Keep list, a path absent
-// at launch): the kinds Retake moves to what is there now.
+// at launch): the kinds Retake moves by what the host changed.
 func Baselined(e Entry) bool {
 	switch e.Kind {
 	case RemoveIfCreated:
@@ -25,49 +25,6 @@ func Baselined(e Entry) bool {
 		return true
 	}
 	return false
-}
-
-// Retake moves the "as at launch" baselines of entries (Baselined) to what is there
-// now: a session calls it once a pass ended while no process of it lived, so that
-// what the host's own git makes between requests (a merge in progress, a fetch, a
-// tag, a tool's directory in .git) is the next pass's baseline, never undone as the
-// session's (attack review 35 F3). A RemoveIfCreated path that is there now is
-// stamped (Was): it is removed only once it is another file or changed. An entry
-// whose state cannot be read keeps its baseline.
-func Retake(entries []Entry) {
-	for i := range entries {
-		e := &entries[i]
-		if !Baselined(*e) {
-			continue
-		}
-		switch e.Kind {
-		case RemoveIfCreated:
-			var st unix.Stat_t
-			switch err := unix.Lstat(e.Path, &st); {
-			case err == nil:
-				e.Was = []Stamp{stampOf("", &st)}
-			case errors.Is(err, unix.ENOENT):
-				e.Was = nil
-			}
-		case RemoveNewEntries, RemoveStrayCommondirs:
-			names, ids, err := entriesNow(e.Path, e.Kind == RemoveNewEntries && len(e.KeepIDs) > 0)
-			if err == nil {
-				e.Keep, e.KeepIDs = names, ids
-			}
-		case RemovePackedRefs:
-			if lines, err := packedLinesUnder(e.Path, e.Prefix); err == nil {
-				e.Keep = lines
-			}
-		case RemoveChangedRefs:
-			if loose, err := LooseRefs(e.Path, maxRetaken); err == nil {
-				e.Keep = loose
-			}
-		case RestoreRefs:
-			if keep, err := refValuesNow(e.Path); err == nil {
-				e.Keep = keep
-			}
-		}
-	}
 }
 
 // createdStill reports whether the RemoveIfCreated path p is the file Retake stamped

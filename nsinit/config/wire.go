@@ -117,6 +117,8 @@ func Encode(c *Config) []byte {
 		}
 		e.Uint(uint64(x.Since))
 		e.Uint(uint64(x.Mode))
+		// the session init's fallback runs an Anytime entry alone (cleanup.RunLasting)
+		e.Bool(x.Anytime)
 	}
 	e.Bool(c.Egress != nil)
 	if c.Egress != nil {
@@ -248,6 +250,7 @@ func Decode(b []byte) (*Config, error) {
 			}
 			x.Since = int64(d.Uint())
 			x.Mode = uint32(d.Uint())
+			x.Anytime = d.Bool()
 			c.Cleanup[i] = x
 		}
 	}

@@ -42,7 +42,7 @@ func fullConfig() *Config {
 		ReadonlyOptional: []string{"/proc/sys"},
 		Limits:           Limits{Required: []string{"memory"}, CgroupParent: "x"},
 		RootID:           &RootID{Range: IDRange{Base: 2_100_000_000, Count: 65536}, AllowHostRoot: true},
-		Cleanup: []cleanup.Entry{{Kind: cleanup.RemoveIfCreated, Path: "/w/.git/commondir"},
+		Cleanup: []cleanup.Entry{{Kind: cleanup.RemoveIfCreated, Path: "/w/.git/commondir", Anytime: true},
 			{Kind: cleanup.RemoveNewEntries, Path: "/w/.git/modules", Keep: []string{"a", "b"}, KeepIDs: []cleanup.ID{{Dev: 66306, Ino: 1 << 40, Type: 0o100000}, {Dev: 1, Ino: 2, Type: 0o40000}}},
 			{Kind: cleanup.RemoveSpecialUnder, Path: "/w/.git", Skip: []string{"objects/??"}},
 			{Kind: cleanup.RestoreSymlink, Path: "/w/sub/.git", Target: "../.repo/sub.git"},
