@@ -13,7 +13,9 @@
 // the relay stops, the offset is put back past what the command read, no further: a
 // loop `while read l; do gosbx exec -- CMD; done < list` reads the same lines as with
 // the file passed as itself (what is still in the pipe, FIONREAD, and read but not yet
-// written, is given back with lseek(2)).
+// written, is given back with lseek(2)). A command that writes into its own pipe (its
+// magic link opens the pipe for writing too) makes FIONREAD count its bytes: the offset
+// then goes back over as many bytes it read, never before where the relay started.
 package filerelay
 
 import (
