@@ -107,3 +107,50 @@ func TestTerminalModesRestored(t *testing.T) {
 		}
 	})
 }
+
+// A command that sets its terminal's line discipline (TIOCSETD 27, N_NULL: the terminal
+// then discards everything) and exclusive mode (TIOCEXCL: every later open of the
+// terminal fails EBUSY) has both put back when the sandbox ends (attack review 39 F4):
+// checked on the pty from the host, TIOCGETD and a new open of the terminal's path.
+func TestTerminalLineDisciplineRestored(t *testing.T) {
+	const py = "/usr/bin/python3" // in the sandbox's /usr (a PATH one may be a user's shim)
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3 to make the ioctls")
+	}
+	const script = `import fcntl, struct, sys
+fcntl.ioctl(0, 0x540c)  # TIOCEXCL
+fcntl.ioctl(0, 0x5423, struct.pack("i", 27))  # TIOCSETD N_NULL
+d = struct.unpack("i", fcntl.ioctl(0, 0x5424, b"\0\0\0\0"))[0]
+x = struct.unpack("i", fcntl.ioctl(0, 0x80045440, b"\0\0\0\0"))[0]
+sys.stderr.write("CHANGED ldisc=%d excl=%d\n" % (d, x))`
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		m, sl := openPty(t)
+		go io.Copy(io.Discard, m)
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--", py, "-c", script)
+		var stderr strings.Builder
+		cmd.Stdin, cmd.Stdout = sl, sl
+		cmd.Stderr = &stderr
+		cmd.SysProcAttr = &unix.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		must(t, cmd.Start())
+		if code, ok := waitTimeout(t, cmd, runLimit); !ok || code != 0 {
+			t.Fatalf("exit %d (finished %v), stderr %q", code, ok, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "CHANGED ldisc=27 excl=1") {
+			t.Fatalf("the ioctls did not change the terminal inside (the test proves nothing): %q", stderr.String())
+		}
+		if d, err := unix.IoctlGetInt(int(sl.Fd()), unix.TIOCGETD); err != nil || d != 0 {
+			t.Errorf("line discipline after the run: %d (%v), want 0 (N_TTY)", d, err)
+		}
+		if x, err := unix.IoctlGetInt(int(sl.Fd()), unix.TIOCGEXCL); err != nil || x != 0 {
+			t.Errorf("exclusive mode after the run: %d (%v), want 0", x, err)
+		}
+		f, err := os.OpenFile(sl.Name(), os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			t.Errorf("open %s after the run: %v, want it to open", sl.Name(), err)
+		} else {
+			f.Close()
+		}
+	})
+}

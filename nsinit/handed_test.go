@@ -228,3 +228,52 @@ func BenchmarkCheckHandedFd(b *testing.B) {
 		}
 	}
 }
+
+// A regular file opened against its stream's direction (stdout or stderr read-only,
+// stdin write-only) is refused with the > / >> fix (attack review 39 F1); one opened
+// with its direction's access, or read-write, is kept.
+func TestCheckHandedFdAgainstDirection(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func(flag int) *os.File {
+		f, err := os.OpenFile(file, flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	ro, wo, rw := open(os.O_RDONLY), open(os.O_WRONLY|os.O_APPEND), open(os.O_RDWR)
+	for _, c := range []struct {
+		f      *os.File
+		stream string
+		kind   string // "" kept
+	}{
+		{ro, "stdout", "a file opened for reading only"},
+		{ro, "stderr", "a file opened for reading only"},
+		{wo, "stdin", "a file opened for writing only"},
+		{ro, "stdin", ""}, // relayed by the launcher (internal/filerelay)
+		{wo, "stdout", ""},
+		{wo, "stderr", ""},
+		{rw, "stdin", ""},
+		{rw, "stdout", ""},
+	} {
+		err := CheckHandedFd(int(c.f.Fd()), c.stream)
+		if c.kind == "" {
+			if err != nil {
+				t.Errorf("%s as %s: %v, want nil", c.f.Name(), c.stream, err)
+			}
+			continue
+		}
+		var he *HandedFileError
+		if !errors.As(err, &he) || he.Kind != c.kind || !he.Redirect || he.Stream != c.stream {
+			t.Errorf("%s: CheckHandedFd = %v, want %s", c.stream, err, c.kind)
+			continue
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, c.stream+" is "+c.kind) || !strings.HasSuffix(msg, "redirect with > or >>") {
+			t.Errorf("%s: message %q", c.stream, msg)
+		}
+	}
+}

@@ -21,7 +21,8 @@ import (
 // ends with the request and drains them once this client is gone (as a closed terminal
 // emulator's pty takes a leftover's writes): not SIGPIPE at its first line, which ended
 // every server started with `&` from a terminal (from an attack review, r35 F7). Descriptors that are no terminal (pipes, files:
-// what an agent's server passes) go to the command as they are, with no copy.
+// what an agent's server passes) go to the command as they are, with no copy (a pipe
+// so handed can be opened for writing through its magic link: attack review 39 F5).
 //
 // Input is read from the terminal only while this client's process group is the
 // terminal's foreground one: a background `gosbx exec --session … &` neither takes the

@@ -6,14 +6,18 @@
 // permissions, on the host's mount, not the access the descriptor was opened with. A
 // file the caller redirected as stdin (`< file`) and could write would so become
 // writable to the command, outside every tree the sandbox may write. A pipe has no
-// path: its magic link opens the same pipe. Container runtimes relay stdio through
+// path: its magic link opens the same pipe, though for writing as well as reading where
+// its mode lets the command's uid (its owner, for a caller other than root): not relayed
+// here, documented (docs/decisions.md, attack review 39 F5). Container runtimes relay stdio through
 // pipes for the same reason (conmon, containerd's shim).
 //
 // The copy reads from the caller's open file description, so its offset moves; when
 // the relay stops, the offset is put back past what the command read, no further: a
 // loop `while read l; do gosbx exec -- CMD; done < list` reads the same lines as with
 // the file passed as itself (what is still in the pipe, FIONREAD, and read but not yet
-// written, is given back with lseek(2)).
+// written, is given back with lseek(2)). A command that writes into its own pipe (its
+// magic link opens the pipe for writing too) makes FIONREAD count its bytes: the offset
+// then goes back over as many bytes it read, never before where the relay started.
 package filerelay
 
 import (
