@@ -143,6 +143,10 @@ func ReplaceRefNote(p string) string {
 		return "gosbx: note: moved aside to " + Shown(to) + " " + Shown(file) + ", " + Shown(strings.TrimSuffix(why, ")")) +
 			" (git reads it before the objects it indexes)"
 	}
+	if name, ok := strings.CutSuffix(ref, cleanup.NulNameNote); packed && ok && filepath.Base(file) == "packed-refs" {
+		return "gosbx: note: removed from " + Shown(file) + " a line the command added whose name holds a NUL byte after " + Shown(name) +
+			": git lists it as a second " + Shown(name) + " (for-each-ref, push --tags) but never finds it by that name"
+	}
 	if what, ok := strings.CutSuffix(p, " (put back as at launch)"); ok {
 		return "gosbx: note: put back as at launch the ref the command moved at " + Shown(what) +
 			" (a remote-tracking ref, or one named after a remote that git would find before it)"
