@@ -50,6 +50,34 @@ printf "%s refs/remotes/origin/x\0y\n" $C >> .git/packed-refs`)
 	})
 }
 
+// TestGitCommitPackedOtherSeparator: packed-refs lines a commit-mode command adds with
+// a tab or a CR between the object id and the name (git 2.39 reads both as a ref) are
+// guarded as any other: a second line of a launch tag is removed and the tag left as at
+// launch, a replace ref or remote-tracking ref removed (before, gosbx cut at a space
+// only and kept such lines).
+func TestGitCommitPackedOtherSeparator(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		s.newRepo(s.ws, "c1")
+		s.hostGit(s.ws, "tag", "v1")
+		s.hostGit(s.ws, "pack-refs", "--all")
+		was := s.revParse("v1")
+		r := s.sh([]string{"--policy", s.commitPolicy()}, `set -e; `+evilCommit+`
+H=$(git rev-parse HEAD)
+{ head -1 .git/packed-refs; grep heads .git/packed-refs; printf "%s\trefs/remotes/origin/x\n%s\rrefs/replace/%s\n%s\trefs/tags/v1\n" $C $C $H $C; grep -v heads .git/packed-refs | tail -n +2; } > /tmp/p
+cat /tmp/p > .git/packed-refs`)
+		mustSucceed(t, r, "the plant")
+		evil := strings.TrimSpace(r.stdout)
+		out, err := s.hostGitOut(s.ws, "for-each-ref", "--format=%(objectname) %(refname)", "refs/tags", "refs/remotes", "refs/replace")
+		if err != nil || out != was+" refs/tags/v1\n" {
+			t.Errorf("after the run for-each-ref lists\n%s(%v), want v1 once with the launch value %s (the command's commit %s)\n%v", out, err, was, evil, r)
+		}
+		if now := s.revParse("v1"); now != was {
+			t.Errorf("after the run v1 is %q, want as at launch %q\n%v", now, was, r)
+		}
+	})
+}
+
 // TestGitCommitPackedNulNameAtLaunch: a repository whose packed-refs already holds a
 // line whose name holds a NUL byte (no git writes one) is refused at launch (125),
 // the message naming the cause: gosbx cannot say what git reads for it.

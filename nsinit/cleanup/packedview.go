@@ -26,13 +26,14 @@ type packedRec struct {
 }
 
 // packedName splits a packed-refs ref line (no newline) as git 2.39's packed backend
-// does: the object id up to the first space or tab (git takes one isspace byte after
-// the id), the rest the name, which git uses as a C string: cut at the first NUL byte.
+// does: the object id up to the first space, tab or CR (git takes one byte its isspace
+// accepts after the id), the rest the name, which git uses as a C string: cut at the
+// first NUL byte.
 // nul reports whether the line held more after that NUL: git then lists the ref under
 // the cut name (for-each-ref, push --tags) while its lookup, which compares the whole
 // line, does not find it (attack review 39 F2). ref is "" for a line with no separator.
 func packedName(text string) (oid, ref string, nul bool) {
-	i := strings.IndexAny(text, " \t")
+	i := strings.IndexAny(text, " \t\r")
 	if i < 0 {
 		return text, "", false
 	}
