@@ -44,6 +44,13 @@ func packedName(text string) (oid, ref string, nul bool) {
 	return oid, ref, false
 }
 
+// PackedLineName is the name git reads from the packed-refs ref line text (packedName;
+// "" for a line with none).
+func PackedLineName(text string) string {
+	_, ref, _ := packedName(text)
+	return ref
+}
+
 // ErrNulName is wrapped by RefValues' and PackedRefLines' error for a packed-refs line
 // whose name holds a NUL byte (packedName): no git writes one.
 var ErrNulName = errors.New("a packed-refs line whose name holds a NUL byte: git lists it under the name before the NUL, a second line of that name, yet never finds it by that name (no git writes one: delete the line)")
