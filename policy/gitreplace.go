@@ -96,6 +96,10 @@ func (plan *gitPlan) guardRefsUnder(gd, sub string) error {
 	plan.noNewEntries(rr, keep, ids)
 	prefix := "refs/" + sub + "/"
 	packed, err := packedRefsUnder(filepath.Join(gd, "packed-refs"), prefix)
+	if errors.Is(err, cleanup.ErrNulName) {
+		// the first guard to read the file (attack review 39 F2): the fix is the file's
+		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "gosbx cannot say which ref git reads there, so cannot guard the repository's refs; delete that line")
+	}
 	if err != nil {
 		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its refs/%s", sub)
 	}
