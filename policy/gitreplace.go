@@ -96,6 +96,10 @@ func (plan *gitPlan) guardRefsUnder(gd, sub string) error {
 	plan.noNewEntries(rr, keep, ids)
 	prefix := "refs/" + sub + "/"
 	packed, err := packedRefsUnder(filepath.Join(gd, "packed-refs"), prefix)
+	if errors.Is(err, cleanup.ErrNulName) {
+		// the first guard to read the file (attack review 39 F2): the fix is the file's
+		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "gosbx cannot say which ref git reads there, so cannot guard the repository's refs; delete that line")
+	}
 	if err != nil {
 		return errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its refs/%s", sub)
 	}
@@ -142,6 +146,10 @@ func ReplaceRefNote(p string) string {
 		to, why, _ := strings.Cut(strings.TrimPrefix(ref, "moved aside to "), " (")
 		return "gosbx: note: moved aside to " + Shown(to) + " " + Shown(file) + ", " + Shown(strings.TrimSuffix(why, ")")) +
 			" (git reads it before the objects it indexes)"
+	}
+	if name, ok := strings.CutSuffix(ref, cleanup.NulNameNote); packed && ok && filepath.Base(file) == "packed-refs" {
+		return "gosbx: note: removed from " + Shown(file) + " a line the command added whose name holds a NUL byte after " + Shown(name) +
+			": git lists it as a second " + Shown(name) + " (for-each-ref, push --tags) but never finds it by that name"
 	}
 	if what, ok := strings.CutSuffix(p, " (put back as at launch)"); ok {
 		return "gosbx: note: put back as at launch the ref the command moved at " + Shown(what) +

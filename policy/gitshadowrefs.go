@@ -102,7 +102,7 @@ func (plan *gitPlan) remoteNames(gd string) ([]string, error) {
 		return nil, errorf("protected", filepath.Join(gd, "packed-refs"), err, "cannot read the repository's packed refs, so cannot guard its remote-tracking refs")
 	}
 	for _, l := range packed {
-		_, ref, _ := strings.Cut(l, " ")
+		ref := cleanup.PackedLineName(l)
 		n, _, _ := strings.Cut(strings.TrimPrefix(ref, "refs/remotes/"), "/")
 		add(n)
 	}

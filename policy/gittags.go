@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 
@@ -18,7 +19,13 @@ import (
 func (plan *gitPlan) guardTags(gd string) error {
 	dir := filepath.Join(gd, "refs", "tags")
 	keep, err := cleanup.RefValues(dir, maxPackedKept)
-	if err != nil {
+	switch {
+	case errors.Is(err, cleanup.ErrTooManyRefs):
+		// a bound of gosbx's, not a fault of the file (attack review 39 F3)
+		return errorf("protected", dir, err, "the repository has more than %d tags, the most gosbx keeps as at launch (each is a line of the launch's journal); use git: readonly for it, or delete old tags (git tag -d)", maxPackedKept)
+	case errors.Is(err, cleanup.ErrNulName):
+		return errorf("protected", dir, err, "cannot read the repository's tags as git reads them, so cannot keep the command from moving them; delete that line of packed-refs")
+	case err != nil:
 		return errorf("protected", dir, err, "cannot read the repository's tags as git reads them, so cannot keep the command from moving them; "+
 			"a packed-refs line git may read otherwise (a tag on two lines, lines out of order) is fixed by deleting the wrong line, or the word sorted from the file's first line")
 	}

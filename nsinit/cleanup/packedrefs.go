@@ -23,6 +23,10 @@ const (
 	MaxPackedRefLine = 4096
 )
 
+// NulNameNote ends the Removed line of a packed-refs line the cleanup removed for a
+// NUL byte in its name: "<p>: <name before the NUL>" + NulNameNote.
+const NulNameNote = " (a line whose name holds a NUL byte after it)"
+
 // asideSuffix is the first name tried for a file moved aside, beside it (moveAside):
 // git never reads it there, the user can.
 const asideSuffix = ".gosbx-aside"
@@ -40,7 +44,7 @@ func removePackedRefs(p, prefix string, keep, skip []string) (removed, failed []
 	kept, launch := map[string]bool{}, map[string]string{}
 	for _, k := range keep {
 		kept[k] = true
-		if _, ref, ok := strings.Cut(k, " "); ok {
+		if _, ref, _ := packedName(k); ref != "" {
 			launch[ref] = k
 		}
 	}
@@ -161,7 +165,7 @@ func editPacked(p string, edit func(text, ref string) (keep bool, repl, note str
 		}
 		if len(line) > 0 {
 			text := strings.TrimRight(string(line), "\n")
-			_, ref, _ := strings.Cut(text, " ")
+			_, ref, nul := packedName(text)
 			switch {
 			case strings.HasPrefix(text, "^"):
 				// the peeled value of the ref before
@@ -177,6 +181,11 @@ func editPacked(p string, edit func(text, ref string) (keep bool, repl, note str
 					header = text
 				}
 				peel = keepPeel
+			case nul:
+				// a second name for ref in git's listing, never found by its lookup: no
+				// git writes one, none is kept (attack review 39 F2)
+				changed, peel, line = true, dropPeel, nil
+				removed = report(removed, p+": "+ref+NulNameNote)
 			default:
 				keep, repl, note := edit(text, ref)
 				switch {
@@ -265,7 +274,11 @@ func PackedRefLines(p string, max int, keep func(ref string) bool) ([]string, er
 	sc := bufio.NewScanner(io.LimitReader(f, st.Size))
 	sc.Buffer(nil, MaxPackedRefLine)
 	for sc.Scan() {
-		if _, ref, _ := strings.Cut(sc.Text(), " "); ref != "" && keep(ref) {
+		_, ref, nul := packedName(sc.Text())
+		if nul {
+			return nil, fmt.Errorf("%s: %s: %w", p, ref, ErrNulName)
+		}
+		if ref != "" && keep(ref) {
 			if out = append(out, sc.Text()); len(out) > max {
 				return nil, fmt.Errorf("%s: more than %d refs to keep", p, max)
 			}

@@ -20,7 +20,43 @@ import (
 type packedRec struct {
 	oid, peel string
 	lines     int
+	// nul: a line of the ref's name as git reads it holds more after a NUL byte
+	// (packedName): git lists it under that name, yet its lookup never finds it
+	nul bool
 }
+
+// packedName splits a packed-refs ref line (no newline) as git 2.39's packed backend
+// does: the object id up to the first space, tab or CR (git takes one byte its isspace
+// accepts after the id), the rest the name, which git uses as a C string: cut at the
+// first NUL byte.
+// nul reports whether the line held more after that NUL: git then lists the ref under
+// the cut name (for-each-ref, push --tags) while its lookup, which compares the whole
+// line, does not find it (attack review 39 F2). ref is "" for a line with no separator.
+func packedName(text string) (oid, ref string, nul bool) {
+	i := strings.IndexAny(text, " \t\r")
+	if i < 0 {
+		return text, "", false
+	}
+	oid, ref = text[:i], text[i+1:]
+	if j := strings.IndexByte(ref, 0); j >= 0 {
+		return oid, ref[:j], true
+	}
+	return oid, ref, false
+}
+
+// PackedLineName is the name git reads from the packed-refs ref line text (packedName;
+// "" for a line with none).
+func PackedLineName(text string) string {
+	_, ref, _ := packedName(text)
+	return ref
+}
+
+// ErrNulName is wrapped by RefValues' and PackedRefLines' error for a packed-refs line
+// whose name holds a NUL byte (packedName): no git writes one.
+var ErrNulName = errors.New("a packed-refs line whose name holds a NUL byte: git lists it under the name before the NUL, a second line of that name, yet never finds it by that name (no git writes one: delete the line)")
+
+// ErrTooManyRefs is wrapped by RefValues' error for more refs than its max.
+var ErrTooManyRefs = errors.New("more refs than gosbx keeps as at launch")
 
 // packedView is what git's packed-refs backend (git 2.39 refs/packed-backend.c) reads
 // from a packed-refs file for the refs a caller wants. git trusts a "sorted" header and
@@ -83,7 +119,7 @@ func readPackedView(p string, max int, want func(ref string) bool) (packedView, 
 			}
 			last = ""
 		case text != "":
-			oid, ref, _ := strings.Cut(text, " ")
+			oid, ref, nul := packedName(text)
 			if ref == "" {
 				break // git refuses the file
 			}
@@ -95,7 +131,7 @@ func readPackedView(p string, max int, want func(ref string) bool) (packedView, 
 				break
 			}
 			if n++; n > max {
-				return v, fmt.Errorf("%s: more than %d refs to compare", p, max)
+				return v, fmt.Errorf("%s: more than %d refs to compare: %w", p, max, ErrTooManyRefs)
 			}
 			peel := ""
 			if peelAll || peelTags && strings.HasPrefix(ref, "refs/tags/") {
@@ -103,10 +139,11 @@ func readPackedView(p string, max int, want func(ref string) bool) (packedView, 
 			}
 			if rec, ok := v.recs[ref]; ok {
 				rec.lines++
+				rec.nul = rec.nul || nul
 				v.recs[ref] = rec
 				break
 			}
-			v.recs[ref], last = packedRec{oid: oid, peel: peel, lines: 1}, ref
+			v.recs[ref], last = packedRec{oid: oid, peel: peel, lines: 1, nul: nul}, ref
 		}
 		if rerr != nil {
 			if rerr != io.EOF {
@@ -138,6 +175,9 @@ func RefValues(dir string, max int) ([]string, error) {
 		return nil, err
 	}
 	for ref, rec := range view.recs {
+		if rec.nul {
+			return nil, fmt.Errorf("%s: %s: %w", p, ref, ErrNulName)
+		}
 		if rec.lines > 1 {
 			return nil, fmt.Errorf("%s: %s is on %d lines: git may read any of them", p, ref, rec.lines)
 		}
@@ -167,7 +207,7 @@ func RefValues(dir string, max int) ([]string, error) {
 		}
 	}
 	if len(keep) > max {
-		return nil, fmt.Errorf("%s: more than %d refs", dir, max)
+		return nil, fmt.Errorf("%s: more than %d refs: %w", dir, max, ErrTooManyRefs)
 	}
 	slices.Sort(keep)
 	return keep, nil

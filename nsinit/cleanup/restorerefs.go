@@ -159,12 +159,12 @@ func refsMoved(dir string, keep []string) (moved []string, packed, unpeel map[st
 			now, loose = looseValue(fd, rel)
 		}
 		switch {
-		case loose && rec.lines > 1:
+		case loose && (rec.lines > 1 || rec.nul):
 			// git reads the loose one, but lists the second packed line too
 		case loose && now == value:
 			continue
 		case loose:
-		case view.blind || rec.lines != 1:
+		case view.blind || rec.lines != 1 || rec.nul:
 		case rec.oid == value && (rec.peel == "" || rec.peel == peel):
 			continue
 		case rec.oid == value && peel == "":
