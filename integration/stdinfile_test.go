@@ -14,7 +14,9 @@ import (
 
 // reopenScript opens the command's stdin again for writing through its magic link and
 // appends to it: on the caller's own file, a write outside every writable tree.
-const reopenScript = `echo PWNED >> /proc/self/fd/0; cat >/dev/null; readlink /proc/self/fd/0`
+// (A relay's pipe of one page, as a session's supervisor makes for the client's pipe, is
+// full with the file's first chunk: the write blocks, bounded by timeout.)
+const reopenScript = `timeout 2 sh -c 'echo PWNED >> /proc/self/fd/0'; cat >/dev/null; readlink /proc/self/fd/0`
 
 // victimFile is a file outside the workspace that the caller (and, mode 0666, any id a
 // root caller's sandbox runs as) could write, opened read-only as the command's stdin.

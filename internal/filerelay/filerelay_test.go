@@ -50,7 +50,8 @@ func TestNeeded(t *testing.T) {
 		{"file read-write", open(unix.O_RDWR), false},
 		{"file write-only", open(unix.O_WRONLY), false},
 		{"file O_PATH", open(unix.O_PATH), false},
-		{"pipe", int(r.Fd()), false},
+		{"pipe read end", int(r.Fd()), true},
+		{"pipe write end", int(w.Fd()), false},
 		{"/dev/null", nfd, false},
 		{"directory", dfd, false},
 	} {
@@ -116,5 +117,43 @@ func TestRelayOffset(t *testing.T) {
 	pr.Close()
 	if off, _ := f.Seek(0, io.SeekCurrent); off != int64(len(data)) {
 		t.Fatalf("offset at the end: %d", off)
+	}
+}
+
+// A pipe's relay takes from the caller's pipe only what the reader read, and keeps
+// working after the caller closes its own descriptor (os/exec's pattern).
+func TestRelayPipeTakesWhatWasRead(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write([]byte("line1\nline2\nline3\n")); err != nil {
+		t.Fatal(err)
+	}
+	dup, err := unix.Dup(int(r.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := os.NewFile(uintptr(dup), "keep")
+	defer keep.Close()
+	pr, rl, err := New(int(r.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the caller's copy: the relay holds its own
+	rl.Start()
+	got := make([]byte, 6)
+	if _, err := io.ReadFull(pr, got); err != nil || string(got) != "line1\n" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	if err := rl.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	w.Close()
+	rest, _ := io.ReadAll(keep)
+	if string(rest) != "line2\nline3\n" {
+		t.Fatalf("left in the caller's pipe: %q, want the two lines not read", rest)
 	}
 }
