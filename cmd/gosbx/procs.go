@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/gosbx/gosbx/internal/gostart"
+	_ "github.com/gosbx/gosbx/internal/gostart/prefault"
 	"github.com/gosbx/gosbx/internal/gostart/sysmon"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
