@@ -1,10 +1,6 @@
 package cleanup
 
-import (
-	"encoding/base64"
-	"strings"
-	"unicode/utf8"
-)
+import "github.com/gosbx/gosbx/internal/rawjson"
 
 // encoding/json writes a string that is not valid UTF-8 with each bad byte replaced by
 // U+FFFD, so a journal would name another file than the entry's: a branch, a worktree
@@ -14,25 +10,11 @@ import (
 // NUL, a marker no path, name or packed-refs line can hold (the kernel ends names at
 // NUL; a ref name with one is refused at launch), then the bytes in standard base64.
 
-const rawMark = "\x00"
-
-// journalString is s as the journal holds it.
-func journalString(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return rawMark + base64.StdEncoding.EncodeToString([]byte(s))
-}
+// journalString is s as the journal holds it (internal/rawjson).
+func journalString(s string) string { return rawjson.Escape(s) }
 
 // fromJournal undoes journalString; ok is false for a marked string whose base64 is bad.
-func fromJournal(s string) (string, bool) {
-	b64, marked := strings.CutPrefix(s, rawMark)
-	if !marked {
-		return s, true
-	}
-	b, err := base64.StdEncoding.DecodeString(b64)
-	return string(b), err == nil
-}
+func fromJournal(s string) (string, bool) { return rawjson.Unescape(s) }
 
 // mapStrings applies f to every string of rec that names a file, a ref or a pattern
 // (trees, and each entry's path, kept names or lines, skip patterns, symlink text, ref

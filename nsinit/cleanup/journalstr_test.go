@@ -2,6 +2,8 @@ package cleanup
 
 import (
 	"os"
+
+	"github.com/gosbx/gosbx/internal/rawjson"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -120,7 +122,7 @@ func TestJournalStringRoundTrip(t *testing.T) {
 			t.Errorf("round trip of %q = %q, %v", s, got, ok)
 		}
 	}
-	if _, ok := fromJournal(rawMark + "!!"); ok {
+	if _, ok := fromJournal(rawjson.Mark + "!!"); ok {
 		t.Error("a marked string with bad base64 was accepted")
 	}
 	rec := record{Trees: []string{"/w\xe9"}, Entries: []Entry{{Kind: RestoreSymlink, Path: "/w\xe9/x", Target: "t\xe9", Was: []Stamp{{Name: "n\xe9"}}}}}
