@@ -927,3 +927,40 @@ print("keyctl", r, os.strerror(ctypes.get_errno()) if r < 0 else "ok")'`)
 		mustSucceed(t, e.gosbx("session", "stop", "f"), "session stop")
 	})
 }
+
+// TestSessionWorkspaceNotUTF8: a session whose workspace path is not valid UTF-8 (a
+// Latin-1 directory name) runs its commands there and still guards it: its start data
+// crosses to the supervisor as JSON, which alone made every bad byte U+FFFD, so each
+// request failed at "chdir" (or "protected": the git config it stamped was "changed").
+func TestSessionWorkspaceNotUTF8(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		ws := filepath.Join(e.base, "ws-caf\xe9")
+		must(t, os.Mkdir(ws, 0o755))
+		if out, err := exec.Command("git", "-C", ws, "init", "-q").CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+		must(t, filepath.WalkDir(ws, func(p string, _ os.DirEntry, err error) error {
+			if err == nil {
+				err = os.Lchown(p, c.uid, c.gid)
+			}
+			return err
+		}))
+		r := e.gosbx("session", "start", "l1", "--workspace", ws, "--die-with-owner", strconv.Itoa(os.Getpid()))
+		mustSucceed(t, r, "session start")
+		r = e.gosbx("exec", "--session", "l1", "--", shellPath, "-c", "echo made > made")
+		mustSucceed(t, r, "a request in the Latin-1 workspace")
+		if b, err := os.ReadFile(filepath.Join(ws, "made")); err != nil || string(b) != "made\n" {
+			t.Fatalf("the command's file in the workspace on the host: %q, %v", b, err)
+		}
+		// a nested git dir the host makes between requests is refused, as in any session
+		sub := filepath.Join(ws, "sub\xe9")
+		must(t, os.MkdirAll(filepath.Join(sub, ".git"), 0o755))
+		e.chown(sub)
+		e.chown(filepath.Join(sub, ".git"))
+		r = e.gosbx("exec", "--session", "l1", "--", "true")
+		if r.code != 125 || !strings.Contains(r.stderr, "appeared") {
+			t.Errorf("a request after a git dir appeared on the host: want 125 naming it\n%v", r)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/gosbx/gosbx/internal/rawjson"
 	"github.com/gosbx/gosbx/policy"
 )
 
@@ -74,8 +75,8 @@ func (l *resourceLimits) resources() *specs.LinuxResources {
 func lazyNotFound(b json.RawMessage) func() policy.NotFoundContext {
 	return sync.OnceValue(func() policy.NotFoundContext {
 		var c policy.NotFoundContext
-		if len(b) > 0 {
-			json.Unmarshal(b, &c)
+		if len(b) > 0 && json.Unmarshal(b, &c) == nil {
+			rawjson.Unescaped(&c)
 		}
 		return c
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/gosbx/gosbx/cgroup"
 	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/internal/memtrim"
+	"github.com/gosbx/gosbx/internal/rawjson"
 	"github.com/gosbx/gosbx/internal/session"
 	"github.com/gosbx/gosbx/internal/sigpipe"
 	"github.com/gosbx/gosbx/nsinit"
@@ -102,7 +103,7 @@ type launchFields struct {
 // resources other than those resourceLimits carries; NotFound's encoding.
 func startWire(sd *startData) (*startData, error) {
 	out := *sd
-	nf, err := json.Marshal(sd.NotFound)
+	nf, err := json.Marshal(rawjson.Escaped(sd.NotFound)) // host paths byte for byte
 	if err != nil {
 		return nil, fmt.Errorf("encode the session's not-found context: %w", err)
 	}
@@ -137,6 +138,9 @@ func readStartData(r io.Reader) (*startData, error) {
 	var sd startData
 	if err := json.Unmarshal(b, &sd); err != nil {
 		return nil, err
+	}
+	if !rawjson.Unescaped(&sd) {
+		return nil, errors.New("a string of the start data (base64 after a NUL) does not decode")
 	}
 	if sd.Init == nil || sd.Launch == nil {
 		return nil, errors.New("no config in the start data")
@@ -773,7 +777,9 @@ func startSupervisor(sd *startData, ownerPidfd int) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(w)
+	// a host path or name that is not UTF-8 (a Latin-1 workspace) byte for byte:
+	// encoding/json alone makes its bad bytes U+FFFD, another path (internal/rawjson)
+	b, err := json.Marshal(rawjson.Escaped(w))
 	if err != nil {
 		return err
 	}

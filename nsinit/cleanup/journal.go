@@ -162,7 +162,9 @@ func BeginJournal(entries []Entry, initPid int, writable []string) (*Journal, er
 	if err != nil {
 		return nil, err
 	}
-	b, _ := json.Marshal(record{Owner: self, Init: init, Trees: trees, Entries: owed})
+	rec := record{Owner: self, Init: init, Trees: trees, Entries: owed}
+	mapStrings(&rec, func(s string) (string, bool) { return journalString(s), true })
+	b, _ := json.Marshal(rec)
 	name := fmt.Sprintf("%d-%d-%d.json", self.Pid, self.Start, journalSeq.Add(1))
 	// the seal first: a journal without one is never carried out
 	for _, d := range []struct {
@@ -341,6 +343,9 @@ func readJournal(dfd, sfd int, name string) (record, error) {
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, err
+	}
+	if !mapStrings(&rec, fromJournal) {
+		return rec, fmt.Errorf("a name's bytes (base64 after a NUL) do not decode")
 	}
 	for _, t := range rec.Trees {
 		var st unix.Stat_t
