@@ -261,3 +261,28 @@ func TestCacheDeepTree(t *testing.T) {
 		t.Errorf("%s left after RemoveCache", c.Dir())
 	}
 }
+
+// A cache of a workspace whose path is not UTF-8 is listed under that path and not as
+// gone (`cache rm --gone` removes gone ones): its meta file's JSON alone made the path
+// another, missing one.
+func TestCacheWorkspaceNotUTF8(t *testing.T) {
+	h, ws := cacheHost(t)
+	c, err := CacheRoot(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(filepath.Dir(ws), "caf\xe9")
+	mkdirs(t, d)
+	c.ID, _ = WorkspaceID(d)
+	c.Workspace = d
+	if err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	list, err := ListCaches(c)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ListCaches: %+v %v", list, err)
+	}
+	if list[0].Workspace != d || list[0].Gone {
+		t.Errorf("ListCaches: workspace %q gone %v, want %q, not gone", list[0].Workspace, list[0].Gone, d)
+	}
+}

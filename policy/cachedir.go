@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosbx/gosbx/internal/rawjson"
 )
 
 // noLinks resolves one component at a time: no symlink (planted or not) is followed,
@@ -132,7 +134,9 @@ func (c *Cache) Prepare() error {
 			return fmt.Errorf("cache: chmod 700 %s: %w", c.Source(), err)
 		}
 	}
-	meta, err := json.Marshal(cacheMeta{Workspace: c.Workspace, ID: c.ID})
+	// the workspace byte for byte (a Latin-1 path: JSON alone makes it another, which
+	// workspaceGone then finds gone, and `cache prune` would remove a live cache)
+	meta, err := json.Marshal(cacheMeta{Workspace: rawjson.Escape(c.Workspace), ID: c.ID})
 	if err != nil {
 		return err
 	}
@@ -229,7 +233,9 @@ func ListCaches(c *Cache) ([]CacheEntry, error) {
 			k, _ := f.Read(buf)
 			var meta cacheMeta
 			if json.Unmarshal(buf[:k], &meta) == nil {
-				e.Workspace = meta.Workspace
+				if ws, ok := rawjson.Unescape(meta.Workspace); ok {
+					e.Workspace = ws
+				}
 			}
 			if st, err := f.Stat(); err == nil {
 				e.LastUse = st.ModTime()
