@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -164,6 +165,13 @@ func testInt80(t *testing.T, probe []byte) {
 			cmd = exec.CommandContext(ctx, "/usr/bin/setpriv", fmt.Sprintf("--reuid=%d", c.uid), fmt.Sprintf("--regid=%d", c.gid), "--clear-groups", "--", hostProbe, "int80")
 		}
 		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 2 && bytes.Contains(ee.Stderr, []byte("signal SIGSEGV")) {
+			// the host's kernel itself faults int 0x80 (no i386 entry: seen on a PVM
+			// guest, where the probe dies of SIGSEGV outside any sandbox): there is no
+			// i386 system call for the filter to stop
+			t.Skipf("control: int 0x80 faults on this host outside the sandbox (no i386 system call entry); nothing to test")
+		}
 		if err != nil {
 			t.Fatalf("control: %v (%q)", err, out)
 		}
