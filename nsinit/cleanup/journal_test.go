@@ -181,21 +181,7 @@ func TestJournalReplayOnce(t *testing.T) {
 	if err := os.Symlink("/etc", link); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(j.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(b), `"pid":`+strconv.Itoa(os.Getpid()), `"pid":0`)
-	asGone(t, j)
-	for _, p := range []string{j.path, j.seal} {
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	removed, failed, err := CompleteJournals(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	removed, failed := replayAsGone(t, j)
 	for _, f := range []string{todo, fetched} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("the replay removed the user's later %s: %v (removed %v)", f, err, removed)
@@ -219,6 +205,28 @@ func TestJournalReplayOnce(t *testing.T) {
 	if removed, failed, _ := CompleteJournals(nil); len(removed)+len(failed) != 0 {
 		t.Errorf("a second launch replayed again: removed %v, failed %v", removed, failed)
 	}
+}
+
+// replayAsGone makes j a journal whose launcher and init are gone (pid 0, which no
+// process has: in its name and its record, the seal alike) and completes the journals.
+func replayAsGone(t *testing.T, j *Journal) (removed, failed []string) {
+	t.Helper()
+	b, err := os.ReadFile(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(b), `"pid":`+strconv.Itoa(os.Getpid()), `"pid":0`)
+	asGone(t, j)
+	for _, p := range []string{j.path, j.seal} {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, failed, err = CompleteJournals(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return removed, failed
 }
 
 // asGone renames j's journal and seal as a launcher that is gone would have named them
