@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gosbx/gosbx/cgroup"
+	"github.com/gosbx/gosbx/internal/fault"
 	"github.com/gosbx/gosbx/nsinit/cleanup"
 	"github.com/gosbx/gosbx/nsinit/config"
 )
@@ -321,6 +322,11 @@ func (s *Session) afterPass(c *Cmd) (removed, failed []string) {
 	}
 	idle := s.running == 0 && s.Processes() == 0
 	removed, failed = s.pass(false)
+	if fault.Check("session slow pass") != nil {
+		// a pass that takes long (fault injection test): a process the command left
+		// writes and exits before settle
+		time.Sleep(700 * time.Millisecond)
+	}
 	return removed, append(failed, s.settle(idle)...)
 }
 

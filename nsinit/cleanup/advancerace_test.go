@@ -24,7 +24,7 @@ func TestAdvanceIndexWrittenAfterRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := []Entry{{Kind: RemoveIndexBits, Path: index, HashLen: 20, Was: was}}
-	time.Sleep(20 * time.Millisecond) // past the coarse clock's tick
+	time.Sleep(20 * time.Millisecond)                     // past the coarse clock's tick
 	gitIn(t, dir, "update-index", "--skip-worktree", "f") // the command
 	pass := Begin(entries)
 	removed, failed := Run(entries)
