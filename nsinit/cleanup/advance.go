@@ -14,7 +14,13 @@ import (
 type Pass struct {
 	at    int64           // CLOCK_REALTIME_COARSE when the pass began, ns
 	packs map[int][]Stamp // VerifyObjects entries (by index): Path/pack when it began
+	host  bool            // FromHost: what changed since the last pass is the host's
 }
+
+// FromHost marks p as a pass before which no process of the session ran since the last
+// one ended: Advance then takes each index as it is (the host's git wrote it), where it
+// otherwise takes only an index that holds what the cleanup leaves (settledIndex).
+func (p *Pass) FromHost() { p.host = true }
 
 // Begin notes the state a pass of entries begins from: the coarse clock (a file's
 // ctime and mtime come from it, or a finer clock never earlier: current_time(), so a
@@ -36,8 +42,10 @@ func Begin(entries []Entry) *Pass {
 // Advance moves the baselines of entries (just run by Run) to where pass began: a
 // VerifyObjects or VerifyLFSObjects entry's Since to the pass's start and its Was to the
 // packs then (what was there was checked by the pass, or reported unchecked by it);
-// a RemoveIndexBits entry's Was to the index as the pass left it (so an index no
-// command wrote since is not written anew again; an entry with no Was, whose index is
+// a RemoveIndexBits entry's Was to the index as the pass left it, when it holds what
+// the cleanup leaves or the pass is FromHost (so an index no command wrote since is
+// not written anew again; one a process of the session wrote after the run keeps the
+// old Was, and the next pass writes it anew; an entry with no Was, whose index is
 // written anew after every run, keeps none). An entry whose state could not be read
 // keeps its old baseline. The kinds whose meaning is "as at launch" (Keep lists,
 // RemoveIfCreated) are left.
@@ -55,7 +63,11 @@ func (p *Pass) Advance(entries []Entry) {
 			if e.Was == nil {
 				continue
 			}
-			if was, err := IndexStamps(e.Path, e.HashLen); err == nil {
+			if p.host {
+				if was, err := IndexStamps(e.Path, e.HashLen); err == nil {
+					e.Was = was
+				}
+			} else if was, ok := settledIndex(e.Path, e.Keep, e.HashLen); ok {
 				e.Was = was
 			}
 		}
