@@ -55,3 +55,37 @@ func TestLauncherSysmonSlack(t *testing.T) {
 		}
 	})
 }
+
+// A root caller's session supervisor gives its sysmon the same 1 ms timer slack as the
+// launcher (internal/gostart/sysmon): with one P, each request woke it every 20 µs
+// while a goroutine waited in a system call (docs/decisions.md, "Speed, fourteenth
+// attempt"). Checked from the host on the idle supervisor: the lowest thread id after
+// its main thread's has timerslack_ns 1000000 (uid 65534: the slack it inherited).
+func TestSupervisorSysmonSlack(t *testing.T) {
+	own, err := os.ReadFile("/proc/self/timerslack_ns")
+	must(t, err)
+	inherited := strings.TrimSpace(string(own))
+	forEachCaller(t, func(t *testing.T, c caller) {
+		e := newSessionEnv(t, c)
+		e.start("slack")
+		pid := e.info("slack").Pid
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		must(t, err)
+		first := 0
+		for _, task := range tasks {
+			if tid, _ := strconv.Atoi(task.Name()); tid != pid && (first == 0 || tid < first) {
+				first = tid
+			}
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", first))
+		must(t, err)
+		want := inherited
+		if c.uid == 0 {
+			want = "1000000"
+		}
+		if got := strings.TrimSpace(string(b)); got != want {
+			t.Errorf("the supervisor's first thread after its main one (sysmon, %d) has timer slack %s ns, want %s", first, got, want)
+		}
+		mustSucceed(t, e.gosbx("session", "stop", "slack"), "stop")
+	})
+}

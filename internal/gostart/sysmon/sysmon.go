@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/gosbx/gosbx/internal/gostart"
+	_ "github.com/gosbx/gosbx/internal/gostart" // initialized first: its GOMAXPROCS before sysmon's slack
 )
 
 // Slack is the timer slack given to sysmon, in ns, as timerslack_ns takes it.
@@ -27,13 +27,13 @@ var slowed = slowEarly()
 // process's: sysmon, the first thread runtime.main starts, before any package init,
 // takes the next free id, which is the pid's next unless another task took it in
 // between (then Slowed is false and the caller may look for sysmon among the
-// threads). Only for root (another thread's slack needs CAP_SYS_NICE), and not in
-// the processes gosbx starts with GOMAXPROCS=1 in their environment (gostart.Replaced
-// 1: a session's supervisor, the Go init), which serve for long and keep sysmon's
-// default; nor where the runtime's own default is one P (one CPU): only the saving is
-// lost there.
+// threads). Only for root (another thread's slack needs CAP_SYS_NICE). A session's
+// supervisor and its Go init get it too: each request woke their sysmon every 20 µs
+// while a goroutine of theirs waited in a system call, some 0.2 ms of their CPU a
+// request (docs/decisions.md, "Speed, fourteenth attempt"); idle, sysmon sleeps up
+// to 10 ms, which the slack leaves as it is.
 func slowEarly() bool {
-	if gostart.Replaced() == 1 || syscall.Geteuid() != 0 {
+	if syscall.Geteuid() != 0 {
 		return false
 	}
 	pid := syscall.Getpid()
