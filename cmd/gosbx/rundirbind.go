@@ -67,7 +67,11 @@ func checkRunDirHidden(spec *config.Config) error {
 				if !ok {
 					continue
 				}
-				return fmt.Errorf("bind %s: through the mount at %s it shows, holds or lies in the runtime directory %s under another name (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, via, rd)
+				how := "it is, holds or lies in the runtime directory " + rd + " under another name (a bind mount)"
+				if via != src {
+					how = "it holds the mount " + via + ", which is, holds or lies in the runtime directory " + rd + " under another name"
+				}
+				return fmt.Errorf("bind %s: %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, how)
 			}
 			if d == current {
 				return fmt.Errorf("bind %s: it holds, or is in, the runtime directory %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, rd)
