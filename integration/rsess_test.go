@@ -13,9 +13,10 @@ import (
 // by a bind mount on the host, is refused as the directory's own name is (attack review
 // rsess F1: `--rw ALIAS`, ALIAS a bind mount of the directory holding the runtime
 // directory, ran, and the sandbox could write the session's lock file and the cleanup
-// journals there). Refused: the alias of the directory above the runtime directory, a
-// path inside that alias (the runtime directory itself by another name), and a tree
-// holding the alias (a recursive bind takes the mount along); the command does not run.
+// journals there; so did `--workspace ALIAS`). Refused: the alias of the directory above
+// the runtime directory (as a bind and as the workspace), a path inside that alias (the
+// runtime directory itself by another name), and a tree holding the alias (a recursive
+// bind takes the mount along); the command does not run.
 func TestRunDirAliasRefused(t *testing.T) {
 	forEachCaller(t, func(t *testing.T, c caller) {
 		e := newSessionEnv(t, c)
@@ -37,6 +38,16 @@ func TestRunDirAliasRefused(t *testing.T) {
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("exec %v: the command ran", flags)
 			}
+		}
+		// the alias as the workspace: the command would write there (from the host: the
+		// marker dropped in the runtime directory by its real name)
+		planted := filepath.Join(e.rt, "planted")
+		r := e.gosbx("exec", "--workspace", alias, "--", "touch", filepath.Join(alias, "planted"))
+		if r.code != 125 || !strings.Contains(r.stderr, "runtime directory") {
+			t.Errorf("exec --workspace %s: want 125 and the refusal\n%v", alias, r)
+		}
+		if _, err := os.Lstat(planted); err == nil {
+			t.Errorf("exec --workspace %s: the command wrote %s", alias, planted)
 		}
 		// a bind beside the alias is still allowed
 		other := filepath.Join(e.base, "other")
