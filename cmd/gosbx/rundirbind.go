@@ -23,6 +23,10 @@ import (
 // Not only this environment's directory: every one a gosbx of the caller's under
 // another environment would use (rundir.Candidates: /run/user/UID/gosbx,
 // /tmp/gosbx-UID, /run/gosbx), whether or not it exists yet (attack review 34 F6).
+// Not only by name: a bind source that is another name of one (a bind mount of it, of a
+// directory above it, or inside the source) is refused the same (attack review rsess
+// F1), told from the mount table (policy.MountTable.NestsByMount); a table that cannot
+// be read stops the launch.
 func checkRunDirHidden(spec *config.Config) error {
 	uid := os.Getuid()
 	current, err := session.DirPath()
@@ -43,6 +47,7 @@ func checkRunDirHidden(spec *config.Config) error {
 			srcs[i] = canonicalPath(eval, m.Source)
 		}
 	}
+	var table *policy.MountTable
 	for _, d := range dirs {
 		rd := canonicalPath(eval, d)
 		for i, m := range spec.Mounts {
@@ -51,7 +56,22 @@ func checkRunDirHidden(spec *config.Config) error {
 			}
 			src := srcs[i]
 			if !within(rd, src) && !within(src, rd) {
-				continue
+				if table == nil {
+					t, err := policy.ReadMountTable()
+					if err != nil {
+						return fmt.Errorf("bind %s: read the mount table to tell whether it reaches the runtime directory %s: %w", m.Source, rd, err)
+					}
+					table = t
+				}
+				via, ok := table.NestsByMount(src, rd)
+				if !ok {
+					continue
+				}
+				how := "it is, holds or lies in the runtime directory " + rd + " under another name (a bind mount)"
+				if via != src {
+					how = "it holds the mount " + via + ", which is, holds or lies in the runtime directory " + rd + " under another name"
+				}
+				return fmt.Errorf("bind %s: %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, how)
 			}
 			if d == current {
 				return fmt.Errorf("bind %s: it holds, or is in, the runtime directory %s (the sessions' sockets and lock files, the cleanup journals): a command that reaches it could hold a session's lock to stop the cleanup of a crashed session, or plant a cleanup journal; bind a narrower tree, or set XDG_RUNTIME_DIR to a directory of yours outside it", m.Source, rd)
