@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // A read-write tree is refused by its name (writableName) and by its identity: a bind
@@ -25,14 +27,59 @@ type mountEntry struct{ dev, root, point string }
 // calling thread's mount namespace, the one its paths resolve in); octal escapes (\040
 // for a space) are decoded. Read with plain read(2) calls into one buffer: the kernel
 // makes the text in ~20 µs here, and os.ReadFile's poller and fstat doubled that.
-// Errors are the open's, the read's, or a malformed line's.
+// The last table read is kept with its open descriptor and given again while the
+// thread is in the same mount namespace and poll(2) on the descriptor reports no mount
+// or unmount since (POLLPRI, proc_pid_mountinfo(5)): one launch reads it for each
+// writable tree's aliases and for the runtime directory's (checkRunDirHidden), and the
+// mount table the checks judge stays the one the kernel has. The entries are shared:
+// callers only read them. Errors are the open's, the read's, or a malformed line's.
 func readMountinfo() ([]mountEntry, error) {
+	mountinfoMemo.Lock()
+	defer mountinfoMemo.Unlock()
+	var ns syscall.Stat_t
+	nsOK := syscall.Stat("/proc/thread-self/ns/mnt", &ns) == nil
+	if m := &mountinfoMemo; m.fd > 0 {
+		pfd := [1]pollFd{{fd: int32(m.fd), events: pollPri}}
+		n, _, errno := syscall.Syscall(syscall.SYS_POLL, uintptr(unsafe.Pointer(&pfd[0])), 1, 0)
+		if errno == 0 && n == 0 && nsOK && ns.Dev == m.ns.Dev && ns.Ino == m.ns.Ino {
+			return m.mounts, nil
+		}
+		syscall.Close(m.fd)
+		m.fd, m.mounts = 0, nil
+	}
 	const name = "/proc/thread-self/mountinfo"
 	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	defer syscall.Close(fd)
+	out, err := readMountinfoFd(fd, name)
+	if err != nil || !nsOK {
+		syscall.Close(fd)
+		return out, err
+	}
+	mountinfoMemo.fd, mountinfoMemo.ns, mountinfoMemo.mounts = fd, ns, out
+	return out, nil
+}
+
+// mountinfoMemo is readMountinfo's last table: its descriptor (0: none), the mount
+// namespace it was read in (st_dev, st_ino of /proc/thread-self/ns/mnt) and its entries.
+var mountinfoMemo struct {
+	sync.Mutex
+	fd     int
+	ns     syscall.Stat_t
+	mounts []mountEntry
+}
+
+// pollFd is struct pollfd (poll(2)); pollPri is POLLPRI.
+type pollFd struct {
+	fd              int32
+	events, revents int16
+}
+
+const pollPri = 0x2
+
+// readMountinfoFd reads and parses the mountinfo open at fd (name for errors).
+func readMountinfoFd(fd int, name string) ([]mountEntry, error) {
 	buf := make([]byte, 0, 16<<10)
 	for {
 		if len(buf) == cap(buf) {
