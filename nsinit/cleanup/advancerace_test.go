@@ -13,17 +13,7 @@ import (
 // as the next baseline: the next pass clears its hiding bit. Taken, the index counted
 // as unchanged at every later pass and its skip-worktree bit stayed for good.
 func TestAdvanceIndexWrittenAfterRun(t *testing.T) {
-	dir := t.TempDir()
-	gitIn(t, dir, "init", "-q")
-	os.WriteFile(filepath.Join(dir, "f"), []byte("x\n"), 0o644)
-	gitIn(t, dir, "add", "f")
-	gitIn(t, dir, "commit", "-qm", "x")
-	index := filepath.Join(dir, ".git", "index")
-	was, err := IndexStamps(index, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := []Entry{{Kind: RemoveIndexBits, Path: index, HashLen: 20, Was: was}}
+	dir, index, _, entries := indexBitsRepo(t)
 	time.Sleep(20 * time.Millisecond)                     // past the coarse clock's tick
 	gitIn(t, dir, "update-index", "--skip-worktree", "f") // the command
 	pass := Begin(entries)
@@ -58,17 +48,7 @@ func TestAdvanceIndexWrittenAfterRun(t *testing.T) {
 // the host's git wrote it, cached stat data and all, so that the next pass does not
 // write the user's own index anew (attack review 33 F3).
 func TestAdvanceFromHostTakesIndex(t *testing.T) {
-	dir := t.TempDir()
-	gitIn(t, dir, "init", "-q")
-	os.WriteFile(filepath.Join(dir, "f"), []byte("x\n"), 0o644)
-	gitIn(t, dir, "add", "f")
-	gitIn(t, dir, "commit", "-qm", "x")
-	index := filepath.Join(dir, ".git", "index")
-	was, err := IndexStamps(index, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := []Entry{{Kind: RemoveIndexBits, Path: index, HashLen: 20, Was: was}}
+	dir, index, was, entries := indexBitsRepo(t)
 	time.Sleep(20 * time.Millisecond)
 	os.WriteFile(filepath.Join(dir, "g"), []byte("y\n"), 0o644)
 	gitIn(t, dir, "add", "g") // the user's own git, between requests
@@ -91,4 +71,21 @@ func TestAdvanceFromHostTakesIndex(t *testing.T) {
 	if entries[0].Was[0] != was[0] {
 		t.Errorf("an index with cached stat data taken after a session's pass: %v", entries[0].Was)
 	}
+}
+
+// indexBitsRepo makes a repository with one commit (the file f) and returns it, its
+// index, the index's stamps and a RemoveIndexBits entry baselined on them.
+func indexBitsRepo(t *testing.T) (dir, index string, was []Stamp, entries []Entry) {
+	t.Helper()
+	dir = t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "f"), []byte("x\n"), 0o644)
+	gitIn(t, dir, "add", "f")
+	gitIn(t, dir, "commit", "-qm", "x")
+	index = filepath.Join(dir, ".git", "index")
+	was, err := IndexStamps(index, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, index, was, []Entry{{Kind: RemoveIndexBits, Path: index, HashLen: 20, Was: was}}
 }
