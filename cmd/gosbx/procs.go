@@ -30,7 +30,7 @@ func launcherSched() (prevProcs int) {
 
 // slowSysmon gives the runtime's sysmon thread a 1 ms timer slack (proc(5),
 // /proc/TID/timerslack_ns) where internal/gostart/sysmon's init did not (the id after
-// the pid taken by another task, GOMAXPROCS=1 in the caller's environment). While any
+// the pid taken by another task): a launcher's execute and a session's supervisor call it. While any
 // P runs, sysmon sleeps 20 µs at a time (~70 µs with the default 50 µs slack) and each
 // wake-up is a timer, a context switch away from the launcher's thread on its CPU and
 // one back; with one P, that was 40 a launch, 16 with the slack from execute on.

@@ -219,6 +219,7 @@ type supervisor struct {
 
 // superviseMain is the supervisor process; its exit status is not read by anyone.
 func superviseMain() int {
+	slowSysmon() // where the package init could not (another task had the id after the pid)
 	ready := os.NewFile(4, "ready")
 	fail := func(err error) int {
 		ready.Write([]byte("1" + nsinit.ForCLI(err).Error()))
