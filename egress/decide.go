@@ -173,11 +173,12 @@ func (p *Policy) Host(host string, port uint16) Decision {
 			return d
 		}
 		a = a.Unmap()
-		for i := range p.Deny {
-			if r := &p.Deny[i]; r.matchAddr(a) && r.matchPort(port) {
-				d.Rule = "network.deny " + r.Text
-				return d
+		if rule := p.deniedAddr(a, port); rule != "" {
+			d.Rule, d.Why = rule, "address literal "+hostPort(a.String(), port)
+			if strings.HasPrefix(rule, "network.deny ") {
+				d.Why = ""
 			}
+			return d
 		}
 		for i := range p.Allow {
 			if r := &p.Allow[i]; r.matchAddr(a) && r.matchPort(port) {
@@ -231,11 +232,9 @@ func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
 	out := make([]netip.Addr, 0, len(addrs))
 	for _, a := range addrs {
 		a = a.Unmap()
-		for i := range p.Deny {
-			if r := &p.Deny[i]; r.matchAddr(a) && r.matchPort(d.Port) {
-				d.Allow, d.Rule, d.Why = false, "network.deny "+r.Text, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
-				return d
-			}
+		if rule := p.deniedAddr(a, d.Port); rule != "" {
+			d.Allow, d.Rule, d.Why = false, rule, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
+			return d
 		}
 		if c := addrClass(a); c != "" && !p.namesAddr(a, d.Port) {
 			d.Allow, d.Rule, d.Why = false, c, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
@@ -245,6 +244,53 @@ func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
 	}
 	d.Addrs = out
 	return d
+}
+
+// deniedAddr is the rule that refuses address a on port before any allow rule is
+// consulted, "" for none: a deny rule naming a, or the IPv4 address a carries
+// (embedded4), or that IPv4 address's class (addrClass) when no allow rule names the
+// IPv4 address itself. A translated form must not reach what the IPv4 form may not: an
+// allow rule for IPv6 space ("[::/0]:*") names 64:ff9b::a9fe:a9fe, which a NAT64
+// gateway carries to 169.254.169.254.
+func (p *Policy) deniedAddr(a netip.Addr, port uint16) string {
+	e, carries := embedded4(a)
+	for i := range p.Deny {
+		if r := &p.Deny[i]; r.matchPort(port) && (r.matchAddr(a) || carries && r.matchAddr(e)) {
+			return "network.deny " + r.Text
+		}
+	}
+	if carries {
+		if c := addrClass(e); c != "" && !p.namesAddr(e, port) {
+			return c
+		}
+	}
+	return ""
+}
+
+// embedded4 is the IPv4 address an IPv6 address carries to a translator or a tunnel
+// that may deliver it there: NAT64 (64:ff9b::/96, RFC 6052; the local-use
+// 64:ff9b:1::/48 of RFC 8215 read in its /96 form), IPv4-compatible (::/96, but :: and
+// ::1), 6to4 (2002::/16, RFC 3056) and Teredo's client (2001::/32, RFC 4380, the
+// last 32 bits inverted). ok=false for any other address, IPv4 included.
+func embedded4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() || a.Is4In6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	switch {
+	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && (b[5] == 0 || b[5] == 1):
+		return last, true
+	case b == [16]byte{} || b == [16]byte{15: 1}:
+		return netip.Addr{}, false
+	case [12]byte(b[:12]) == [12]byte{}:
+		return last, true
+	case b[0] == 0x20 && b[1] == 0x02:
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0:
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
+	}
+	return netip.Addr{}, false
 }
 
 func (p *Policy) namesAddr(a netip.Addr, port uint16) bool {
