@@ -270,7 +270,7 @@ func (p *Policy) deniedAddr(a netip.Addr, port uint16) string {
 // embedded4 is the IPv4 address an IPv6 address carries to a translator or a tunnel
 // that may deliver it there: NAT64 (64:ff9b::/96, RFC 6052; the local-use
 // 64:ff9b:1::/48 of RFC 8215 read in its /96 form), IPv4-compatible (::/96, but :: and
-// ::1), 6to4 (2002::/16, RFC 3056) and Teredo's client (2001::/32, RFC 4380, the
+// ::1), IPv4-translated (::ffff:0:0/96, RFC 2765), 6to4 (2002::/16, RFC 3056) and Teredo's client (2001::/32, RFC 4380, the
 // last 32 bits inverted). ok=false for any other address, IPv4 included.
 func embedded4(a netip.Addr) (netip.Addr, bool) {
 	if !a.Is6() || a.Is4In6() {
@@ -283,7 +283,7 @@ func embedded4(a netip.Addr) (netip.Addr, bool) {
 		return last, true
 	case b == [16]byte{} || b == [16]byte{15: 1}:
 		return netip.Addr{}, false
-	case [12]byte(b[:12]) == [12]byte{}:
+	case [12]byte(b[:12]) == [12]byte{}, [12]byte(b[:12]) == [12]byte{8: 0xff, 9: 0xff}:
 		return last, true
 	case b[0] == 0x20 && b[1] == 0x02:
 		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true

@@ -20,6 +20,7 @@ func TestEmbeddedIPv4Denied(t *testing.T) {
 		{"64:ff9b::cb00:7207", "network.deny 203.0.114.7:*"}, // NAT64 of a denied public address
 		{"64:ff9b:1::a00:5", "network.deny 10.0.0.0/8:*"},    // local-use NAT64 /48 (RFC 8215), /96 form
 		{"::a00:5", "network.deny 10.0.0.0/8:*"},             // IPv4-compatible
+		{"::ffff:0:a00:5", "network.deny 10.0.0.0/8:*"},      // IPv4-translated (SIIT)
 		{"2002:a00:5::1", "network.deny 10.0.0.0/8:*"},       // 6to4
 		{"64:ff9b::a9fe:a9fe", "metadata"},                   // 169.254.169.254: no deny rule, its class
 		{"64:ff9b::7f00:1", "loopback"},
