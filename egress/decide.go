@@ -247,24 +247,40 @@ func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
 }
 
 // deniedAddr is the rule that refuses address a on port before any allow rule is
-// consulted, "" for none: a deny rule naming a, or the IPv4 address a carries
-// (embedded4), or that IPv4 address's class (addrClass) when no allow rule names the
-// IPv4 address itself. A translated form must not reach what the IPv4 form may not: an
+// consulted, "" for none: a deny rule naming a, or the address a dial of a reaches
+// (dialsTo: the IPv4 address an IPv6 one carries, loopback for 0.0.0.0 and ::), or that
+// address's class (addrClass) when no allow rule names it itself. A translated form must not reach what the IPv4 form may not: an
 // allow rule for IPv6 space ("[::/0]:*") names 64:ff9b::a9fe:a9fe, which a NAT64
 // gateway carries to 169.254.169.254.
 func (p *Policy) deniedAddr(a netip.Addr, port uint16) string {
-	e, carries := embedded4(a)
+	e, carries := dialsTo(a)
 	for i := range p.Deny {
 		if r := &p.Deny[i]; r.matchPort(port) && (r.matchAddr(a) || carries && r.matchAddr(e)) {
 			return "network.deny " + r.Text
 		}
 	}
-	if carries {
+	// the reached address's class matters once a rule names a: otherwise a's own class
+	// (reserved, unspecified) refuses it, and names it in the message
+	if carries && (addrClass(a) == "" || p.namesAddr(a, port)) {
 		if c := addrClass(e); c != "" && !p.namesAddr(e, port) {
 			return c
 		}
 	}
 	return ""
+}
+
+// dialsTo is the address a dial of a reaches other than a itself: the host's loopback
+// for the unspecified address (connect(2) to 0.0.0.0 or :: reaches the host's own
+// sockets: a rule 0.0.0.0/0 with network.deny 127.0.0.0/8 reached 127.0.0.1 so), or
+// the IPv4 address a carries (embedded4).
+func dialsTo(a netip.Addr) (netip.Addr, bool) {
+	switch {
+	case a == netip.IPv4Unspecified():
+		return localhostAddr, true
+	case a == netip.IPv6Unspecified():
+		return netip.IPv6Loopback(), true
+	}
+	return embedded4(a)
 }
 
 // embedded4 is the IPv4 address an IPv6 address carries to a translator or a tunnel

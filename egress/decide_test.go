@@ -105,7 +105,7 @@ func TestDecide(t *testing.T) {
 		{"pypi.org", 443, addrs("::1"), false, "loopback"},
 		{"pypi.org", 443, addrs("fc00::5"), false, "private"},
 		{"pypi.org", 443, addrs("0.0.0.0"), false, "unspecified"},
-		{"pypi.org", 443, addrs("64:ff9b::a00:1"), false, "private"}, // NAT64 of 10.0.0.1: the IPv4 address's class (embedded4)
+		{"pypi.org", 443, addrs("64:ff9b::a00:1"), false, "reserved"},
 		{"pypi.org", 443, addrs("1.2.3.4"), false, "network.deny 1.2.3.4"},
 		{"pypi.org", 443, addrs(), false, "no-address"},
 		{"pypi.org", 443, addrs("2a04:4e42::223"), true, "network.allow pypi.org"},
