@@ -173,9 +173,11 @@ func (p *Policy) Host(host string, port uint16) Decision {
 			return d
 		}
 		a = a.Unmap()
-		if rule := p.deniedAddr(a, port); rule != "" {
-			d.Rule, d.Why = rule, "address literal "+hostPort(a.String(), port)
-			if strings.HasPrefix(rule, "network.deny ") {
+		if rule, via := p.deniedAddr(a, port); rule != "" {
+			d.Rule, d.Why = rule, "address literal "+hostPort(via.String(), port)
+			if via != a {
+				d.Why += " (reached through " + a.String() + ")"
+			} else if strings.HasPrefix(rule, "network.deny ") {
 				d.Why = ""
 			}
 			return d
@@ -232,8 +234,11 @@ func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
 	out := make([]netip.Addr, 0, len(addrs))
 	for _, a := range addrs {
 		a = a.Unmap()
-		if rule := p.deniedAddr(a, d.Port); rule != "" {
-			d.Allow, d.Rule, d.Why = false, rule, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
+		if rule, via := p.deniedAddr(a, d.Port); rule != "" {
+			d.Allow, d.Rule, d.Why = false, rule, "address "+via.String()+" of host "+hostPort(d.Host, d.Port)
+			if via != a {
+				d.Why = "address " + via.String() + " (reached through " + a.String() + ") of host " + hostPort(d.Host, d.Port)
+			}
 			return d
 		}
 		if c := addrClass(a); c != "" && !p.namesAddr(a, d.Port) {
@@ -249,24 +254,31 @@ func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
 // deniedAddr is the rule that refuses address a on port before any allow rule is
 // consulted, "" for none: a deny rule naming a, or the address a dial of a reaches
 // (dialsTo: the IPv4 address an IPv6 one carries, loopback for 0.0.0.0 and ::), or that
-// address's class (addrClass) when no allow rule names it itself. A translated form must not reach what the IPv4 form may not: an
-// allow rule for IPv6 space ("[::/0]:*") names 64:ff9b::a9fe:a9fe, which a NAT64
-// gateway carries to 169.254.169.254.
-func (p *Policy) deniedAddr(a netip.Addr, port uint16) string {
+// address's class (addrClass) when no allow rule names it itself; via is the address
+// the rule refused (a, or the one reached), for the message and its fix. A translated
+// form must not reach what the IPv4 form may not: an allow rule for IPv6 space
+// ("[::/0]:*") names 64:ff9b::a9fe:a9fe, which a NAT64 gateway carries to
+// 169.254.169.254.
+func (p *Policy) deniedAddr(a netip.Addr, port uint16) (rule string, via netip.Addr) {
 	e, carries := dialsTo(a)
 	for i := range p.Deny {
-		if r := &p.Deny[i]; r.matchPort(port) && (r.matchAddr(a) || carries && r.matchAddr(e)) {
-			return "network.deny " + r.Text
+		if r := &p.Deny[i]; r.matchPort(port) && r.matchAddr(a) {
+			return "network.deny " + r.Text, a
+		}
+	}
+	for i := range p.Deny {
+		if r := &p.Deny[i]; carries && r.matchPort(port) && r.matchAddr(e) {
+			return "network.deny " + r.Text, e
 		}
 	}
 	// the reached address's class matters once a rule names a: otherwise a's own class
 	// (reserved, unspecified) refuses it, and names it in the message
 	if carries && (addrClass(a) == "" || p.namesAddr(a, port)) {
 		if c := addrClass(e); c != "" && !p.namesAddr(e, port) {
-			return c
+			return c, e
 		}
 	}
-	return ""
+	return "", a
 }
 
 // dialsTo is the address a dial of a reaches other than a itself: the host's loopback

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -26,6 +27,12 @@ func TestUnspecifiedIsLoopback(t *testing.T) {
 		if d.Allow || d.Rule != tc.rule {
 			t.Errorf("pub.example resolved to %s: allow %v rule %q, want denied by %q", tc.addr, d.Allow, d.Rule, tc.rule)
 		}
+	}
+	// a rule naming 0.0.0.0 alone: the refusal names the address reached, and the fix
+	// the flag that allows it
+	o, _ := NewPolicy([]string{"0.0.0.0:18081"}, nil)
+	if d := o.Host("0.0.0.0", 18081); d.Allow || d.Rule != "loopback" || !strings.Contains(d.Message(), "--allow-host 127.0.0.1:18081") {
+		t.Errorf("allow 0.0.0.0:18081: Host(0.0.0.0) = allow %v rule %q: %s", d.Allow, d.Rule, d.Message())
 	}
 	// no deny rule, and 0.0.0.0/0 names 127.0.0.1: the same as asking for 127.0.0.1
 	q, _ := NewPolicy([]string{"0.0.0.0/0:*"}, nil)
