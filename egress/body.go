@@ -24,11 +24,11 @@ func bodyFraming(fields []string) (framing, string) {
 	var te, cl []string
 	for _, f := range fields {
 		k, v, _ := strings.Cut(f, ":")
-		switch strings.ToLower(strings.TrimSpace(k)) {
+		switch lowerASCII(strings.TrimSpace(k)) {
 		case "transfer-encoding":
 			for _, c := range strings.Split(v, ",") {
 				if c = strings.TrimSpace(c); c != "" {
-					te = append(te, strings.ToLower(c))
+					te = append(te, lowerASCII(c))
 				}
 			}
 		case "content-length":

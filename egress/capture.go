@@ -65,7 +65,7 @@ func (p *Proxy) captureHTTP(c net.Conn, br *bufio.Reader, line string, fields []
 	var b strings.Builder
 	for _, f := range fields {
 		k, v, _ := strings.Cut(f, ":")
-		switch strings.ToLower(strings.TrimSpace(k)) {
+		switch lowerASCII(strings.TrimSpace(k)) {
 		case "host":
 			hosts++
 			name = strings.TrimSpace(v)
@@ -107,7 +107,7 @@ func originTarget(line, host string, port uint16) (string, string) {
 		return line, ""
 	}
 	scheme, rest, ok := strings.Cut(target, "://")
-	if !ok || !strings.EqualFold(scheme, "http") {
+	if !ok || !equalFoldASCII(scheme, "http") {
 		return "", "an HTTP request whose target is not in origin form (/path) nor an http:// URI"
 	}
 	authority, path, _ := strings.Cut(rest, "/")
@@ -115,7 +115,7 @@ func originTarget(line, host string, port uint16) (string, string) {
 		authority = authority[i+1:]
 	}
 	h, _, ok := splitPort(authority, port)
-	if !ok || !strings.EqualFold(strings.TrimSuffix(h, "."), strings.TrimSuffix(host, ".")) {
+	if !ok || !equalFoldASCII(strings.TrimSuffix(h, "."), strings.TrimSuffix(host, ".")) {
 		return "", "an HTTP request whose target names a host (" + peerName(h) + ") other than its Host field"
 	}
 	return method + " /" + path + " " + version, ""
@@ -228,7 +228,7 @@ func (p *Proxy) captureDecision(c net.Conn, name string, port uint16) Decision {
 	if name == "" {
 		return Decision{Host: "(none)", Port: port, Rule: "capture", Why: "a connection to loopback port " + itoa(port) + " without a server name"}
 	}
-	if given, ok := p.givenName(c); ok && !strings.EqualFold(strings.TrimSuffix(name, "."), given) {
+	if given, ok := p.givenName(c); ok && !equalFoldASCII(strings.TrimSuffix(name, "."), given) {
 		shown := peerName(name)
 		return Decision{Host: shown, Port: port, Rule: "capture",
 			Why: "server name " + shown + " sent to the address the DNS stub gave " + given}

@@ -173,11 +173,14 @@ func (p *Policy) Host(host string, port uint16) Decision {
 			return d
 		}
 		a = a.Unmap()
-		for i := range p.Deny {
-			if r := &p.Deny[i]; r.matchAddr(a) && r.matchPort(port) {
-				d.Rule = "network.deny " + r.Text
-				return d
+		if rule, via := p.deniedAddr(a, port); rule != "" {
+			d.Rule, d.Why = rule, "address literal "+hostPort(via.String(), port)
+			if via != a {
+				d.Why += " (reached through " + a.String() + ")"
+			} else if strings.HasPrefix(rule, "network.deny ") {
+				d.Why = ""
 			}
+			return d
 		}
 		for i := range p.Allow {
 			if r := &p.Allow[i]; r.matchAddr(a) && r.matchPort(port) {
@@ -231,11 +234,12 @@ func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
 	out := make([]netip.Addr, 0, len(addrs))
 	for _, a := range addrs {
 		a = a.Unmap()
-		for i := range p.Deny {
-			if r := &p.Deny[i]; r.matchAddr(a) && r.matchPort(d.Port) {
-				d.Allow, d.Rule, d.Why = false, "network.deny "+r.Text, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
-				return d
+		if rule, via := p.deniedAddr(a, d.Port); rule != "" {
+			d.Allow, d.Rule, d.Why = false, rule, "address "+via.String()+" of host "+hostPort(d.Host, d.Port)
+			if via != a {
+				d.Why = "address " + via.String() + " (reached through " + a.String() + ") of host " + hostPort(d.Host, d.Port)
 			}
+			return d
 		}
 		if c := addrClass(a); c != "" && !p.namesAddr(a, d.Port) {
 			d.Allow, d.Rule, d.Why = false, c, "address "+a.String()+" of host "+hostPort(d.Host, d.Port)
@@ -245,6 +249,76 @@ func (p *Policy) Resolved(d Decision, addrs []netip.Addr) Decision {
 	}
 	d.Addrs = out
 	return d
+}
+
+// deniedAddr is the rule that refuses address a on port before any allow rule is
+// consulted, "" for none: a deny rule naming a, or the address a dial of a reaches
+// (dialsTo: the IPv4 address an IPv6 one carries, loopback for 0.0.0.0 and ::), or that
+// address's class (addrClass) when no allow rule names it itself; via is the address
+// the rule refused (a, or the one reached), for the message and its fix. A translated
+// form must not reach what the IPv4 form may not: an allow rule for IPv6 space
+// ("[::/0]:*") names 64:ff9b::a9fe:a9fe, which a NAT64 gateway carries to
+// 169.254.169.254.
+func (p *Policy) deniedAddr(a netip.Addr, port uint16) (rule string, via netip.Addr) {
+	e, carries := dialsTo(a)
+	for i := range p.Deny {
+		if r := &p.Deny[i]; r.matchPort(port) && r.matchAddr(a) {
+			return "network.deny " + r.Text, a
+		}
+	}
+	for i := range p.Deny {
+		if r := &p.Deny[i]; carries && r.matchPort(port) && r.matchAddr(e) {
+			return "network.deny " + r.Text, e
+		}
+	}
+	// the reached address's class matters once a rule names a: otherwise a's own class
+	// (reserved, unspecified) refuses it, and names it in the message
+	if carries && (addrClass(a) == "" || p.namesAddr(a, port)) {
+		if c := addrClass(e); c != "" && !p.namesAddr(e, port) {
+			return c, e
+		}
+	}
+	return "", a
+}
+
+// dialsTo is the address a dial of a reaches other than a itself: the host's loopback
+// for the unspecified address (connect(2) to 0.0.0.0 or :: reaches the host's own
+// sockets: a rule 0.0.0.0/0 with network.deny 127.0.0.0/8 reached 127.0.0.1 so), or
+// the IPv4 address a carries (embedded4).
+func dialsTo(a netip.Addr) (netip.Addr, bool) {
+	switch {
+	case a == netip.IPv4Unspecified():
+		return localhostAddr, true
+	case a == netip.IPv6Unspecified():
+		return netip.IPv6Loopback(), true
+	}
+	return embedded4(a)
+}
+
+// embedded4 is the IPv4 address an IPv6 address carries to a translator or a tunnel
+// that may deliver it there: NAT64 (64:ff9b::/96, RFC 6052; the local-use
+// 64:ff9b:1::/48 of RFC 8215 read in its /96 form), IPv4-compatible (::/96, but :: and
+// ::1), IPv4-translated (::ffff:0:0/96, RFC 2765), 6to4 (2002::/16, RFC 3056) and Teredo's client (2001::/32, RFC 4380, the
+// last 32 bits inverted). ok=false for any other address, IPv4 included.
+func embedded4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() || a.Is4In6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	switch {
+	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && (b[5] == 0 || b[5] == 1):
+		return last, true
+	case b == [16]byte{} || b == [16]byte{15: 1}:
+		return netip.Addr{}, false
+	case [12]byte(b[:12]) == [12]byte{}, [12]byte(b[:12]) == [12]byte{8: 0xff, 9: 0xff}:
+		return last, true
+	case b[0] == 0x20 && b[1] == 0x02:
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0:
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
+	}
+	return netip.Addr{}, false
 }
 
 func (p *Policy) namesAddr(a netip.Addr, port uint16) bool {

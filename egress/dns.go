@@ -183,7 +183,7 @@ func (p *Proxy) answer(q []byte) []byte {
 	}
 	question := q[12 : end+4]
 	qtype, qclass := binary.BigEndian.Uint16(q[end:]), binary.BigEndian.Uint16(q[end+2:])
-	if p.Hostname != "" && strings.EqualFold(name, p.Hostname) || name == "localhost" {
+	if p.Hostname != "" && equalFoldASCII(name, p.Hostname) || name == "localhost" {
 		if qtype != dnsTypeA || qclass != dnsClassIN {
 			return reply(0, question)
 		}
@@ -199,7 +199,7 @@ func (p *Proxy) answer(q []byte) []byte {
 	if qtype != dnsTypeA || qclass != dnsClassIN {
 		return reply(0, question) // no data: no IPv6 route, no other records
 	}
-	return reply(0, question, aRecord(p.dnsAddr(strings.ToLower(name))))
+	return reply(0, question, aRecord(p.dnsAddr(lowerASCII(name))))
 }
 
 // aRecord is an answer for the question's name (a pointer to it) with address a.
@@ -226,7 +226,7 @@ func questionName(q []byte, off int) (string, int, bool) {
 		if l > 63 || off+l > len(q) {
 			return "", 0, false
 		}
-		labels = append(labels, strings.ToLower(string(q[off:off+l])))
+		labels = append(labels, lowerASCII(string(q[off:off+l])))
 		off += l
 	}
 	return strings.Join(labels, "."), off, len(labels) > 0

@@ -54,3 +54,27 @@ func isToken(s string) bool {
 
 // quoteField is f quoted for a message (peerText).
 func quoteField(f string) string { return peerText(f) }
+
+// lowerASCII is s with A-Z in lower case and every other byte as it is. Names, header
+// field names and codings are compared so, never by Unicode case folding: Go's
+// strings.ToLower and EqualFold fold U+212A KELVIN SIGN to 'k', so "chun\u212aed" was
+// read as chunked and "p\u212ag.test" as pkg.test, while the server reads other bytes.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// equalFoldASCII says whether a and b are equal but for the case of A-Z (lowerASCII).
+func equalFoldASCII(a, b string) bool {
+	return len(a) == len(b) && lowerASCII(a) == lowerASCII(b)
+}

@@ -184,7 +184,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	b.WriteString(method + " /" + path + " " + version + "\r\nHost: " + authority + "\r\n")
 	for _, f := range fields {
 		name, _, _ := strings.Cut(f, ":")
-		switch strings.ToLower(strings.TrimSpace(name)) {
+		switch lowerASCII(strings.TrimSpace(name)) {
 		case "host", "connection", "proxy-connection", "proxy-authorization", "keep-alive":
 			continue
 		}

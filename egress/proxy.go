@@ -547,7 +547,7 @@ func (p *Proxy) checkRetry(in net.Conn, r io.Reader, up net.Conn, host string) (
 				return n, "a TLS handshake whose second ClientHello (after a HelloRetryRequest) gosbx cannot read (" + err.Error() + ")"
 			case name == "":
 				return n, "a second TLS ClientHello (after a HelloRetryRequest) without a server name"
-			case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
+			case !equalFoldASCII(strings.TrimSuffix(name, "."), host):
 				return n, "a TLS server name " + peerName(name) + " in the second ClientHello (after a HelloRetryRequest)"
 			}
 			w, _ := up.Write(head)
@@ -629,7 +629,7 @@ func (p *Proxy) checkHello(in net.Conn, r io.Reader, host string) (head []byte, 
 		return head, "a TLS handshake whose ClientHello gosbx cannot read (" + err.Error() + ")", true
 	case name == "":
 		return head, "a TLS ClientHello without a server name", true
-	case !strings.EqualFold(strings.TrimSuffix(name, "."), host):
+	case !equalFoldASCII(strings.TrimSuffix(name, "."), host):
 		return head, "a TLS server name " + peerName(name), true
 	}
 	return head, "", true

@@ -79,7 +79,7 @@ func ParseRule(s string) (Rule, error) {
 		r.Prefix = netip.PrefixFrom(a, a.BitLen())
 		return r, nil
 	}
-	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	name := lowerASCII(strings.TrimSuffix(host, "."))
 	if name == "localhost" {
 		// the host's loopback by its name (RFC 6761): the rule is 127.0.0.1's, as a
 		// request for localhost is decided (Policy.Host), never the host's lookup of it
@@ -178,7 +178,7 @@ func validName(s string) bool {
 // normalName is host as rules compare it: lower case, no trailing dot; ok=false when it
 // is not a valid host name.
 func normalName(host string) (string, bool) {
-	n := strings.ToLower(strings.TrimSuffix(host, "."))
+	n := lowerASCII(strings.TrimSuffix(host, "."))
 	return n, validName(n)
 }
 

@@ -25,7 +25,7 @@ func urlError(s string) error {
 	if i := strings.LastIndexByte(hostport, '@'); i >= 0 {
 		hostport = hostport[i+1:] // user:password@
 	}
-	hostport = strings.ToLower(hostport)
+	hostport = lowerASCII(hostport)
 	if h, p, ok := strings.Cut(hostport, ":"); ok && !strings.HasPrefix(hostport, "[") && (p == "443" || p == "80" || p == "") {
 		hostport = h
 	} else if strings.HasPrefix(hostport, "[") && (strings.HasSuffix(hostport, "]:443") || strings.HasSuffix(hostport, "]:80")) {
