@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Attacks found by review, each proved from the host side.
@@ -336,6 +338,49 @@ func TestInitThreadsHoldNoCapabilities(t *testing.T) {
 echo "$held"; exit 1`)
 		if r.code != 0 || !strings.Contains(r.stdout, "NONE") {
 			t.Errorf("threads of pid 1 still hold capabilities:\n%v", r)
+		}
+	})
+}
+
+// A command of a plain exec holds the caller's terminal itself, and the launcher puts a
+// line discipline back only from the terminal's foreground group (TIOCSETD from a
+// background one would stop it: SIGTTOU). So a `gosbx exec … &` from an interactive
+// shell could leave the caller's terminal on N_NULL, every byte in or out discarded,
+// for good: the filter refuses TIOCSETD (from an attack review, rstdio F1). gosbx runs
+// here as a background job of the terminal it gets (a session leader holds it as its
+// controlling terminal; gosbx is in a process group of its own).
+func TestLineDisciplineStays(t *testing.T) {
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		setd := s.writeWS("setd.py", `
+import fcntl, struct, termios
+try:
+    fcntl.ioctl(0, termios.TIOCSETD, struct.pack("i", 27))
+    print("SET")
+except OSError as e:
+    print("TIOCSETD", e.errno)
+`, 0o644)
+		_, sl := openPty(t)
+		ctx := s.limitCtx(runLimit)
+		cmd := s.command(ctx, "--", python, setd)
+		bg := `import fcntl, os, sys, termios
+os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.execv(sys.argv[1], sys.argv[1:])
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))`
+		cmd.Args = append([]string{python, "-c", bg, cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = python
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = sl, sl, sl
+		must(t, cmd.Start())
+		if _, ok := waitTimeout(t, cmd, runLimit); !ok {
+			t.Fatal("gosbx did not finish")
+		}
+		d, err := unix.IoctlGetInt(int(sl.Fd()), unix.TIOCGETD)
+		must(t, err)
+		if d != 0 {
+			t.Fatalf("the caller's terminal was left on line discipline %d (N_TTY is 0)", d)
 		}
 	})
 }

@@ -99,6 +99,9 @@ func kernelChild() int {
 	sys("ioctl_tiocsti_hi_pty", unix.SYS_IOCTL, sfd, unix.TIOCSTI|0xdeadbeef00000000, pb)
 	sys("ioctl_tiocsti_badfd", unix.SYS_IOCTL, bad, unix.TIOCSTI, pb)
 	sys("ioctl_tioclinux_badfd", unix.SYS_IOCTL, bad, unix.TIOCLINUX, pb)
+	ldisc := uintptr(unsafe.Pointer(new(int32)))
+	sys("ioctl_tiocsetd_pty", unix.SYS_IOCTL, sfd, unix.TIOCSETD, ldisc)
+	sys("ioctl_tiocsetd_hi_pty", unix.SYS_IOCTL, sfd, unix.TIOCSETD|0xdeadbeef00000000, ldisc)
 	_, err = unix.IoctlGetTermios(int(sfd), unix.TCGETS)
 	res("ioctl_tcgets_pty", errnoOf(err))
 	// CLONE_FS with CLONE_NEWUSER is EINVAL in the kernel: nothing is created when the
@@ -171,6 +174,8 @@ func TestLoadAgentKernel(t *testing.T) {
 		"ioctl_tiocsti_hi_pty":          "EPERM",
 		"ioctl_tiocsti_badfd":           "EPERM", // EBADF without the filter
 		"ioctl_tioclinux_badfd":         "EPERM", // EBADF without the filter
+		"ioctl_tiocsetd_pty":            "EPERM", // ok without the filter (N_TTY over N_TTY)
+		"ioctl_tiocsetd_hi_pty":         "EPERM",
 		"ioctl_tcgets_pty":              "ok",
 		"clone_newuser":                 "EPERM", // EINVAL without the filter
 		"clone_newns":                   "EPERM", // EINVAL without the filter

@@ -129,7 +129,7 @@ func kindFlags() map[string][]flagName {
 			{unix.CLONE_NEWNET, "CLONE_NEWNET"}, {unix.CLONE_NEWTIME, "CLONE_NEWTIME"}},
 		"open":    {{unix.O_CREAT, "O_CREAT"}, {0x400000, "__O_TMPFILE"}, {unix.O_DIRECTORY, "O_DIRECTORY"}},
 		"mode":    {{unix.S_ISUID, "S_ISUID"}, {unix.S_ISGID, "S_ISGID"}, {unix.S_ISVTX, "S_ISVTX"}},
-		"ioctl":   {{tiocsti, "TIOCSTI"}, {tioclinux, "TIOCLINUX"}},
+		"ioctl":   {{tiocsti, "TIOCSTI"}, {tioclinux, "TIOCLINUX"}, {tiocsetd, "TIOCSETD"}},
 		"netlink": {{unix.NETLINK_ROUTE, "NETLINK_ROUTE"}, {unix.NETLINK_USERSOCK, "NETLINK_USERSOCK"}, {unix.NETLINK_GENERIC, "NETLINK_GENERIC"}},
 	}
 }

@@ -6,10 +6,12 @@ import "golang.org/x/sys/unix"
 const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
 
-// Terminal ioctls that inject input or drive the console (tty_ioctl(4), ioctl_console(2)).
+// Terminal ioctls that inject input, drive the console or replace a terminal's line
+// discipline (tty_ioctl(4), ioctl_console(2)).
 const (
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
+	tiocsetd  = 0x5423
 )
 
 // AgentRules is the "agent" profile: what agents' commands never need and what has
@@ -48,6 +50,12 @@ func AgentRules() []Rule {
 			Comment: "TIOCSTI pushes input into a terminal; compared on 32 bits as the kernel does (CVE-2019-10063)"},
 		{Syscalls: []string{"ioctl"}, Action: "errno", Errno: "EPERM", Args: []Arg{{Index: 1, Op: "masked_eq", Mask: 0xffffffff, Value: tioclinux}},
 			Comment: "TIOCLINUX can paste into a console; compared on 32 bits"},
+		// a plain exec's command holds the caller's terminal itself, and the launcher can
+		// put a line discipline back only from the terminal's foreground group: N_NULL set
+		// by a background `gosbx exec … &` discarded all the terminal carried for good
+		// (from an attack review, rstdio F1)
+		{Syscalls: []string{"ioctl"}, Action: "errno", Errno: "EPERM", Args: []Arg{{Index: 1, Op: "masked_eq", Mask: 0xffffffff, Value: tiocsetd}},
+			Comment: "TIOCSETD replaces a terminal's line discipline (N_NULL discards all it carries); compared on 32 bits"},
 	}
 }
 
