@@ -56,3 +56,29 @@ func TestUnseenFirstMatchNote(t *testing.T) {
 		}
 	})
 }
+
+// New-user trial 2026-12-03 F5: a command gosbx itself ended (here the timeout; the
+// memory limit's kill and the pids limit the same) gets gosbx's word on why, and not
+// the note that guesses another cause: after an OOM kill, the toolchain note sent the
+// user after python3's place on PATH.
+func TestUnseenFirstNoteNotAfterKnownCause(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	forEachCaller(t, func(t *testing.T, c caller) {
+		s := newSandbox(t, c)
+		home := filepath.Join(s.base, "home")
+		shims := home + "/.pyenv/shims"
+		must(t, os.MkdirAll(shims, 0o755))
+		mustWriteExecutable(t, shims+"/python3", []byte("#!/bin/sh\nexit 99\n"), 0o755)
+		filepath.Walk(s.base, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+		path := shims + ":/usr/bin:/bin"
+		r := s.runWith(home, path, "--timeout", "1s", "--", "python3", "-c", "import time; time.sleep(30)")
+		if r.code != 124 || !strings.Contains(r.stderr, "timed out") {
+			t.Fatalf("want 124 and the timeout's message\n%v", r)
+		}
+		if strings.Contains(r.stderr, "which your PATH finds first") {
+			t.Errorf("a command the timeout ended got the toolchain note\n%v", r)
+		}
+	})
+}

@@ -334,18 +334,20 @@ func execute(o policy.Options, status *os.File) error {
 		fmt.Fprintln(os.Stderr, note)
 	}
 	if cmd.Result.ExitCode != 0 {
-		refused := func(d string) error { return eff.WorkspaceRefusal(d, host) }
-		if note := enclosingNote(o.Workspace, ws, refused); note != "" {
-			fmt.Fprintln(os.Stderr, note)
-		}
-		for _, note := range gitFailureNotes(spec, eff.Filesystem.Git, eff.Filesystem.Credentials, os.Getuid(), false) {
-			fmt.Fprintln(os.Stderr, note)
-		}
-		if note := wsWriteNote(ws, host); note != "" {
-			fmt.Fprintln(os.Stderr, note)
-		}
-		if note := unseenFirstNote(spec, toolchainAuto(eff)); note != "" {
-			fmt.Fprintln(os.Stderr, note)
+		if !causeKnown(cmd.Result) {
+			refused := func(d string) error { return eff.WorkspaceRefusal(d, host) }
+			if note := enclosingNote(o.Workspace, ws, refused); note != "" {
+				fmt.Fprintln(os.Stderr, note)
+			}
+			for _, note := range gitFailureNotes(spec, eff.Filesystem.Git, eff.Filesystem.Credentials, os.Getuid(), false) {
+				fmt.Fprintln(os.Stderr, note)
+			}
+			if note := wsWriteNote(ws, host); note != "" {
+				fmt.Fprintln(os.Stderr, note)
+			}
+			if note := unseenFirstNote(spec, toolchainAuto(eff)); note != "" {
+				fmt.Fprintln(os.Stderr, note)
+			}
 		}
 		return statusError(cmd.Result.ExitCode)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gosbx/gosbx/nsinit"
 	"github.com/gosbx/gosbx/nsinit/config"
 	"github.com/gosbx/gosbx/policy"
 )
@@ -71,4 +72,14 @@ func gitRemoteNote(spec *config.Config, creds []string) string {
 		note += "; a push to it cannot run inside (a local remote stays read-only there: its hooks would run on the host): push outside the sandbox"
 	}
 	return note
+}
+
+// causeKnown reports whether gosbx itself ended the command, and has said so: the
+// timeout, or a limit (the memory limit's OOM kill, a fork the pids limit refused). The
+// notes that guess why a command failed (a read-only git dir, a toolchain the sandbox
+// does not show, a write outside the workspace) are then left out: after an OOM kill, a
+// note naming python3's toolchain sent a new user after the wrong cause (new-user trial
+// 2026-12-03 F5).
+func causeKnown(r *nsinit.Result) bool {
+	return r.TimedOut || r.OOMKilled || r.LimitHit != ""
 }

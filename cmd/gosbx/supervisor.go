@@ -718,7 +718,7 @@ func (sv *supervisor) exec(fd int, body []byte, fds []int) {
 	if note := limitNote(sv.sess.Config(), cmd.Result, true); note != "" {
 		reply(session.RepMessage, []byte(note+"\n"))
 	}
-	if cmd.Result.ExitCode != 0 {
+	if cmd.Result.ExitCode != 0 && !causeKnown(cmd.Result) {
 		for _, note := range gitFailureNotes(cmd.Config, sv.gitMode, sv.credentials, os.Getuid(), true) {
 			reply(session.RepMessage, []byte(note+"\n"))
 		}
