@@ -19,12 +19,7 @@ func TestUnseenFirstMatchNote(t *testing.T) {
 	}
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
-		home := filepath.Join(s.base, "home")
-		shims := home + "/.pyenv/shims"
-		must(t, os.MkdirAll(shims, 0o755))
-		mustWriteExecutable(t, shims+"/python3", []byte("#!/bin/sh\necho the shim ran; exit 99\n"), 0o755)
-		filepath.Walk(s.base, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
-		path := shims + ":/usr/bin:/bin"
+		home, shims, path := pyenvShims(t, s)
 		want := "gosbx: note: the command failed, and python3 here is /usr/bin/python3, not " + shims + "/python3, which your PATH finds first"
 
 		r := s.runWith(home, path, "python3", "-c", "import sys; sys.exit(3)")
@@ -67,12 +62,7 @@ func TestUnseenFirstNoteNotAfterKnownCause(t *testing.T) {
 	}
 	forEachCaller(t, func(t *testing.T, c caller) {
 		s := newSandbox(t, c)
-		home := filepath.Join(s.base, "home")
-		shims := home + "/.pyenv/shims"
-		must(t, os.MkdirAll(shims, 0o755))
-		mustWriteExecutable(t, shims+"/python3", []byte("#!/bin/sh\nexit 99\n"), 0o755)
-		filepath.Walk(s.base, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
-		path := shims + ":/usr/bin:/bin"
+		home, _, path := pyenvShims(t, s)
 		r := s.runWith(home, path, "--timeout", "1s", "--", "python3", "-c", "import time; time.sleep(30)")
 		if r.code != 124 || !strings.Contains(r.stderr, "timed out") {
 			t.Fatalf("want 124 and the timeout's message\n%v", r)
@@ -81,4 +71,16 @@ func TestUnseenFirstNoteNotAfterKnownCause(t *testing.T) {
 			t.Errorf("a command the timeout ended got the toolchain note\n%v", r)
 		}
 	})
+}
+
+// pyenvShims gives s a home whose pyenv shim directory holds a python3 of its own (one
+// the sandbox does not show), and a PATH that finds it first.
+func pyenvShims(t *testing.T, s *sandbox) (home, shims, path string) {
+	t.Helper()
+	home = filepath.Join(s.base, "home")
+	shims = home + "/.pyenv/shims"
+	must(t, os.MkdirAll(shims, 0o755))
+	mustWriteExecutable(t, shims+"/python3", []byte("#!/bin/sh\necho the shim ran; exit 99\n"), 0o755)
+	filepath.Walk(s.base, func(p string, _ os.FileInfo, _ error) error { s.chown(p); return nil })
+	return home, shims, shims + ":/usr/bin:/bin"
 }
